@@ -1,0 +1,202 @@
+//===- TwillAttrs.cpp - placement and rope attributes ---------------------===//
+
+#include "dialects/twill/TwillAttrs.h"
+
+#include "dialects/twill/TwillOps.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::twill;
+
+#define GET_ATTRDEF_CLASSES
+#include "dialects/twill/TwillAttrs.cpp.inc"
+
+void TwillDialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "dialects/twill/TwillAttrs.cpp.inc"
+      >();
+}
+
+llvm::hash_code mlir::twill::hash_value(const AxisPlacement &placement) {
+  return llvm::hash_combine(
+      placement.kind, placement.isShard() ? placement.dim : int64_t{0});
+}
+
+llvm::raw_ostream &mlir::twill::operator<<(llvm::raw_ostream &os,
+                                           const AxisPlacement &placement) {
+  switch (placement.kind) {
+  case AxisPlacement::Kind::Replicate:
+    return os << "replicate";
+  case AxisPlacement::Kind::Shard:
+    return os << "shard<" << placement.dim << ">";
+  case AxisPlacement::Kind::PartialSum:
+    return os << "partial<sum>";
+  }
+  llvm_unreachable("unknown placement kind");
+}
+
+//===----------------------------------------------------------------------===//
+// PlacementAttr: #twill.placement<@mesh, [shard<0>, replicate, partial<sum>]>
+//===----------------------------------------------------------------------===//
+
+static ParseResult parseAxisPlacement(AsmParser &parser,
+                                      AxisPlacement &placement) {
+  StringRef keyword;
+  SMLoc loc = parser.getCurrentLocation();
+  if (parser.parseKeyword(&keyword))
+    return failure();
+  if (keyword == "replicate") {
+    placement = AxisPlacement::replicate();
+    return success();
+  }
+  if (keyword == "shard") {
+    int64_t dim;
+    if (parser.parseLess() || parser.parseInteger(dim) || parser.parseGreater())
+      return failure();
+    placement = AxisPlacement::shard(dim);
+    return success();
+  }
+  if (keyword == "partial") {
+    StringRef reduction;
+    SMLoc reductionLoc = parser.getCurrentLocation();
+    if (parser.parseLess() || parser.parseKeyword(&reduction))
+      return failure();
+    if (reduction != "sum")
+      return parser.emitError(reductionLoc, "unknown partial reduction '")
+             << reduction << "'; expected 'sum'";
+    placement = AxisPlacement::partialSum();
+    return parser.parseGreater();
+  }
+  return parser.emitError(loc, "unknown placement '")
+         << keyword << "'; expected 'shard<dim>', 'replicate' or "
+         << "'partial<sum>'";
+}
+
+Attribute PlacementAttr::parse(AsmParser &parser, Type) {
+  FlatSymbolRefAttr mesh;
+  SmallVector<AxisPlacement> axes;
+  if (parser.parseLess() || parser.parseAttribute(mesh) ||
+      parser.parseComma() ||
+      parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&] {
+        return parseAxisPlacement(parser, axes.emplace_back());
+      }) ||
+      parser.parseGreater())
+    return {};
+  return getChecked([&] { return parser.emitError(parser.getNameLoc()); },
+                    parser.getContext(), mesh, axes);
+}
+
+void PlacementAttr::print(AsmPrinter &printer) const {
+  printer << "<" << getMesh() << ", [";
+  llvm::interleaveComma(getAxes(), printer.getStream());
+  printer << "]>";
+}
+
+LogicalResult
+PlacementAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                      FlatSymbolRefAttr mesh, ArrayRef<AxisPlacement> axes) {
+  if (!mesh)
+    return emitError() << "placement needs a mesh symbol";
+  if (axes.empty())
+    return emitError() << "placement needs one entry per mesh axis";
+  for (const AxisPlacement &axis : axes)
+    if (axis.isShard() && axis.dim < 0)
+      return emitError() << "shard dim must be non-negative, got "
+                         << axis.dim;
+  return success();
+}
+
+LogicalResult PlacementAttr::verifyEncoding(
+    ArrayRef<int64_t> shape, Type,
+    function_ref<InFlightDiagnostic()> emitError) const {
+  for (auto [axis, placement] : llvm::enumerate(getAxes()))
+    if (placement.isShard() && placement.dim >= (int64_t)shape.size())
+      return emitError() << "placement entry " << axis << " shards dim "
+                         << placement.dim << " of a tensor of rank "
+                         << shape.size();
+  return success();
+}
+
+/// Checks one type's placement against the mesh it names.
+static LogicalResult verifyPlacementOf(Operation *op, Type type,
+                                       SymbolTableCollection &symbolTable) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  auto placement =
+      tensor ? dyn_cast_or_null<PlacementAttr>(tensor.getEncoding()) : nullptr;
+  if (!placement)
+    return success();
+  auto mesh =
+      symbolTable.lookupNearestSymbolFrom<MeshOp>(op, placement.getMesh());
+  if (!mesh)
+    return op->emitOpError("placement refers to unknown mesh ")
+           << placement.getMesh();
+  size_t meshRank = mesh.getAxes().size();
+  if (placement.getAxes().size() != meshRank)
+    return op->emitOpError("placement has ")
+           << placement.getAxes().size() << " entries but mesh "
+           << placement.getMesh() << " has " << meshRank << " axes "
+           << mesh.getAxes();
+  return success();
+}
+
+LogicalResult
+mlir::twill::verifyPlacementSymbols(Operation *op,
+                                    SymbolTableCollection &symbolTable) {
+  for (Type type : llvm::concat<const Type>(op->getOperandTypes(),
+                                            op->getResultTypes()))
+    if (failed(verifyPlacementOf(op, type, symbolTable)))
+      return failure();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// RopeScalingAttr
+//===----------------------------------------------------------------------===//
+
+Attribute RopeScalingAttr::parse(AsmParser &parser, Type) {
+  double factor, lowFreqFactor, highFreqFactor;
+  int64_t originalMaxPosition;
+  if (parser.parseLess() || parser.parseKeyword("factor") ||
+      parser.parseEqual() || parser.parseFloat(factor) ||
+      parser.parseComma() || parser.parseKeyword("low_freq_factor") ||
+      parser.parseEqual() || parser.parseFloat(lowFreqFactor) ||
+      parser.parseComma() || parser.parseKeyword("high_freq_factor") ||
+      parser.parseEqual() || parser.parseFloat(highFreqFactor) ||
+      parser.parseComma() || parser.parseKeyword("original_max_position") ||
+      parser.parseEqual() || parser.parseInteger(originalMaxPosition) ||
+      parser.parseGreater())
+    return {};
+  return getChecked([&] { return parser.emitError(parser.getNameLoc()); },
+                    parser.getContext(), llvm::APFloat(factor),
+                    llvm::APFloat(lowFreqFactor), llvm::APFloat(highFreqFactor),
+                    originalMaxPosition);
+}
+
+void RopeScalingAttr::print(AsmPrinter &printer) const {
+  printer << "<factor = ";
+  printer.printFloat(getFactor());
+  printer << ", low_freq_factor = ";
+  printer.printFloat(getLowFreqFactor());
+  printer << ", high_freq_factor = ";
+  printer.printFloat(getHighFreqFactor());
+  printer << ", original_max_position = " << getOriginalMaxPosition() << ">";
+}
+
+LogicalResult
+RopeScalingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                        llvm::APFloat factor, llvm::APFloat lowFreqFactor,
+                        llvm::APFloat highFreqFactor,
+                        int64_t originalMaxPosition) {
+  if (factor.convertToDouble() < 1.0)
+    return emitError() << "rope scaling factor must be at least 1";
+  if (lowFreqFactor.convertToDouble() <= 0.0 ||
+      highFreqFactor.convertToDouble() <= lowFreqFactor.convertToDouble())
+    return emitError() << "rope scaling needs 0 < low_freq_factor < "
+                          "high_freq_factor";
+  if (originalMaxPosition <= 0)
+    return emitError() << "original_max_position must be positive";
+  return success();
+}

@@ -1,0 +1,69 @@
+//===- TwillAttrs.td - placement and rope attributes -------*- tablegen -*-===//
+
+#ifndef TWILL_ATTRS_TD
+#define TWILL_ATTRS_TD
+
+include "dialects/twill/TwillDialect.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/TensorEncoding.td"
+
+class Twill_Attr<string name, string attrMnemonic, list<Trait> traits = []>
+    : AttrDef<Twill_Dialect, name, traits> {
+  let mnemonic = attrMnemonic;
+}
+
+def Twill_PlacementAttr : Twill_Attr<"Placement", "placement",
+    [DeclareAttrInterfaceMethods<VerifiableTensorEncoding>]> {
+  let summary = "Where a tensor lives on a device mesh (DTensor placements)";
+  let description = [{
+    A tensor encoding with one entry per axis of the mesh `@mesh`:
+
+    - `shard<d>`: the tensor's dim `d` is split in contiguous blocks over the
+      axis (the last block may be shorter: no size has to divide evenly);
+    - `replicate`: every device of the axis holds the whole tensor;
+    - `partial<sum>`: every device of the axis holds a summand; the value is
+      their sum.
+
+    When two axes shard the same dim, the earlier mesh axis is the major one
+    (as in DTensor); listing entries per mesh axis makes any other order
+    unrepresentable.
+
+    Example, a weight FSDP-sharded on `dp` and column-parallel on `tp`:
+
+    ```mlir
+    tensor<4096x4096xbf16, #twill.placement<@mesh, [shard<0>, shard<0>]>>
+    ```
+  }];
+  let parameters = (ins
+    "::mlir::FlatSymbolRefAttr":$mesh,
+    ArrayRefParameter<"::mlir::twill::AxisPlacement",
+                      "one placement per mesh axis">:$axes
+  );
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+}
+
+def Twill_RopeScalingAttr : Twill_Attr<"RopeScaling", "rope_scaling"> {
+  let summary = "Llama 3.1 rotary frequency scaling";
+  let description = [{
+    Llama 3.1's `rope_type = "llama3"` scaling of the rotary frequencies:
+    wavelengths longer than `original_max_position / low_freq_factor` are
+    divided by `factor`, those shorter than `original_max_position /
+    high_freq_factor` are kept, and those between are interpolated.
+
+    ```mlir
+    #twill.rope_scaling<factor = 8.0, low_freq_factor = 1.0,
+                        high_freq_factor = 4.0, original_max_position = 8192>
+    ```
+  }];
+  let parameters = (ins
+    APFloatParameter<"">:$factor,
+    APFloatParameter<"">:$low_freq_factor,
+    APFloatParameter<"">:$high_freq_factor,
+    "int64_t":$original_max_position
+  );
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+}
+
+#endif // TWILL_ATTRS_TD

@@ -1,0 +1,51 @@
+//===- TwillDialect.td - the twill dialect -----------------*- tablegen -*-===//
+//
+// Twill's IR: a Llama + LoRA training step at the level the model is written
+// in, with DTensor-style placements on a dp x tp device mesh in the types.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TWILL_DIALECT_TD
+#define TWILL_DIALECT_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/SymbolInterfaces.td"
+
+def Twill_Dialect : Dialect {
+  let name = "twill";
+  let cppNamespace = "::mlir::twill";
+  let summary = "Sharded Llama + LoRA training programs";
+  let description = [{
+    The `twill` dialect describes one training step of a Llama model with LoRA
+    adapters as a single SPMD program over a named device mesh. Ops are coarse
+    (embedding, matmul, rms_norm, rope, attention, ...), and a value's placement
+    on the mesh is part of its tensor type:
+
+    ```mlir
+    twill.mesh @mesh {axes = ["dp", "tp"], shape = [2, 4]}
+    ... tensor<128256x4096xbf16, #twill.placement<@mesh, [shard<0>, shard<1>]>>
+    ```
+
+    Before partitioning, shapes are global; after it, they are local shards.
+  }];
+  let useDefaultAttributePrinterParser = 1;
+  let extraClassDeclaration = [{
+    /// Defined beside the attribute storage classes (TwillAttrs.cpp).
+    void registerAttributes();
+  }];
+}
+
+class Twill_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Twill_Dialect, mnemonic,
+         !listconcat(traits, [DeclareOpInterfaceMethods<SymbolUserOpInterface>])> {
+  // Every op checks that the placements in its operand and result types name
+  // an existing mesh with as many axes as they have entries.
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult
+    $cppClass::verifySymbolUses(::mlir::SymbolTableCollection &symbolTable) {
+      return ::mlir::twill::verifyPlacementSymbols(getOperation(), symbolTable);
+    }
+  }];
+}
+
+#endif // TWILL_DIALECT_TD

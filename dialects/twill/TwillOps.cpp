@@ -1,0 +1,258 @@
+//===- TwillOps.cpp - mesh and forward ops --------------------------------===//
+//
+// Verifiers compare shapes and element types only: placements may differ
+// between operands before partitioning, and a value's placement is checked
+// against its mesh by verifyPlacementSymbols.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/twill/TwillOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSet.h"
+
+using namespace mlir;
+using namespace mlir::twill;
+
+#define GET_OP_CLASSES
+#include "dialects/twill/TwillOps.cpp.inc"
+
+/// `[2, 4, 8]`, for diagnostics.
+static std::string shapeText(ArrayRef<int64_t> shape) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "[";
+  llvm::interleaveComma(shape, os);
+  os << "]";
+  return text;
+}
+
+static ArrayRef<int64_t> shapeOf(Value value) {
+  return cast<RankedTensorType>(value.getType()).getShape();
+}
+
+static Type elementTypeOf(Value value) {
+  return cast<RankedTensorType>(value.getType()).getElementType();
+}
+
+/// Fails with "<what> must have shape [..], got [..]" unless they match.
+static LogicalResult expectShape(Operation *op, StringRef what,
+                                 ArrayRef<int64_t> actual,
+                                 ArrayRef<int64_t> expected) {
+  if (actual == expected)
+    return success();
+  return op->emitOpError() << what << " must have shape "
+                           << shapeText(expected) << ", got "
+                           << shapeText(actual);
+}
+
+/// Fails unless every value has the element type of the first.
+static LogicalResult expectSameElementType(Operation *op, ValueRange values) {
+  Type expected = elementTypeOf(values.front());
+  for (Value value : values.drop_front())
+    if (elementTypeOf(value) != expected)
+      return op->emitOpError() << "expects one element type, got "
+                               << expected << " and " << elementTypeOf(value);
+  return success();
+}
+
+static LogicalResult expectRank(Operation *op, StringRef what, Value value,
+                                int64_t rank) {
+  if ((int64_t)shapeOf(value).size() == rank)
+    return success();
+  return op->emitOpError() << what << " must have rank " << rank << ", got "
+                           << shapeOf(value).size();
+}
+
+//===----------------------------------------------------------------------===//
+// MeshOp
+//===----------------------------------------------------------------------===//
+
+SmallVector<int64_t> MeshOp::getAxisSizes() {
+  return llvm::map_to_vector(getShape(), [](Attribute size) {
+    return cast<IntegerAttr>(size).getInt();
+  });
+}
+
+LogicalResult MeshOp::verify() {
+  if (getAxes().empty())
+    return emitOpError("needs at least one axis");
+  if (getAxes().size() != getShape().size())
+    return emitOpError() << "has " << getAxes().size() << " axes but "
+                         << getShape().size() << " sizes";
+  llvm::StringSet<> seen;
+  for (Attribute axis : getAxes()) {
+    StringRef name = cast<StringAttr>(axis).getValue();
+    if (name.empty())
+      return emitOpError("axis names must not be empty");
+    if (!seen.insert(name).second)
+      return emitOpError() << "axis '" << name << "' appears twice";
+  }
+  for (int64_t size : getAxisSizes())
+    if (size <= 0)
+      return emitOpError() << "axis sizes must be positive, got " << size;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Forward ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult EmbeddingOp::verify() {
+  if (failed(expectRank(*this, "table", getTable(), 2)) ||
+      failed(expectSameElementType(*this, {getTable(), getResult()})))
+    return failure();
+  SmallVector<int64_t> expected(shapeOf(getIds()));
+  expected.push_back(shapeOf(getTable())[1]);
+  return expectShape(*this, "result", shapeOf(getResult()), expected);
+}
+
+LogicalResult MatmulOp::verify() {
+  if (failed(expectSameElementType(*this, {getLhs(), getRhs(), getResult()})))
+    return failure();
+  ArrayRef<int64_t> lhs = shapeOf(getLhs()), rhs = shapeOf(getRhs());
+  if (lhs.size() < 2 || rhs.size() < 2)
+    return emitOpError("operands must have rank 2 or more");
+  ArrayRef<int64_t> batch = lhs.drop_back(2);
+  if (rhs.size() != 2 && rhs.drop_back(2) != batch)
+    return emitOpError() << "rhs must have no batch dims or lhs's "
+                         << shapeText(batch) << ", got "
+                         << shapeText(rhs.drop_back(2));
+  int64_t m = lhs[lhs.size() - 2], k = lhs.back();
+  if (getTransposeLhs())
+    std::swap(m, k);
+  int64_t rhsK = rhs[rhs.size() - 2], n = rhs.back();
+  if (getTransposeRhs())
+    std::swap(rhsK, n);
+  if (k != rhsK)
+    return emitOpError() << "contracting dims differ: " << k << " vs "
+                         << rhsK;
+  SmallVector<int64_t> expected(batch);
+  expected.append({m, n});
+  return expectShape(*this, "result", shapeOf(getResult()), expected);
+}
+
+LogicalResult RmsNormOp::verify() {
+  if (failed(expectRank(*this, "weight", getWeight(), 1)) ||
+      failed(expectSameElementType(*this,
+                                   {getInput(), getWeight(), getResult()})))
+    return failure();
+  ArrayRef<int64_t> input = shapeOf(getInput());
+  if (input.empty())
+    return emitOpError("input must have rank 1 or more");
+  if (getEpsilon().convertToDouble() <= 0.0)
+    return emitOpError("epsilon must be positive");
+  if (failed(expectShape(*this, "weight", shapeOf(getWeight()),
+                         input.take_back())))
+    return failure();
+  return expectShape(*this, "result", shapeOf(getResult()), input);
+}
+
+LogicalResult RopeOp::verify() {
+  if (failed(expectRank(*this, "input", getInput(), 4)) ||
+      failed(expectSameElementType(*this, {getInput(), getResult()})))
+    return failure();
+  ArrayRef<int64_t> input = shapeOf(getInput());
+  if (input.back() % 2 != 0)
+    return emitOpError() << "head dim must be even, got " << input.back();
+  if (getTheta().convertToDouble() <= 0.0)
+    return emitOpError("theta must be positive");
+  if (failed(expectShape(*this, "positions", shapeOf(getPositions()),
+                         input.take_front(2))))
+    return failure();
+  return expectShape(*this, "result", shapeOf(getResult()), input);
+}
+
+LogicalResult AttentionOp::verify() {
+  for (auto [name, value] : {std::pair<StringRef, Value>{"query", getQuery()},
+                             {"key", getKey()},
+                             {"value", getValue()}})
+    if (failed(expectRank(*this, name, value, 4)))
+      return failure();
+  if (failed(expectSameElementType(
+          *this, {getQuery(), getKey(), getValue(), getResult()})))
+    return failure();
+  ArrayRef<int64_t> query = shapeOf(getQuery()), key = shapeOf(getKey());
+  SmallVector<int64_t> expectedKey{query[0], query[1], key[2], query[3]};
+  if (failed(expectShape(*this, "key", key, expectedKey)) ||
+      failed(expectShape(*this, "value", shapeOf(getValue()), key)))
+    return failure();
+  if (query[2] % key[2] != 0)
+    return emitOpError() << "query heads (" << query[2]
+                         << ") must be a multiple of key/value heads ("
+                         << key[2] << ")";
+  if (getScale().convertToDouble() <= 0.0)
+    return emitOpError("scale must be positive");
+  if (getSegments() &&
+      failed(expectShape(*this, "segments", shapeOf(getSegments()),
+                         query.take_front(2))))
+    return failure();
+  return expectShape(*this, "result", shapeOf(getResult()), query);
+}
+
+/// Add, mul and swiglu: one shape and element type for all three values.
+static LogicalResult verifyElementwiseBinary(Operation *op) {
+  if (failed(expectSameElementType(op, {op->getOperand(0), op->getOperand(1),
+                                        op->getResult(0)})))
+    return failure();
+  ArrayRef<int64_t> lhs = shapeOf(op->getOperand(0));
+  if (failed(expectShape(op, "rhs", shapeOf(op->getOperand(1)), lhs)))
+    return failure();
+  return expectShape(op, "result", shapeOf(op->getResult(0)), lhs);
+}
+
+LogicalResult AddOp::verify() { return verifyElementwiseBinary(*this); }
+LogicalResult MulOp::verify() { return verifyElementwiseBinary(*this); }
+LogicalResult SwigluOp::verify() { return verifyElementwiseBinary(*this); }
+
+LogicalResult CrossEntropyOp::verify() {
+  ArrayRef<int64_t> logits = shapeOf(getLogits());
+  if (logits.empty())
+    return emitOpError("logits must have a vocab dim");
+  return expectShape(*this, "labels", shapeOf(getLabels()),
+                     logits.drop_back());
+}
+
+LogicalResult ReshapeOp::verify() {
+  if (failed(expectSameElementType(*this, {getInput(), getResult()})))
+    return failure();
+  auto input = cast<RankedTensorType>(getInput().getType());
+  auto result = cast<RankedTensorType>(getResult().getType());
+  if (input.getNumElements() != result.getNumElements())
+    return emitOpError() << "cannot reshape " << input.getNumElements()
+                         << " elements into " << result.getNumElements();
+  return success();
+}
+
+LogicalResult TransposeOp::verify() {
+  if (failed(expectSameElementType(*this, {getInput(), getResult()})))
+    return failure();
+  ArrayRef<int64_t> input = shapeOf(getInput());
+  ArrayRef<int64_t> permutation = getPermutation();
+  auto notAPermutation = [&] {
+    return emitOpError() << "permutation " << shapeText(permutation)
+                         << " is not a permutation of the " << input.size()
+                         << " input dims";
+  };
+  if (permutation.size() != input.size())
+    return notAPermutation();
+  SmallVector<bool> used(input.size(), false);
+  for (int64_t dim : permutation) {
+    if (dim < 0 || dim >= (int64_t)input.size() || used[dim])
+      return notAPermutation();
+    used[dim] = true;
+  }
+  SmallVector<int64_t> expected = llvm::map_to_vector(
+      permutation, [&](int64_t dim) { return input[dim]; });
+  return expectShape(*this, "result", shapeOf(getResult()), expected);
+}
+
+LogicalResult CastOp::verify() {
+  if (isa<FloatType>(elementTypeOf(getInput())) &&
+      !isa<FloatType>(elementTypeOf(getResult())))
+    return emitOpError("cannot cast floats to integers");
+  return expectShape(*this, "result", shapeOf(getResult()),
+                     shapeOf(getInput()));
+}

@@ -1,0 +1,276 @@
+//===- TwillOps.td - mesh and forward ops ------------------*- tablegen -*-===//
+//
+// Shapes in the examples are global (before partitioning). Verifiers check
+// shapes and element types; placements are checked against their mesh by
+// every op (see Twill_Op) and, later, against each op's sharding rule.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TWILL_OPS_TD
+#define TWILL_OPS_TD
+
+include "dialects/twill/TwillAttrs.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Twill_FloatTensor : StaticShapeTensorOf<[AnyFloat]>;
+def Twill_IntTensor : StaticShapeTensorOf<[AnySignlessInteger]>;
+
+//===----------------------------------------------------------------------===//
+// Mesh
+//===----------------------------------------------------------------------===//
+
+def Twill_MeshOp : Op<Twill_Dialect, "mesh", [Symbol]> {
+  let summary = "A named grid of devices";
+  let description = [{
+    Declares the device mesh that placements refer to: named axes and their
+    sizes, major axis first. Twill's plans use `dp` (fully sharded data
+    parallel) and `tp` (tensor and sequence parallel).
+
+    ```mlir
+    twill.mesh @mesh {axes = ["dp", "tp"], shape = [2, 4]}
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, StrArrayAttr:$axes,
+                       I64ArrayAttr:$shape);
+  let assemblyFormat = "$sym_name attr-dict";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The size of each axis, major first.
+    ::llvm::SmallVector<int64_t> getAxisSizes();
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Forward ops
+//===----------------------------------------------------------------------===//
+
+def Twill_EmbeddingOp : Twill_Op<"embedding", [Pure]> {
+  let summary = "Rows of an embedding table selected by token ids";
+  let description = [{
+    `result[i..., :] = table[ids[i...], :]` for a `[vocab, hidden]` table.
+
+    ```mlir
+    %h = twill.embedding %table, %tokens
+        : (tensor<128256x4096xbf16>, tensor<2x8192xi32>) -> tensor<2x8192x4096xbf16>
+    ```
+  }];
+  let arguments = (ins Twill_FloatTensor:$table, Twill_IntTensor:$ids);
+  let results = (outs Twill_FloatTensor:$result);
+  let assemblyFormat = [{
+    $table `,` $ids attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Twill_MatmulOp : Twill_Op<"matmul", [Pure]> {
+  let summary = "Batched matrix product with optional transposes";
+  let description = [{
+    `result[b..., m, n] = sum_k lhs[b..., m, k] * rhs[b..., k, n]`. The last
+    two dims of each operand are the matrix; `transpose_lhs` / `transpose_rhs`
+    read an operand as `[.., k, m]` / `[.., n, k]`. Leading dims of `lhs` are
+    batch dims; `rhs` either has the same batch dims or none (a weight shared
+    by the whole batch). A linear layer `x W^T` is:
+
+    ```mlir
+    %q = twill.matmul %x, %w {transpose_rhs}
+        : (tensor<2x8192x4096xbf16>, tensor<4096x4096xbf16>) -> tensor<2x8192x4096xbf16>
+    ```
+  }];
+  let arguments = (ins Twill_FloatTensor:$lhs, Twill_FloatTensor:$rhs,
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
+  let results = (outs Twill_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Twill_RmsNormOp : Twill_Op<"rms_norm", [Pure]> {
+  let summary = "Root-mean-square normalisation over the last dim";
+  let description = [{
+    `result = input / sqrt(mean(input^2, -1) + epsilon) * weight`, with the
+    mean taken over the last dim and `weight` of that dim's size.
+
+    ```mlir
+    %n = twill.rms_norm %h, %w {epsilon = 1.0e-05 : f64}
+        : (tensor<2x8192x4096xbf16>, tensor<4096xbf16>) -> tensor<2x8192x4096xbf16>
+    ```
+  }];
+  let arguments = (ins Twill_FloatTensor:$input, Twill_FloatTensor:$weight,
+                       F64Attr:$epsilon);
+  let results = (outs Twill_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Twill_RopeOp : Twill_Op<"rope", [Pure]> {
+  let summary = "Rotary position embedding of queries or keys";
+  let description = [{
+    Rotates each head of `input` (`[batch, seq, heads, head_dim]`) by angles
+    `position * theta^(-2i / head_dim)`, pairing element `i` with
+    `i + head_dim / 2` as Hugging Face's Llama does. `positions`
+    (`[batch, seq]`) restart at 0 for each document of a packed row. An
+    optional `scaling` applies Llama 3.1's frequency scaling.
+
+    ```mlir
+    %r = twill.rope %q, %pos {theta = 5.0e+05 : f64, scaling = #twill.rope_scaling<
+            factor = 8.0, low_freq_factor = 1.0, high_freq_factor = 4.0,
+            original_max_position = 8192>}
+        : (tensor<2x8192x32x128xbf16>, tensor<2x8192xi32>) -> tensor<2x8192x32x128xbf16>
+    ```
+  }];
+  let arguments = (ins Twill_FloatTensor:$input, Twill_IntTensor:$positions,
+                       F64Attr:$theta,
+                       OptionalAttr<Twill_RopeScalingAttr>:$scaling);
+  let results = (outs Twill_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $positions attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Twill_AttentionOp : Twill_Op<"attention", [Pure]> {
+  let summary = "Causal grouped-query attention, within documents";
+  let description = [{
+    `softmax(scale * q k^T + mask) v` per head, where query head `h` reads key
+    and value head `h / (q_heads / kv_heads)` (grouped-query attention). The
+    mask is causal and, when `segments` (`[batch, seq]` document ids) is
+    given, also forbids attending across documents of a packed row. Layout is
+    `[batch, seq, heads, head_dim]` for all three inputs and the result.
+
+    ```mlir
+    %o = twill.attention %q, %k, %v segments(%doc) {scale = 0.08838834764831845 : f64}
+        : (tensor<2x8192x32x128xbf16>, tensor<2x8192x8x128xbf16>,
+           tensor<2x8192x8x128xbf16>, tensor<2x8192xi32>) -> tensor<2x8192x32x128xbf16>
+    ```
+  }];
+  let arguments = (ins Twill_FloatTensor:$query, Twill_FloatTensor:$key,
+                       Twill_FloatTensor:$value,
+                       Optional<Twill_IntTensor>:$segments, F64Attr:$scale);
+  let results = (outs Twill_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`segments` `(` $segments^ `)`)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+class Twill_ElementwiseBinaryOp<string mnemonic, string formula>
+    : Twill_Op<mnemonic, [Pure]> {
+  let description = "`result = " # formula # "`, elementwise; operands and "
+    # "result have one shape and element type.\n\n```mlir\n%r = twill."
+    # mnemonic # " %a, %b : (tensor<2x16xf32>, tensor<2x16xf32>) -> "
+    # "tensor<2x16xf32>\n```";
+  let arguments = (ins Twill_FloatTensor:$lhs, Twill_FloatTensor:$rhs);
+  let results = (outs Twill_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Twill_AddOp : Twill_ElementwiseBinaryOp<"add", "lhs + rhs"> {
+  let summary = "Elementwise sum";
+}
+
+def Twill_MulOp : Twill_ElementwiseBinaryOp<"mul", "lhs * rhs"> {
+  let summary = "Elementwise product";
+}
+
+def Twill_SwigluOp : Twill_ElementwiseBinaryOp<"swiglu",
+                                               "silu(lhs) * rhs"> {
+  let summary = "SwiGLU gate: silu(gate) * up";
+}
+
+def Twill_ScaleOp : Twill_Op<"scale", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "Multiplication by a constant";
+  let description = [{
+    `result = input * factor`; LoRA's `alpha / rank` is one.
+
+    ```mlir
+    %s = twill.scale %d by 2.0 : tensor<2x8192x4096xbf16>
+    ```
+  }];
+  let arguments = (ins Twill_FloatTensor:$input, F64Attr:$factor);
+  let results = (outs Twill_FloatTensor:$result);
+  let assemblyFormat = "$input `by` $factor attr-dict `:` type($result)";
+}
+
+def Twill_CrossEntropyOp : Twill_Op<"cross_entropy", [Pure]> {
+  let summary = "Summed token cross-entropy and the count of counted tokens";
+  let description = [{
+    For logits `[..., vocab]` and labels `[...]` (the target of each position),
+    returns the sum over positions of `logsumexp(logits) - logits[label]` and
+    the number of positions summed; positions whose label is `ignore_index`
+    count for neither. Returning the sum and the count, not the mean, lets a
+    step normalise by all the tokens of its accumulated micro-batches.
+
+    ```mlir
+    %loss, %count = twill.cross_entropy %logits, %labels {ignore_index = -100 : i64}
+        : (tensor<2x8192x128256xf32>, tensor<2x8192xi32>) -> (tensor<f32>, tensor<i64>)
+    ```
+  }];
+  let arguments = (ins Twill_FloatTensor:$logits, Twill_IntTensor:$labels,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+  let results = (outs 0DTensorOf<[AnyFloat]>:$loss,
+                      0DTensorOf<[AnySignlessInteger]>:$count);
+  let assemblyFormat = [{
+    $logits `,` $labels attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Twill_ReshapeOp : Twill_Op<"reshape", [Pure]> {
+  let summary = "Same elements, new shape";
+  let description = [{
+    Reinterprets the row-major elements of `input` in a shape with the same
+    element count, e.g. splitting the hidden dim into heads:
+
+    ```mlir
+    %h = twill.reshape %q : tensor<2x8192x4096xbf16> -> tensor<2x8192x32x128xbf16>
+    ```
+  }];
+  let arguments = (ins Twill_FloatTensor:$input);
+  let results = (outs Twill_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Twill_TransposeOp : Twill_Op<"transpose", [Pure]> {
+  let summary = "Permutation of dims";
+  let description = [{
+    `result` dim `i` is `input` dim `permutation[i]`.
+
+    ```mlir
+    %t = twill.transpose %x, [1, 0] : tensor<4096x14336xbf16> -> tensor<14336x4096xbf16>
+    ```
+  }];
+  let arguments = (ins Twill_FloatTensor:$input,
+                       DenseI64ArrayAttr:$permutation);
+  let results = (outs Twill_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $permutation attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Twill_CastOp : Twill_Op<"cast", [Pure]> {
+  let summary = "Element type conversion";
+  let description = [{
+    Converts every element to the result's element type (round to nearest
+    even when narrowing floats; integers convert to their float value).
+
+    ```mlir
+    %l = twill.cast %logits : tensor<2x8192x128256xbf16> -> tensor<2x8192x128256xf32>
+    ```
+  }];
+  let arguments = (ins StaticShapeTensorOf<[AnyFloat, AnySignlessInteger]>:$input);
+  let results = (outs StaticShapeTensorOf<[AnyFloat, AnySignlessInteger]>:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+#endif // TWILL_OPS_TD
