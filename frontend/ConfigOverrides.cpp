@@ -1,0 +1,142 @@
+//===- ConfigOverrides.cpp - key=value overrides through reflection -------===//
+
+#include "frontend/JobConfig.h"
+
+#include "google/protobuf/text_format.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <limits>
+
+using namespace twill;
+namespace pb = google::protobuf;
+
+static llvm::Error overrideError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+/// Every field path below `type`, sections and leaves, depth first.
+static void collectFieldPaths(const pb::Descriptor &type,
+                              const std::string &prefix,
+                              std::vector<std::string> &paths) {
+  for (int i = 0; i < type.field_count(); ++i) {
+    const pb::FieldDescriptor &field = *type.field(i);
+    std::string path = prefix + field.name();
+    paths.push_back(path);
+    if (field.message_type())
+      collectFieldPaths(*field.message_type(), path + ".", paths);
+  }
+}
+
+static llvm::StringRef leafOf(llvm::StringRef path) {
+  return path.rsplit('.').second.empty() ? path : path.rsplit('.').second;
+}
+
+std::string twill::closestFieldPath(const pb::Descriptor &root,
+                                    llvm::StringRef key) {
+  std::vector<std::string> paths;
+  collectFieldPaths(root, "", paths);
+  std::string best;
+  unsigned bestDistance = std::numeric_limits<unsigned>::max();
+  for (const std::string &path : paths) {
+    // A misspelt path, or the right field name under the wrong section.
+    unsigned distance =
+        std::min(llvm::StringRef(path).edit_distance(key),
+                 leafOf(path).edit_distance(leafOf(key)) + 1);
+    if (distance < bestDistance) {
+      best = path;
+      bestDistance = distance;
+    }
+  }
+  return best;
+}
+
+/// The allowed values of an enum field, for messages.
+static std::string enumValues(const pb::FieldDescriptor &field) {
+  std::string values;
+  const pb::EnumDescriptor &type = *field.enum_type();
+  for (int i = 0; i < type.value_count(); ++i)
+    values += (i ? ", " : "") + type.value(i)->name();
+  return values;
+}
+
+/// Sets (or, for a repeated field, appends) one value written as text.
+static llvm::Error setOneValue(pb::Message &message,
+                               const pb::FieldDescriptor &field,
+                               llvm::StringRef key, llvm::StringRef value) {
+  const pb::Reflection &reflection = *message.GetReflection();
+  if (field.cpp_type() == pb::FieldDescriptor::CPPTYPE_STRING) {
+    if (field.is_repeated())
+      reflection.AddString(&message, &field, value.str());
+    else
+      reflection.SetString(&message, &field, value.str());
+    return llvm::Error::success();
+  }
+  if (pb::TextFormat::ParseFieldValueFromString(value.str(), &field, &message))
+    return llvm::Error::success();
+  if (field.enum_type())
+    return overrideError(key + ": '" + value + "' is not one of " +
+                         enumValues(field));
+  return overrideError(key + ": '" + value + "' is not a valid " +
+                       field.cpp_type_name() + " value");
+}
+
+static llvm::Error setField(pb::Message &message,
+                            const pb::FieldDescriptor &field,
+                            llvm::StringRef key, llvm::StringRef value) {
+  const pb::Reflection &reflection = *message.GetReflection();
+  if (field.message_type() && !field.is_repeated()) {
+    // A whole section, written as {textproto}: `full_finetune={}`.
+    if (!value.consume_front("{") || !value.consume_back("}"))
+      return overrideError(key + " is a section: set one of its fields (" +
+                           key + ".<field>=...) or write " + key +
+                           "={field: value ...}");
+    pb::Message *section = reflection.MutableMessage(&message, &field);
+    pb::TextFormat::Parser parser;
+    if (!parser.MergeFromString(value.str(), section))
+      return overrideError(key + ": cannot parse '{" + value + "}' as " +
+                           field.message_type()->name());
+    return llvm::Error::success();
+  }
+  if (!field.is_repeated())
+    return setOneValue(message, field, key, value);
+  // Repeated scalars: the list replaces the old one.
+  reflection.ClearField(&message, &field);
+  llvm::SmallVector<llvm::StringRef> items;
+  value.split(items, ',', /*MaxSplit=*/-1, /*KeepEmpty=*/false);
+  for (llvm::StringRef item : items)
+    if (llvm::Error error = setOneValue(message, field, key, item.trim()))
+      return error;
+  return llvm::Error::success();
+}
+
+llvm::Error twill::applyOverride(JobConfig &config,
+                                 llvm::StringRef assignment) {
+  auto [key, value] = assignment.split('=');
+  key = key.trim();
+  if (!assignment.contains('=') || key.empty())
+    return overrideError("override '" + assignment +
+                         "' must look like field.path=value, e.g. "
+                         "train.batch_size=2");
+
+  // Resolve the whole path before changing anything.
+  llvm::SmallVector<llvm::StringRef> parts;
+  key.split(parts, '.');
+  llvm::SmallVector<const pb::FieldDescriptor *> fields;
+  const pb::Descriptor *type = JobConfig::descriptor();
+  for (llvm::StringRef part : parts) {
+    const pb::FieldDescriptor *field =
+        type ? type->FindFieldByName(part.str()) : nullptr;
+    if (!field)
+      return overrideError(
+          "unknown config key '" + key + "' (did you mean " +
+          closestFieldPath(*JobConfig::descriptor(), key) + "?)");
+    fields.push_back(field);
+    type = field->is_repeated() ? nullptr : field->message_type();
+  }
+
+  pb::Message *message = &config;
+  for (const pb::FieldDescriptor *section : llvm::ArrayRef(fields).drop_back())
+    message = message->GetReflection()->MutableMessage(message, section);
+  return setField(*message, *fields.back(), key, value.trim());
+}

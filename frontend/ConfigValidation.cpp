@@ -1,0 +1,227 @@
+//===- ConfigValidation.cpp - defaults and checks for a job ---------------===//
+
+#include "frontend/JobConfig.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace twill;
+namespace pb = google::protobuf;
+
+/// Sets every unset singular scalar of `message`, and of each sub-message
+/// that is present, to the default the schema declares.
+static void fillDefaults(pb::Message &message) {
+  const pb::Reflection &reflection = *message.GetReflection();
+  const pb::Descriptor &type = *message.GetDescriptor();
+  for (int i = 0; i < type.field_count(); ++i) {
+    const pb::FieldDescriptor *field = type.field(i);
+    if (field->is_repeated() || field->containing_oneof())
+      continue;
+    if (field->message_type()) {
+      if (reflection.HasField(message, field))
+        fillDefaults(*reflection.MutableMessage(&message, field));
+      continue;
+    }
+    if (reflection.HasField(message, field))
+      continue;
+    switch (field->cpp_type()) {
+    case pb::FieldDescriptor::CPPTYPE_INT32:
+      reflection.SetInt32(&message, field, field->default_value_int32());
+      break;
+    case pb::FieldDescriptor::CPPTYPE_INT64:
+      reflection.SetInt64(&message, field, field->default_value_int64());
+      break;
+    case pb::FieldDescriptor::CPPTYPE_UINT32:
+      reflection.SetUInt32(&message, field, field->default_value_uint32());
+      break;
+    case pb::FieldDescriptor::CPPTYPE_UINT64:
+      reflection.SetUInt64(&message, field, field->default_value_uint64());
+      break;
+    case pb::FieldDescriptor::CPPTYPE_DOUBLE:
+      reflection.SetDouble(&message, field, field->default_value_double());
+      break;
+    case pb::FieldDescriptor::CPPTYPE_FLOAT:
+      reflection.SetFloat(&message, field, field->default_value_float());
+      break;
+    case pb::FieldDescriptor::CPPTYPE_BOOL:
+      reflection.SetBool(&message, field, field->default_value_bool());
+      break;
+    case pb::FieldDescriptor::CPPTYPE_ENUM:
+      reflection.SetEnum(&message, field, field->default_value_enum());
+      break;
+    case pb::FieldDescriptor::CPPTYPE_STRING:
+      reflection.SetString(&message, field, field->default_value_string());
+      break;
+    case pb::FieldDescriptor::CPPTYPE_MESSAGE:
+      break;
+    }
+  }
+}
+
+void twill::resolveDefaults(JobConfig &config) {
+  config.mutable_model();
+  config.mutable_parallel();
+  config.mutable_train();
+  config.mutable_data();
+  config.mutable_checkpoint();
+  if (config.adaptation_case() == JobConfig::ADAPTATION_NOT_SET)
+    config.mutable_lora();
+  // PEFT's and torchtune's default targets for Llama.
+  if (config.has_lora() && config.lora().target_modules().empty()) {
+    config.mutable_lora()->add_target_modules("q_proj");
+    config.mutable_lora()->add_target_modules("v_proj");
+  }
+  ModelConfig &model = *config.mutable_model();
+  if (!model.has_head_dim() && model.num_attention_heads() > 0)
+    model.set_head_dim(model.hidden_size() / model.num_attention_heads());
+  fillDefaults(config);
+}
+
+namespace {
+/// Collects every problem of a config, one line each.
+class Problems {
+public:
+  template <typename... Args> void add(const char *format, Args &&...args) {
+    lines.push_back(llvm::formatv(format, std::forward<Args>(args)...).str());
+  }
+
+  void positive(llvm::StringRef field, double value) {
+    if (!(value > 0))
+      add("{0} must be positive, got {1}", field, value);
+  }
+  void nonNegative(llvm::StringRef field, double value) {
+    if (!(value >= 0))
+      add("{0} must be zero or positive, got {1}", field, value);
+  }
+  void oneOf(llvm::StringRef field, llvm::StringRef value,
+             llvm::ArrayRef<llvm::StringRef> allowed) {
+    if (!llvm::is_contained(allowed, value))
+      add("{0} '{1}' is not supported; allowed: {2}", field, value,
+          llvm::join(allowed, ", "));
+  }
+
+  llvm::Error takeError() {
+    if (lines.empty())
+      return llvm::Error::success();
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   llvm::join(lines, "\n"));
+  }
+
+private:
+  std::vector<std::string> lines;
+};
+} // namespace
+
+static void validateModel(const ModelConfig &model, Problems &problems) {
+  problems.oneOf("model.model_type", model.model_type(), {"llama"});
+  problems.oneOf("model.hidden_act", model.hidden_act(), {"silu"});
+  if (model.attention_bias() || model.mlp_bias())
+    problems.add("model.attention_bias and model.mlp_bias must be false: "
+                 "Llama has no biases");
+  std::pair<llvm::StringRef, int64_t> sizes[] = {
+      {"model.vocab_size", model.vocab_size()},
+      {"model.hidden_size", model.hidden_size()},
+      {"model.num_hidden_layers", model.num_hidden_layers()},
+      {"model.num_attention_heads", model.num_attention_heads()},
+      {"model.num_key_value_heads", model.num_key_value_heads()},
+      {"model.intermediate_size", model.intermediate_size()},
+      {"model.max_position_embeddings", model.max_position_embeddings()}};
+  bool sizesOk = true;
+  for (auto [field, value] : sizes) {
+    if (value <= 0) {
+      problems.add("{0} must be positive, got {1} (set it in the job, or "
+                   "point checkpoint.base_dir at a Hugging Face model folder)",
+                   field, value);
+      sizesOk = false;
+    }
+  }
+  problems.positive("model.rms_norm_eps", model.rms_norm_eps());
+  problems.positive("model.rope_theta", model.rope_theta());
+  if (!sizesOk)
+    return;
+  if (model.hidden_size() % model.num_attention_heads() != 0)
+    problems.add("model.hidden_size ({0}) must be divisible by "
+                 "model.num_attention_heads ({1})",
+                 model.hidden_size(), model.num_attention_heads());
+  if (model.num_attention_heads() % model.num_key_value_heads() != 0)
+    problems.add("model.num_attention_heads ({0}) must be divisible by "
+                 "model.num_key_value_heads ({1})",
+                 model.num_attention_heads(), model.num_key_value_heads());
+  if (model.head_dim() * model.num_attention_heads() != model.hidden_size())
+    problems.add("model.head_dim ({0}) must equal model.hidden_size / "
+                 "model.num_attention_heads ({1})",
+                 model.head_dim(),
+                 model.hidden_size() / model.num_attention_heads());
+  else if (model.head_dim() % 2 != 0)
+    problems.add("model.head_dim ({0}) must be even for rotary embeddings",
+                 model.head_dim());
+  if (!model.has_rope_scaling())
+    return;
+  const RopeScaling &scaling = model.rope_scaling();
+  problems.oneOf("model.rope_scaling.rope_type", scaling.rope_type(),
+                 {"llama3"});
+  if (!(scaling.factor() >= 1))
+    problems.add("model.rope_scaling.factor must be at least 1, got {0}",
+                 scaling.factor());
+  if (!(scaling.low_freq_factor() > 0 &&
+        scaling.high_freq_factor() > scaling.low_freq_factor()))
+    problems.add("model.rope_scaling needs 0 < low_freq_factor ({0}) < "
+                 "high_freq_factor ({1})",
+                 scaling.low_freq_factor(), scaling.high_freq_factor());
+  problems.positive("model.rope_scaling.original_max_position_embeddings",
+                    scaling.original_max_position_embeddings());
+}
+
+static constexpr llvm::StringRef kLoraTargets[] = {
+    "q_proj", "k_proj",  "v_proj",    "o_proj",
+    "gate_proj", "up_proj", "down_proj", "lm_head"};
+
+static void validateLora(const LoraConfig &lora, Problems &problems) {
+  problems.positive("lora.rank", lora.rank());
+  problems.positive("lora.alpha", lora.alpha());
+  if (!(lora.dropout() >= 0 && lora.dropout() < 1))
+    problems.add("lora.dropout must be in [0, 1), got {0}", lora.dropout());
+  llvm::StringSet<> seen;
+  for (const std::string &target : lora.target_modules()) {
+    problems.oneOf("lora.target_modules", target, kLoraTargets);
+    if (!seen.insert(target).second)
+      problems.add("lora.target_modules lists '{0}' twice", target);
+  }
+}
+
+static void validateTrain(const TrainConfig &train, Problems &problems) {
+  problems.positive("train.batch_size", train.batch_size());
+  problems.positive("train.seq_len", train.seq_len());
+  problems.positive("train.gradient_accumulation_steps",
+                    train.gradient_accumulation_steps());
+  problems.positive("train.epochs", train.epochs());
+  problems.nonNegative("train.max_steps_per_epoch",
+                       train.max_steps_per_epoch());
+  problems.positive("train.lr", train.lr());
+  for (auto [field, beta] : {std::pair<llvm::StringRef, double>{
+                                 "train.beta1", train.beta1()},
+                             {"train.beta2", train.beta2()}})
+    if (!(beta >= 0 && beta < 1))
+      problems.add("{0} must be in [0, 1), got {1}", field, beta);
+  problems.positive("train.eps", train.eps());
+  problems.nonNegative("train.weight_decay", train.weight_decay());
+  problems.nonNegative("train.warmup_steps", train.warmup_steps());
+  problems.nonNegative("train.max_grad_norm", train.max_grad_norm());
+}
+
+llvm::Error twill::validateJobConfig(const JobConfig &config) {
+  Problems problems;
+  validateModel(config.model(), problems);
+  if (config.has_lora())
+    validateLora(config.lora(), problems);
+  // No divisibility constraint ties dp or tp to any model size: the compiler
+  // pads and masks what does not divide.
+  problems.positive("parallel.dp", config.parallel().dp());
+  problems.positive("parallel.tp", config.parallel().tp());
+  validateTrain(config.train(), problems);
+  problems.nonNegative("checkpoint.save_every",
+                       config.checkpoint().save_every());
+  return problems.takeError();
+}

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Installs everything Twill needs on Debian 12 and configures the build in
+# build/. Idempotent: a second run only checks, installs nothing new, and
+# leaves an existing build alone.
+#
+#   Debian packages   the toolchain, MLIR/LLVM 22, protobuf, GoogleTest,
+#                     OpenMPI, OpenBLAS, PCRE2 (CUDA is used if present)
+#   Python (.venv)    the test oracles: torch, transformers, peft,
+#                     safetensors, tiktoken, llama-models
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DEBIAN_PACKAGES=(
+  build-essential cmake ninja-build ccache git python3 python3-venv
+  libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
+  libprotobuf-dev protobuf-compiler libgtest-dev libgmock-dev
+  libopenmpi-dev openmpi-bin libopenblas-dev libpcre2-dev
+)
+PYTHON_PACKAGES=(torch transformers peft safetensors tiktoken llama-models)
+PYTHON_MODULES="torch, transformers, peft, safetensors, tiktoken, llama_models"
+
+missing=()
+for package in "${DEBIAN_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null |
+    grep -q "install ok installed" || missing+=("$package")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing Debian packages: ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo=sudo
+  $sudo apt-get update -qq
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+    --no-install-recommends "${missing[@]}"
+fi
+
+# The oracles live in a virtual environment that can see packages the
+# machine's Python already has, so nothing is downloaded twice.
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv --system-site-packages .venv
+fi
+if ! .venv/bin/python -c "import $PYTHON_MODULES" 2>/dev/null; then
+  echo "setup: installing Python packages: ${PYTHON_PACKAGES[*]}"
+  .venv/bin/python -m pip install -q "${PYTHON_PACKAGES[@]}"
+fi
+
+if [ ! -f build/CMakeCache.txt ]; then
+  cmake -G Ninja -S . -B build \
+    -DCMAKE_BUILD_TYPE=Release \
+    -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
+    -DTWILL_PYTHON="$PWD/.venv/bin/python"
+fi

@@ -1,0 +1,19 @@
+# lit configuration for Twill's IR and tool tests.
+import os
+
+import lit.formats
+
+config.name = "Twill"
+config.test_format = lit.formats.ShTest(execute_external=True)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["lit.cfg.py", "lit.site.cfg.py.in"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.twill_obj_root, "test", "lit")
+
+# Twill's tools first, then FileCheck, not and split-file.
+config.environment["PATH"] = os.pathsep.join(
+    [config.twill_tools_dir, config.llvm_tools_dir, config.environment["PATH"]]
+)
+config.substitutions.append(("%python", config.python))
+config.substitutions.append(("%configs", os.path.join(config.twill_src_root, "configs")))
+config.substitutions.append(("%testdata", os.path.join(config.twill_src_root, "test", "data")))

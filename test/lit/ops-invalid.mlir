@@ -1,0 +1,232 @@
+// Every shape verifier of the forward ops rejects bad IR with a located error.
+// RUN: twill-opt %s -split-input-file -verify-diagnostics
+
+func.func @embedding_table_rank(%table: tensor<512xf32>, %ids: tensor<2x8xi32>) {
+  // expected-error @+1 {{table must have rank 2, got 1}}
+  %0 = twill.embedding %table, %ids : (tensor<512xf32>, tensor<2x8xi32>) -> tensor<2x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_result_shape(%table: tensor<512x64xf32>, %ids: tensor<2x8xi32>) {
+  // expected-error @+1 {{result must have shape [2, 8, 64], got [2, 8, 32]}}
+  %0 = twill.embedding %table, %ids : (tensor<512x64xf32>, tensor<2x8xi32>) -> tensor<2x8x32xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_float_ids(%table: tensor<512x64xf32>, %ids: tensor<2x8xf32>) {
+  // expected-error @+1 {{operand #1 must be statically shaped tensor of signless integer values}}
+  %0 = twill.embedding %table, %ids : (tensor<512x64xf32>, tensor<2x8xf32>) -> tensor<2x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_contracting(%x: tensor<2x8x64xf32>, %w: tensor<96x32xf32>) {
+  // expected-error @+1 {{contracting dims differ: 64 vs 32}}
+  %0 = twill.matmul %x, %w {transpose_rhs} : (tensor<2x8x64xf32>, tensor<96x32xf32>) -> tensor<2x8x96xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_batch(%a: tensor<3x8x16xf32>, %b: tensor<4x16x8xf32>) {
+  // expected-error @+1 {{rhs must have no batch dims or lhs's [3], got [4]}}
+  %0 = twill.matmul %a, %b : (tensor<3x8x16xf32>, tensor<4x16x8xf32>) -> tensor<3x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_rank(%a: tensor<16xf32>, %b: tensor<16x8xf32>) {
+  // expected-error @+1 {{operands must have rank 2 or more}}
+  %0 = twill.matmul %a, %b : (tensor<16xf32>, tensor<16x8xf32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_result(%a: tensor<8x16xf32>, %b: tensor<16x4xf32>) {
+  // expected-error @+1 {{result must have shape [8, 4], got [4, 8]}}
+  %0 = twill.matmul %a, %b : (tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_element_types(%a: tensor<8x16xbf16>, %b: tensor<16x4xf32>) {
+  // expected-error @+1 {{expects one element type, got 'bf16' and 'f32'}}
+  %0 = twill.matmul %a, %b : (tensor<8x16xbf16>, tensor<16x4xf32>) -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_weight(%x: tensor<2x8x64xf32>, %w: tensor<32xf32>) {
+  // expected-error @+1 {{weight must have shape [64], got [32]}}
+  %0 = twill.rms_norm %x, %w {epsilon = 1.0e-05 : f64} : (tensor<2x8x64xf32>, tensor<32xf32>) -> tensor<2x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_epsilon(%x: tensor<2x8x64xf32>, %w: tensor<64xf32>) {
+  // expected-error @+1 {{epsilon must be positive}}
+  %0 = twill.rms_norm %x, %w {epsilon = 0.0 : f64} : (tensor<2x8x64xf32>, tensor<64xf32>) -> tensor<2x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @rope_odd_head_dim(%q: tensor<2x8x4x15xf32>, %pos: tensor<2x8xi32>) {
+  // expected-error @+1 {{head dim must be even, got 15}}
+  %0 = twill.rope %q, %pos {theta = 1.0e+04 : f64} : (tensor<2x8x4x15xf32>, tensor<2x8xi32>) -> tensor<2x8x4x15xf32>
+  return
+}
+
+// -----
+
+func.func @rope_positions(%q: tensor<2x8x4x16xf32>, %pos: tensor<2x6xi32>) {
+  // expected-error @+1 {{positions must have shape [2, 8], got [2, 6]}}
+  %0 = twill.rope %q, %pos {theta = 1.0e+04 : f64} : (tensor<2x8x4x16xf32>, tensor<2x6xi32>) -> tensor<2x8x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @rope_rank(%q: tensor<2x8x64xf32>, %pos: tensor<2x8xi32>) {
+  // expected-error @+1 {{input must have rank 4, got 3}}
+  %0 = twill.rope %q, %pos {theta = 1.0e+04 : f64} : (tensor<2x8x64xf32>, tensor<2x8xi32>) -> tensor<2x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @rope_scaling(%q: tensor<2x8x4x16xf32>, %pos: tensor<2x8xi32>) {
+  // expected-error @+1 {{rope scaling needs 0 < low_freq_factor < high_freq_factor}}
+  %0 = twill.rope %q, %pos {theta = 1.0e+04 : f64, scaling = #twill.rope_scaling<factor = 8.0, low_freq_factor = 4.0, high_freq_factor = 1.0, original_max_position = 8192>} : (tensor<2x8x4x16xf32>, tensor<2x8xi32>) -> tensor<2x8x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_gqa(%q: tensor<2x8x4x16xf32>, %kv: tensor<2x8x3x16xf32>) {
+  // expected-error @+1 {{query heads (4) must be a multiple of key/value heads (3)}}
+  %0 = twill.attention %q, %kv, %kv {scale = 2.5e-01 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8x3x16xf32>, tensor<2x8x3x16xf32>) -> tensor<2x8x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_key_shape(%q: tensor<2x8x4x16xf32>, %k: tensor<2x8x2x8xf32>) {
+  // expected-error @+1 {{key must have shape [2, 8, 2, 16], got [2, 8, 2, 8]}}
+  %0 = twill.attention %q, %k, %k {scale = 2.5e-01 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8x2x8xf32>, tensor<2x8x2x8xf32>) -> tensor<2x8x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_value_shape(%q: tensor<2x8x4x16xf32>, %k: tensor<2x8x2x16xf32>, %v: tensor<2x8x1x16xf32>) {
+  // expected-error @+1 {{value must have shape [2, 8, 2, 16], got [2, 8, 1, 16]}}
+  %0 = twill.attention %q, %k, %v {scale = 2.5e-01 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x1x16xf32>) -> tensor<2x8x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_segments(%q: tensor<2x8x4x16xf32>, %kv: tensor<2x8x2x16xf32>, %doc: tensor<2x7xi32>) {
+  // expected-error @+1 {{segments must have shape [2, 8], got [2, 7]}}
+  %0 = twill.attention %q, %kv, %kv segments(%doc) {scale = 2.5e-01 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>, tensor<2x7xi32>) -> tensor<2x8x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_scale(%q: tensor<2x8x4x16xf32>, %kv: tensor<2x8x2x16xf32>) {
+  // expected-error @+1 {{scale must be positive}}
+  %0 = twill.attention %q, %kv, %kv {scale = -1.0 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>) -> tensor<2x8x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @add_shapes(%a: tensor<2x8xf32>, %b: tensor<2x4xf32>) {
+  // expected-error @+1 {{rhs must have shape [2, 8], got [2, 4]}}
+  %0 = twill.add %a, %b : (tensor<2x8xf32>, tensor<2x4xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @mul_result(%a: tensor<2x8xf32>, %b: tensor<2x8xf32>) {
+  // expected-error @+1 {{result must have shape [2, 8], got [8, 2]}}
+  %0 = twill.mul %a, %b : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<8x2xf32>
+  return
+}
+
+// -----
+
+func.func @swiglu_element_types(%a: tensor<2x8xf32>, %b: tensor<2x8xbf16>) {
+  // expected-error @+1 {{expects one element type, got 'f32' and 'bf16'}}
+  %0 = twill.swiglu %a, %b : (tensor<2x8xf32>, tensor<2x8xbf16>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_labels(%logits: tensor<2x8x512xf32>, %labels: tensor<2x7xi32>) {
+  // expected-error @+1 {{labels must have shape [2, 8], got [2, 7]}}
+  %loss, %count = twill.cross_entropy %logits, %labels : (tensor<2x8x512xf32>, tensor<2x7xi32>) -> (tensor<f32>, tensor<i64>)
+  return
+}
+
+// -----
+
+func.func @reshape_count(%x: tensor<2x8x64xf32>) {
+  // expected-error @+1 {{cannot reshape 1024 elements into 1000}}
+  %0 = twill.reshape %x : tensor<2x8x64xf32> -> tensor<10x100xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_not_a_permutation(%x: tensor<2x8x64xf32>) {
+  // expected-error @+1 {{permutation [0, 0, 2] is not a permutation of the 3 input dims}}
+  %0 = twill.transpose %x, [0, 0, 2] : tensor<2x8x64xf32> -> tensor<2x2x64xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_result(%x: tensor<2x8x64xf32>) {
+  // expected-error @+1 {{result must have shape [8, 2, 64], got [2, 8, 64]}}
+  %0 = twill.transpose %x, [1, 0, 2] : tensor<2x8x64xf32> -> tensor<2x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @cast_to_integer(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{cannot cast floats to integers}}
+  %0 = twill.cast %x : tensor<2x8xf32> -> tensor<2x8xi32>
+  return
+}
+
+// -----
+
+func.func @cast_shape(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{result must have shape [2, 8], got [16]}}
+  %0 = twill.cast %x : tensor<2x8xf32> -> tensor<16xbf16>
+  return
+}
+
+// -----
+
+func.func @dynamic_shapes(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{operand #0 must be statically shaped tensor}}
+  %0 = twill.scale %x by 2.0 : tensor<?x8xf32>
+  return
+}

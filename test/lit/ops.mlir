@@ -1,0 +1,83 @@
+// Every twill op round-trips: printed, parsed back, printed the same.
+// RUN: twill-opt %s | twill-opt | FileCheck %s
+
+// CHECK-LABEL: func.func @embedding
+func.func @embedding(%table: tensor<512x64xf32>, %ids: tensor<2x8xi32>) -> tensor<2x8x64xf32> {
+  // CHECK: twill.embedding %{{.*}}, %{{.*}} : (tensor<512x64xf32>, tensor<2x8xi32>) -> tensor<2x8x64xf32>
+  %0 = twill.embedding %table, %ids : (tensor<512x64xf32>, tensor<2x8xi32>) -> tensor<2x8x64xf32>
+  return %0 : tensor<2x8x64xf32>
+}
+
+// CHECK-LABEL: func.func @matmul_linear
+func.func @matmul_linear(%x: tensor<2x8x64xbf16>, %w: tensor<96x64xbf16>) -> tensor<2x8x96xbf16> {
+  // CHECK: twill.matmul %{{.*}}, %{{.*}} {transpose_rhs} : (tensor<2x8x64xbf16>, tensor<96x64xbf16>) -> tensor<2x8x96xbf16>
+  %0 = twill.matmul %x, %w {transpose_rhs} : (tensor<2x8x64xbf16>, tensor<96x64xbf16>) -> tensor<2x8x96xbf16>
+  return %0 : tensor<2x8x96xbf16>
+}
+
+// CHECK-LABEL: func.func @matmul_batched_transposed_lhs
+func.func @matmul_batched_transposed_lhs(%a: tensor<3x16x8xf32>, %b: tensor<3x16x4xf32>) -> tensor<3x8x4xf32> {
+  // CHECK: twill.matmul %{{.*}}, %{{.*}} {transpose_lhs} : (tensor<3x16x8xf32>, tensor<3x16x4xf32>) -> tensor<3x8x4xf32>
+  %0 = twill.matmul %a, %b {transpose_lhs} : (tensor<3x16x8xf32>, tensor<3x16x4xf32>) -> tensor<3x8x4xf32>
+  return %0 : tensor<3x8x4xf32>
+}
+
+// CHECK-LABEL: func.func @rms_norm
+func.func @rms_norm(%x: tensor<2x8x64xf32>, %w: tensor<64xf32>) -> tensor<2x8x64xf32> {
+  // CHECK: twill.rms_norm %{{.*}}, %{{.*}} {epsilon = 1.000000e-05 : f64} : (tensor<2x8x64xf32>, tensor<64xf32>) -> tensor<2x8x64xf32>
+  %0 = twill.rms_norm %x, %w {epsilon = 1.0e-05 : f64} : (tensor<2x8x64xf32>, tensor<64xf32>) -> tensor<2x8x64xf32>
+  return %0 : tensor<2x8x64xf32>
+}
+
+// CHECK-LABEL: func.func @rope
+func.func @rope(%q: tensor<2x8x4x16xf32>, %pos: tensor<2x8xi32>) -> (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) {
+  // CHECK: twill.rope %{{.*}}, %{{.*}} {theta = 1.000000e+04 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8xi32>) -> tensor<2x8x4x16xf32>
+  %0 = twill.rope %q, %pos {theta = 1.0e+04 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8xi32>) -> tensor<2x8x4x16xf32>
+  // CHECK: twill.rope %{{.*}}, %{{.*}} {scaling = #twill.rope_scaling<factor = 8.000000e+00, low_freq_factor = 1.000000e+00, high_freq_factor = 4.000000e+00, original_max_position = 8192>, theta = 5.000000e+05 : f64}
+  %1 = twill.rope %q, %pos {theta = 5.0e+05 : f64, scaling = #twill.rope_scaling<factor = 8.0, low_freq_factor = 1.0, high_freq_factor = 4.0, original_max_position = 8192>} : (tensor<2x8x4x16xf32>, tensor<2x8xi32>) -> tensor<2x8x4x16xf32>
+  return %0, %1 : tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>
+}
+
+// CHECK-LABEL: func.func @attention
+func.func @attention(%q: tensor<2x8x4x16xf32>, %kv: tensor<2x8x2x16xf32>, %doc: tensor<2x8xi32>) -> (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) {
+  // CHECK: twill.attention %{{.*}}, %{{.*}}, %{{.*}} {scale = 2.500000e-01 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>) -> tensor<2x8x4x16xf32>
+  %0 = twill.attention %q, %kv, %kv {scale = 2.5e-01 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>) -> tensor<2x8x4x16xf32>
+  // CHECK: twill.attention %{{.*}}, %{{.*}}, %{{.*}} segments(%{{.*}}) {scale = 2.500000e-01 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8xi32>) -> tensor<2x8x4x16xf32>
+  %1 = twill.attention %q, %kv, %kv segments(%doc) {scale = 2.5e-01 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8xi32>) -> tensor<2x8x4x16xf32>
+  return %0, %1 : tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>
+}
+
+// CHECK-LABEL: func.func @elementwise
+func.func @elementwise(%a: tensor<2x8x160xf32>, %b: tensor<2x8x160xf32>) -> tensor<2x8x160xf32> {
+  // CHECK: twill.swiglu %{{.*}}, %{{.*}} : (tensor<2x8x160xf32>, tensor<2x8x160xf32>) -> tensor<2x8x160xf32>
+  %0 = twill.swiglu %a, %b : (tensor<2x8x160xf32>, tensor<2x8x160xf32>) -> tensor<2x8x160xf32>
+  // CHECK: twill.add %{{.*}}, %{{.*}} : (tensor<2x8x160xf32>, tensor<2x8x160xf32>) -> tensor<2x8x160xf32>
+  %1 = twill.add %0, %a : (tensor<2x8x160xf32>, tensor<2x8x160xf32>) -> tensor<2x8x160xf32>
+  // CHECK: twill.mul %{{.*}}, %{{.*}} : (tensor<2x8x160xf32>, tensor<2x8x160xf32>) -> tensor<2x8x160xf32>
+  %2 = twill.mul %1, %b : (tensor<2x8x160xf32>, tensor<2x8x160xf32>) -> tensor<2x8x160xf32>
+  // CHECK: twill.scale %{{.*}} by 2.000000e+00 : tensor<2x8x160xf32>
+  %3 = twill.scale %2 by 2.0 : tensor<2x8x160xf32>
+  return %3 : tensor<2x8x160xf32>
+}
+
+// CHECK-LABEL: func.func @cross_entropy
+func.func @cross_entropy(%logits: tensor<2x8x512xf32>, %labels: tensor<2x8xi32>) -> (tensor<f32>, tensor<i64>) {
+  // CHECK: twill.cross_entropy %{{.*}}, %{{.*}} : (tensor<2x8x512xf32>, tensor<2x8xi32>) -> (tensor<f32>, tensor<i64>)
+  %loss, %count = twill.cross_entropy %logits, %labels : (tensor<2x8x512xf32>, tensor<2x8xi32>) -> (tensor<f32>, tensor<i64>)
+  // CHECK: twill.cross_entropy %{{.*}}, %{{.*}} {ignore_index = -1 : i64}
+  %l2, %c2 = twill.cross_entropy %logits, %labels {ignore_index = -1 : i64} : (tensor<2x8x512xf32>, tensor<2x8xi32>) -> (tensor<f32>, tensor<i64>)
+  return %loss, %count : tensor<f32>, tensor<i64>
+}
+
+// CHECK-LABEL: func.func @shape_ops
+func.func @shape_ops(%x: tensor<2x8x64xbf16>, %n: tensor<i64>) -> (tensor<8x2x4x16xf32>, tensor<f32>) {
+  // CHECK: twill.reshape %{{.*}} : tensor<2x8x64xbf16> -> tensor<2x8x4x16xbf16>
+  %0 = twill.reshape %x : tensor<2x8x64xbf16> -> tensor<2x8x4x16xbf16>
+  // CHECK: twill.transpose %{{.*}}, [1, 0, 2, 3] : tensor<2x8x4x16xbf16> -> tensor<8x2x4x16xbf16>
+  %1 = twill.transpose %0, [1, 0, 2, 3] : tensor<2x8x4x16xbf16> -> tensor<8x2x4x16xbf16>
+  // CHECK: twill.cast %{{.*}} : tensor<8x2x4x16xbf16> -> tensor<8x2x4x16xf32>
+  %2 = twill.cast %1 : tensor<8x2x4x16xbf16> -> tensor<8x2x4x16xf32>
+  // CHECK: twill.cast %{{.*}} : tensor<i64> -> tensor<f32>
+  %3 = twill.cast %n : tensor<i64> -> tensor<f32>
+  return %2, %3 : tensor<8x2x4x16xf32>, tensor<f32>
+}

@@ -1,0 +1,362 @@
+//===- ConfigTest.cpp - job config loading, overrides, import, checks -----===//
+
+#include "frontend/JobConfig.h"
+
+#include "google/protobuf/util/message_differencer.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+using namespace twill;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+namespace {
+
+std::string sourcePath(llvm::StringRef relative) {
+  llvm::SmallString<256> path(TWILL_SOURCE_DIR);
+  llvm::sys::path::append(path, relative);
+  return std::string(path);
+}
+
+/// A fresh directory for one test's files, removed with the object.
+class TempDir {
+public:
+  TempDir() {
+    EXPECT_FALSE(llvm::sys::fs::createUniqueDirectory("twill-test", path));
+  }
+  ~TempDir() { llvm::sys::fs::remove_directories(path); }
+
+  std::string write(llvm::StringRef name, llvm::StringRef contents) {
+    llvm::SmallString<256> file(path);
+    llvm::sys::path::append(file, name);
+    std::error_code error;
+    llvm::raw_fd_ostream os(file, error);
+    EXPECT_FALSE(error) << error.message();
+    os << contents;
+    return std::string(file);
+  }
+  std::string str() const { return std::string(path); }
+
+private:
+  llvm::SmallString<256> path;
+};
+
+/// The error text of a failed Expected, or "" with a test failure if it
+/// succeeded.
+template <typename T> std::string errorOf(llvm::Expected<T> value) {
+  if (value) {
+    ADD_FAILURE() << "expected an error";
+    return "";
+  }
+  return llvm::toString(value.takeError());
+}
+
+std::string errorOf(llvm::Error error) {
+  EXPECT_TRUE(bool(error)) << "expected an error";
+  return llvm::toString(std::move(error));
+}
+
+JobConfig loadTiny(llvm::ArrayRef<std::string> overrides = {}) {
+  llvm::Expected<JobConfig> config =
+      loadJobConfig(sourcePath("configs/tiny.textproto"), overrides);
+  EXPECT_TRUE(bool(config)) << llvm::toString(config.takeError());
+  return config ? *config : JobConfig();
+}
+
+/// A resolved tiny job with `override` applied, checked again.
+std::string validationErrorAfter(llvm::StringRef override) {
+  JobConfig config = loadTiny();
+  EXPECT_FALSE(applyOverride(config, override));
+  return errorOf(validateJobConfig(config));
+}
+
+bool sameMessage(const google::protobuf::Message &a,
+                 const google::protobuf::Message &b) {
+  return google::protobuf::util::MessageDifferencer::Equals(a, b);
+}
+
+//===----------------------------------------------------------------------===//
+// Loading
+//===----------------------------------------------------------------------===//
+
+TEST(JobConfigLoading, ShippedConfigsLoadAndValidate) {
+  for (const char *name :
+       {"configs/tiny.textproto", "configs/llama3_1_8b_lora.textproto",
+        "configs/llama3_3_70b_lora.textproto"}) {
+    llvm::Expected<JobConfig> config = loadJobConfig(sourcePath(name), {});
+    EXPECT_TRUE(bool(config)) << name << ": "
+                              << llvm::toString(config.takeError());
+  }
+}
+
+TEST(JobConfigLoading, ReferenceRunsHaveTheirSettings) {
+  auto config8b =
+      loadJobConfig(sourcePath("configs/llama3_1_8b_lora.textproto"), {});
+  ASSERT_TRUE(bool(config8b));
+  EXPECT_EQ(config8b->parallel().tp(), 8);
+  EXPECT_EQ(config8b->train().batch_size(), 2);
+  EXPECT_EQ(config8b->train().seq_len(), 8192);
+  EXPECT_EQ(config8b->train().gradient_accumulation_steps(), 8);
+  EXPECT_EQ(config8b->lora().rank(), 8);
+  EXPECT_EQ(config8b->lora().alpha(), 16);
+  EXPECT_DOUBLE_EQ(config8b->train().lr(), 1e-4);
+
+  auto config70b =
+      loadJobConfig(sourcePath("configs/llama3_3_70b_lora.textproto"), {});
+  ASSERT_TRUE(bool(config70b));
+  EXPECT_EQ(config70b->parallel().dp(), 2);
+  EXPECT_EQ(config70b->parallel().tp(), 8);
+  EXPECT_EQ(config70b->train().batch_size(), 1);
+  EXPECT_EQ(config70b->train().seq_len(), 256);
+  EXPECT_EQ(config70b->train().gradient_accumulation_steps(), 8);
+  EXPECT_EQ(config70b->lora().rank(), 16);
+  EXPECT_EQ(config70b->lora().alpha(), 32);
+  EXPECT_EQ(config70b->model().num_hidden_layers(), 80);
+}
+
+TEST(JobConfigLoading, DefaultsAreResolved) {
+  llvm::Expected<JobConfig> config =
+      parseJobConfig("model { vocab_size: 8 hidden_size: 8 "
+                     "num_hidden_layers: 1 num_attention_heads: 2 "
+                     "num_key_value_heads: 1 intermediate_size: 16 }",
+                     "job");
+  ASSERT_TRUE(bool(config));
+  resolveDefaults(*config);
+  ASSERT_TRUE(config->has_lora());
+  EXPECT_THAT(config->lora().target_modules(),
+              ::testing::ElementsAre("q_proj", "v_proj"));
+  EXPECT_EQ(config->model().head_dim(), 4);
+  EXPECT_TRUE(config->train().has_lr());
+  EXPECT_DOUBLE_EQ(config->model().rope_theta(), 500000);
+  EXPECT_FALSE(config->model().has_rope_scaling());
+  EXPECT_FALSE(validateJobConfig(*config));
+}
+
+TEST(JobConfigLoading, TextprotoErrorsAreLocatedWithAHint) {
+  std::string error = errorOf(parseJobConfig(
+      "train {\n  batch_size: 2\n  batch_sise: 3\n}\n", "job.textproto"));
+  EXPECT_THAT(error, AllOf(HasSubstr("job.textproto:3:"),
+                           HasSubstr("batch_sise"),
+                           HasSubstr("did you mean batch_size?")));
+}
+
+TEST(JobConfigLoading, MissingFileIsNamed) {
+  EXPECT_THAT(errorOf(loadJobConfig("/nonexistent/job.textproto", {})),
+              HasSubstr("/nonexistent/job.textproto"));
+}
+
+//===----------------------------------------------------------------------===//
+// Overrides
+//===----------------------------------------------------------------------===//
+
+TEST(JobConfigOverrides, SetScalarsOfEveryKind) {
+  JobConfig config =
+      loadTiny({"train.batch_size=3", "train.lr=5e-5", "parallel.tp=4",
+                "parallel.sequence_parallel=false",
+                "parallel.activation_checkpointing=FULL",
+                "data.path=/data/alpaca.jsonl", "data.format=ALPACA"});
+  EXPECT_EQ(config.train().batch_size(), 3);
+  EXPECT_DOUBLE_EQ(config.train().lr(), 5e-5);
+  EXPECT_EQ(config.parallel().tp(), 4);
+  EXPECT_FALSE(config.parallel().sequence_parallel());
+  EXPECT_EQ(config.parallel().activation_checkpointing(),
+            ParallelConfig::FULL);
+  EXPECT_EQ(config.data().path(), "/data/alpaca.jsonl");
+  EXPECT_EQ(config.data().format(), DataConfig::ALPACA);
+}
+
+TEST(JobConfigOverrides, RepeatedFieldTakesACommaList) {
+  JobConfig config = loadTiny({"lora.target_modules=q_proj, lm_head"});
+  EXPECT_THAT(config.lora().target_modules(),
+              ::testing::ElementsAre("q_proj", "lm_head"));
+}
+
+TEST(JobConfigOverrides, SectionTakesTextproto) {
+  JobConfig config = loadTiny({"full_finetune={}"});
+  EXPECT_TRUE(config.has_full_finetune());
+  EXPECT_FALSE(config.has_lora());
+
+  config = loadTiny({"model.rope_scaling={factor: 4}"});
+  EXPECT_DOUBLE_EQ(config.model().rope_scaling().factor(), 4);
+  EXPECT_EQ(config.model().rope_scaling().original_max_position_embeddings(),
+            64);
+}
+
+TEST(JobConfigOverrides, UnknownKeyNamesTheClosestField) {
+  JobConfig config;
+  EXPECT_THAT(errorOf(applyOverride(config, "train.batch_sise=3")),
+              HasSubstr("did you mean train.batch_size?"));
+  EXPECT_THAT(errorOf(applyOverride(config, "batch_size=3")),
+              HasSubstr("did you mean train.batch_size?"));
+  EXPECT_THAT(errorOf(applyOverride(config, "lora.rnak=4")),
+              HasSubstr("did you mean lora.rank?"));
+  EXPECT_THAT(errorOf(applyOverride(config, "paralel.tp=2")),
+              HasSubstr("did you mean parallel.tp?"));
+  // Nothing was changed by the failed overrides.
+  EXPECT_FALSE(config.has_train());
+  EXPECT_FALSE(config.has_lora());
+}
+
+TEST(JobConfigOverrides, BadValuesNameTheFieldAndWhatIsAllowed) {
+  JobConfig config;
+  EXPECT_THAT(errorOf(applyOverride(config, "train.batch_size=two")),
+              AllOf(HasSubstr("train.batch_size"), HasSubstr("'two'")));
+  EXPECT_THAT(
+      errorOf(applyOverride(config, "parallel.activation_checkpointing=ALL")),
+      HasSubstr("not one of NONE, FULL, SELECTIVE"));
+  EXPECT_THAT(errorOf(applyOverride(config, "train=3")),
+              HasSubstr("train is a section"));
+  EXPECT_THAT(errorOf(applyOverride(config, "train.batch_size")),
+              HasSubstr("must look like field.path=value"));
+}
+
+//===----------------------------------------------------------------------===//
+// Hugging Face config.json import
+//===----------------------------------------------------------------------===//
+
+TEST(HfConfigImport, Llama31_8BMatchesTheShippedConfig) {
+  llvm::Expected<ModelConfig> imported =
+      importHfConfig(sourcePath("test/data/llama3_1_8b_config.json"));
+  ASSERT_TRUE(bool(imported)) << llvm::toString(imported.takeError());
+  JobConfig fromJson;
+  *fromJson.mutable_model() = *imported;
+  resolveDefaults(fromJson);
+
+  auto shipped =
+      loadJobConfig(sourcePath("configs/llama3_1_8b_lora.textproto"), {});
+  ASSERT_TRUE(bool(shipped));
+  EXPECT_TRUE(sameMessage(fromJson.model(), shipped->model()))
+      << "imported:\n"
+      << fromJson.model().DebugString() << "shipped:\n"
+      << shipped->model().DebugString();
+}
+
+TEST(HfConfigImport, ReadsTransformers5RopeParameters) {
+  TempDir dir;
+  std::string path = dir.write("config.json", R"({
+    "model_type": "llama", "vocab_size": 32, "hidden_size": 16,
+    "num_hidden_layers": 1, "num_attention_heads": 2,
+    "num_key_value_heads": 1, "intermediate_size": 24, "head_dim": 8,
+    "rope_parameters": {"rope_theta": 10000.0, "rope_type": "llama3",
+      "factor": 32.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+      "original_max_position_embeddings": 8192},
+    "eos_token_id": [1, 2], "pad_token_id": null})");
+  llvm::Expected<ModelConfig> model = importHfConfig(path);
+  ASSERT_TRUE(bool(model)) << llvm::toString(model.takeError());
+  EXPECT_DOUBLE_EQ(model->rope_theta(), 10000);
+  ASSERT_TRUE(model->has_rope_scaling());
+  EXPECT_EQ(model->rope_scaling().rope_type(), "llama3");
+  EXPECT_DOUBLE_EQ(model->rope_scaling().factor(), 32);
+  EXPECT_EQ(model->rope_scaling().original_max_position_embeddings(), 8192);
+
+  path = dir.write("config.json", R"({"vocab_size": 32,
+    "rope_parameters": {"rope_theta": 500000.0, "rope_type": "default"}})");
+  model = importHfConfig(path);
+  ASSERT_TRUE(bool(model)) << llvm::toString(model.takeError());
+  EXPECT_DOUBLE_EQ(model->rope_theta(), 500000);
+  EXPECT_FALSE(model->has_rope_scaling());
+}
+
+TEST(HfConfigImport, ErrorsNameTheFile) {
+  TempDir dir;
+  EXPECT_THAT(errorOf(importHfConfig(dir.str() + "/missing.json")),
+              HasSubstr("missing.json"));
+  std::string broken = dir.write("broken.json", "{\"vocab_size\": 3");
+  EXPECT_THAT(errorOf(importHfConfig(broken)),
+              AllOf(HasSubstr("broken.json"), HasSubstr("not valid JSON")));
+  std::string wrongType = dir.write("wrong.json", "{\"hidden_size\": \"big\"}");
+  EXPECT_THAT(errorOf(importHfConfig(wrongType)),
+              AllOf(HasSubstr("wrong.json"), HasSubstr("hidden_size")));
+}
+
+TEST(HfConfigImport, BaseDirIsTheLowestLayer) {
+  TempDir dir;
+  dir.write("config.json", R"({"vocab_size": 64, "hidden_size": 32,
+    "num_hidden_layers": 4, "num_attention_heads": 4,
+    "num_key_value_heads": 2, "intermediate_size": 48,
+    "rope_theta": 10000.0})");
+  std::string job = dir.write(
+      "job.textproto", "model { num_hidden_layers: 2 }\n"
+                       "checkpoint { base_dir: \"" + dir.str() + "\" }\n");
+  llvm::Expected<JobConfig> config =
+      loadJobConfig(job, {"model.intermediate_size=40"});
+  ASSERT_TRUE(bool(config)) << llvm::toString(config.takeError());
+  EXPECT_EQ(config->model().vocab_size(), 64);        // from config.json
+  EXPECT_DOUBLE_EQ(config->model().rope_theta(), 10000);
+  EXPECT_EQ(config->model().num_hidden_layers(), 2);  // the job wins
+  EXPECT_EQ(config->model().intermediate_size(), 40); // the command line wins
+
+  std::string noModel = dir.write(
+      "nomodel.textproto", "checkpoint { base_dir: \"/nonexistent\" }\n");
+  EXPECT_THAT(errorOf(loadJobConfig(noModel, {})),
+              AllOf(HasSubstr("checkpoint.base_dir"),
+                    HasSubstr("/nonexistent/config.json")));
+}
+
+//===----------------------------------------------------------------------===//
+// Validation
+//===----------------------------------------------------------------------===//
+
+TEST(JobConfigValidation, HeadsMustDivide) {
+  EXPECT_THAT(validationErrorAfter("model.num_key_value_heads=3"),
+              HasSubstr("model.num_attention_heads (4) must be divisible by "
+                        "model.num_key_value_heads (3)"));
+  EXPECT_THAT(validationErrorAfter("model.head_dim=8"),
+              HasSubstr("model.head_dim (8) must equal"));
+}
+
+TEST(JobConfigValidation, SizesMustBePositive) {
+  EXPECT_THAT(validationErrorAfter("model.hidden_size=0"),
+              HasSubstr("model.hidden_size must be positive, got 0"));
+  EXPECT_THAT(validationErrorAfter("train.batch_size=-1"),
+              HasSubstr("train.batch_size must be positive, got -1"));
+  EXPECT_THAT(validationErrorAfter("lora.rank=0"),
+              HasSubstr("lora.rank must be positive"));
+  EXPECT_THAT(validationErrorAfter("parallel.dp=0"),
+              HasSubstr("parallel.dp must be positive"));
+}
+
+TEST(JobConfigValidation, UnknownTargetModuleListsTheAllowedOnes) {
+  EXPECT_THAT(validationErrorAfter("lora.target_modules=q_proj,qkv_proj"),
+              HasSubstr("lora.target_modules 'qkv_proj' is not supported; "
+                        "allowed: q_proj, k_proj, v_proj, o_proj, gate_proj, "
+                        "up_proj, down_proj, lm_head"));
+  EXPECT_THAT(validationErrorAfter("lora.target_modules=q_proj,q_proj"),
+              HasSubstr("lists 'q_proj' twice"));
+}
+
+TEST(JobConfigValidation, RangesAndSupportedVariants) {
+  EXPECT_THAT(validationErrorAfter("lora.dropout=1.5"),
+              HasSubstr("lora.dropout must be in [0, 1)"));
+  EXPECT_THAT(validationErrorAfter("train.beta2=1"),
+              HasSubstr("train.beta2 must be in [0, 1)"));
+  EXPECT_THAT(validationErrorAfter("model.rope_scaling.rope_type=linear"),
+              HasSubstr("model.rope_scaling.rope_type 'linear' is not "
+                        "supported; allowed: llama3"));
+  EXPECT_THAT(validationErrorAfter("model.attention_bias=true"),
+              HasSubstr("Llama has no biases"));
+}
+
+TEST(JobConfigValidation, EveryProblemIsReported) {
+  JobConfig config = loadTiny();
+  ASSERT_FALSE(applyOverride(config, "train.seq_len=0"));
+  ASSERT_FALSE(applyOverride(config, "train.lr=0"));
+  ASSERT_FALSE(applyOverride(config, "lora.alpha=-2"));
+  std::string error = errorOf(validateJobConfig(config));
+  EXPECT_THAT(error, AllOf(HasSubstr("train.seq_len"), HasSubstr("train.lr"),
+                           HasSubstr("lora.alpha")));
+}
+
+TEST(JobConfigValidation, NoDivisibilityIsRequiredOfTheMesh) {
+  // tp above the kv-head count, a sequence and a vocab that tp does not
+  // divide, a LoRA rank unrelated to dp x tp: all valid.
+  JobConfig config = loadTiny({"parallel.tp=8", "parallel.dp=3",
+                               "train.seq_len=30", "model.vocab_size=509",
+                               "lora.rank=3"});
+  EXPECT_FALSE(validateJobConfig(config));
+}
+
+} // namespace
