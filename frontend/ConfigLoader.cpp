@@ -27,10 +27,9 @@ public:
     text.split(lines, '\n');
     llvm::StringRef source =
         line < (int)lines.size() ? lines[line].rtrim() : "";
-    errors += llvm::formatv("{0}:{1}:{2}: {3}{4}\n  {5}\n  {6}^\n",
-                            sourceName, line + 1, column + 1, message,
-                            hintFor(message), source,
-                            std::string(column, ' '));
+    errors += llvm::formatv("{0}:{1}:{2}: {3}{4}\n  {5}\n  {6}^\n", sourceName,
+                            line + 1, column + 1, message, hintFor(message),
+                            source, std::string(column, ' '));
   }
 
   std::string errors;
@@ -90,9 +89,9 @@ twill::loadJobConfig(llvm::StringRef jobPath,
     llvm::sys::path::append(configJson, "config.json");
     llvm::Expected<ModelConfig> imported = importHfConfig(configJson);
     if (!imported)
-      return llvm::createStringError(
-          llvm::inconvertibleErrorCode(),
-          "checkpoint.base_dir: " + llvm::toString(imported.takeError()));
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "checkpoint.base_dir: " +
+                                         llvm::toString(imported.takeError()));
     imported->MergeFrom(config->model());
     *config->mutable_model() = std::move(*imported);
   }

@@ -40,9 +40,8 @@ std::string twill::closestFieldPath(const pb::Descriptor &root,
   unsigned bestDistance = std::numeric_limits<unsigned>::max();
   for (const std::string &path : paths) {
     // A misspelt path, or the right field name under the wrong section.
-    unsigned distance =
-        std::min(llvm::StringRef(path).edit_distance(key),
-                 leafOf(path).edit_distance(leafOf(key)) + 1);
+    unsigned distance = std::min(llvm::StringRef(path).edit_distance(key),
+                                 leafOf(path).edit_distance(leafOf(key)) + 1);
     if (distance < bestDistance) {
       best = path;
       bestDistance = distance;
@@ -128,9 +127,9 @@ llvm::Error twill::applyOverride(JobConfig &config,
     const pb::FieldDescriptor *field =
         type ? type->FindFieldByName(part.str()) : nullptr;
     if (!field)
-      return overrideError(
-          "unknown config key '" + key + "' (did you mean " +
-          closestFieldPath(*JobConfig::descriptor(), key) + "?)");
+      return overrideError("unknown config key '" + key + "' (did you mean " +
+                           closestFieldPath(*JobConfig::descriptor(), key) +
+                           "?)");
     fields.push_back(field);
     type = field->is_repeated() ? nullptr : field->message_type();
   }

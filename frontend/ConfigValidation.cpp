@@ -175,7 +175,7 @@ static void validateModel(const ModelConfig &model, Problems &problems) {
 }
 
 static constexpr llvm::StringRef kLoraTargets[] = {
-    "q_proj", "k_proj",  "v_proj",    "o_proj",
+    "q_proj",    "k_proj",  "v_proj",    "o_proj",
     "gate_proj", "up_proj", "down_proj", "lm_head"};
 
 static void validateLora(const LoraConfig &lora, Problems &problems) {
@@ -200,9 +200,9 @@ static void validateTrain(const TrainConfig &train, Problems &problems) {
   problems.nonNegative("train.max_steps_per_epoch",
                        train.max_steps_per_epoch());
   problems.positive("train.lr", train.lr());
-  for (auto [field, beta] : {std::pair<llvm::StringRef, double>{
-                                 "train.beta1", train.beta1()},
-                             {"train.beta2", train.beta2()}})
+  for (auto [field, beta] :
+       {std::pair<llvm::StringRef, double>{"train.beta1", train.beta1()},
+        {"train.beta2", train.beta2()}})
     if (!(beta >= 0 && beta < 1))
       problems.add("{0} must be in [0, 1), got {1}", field, beta);
   problems.positive("train.eps", train.eps());

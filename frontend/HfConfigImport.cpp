@@ -62,8 +62,8 @@ twill::importHfConfig(llvm::StringRef configJsonPath) {
   ModelConfig model;
   google::protobuf::util::JsonParseOptions options;
   options.ignore_unknown_fields = true; // architectures, torch_dtype, ...
-  auto status = google::protobuf::util::JsonStringToMessage(normalised, &model,
-                                                            options);
+  auto status =
+      google::protobuf::util::JsonStringToMessage(normalised, &model, options);
   if (!status.ok())
     return importError(configJsonPath, status.message().as_string());
   return model;

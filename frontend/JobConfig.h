@@ -2,7 +2,7 @@
 //
 // A job is resolved in layers, each overriding only the fields it sets:
 //
-//   defaults  <  checkpoint.base_dir/config.json  <  job textproto  <  key=value
+//   defaults  <  checkpoint.base_dir/config.json  <  job textproto  < key=value
 //
 // and then validated, so every later stage sees a complete, checked JobConfig.
 // All field access goes through protobuf reflection: adding a field to

@@ -21,8 +21,8 @@ void TwillDialect::registerAttributes() {
 }
 
 llvm::hash_code mlir::twill::hash_value(const AxisPlacement &placement) {
-  return llvm::hash_combine(
-      placement.kind, placement.isShard() ? placement.dim : int64_t{0});
+  return llvm::hash_combine(placement.kind,
+                            placement.isShard() ? placement.dim : int64_t{0});
 }
 
 llvm::raw_ostream &mlir::twill::operator<<(llvm::raw_ostream &os,
@@ -80,9 +80,9 @@ Attribute PlacementAttr::parse(AsmParser &parser, Type) {
   SmallVector<AxisPlacement> axes;
   if (parser.parseLess() || parser.parseAttribute(mesh) ||
       parser.parseComma() ||
-      parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&] {
-        return parseAxisPlacement(parser, axes.emplace_back());
-      }) ||
+      parser.parseCommaSeparatedList(
+          AsmParser::Delimiter::Square,
+          [&] { return parseAxisPlacement(parser, axes.emplace_back()); }) ||
       parser.parseGreater())
     return {};
   return getChecked([&] { return parser.emitError(parser.getNameLoc()); },
@@ -104,8 +104,7 @@ PlacementAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "placement needs one entry per mesh axis";
   for (const AxisPlacement &axis : axes)
     if (axis.isShard() && axis.dim < 0)
-      return emitError() << "shard dim must be non-negative, got "
-                         << axis.dim;
+      return emitError() << "shard dim must be non-negative, got " << axis.dim;
   return success();
 }
 
@@ -145,8 +144,8 @@ static LogicalResult verifyPlacementOf(Operation *op, Type type,
 LogicalResult
 mlir::twill::verifyPlacementSymbols(Operation *op,
                                     SymbolTableCollection &symbolTable) {
-  for (Type type : llvm::concat<const Type>(op->getOperandTypes(),
-                                            op->getResultTypes()))
+  for (Type type :
+       llvm::concat<const Type>(op->getOperandTypes(), op->getResultTypes()))
     if (failed(verifyPlacementOf(op, type, symbolTable)))
       return failure();
   return success();
@@ -160,14 +159,13 @@ Attribute RopeScalingAttr::parse(AsmParser &parser, Type) {
   double factor, lowFreqFactor, highFreqFactor;
   int64_t originalMaxPosition;
   if (parser.parseLess() || parser.parseKeyword("factor") ||
-      parser.parseEqual() || parser.parseFloat(factor) ||
-      parser.parseComma() || parser.parseKeyword("low_freq_factor") ||
-      parser.parseEqual() || parser.parseFloat(lowFreqFactor) ||
-      parser.parseComma() || parser.parseKeyword("high_freq_factor") ||
-      parser.parseEqual() || parser.parseFloat(highFreqFactor) ||
-      parser.parseComma() || parser.parseKeyword("original_max_position") ||
-      parser.parseEqual() || parser.parseInteger(originalMaxPosition) ||
-      parser.parseGreater())
+      parser.parseEqual() || parser.parseFloat(factor) || parser.parseComma() ||
+      parser.parseKeyword("low_freq_factor") || parser.parseEqual() ||
+      parser.parseFloat(lowFreqFactor) || parser.parseComma() ||
+      parser.parseKeyword("high_freq_factor") || parser.parseEqual() ||
+      parser.parseFloat(highFreqFactor) || parser.parseComma() ||
+      parser.parseKeyword("original_max_position") || parser.parseEqual() ||
+      parser.parseInteger(originalMaxPosition) || parser.parseGreater())
     return {};
   return getChecked([&] { return parser.emitError(parser.getNameLoc()); },
                     parser.getContext(), llvm::APFloat(factor),

@@ -3,10 +3,10 @@
 #ifndef TWILL_DIALECTS_TWILL_TWILLATTRS_H
 #define TWILL_DIALECTS_TWILL_TWILLATTRS_H
 
-#include "mlir/IR/TensorEncoding.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/IR/TensorEncoding.h"
 
 namespace mlir::twill {
 

@@ -43,9 +43,8 @@ static LogicalResult expectShape(Operation *op, StringRef what,
                                  ArrayRef<int64_t> expected) {
   if (actual == expected)
     return success();
-  return op->emitOpError() << what << " must have shape "
-                           << shapeText(expected) << ", got "
-                           << shapeText(actual);
+  return op->emitOpError() << what << " must have shape " << shapeText(expected)
+                           << ", got " << shapeText(actual);
 }
 
 /// Fails unless every value has the element type of the first.
@@ -53,8 +52,8 @@ static LogicalResult expectSameElementType(Operation *op, ValueRange values) {
   Type expected = elementTypeOf(values.front());
   for (Value value : values.drop_front())
     if (elementTypeOf(value) != expected)
-      return op->emitOpError() << "expects one element type, got "
-                               << expected << " and " << elementTypeOf(value);
+      return op->emitOpError() << "expects one element type, got " << expected
+                               << " and " << elementTypeOf(value);
   return success();
 }
 
@@ -127,8 +126,7 @@ LogicalResult MatmulOp::verify() {
   if (getTransposeRhs())
     std::swap(rhsK, n);
   if (k != rhsK)
-    return emitOpError() << "contracting dims differ: " << k << " vs "
-                         << rhsK;
+    return emitOpError() << "contracting dims differ: " << k << " vs " << rhsK;
   SmallVector<int64_t> expected(batch);
   expected.append({m, n});
   return expectShape(*this, "result", shapeOf(getResult()), expected);
@@ -136,8 +134,8 @@ LogicalResult MatmulOp::verify() {
 
 LogicalResult RmsNormOp::verify() {
   if (failed(expectRank(*this, "weight", getWeight(), 1)) ||
-      failed(expectSameElementType(*this,
-                                   {getInput(), getWeight(), getResult()})))
+      failed(
+          expectSameElementType(*this, {getInput(), getWeight(), getResult()})))
     return failure();
   ArrayRef<int64_t> input = shapeOf(getInput());
   if (input.empty())
@@ -194,8 +192,8 @@ LogicalResult AttentionOp::verify() {
 
 /// Add, mul and swiglu: one shape and element type for all three values.
 static LogicalResult verifyElementwiseBinary(Operation *op) {
-  if (failed(expectSameElementType(op, {op->getOperand(0), op->getOperand(1),
-                                        op->getResult(0)})))
+  if (failed(expectSameElementType(
+          op, {op->getOperand(0), op->getOperand(1), op->getResult(0)})))
     return failure();
   ArrayRef<int64_t> lhs = shapeOf(op->getOperand(0));
   if (failed(expectShape(op, "rhs", shapeOf(op->getOperand(1)), lhs)))
@@ -211,8 +209,7 @@ LogicalResult CrossEntropyOp::verify() {
   ArrayRef<int64_t> logits = shapeOf(getLogits());
   if (logits.empty())
     return emitOpError("logits must have a vocab dim");
-  return expectShape(*this, "labels", shapeOf(getLabels()),
-                     logits.drop_back());
+  return expectShape(*this, "labels", shapeOf(getLabels()), logits.drop_back());
 }
 
 LogicalResult ReshapeOp::verify() {
@@ -244,8 +241,8 @@ LogicalResult TransposeOp::verify() {
       return notAPermutation();
     used[dim] = true;
   }
-  SmallVector<int64_t> expected = llvm::map_to_vector(
-      permutation, [&](int64_t dim) { return input[dim]; });
+  SmallVector<int64_t> expected =
+      llvm::map_to_vector(permutation, [&](int64_t dim) { return input[dim]; });
   return expectShape(*this, "result", shapeOf(getResult()), expected);
 }
 

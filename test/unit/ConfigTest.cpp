@@ -87,8 +87,8 @@ TEST(JobConfigLoading, ShippedConfigsLoadAndValidate) {
        {"configs/tiny.textproto", "configs/llama3_1_8b_lora.textproto",
         "configs/llama3_3_70b_lora.textproto"}) {
     llvm::Expected<JobConfig> config = loadJobConfig(sourcePath(name), {});
-    EXPECT_TRUE(bool(config)) << name << ": "
-                              << llvm::toString(config.takeError());
+    EXPECT_TRUE(bool(config))
+        << name << ": " << llvm::toString(config.takeError());
   }
 }
 
@@ -138,9 +138,9 @@ TEST(JobConfigLoading, DefaultsAreResolved) {
 TEST(JobConfigLoading, TextprotoErrorsAreLocatedWithAHint) {
   std::string error = errorOf(parseJobConfig(
       "train {\n  batch_size: 2\n  batch_sise: 3\n}\n", "job.textproto"));
-  EXPECT_THAT(error, AllOf(HasSubstr("job.textproto:3:"),
-                           HasSubstr("batch_sise"),
-                           HasSubstr("did you mean batch_size?")));
+  EXPECT_THAT(error,
+              AllOf(HasSubstr("job.textproto:3:"), HasSubstr("batch_sise"),
+                    HasSubstr("did you mean batch_size?")));
 }
 
 TEST(JobConfigLoading, MissingFileIsNamed) {
@@ -162,8 +162,7 @@ TEST(JobConfigOverrides, SetScalarsOfEveryKind) {
   EXPECT_DOUBLE_EQ(config.train().lr(), 5e-5);
   EXPECT_EQ(config.parallel().tp(), 4);
   EXPECT_FALSE(config.parallel().sequence_parallel());
-  EXPECT_EQ(config.parallel().activation_checkpointing(),
-            ParallelConfig::FULL);
+  EXPECT_EQ(config.parallel().activation_checkpointing(), ParallelConfig::FULL);
   EXPECT_EQ(config.data().path(), "/data/alpaca.jsonl");
   EXPECT_EQ(config.data().format(), DataConfig::ALPACA);
 }
@@ -278,13 +277,14 @@ TEST(HfConfigImport, BaseDirIsTheLowestLayer) {
     "num_hidden_layers": 4, "num_attention_heads": 4,
     "num_key_value_heads": 2, "intermediate_size": 48,
     "rope_theta": 10000.0})");
-  std::string job = dir.write(
-      "job.textproto", "model { num_hidden_layers: 2 }\n"
-                       "checkpoint { base_dir: \"" + dir.str() + "\" }\n");
+  std::string job =
+      dir.write("job.textproto", "model { num_hidden_layers: 2 }\n"
+                                 "checkpoint { base_dir: \"" +
+                                     dir.str() + "\" }\n");
   llvm::Expected<JobConfig> config =
       loadJobConfig(job, {"model.intermediate_size=40"});
   ASSERT_TRUE(bool(config)) << llvm::toString(config.takeError());
-  EXPECT_EQ(config->model().vocab_size(), 64);        // from config.json
+  EXPECT_EQ(config->model().vocab_size(), 64); // from config.json
   EXPECT_DOUBLE_EQ(config->model().rope_theta(), 10000);
   EXPECT_EQ(config->model().num_hidden_layers(), 2);  // the job wins
   EXPECT_EQ(config->model().intermediate_size(), 40); // the command line wins
@@ -353,9 +353,9 @@ TEST(JobConfigValidation, EveryProblemIsReported) {
 TEST(JobConfigValidation, NoDivisibilityIsRequiredOfTheMesh) {
   // tp above the kv-head count, a sequence and a vocab that tp does not
   // divide, a LoRA rank unrelated to dp x tp: all valid.
-  JobConfig config = loadTiny({"parallel.tp=8", "parallel.dp=3",
-                               "train.seq_len=30", "model.vocab_size=509",
-                               "lora.rank=3"});
+  JobConfig config =
+      loadTiny({"parallel.tp=8", "parallel.dp=3", "train.seq_len=30",
+                "model.vocab_size=509", "lora.rank=3"});
   EXPECT_FALSE(validateJobConfig(config));
 }
 

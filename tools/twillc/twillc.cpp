@@ -24,8 +24,8 @@ enum class Emit { Config };
 
 static cl::opt<std::string> jobPath(cl::Positional, cl::Required,
                                     cl::desc("<job.textproto>"));
-static cl::list<std::string>
-    overrides(cl::Positional, cl::desc("[field.path=value ...]"));
+static cl::list<std::string> overrides(cl::Positional,
+                                       cl::desc("[field.path=value ...]"));
 static cl::opt<Emit> emit(
     "emit", cl::desc("What to print"), cl::init(Emit::Config),
     cl::values(clEnumValN(Emit::Config, "config",
