@@ -84,6 +84,12 @@ static llvm::Error setField(pb::Message &message,
                             const pb::FieldDescriptor &field,
                             llvm::StringRef key, llvm::StringRef value) {
   const pb::Reflection &reflection = *message.GetReflection();
+  if (value.empty() &&
+      field.cpp_type() != pb::FieldDescriptor::CPPTYPE_STRING) {
+    // `key=` unsets: the default for a value, absent for a section.
+    reflection.ClearField(&message, &field);
+    return llvm::Error::success();
+  }
   if (field.message_type() && !field.is_repeated()) {
     // A whole section, written as {textproto}: `full_finetune={}`.
     if (!value.consume_front("{") || !value.consume_back("}"))

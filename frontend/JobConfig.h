@@ -35,7 +35,8 @@ llvm::Expected<JobConfig> parseJobConfig(llvm::StringRef text,
 
 /// Applies one `field.path=value` override: scalars in textproto syntax,
 /// strings as written, repeated fields as comma-separated lists, messages
-/// as `{textproto}`. An unknown path names the closest valid one.
+/// as `{textproto}`; `field.path=` (empty) unsets a field or removes a
+/// section. An unknown path names the closest valid one.
 llvm::Error applyOverride(JobConfig &config, llvm::StringRef assignment);
 
 /// Reads a Hugging Face config.json into a ModelConfig. Understands both the

@@ -184,6 +184,12 @@ TEST(JobConfigOverrides, SectionTakesTextproto) {
             64);
 }
 
+TEST(JobConfigOverrides, EmptyValueUnsets) {
+  JobConfig config = loadTiny({"model.rope_scaling=", "train.lr="});
+  EXPECT_FALSE(config.model().has_rope_scaling());
+  EXPECT_DOUBLE_EQ(config.train().lr(), 2e-4); // the schema default
+}
+
 TEST(JobConfigOverrides, UnknownKeyNamesTheClosestField) {
   JobConfig config;
   EXPECT_THAT(errorOf(applyOverride(config, "train.batch_sise=3")),

@@ -1,0 +1,256 @@
+//===- LlamaBuilder.cpp - trace Llama + LoRA into twill IR ----------------===//
+
+#include "frontend/LlamaBuilder.h"
+
+#include "dialects/twill/TwillOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::twill;
+using ::twill::JobConfig;
+using ::twill::kInputAttr;
+using ::twill::kParamAttr;
+using ::twill::kTrainableAttr;
+using ::twill::ModelConfig;
+using ::twill::RopeScaling;
+
+namespace {
+
+/// Traces one model. Parameters become function arguments as they are first
+/// used, so the signature lists them in model order.
+class LlamaTracer {
+public:
+  LlamaTracer(MLIRContext &context, const JobConfig &job)
+      : job(job), model(job.model()), builder(&context),
+        batch(job.train().batch_size()), seq(job.train().seq_len()) {}
+
+  OwningOpRef<ModuleOp> trace();
+
+private:
+  /// A location naming the module (Hugging Face path) an op belongs to.
+  Location loc(const Twine &name) {
+    return NameLoc::get(builder.getStringAttr(name));
+  }
+
+  RankedTensorType floatType(ArrayRef<int64_t> shape) {
+    return RankedTensorType::get(shape, builder.getF32Type());
+  }
+
+  /// Appends a parameter argument named `name`.
+  Value param(const Twine &name, ArrayRef<int64_t> shape, bool trainable);
+  /// Appends an input argument (tokens, labels, positions, segments).
+  Value input(StringRef name, Type elementType);
+
+  bool isLoraTarget(StringRef module) const {
+    return job.has_lora() &&
+           llvm::is_contained(job.lora().target_modules(), module.str());
+  }
+  bool baseTrainable() const { return job.has_full_finetune(); }
+
+  /// A new `[out, in]` weight named `path`.weight applied by linearWith.
+  Value linear(Value x, const std::string &path, StringRef target, int64_t in,
+               int64_t out);
+  /// `x W^T`, plus PEFT's `(alpha / rank) * (x A^T) B^T` when `target` is
+  /// adapted, with A and B named after `path`.
+  Value linearWith(Value x, Value weight, const std::string &path,
+                   StringRef target);
+  /// `x W^T` over the last dim of `x`.
+  Value matmulTransposed(Value x, Value weight, Location at);
+
+  Value rmsNorm(Value x, const Twine &path);
+  Value decoderLayer(Value hidden, int64_t layer);
+  Value attention(Value normed, const std::string &prefix);
+  Value mlp(Value normed, const std::string &prefix);
+
+  const JobConfig &job;
+  const ModelConfig &model;
+  OpBuilder builder;
+  int64_t batch, seq;
+
+  Block *body = nullptr;
+  unsigned numParams = 0;
+  SmallVector<DictionaryAttr> paramAttrs;
+  Value positions, segments;
+};
+
+} // namespace
+
+Value LlamaTracer::param(const Twine &name, ArrayRef<int64_t> shape,
+                         bool trainable) {
+  std::string hfName = name.str();
+  Value arg = body->insertArgument(numParams++, floatType(shape), loc(hfName));
+  SmallVector<NamedAttribute, 2> attrs{
+      builder.getNamedAttr(kParamAttr, builder.getStringAttr(hfName))};
+  if (trainable)
+    attrs.push_back(
+        builder.getNamedAttr(kTrainableAttr, builder.getUnitAttr()));
+  paramAttrs.push_back(builder.getDictionaryAttr(attrs));
+  return arg;
+}
+
+Value LlamaTracer::input(StringRef name, Type elementType) {
+  return body->addArgument(RankedTensorType::get({batch, seq}, elementType),
+                           loc(name));
+}
+
+Value LlamaTracer::matmulTransposed(Value x, Value weight, Location at) {
+  auto xType = cast<RankedTensorType>(x.getType());
+  SmallVector<int64_t> shape(xType.getShape().drop_back());
+  shape.push_back(cast<RankedTensorType>(weight.getType()).getDimSize(0));
+  auto op = MatmulOp::create(builder, at, floatType(shape), x, weight);
+  op.setTransposeRhs(true);
+  return op;
+}
+
+Value LlamaTracer::linear(Value x, const std::string &path, StringRef target,
+                          int64_t in, int64_t out) {
+  Value weight = param(path + ".weight", {out, in}, baseTrainable());
+  return linearWith(x, weight, path, target);
+}
+
+Value LlamaTracer::linearWith(Value x, Value weight, const std::string &path,
+                              StringRef target) {
+  Value y = matmulTransposed(x, weight, loc(path));
+  if (!isLoraTarget(target))
+    return y;
+  ArrayRef<int64_t> outIn = cast<RankedTensorType>(weight.getType()).getShape();
+  int64_t rank = job.lora().rank();
+  Value a = param(path + ".lora_A.weight", {rank, outIn[1]}, true);
+  Value b = param(path + ".lora_B.weight", {outIn[0], rank}, true);
+  Location at = loc(path + ".lora");
+  Value up = matmulTransposed(matmulTransposed(x, a, at), b, at);
+  Value scaled =
+      ScaleOp::create(builder, at, up.getType(), up,
+                      builder.getF64FloatAttr(job.lora().alpha() / rank));
+  return AddOp::create(builder, at, y.getType(), y, scaled);
+}
+
+Value LlamaTracer::rmsNorm(Value x, const Twine &path) {
+  std::string module = path.str();
+  Value weight =
+      param(module + ".weight", {model.hidden_size()}, baseTrainable());
+  return RmsNormOp::create(builder, loc(module), x.getType(), x, weight,
+                           builder.getF64FloatAttr(model.rms_norm_eps()));
+}
+
+Value LlamaTracer::attention(Value normed, const std::string &prefix) {
+  int64_t hidden = model.hidden_size(), headDim = model.head_dim();
+  int64_t heads = model.num_attention_heads();
+  int64_t kvHeads = model.num_key_value_heads();
+  std::string attn = prefix + ".self_attn";
+
+  RopeScalingAttr scaling;
+  if (model.has_rope_scaling()) {
+    const RopeScaling &s = model.rope_scaling();
+    scaling = RopeScalingAttr::get(
+        builder.getContext(), llvm::APFloat(s.factor()),
+        llvm::APFloat(s.low_freq_factor()), llvm::APFloat(s.high_freq_factor()),
+        s.original_max_position_embeddings());
+  }
+  // Project, split into heads, rotate queries and keys.
+  auto project = [&](StringRef name, int64_t numHeads, bool rotate) {
+    std::string path = attn + "." + name.str();
+    Value flat = linear(normed, path, name, hidden, numHeads * headDim);
+    Value split = ReshapeOp::create(
+        builder, loc(path), floatType({batch, seq, numHeads, headDim}), flat);
+    if (!rotate)
+      return split;
+    return Value(RopeOp::create(
+        builder, loc(path + ".rope"), split.getType(), split, positions,
+        builder.getF64FloatAttr(model.rope_theta()), scaling));
+  };
+  Value q = project("q_proj", heads, true);
+  Value k = project("k_proj", kvHeads, true);
+  Value v = project("v_proj", kvHeads, false);
+
+  Value context = AttentionOp::create(
+      builder, loc(attn), q.getType(), q, k, v, segments,
+      builder.getF64FloatAttr(1.0 / std::sqrt(double(headDim))));
+  Value merged = ReshapeOp::create(
+      builder, loc(attn), floatType({batch, seq, heads * headDim}), context);
+  return linear(merged, attn + ".o_proj", "o_proj", heads * headDim, hidden);
+}
+
+Value LlamaTracer::mlp(Value normed, const std::string &prefix) {
+  int64_t hidden = model.hidden_size(), inner = model.intermediate_size();
+  std::string path = prefix + ".mlp";
+  Value gate = linear(normed, path + ".gate_proj", "gate_proj", hidden, inner);
+  Value up = linear(normed, path + ".up_proj", "up_proj", hidden, inner);
+  Value act = SwigluOp::create(builder, loc(path), gate.getType(), gate, up);
+  return linear(act, path + ".down_proj", "down_proj", inner, hidden);
+}
+
+Value LlamaTracer::decoderLayer(Value hidden, int64_t layer) {
+  std::string prefix = llvm::formatv("model.layers.{0}", layer).str();
+  Value attnOut =
+      attention(rmsNorm(hidden, prefix + ".input_layernorm"), prefix);
+  hidden =
+      AddOp::create(builder, loc(prefix), hidden.getType(), hidden, attnOut);
+  Value mlpOut =
+      mlp(rmsNorm(hidden, prefix + ".post_attention_layernorm"), prefix);
+  return AddOp::create(builder, loc(prefix), hidden.getType(), hidden, mlpOut);
+}
+
+OwningOpRef<ModuleOp> LlamaTracer::trace() {
+  MLIRContext *context = builder.getContext();
+  context->loadDialect<TwillDialect, func::FuncDialect>();
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc("job"));
+  builder.setInsertionPointToEnd(module->getBody());
+  MeshOp::create(
+      builder, loc("mesh"), "mesh", builder.getStrArrayAttr({"dp", "tp"}),
+      builder.getI64ArrayAttr({job.parallel().dp(), job.parallel().tp()}));
+
+  auto forward = func::FuncOp::create(builder, loc("forward"), "forward",
+                                      builder.getFunctionType({}, {}));
+  body = forward.addEntryBlock();
+  builder.setInsertionPointToStart(body);
+
+  Type i32 = builder.getI32Type();
+  Value tokens = input("tokens", i32);
+  Value labels = input("labels", i32);
+  positions = input("positions", i32);
+  segments = input("segments", i32);
+
+  int64_t vocab = model.vocab_size(), hidden = model.hidden_size();
+  Value embedTable =
+      param("model.embed_tokens.weight", {vocab, hidden}, baseTrainable());
+  Value h =
+      EmbeddingOp::create(builder, loc("model.embed_tokens"),
+                          floatType({batch, seq, hidden}), embedTable, tokens);
+  for (int64_t layer = 0; layer < model.num_hidden_layers(); ++layer)
+    h = decoderLayer(h, layer);
+  h = rmsNorm(h, "model.norm");
+
+  // A tied lm_head reads the embedding table; PEFT adapts it all the same.
+  Value logits = model.tie_word_embeddings()
+                     ? linearWith(h, embedTable, "lm_head", "lm_head")
+                     : linear(h, "lm_head", "lm_head", hidden, vocab);
+  auto loss = CrossEntropyOp::create(
+      builder, loc("loss"), RankedTensorType::get({}, builder.getF32Type()),
+      RankedTensorType::get({}, builder.getI64Type()), logits, labels);
+  func::ReturnOp::create(builder, loc("forward"),
+                         ValueRange{loss.getLoss(), loss.getCount()});
+
+  // The signature follows the arguments traced.
+  forward.setFunctionType(builder.getFunctionType(
+      body->getArgumentTypes(),
+      forward.getBody().front().getTerminator()->getOperandTypes()));
+  SmallVector<Attribute> argAttrs(paramAttrs.begin(), paramAttrs.end());
+  for (StringRef name : {"tokens", "labels", "positions", "segments"})
+    argAttrs.push_back(builder.getDictionaryAttr(
+        builder.getNamedAttr(kInputAttr, builder.getStringAttr(name))));
+  forward.setAllArgAttrs(argAttrs);
+  return module;
+}
+
+namespace twill {
+OwningOpRef<ModuleOp> buildLlamaModule(MLIRContext &context,
+                                       const JobConfig &job) {
+  return LlamaTracer(context, job).trace();
+}
+} // namespace twill
