@@ -1,0 +1,366 @@
+//===- Safetensors.cpp - Hugging Face safetensors files -------------------===//
+
+#include "runtime/io/Safetensors.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Endian.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
+
+#include <cstring>
+
+using namespace twill::io;
+namespace json = llvm::json;
+
+static llvm::Error fileError(llvm::StringRef path, const llvm::Twine &what) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 path + ": " + what);
+}
+
+static std::string shapeText(llvm::ArrayRef<int64_t> shape) {
+  return "[" +
+         llvm::join(llvm::map_range(
+                        shape, [](int64_t d) { return std::to_string(d); }),
+                    ", ") +
+         "]";
+}
+
+static std::optional<DType> parseDType(llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<DType>>(name)
+      .Case("F32", DType::F32)
+      .Case("F16", DType::F16)
+      .Case("BF16", DType::BF16)
+      .Default(std::nullopt);
+}
+
+static uint64_t bytesPerElement(DType dtype) {
+  return dtype == DType::F32 ? 4 : 2;
+}
+
+int64_t TensorInfo::numElements() const {
+  int64_t count = 1;
+  for (int64_t dim : shape)
+    count *= dim;
+  return count;
+}
+
+/// IEEE half to single precision, subnormals, infinities and NaNs included.
+static float halfToFloat(uint16_t half) {
+  uint32_t sign = uint32_t(half & 0x8000) << 16;
+  uint32_t exponent = (half >> 10) & 0x1f;
+  uint32_t mantissa = half & 0x3ff;
+  uint32_t bits;
+  if (exponent == 0x1f) {
+    bits = sign | 0x7f800000 | (mantissa << 13);
+  } else if (exponent != 0) {
+    bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
+  } else if (mantissa == 0) {
+    bits = sign;
+  } else {
+    // Subnormal: normalise the mantissa.
+    exponent = 113;
+    while (!(mantissa & 0x400)) {
+      mantissa <<= 1;
+      --exponent;
+    }
+    bits = sign | (exponent << 23) | ((mantissa & 0x3ff) << 13);
+  }
+  float value;
+  std::memcpy(&value, &bits, sizeof(value));
+  return value;
+}
+
+static float bf16ToFloat(uint16_t bf16) {
+  uint32_t bits = uint32_t(bf16) << 16;
+  float value;
+  std::memcpy(&value, &bits, sizeof(value));
+  return value;
+}
+
+/// Parses one header entry, checking it against the data section's size.
+static llvm::Expected<TensorInfo> parseEntry(llvm::StringRef path,
+                                             llvm::StringRef name,
+                                             const json::Value &value,
+                                             uint64_t dataSize) {
+  auto bad = [&](const llvm::Twine &what) {
+    return fileError(path, "tensor '" + name + "': " + what);
+  };
+  const json::Object *entry = value.getAsObject();
+  if (!entry)
+    return bad("header entry is not an object");
+  std::optional<llvm::StringRef> dtypeName = entry->getString("dtype");
+  if (!dtypeName)
+    return bad("header entry has no dtype");
+  std::optional<DType> dtype = parseDType(*dtypeName);
+  if (!dtype)
+    return bad("dtype " + *dtypeName +
+               " is not supported; Twill reads F32, "
+               "F16 and BF16");
+  TensorInfo info{*dtype, {}, 0, 0};
+  const json::Array *shape = entry->getArray("shape");
+  if (!shape)
+    return bad("header entry has no shape");
+  for (const json::Value &dim : *shape) {
+    std::optional<int64_t> size = dim.getAsInteger();
+    if (!size || *size < 0)
+      return bad("shape holds a non-size value");
+    info.shape.push_back(*size);
+  }
+  const json::Array *offsets = entry->getArray("data_offsets");
+  std::optional<int64_t> begin, end;
+  if (offsets && offsets->size() == 2) {
+    begin = (*offsets)[0].getAsInteger();
+    end = (*offsets)[1].getAsInteger();
+  }
+  if (!begin || !end || *begin < 0 || *end < *begin)
+    return bad("data_offsets must be [begin, end] with begin <= end");
+  info.begin = *begin;
+  info.end = *end;
+  if (info.end > dataSize)
+    return bad(llvm::formatv("data_offsets [{0}, {1}] run past the {2} data "
+                             "bytes of the file (truncated?)",
+                             info.begin, info.end, dataSize));
+  uint64_t expected = info.numElements() * bytesPerElement(info.dtype);
+  if (info.end - info.begin != expected)
+    return bad(llvm::formatv("{0} {1} needs {2} bytes, data_offsets give {3}",
+                             *dtypeName, shapeText(info.shape), expected,
+                             info.end - info.begin));
+  return info;
+}
+
+llvm::Expected<std::unique_ptr<SafetensorsFile>>
+SafetensorsFile::open(llvm::StringRef path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return fileError(path, "cannot open: " + buffer.getError().message());
+  auto file = std::unique_ptr<SafetensorsFile>(new SafetensorsFile());
+  file->filePath = path.str();
+  file->buffer = std::move(*buffer);
+
+  llvm::StringRef bytes = file->buffer->getBuffer();
+  if (bytes.size() < 8)
+    return fileError(path, llvm::formatv("only {0} bytes: not a safetensors "
+                                         "file (truncated?)",
+                                         bytes.size()));
+  uint64_t headerSize =
+      llvm::support::endian::read64le(bytes.data()); // the format is LE
+  if (headerSize > bytes.size() - 8)
+    return fileError(path, llvm::formatv("header size {0} exceeds the file's "
+                                         "{1} bytes: truncated or not a "
+                                         "safetensors file",
+                                         headerSize, bytes.size()));
+  llvm::Expected<json::Value> header = json::parse(bytes.substr(8, headerSize));
+  if (!header)
+    return fileError(path,
+                     "corrupt header: " + llvm::toString(header.takeError()));
+  const json::Object *entries = header->getAsObject();
+  if (!entries)
+    return fileError(path, "corrupt header: not a JSON object");
+
+  file->data = bytes.data() + 8 + headerSize;
+  uint64_t dataSize = bytes.size() - 8 - headerSize;
+  for (const auto &[key, value] : *entries) {
+    if (key == "__metadata__")
+      continue;
+    llvm::Expected<TensorInfo> info = parseEntry(path, key, value, dataSize);
+    if (!info)
+      return info.takeError();
+    file->tensors[key] = std::move(*info);
+  }
+  return file;
+}
+
+const TensorInfo *SafetensorsFile::find(llvm::StringRef name) const {
+  auto it = tensors.find(name);
+  return it == tensors.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> SafetensorsFile::names() const {
+  std::vector<std::string> result;
+  for (const auto &entry : tensors)
+    result.push_back(entry.getKey().str());
+  llvm::sort(result);
+  return result;
+}
+
+llvm::Error SafetensorsFile::readF32(llvm::StringRef name,
+                                     llvm::ArrayRef<int64_t> shape,
+                                     llvm::MutableArrayRef<float> out) const {
+  const TensorInfo *info = find(name);
+  if (!info)
+    return fileError(filePath, "no tensor named '" + name + "'");
+  if (llvm::ArrayRef<int64_t>(info->shape) != shape)
+    return fileError(filePath, "tensor '" + name + "' has shape " +
+                                   shapeText(info->shape) + ", expected " +
+                                   shapeText(shape));
+  if ((int64_t)out.size() != info->numElements())
+    return fileError(filePath,
+                     llvm::formatv("tensor '{0}': destination holds "
+                                   "{1} values, not {2}",
+                                   name, out.size(), info->numElements()));
+  const char *source = data + info->begin;
+  switch (info->dtype) {
+  case DType::F32:
+    std::memcpy(out.data(), source, out.size() * sizeof(float));
+    break;
+  case DType::F16:
+  case DType::BF16: {
+    auto convert = info->dtype == DType::F16 ? halfToFloat : bf16ToFloat;
+    for (size_t i = 0; i < out.size(); ++i) {
+      uint16_t raw;
+      std::memcpy(&raw, source + 2 * i, sizeof(raw));
+      out[i] = convert(raw);
+    }
+    break;
+  }
+  }
+  return llvm::Error::success();
+}
+
+//===----------------------------------------------------------------------===//
+// SafetensorsCheckpoint
+//===----------------------------------------------------------------------===//
+
+llvm::Expected<SafetensorsCheckpoint>
+SafetensorsCheckpoint::open(llvm::StringRef path) {
+  SafetensorsCheckpoint checkpoint;
+  checkpoint.description = path.str();
+  auto addFile =
+      [&](llvm::StringRef file) -> llvm::Expected<const SafetensorsFile *> {
+    llvm::Expected<std::unique_ptr<SafetensorsFile>> opened =
+        SafetensorsFile::open(file);
+    if (!opened)
+      return opened.takeError();
+    checkpoint.files.push_back(std::move(*opened));
+    return checkpoint.files.back().get();
+  };
+  auto ownAll = [&](const SafetensorsFile *file) {
+    for (const std::string &name : file->names())
+      checkpoint.owner[name] = file;
+  };
+
+  if (!llvm::sys::fs::is_directory(path)) {
+    llvm::Expected<const SafetensorsFile *> file = addFile(path);
+    if (!file)
+      return file.takeError();
+    ownAll(*file);
+    return checkpoint;
+  }
+
+  llvm::SmallString<256> index(path), single(path);
+  llvm::sys::path::append(index, "model.safetensors.index.json");
+  llvm::sys::path::append(single, "model.safetensors");
+  if (!llvm::sys::fs::exists(index)) {
+    if (!llvm::sys::fs::exists(single))
+      return fileError(path, "no model.safetensors or "
+                             "model.safetensors.index.json in this folder");
+    llvm::Expected<const SafetensorsFile *> file = addFile(single);
+    if (!file)
+      return file.takeError();
+    ownAll(*file);
+    return checkpoint;
+  }
+
+  auto indexBuffer = llvm::MemoryBuffer::getFile(index, /*IsText=*/true);
+  if (!indexBuffer)
+    return fileError(index, "cannot read: " + indexBuffer.getError().message());
+  llvm::Expected<json::Value> parsed = json::parse((*indexBuffer)->getBuffer());
+  if (!parsed)
+    return fileError(index,
+                     "not valid JSON: " + llvm::toString(parsed.takeError()));
+  const json::Object *weightMap =
+      parsed->getAsObject() ? parsed->getAsObject()->getObject("weight_map")
+                            : nullptr;
+  if (!weightMap)
+    return fileError(index, "has no weight_map object");
+  llvm::StringMap<const SafetensorsFile *> shards;
+  for (const auto &[name, shardValue] : *weightMap) {
+    std::optional<llvm::StringRef> shard = shardValue.getAsString();
+    if (!shard)
+      return fileError(index, "weight_map entry '" + llvm::StringRef(name) +
+                                  "' is not a file name");
+    auto [it, isNew] = shards.try_emplace(*shard, nullptr);
+    if (isNew) {
+      llvm::SmallString<256> shardPath(path);
+      llvm::sys::path::append(shardPath, *shard);
+      llvm::Expected<const SafetensorsFile *> file = addFile(shardPath);
+      if (!file)
+        return file.takeError();
+      it->second = *file;
+    }
+    if (!it->second->find(name))
+      return fileError(it->second->path(),
+                       "the index lists tensor '" + llvm::StringRef(name) +
+                           "' here, but the file does not hold it");
+    checkpoint.owner[name] = it->second;
+  }
+  return checkpoint;
+}
+
+llvm::Error
+SafetensorsCheckpoint::readF32(llvm::StringRef name,
+                               llvm::ArrayRef<int64_t> shape,
+                               llvm::MutableArrayRef<float> out) const {
+  auto it = owner.find(name);
+  if (it == owner.end())
+    return fileError(description, "no tensor named '" + name + "'");
+  return it->second->readF32(name, shape, out);
+}
+
+//===----------------------------------------------------------------------===//
+// Writing
+//===----------------------------------------------------------------------===//
+
+llvm::Error twill::io::writeSafetensors(
+    llvm::StringRef path, llvm::ArrayRef<NamedTensor> tensors,
+    const std::map<std::string, std::string> &metadata) {
+  json::Object header;
+  if (!metadata.empty()) {
+    json::Object meta;
+    for (const auto &[key, value] : metadata)
+      meta[key] = value;
+    header["__metadata__"] = std::move(meta);
+  }
+  uint64_t offset = 0;
+  for (const NamedTensor &tensor : tensors) {
+    uint64_t bytes = tensor.values.size() * sizeof(float);
+    header[tensor.name] =
+        json::Object{{"dtype", "F32"},
+                     {"shape", json::Array(tensor.shape)},
+                     {"data_offsets", json::Array{offset, offset + bytes}}};
+    offset += bytes;
+  }
+  std::string headerText;
+  llvm::raw_string_ostream(headerText) << json::Value(std::move(header));
+  headerText.append((8 - headerText.size() % 8) % 8, ' '); // 8-byte aligned
+
+  llvm::Expected<llvm::sys::fs::TempFile> temp =
+      llvm::sys::fs::TempFile::create(path + "-%%%%%%.tmp");
+  if (!temp)
+    return fileError(path,
+                     "cannot create: " + llvm::toString(temp.takeError()));
+  {
+    llvm::raw_fd_ostream os(temp->FD, /*shouldClose=*/false);
+    char size[8];
+    llvm::support::endian::write64le(size, headerText.size());
+    os.write(size, sizeof(size));
+    os << headerText;
+    for (const NamedTensor &tensor : tensors)
+      os.write(reinterpret_cast<const char *>(tensor.values.data()),
+               tensor.values.size() * sizeof(float));
+    os.flush();
+    if (os.has_error()) {
+      std::string message = os.error().message();
+      os.clear_error();
+      llvm::consumeError(temp->discard());
+      return fileError(path, "cannot write: " + message);
+    }
+  }
+  if (llvm::Error error = temp->keep(path))
+    return fileError(path, "cannot write: " + llvm::toString(std::move(error)));
+  return llvm::Error::success();
+}

@@ -1,0 +1,95 @@
+//===- Safetensors.h - Hugging Face safetensors files -----------*- C++ -*-===//
+//
+// The format: an 8-byte little-endian header size N, N bytes of JSON
+// ({"name": {"dtype", "shape", "data_offsets": [begin, end]}, ...,
+// "__metadata__": {...}}), then the tensor bytes. Files are memory-mapped;
+// tensors stored as F32, F16 or BF16 are converted to fp32 on read. Every
+// error names the file and, where there is one, the tensor.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TWILL_RUNTIME_IO_SAFETENSORS_H
+#define TWILL_RUNTIME_IO_SAFETENSORS_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace twill::io {
+
+enum class DType { F32, F16, BF16 };
+
+/// Where one tensor lies in its file.
+struct TensorInfo {
+  DType dtype;
+  std::vector<int64_t> shape;
+  /// Byte range within the data section (after the header).
+  uint64_t begin, end;
+
+  int64_t numElements() const;
+};
+
+/// One memory-mapped .safetensors file.
+class SafetensorsFile {
+public:
+  /// Maps `path` and checks its header: sizes, dtypes, shapes and byte
+  /// ranges, so later reads cannot go out of bounds.
+  static llvm::Expected<std::unique_ptr<SafetensorsFile>>
+  open(llvm::StringRef path);
+
+  llvm::StringRef path() const { return filePath; }
+  const TensorInfo *find(llvm::StringRef name) const;
+  std::vector<std::string> names() const;
+
+  /// Reads `name`, which must have `shape`, into `out` as fp32.
+  llvm::Error readF32(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
+                      llvm::MutableArrayRef<float> out) const;
+
+private:
+  std::string filePath;
+  std::unique_ptr<llvm::MemoryBuffer> buffer;
+  const char *data = nullptr; // start of the data section
+  llvm::StringMap<TensorInfo> tensors;
+};
+
+/// The weights of a model: one .safetensors file, or a folder holding
+/// either `model.safetensors` or shards listed in
+/// `model.safetensors.index.json`.
+class SafetensorsCheckpoint {
+public:
+  static llvm::Expected<SafetensorsCheckpoint> open(llvm::StringRef path);
+
+  /// Reads `name` (which must have `shape`) as fp32 from whichever file
+  /// holds it.
+  llvm::Error readF32(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
+                      llvm::MutableArrayRef<float> out) const;
+  bool contains(llvm::StringRef name) const { return owner.count(name); }
+
+private:
+  std::vector<std::unique_ptr<SafetensorsFile>> files;
+  llvm::StringMap<const SafetensorsFile *> owner;
+  std::string description; // what was opened, for messages
+};
+
+/// A tensor to write: fp32 values in row-major order.
+struct NamedTensor {
+  std::string name;
+  std::vector<int64_t> shape;
+  llvm::ArrayRef<float> values;
+};
+
+/// Writes `tensors` as F32 to `path` (through a temporary file renamed into
+/// place, so a crash never leaves a half-written file under `path`).
+llvm::Error
+writeSafetensors(llvm::StringRef path, llvm::ArrayRef<NamedTensor> tensors,
+                 const std::map<std::string, std::string> &metadata = {});
+
+} // namespace twill::io
+
+#endif // TWILL_RUNTIME_IO_SAFETENSORS_H
