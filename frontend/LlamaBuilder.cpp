@@ -63,6 +63,8 @@ private:
   Value matmulTransposed(Value x, Value weight, Location at);
 
   Value rmsNorm(Value x, const Twine &path);
+  /// Rotary embedding of `[batch, seq, heads, head_dim]` heads.
+  Value rope(Value heads, const std::string &path);
   Value decoderLayer(Value hidden, int64_t layer);
   Value attention(Value normed, const std::string &prefix);
   Value mlp(Value normed, const std::string &prefix);
@@ -138,20 +140,29 @@ Value LlamaTracer::rmsNorm(Value x, const Twine &path) {
                            builder.getF64FloatAttr(model.rms_norm_eps()));
 }
 
+Value LlamaTracer::rope(Value heads, const std::string &path) {
+  auto op =
+      RopeOp::create(builder, loc(path), heads.getType(), heads, positions,
+                     builder.getF64FloatAttr(model.rope_theta()), FloatAttr(),
+                     FloatAttr(), FloatAttr(), IntegerAttr());
+  if (model.has_rope_scaling()) {
+    const RopeScaling &scaling = model.rope_scaling();
+    op.setScalingFactorAttr(builder.getF64FloatAttr(scaling.factor()));
+    op.setLowFreqFactorAttr(builder.getF64FloatAttr(scaling.low_freq_factor()));
+    op.setHighFreqFactorAttr(
+        builder.getF64FloatAttr(scaling.high_freq_factor()));
+    op.setOriginalMaxPositionAttr(
+        builder.getI64IntegerAttr(scaling.original_max_position_embeddings()));
+  }
+  return op;
+}
+
 Value LlamaTracer::attention(Value normed, const std::string &prefix) {
   int64_t hidden = model.hidden_size(), headDim = model.head_dim();
   int64_t heads = model.num_attention_heads();
   int64_t kvHeads = model.num_key_value_heads();
   std::string attn = prefix + ".self_attn";
 
-  RopeScalingAttr scaling;
-  if (model.has_rope_scaling()) {
-    const RopeScaling &s = model.rope_scaling();
-    scaling = RopeScalingAttr::get(
-        builder.getContext(), llvm::APFloat(s.factor()),
-        llvm::APFloat(s.low_freq_factor()), llvm::APFloat(s.high_freq_factor()),
-        s.original_max_position_embeddings());
-  }
   // Project, split into heads, rotate queries and keys.
   auto project = [&](StringRef name, int64_t numHeads, bool rotate) {
     std::string path = attn + "." + name.str();
@@ -160,9 +171,7 @@ Value LlamaTracer::attention(Value normed, const std::string &prefix) {
         builder, loc(path), floatType({batch, seq, numHeads, headDim}), flat);
     if (!rotate)
       return split;
-    return Value(RopeOp::create(
-        builder, loc(path + ".rope"), split.getType(), split, positions,
-        builder.getF64FloatAttr(model.rope_theta()), scaling));
+    return rope(split, path + ".rope");
   };
   Value q = project("q_proj", heads, true);
   Value k = project("k_proj", kvHeads, true);

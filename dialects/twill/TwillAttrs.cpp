@@ -1,4 +1,4 @@
-//===- TwillAttrs.cpp - placement and rope attributes ---------------------===//
+//===- TwillAttrs.cpp - the placement attribute ---------------------------===//
 
 #include "dialects/twill/TwillAttrs.h"
 
@@ -148,53 +148,5 @@ mlir::twill::verifyPlacementSymbols(Operation *op,
        llvm::concat<const Type>(op->getOperandTypes(), op->getResultTypes()))
     if (failed(verifyPlacementOf(op, type, symbolTable)))
       return failure();
-  return success();
-}
-
-//===----------------------------------------------------------------------===//
-// RopeScalingAttr
-//===----------------------------------------------------------------------===//
-
-Attribute RopeScalingAttr::parse(AsmParser &parser, Type) {
-  double factor, lowFreqFactor, highFreqFactor;
-  int64_t originalMaxPosition;
-  if (parser.parseLess() || parser.parseKeyword("factor") ||
-      parser.parseEqual() || parser.parseFloat(factor) || parser.parseComma() ||
-      parser.parseKeyword("low_freq_factor") || parser.parseEqual() ||
-      parser.parseFloat(lowFreqFactor) || parser.parseComma() ||
-      parser.parseKeyword("high_freq_factor") || parser.parseEqual() ||
-      parser.parseFloat(highFreqFactor) || parser.parseComma() ||
-      parser.parseKeyword("original_max_position") || parser.parseEqual() ||
-      parser.parseInteger(originalMaxPosition) || parser.parseGreater())
-    return {};
-  return getChecked([&] { return parser.emitError(parser.getNameLoc()); },
-                    parser.getContext(), llvm::APFloat(factor),
-                    llvm::APFloat(lowFreqFactor), llvm::APFloat(highFreqFactor),
-                    originalMaxPosition);
-}
-
-void RopeScalingAttr::print(AsmPrinter &printer) const {
-  printer << "<factor = ";
-  printer.printFloat(getFactor());
-  printer << ", low_freq_factor = ";
-  printer.printFloat(getLowFreqFactor());
-  printer << ", high_freq_factor = ";
-  printer.printFloat(getHighFreqFactor());
-  printer << ", original_max_position = " << getOriginalMaxPosition() << ">";
-}
-
-LogicalResult
-RopeScalingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                        llvm::APFloat factor, llvm::APFloat lowFreqFactor,
-                        llvm::APFloat highFreqFactor,
-                        int64_t originalMaxPosition) {
-  if (factor.convertToDouble() < 1.0)
-    return emitError() << "rope scaling factor must be at least 1";
-  if (lowFreqFactor.convertToDouble() <= 0.0 ||
-      highFreqFactor.convertToDouble() <= lowFreqFactor.convertToDouble())
-    return emitError() << "rope scaling needs 0 < low_freq_factor < "
-                          "high_freq_factor";
-  if (originalMaxPosition <= 0)
-    return emitError() << "original_max_position must be positive";
   return success();
 }

@@ -1,4 +1,4 @@
-//===- TwillAttrs.h - placement and rope attributes -------------*- C++ -*-===//
+//===- TwillAttrs.h - the placement attribute -------------------*- C++ -*-===//
 
 #ifndef TWILL_DIALECTS_TWILL_TWILLATTRS_H
 #define TWILL_DIALECTS_TWILL_TWILLATTRS_H

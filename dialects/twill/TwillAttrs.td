@@ -1,4 +1,4 @@
-//===- TwillAttrs.td - placement and rope attributes -------*- tablegen -*-===//
+//===- TwillAttrs.td - the placement attribute -------------*- tablegen -*-===//
 
 #ifndef TWILL_ATTRS_TD
 #define TWILL_ATTRS_TD
@@ -38,29 +38,6 @@ def Twill_PlacementAttr : Twill_Attr<"Placement", "placement",
     "::mlir::FlatSymbolRefAttr":$mesh,
     ArrayRefParameter<"::mlir::twill::AxisPlacement",
                       "one placement per mesh axis">:$axes
-  );
-  let hasCustomAssemblyFormat = 1;
-  let genVerifyDecl = 1;
-}
-
-def Twill_RopeScalingAttr : Twill_Attr<"RopeScaling", "rope_scaling"> {
-  let summary = "Llama 3.1 rotary frequency scaling";
-  let description = [{
-    Llama 3.1's `rope_type = "llama3"` scaling of the rotary frequencies:
-    wavelengths longer than `original_max_position / low_freq_factor` are
-    divided by `factor`, those shorter than `original_max_position /
-    high_freq_factor` are kept, and those between are interpolated.
-
-    ```mlir
-    #twill.rope_scaling<factor = 8.0, low_freq_factor = 1.0,
-                        high_freq_factor = 4.0, original_max_position = 8192>
-    ```
-  }];
-  let parameters = (ins
-    APFloatParameter<"">:$factor,
-    APFloatParameter<"">:$low_freq_factor,
-    APFloatParameter<"">:$high_freq_factor,
-    "int64_t":$original_max_position
   );
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;

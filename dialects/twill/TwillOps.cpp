@@ -157,6 +157,23 @@ LogicalResult RopeOp::verify() {
     return emitOpError() << "head dim must be even, got " << input.back();
   if (getTheta().convertToDouble() <= 0.0)
     return emitOpError("theta must be positive");
+  bool anyScaling = getScalingFactor() || getLowFreqFactor() ||
+                    getHighFreqFactor() || getOriginalMaxPosition();
+  if (anyScaling) {
+    if (!getScalingFactor() || !getLowFreqFactor() || !getHighFreqFactor() ||
+        !getOriginalMaxPosition())
+      return emitOpError("rope scaling needs scaling_factor, "
+                         "low_freq_factor, high_freq_factor and "
+                         "original_max_position together");
+    if (getScalingFactor()->convertToDouble() < 1.0)
+      return emitOpError("scaling_factor must be at least 1");
+    double low = getLowFreqFactor()->convertToDouble();
+    if (low <= 0.0 || getHighFreqFactor()->convertToDouble() <= low)
+      return emitOpError(
+          "rope scaling needs 0 < low_freq_factor < high_freq_factor");
+    if ((int64_t)*getOriginalMaxPosition() <= 0)
+      return emitOpError("original_max_position must be positive");
+  }
   if (failed(expectShape(*this, "positions", shapeOf(getPositions()),
                          input.take_front(2))))
     return failure();

@@ -112,19 +112,28 @@ def Twill_RopeOp : Twill_Op<"rope", [Pure]> {
     Rotates each head of `input` (`[batch, seq, heads, head_dim]`) by angles
     `position * theta^(-2i / head_dim)`, pairing element `i` with
     `i + head_dim / 2` as Hugging Face's Llama does. `positions`
-    (`[batch, seq]`) restart at 0 for each document of a packed row. An
-    optional `scaling` applies Llama 3.1's frequency scaling.
+    (`[batch, seq]`) restart at 0 for each document of a packed row.
+
+    With `scaling_factor` (and then also `low_freq_factor`,
+    `high_freq_factor` and `original_max_position`), the frequencies get
+    Llama 3.1's `rope_type = "llama3"` scaling: wavelengths longer than
+    `original_max_position / low_freq_factor` are divided by
+    `scaling_factor`, those shorter than `original_max_position /
+    high_freq_factor` are kept, and those between are interpolated.
 
     ```mlir
-    %r = twill.rope %q, %pos {theta = 5.0e+05 : f64, scaling = #twill.rope_scaling<
-            factor = 8.0, low_freq_factor = 1.0, high_freq_factor = 4.0,
-            original_max_position = 8192>}
+    %r = twill.rope %q, %pos {theta = 5.0e+05 : f64, scaling_factor = 8.0 : f64,
+            low_freq_factor = 1.0 : f64, high_freq_factor = 4.0 : f64,
+            original_max_position = 8192 : i64}
         : (tensor<2x8192x32x128xbf16>, tensor<2x8192xi32>) -> tensor<2x8192x32x128xbf16>
     ```
   }];
   let arguments = (ins Twill_FloatTensor:$input, Twill_IntTensor:$positions,
                        F64Attr:$theta,
-                       OptionalAttr<Twill_RopeScalingAttr>:$scaling);
+                       OptionalAttr<F64Attr>:$scaling_factor,
+                       OptionalAttr<F64Attr>:$low_freq_factor,
+                       OptionalAttr<F64Attr>:$high_freq_factor,
+                       OptionalAttr<I64Attr>:$original_max_position);
   let results = (outs Twill_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $positions attr-dict `:` functional-type(operands, results)
