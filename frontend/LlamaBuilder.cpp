@@ -13,9 +13,6 @@
 using namespace mlir;
 using namespace mlir::twill;
 using ::twill::JobConfig;
-using ::twill::kInputAttr;
-using ::twill::kParamAttr;
-using ::twill::kTrainableAttr;
 using ::twill::ModelConfig;
 using ::twill::RopeScaling;
 
@@ -87,10 +84,10 @@ Value LlamaTracer::param(const Twine &name, ArrayRef<int64_t> shape,
   std::string hfName = name.str();
   Value arg = body->insertArgument(numParams++, floatType(shape), loc(hfName));
   SmallVector<NamedAttribute, 2> attrs{
-      builder.getNamedAttr(kParamAttr, builder.getStringAttr(hfName))};
+      builder.getNamedAttr(kParamAttrName, builder.getStringAttr(hfName))};
   if (trainable)
     attrs.push_back(
-        builder.getNamedAttr(kTrainableAttr, builder.getUnitAttr()));
+        builder.getNamedAttr(kTrainableAttrName, builder.getUnitAttr()));
   paramAttrs.push_back(builder.getDictionaryAttr(attrs));
   return arg;
 }
@@ -252,7 +249,7 @@ OwningOpRef<ModuleOp> LlamaTracer::trace() {
   SmallVector<Attribute> argAttrs(paramAttrs.begin(), paramAttrs.end());
   for (StringRef name : {"tokens", "labels", "positions", "segments"})
     argAttrs.push_back(builder.getDictionaryAttr(
-        builder.getNamedAttr(kInputAttr, builder.getStringAttr(name))));
+        builder.getNamedAttr(kInputAttrName, builder.getStringAttr(name))));
   forward.setAllArgAttrs(argAttrs);
   return module;
 }

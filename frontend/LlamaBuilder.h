@@ -8,7 +8,7 @@
 //
 // at global shapes [train.batch_size, train.seq_len]. Parameters are
 // arguments named with their Hugging Face names (`twill.param`); the
-// trainable ones carry `twill.trainable`. Labels are per position (the
+// trainable ones carry `twill.trainable`; inputs carry `twill.input`. Labels are per position (the
 // token that should follow it, -100 to ignore): the data pipeline shifts, the
 // model does not. Positions restart and segments change at each document of
 // a packed row, so attention never crosses a document boundary.
@@ -23,13 +23,6 @@
 #include "proto/job_config.pb.h"
 
 namespace twill {
-
-/// Argument attribute naming a parameter by its Hugging Face name.
-inline constexpr llvm::StringLiteral kParamAttr = "twill.param";
-/// Unit argument attribute marking a parameter the optimizer updates.
-inline constexpr llvm::StringLiteral kTrainableAttr = "twill.trainable";
-/// Argument attribute naming a per-step input (tokens, labels, ...).
-inline constexpr llvm::StringLiteral kInputAttr = "twill.input";
 
 /// Builds the module for `job` (a resolved, validated config): its mesh and
 /// its @forward function.

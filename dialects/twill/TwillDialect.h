@@ -7,4 +7,13 @@
 
 #include "dialects/twill/TwillDialect.h.inc"
 
+namespace mlir::twill {
+/// Function argument attribute: the parameter's Hugging Face name.
+inline constexpr llvm::StringLiteral kParamAttrName = "twill.param";
+/// Unit function argument attribute: a parameter the optimizer updates.
+inline constexpr llvm::StringLiteral kTrainableAttrName = "twill.trainable";
+/// Function argument attribute: a per-step input (tokens, labels, ...).
+inline constexpr llvm::StringLiteral kInputAttrName = "twill.input";
+} // namespace mlir::twill
+
 #endif // TWILL_DIALECTS_TWILL_TWILLDIALECT_H

@@ -10,9 +10,11 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
+#include "passes/Passes.h"
 
 int main(int argc, char **argv) {
   mlir::registerTransformsPasses();
+  mlir::twill::registerTwillPasses();
   mlir::DialectRegistry registry;
   registry.insert<mlir::twill::TwillDialect, mlir::func::FuncDialect>();
   return mlir::asMainReturnCode(

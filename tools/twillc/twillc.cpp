@@ -1,10 +1,12 @@
 //===- twillc.cpp - compile a Twill job -----------------------------------===//
 //
+//   twillc JOB.textproto [field.path=value ...] -o job.twx
 //   twillc JOB.textproto [field.path=value ...] --emit=config|mlir
 //
 // Resolves the job (textproto, the model folder's config.json, overrides,
-// defaults) and validates it; `--emit=config` prints the result, so a user
-// sees exactly what will run, and `--emit=mlir` the traced model.
+// defaults), validates it and compiles it into an Executable for
+// twill-train. `--emit=config` prints the resolved job instead, so a user
+// sees exactly what will run, and `--emit=mlir` the traced program.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,7 +15,9 @@
 
 #include "google/protobuf/text_format.h"
 #include "mlir/IR/MLIRContext.h"
+#include "passes/Passes.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
@@ -21,20 +25,64 @@
 namespace cl = llvm::cl;
 
 namespace {
-enum class Emit { Config, Mlir };
+enum class Emit { Executable, Config, Mlir };
 } // namespace
 
 static cl::opt<std::string> jobPath(cl::Positional, cl::Required,
                                     cl::desc("<job.textproto>"));
 static cl::list<std::string> overrides(cl::Positional,
                                        cl::desc("[field.path=value ...]"));
+static cl::opt<std::string>
+    outputPath("o", cl::desc("Where to write the Executable"),
+               cl::value_desc("job.twx"), cl::init("job.twx"));
 static cl::opt<Emit> emit(
-    "emit", cl::desc("What to print"), cl::init(Emit::Config),
+    "emit", cl::desc("What to produce"), cl::init(Emit::Executable),
     cl::values(
+        clEnumValN(Emit::Executable, "executable",
+                   "the compiled program for twill-train (the default)"),
         clEnumValN(Emit::Config, "config",
                    "the resolved, validated job config (textproto)"),
         clEnumValN(Emit::Mlir, "mlir",
                    "the model's forward pass traced into the twill dialect")));
+
+static int fail(llvm::Twine message) {
+  llvm::WithColor::error(llvm::errs(), "twillc") << message << "\n";
+  return 1;
+}
+
+/// Compiles `config` and writes the Executable to `path` (replacing it only
+/// once the new one is complete).
+static int writeExecutable(const twill::JobConfig &config,
+                           llvm::StringRef path) {
+  mlir::MLIRContext context;
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      twill::buildLlamaModule(context, config);
+  mlir::FailureOr<twill::Executable> executable =
+      mlir::twill::emitExecutable(*module);
+  if (mlir::failed(executable))
+    return fail("cannot compile the job");
+  *executable->mutable_job() = config;
+  std::string bytes;
+  if (!executable->SerializeToString(&bytes))
+    return fail("cannot serialise the Executable");
+  llvm::Expected<llvm::sys::fs::TempFile> temp =
+      llvm::sys::fs::TempFile::create(path + "-%%%%%%.tmp");
+  if (!temp)
+    return fail("cannot write " + path + ": " +
+                llvm::toString(temp.takeError()));
+  llvm::raw_fd_ostream os(temp->FD, /*shouldClose=*/false);
+  os << bytes;
+  os.flush();
+  if (os.has_error()) {
+    os.clear_error();
+    llvm::consumeError(temp->discard());
+    return fail("cannot write " + path);
+  }
+  if (llvm::Error error = temp->keep(path))
+    return fail("cannot write " + path + ": " +
+                llvm::toString(std::move(error)));
+  return 0;
+}
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
@@ -42,13 +90,12 @@ int main(int argc, char **argv) {
 
   llvm::Expected<twill::JobConfig> config =
       twill::loadJobConfig(jobPath, overrides);
-  if (!config) {
-    llvm::WithColor::error(llvm::errs(), "twillc")
-        << llvm::toString(config.takeError()) << "\n";
-    return 1;
-  }
+  if (!config)
+    return fail(llvm::toString(config.takeError()));
 
   switch (emit) {
+  case Emit::Executable:
+    return writeExecutable(*config, outputPath);
   case Emit::Config: {
     std::string text;
     google::protobuf::TextFormat::PrintToString(*config, &text);

@@ -1,0 +1,213 @@
+//===- EmitExecutable.cpp - the twill-emit-executable pass ----------------===//
+
+#include "passes/Passes.h"
+
+#include "dialects/twill/TwillDialect.h"
+#include "google/protobuf/text_format.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+namespace mlir::twill {
+#define GEN_PASS_DEF_EMITEXECUTABLE
+#include "passes/Passes.h.inc"
+} // namespace mlir::twill
+
+using namespace mlir;
+using ::twill::Executable;
+
+namespace {
+
+/// Builds one Executable; values become buffers as they are first seen.
+class ExecutableEmitter {
+public:
+  LogicalResult emitFunction(func::FuncOp function);
+  Executable take() { return std::move(executable); }
+
+private:
+  FailureOr<int> newBuffer(Value value, Operation *where);
+  LogicalResult emitArgument(BlockArgument argument, func::FuncOp function);
+  LogicalResult emitAttribute(Operation *op, NamedAttribute attribute,
+                              ::twill::Instruction &instruction);
+
+  Executable executable;
+  llvm::DenseMap<Value, int> buffers;
+  llvm::StringMap<int> parameterBuffers; // shared by every entry point
+};
+
+} // namespace
+
+static std::optional<::twill::DType> dtypeOf(Type type) {
+  if (type.isF32())
+    return ::twill::F32;
+  if (type.isBF16())
+    return ::twill::BF16;
+  if (type.isF16())
+    return ::twill::F16;
+  if (type.isSignlessInteger(32))
+    return ::twill::I32;
+  if (type.isSignlessInteger(64))
+    return ::twill::I64;
+  return std::nullopt;
+}
+
+FailureOr<int> ExecutableEmitter::newBuffer(Value value, Operation *where) {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  if (!type || !type.hasStaticShape())
+    return where->emitError("cannot emit a value of type ")
+           << value.getType() << ": buffers need static tensor shapes";
+  if (type.getEncoding())
+    return where->emitError("cannot emit a value with a placement (")
+           << type << "): partition the program first";
+  std::optional<::twill::DType> dtype = dtypeOf(type.getElementType());
+  if (!dtype)
+    return where->emitError("cannot emit element type ")
+           << type.getElementType();
+  ::twill::Buffer &buffer = *executable.add_buffers();
+  buffer.set_dtype(*dtype);
+  for (int64_t dim : type.getShape())
+    buffer.add_shape(dim);
+  buffer.set_size_bytes(type.getNumElements() *
+                        (type.getElementTypeBitWidth() / 8));
+  if (auto name = dyn_cast<NameLoc>(value.getLoc()))
+    buffer.set_name(name.getName().str());
+  int id = executable.buffers_size() - 1;
+  buffers[value] = id;
+  return id;
+}
+
+LogicalResult ExecutableEmitter::emitArgument(BlockArgument argument,
+                                              func::FuncOp function) {
+  unsigned index = argument.getArgNumber();
+  if (auto name = function.getArgAttrOfType<StringAttr>(
+          index, mlir::twill::kParamAttrName)) {
+    // One buffer per parameter, whichever entry points read it.
+    auto [it, isNew] = parameterBuffers.try_emplace(name.getValue(), -1);
+    if (!isNew) {
+      buffers[argument] = it->second;
+      return success();
+    }
+    FailureOr<int> id = newBuffer(argument, function);
+    if (failed(id))
+      return failure();
+    it->second = *id;
+    ::twill::Parameter &parameter = *executable.add_parameters();
+    parameter.set_name(name.getValue().str());
+    parameter.set_buffer(*id);
+    parameter.set_trainable(
+        function.getArgAttr(index, mlir::twill::kTrainableAttrName) != nullptr);
+    return success();
+  }
+  if (auto name = function.getArgAttrOfType<StringAttr>(
+          index, mlir::twill::kInputAttrName)) {
+    FailureOr<int> id = newBuffer(argument, function);
+    if (failed(id))
+      return failure();
+    ::twill::Input &input = *executable.add_inputs();
+    input.set_name(name.getValue().str());
+    input.set_buffer(*id);
+    return success();
+  }
+  return function.emitError("argument ")
+         << index << " is neither a parameter (" << mlir::twill::kParamAttrName
+         << ") nor an input (" << mlir::twill::kInputAttrName << ")";
+}
+
+LogicalResult
+ExecutableEmitter::emitAttribute(Operation *op, NamedAttribute attribute,
+                                 ::twill::Instruction &instruction) {
+  ::twill::AttributeValue value;
+  Attribute attr = attribute.getValue();
+  if (auto boolean = dyn_cast<BoolAttr>(attr)) {
+    value.set_bool_value(boolean.getValue());
+  } else if (auto integer = dyn_cast<IntegerAttr>(attr)) {
+    value.set_int_value(integer.getInt());
+  } else if (auto real = dyn_cast<FloatAttr>(attr)) {
+    value.set_float_value(real.getValueAsDouble());
+  } else if (isa<UnitAttr>(attr)) {
+    value.set_bool_value(true);
+  } else if (auto text = dyn_cast<StringAttr>(attr)) {
+    value.set_string_value(text.str());
+  } else if (auto list = dyn_cast<DenseI64ArrayAttr>(attr)) {
+    for (int64_t element : list.asArrayRef())
+      value.mutable_int_list()->add_values(element);
+  } else {
+    return op->emitError("cannot emit attribute '")
+           << attribute.getName() << "' (" << attr << ")";
+  }
+  (*instruction.mutable_attributes())[attribute.getName().str()] = value;
+  return success();
+}
+
+LogicalResult ExecutableEmitter::emitFunction(func::FuncOp function) {
+  if (!function.getBody().hasOneBlock())
+    return function.emitError("entry points must have one block");
+  Block &body = function.getBody().front();
+  for (BlockArgument argument : body.getArguments())
+    if (failed(emitArgument(argument, function)))
+      return failure();
+
+  ::twill::EntryPoint &entry = *executable.add_entry_points();
+  entry.set_name(function.getSymName().str());
+  for (Operation &op : body) {
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      for (Value output : ret.getOperands())
+        entry.add_outputs(buffers.lookup(output));
+      continue;
+    }
+    if (op.getNumRegions() != 0)
+      return op.emitError("cannot emit ops with regions");
+    ::twill::Instruction &instruction = *entry.add_instructions();
+    instruction.set_op(op.getName().getStringRef().str());
+    for (Value operand : op.getOperands())
+      instruction.add_operands(buffers.lookup(operand));
+    for (Value result : op.getResults()) {
+      FailureOr<int> id = newBuffer(result, &op);
+      if (failed(id))
+        return failure();
+      instruction.add_results(*id);
+    }
+    for (NamedAttribute attribute : op.getAttrs())
+      if (failed(emitAttribute(&op, attribute, instruction)))
+        return failure();
+  }
+  return success();
+}
+
+FailureOr<Executable> mlir::twill::emitExecutable(ModuleOp module) {
+  ExecutableEmitter emitter;
+  for (auto function : module.getOps<func::FuncOp>())
+    if (failed(emitter.emitFunction(function)))
+      return failure();
+  return emitter.take();
+}
+
+namespace {
+struct EmitExecutablePass
+    : public mlir::twill::impl::EmitExecutableBase<EmitExecutablePass> {
+  using EmitExecutableBase::EmitExecutableBase;
+
+  void runOnOperation() override {
+    FailureOr<Executable> executable =
+        mlir::twill::emitExecutable(getOperation());
+    if (failed(executable))
+      return signalPassFailure();
+    std::string text;
+    google::protobuf::TextFormat::PrintToString(*executable, &text);
+    if (output == "-") {
+      llvm::errs() << text;
+      return;
+    }
+    std::string error;
+    auto file = mlir::openOutputFile(output, &error);
+    if (!file) {
+      getOperation().emitError(error);
+      return signalPassFailure();
+    }
+    file->os() << text;
+    file->keep();
+  }
+};
+} // namespace

@@ -1,0 +1,23 @@
+//===- Passes.h - Twill's compiler passes -----------------------*- C++ -*-===//
+
+#ifndef TWILL_PASSES_PASSES_H
+#define TWILL_PASSES_PASSES_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+#include "proto/executable.pb.h"
+
+namespace mlir::twill {
+
+#define GEN_PASS_DECL
+#include "passes/Passes.h.inc"
+
+/// The Executable for `module`; diagnostics on the offending op otherwise.
+FailureOr<::twill::Executable> emitExecutable(ModuleOp module);
+
+#define GEN_PASS_REGISTRATION
+#include "passes/Passes.h.inc"
+
+} // namespace mlir::twill
+
+#endif // TWILL_PASSES_PASSES_H

@@ -1,0 +1,73 @@
+// twill-emit-executable writes one buffer per value and one instruction per
+// op, with the parameter table and the inputs; attributes become values.
+// RUN: twill-opt %s --twill-emit-executable=output=%t.txtpb -split-input-file -verify-diagnostics
+// RUN: FileCheck %s < %t.txtpb
+
+func.func @forward(%w: tensor<4x8xf32> {twill.param = "layer.weight"},
+                   %a: tensor<2x8xf32> {twill.param = "layer.lora_A.weight", twill.trainable},
+                   %x: tensor<3x8xf32> {twill.input = "x"}) -> tensor<3x4xf32> {
+  %0 = twill.matmul %x, %w {transpose_rhs} : (tensor<3x8xf32>, tensor<4x8xf32>) -> tensor<3x4xf32> loc("layer")
+  %1 = twill.scale %0 by 5.000000e-01 : tensor<3x4xf32>
+  %2 = twill.transpose %1, [1, 0] : tensor<3x4xf32> -> tensor<4x3xf32>
+  %3 = twill.transpose %2, [1, 0] : tensor<4x3xf32> -> tensor<3x4xf32>
+  return %3 : tensor<3x4xf32>
+}
+
+// CHECK:      buffers {
+// CHECK-NEXT:   dtype: F32
+// CHECK-NEXT:   shape: 4
+// CHECK-NEXT:   shape: 8
+// CHECK-NEXT:   size_bytes: 128
+// CHECK:        size_bytes: 48
+// CHECK-NEXT:   name: "layer"
+// CHECK:      parameters {
+// CHECK-NEXT:   name: "layer.weight"
+// CHECK-NEXT:   buffer: 0
+// CHECK-NEXT:   trainable: false
+// CHECK:      parameters {
+// CHECK-NEXT:   name: "layer.lora_A.weight"
+// CHECK-NEXT:   buffer: 1
+// CHECK-NEXT:   trainable: true
+// CHECK:      inputs {
+// CHECK-NEXT:   name: "x"
+// CHECK-NEXT:   buffer: 2
+// CHECK:      entry_points {
+// CHECK-NEXT:   name: "forward"
+// CHECK-NEXT:   instructions {
+// CHECK-NEXT:     op: "twill.matmul"
+// CHECK-NEXT:     operands: 2
+// CHECK-NEXT:     operands: 0
+// CHECK-NEXT:     results: 3
+// CHECK-NEXT:     attributes {
+// CHECK-NEXT:       key: "transpose_rhs"
+// CHECK-NEXT:       value {
+// CHECK-NEXT:         bool_value: true
+// CHECK:        instructions {
+// CHECK-NEXT:     op: "twill.scale"
+// CHECK-NEXT:     operands: 3
+// CHECK-NEXT:     results: 4
+// CHECK-NEXT:     attributes {
+// CHECK-NEXT:       key: "factor"
+// CHECK-NEXT:       value {
+// CHECK-NEXT:         float_value: 0.5
+// CHECK:        instructions {
+// CHECK-NEXT:     op: "twill.transpose"
+// CHECK:              int_list {
+// CHECK-NEXT:           values: 1
+// CHECK-NEXT:           values: 0
+// CHECK:        outputs: 6
+
+// -----
+
+// expected-error @+1 {{argument 0 is neither a parameter (twill.param) nor an input (twill.input)}}
+func.func @unnamed(%x: tensor<3x8xf32>) -> tensor<3x8xf32> {
+  return %x : tensor<3x8xf32>
+}
+
+// -----
+
+twill.mesh @mesh {axes = ["tp"], shape = [2]}
+// expected-error @+1 {{cannot emit a value with a placement}}
+func.func @unpartitioned(%x: tensor<3x8xf32, #twill.placement<@mesh, [shard<0>]>> {twill.input = "x"}) {
+  return
+}
