@@ -236,6 +236,8 @@ OwningOpRef<ModuleOp> LlamaTracer::trace() {
   Value logits = model.tie_word_embeddings()
                      ? linearWith(h, embedTable, "lm_head", "lm_head")
                      : linear(h, "lm_head", "lm_head", hidden, vocab);
+  // Named, so that the runtime can dump it.
+  logits.getDefiningOp()->setLoc(loc("logits"));
   auto loss = CrossEntropyOp::create(
       builder, loc("loss"), RankedTensorType::get({}, builder.getF32Type()),
       RankedTensorType::get({}, builder.getI64Type()), logits, labels);

@@ -262,8 +262,10 @@ SafetensorsCheckpoint::open(llvm::StringRef path) {
     if (!file)
       return file.takeError();
     ownAll(*file);
+    checkpoint.description = std::string(single);
     return checkpoint;
   }
+  checkpoint.description = std::string(index);
 
   auto indexBuffer = llvm::MemoryBuffer::getFile(index, /*IsText=*/true);
   if (!indexBuffer)

@@ -74,7 +74,7 @@ public:
 private:
   std::vector<std::unique_ptr<SafetensorsFile>> files;
   llvm::StringMap<const SafetensorsFile *> owner;
-  std::string description; // what was opened, for messages
+  std::string description; // the file or index read, for messages
 };
 
 /// A tensor to write: fp32 values in row-major order.

@@ -1,0 +1,305 @@
+//===- CpuBackend.cpp - runs an Executable on the CPU ---------------------===//
+
+#include "runtime/backend/cpu/CpuBackend.h"
+
+#include "runtime/backend/cpu/CpuKernels.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cstring>
+
+using namespace twill;
+
+namespace {
+
+/// One instruction's operands, results and attributes, with the checks its
+/// kernel needs.
+class InstructionView {
+public:
+  InstructionView(const Instruction &instruction, BufferSet &buffers)
+      : executable(buffers.executable()), instruction(instruction),
+        buffers(buffers) {}
+
+  llvm::Error fail(const llvm::Twine &what) const {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   instruction.op() + ": " + what);
+  }
+
+  /// The buffer of operand (or, after the operands, result) `index`.
+  int bufferId(int index) const {
+    return index < instruction.operands_size()
+               ? instruction.operands(index)
+               : instruction.results(index - instruction.operands_size());
+  }
+  const Buffer &info(int index) const {
+    return executable.buffers(bufferId(index));
+  }
+  llvm::ArrayRef<int64_t> shape(int index) const {
+    return llvm::ArrayRef<int64_t>(info(index).shape().data(),
+                                   info(index).shape_size());
+  }
+  int64_t count(int index) const { return numElements(info(index)); }
+  int64_t dim(int index, int fromEnd) const {
+    return shape(index)[shape(index).size() - 1 - fromEnd];
+  }
+
+  template <typename T> T *data(int index) const {
+    return buffers.as<T>(bufferId(index));
+  }
+
+  /// Fails unless the instruction has `operands` operands and `results`
+  /// results, with these dtypes (operands first) and at least these ranks.
+  llvm::Error expect(int operands, int results,
+                     std::initializer_list<DType> dtypes,
+                     std::initializer_list<int> minRanks) const {
+    if (instruction.operands_size() != operands ||
+        instruction.results_size() != results)
+      return fail(llvm::formatv("expects {0} operands and {1} results",
+                                operands, results));
+    int index = 0;
+    for (auto [dtype, rank] : llvm::zip_equal(dtypes, minRanks)) {
+      if (info(index).dtype() != dtype)
+        return fail(llvm::formatv("value {0} has dtype {1}, the cpu backend "
+                                  "needs {2}",
+                                  index, DType_Name(info(index).dtype()),
+                                  DType_Name(dtype)));
+      if ((int)shape(index).size() < rank)
+        return fail(
+            llvm::formatv("value {0} needs rank {1} or more", index, rank));
+      ++index;
+    }
+    return llvm::Error::success();
+  }
+
+  llvm::Error expectSameCount(int a, int b) const {
+    if (count(a) == count(b))
+      return llvm::Error::success();
+    return fail(llvm::formatv("values {0} and {1} differ in size", a, b));
+  }
+
+  const AttributeValue *attribute(llvm::StringRef name) const {
+    auto it = instruction.attributes().find(name.str());
+    return it == instruction.attributes().end() ? nullptr : &it->second;
+  }
+  double floatAttr(llvm::StringRef name, double otherwise) const {
+    const AttributeValue *value = attribute(name);
+    return value ? value->float_value() : otherwise;
+  }
+  int64_t intAttr(llvm::StringRef name, int64_t otherwise) const {
+    const AttributeValue *value = attribute(name);
+    return value ? value->int_value() : otherwise;
+  }
+  bool flag(llvm::StringRef name) const {
+    const AttributeValue *value = attribute(name);
+    return value && value->bool_value();
+  }
+
+private:
+  const Executable &executable;
+  const Instruction &instruction;
+  BufferSet &buffers;
+};
+
+using Kernel = llvm::Error (*)(const InstructionView &);
+
+llvm::Error runEmbedding(const InstructionView &in) {
+  if (auto error = in.expect(2, 1, {F32, I32, F32}, {2, 0, 1}))
+    return error;
+  int64_t dim = in.dim(0, 0);
+  if (in.count(2) != in.count(1) * dim)
+    return in.fail("result size is not ids x hidden");
+  return cpu::embedding(in.data<float>(0), in.shape(0)[0], dim,
+                        in.data<int32_t>(1), in.count(1), in.data<float>(2));
+}
+
+llvm::Error runMatmul(const InstructionView &in) {
+  if (auto error = in.expect(2, 1, {F32, F32, F32}, {2, 2, 2}))
+    return error;
+  bool transposeLhs = in.flag("transpose_lhs");
+  bool transposeRhs = in.flag("transpose_rhs");
+  int64_t m = in.dim(0, transposeLhs ? 0 : 1);
+  int64_t k = in.dim(0, transposeLhs ? 1 : 0);
+  int64_t n = in.dim(1, transposeRhs ? 1 : 0);
+  int64_t rhsK = in.dim(1, transposeRhs ? 0 : 1);
+  int64_t batch = in.count(0) / std::max<int64_t>(m * k, 1);
+  bool rhsBatched = in.shape(1).size() > 2;
+  if (k != rhsK || in.count(2) != batch * m * n ||
+      (rhsBatched && in.count(1) != batch * k * n))
+    return in.fail("operand shapes do not multiply");
+  cpu::matmul(in.data<float>(0), in.data<float>(1), in.data<float>(2), batch, m,
+              n, k, transposeLhs, transposeRhs, rhsBatched);
+  return llvm::Error::success();
+}
+
+llvm::Error runRmsNorm(const InstructionView &in) {
+  if (auto error = in.expect(2, 1, {F32, F32, F32}, {1, 1, 1}))
+    return error;
+  int64_t dim = in.dim(0, 0);
+  if (in.count(1) != dim)
+    return in.fail("weight size differs from the last dim");
+  if (auto error = in.expectSameCount(0, 2))
+    return error;
+  cpu::rmsNorm(in.data<float>(0), in.data<float>(1), in.data<float>(2),
+               in.count(0) / std::max<int64_t>(dim, 1), dim,
+               in.floatAttr("epsilon", 0));
+  return llvm::Error::success();
+}
+
+llvm::Error runRope(const InstructionView &in) {
+  if (auto error = in.expect(2, 1, {F32, I32, F32}, {4, 2, 4}))
+    return error;
+  int64_t headDim = in.dim(0, 0), heads = in.dim(0, 1);
+  int64_t tokens = in.count(0) / std::max<int64_t>(heads * headDim, 1);
+  if (in.count(1) != tokens)
+    return in.fail("positions do not match the tokens");
+  if (auto error = in.expectSameCount(0, 2))
+    return error;
+  cpu::RopeScaling scaling;
+  scaling.factor = in.floatAttr("scaling_factor", 0);
+  scaling.lowFreqFactor = in.floatAttr("low_freq_factor", 0);
+  scaling.highFreqFactor = in.floatAttr("high_freq_factor", 0);
+  scaling.originalMaxPosition = in.intAttr("original_max_position", 0);
+  cpu::rope(in.data<float>(0), in.data<int32_t>(1), in.data<float>(2), tokens,
+            heads, headDim, in.floatAttr("theta", 10000), scaling);
+  return llvm::Error::success();
+}
+
+llvm::Error runAttention(const InstructionView &in) {
+  bool hasSegments = in.info(3).dtype() == I32;
+  llvm::Error error =
+      hasSegments ? in.expect(4, 1, {F32, F32, F32, I32, F32}, {4, 4, 4, 2, 4})
+                  : in.expect(3, 1, {F32, F32, F32, F32}, {4, 4, 4, 4});
+  if (error)
+    return error;
+  llvm::ArrayRef<int64_t> q = in.shape(0), k = in.shape(1);
+  if (q[0] != k[0] || q[1] != k[1] || q[3] != k[3] || k[2] == 0 ||
+      q[2] % k[2] != 0 || in.shape(2) != k ||
+      in.count(hasSegments ? 4 : 3) != in.count(0) ||
+      (hasSegments && in.count(3) != q[0] * q[1]))
+    return in.fail("query, key, value and segment shapes do not agree");
+  cpu::attention(in.data<float>(0), in.data<float>(1), in.data<float>(2),
+                 hasSegments ? in.data<int32_t>(3) : nullptr,
+                 in.data<float>(hasSegments ? 4 : 3), q[0], q[1], q[2], k[2],
+                 q[3], in.floatAttr("scale", 1));
+  return llvm::Error::success();
+}
+
+template <void (*Compute)(const float *, const float *, float *, int64_t)>
+llvm::Error runElementwise(const InstructionView &in) {
+  if (auto error = in.expect(2, 1, {F32, F32, F32}, {0, 0, 0}))
+    return error;
+  if (auto error = in.expectSameCount(0, 1))
+    return error;
+  if (auto error = in.expectSameCount(0, 2))
+    return error;
+  Compute(in.data<float>(0), in.data<float>(1), in.data<float>(2), in.count(0));
+  return llvm::Error::success();
+}
+
+llvm::Error runScale(const InstructionView &in) {
+  if (auto error = in.expect(1, 1, {F32, F32}, {0, 0}))
+    return error;
+  if (auto error = in.expectSameCount(0, 1))
+    return error;
+  cpu::scale(in.data<float>(0), in.floatAttr("factor", 1), in.data<float>(1),
+             in.count(0));
+  return llvm::Error::success();
+}
+
+llvm::Error runCrossEntropy(const InstructionView &in) {
+  if (auto error = in.expect(2, 2, {F32, I32, F32, I64}, {1, 0, 0, 0}))
+    return error;
+  int64_t vocab = in.dim(0, 0);
+  if (in.count(1) * vocab != in.count(0) || in.count(2) != 1 ||
+      in.count(3) != 1)
+    return in.fail("logits, labels and results do not agree");
+  return cpu::crossEntropy(in.data<float>(0), in.data<int32_t>(1), in.count(1),
+                           vocab, in.intAttr("ignore_index", -100),
+                           in.data<float>(2), in.data<int64_t>(3));
+}
+
+llvm::Error runReshape(const InstructionView &in) {
+  if (auto error = in.expect(1, 1, {F32, F32}, {0, 0}))
+    return error;
+  if (auto error = in.expectSameCount(0, 1))
+    return error;
+  std::memcpy(in.data<float>(1), in.data<float>(0),
+              in.count(0) * sizeof(float));
+  return llvm::Error::success();
+}
+
+llvm::Error runTranspose(const InstructionView &in) {
+  if (auto error = in.expect(1, 1, {F32, F32}, {0, 0}))
+    return error;
+  const AttributeValue *permutation = in.attribute("permutation");
+  llvm::ArrayRef<int64_t> shape = in.shape(0);
+  if (!permutation ||
+      permutation->int_list().values_size() != (int)shape.size())
+    return in.fail("needs a permutation of every dim");
+  std::vector<bool> seen(shape.size(), false);
+  for (int64_t dim : permutation->int_list().values()) {
+    if (dim < 0 || dim >= (int64_t)shape.size() || seen[dim])
+      return in.fail("permutation is not a permutation");
+    seen[dim] = true;
+  }
+  if (auto error = in.expectSameCount(0, 1))
+    return error;
+  cpu::transpose(in.data<float>(0), shape.data(),
+                 permutation->int_list().values().data(), shape.size(),
+                 in.data<float>(1));
+  return llvm::Error::success();
+}
+
+llvm::Error runCast(const InstructionView &in) {
+  DType from = in.info(0).dtype();
+  if (in.info(1).dtype() != F32 || (from != F32 && from != I32 && from != I64))
+    return in.fail("the cpu backend casts f32, i32 and i64 to f32 only");
+  if (auto error = in.expectSameCount(0, 1))
+    return error;
+  float *out = in.data<float>(1);
+  for (int64_t i = 0; i < in.count(0); ++i)
+    out[i] = from == F32   ? in.data<float>(0)[i]
+             : from == I32 ? float(in.data<int32_t>(0)[i])
+                           : float(in.data<int64_t>(0)[i]);
+  return llvm::Error::success();
+}
+
+const llvm::StringMap<Kernel> &kernels() {
+  static const llvm::StringMap<Kernel> table = {
+      {"twill.embedding", runEmbedding},
+      {"twill.matmul", runMatmul},
+      {"twill.rms_norm", runRmsNorm},
+      {"twill.rope", runRope},
+      {"twill.attention", runAttention},
+      {"twill.add", runElementwise<cpu::add>},
+      {"twill.mul", runElementwise<cpu::mul>},
+      {"twill.swiglu", runElementwise<cpu::swiglu>},
+      {"twill.scale", runScale},
+      {"twill.cross_entropy", runCrossEntropy},
+      {"twill.reshape", runReshape},
+      {"twill.transpose", runTranspose},
+      {"twill.cast", runCast},
+  };
+  return table;
+}
+
+} // namespace
+
+llvm::Error CpuBackend::run(const EntryPoint &entry, BufferSet &buffers) {
+  for (int index = 0; index < entry.instructions_size(); ++index) {
+    const Instruction &instruction = entry.instructions(index);
+    auto kernel = kernels().find(instruction.op());
+    llvm::Error error =
+        kernel == kernels().end()
+            ? llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                      "the cpu backend has no kernel for " +
+                                          instruction.op())
+            : kernel->second(InstructionView(instruction, buffers));
+    if (error)
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          llvm::formatv("{0}, instruction {1}: {2}", entry.name(), index,
+                        llvm::toString(std::move(error))));
+  }
+  return llvm::Error::success();
+}

@@ -1,0 +1,70 @@
+//===- CpuKernels.h - fp32 reference kernels --------------------*- C++ -*-===//
+//
+// One function per twill op, on raw row-major fp32 arrays with explicit
+// sizes: the CPU backend's instruction set and the reference every other
+// backend is checked against. Reductions run in a fixed order, so results
+// do not depend on the thread count. Shapes are checked by the caller;
+// values that come from data (token ids, labels) are checked here.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TWILL_RUNTIME_BACKEND_CPU_CPUKERNELS_H
+#define TWILL_RUNTIME_BACKEND_CPU_CPUKERNELS_H
+
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+
+namespace twill::cpu {
+
+/// out[i, :] = table[ids[i], :] for `count` ids and rows of `dim` values.
+llvm::Error embedding(const float *table, int64_t vocab, int64_t dim,
+                      const int32_t *ids, int64_t count, float *out);
+
+/// out[b] = op(lhs[b]) op(rhs[b]) for `batch` matrices, where op(lhs) is
+/// [m, k] and op(rhs) is [k, n]; `rhsBatched` false shares one rhs.
+void matmul(const float *lhs, const float *rhs, float *out, int64_t batch,
+            int64_t m, int64_t n, int64_t k, bool transposeLhs,
+            bool transposeRhs, bool rhsBatched);
+
+/// Each of `rows` rows of `dim` values: x / sqrt(mean(x^2) + eps) * weight.
+void rmsNorm(const float *x, const float *weight, float *out, int64_t rows,
+             int64_t dim, double eps);
+
+/// Llama 3.1 frequency scaling of the rotary embedding; factor 0: none.
+struct RopeScaling {
+  double factor = 0, lowFreqFactor = 0, highFreqFactor = 0;
+  int64_t originalMaxPosition = 0;
+};
+
+/// Rotary embedding of x [tokens, heads, headDim], token t at positions[t],
+/// pairing element i with i + headDim / 2 (Hugging Face's rotate_half).
+void rope(const float *x, const int32_t *positions, float *out, int64_t tokens,
+          int64_t heads, int64_t headDim, double theta,
+          const RopeScaling &scaling);
+
+/// Causal grouped-query attention over [batch, seq, heads, headDim] inputs;
+/// with `segments` ([batch, seq]) a query sees only keys of its segment.
+void attention(const float *q, const float *k, const float *v,
+               const int32_t *segments, float *out, int64_t batch, int64_t seq,
+               int64_t heads, int64_t kvHeads, int64_t headDim, double scale);
+
+/// out = silu(gate) * up over `count` values.
+void swiglu(const float *gate, const float *up, float *out, int64_t count);
+void add(const float *lhs, const float *rhs, float *out, int64_t count);
+void mul(const float *lhs, const float *rhs, float *out, int64_t count);
+void scale(const float *x, double factor, float *out, int64_t count);
+
+/// Sum over `rows` rows of logsumexp(logits) - logits[label], skipping rows
+/// whose label is `ignoreIndex`; `count` gets the rows summed.
+llvm::Error crossEntropy(const float *logits, const int32_t *labels,
+                         int64_t rows, int64_t vocab, int64_t ignoreIndex,
+                         float *loss, int64_t *count);
+
+/// out = x with dims permuted: out dim i is x dim permutation[i].
+void transpose(const float *x, const int64_t *shape, const int64_t *permutation,
+               int64_t rank, float *out);
+
+} // namespace twill::cpu
+
+#endif // TWILL_RUNTIME_BACKEND_CPU_CPUKERNELS_H

@@ -1,0 +1,117 @@
+//===- Executable.cpp - loading and checking compiled jobs ----------------===//
+
+#include "runtime/executable/Executable.h"
+
+#include "llvm/ADT/Twine.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+using namespace twill;
+
+static llvm::Error invalid(const llvm::Twine &what) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 "invalid executable: " + what);
+}
+
+int64_t twill::bytesPerElement(DType dtype) {
+  switch (dtype) {
+  case F32:
+  case I32:
+    return 4;
+  case BF16:
+  case F16:
+    return 2;
+  case I64:
+    return 8;
+  }
+  return 0;
+}
+
+int64_t twill::numElements(const Buffer &buffer) {
+  int64_t count = 1;
+  for (int64_t dim : buffer.shape())
+    count *= dim;
+  return count;
+}
+
+llvm::Expected<Executable> twill::loadExecutable(llvm::StringRef path) {
+  auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                          /*RequiresNullTerminator=*/false);
+  if (!file)
+    return llvm::createStringError(file.getError(), "cannot read %s: %s",
+                                   path.str().c_str(),
+                                   file.getError().message().c_str());
+  Executable executable;
+  if (!executable.ParseFromArray((*file)->getBufferStart(),
+                                 (*file)->getBufferSize()))
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "%s is not an Executable written by twillc (corrupt or truncated)",
+        path.str().c_str());
+  if (llvm::Error error = verifyExecutable(executable))
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   path + ": " +
+                                       llvm::toString(std::move(error)));
+  return executable;
+}
+
+llvm::Error twill::verifyExecutable(const Executable &executable) {
+  int numBuffers = executable.buffers_size();
+  for (int id = 0; id < numBuffers; ++id) {
+    const Buffer &buffer = executable.buffers(id);
+    for (int64_t dim : buffer.shape())
+      if (dim < 0)
+        return invalid(llvm::formatv("buffer {0} has a negative dim", id));
+    if (buffer.size_bytes() !=
+        numElements(buffer) * bytesPerElement(buffer.dtype()))
+      return invalid(
+          llvm::formatv("buffer {0} has size {1}, its shape and "
+                        "dtype need {2}",
+                        id, buffer.size_bytes(),
+                        numElements(buffer) * bytesPerElement(buffer.dtype())));
+  }
+  auto inRange = [&](int id) { return id >= 0 && id < numBuffers; };
+
+  // Parameters and inputs are written before any entry point runs.
+  std::vector<bool> preset(numBuffers, false);
+  for (const Parameter &parameter : executable.parameters()) {
+    if (!inRange(parameter.buffer()) || preset[parameter.buffer()])
+      return invalid("parameter '" + parameter.name() + "' has a bad buffer");
+    preset[parameter.buffer()] = true;
+  }
+  for (const Input &input : executable.inputs()) {
+    if (!inRange(input.buffer()) || preset[input.buffer()])
+      return invalid("input '" + input.name() + "' has a bad buffer");
+    preset[input.buffer()] = true;
+  }
+
+  for (const EntryPoint &entry : executable.entry_points()) {
+    std::vector<bool> written = preset;
+    for (const auto &[index, instruction] :
+         llvm::enumerate(entry.instructions())) {
+      auto where = [&, index = index] {
+        return llvm::formatv("{0}: instruction {1} ({2})", entry.name(), index,
+                             instruction.op())
+            .str();
+      };
+      for (int operand : instruction.operands())
+        if (!inRange(operand) || !written[operand])
+          return invalid(where() + " reads a buffer not yet written");
+      for (int result : instruction.results()) {
+        if (!inRange(result) || written[result])
+          return invalid(where() + " writes a buffer twice");
+        written[result] = true;
+      }
+    }
+    for (int output : entry.outputs())
+      if (!inRange(output) || !written[output])
+        return invalid(entry.name() + " returns a buffer it never writes");
+  }
+  return llvm::Error::success();
+}
+
+BufferSet::BufferSet(const Executable &executable) : program(executable) {
+  storage.reserve(executable.buffers_size());
+  for (const Buffer &buffer : executable.buffers())
+    storage.emplace_back(buffer.size_bytes());
+}

@@ -1,0 +1,155 @@
+"""Oracle test of Twill's forward pass against Hugging Face transformers + PEFT.
+
+    python forward_oracle.py CONFIG --bin BUILD/bin --work DIR
+
+Builds a tiny random Llama (and, for LoRA configs, a PEFT adapter with
+non-zero B so the adapter matters) with `transformers` and `peft`, saves
+them with `save_pretrained`, and has Twill compile the job (`twillc`) and run
+it on those very files (`twill-train --eval`). Twill's logits must be within
+1e-5 relative error (max abs difference / max abs value) of transformers',
+and its loss sum and token count must match the cross-entropy of those
+logits. Packed rows are referenced by running each document on its own,
+positions from 0, which is what attention within documents must equal.
+"""
+import argparse
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+from peft import LoraConfig, get_peft_model
+from safetensors.torch import load_file
+from transformers import LlamaConfig, LlamaForCausalLM
+
+ALL_PROJECTIONS = ["q_proj", "k_proj", "v_proj", "o_proj",
+                   "gate_proj", "up_proj", "down_proj"]
+
+# name -> (model settings, LoRA targets or None, document lengths per row)
+CONFIGS = {
+    "mha": (dict(num_key_value_heads=4), ["q_proj", "v_proj"], [[12], [12]]),
+    "gqa": (dict(num_key_value_heads=2), ["q_proj", "v_proj"], [[12], [12]]),
+    "tied": (dict(num_key_value_heads=2, tie_word_embeddings=True),
+             ["q_proj", "v_proj"], [[12], [12]]),
+    "rope_scaling": (dict(num_key_value_heads=2, rope_scaling={
+        "rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0, "original_max_position_embeddings": 16}),
+        ["q_proj", "v_proj"], [[12], [12]]),
+    "lora_all": (dict(num_key_value_heads=2), ALL_PROJECTIONS, [[12], [12]]),
+    "lora_lm_head": (dict(num_key_value_heads=2), ["q_proj", "lm_head"],
+                     [[12], [12]]),
+    "packed": (dict(num_key_value_heads=2), ALL_PROJECTIONS,
+               [[5, 4, 3], [7, 5]]),
+}
+
+BATCH, SEQ, VOCAB = 2, 12, 101
+RANK, ALPHA = 4, 8.0
+
+
+def build_model(settings):
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=VOCAB, hidden_size=32, intermediate_size=48,
+        num_hidden_layers=2, num_attention_heads=4, rms_norm_eps=1e-5,
+        max_position_embeddings=64, rope_theta=10000.0, **settings)
+    model = LlamaForCausalLM(config).float().eval()
+    # Random norms too, so a missed norm weight shows.
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if name.endswith("norm.weight"):
+                parameter.uniform_(0.5, 1.5)
+    return model
+
+
+def make_batch(documents):
+    generator = torch.Generator().manual_seed(1)
+    tokens = torch.randint(0, VOCAB, (BATCH, SEQ), generator=generator)
+    labels = torch.full((BATCH, SEQ), -100)
+    positions = torch.zeros((BATCH, SEQ), dtype=torch.long)
+    segments = torch.zeros((BATCH, SEQ), dtype=torch.long)
+    for row, lengths in enumerate(documents):
+        start = 0
+        for segment, length in enumerate(lengths):
+            end = start + length
+            positions[row, start:end] = torch.arange(length)
+            segments[row, start:end] = segment
+            # Each token predicts the next one of its document.
+            labels[row, start:end - 1] = tokens[row, start + 1:end]
+            start = end
+    labels[0, 2] = -100  # an ignored position inside a document
+    return tokens, labels, positions, segments
+
+
+def reference_logits(model, tokens, documents):
+    rows = []
+    with torch.no_grad():
+        for row, lengths in enumerate(documents):
+            start, pieces = 0, []
+            for length in lengths:
+                ids = tokens[row, start:start + length].unsqueeze(0)
+                pieces.append(model(input_ids=ids).logits[0])
+                start += length
+            rows.append(torch.cat(pieces))
+    return torch.stack(rows)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("config", choices=sorted(CONFIGS))
+    parser.add_argument("--bin", type=Path, required=True)
+    parser.add_argument("--work", type=Path, required=True)
+    args = parser.parse_args()
+    settings, targets, documents = CONFIGS[args.config]
+    work = args.work / args.config
+    work.mkdir(parents=True, exist_ok=True)
+
+    model = build_model(settings)
+    # Two shards, to exercise model.safetensors.index.json.
+    model.save_pretrained(work / "model", max_shard_size="40KB")
+    peft_model = get_peft_model(model, LoraConfig(
+        r=RANK, lora_alpha=ALPHA, lora_dropout=0.0, target_modules=targets,
+        init_lora_weights=False))  # random A and B: the adapter matters
+    peft_model.save_pretrained(work / "adapter")
+    peft_model.eval()
+
+    tokens, labels, positions, segments = make_batch(documents)
+    expected = reference_logits(peft_model, tokens, documents)
+    counted = labels != -100
+    expected_sum = torch.nn.functional.cross_entropy(
+        expected.double()[counted], labels[counted], reduction="sum").item()
+
+    batch = {"tokens": tokens.tolist(), "labels": labels.tolist(),
+             "positions": positions.tolist(), "segments": segments.tolist()}
+    (work / "batch.json").write_text(json.dumps(batch))
+    lora = "".join(f' target_modules: "{t}"' for t in targets)
+    (work / "job.textproto").write_text(
+        f'checkpoint {{ base_dir: "{work / "model"}" }}\n'
+        f"lora {{ rank: {RANK} alpha: {ALPHA}{lora} }}\n"
+        f"train {{ batch_size: {BATCH} seq_len: {SEQ} }}\n")
+
+    subprocess.run([args.bin / "twillc", work / "job.textproto",
+                    "-o", work / "job.twx"], check=True)
+    run = subprocess.run(
+        [args.bin / "twill-train", work / "job.twx", "--eval",
+         "--batch", work / "batch.json", "--adapter", work / "adapter",
+         "--dump-logits", work / "logits.safetensors"],
+        check=True, capture_output=True, text=True)
+    print(run.stdout, end="")
+    match = re.search(r"sum (\S+) over (\d+) tokens", run.stdout)
+    twill_sum, twill_count = float(match.group(1)), int(match.group(2))
+    logits = load_file(str(work / "logits.safetensors"))["logits"]
+
+    error = ((logits - expected).abs().max() / expected.abs().max()).item()
+    loss_error = abs(twill_sum - expected_sum) / abs(expected_sum)
+    print(f"{args.config}: logits relative error {error:.2e}, loss sum "
+          f"{twill_sum:.6f} vs {expected_sum:.6f} (relative {loss_error:.2e}),"
+          f" tokens {twill_count} vs {int(counted.sum())}")
+    ok = (error < 1e-5 and loss_error < 1e-5
+          and twill_count == int(counted.sum()))
+    print("PASS" if ok else "FAIL")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,145 @@
+//===- CpuKernelsTest.cpp - CPU kernels against naive loops ---------------===//
+
+#include "runtime/backend/cpu/CpuKernels.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+using namespace twill;
+using ::testing::HasSubstr;
+
+namespace {
+
+std::vector<float> randomValues(size_t count, unsigned seed) {
+  std::mt19937 generator(seed);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<float> values(count);
+  for (float &value : values)
+    value = uniform(generator);
+  return values;
+}
+
+void expectNear(const std::vector<float> &actual,
+                const std::vector<float> &expected, float tolerance = 1e-5f) {
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < actual.size(); ++i)
+    EXPECT_NEAR(actual[i], expected[i], tolerance) << "at " << i;
+}
+
+TEST(CpuKernels, MatmulEveryTransposeAndBatching) {
+  const int64_t batch = 3, m = 4, n = 5, k = 6;
+  for (bool transposeLhs : {false, true}) {
+    for (bool transposeRhs : {false, true}) {
+      for (bool rhsBatched : {false, true}) {
+        std::vector<float> lhs = randomValues(batch * m * k, 1);
+        std::vector<float> rhs =
+            randomValues((rhsBatched ? batch : 1) * k * n, 2);
+        std::vector<float> out(batch * m * n), expected(batch * m * n);
+        for (int64_t b = 0; b < batch; ++b)
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < n; ++j) {
+              double sum = 0;
+              for (int64_t p = 0; p < k; ++p) {
+                float a = transposeLhs ? lhs[b * m * k + p * m + i]
+                                       : lhs[b * m * k + i * k + p];
+                int64_t base = rhsBatched ? b * k * n : 0;
+                float c = transposeRhs ? rhs[base + j * k + p]
+                                       : rhs[base + p * n + j];
+                sum += double(a) * c;
+              }
+              expected[(b * m + i) * n + j] = float(sum);
+            }
+        cpu::matmul(lhs.data(), rhs.data(), out.data(), batch, m, n, k,
+                    transposeLhs, transposeRhs, rhsBatched);
+        SCOPED_TRACE(::testing::Message()
+                     << transposeLhs << transposeRhs << rhsBatched);
+        expectNear(out, expected);
+      }
+    }
+  }
+}
+
+TEST(CpuKernels, TransposeMatchesIndexArithmetic) {
+  const int64_t shape[] = {2, 3, 4}, permutation[] = {2, 0, 1};
+  std::vector<float> x = randomValues(24, 3), out(24);
+  cpu::transpose(x.data(), shape, permutation, 3, out.data());
+  // out[c][a][b] = x[a][b][c], out shape [4, 2, 3].
+  for (int64_t a = 0; a < 2; ++a)
+    for (int64_t b = 0; b < 3; ++b)
+      for (int64_t c = 0; c < 4; ++c)
+        EXPECT_EQ(out[(c * 2 + a) * 3 + b], x[(a * 3 + b) * 4 + c]);
+}
+
+TEST(CpuKernels, AttentionIsCausalGroupedAndStaysInsideSegments) {
+  const int64_t batch = 1, seq = 5, heads = 4, kvHeads = 2, dim = 3;
+  std::vector<float> q = randomValues(seq * heads * dim, 4);
+  std::vector<float> k = randomValues(seq * kvHeads * dim, 5);
+  std::vector<float> v = randomValues(seq * kvHeads * dim, 6);
+  const int32_t segments[] = {0, 0, 1, 1, 1};
+  std::vector<float> out(q.size()), expected(q.size());
+  double scale = 0.7;
+  for (int64_t h = 0; h < heads; ++h) {
+    int64_t kv = h / (heads / kvHeads);
+    for (int64_t i = 0; i < seq; ++i) {
+      std::vector<double> weights;
+      double total = 0;
+      for (int64_t j = 0; j < seq; ++j) {
+        double weight = 0;
+        if (j <= i && segments[j] == segments[i]) {
+          double dot = 0;
+          for (int64_t d = 0; d < dim; ++d)
+            dot +=
+                q[(i * heads + h) * dim + d] * k[(j * kvHeads + kv) * dim + d];
+          weight = std::exp(dot * scale);
+        }
+        weights.push_back(weight);
+        total += weight;
+      }
+      for (int64_t d = 0; d < dim; ++d) {
+        double sum = 0;
+        for (int64_t j = 0; j < seq; ++j)
+          sum += weights[j] / total * v[(j * kvHeads + kv) * dim + d];
+        expected[(i * heads + h) * dim + d] = float(sum);
+      }
+    }
+  }
+  cpu::attention(q.data(), k.data(), v.data(), segments, out.data(), batch, seq,
+                 heads, kvHeads, dim, scale);
+  expectNear(out, expected);
+}
+
+TEST(CpuKernels, CrossEntropySkipsIgnoredAndRejectsBadLabels) {
+  const float logits[] = {0, 0, 0, 1, 2, 3, 5, 5, 5};
+  const int32_t labels[] = {1, -100, 2};
+  float loss;
+  int64_t count;
+  ASSERT_FALSE(cpu::crossEntropy(logits, labels, 3, 3, -100, &loss, &count));
+  EXPECT_EQ(count, 2);
+  EXPECT_NEAR(loss, 2 * std::log(3.0), 1e-6);
+
+  const int32_t bad[] = {1, 7, 2};
+  llvm::Error error = cpu::crossEntropy(logits, bad, 3, 3, -100, &loss, &count);
+  EXPECT_THAT(llvm::toString(std::move(error)),
+              HasSubstr("label 7 at position 1 is outside the vocabulary"));
+}
+
+TEST(CpuKernels, ElementwiseOps) {
+  const float a[] = {-1, 0, 2}, b[] = {3, 4, -5};
+  float out[3];
+  cpu::mul(a, b, out, 3);
+  EXPECT_THAT(out, ::testing::ElementsAre(-3, 0, -10));
+  cpu::add(a, b, out, 3);
+  EXPECT_THAT(out, ::testing::ElementsAre(2, 4, -3));
+  cpu::scale(a, 0.5, out, 3);
+  EXPECT_THAT(out, ::testing::ElementsAre(-0.5, 0, 1));
+  cpu::swiglu(a, b, out, 3);
+  EXPECT_NEAR(out[0], -1 / (1 + std::exp(1.0)) * 3, 1e-6);
+  EXPECT_EQ(out[1], 0);
+  EXPECT_NEAR(out[2], 2 / (1 + std::exp(-2.0)) * -5, 1e-5);
+}
+
+} // namespace
