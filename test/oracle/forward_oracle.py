@@ -7,8 +7,8 @@ non-zero B so the adapter matters) with `transformers` and `peft`, saves
 them with `save_pretrained`, and has Twill compile the job (`twillc`) and run
 it on those very files (`twill-train --eval`). Twill's logits must be within
 1e-5 relative error (max abs difference / max abs value) of transformers',
-and its loss sum and token count must match the cross-entropy of those
-logits. Packed rows are referenced by running each document on its own,
+its loss sum and token count must match the cross-entropy of those logits,
+and its mean loss must be within 1e-5 of transformers' own loss. Packed rows are referenced by running each document on its own,
 positions from 0, which is what attention within documents must equal.
 """
 import argparse
@@ -118,6 +118,13 @@ def main():
     counted = labels != -100
     expected_sum = torch.nn.functional.cross_entropy(
         expected.double()[counted], labels[counted], reduction="sum").item()
+    hf_mean = None
+    if all(len(lengths) == 1 for lengths in documents):
+        # transformers' own loss: it shifts its labels, Twill's are shifted.
+        hf_labels = torch.full_like(labels, -100)
+        hf_labels[:, 1:] = labels[:, :-1]
+        with torch.no_grad():
+            hf_mean = peft_model(input_ids=tokens, labels=hf_labels).loss.item()
 
     batch = {"tokens": tokens.tolist(), "labels": labels.tolist(),
              "positions": positions.tolist(), "segments": segments.tolist()}
@@ -147,6 +154,12 @@ def main():
           f" tokens {twill_count} vs {int(counted.sum())}")
     ok = (error < 1e-5 and loss_error < 1e-5
           and twill_count == int(counted.sum()))
+    if hf_mean is not None:
+        twill_mean = twill_sum / twill_count
+        mean_error = abs(twill_mean - hf_mean) / abs(hf_mean)
+        print(f"{args.config}: mean loss {twill_mean:.6f}, transformers "
+              f"{hf_mean:.6f} (relative {mean_error:.2e})")
+        ok = ok and mean_error < 1e-5
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
 
