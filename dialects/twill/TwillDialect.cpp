@@ -8,6 +8,7 @@ using namespace mlir;
 using namespace mlir::twill;
 
 #include "dialects/twill/TwillDialect.cpp.inc"
+#include "dialects/twill/TwillInterfaces.cpp.inc"
 
 void TwillDialect::initialize() {
   registerAttributes();

@@ -8,6 +8,7 @@
 
 #include "dialects/twill/TwillOps.h"
 
+#include "dialects/twill/ShapeChecks.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
@@ -18,52 +19,6 @@ using namespace mlir::twill;
 
 #define GET_OP_CLASSES
 #include "dialects/twill/TwillOps.cpp.inc"
-
-/// `[2, 4, 8]`, for diagnostics.
-static std::string shapeText(ArrayRef<int64_t> shape) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << "[";
-  llvm::interleaveComma(shape, os);
-  os << "]";
-  return text;
-}
-
-static ArrayRef<int64_t> shapeOf(Value value) {
-  return cast<RankedTensorType>(value.getType()).getShape();
-}
-
-static Type elementTypeOf(Value value) {
-  return cast<RankedTensorType>(value.getType()).getElementType();
-}
-
-/// Fails with "<what> must have shape [..], got [..]" unless they match.
-static LogicalResult expectShape(Operation *op, StringRef what,
-                                 ArrayRef<int64_t> actual,
-                                 ArrayRef<int64_t> expected) {
-  if (actual == expected)
-    return success();
-  return op->emitOpError() << what << " must have shape " << shapeText(expected)
-                           << ", got " << shapeText(actual);
-}
-
-/// Fails unless every value has the element type of the first.
-static LogicalResult expectSameElementType(Operation *op, ValueRange values) {
-  Type expected = elementTypeOf(values.front());
-  for (Value value : values.drop_front())
-    if (elementTypeOf(value) != expected)
-      return op->emitOpError() << "expects one element type, got " << expected
-                               << " and " << elementTypeOf(value);
-  return success();
-}
-
-static LogicalResult expectRank(Operation *op, StringRef what, Value value,
-                                int64_t rank) {
-  if ((int64_t)shapeOf(value).size() == rank)
-    return success();
-  return op->emitOpError() << what << " must have rank " << rank << ", got "
-                           << shapeOf(value).size();
-}
 
 //===----------------------------------------------------------------------===//
 // MeshOp
@@ -157,23 +112,9 @@ LogicalResult RopeOp::verify() {
     return emitOpError() << "head dim must be even, got " << input.back();
   if (getTheta().convertToDouble() <= 0.0)
     return emitOpError("theta must be positive");
-  bool anyScaling = getScalingFactor() || getLowFreqFactor() ||
-                    getHighFreqFactor() || getOriginalMaxPosition();
-  if (anyScaling) {
-    if (!getScalingFactor() || !getLowFreqFactor() || !getHighFreqFactor() ||
-        !getOriginalMaxPosition())
-      return emitOpError("rope scaling needs scaling_factor, "
-                         "low_freq_factor, high_freq_factor and "
-                         "original_max_position together");
-    if (getScalingFactor()->convertToDouble() < 1.0)
-      return emitOpError("scaling_factor must be at least 1");
-    double low = getLowFreqFactor()->convertToDouble();
-    if (low <= 0.0 || getHighFreqFactor()->convertToDouble() <= low)
-      return emitOpError(
-          "rope scaling needs 0 < low_freq_factor < high_freq_factor");
-    if ((int64_t)*getOriginalMaxPosition() <= 0)
-      return emitOpError("original_max_position must be positive");
-  }
+  if (failed(verifyRopeScaling(*this, getScalingFactor(), getLowFreqFactor(),
+                               getHighFreqFactor(), getOriginalMaxPosition())))
+    return failure();
   if (failed(expectShape(*this, "positions", shapeOf(getPositions()),
                          input.take_front(2))))
     return failure();

@@ -10,6 +10,8 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "dialects/twill/TwillInterfaces.h.inc"
+
 #define GET_OP_CLASSES
 #include "dialects/twill/TwillOps.h.inc"
 

@@ -10,6 +10,7 @@
 #define TWILL_OPS_TD
 
 include "dialects/twill/TwillAttrs.td"
+include "dialects/twill/TwillInterfaces.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
@@ -45,7 +46,7 @@ def Twill_MeshOp : Op<Twill_Dialect, "mesh", [Symbol]> {
 // Forward ops
 //===----------------------------------------------------------------------===//
 
-def Twill_EmbeddingOp : Twill_Op<"embedding", [Pure]> {
+def Twill_EmbeddingOp : Twill_Op<"embedding", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
   let summary = "Rows of an embedding table selected by token ids";
   let description = [{
     `result[i..., :] = table[ids[i...], :]` for a `[vocab, hidden]` table.
@@ -63,7 +64,7 @@ def Twill_EmbeddingOp : Twill_Op<"embedding", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Twill_MatmulOp : Twill_Op<"matmul", [Pure]> {
+def Twill_MatmulOp : Twill_Op<"matmul", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
   let summary = "Batched matrix product with optional transposes";
   let description = [{
     `result[b..., m, n] = sum_k lhs[b..., m, k] * rhs[b..., k, n]`. The last
@@ -86,7 +87,7 @@ def Twill_MatmulOp : Twill_Op<"matmul", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Twill_RmsNormOp : Twill_Op<"rms_norm", [Pure]> {
+def Twill_RmsNormOp : Twill_Op<"rms_norm", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
   let summary = "Root-mean-square normalisation over the last dim";
   let description = [{
     `result = input / sqrt(mean(input^2, -1) + epsilon) * weight`, with the
@@ -106,7 +107,7 @@ def Twill_RmsNormOp : Twill_Op<"rms_norm", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Twill_RopeOp : Twill_Op<"rope", [Pure]> {
+def Twill_RopeOp : Twill_Op<"rope", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
   let summary = "Rotary position embedding of queries or keys";
   let description = [{
     Rotates each head of `input` (`[batch, seq, heads, head_dim]`) by angles
@@ -141,7 +142,7 @@ def Twill_RopeOp : Twill_Op<"rope", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Twill_AttentionOp : Twill_Op<"attention", [Pure]> {
+def Twill_AttentionOp : Twill_Op<"attention", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
   let summary = "Causal grouped-query attention, within documents";
   let description = [{
     `softmax(scale * q k^T + mask) v` per head, where query head `h` reads key
@@ -168,7 +169,8 @@ def Twill_AttentionOp : Twill_Op<"attention", [Pure]> {
 }
 
 class Twill_ElementwiseBinaryOp<string mnemonic, string formula>
-    : Twill_Op<mnemonic, [Pure]> {
+    : Twill_Op<mnemonic,
+               [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
   let description = "`result = " # formula # "`, elementwise; operands and "
     # "result have one shape and element type.\n\n```mlir\n%r = twill."
     # mnemonic # " %a, %b : (tensor<2x16xf32>, tensor<2x16xf32>) -> "
@@ -194,7 +196,7 @@ def Twill_SwigluOp : Twill_ElementwiseBinaryOp<"swiglu",
   let summary = "SwiGLU gate: silu(gate) * up";
 }
 
-def Twill_ScaleOp : Twill_Op<"scale", [Pure, AllTypesMatch<["input", "result"]>]> {
+def Twill_ScaleOp : Twill_Op<"scale", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>, AllTypesMatch<["input", "result"]>]> {
   let summary = "Multiplication by a constant";
   let description = [{
     `result = input * factor`; LoRA's `alpha / rank` is one.
@@ -208,7 +210,7 @@ def Twill_ScaleOp : Twill_Op<"scale", [Pure, AllTypesMatch<["input", "result"]>]
   let assemblyFormat = "$input `by` $factor attr-dict `:` type($result)";
 }
 
-def Twill_CrossEntropyOp : Twill_Op<"cross_entropy", [Pure]> {
+def Twill_CrossEntropyOp : Twill_Op<"cross_entropy", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
   let summary = "Summed token cross-entropy and the count of counted tokens";
   let description = [{
     For logits `[..., vocab]` and labels `[...]` (the target of each position),
@@ -232,7 +234,7 @@ def Twill_CrossEntropyOp : Twill_Op<"cross_entropy", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Twill_ReshapeOp : Twill_Op<"reshape", [Pure]> {
+def Twill_ReshapeOp : Twill_Op<"reshape", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
   let summary = "Same elements, new shape";
   let description = [{
     Reinterprets the row-major elements of `input` in a shape with the same
@@ -248,7 +250,7 @@ def Twill_ReshapeOp : Twill_Op<"reshape", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Twill_TransposeOp : Twill_Op<"transpose", [Pure]> {
+def Twill_TransposeOp : Twill_Op<"transpose", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
   let summary = "Permutation of dims";
   let description = [{
     `result` dim `i` is `input` dim `permutation[i]`.
@@ -266,7 +268,7 @@ def Twill_TransposeOp : Twill_Op<"transpose", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Twill_CastOp : Twill_Op<"cast", [Pure]> {
+def Twill_CastOp : Twill_Op<"cast", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
   let summary = "Element type conversion";
   let description = [{
     Converts every element to the result's element type (round to nearest
@@ -281,5 +283,7 @@ def Twill_CastOp : Twill_Op<"cast", [Pure]> {
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
 }
+
+include "dialects/twill/TwillGradOps.td"
 
 #endif // TWILL_OPS_TD

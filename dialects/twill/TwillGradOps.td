@@ -1,0 +1,183 @@
+//===- TwillGradOps.td - gradient ops and constants --------*- tablegen -*-===//
+//
+// The ops twill-autodiff emits where a forward op's rule needs more than the
+// forward ops: each computes one backward step of one forward op.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TWILL_GRAD_OPS_TD
+#define TWILL_GRAD_OPS_TD
+
+def Twill_ConstantOp : Twill_Op<"constant", [Pure]> {
+  let summary = "A tensor with every element set to one value";
+  let description = [{
+    ```mlir
+    %one = twill.constant 1.0 : tensor<f32>
+    %zeros = twill.constant 0.0 : tensor<8x64xf32>
+    ```
+  }];
+  let arguments = (ins F64Attr:$value);
+  let results = (outs Twill_FloatTensor:$result);
+  let assemblyFormat = "$value attr-dict `:` type($result)";
+}
+
+def Twill_EmbeddingGradOp : Twill_Op<"embedding_grad", [Pure]> {
+  let summary = "Gradient of an embedding table";
+  let description = [{
+    `result[v, :] = sum of grad[i..., :] over the positions i whose id is v`:
+    a `[vocab, hidden]` table, zero for ids that do not occur.
+
+    ```mlir
+    %d = twill.embedding_grad %tokens, %dh
+        : (tensor<2x64xi32>, tensor<2x64x64xf32>) -> tensor<512x64xf32>
+    ```
+  }];
+  let arguments = (ins Twill_IntTensor:$ids, Twill_FloatTensor:$grad);
+  let results = (outs Twill_FloatTensor:$result);
+  let assemblyFormat = [{
+    $ids `,` $grad attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Twill_RmsNormGradOp : Twill_Op<"rms_norm_grad", [Pure]> {
+  let summary = "Gradient of rms_norm with respect to its input";
+  let description = [{
+    For `y = rms_norm(x, w)` and `grad` = dL/dy, returns dL/dx.
+
+    ```mlir
+    %dx = twill.rms_norm_grad %x, %w, %dy {epsilon = 1.0e-05 : f64}
+        : (tensor<2x64x64xf32>, tensor<64xf32>, tensor<2x64x64xf32>) -> tensor<2x64x64xf32>
+    ```
+  }];
+  let arguments = (ins Twill_FloatTensor:$input, Twill_FloatTensor:$weight,
+                       Twill_FloatTensor:$grad, F64Attr:$epsilon);
+  let results = (outs Twill_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $grad attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Twill_RmsNormWeightGradOp : Twill_Op<"rms_norm_weight_grad", [Pure]> {
+  let summary = "Gradient of rms_norm with respect to its weight";
+  let description = [{
+    For `y = rms_norm(x, w)` and `grad` = dL/dy, returns dL/dw: the sum over
+    rows of `grad * x / sqrt(mean(x^2) + epsilon)`. Emitted only for a
+    trainable weight.
+
+    ```mlir
+    %dw = twill.rms_norm_weight_grad %x, %dy {epsilon = 1.0e-05 : f64}
+        : (tensor<2x64x64xf32>, tensor<2x64x64xf32>) -> tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Twill_FloatTensor:$input, Twill_FloatTensor:$grad,
+                       F64Attr:$epsilon);
+  let results = (outs Twill_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $grad attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Twill_RopeGradOp : Twill_Op<"rope_grad", [Pure]> {
+  let summary = "Gradient of rope: the inverse rotation";
+  let description = [{
+    Rotates `grad` by the negated angles of the `rope` with the same
+    attributes, which is rope's gradient since a rotation's transpose is
+    its inverse.
+
+    ```mlir
+    %dq = twill.rope_grad %dr, %pos {theta = 5.0e+05 : f64}
+        : (tensor<2x64x4x16xf32>, tensor<2x64xi32>) -> tensor<2x64x4x16xf32>
+    ```
+  }];
+  let arguments = (ins Twill_FloatTensor:$grad, Twill_IntTensor:$positions,
+                       F64Attr:$theta,
+                       OptionalAttr<F64Attr>:$scaling_factor,
+                       OptionalAttr<F64Attr>:$low_freq_factor,
+                       OptionalAttr<F64Attr>:$high_freq_factor,
+                       OptionalAttr<I64Attr>:$original_max_position);
+  let results = (outs Twill_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $positions attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Twill_AttentionGradOp : Twill_Op<"attention_grad", [Pure]> {
+  let summary = "Gradients of attention with respect to q, k and v";
+  let description = [{
+    For `output = attention(query, key, value, segments)` and `grad` =
+    dL/doutput, returns (dL/dquery, dL/dkey, dL/dvalue); the softmax is
+    recomputed, never stored.
+
+    ```mlir
+    %dq, %dk, %dv = twill.attention_grad %q, %k, %v, %o, %do segments(%doc)
+        {scale = 2.5e-01 : f64}
+        : (tensor<2x64x4x16xf32>, tensor<2x64x2x16xf32>, tensor<2x64x2x16xf32>,
+           tensor<2x64x4x16xf32>, tensor<2x64x4x16xf32>, tensor<2x64xi32>)
+        -> (tensor<2x64x4x16xf32>, tensor<2x64x2x16xf32>, tensor<2x64x2x16xf32>)
+    ```
+  }];
+  let arguments = (ins Twill_FloatTensor:$query, Twill_FloatTensor:$key,
+                       Twill_FloatTensor:$value, Twill_FloatTensor:$output,
+                       Twill_FloatTensor:$grad,
+                       Optional<Twill_IntTensor>:$segments, F64Attr:$scale);
+  let results = (outs Twill_FloatTensor:$query_grad,
+                      Twill_FloatTensor:$key_grad,
+                      Twill_FloatTensor:$value_grad);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $output `,` $grad
+    (`segments` `(` $segments^ `)`)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Twill_SwigluGradOp : Twill_Op<"swiglu_grad", [Pure]> {
+  let summary = "Gradients of swiglu with respect to gate and up";
+  let description = [{
+    For `y = silu(gate) * up` and `grad` = dL/dy, returns (dL/dgate, dL/dup).
+
+    ```mlir
+    %dg, %du = twill.swiglu_grad %g, %u, %dy
+        : (tensor<2x64x160xf32>, tensor<2x64x160xf32>, tensor<2x64x160xf32>)
+        -> (tensor<2x64x160xf32>, tensor<2x64x160xf32>)
+    ```
+  }];
+  let arguments = (ins Twill_FloatTensor:$gate, Twill_FloatTensor:$up,
+                       Twill_FloatTensor:$grad);
+  let results = (outs Twill_FloatTensor:$gate_grad,
+                      Twill_FloatTensor:$up_grad);
+  let assemblyFormat = [{
+    $gate `,` $up `,` $grad attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Twill_CrossEntropyGradOp : Twill_Op<"cross_entropy_grad", [Pure]> {
+  let summary = "Gradient of the summed cross-entropy with respect to logits";
+  let description = [{
+    `(softmax(logits) - onehot(label)) * grad` on counted positions, zero on
+    positions whose label is `ignore_index`; `grad` is the 0-d cotangent of
+    the loss sum.
+
+    ```mlir
+    %dl = twill.cross_entropy_grad %logits, %labels, %one {ignore_index = -100 : i64}
+        : (tensor<2x64x512xf32>, tensor<2x64xi32>, tensor<f32>) -> tensor<2x64x512xf32>
+    ```
+  }];
+  let arguments = (ins Twill_FloatTensor:$logits, Twill_IntTensor:$labels,
+                       0DTensorOf<[AnyFloat]>:$grad,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+  let results = (outs Twill_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels `,` $grad attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // TWILL_GRAD_OPS_TD

@@ -1,0 +1,201 @@
+//===- TwillVJP.cpp - reverse-mode rules of the forward ops ---------------===//
+//
+// One VJPOpInterface::buildVJP per forward op. A rule computes only the
+// operand cotangents asked for: the autodiff pass asks for none on frozen
+// weights, so a frozen linear layer costs one matmul backward, not two.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/twill/ShapeChecks.h"
+#include "dialects/twill/TwillOps.h"
+
+#include "mlir/IR/Builders.h"
+
+using namespace mlir;
+using namespace mlir::twill;
+
+using Cotangents = FailureOr<SmallVector<Value>>;
+
+static RankedTensorType likeType(Value value, ArrayRef<int64_t> shape) {
+  return RankedTensorType::get(shape, elementTypeOf(value));
+}
+
+/// `op(lhs) op(rhs)` with the result type the matmul verifier expects.
+static Value matmul(OpBuilder &builder, Location loc, Value lhs, Value rhs,
+                    bool transposeLhs, bool transposeRhs) {
+  ArrayRef<int64_t> a = shapeOf(lhs), b = shapeOf(rhs);
+  int64_t m = transposeLhs ? a.back() : a[a.size() - 2];
+  int64_t n = transposeRhs ? b[b.size() - 2] : b.back();
+  SmallVector<int64_t> shape(a.drop_back(2));
+  shape.append({m, n});
+  auto op = MatmulOp::create(builder, loc, likeType(lhs, shape), lhs, rhs);
+  op.setTransposeLhs(transposeLhs);
+  op.setTransposeRhs(transposeRhs);
+  return op;
+}
+
+/// `value` as a matrix of its last dim's columns.
+static Value flattenToMatrix(OpBuilder &builder, Location loc, Value value) {
+  ArrayRef<int64_t> shape = shapeOf(value);
+  int64_t columns = shape.back();
+  int64_t rows = columns ? RankedTensorType::get(shape, elementTypeOf(value))
+                                   .getNumElements() /
+                               columns
+                         : 0;
+  return ReshapeOp::create(builder, loc, likeType(value, {rows, columns}),
+                           value);
+}
+
+Cotangents EmbeddingOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
+                                 ArrayRef<bool> needed) {
+  SmallVector<Value> grads(2);
+  if (needed[0])
+    grads[0] = EmbeddingGradOp::create(builder, getLoc(), getTable().getType(),
+                                       getIds(), cotangents[0]);
+  return grads;
+}
+
+Cotangents MatmulOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
+                              ArrayRef<bool> needed) {
+  Value grad = cotangents[0], lhs = getLhs(), rhs = getRhs();
+  bool transposeLhs = getTransposeLhs(), transposeRhs = getTransposeRhs();
+  // A weight shared by a batch of activations: its gradient sums over the
+  // batch, which flattening the batch into rows does in one matmul.
+  bool sharedRhs = shapeOf(rhs).size() == 2 && shapeOf(lhs).size() > 2;
+  if (sharedRhs && transposeLhs)
+    return emitOpError("has no gradient rule for a transposed batched lhs "
+                       "with a shared rhs");
+  SmallVector<Value> grads(2);
+  Location loc = getLoc();
+  if (needed[0])
+    grads[0] = transposeLhs
+                   ? matmul(builder, loc, rhs, grad, transposeRhs, true)
+                   : matmul(builder, loc, grad, rhs, false, !transposeRhs);
+  if (needed[1]) {
+    Value a = sharedRhs ? flattenToMatrix(builder, loc, lhs) : lhs;
+    Value g = sharedRhs ? flattenToMatrix(builder, loc, grad) : grad;
+    grads[1] = transposeRhs ? matmul(builder, loc, g, a, true, transposeLhs)
+                            : matmul(builder, loc, a, g, !transposeLhs, false);
+  }
+  return grads;
+}
+
+Cotangents RmsNormOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
+                               ArrayRef<bool> needed) {
+  SmallVector<Value> grads(2);
+  if (needed[0])
+    grads[0] = RmsNormGradOp::create(builder, getLoc(), getInput().getType(),
+                                     getInput(), getWeight(), cotangents[0],
+                                     getEpsilonAttr());
+  if (needed[1])
+    grads[1] = RmsNormWeightGradOp::create(builder, getLoc(),
+                                           getWeight().getType(), getInput(),
+                                           cotangents[0], getEpsilonAttr());
+  return grads;
+}
+
+Cotangents RopeOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
+                            ArrayRef<bool> needed) {
+  SmallVector<Value> grads(2);
+  if (needed[0])
+    grads[0] = RopeGradOp::create(
+        builder, getLoc(), getInput().getType(), cotangents[0], getPositions(),
+        getThetaAttr(), getScalingFactorAttr(), getLowFreqFactorAttr(),
+        getHighFreqFactorAttr(), getOriginalMaxPositionAttr());
+  return grads;
+}
+
+Cotangents AttentionOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
+                                 ArrayRef<bool> needed) {
+  SmallVector<Value> grads(getNumOperands());
+  if (!needed[0] && !needed[1] && !needed[2])
+    return grads;
+  auto grad = AttentionGradOp::create(
+      builder, getLoc(), getQuery().getType(), getKey().getType(),
+      getValue().getType(), getQuery(), getKey(), getValue(), getResult(),
+      cotangents[0], getSegments(), getScaleAttr());
+  Value results[] = {grad.getQueryGrad(), grad.getKeyGrad(),
+                     grad.getValueGrad()};
+  for (int i = 0; i < 3; ++i)
+    if (needed[i])
+      grads[i] = results[i];
+  return grads;
+}
+
+Cotangents AddOp::buildVJP(OpBuilder &, ValueRange cotangents,
+                           ArrayRef<bool> needed) {
+  return SmallVector<Value>{needed[0] ? cotangents[0] : Value(),
+                            needed[1] ? cotangents[0] : Value()};
+}
+
+Cotangents MulOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
+                           ArrayRef<bool> needed) {
+  SmallVector<Value> grads(2);
+  Type type = getResult().getType();
+  if (needed[0])
+    grads[0] = MulOp::create(builder, getLoc(), type, cotangents[0], getRhs());
+  if (needed[1])
+    grads[1] = MulOp::create(builder, getLoc(), type, cotangents[0], getLhs());
+  return grads;
+}
+
+Cotangents SwigluOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
+                              ArrayRef<bool> needed) {
+  Type type = getResult().getType();
+  auto grad = SwigluGradOp::create(builder, getLoc(), type, type, getLhs(),
+                                   getRhs(), cotangents[0]);
+  return SmallVector<Value>{needed[0] ? grad.getGateGrad() : Value(),
+                            needed[1] ? grad.getUpGrad() : Value()};
+}
+
+Cotangents ScaleOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
+                             ArrayRef<bool> needed) {
+  SmallVector<Value> grads(1);
+  if (needed[0])
+    grads[0] = ScaleOp::create(builder, getLoc(), getInput().getType(),
+                               cotangents[0], getFactorAttr());
+  return grads;
+}
+
+Cotangents CrossEntropyOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
+                                    ArrayRef<bool> needed) {
+  SmallVector<Value> grads(2);
+  // The token count has no gradient; only the loss sum carries one.
+  if (needed[0] && cotangents[0])
+    grads[0] = CrossEntropyGradOp::create(
+        builder, getLoc(), getLogits().getType(), getLogits(), getLabels(),
+        cotangents[0], getIgnoreIndexAttr());
+  return grads;
+}
+
+Cotangents ReshapeOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
+                               ArrayRef<bool> needed) {
+  SmallVector<Value> grads(1);
+  if (needed[0])
+    grads[0] = ReshapeOp::create(builder, getLoc(), getInput().getType(),
+                                 cotangents[0]);
+  return grads;
+}
+
+Cotangents TransposeOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
+                                 ArrayRef<bool> needed) {
+  SmallVector<Value> grads(1);
+  if (!needed[0])
+    return grads;
+  ArrayRef<int64_t> permutation = getPermutation();
+  SmallVector<int64_t> inverse(permutation.size());
+  for (auto [index, dim] : llvm::enumerate(permutation))
+    inverse[dim] = index;
+  grads[0] = TransposeOp::create(builder, getLoc(), getInput().getType(),
+                                 cotangents[0], inverse);
+  return grads;
+}
+
+Cotangents CastOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
+                            ArrayRef<bool> needed) {
+  SmallVector<Value> grads(1);
+  if (needed[0] && isa<FloatType>(elementTypeOf(getInput())))
+    grads[0] =
+        CastOp::create(builder, getLoc(), getInput().getType(), cotangents[0]);
+  return grads;
+}
