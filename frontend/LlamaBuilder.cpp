@@ -253,6 +253,9 @@ OwningOpRef<ModuleOp> LlamaTracer::trace() {
     argAttrs.push_back(builder.getDictionaryAttr(
         builder.getNamedAttr(kInputAttrName, builder.getStringAttr(name))));
   forward.setAllArgAttrs(argAttrs);
+  forward.setResultAttr(0, kOutputAttrName, builder.getStringAttr("loss_sum"));
+  forward.setResultAttr(1, kOutputAttrName,
+                        builder.getStringAttr("token_count"));
   return module;
 }
 

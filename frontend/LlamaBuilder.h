@@ -4,7 +4,8 @@
 // Hugging Face's LlamaForCausalLM + PEFT compute it, into
 //
 //   func.func @forward(%params..., %tokens, %labels, %positions, %segments)
-//       -> (loss_sum: tensor<f32>, token_count: tensor<i64>)
+//       -> (tensor<f32> {twill.output = "loss_sum"},
+//           tensor<i64> {twill.output = "token_count"})
 //
 // at global shapes [train.batch_size, train.seq_len]. Parameters are
 // arguments named with their Hugging Face names (`twill.param`); the

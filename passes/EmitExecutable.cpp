@@ -153,8 +153,12 @@ LogicalResult ExecutableEmitter::emitFunction(func::FuncOp function) {
   entry.set_name(function.getSymName().str());
   for (Operation &op : body) {
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
-      for (Value output : ret.getOperands())
+      for (auto [index, output] : llvm::enumerate(ret.getOperands())) {
         entry.add_outputs(buffers.lookup(output));
+        auto name = function.getResultAttrOfType<StringAttr>(
+            index, mlir::twill::kOutputAttrName);
+        entry.add_output_names(name ? name.str() : "");
+      }
       continue;
     }
     if (op.getNumRegions() != 0)

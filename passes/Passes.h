@@ -12,6 +12,9 @@ namespace mlir::twill {
 #define GEN_PASS_DECL
 #include "passes/Passes.h.inc"
 
+/// The passes between the traced model and emission, in order.
+void buildCompilePipeline(OpPassManager &pm);
+
 /// The Executable for `module`; diagnostics on the offending op otherwise.
 FailureOr<::twill::Executable> emitExecutable(ModuleOp module);
 

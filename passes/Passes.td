@@ -5,6 +5,22 @@
 
 include "mlir/Pass/PassBase.td"
 
+def Autodiff : Pass<"twill-autodiff", "mlir::ModuleOp"> {
+  let summary = "Adds @train_step: the loss and its gradients";
+  let description = [{
+    Clones `@forward` into `@train_step` and appends its reverse pass: from
+    the loss sum (cotangent 1) back to every trainable parameter, through
+    each op's VJPOpInterface rule. Only values that depend on a trainable
+    parameter get cotangents, so frozen base weights cost no weight-gradient
+    matmul: LoRA's backward is cheap by construction. Full fine-tuning is the
+    same pass with every parameter trainable.
+
+    `@train_step` returns the loss sum, the token count and one gradient per
+    trainable parameter, in argument order, each named by a
+    `twill.output = "<parameter>.grad"` result attribute.
+  }];
+}
+
 def EmitExecutable : Pass<"twill-emit-executable", "mlir::ModuleOp"> {
   let summary = "Writes the program as an Executable for twill-train";
   let description = [{

@@ -14,6 +14,9 @@ inline constexpr llvm::StringLiteral kParamAttrName = "twill.param";
 inline constexpr llvm::StringLiteral kTrainableAttrName = "twill.trainable";
 /// Function argument attribute: a per-step input (tokens, labels, ...).
 inline constexpr llvm::StringLiteral kInputAttrName = "twill.input";
+/// Function result attribute: what the result is ("loss_sum",
+/// "token_count", "<parameter>.grad").
+inline constexpr llvm::StringLiteral kOutputAttrName = "twill.output";
 } // namespace mlir::twill
 
 #endif // TWILL_DIALECTS_TWILL_TWILLDIALECT_H

@@ -2,10 +2,12 @@
 //
 //   twill-train job.twx --eval --batch batch.json [--weights DIR]
 //               [--adapter DIR] [--dump-logits logits.safetensors]
+//               [--gradients grads.safetensors]
 //
 // Loads the Executable that twillc wrote, fills its parameters from a
-// Hugging Face checkpoint (and a PEFT adapter), runs the forward pass on one
-// batch on the CPU backend and prints the loss.
+// Hugging Face checkpoint (and a PEFT adapter), runs the forward pass (or,
+// with --gradients, the training step's loss and gradients) on one batch on
+// the CPU backend and prints the loss.
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,6 +48,12 @@ static cl::opt<std::string>
                    cl::desc("Write the logits as a safetensors file"),
                    cl::value_desc("logits.safetensors"));
 
+static cl::opt<std::string> gradientsPath(
+    "gradients",
+    cl::desc("Run the training step instead and write the gradient of every "
+             "trainable parameter of the summed loss"),
+    cl::value_desc("grads.safetensors"));
+
 static int fail(const llvm::Twine &message) {
   llvm::WithColor::error(llvm::errs(), "twill-train") << message << "\n";
   return 1;
@@ -53,6 +61,24 @@ static int fail(const llvm::Twine &message) {
 
 static int fail(llvm::Error error) {
   return fail(llvm::toString(std::move(error)));
+}
+
+/// Writes the outputs of `entry` named "<parameter>.grad" to `path`.
+static llvm::Error writeGradients(const Executable &executable,
+                                  const EntryPoint &entry, BufferSet &buffers,
+                                  llvm::StringRef path) {
+  std::vector<io::NamedTensor> gradients;
+  for (int i = 0; i < entry.outputs_size(); ++i) {
+    if (!llvm::StringRef(entry.output_names(i)).ends_with(".grad"))
+      continue;
+    const Buffer &buffer = executable.buffers(entry.outputs(i));
+    gradients.push_back(
+        {entry.output_names(i),
+         std::vector<int64_t>(buffer.shape().begin(), buffer.shape().end()),
+         llvm::ArrayRef<float>(buffers.as<float>(entry.outputs(i)),
+                               numElements(buffer))});
+  }
+  return io::writeSafetensors(path, gradients);
 }
 
 /// Writes the buffer named "logits" to `path`.
@@ -84,13 +110,15 @@ int main(int argc, char **argv) {
   llvm::Expected<Executable> executable = loadExecutable(executablePath);
   if (!executable)
     return fail(executable.takeError());
-  const EntryPoint *forward = nullptr;
-  for (const EntryPoint &entry : executable->entry_points())
-    if (entry.name() == "forward")
-      forward = &entry;
-  if (!forward || forward->outputs_size() != 2)
-    return fail(executablePath + ": has no forward entry point returning "
-                                 "(loss, token count)");
+  llvm::StringRef entryName = gradientsPath.empty() ? "forward" : "train_step";
+  const EntryPoint *entry = nullptr;
+  for (const EntryPoint &candidate : executable->entry_points())
+    if (candidate.name() == entryName)
+      entry = &candidate;
+  if (!entry || entry->outputs_size() < 2 ||
+      entry->output_names_size() != entry->outputs_size())
+    return fail(executablePath + ": has no " + entryName +
+                " entry point returning the loss sum and token count");
 
   BufferSet buffers(*executable);
   std::string baseDir = weightsPath.empty()
@@ -101,14 +129,18 @@ int main(int argc, char **argv) {
     return fail(std::move(error));
   if (llvm::Error error = loadBatchJson(batchPath, *executable, buffers))
     return fail(std::move(error));
-  if (llvm::Error error = CpuBackend::run(*forward, buffers))
+  if (llvm::Error error = CpuBackend::run(*entry, buffers))
     return fail(std::move(error));
 
-  float lossSum = *buffers.as<float>(forward->outputs(0));
-  int64_t tokens = *buffers.as<int64_t>(forward->outputs(1));
+  float lossSum = *buffers.as<float>(entry->outputs(0));
+  int64_t tokens = *buffers.as<int64_t>(entry->outputs(1));
   llvm::outs() << llvm::formatv("loss {0:f6} (sum {1:f6} over {2} tokens)\n",
                                 tokens ? lossSum / tokens : 0.0f, lossSum,
                                 tokens);
+  if (!gradientsPath.empty())
+    if (llvm::Error error =
+            writeGradients(*executable, *entry, buffers, gradientsPath))
+      return fail(std::move(error));
   if (!dumpLogitsPath.empty())
     if (llvm::Error error = dumpLogits(*executable, buffers, dumpLogitsPath))
       return fail(std::move(error));

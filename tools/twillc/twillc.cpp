@@ -15,6 +15,7 @@
 
 #include "google/protobuf/text_format.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
 #include "passes/Passes.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -37,17 +38,28 @@ static cl::opt<std::string>
                cl::value_desc("job.twx"), cl::init("job.twx"));
 static cl::opt<Emit> emit(
     "emit", cl::desc("What to produce"), cl::init(Emit::Executable),
-    cl::values(
-        clEnumValN(Emit::Executable, "executable",
-                   "the compiled program for twill-train (the default)"),
-        clEnumValN(Emit::Config, "config",
-                   "the resolved, validated job config (textproto)"),
-        clEnumValN(Emit::Mlir, "mlir",
-                   "the model's forward pass traced into the twill dialect")));
+    cl::values(clEnumValN(Emit::Executable, "executable",
+                          "the compiled program for twill-train (the default)"),
+               clEnumValN(Emit::Config, "config",
+                          "the resolved, validated job config (textproto)"),
+               clEnumValN(Emit::Mlir, "mlir",
+                          "the compiled program in the twill dialect")));
 
 static int fail(llvm::Twine message) {
   llvm::WithColor::error(llvm::errs(), "twillc") << message << "\n";
   return 1;
+}
+
+/// Traces `config` and runs the compile pipeline on it.
+static mlir::OwningOpRef<mlir::ModuleOp>
+compile(mlir::MLIRContext &context, const twill::JobConfig &config) {
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      twill::buildLlamaModule(context, config);
+  mlir::PassManager pm(&context);
+  mlir::twill::buildCompilePipeline(pm);
+  if (mlir::failed(pm.run(*module)))
+    return nullptr;
+  return module;
 }
 
 /// Compiles `config` and writes the Executable to `path` (replacing it only
@@ -55,8 +67,9 @@ static int fail(llvm::Twine message) {
 static int writeExecutable(const twill::JobConfig &config,
                            llvm::StringRef path) {
   mlir::MLIRContext context;
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      twill::buildLlamaModule(context, config);
+  mlir::OwningOpRef<mlir::ModuleOp> module = compile(context, config);
+  if (!module)
+    return fail("cannot compile the job");
   mlir::FailureOr<twill::Executable> executable =
       mlir::twill::emitExecutable(*module);
   if (mlir::failed(executable))
@@ -107,8 +120,9 @@ int main(int argc, char **argv) {
   }
   case Emit::Mlir: {
     mlir::MLIRContext context;
-    mlir::OwningOpRef<mlir::ModuleOp> module =
-        twill::buildLlamaModule(context, *config);
+    mlir::OwningOpRef<mlir::ModuleOp> module = compile(context, *config);
+    if (!module)
+      return fail("cannot compile the job");
     module->print(llvm::outs());
     return 0;
   }

@@ -145,7 +145,8 @@ llvm::Error runRmsNorm(const InstructionView &in) {
   return llvm::Error::success();
 }
 
-llvm::Error runRope(const InstructionView &in) {
+/// rope and rope_grad: the same rotation, forwards or backwards.
+template <bool Inverse> llvm::Error runRope(const InstructionView &in) {
   if (auto error = in.expect(2, 1, {F32, I32, F32}, {4, 2, 4}))
     return error;
   int64_t headDim = in.dim(0, 0), heads = in.dim(0, 1);
@@ -160,7 +161,7 @@ llvm::Error runRope(const InstructionView &in) {
   scaling.highFreqFactor = in.floatAttr("high_freq_factor", 0);
   scaling.originalMaxPosition = in.intAttr("original_max_position", 0);
   cpu::rope(in.data<float>(0), in.data<int32_t>(1), in.data<float>(2), tokens,
-            heads, headDim, in.floatAttr("theta", 10000), scaling);
+            heads, headDim, in.floatAttr("theta", 10000), scaling, Inverse);
   return llvm::Error::success();
 }
 
@@ -264,12 +265,107 @@ llvm::Error runCast(const InstructionView &in) {
   return llvm::Error::success();
 }
 
+//===----------------------------------------------------------------------===//
+// Gradients
+//===----------------------------------------------------------------------===//
+
+llvm::Error runConstant(const InstructionView &in) {
+  if (auto error = in.expect(0, 1, {F32}, {0}))
+    return error;
+  cpu::fill(in.data<float>(0), in.count(0), in.floatAttr("value", 0));
+  return llvm::Error::success();
+}
+
+llvm::Error runEmbeddingGrad(const InstructionView &in) {
+  if (auto error = in.expect(2, 1, {I32, F32, F32}, {0, 1, 2}))
+    return error;
+  int64_t dim = in.dim(2, 0);
+  if (in.count(1) != in.count(0) * dim)
+    return in.fail("grad size is not ids x hidden");
+  return cpu::embeddingGrad(in.data<int32_t>(0), in.count(0), in.data<float>(1),
+                            in.shape(2)[0], dim, in.data<float>(2));
+}
+
+llvm::Error runRmsNormGrad(const InstructionView &in) {
+  if (auto error = in.expect(3, 1, {F32, F32, F32, F32}, {1, 1, 1, 1}))
+    return error;
+  int64_t dim = in.dim(0, 0);
+  if (in.count(1) != dim || in.count(2) != in.count(0) ||
+      in.count(3) != in.count(0))
+    return in.fail("input, weight, grad and result do not agree");
+  cpu::rmsNormGrad(in.data<float>(0), in.data<float>(1), in.data<float>(2),
+                   in.data<float>(3), in.count(0) / std::max<int64_t>(dim, 1),
+                   dim, in.floatAttr("epsilon", 0));
+  return llvm::Error::success();
+}
+
+llvm::Error runRmsNormWeightGrad(const InstructionView &in) {
+  if (auto error = in.expect(2, 1, {F32, F32, F32}, {1, 1, 1}))
+    return error;
+  int64_t dim = in.dim(0, 0);
+  if (in.count(1) != in.count(0) || in.count(2) != dim)
+    return in.fail("input, grad and result do not agree");
+  cpu::rmsNormWeightGrad(
+      in.data<float>(0), in.data<float>(1), in.data<float>(2),
+      in.count(0) / std::max<int64_t>(dim, 1), dim, in.floatAttr("epsilon", 0));
+  return llvm::Error::success();
+}
+
+llvm::Error runAttentionGrad(const InstructionView &in) {
+  bool hasSegments = in.info(5).dtype() == I32;
+  llvm::Error error =
+      hasSegments
+          ? in.expect(6, 3, {F32, F32, F32, F32, F32, I32, F32, F32, F32},
+                      {4, 4, 4, 4, 4, 2, 4, 4, 4})
+          : in.expect(5, 3, {F32, F32, F32, F32, F32, F32, F32, F32},
+                      {4, 4, 4, 4, 4, 4, 4, 4});
+  if (error)
+    return error;
+  llvm::ArrayRef<int64_t> q = in.shape(0), k = in.shape(1);
+  int first = hasSegments ? 6 : 5; // the first result
+  if (q[0] != k[0] || q[1] != k[1] || q[3] != k[3] || k[2] == 0 ||
+      q[2] % k[2] != 0 || in.shape(2) != k || in.shape(3) != q ||
+      in.shape(4) != q || in.shape(first) != q || in.shape(first + 1) != k ||
+      in.shape(first + 2) != k || (hasSegments && in.count(5) != q[0] * q[1]))
+    return in.fail("query, key, value, output and grad shapes do not agree");
+  cpu::attentionGrad(in.data<float>(0), in.data<float>(1), in.data<float>(2),
+                     in.data<float>(3), in.data<float>(4),
+                     hasSegments ? in.data<int32_t>(5) : nullptr,
+                     in.data<float>(first), in.data<float>(first + 1),
+                     in.data<float>(first + 2), q[0], q[1], q[2], k[2], q[3],
+                     in.floatAttr("scale", 1));
+  return llvm::Error::success();
+}
+
+llvm::Error runSwigluGrad(const InstructionView &in) {
+  if (auto error = in.expect(3, 2, {F32, F32, F32, F32, F32}, {0, 0, 0, 0, 0}))
+    return error;
+  for (int index = 1; index < 5; ++index)
+    if (auto error = in.expectSameCount(0, index))
+      return error;
+  cpu::swigluGrad(in.data<float>(0), in.data<float>(1), in.data<float>(2),
+                  in.data<float>(3), in.data<float>(4), in.count(0));
+  return llvm::Error::success();
+}
+
+llvm::Error runCrossEntropyGrad(const InstructionView &in) {
+  if (auto error = in.expect(3, 1, {F32, I32, F32, F32}, {1, 0, 0, 1}))
+    return error;
+  int64_t vocab = in.dim(0, 0);
+  if (in.count(1) * vocab != in.count(0) || in.count(2) != 1 ||
+      in.count(3) != in.count(0))
+    return in.fail("logits, labels, grad and result do not agree");
+  return cpu::crossEntropyGrad(
+      in.data<float>(0), in.data<int32_t>(1), in.count(1), vocab,
+      in.intAttr("ignore_index", -100), *in.data<float>(2), in.data<float>(3));
+}
+
 const llvm::StringMap<Kernel> &kernels() {
   static const llvm::StringMap<Kernel> table = {
       {"twill.embedding", runEmbedding},
       {"twill.matmul", runMatmul},
       {"twill.rms_norm", runRmsNorm},
-      {"twill.rope", runRope},
+      {"twill.rope", runRope<false>},
       {"twill.attention", runAttention},
       {"twill.add", runElementwise<cpu::add>},
       {"twill.mul", runElementwise<cpu::mul>},
@@ -279,6 +375,14 @@ const llvm::StringMap<Kernel> &kernels() {
       {"twill.reshape", runReshape},
       {"twill.transpose", runTranspose},
       {"twill.cast", runCast},
+      {"twill.constant", runConstant},
+      {"twill.embedding_grad", runEmbeddingGrad},
+      {"twill.rms_norm_grad", runRmsNormGrad},
+      {"twill.rms_norm_weight_grad", runRmsNormWeightGrad},
+      {"twill.rope_grad", runRope<true>},
+      {"twill.attention_grad", runAttentionGrad},
+      {"twill.swiglu_grad", runSwigluGrad},
+      {"twill.cross_entropy_grad", runCrossEntropyGrad},
   };
   return table;
 }

@@ -86,7 +86,7 @@ static std::vector<double> ropeFrequencies(int64_t headDim, double theta,
 
 void cpu::rope(const float *x, const int32_t *positions, float *out,
                int64_t tokens, int64_t heads, int64_t headDim, double theta,
-               const RopeScaling &scaling) {
+               const RopeScaling &scaling, bool inverse) {
   std::vector<double> frequencies = ropeFrequencies(headDim, theta, scaling);
   int64_t half = headDim / 2;
 #pragma omp parallel for
@@ -95,7 +95,7 @@ void cpu::rope(const float *x, const int32_t *positions, float *out,
     for (int64_t i = 0; i < half; ++i) {
       double angle = double(positions[t]) * frequencies[i];
       cosines[i] = float(std::cos(angle));
-      sines[i] = float(std::sin(angle));
+      sines[i] = float(inverse ? -std::sin(angle) : std::sin(angle));
     }
     for (int64_t h = 0; h < heads; ++h) {
       const float *in = x + (t * heads + h) * headDim;
@@ -181,9 +181,9 @@ void cpu::scale(const float *x, double factor, float *out, int64_t count) {
     out[i] = x[i] * f;
 }
 
-llvm::Error cpu::crossEntropy(const float *logits, const int32_t *labels,
-                              int64_t rows, int64_t vocab, int64_t ignoreIndex,
-                              float *loss, int64_t *count) {
+/// Every label is in the vocabulary or the ignore index.
+static llvm::Error checkLabels(const int32_t *labels, int64_t rows,
+                               int64_t vocab, int64_t ignoreIndex) {
   for (int64_t row = 0; row < rows; ++row)
     if (labels[row] != ignoreIndex && (labels[row] < 0 || labels[row] >= vocab))
       return llvm::createStringError(
@@ -191,6 +191,14 @@ llvm::Error cpu::crossEntropy(const float *logits, const int32_t *labels,
           llvm::formatv("label {0} at position {1} is outside the vocabulary "
                         "[0, {2}) and is not the ignore index {3}",
                         labels[row], row, vocab, ignoreIndex));
+  return llvm::Error::success();
+}
+
+llvm::Error cpu::crossEntropy(const float *logits, const int32_t *labels,
+                              int64_t rows, int64_t vocab, int64_t ignoreIndex,
+                              float *loss, int64_t *count) {
+  if (llvm::Error error = checkLabels(labels, rows, vocab, ignoreIndex))
+    return error;
   // Per-row losses in parallel, summed in row order: deterministic.
   std::vector<double> rowLoss(rows, 0.0);
 #pragma omp parallel for
@@ -239,4 +247,179 @@ void cpu::transpose(const float *x, const int64_t *shape,
       index[d] = 0;
     }
   }
+}
+
+//===----------------------------------------------------------------------===//
+// Gradients
+//===----------------------------------------------------------------------===//
+
+void cpu::fill(float *out, int64_t count, double value) {
+  std::fill(out, out + count, float(value));
+}
+
+llvm::Error cpu::embeddingGrad(const int32_t *ids, int64_t count,
+                               const float *grad, int64_t vocab, int64_t dim,
+                               float *out) {
+  std::fill(out, out + vocab * dim, 0.0f);
+  for (int64_t i = 0; i < count; ++i) {
+    if (ids[i] < 0 || ids[i] >= vocab)
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          llvm::formatv("token id {0} at position {1} is outside the "
+                        "vocabulary [0, {2})",
+                        ids[i], i, vocab));
+    float *row = out + int64_t(ids[i]) * dim;
+    for (int64_t d = 0; d < dim; ++d)
+      row[d] += grad[i * dim + d];
+  }
+  return llvm::Error::success();
+}
+
+/// 1 / sqrt(mean(x^2) + eps) of one row.
+static double inverseRms(const float *row, int64_t dim, double eps) {
+  double sumSquares = 0;
+  for (int64_t i = 0; i < dim; ++i)
+    sumSquares += double(row[i]) * row[i];
+  return 1.0 / std::sqrt(sumSquares / dim + eps);
+}
+
+void cpu::rmsNormGrad(const float *x, const float *weight, const float *grad,
+                      float *out, int64_t rows, int64_t dim, double eps) {
+#pragma omp parallel for
+  for (int64_t row = 0; row < rows; ++row) {
+    const float *in = x + row * dim, *dy = grad + row * dim;
+    double r = inverseRms(in, dim, eps);
+    double dot = 0; // sum of weight * dy * x
+    for (int64_t i = 0; i < dim; ++i)
+      dot += double(weight[i]) * dy[i] * in[i];
+    double correction = r * r * r * dot / dim;
+    for (int64_t i = 0; i < dim; ++i)
+      out[row * dim + i] = float(r * weight[i] * dy[i] - correction * in[i]);
+  }
+}
+
+void cpu::rmsNormWeightGrad(const float *x, const float *grad, float *out,
+                            int64_t rows, int64_t dim, double eps) {
+  std::vector<double> inverse(rows), sums(dim, 0.0);
+  for (int64_t row = 0; row < rows; ++row)
+    inverse[row] = inverseRms(x + row * dim, dim, eps);
+  for (int64_t row = 0; row < rows; ++row)
+    for (int64_t i = 0; i < dim; ++i)
+      sums[i] += double(grad[row * dim + i]) * x[row * dim + i] * inverse[row];
+  for (int64_t i = 0; i < dim; ++i)
+    out[i] = float(sums[i]);
+}
+
+void cpu::attentionGrad(const float *q, const float *k, const float *v,
+                        const float *output, const float *grad,
+                        const int32_t *segments, float *queryGrad,
+                        float *keyGrad, float *valueGrad, int64_t batch,
+                        int64_t seq, int64_t heads, int64_t kvHeads,
+                        int64_t headDim, double scale) {
+  int64_t group = heads / kvHeads;
+#pragma omp parallel for collapse(2)
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t kvHead = 0; kvHead < kvHeads; ++kvHead) {
+      std::vector<double> dk(seq * headDim, 0.0), dv(seq * headDim, 0.0);
+      std::vector<double> probabilities(seq), dq(headDim);
+      auto at = [&](const float *base, int64_t position, int64_t head,
+                    int64_t numHeads) {
+        return base + ((b * seq + position) * numHeads + head) * headDim;
+      };
+      auto visible = [&](int64_t i, int64_t j) {
+        return !segments || segments[b * seq + j] == segments[b * seq + i];
+      };
+      for (int64_t h = kvHead * group; h < (kvHead + 1) * group; ++h) {
+        for (int64_t i = 0; i < seq; ++i) {
+          const float *query = at(q, i, h, heads);
+          const float *dOut = at(grad, i, h, heads);
+          const float *out = at(output, i, h, heads);
+          // Recompute the softmax row.
+          double maxScore = -std::numeric_limits<double>::infinity();
+          for (int64_t j = 0; j <= i; ++j) {
+            if (!visible(i, j))
+              continue;
+            const float *key = at(k, j, kvHead, kvHeads);
+            float dot = 0;
+            for (int64_t d = 0; d < headDim; ++d)
+              dot += query[d] * key[d];
+            probabilities[j] = float(dot * scale);
+            maxScore = std::max(maxScore, probabilities[j]);
+          }
+          double total = 0;
+          for (int64_t j = 0; j <= i; ++j)
+            if (visible(i, j)) {
+              probabilities[j] = std::exp(probabilities[j] - maxScore);
+              total += probabilities[j];
+            }
+          double rowDot = 0; // dO . O
+          for (int64_t d = 0; d < headDim; ++d)
+            rowDot += double(dOut[d]) * out[d];
+          std::fill(dq.begin(), dq.end(), 0.0);
+          for (int64_t j = 0; j <= i; ++j) {
+            if (!visible(i, j))
+              continue;
+            double p = probabilities[j] / total;
+            const float *key = at(k, j, kvHead, kvHeads);
+            const float *value = at(v, j, kvHead, kvHeads);
+            double dP = 0;
+            for (int64_t d = 0; d < headDim; ++d)
+              dP += double(dOut[d]) * value[d];
+            double dScore = p * (dP - rowDot) * scale;
+            for (int64_t d = 0; d < headDim; ++d) {
+              dq[d] += dScore * key[d];
+              dk[j * headDim + d] += dScore * query[d];
+              dv[j * headDim + d] += p * dOut[d];
+            }
+          }
+          float *queryOut = queryGrad + ((b * seq + i) * heads + h) * headDim;
+          for (int64_t d = 0; d < headDim; ++d)
+            queryOut[d] = float(dq[d]);
+        }
+      }
+      for (int64_t j = 0; j < seq; ++j)
+        for (int64_t d = 0; d < headDim; ++d) {
+          int64_t index = ((b * seq + j) * kvHeads + kvHead) * headDim + d;
+          keyGrad[index] = float(dk[j * headDim + d]);
+          valueGrad[index] = float(dv[j * headDim + d]);
+        }
+    }
+  }
+}
+
+void cpu::swigluGrad(const float *gate, const float *up, const float *grad,
+                     float *gateGrad, float *upGrad, int64_t count) {
+#pragma omp parallel for
+  for (int64_t i = 0; i < count; ++i) {
+    float sigmoid = 1.0f / (1.0f + std::exp(-gate[i]));
+    float silu = gate[i] * sigmoid;
+    upGrad[i] = grad[i] * silu;
+    gateGrad[i] =
+        grad[i] * up[i] * sigmoid * (1.0f + gate[i] * (1.0f - sigmoid));
+  }
+}
+
+llvm::Error cpu::crossEntropyGrad(const float *logits, const int32_t *labels,
+                                  int64_t rows, int64_t vocab,
+                                  int64_t ignoreIndex, float lossGrad,
+                                  float *out) {
+  if (llvm::Error error = checkLabels(labels, rows, vocab, ignoreIndex))
+    return error;
+#pragma omp parallel for
+  for (int64_t row = 0; row < rows; ++row) {
+    float *dz = out + row * vocab;
+    if (labels[row] == ignoreIndex) {
+      std::fill(dz, dz + vocab, 0.0f);
+      continue;
+    }
+    const float *z = logits + row * vocab;
+    float maxLogit = *std::max_element(z, z + vocab);
+    double sum = 0;
+    for (int64_t i = 0; i < vocab; ++i)
+      sum += std::exp(double(z[i]) - maxLogit);
+    for (int64_t i = 0; i < vocab; ++i)
+      dz[i] = float(std::exp(double(z[i]) - maxLogit) / sum * lossGrad);
+    dz[labels[row]] -= lossGrad;
+  }
+  return llvm::Error::success();
 }

@@ -39,9 +39,10 @@ struct RopeScaling {
 
 /// Rotary embedding of x [tokens, heads, headDim], token t at positions[t],
 /// pairing element i with i + headDim / 2 (Hugging Face's rotate_half).
+/// `inverse` rotates by the negated angles: rope's gradient.
 void rope(const float *x, const int32_t *positions, float *out, int64_t tokens,
           int64_t heads, int64_t headDim, double theta,
-          const RopeScaling &scaling);
+          const RopeScaling &scaling, bool inverse = false);
 
 /// Causal grouped-query attention over [batch, seq, heads, headDim] inputs;
 /// with `segments` ([batch, seq]) a query sees only keys of its segment.
@@ -64,6 +65,43 @@ llvm::Error crossEntropy(const float *logits, const int32_t *labels,
 /// out = x with dims permuted: out dim i is x dim permutation[i].
 void transpose(const float *x, const int64_t *shape, const int64_t *permutation,
                int64_t rank, float *out);
+
+//===----------------------------------------------------------------------===//
+// Gradients
+//===----------------------------------------------------------------------===//
+
+void fill(float *out, int64_t count, double value);
+
+/// out [vocab, dim] = sum of the grad rows of each id.
+llvm::Error embeddingGrad(const int32_t *ids, int64_t count, const float *grad,
+                          int64_t vocab, int64_t dim, float *out);
+
+/// dL/dx of rms_norm, for `rows` rows of `dim` values.
+void rmsNormGrad(const float *x, const float *weight, const float *grad,
+                 float *out, int64_t rows, int64_t dim, double eps);
+
+/// dL/dweight of rms_norm: summed over rows in row order.
+void rmsNormWeightGrad(const float *x, const float *grad, float *out,
+                       int64_t rows, int64_t dim, double eps);
+
+/// dL/dq, dL/dk, dL/dv of `attention`, given its output and dL/doutput; the
+/// softmax is recomputed. Key and value gradients of a KV head are summed
+/// by one thread, in query order: deterministic.
+void attentionGrad(const float *q, const float *k, const float *v,
+                   const float *output, const float *grad,
+                   const int32_t *segments, float *queryGrad, float *keyGrad,
+                   float *valueGrad, int64_t batch, int64_t seq, int64_t heads,
+                   int64_t kvHeads, int64_t headDim, double scale);
+
+/// dL/dgate and dL/dup of silu(gate) * up.
+void swigluGrad(const float *gate, const float *up, const float *grad,
+                float *gateGrad, float *upGrad, int64_t count);
+
+/// dL/dlogits of the summed cross-entropy: (softmax - onehot) * lossGrad on
+/// counted rows, zero on ignored ones.
+llvm::Error crossEntropyGrad(const float *logits, const int32_t *labels,
+                             int64_t rows, int64_t vocab, int64_t ignoreIndex,
+                             float lossGrad, float *out);
 
 } // namespace twill::cpu
 

@@ -1,6 +1,7 @@
-"""Oracle test of Twill's forward pass against Hugging Face transformers + PEFT.
+"""Oracle test of Twill's forward and backward passes against Hugging Face
+transformers + PEFT + torch autograd.
 
-    python forward_oracle.py CONFIG --bin BUILD/bin --work DIR
+    python llama_oracle.py CONFIG --bin BUILD/bin --work DIR
 
 Builds a tiny random Llama (and, for LoRA configs, a PEFT adapter with
 non-zero B so the adapter matters) with `transformers` and `peft`, saves
@@ -8,7 +9,10 @@ them with `save_pretrained`, and has Twill compile the job (`twillc`) and run
 it on those very files (`twill-train --eval`). Twill's logits must be within
 1e-5 relative error (max abs difference / max abs value) of transformers',
 its loss sum and token count must match the cross-entropy of those logits,
-and its mean loss must be within 1e-5 of transformers' own loss. Packed rows are referenced by running each document on its own,
+and its mean loss must be within 1e-5 of transformers' own loss. The
+gradients of the summed loss with respect to every trainable parameter
+(LoRA's A and B, or every weight for full fine-tuning) must be within 1e-4
+relative error of torch autograd's. Packed rows are referenced by running each document on its own,
 positions from 0, which is what attention within documents must equal.
 """
 import argparse
@@ -41,6 +45,10 @@ CONFIGS = {
                      [[12], [12]]),
     "packed": (dict(num_key_value_heads=2), ALL_PROJECTIONS,
                [[5, 4, 3], [7, 5]]),
+    # Full fine-tuning (no LoRA): every weight is trainable.
+    "full": (dict(num_key_value_heads=2), None, [[5, 4, 3], [12]]),
+    "full_tied": (dict(num_key_value_heads=2, tie_word_embeddings=True), None,
+                  [[12], [12]]),
 }
 
 BATCH, SEQ, VOCAB = 2, 12, 101
@@ -83,15 +91,43 @@ def make_batch(documents):
 
 def reference_logits(model, tokens, documents):
     rows = []
-    with torch.no_grad():
-        for row, lengths in enumerate(documents):
-            start, pieces = 0, []
-            for length in lengths:
-                ids = tokens[row, start:start + length].unsqueeze(0)
-                pieces.append(model(input_ids=ids).logits[0])
-                start += length
-            rows.append(torch.cat(pieces))
+    for row, lengths in enumerate(documents):
+        start, pieces = 0, []
+        for length in lengths:
+            ids = tokens[row, start:start + length].unsqueeze(0)
+            pieces.append(model(input_ids=ids).logits[0])
+            start += length
+        rows.append(torch.cat(pieces))
     return torch.stack(rows)
+
+
+def relative_error(actual, expected):
+    scale = expected.abs().max().item()
+    return (actual - expected).abs().max().item() / (scale or 1.0)
+
+
+def reference_gradients(model, trainable, logits, labels):
+    """d(summed loss)/d(parameter) for Twill's parameter names."""
+    counted = labels != -100
+    loss = torch.nn.functional.cross_entropy(
+        logits[counted], labels[counted], reduction="sum")
+    model.zero_grad()
+    loss.backward()
+    return {twill: parameter.grad for twill, parameter in trainable.items()}
+
+
+def trainable_parameters(model, lora):
+    """Twill's parameter name -> the torch parameter it stands for."""
+    result = {}
+    for name, parameter in model.named_parameters():
+        if lora:
+            if "lora_" not in name:
+                continue
+            # base_model.model.X.lora_A.default.weight -> X.lora_A.weight
+            name = name.removeprefix("base_model.model.").replace(
+                ".default.", ".")
+        result[name] = parameter
+    return result
 
 
 def main():
@@ -107,14 +143,18 @@ def main():
     model = build_model(settings)
     # Two shards, to exercise model.safetensors.index.json.
     model.save_pretrained(work / "model", max_shard_size="40KB")
-    peft_model = get_peft_model(model, LoraConfig(
-        r=RANK, lora_alpha=ALPHA, lora_dropout=0.0, target_modules=targets,
-        init_lora_weights=False))  # random A and B: the adapter matters
-    peft_model.save_pretrained(work / "adapter")
-    peft_model.eval()
+    lora = targets is not None
+    if lora:
+        model = get_peft_model(model, LoraConfig(
+            r=RANK, lora_alpha=ALPHA, lora_dropout=0.0,
+            target_modules=targets,
+            init_lora_weights=False))  # random A and B: the adapter matters
+        model.save_pretrained(work / "adapter")
+    model.eval()
 
     tokens, labels, positions, segments = make_batch(documents)
-    expected = reference_logits(peft_model, tokens, documents)
+    logits_with_grad = reference_logits(model, tokens, documents)
+    expected = logits_with_grad.detach()
     counted = labels != -100
     expected_sum = torch.nn.functional.cross_entropy(
         expected.double()[counted], labels[counted], reduction="sum").item()
@@ -124,22 +164,29 @@ def main():
         hf_labels = torch.full_like(labels, -100)
         hf_labels[:, 1:] = labels[:, :-1]
         with torch.no_grad():
-            hf_mean = peft_model(input_ids=tokens, labels=hf_labels).loss.item()
+            hf_mean = model(input_ids=tokens, labels=hf_labels).loss.item()
+    trainable = trainable_parameters(model, lora)
+    expected_grads = reference_gradients(model, trainable, logits_with_grad,
+                                         labels)
 
     batch = {"tokens": tokens.tolist(), "labels": labels.tolist(),
              "positions": positions.tolist(), "segments": segments.tolist()}
     (work / "batch.json").write_text(json.dumps(batch))
-    lora = "".join(f' target_modules: "{t}"' for t in targets)
+    if lora:
+        modules = "".join(f' target_modules: "{t}"' for t in targets)
+        adaptation = f"lora {{ rank: {RANK} alpha: {ALPHA}{modules} }}"
+    else:
+        adaptation = "full_finetune {}"
     (work / "job.textproto").write_text(
-        f'checkpoint {{ base_dir: "{work / "model"}" }}\n'
-        f"lora {{ rank: {RANK} alpha: {ALPHA}{lora} }}\n"
+        f'checkpoint {{ base_dir: "{work / "model"}" }}\n{adaptation}\n'
         f"train {{ batch_size: {BATCH} seq_len: {SEQ} }}\n")
 
     subprocess.run([args.bin / "twillc", work / "job.textproto",
                     "-o", work / "job.twx"], check=True)
+    adapter = ["--adapter", work / "adapter"] if lora else []
     run = subprocess.run(
         [args.bin / "twill-train", work / "job.twx", "--eval",
-         "--batch", work / "batch.json", "--adapter", work / "adapter",
+         "--batch", work / "batch.json", *adapter,
          "--dump-logits", work / "logits.safetensors"],
         check=True, capture_output=True, text=True)
     print(run.stdout, end="")
@@ -147,7 +194,7 @@ def main():
     twill_sum, twill_count = float(match.group(1)), int(match.group(2))
     logits = load_file(str(work / "logits.safetensors"))["logits"]
 
-    error = ((logits - expected).abs().max() / expected.abs().max()).item()
+    error = relative_error(logits, expected)
     loss_error = abs(twill_sum - expected_sum) / abs(expected_sum)
     print(f"{args.config}: logits relative error {error:.2e}, loss sum "
           f"{twill_sum:.6f} vs {expected_sum:.6f} (relative {loss_error:.2e}),"
@@ -160,6 +207,23 @@ def main():
         print(f"{args.config}: mean loss {twill_mean:.6f}, transformers "
               f"{hf_mean:.6f} (relative {mean_error:.2e})")
         ok = ok and mean_error < 1e-5
+
+    subprocess.run(
+        [args.bin / "twill-train", work / "job.twx", "--eval",
+         "--batch", work / "batch.json", *adapter,
+         "--gradients", work / "grads.safetensors"],
+        check=True, capture_output=True, text=True)
+    grads = load_file(str(work / "grads.safetensors"))
+    if set(grads) != {name + ".grad" for name in expected_grads}:
+        print(f"gradients for {sorted(grads)}, expected "
+              f"{sorted(expected_grads)}")
+        ok = False
+    else:
+        worst = max((relative_error(grads[name + ".grad"], grad), name)
+                    for name, grad in expected_grads.items())
+        print(f"{args.config}: {len(grads)} gradients, worst relative error "
+              f"{worst[0]:.2e} ({worst[1]})")
+        ok = ok and worst[0] < 1e-4
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
 

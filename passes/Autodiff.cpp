@@ -1,0 +1,145 @@
+//===- Autodiff.cpp - the twill-autodiff pass -----------------------------===//
+
+#include "passes/Passes.h"
+
+#include "dialects/twill/TwillOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseSet.h"
+
+namespace mlir::twill {
+#define GEN_PASS_DEF_AUTODIFF
+#include "passes/Passes.h.inc"
+} // namespace mlir::twill
+
+using namespace mlir;
+using namespace mlir::twill;
+
+namespace {
+
+/// Appends the reverse pass to `function`, a clone of @forward.
+class ReverseBuilder {
+public:
+  explicit ReverseBuilder(func::FuncOp function)
+      : function(function), builder(function.getContext()) {}
+
+  LogicalResult build();
+
+private:
+  /// Adds `grad` to the cotangent of `value`.
+  void accumulate(Value value, Value grad, Location loc) {
+    Value &slot = cotangents[value];
+    slot = slot ? AddOp::create(builder, loc, slot.getType(), slot, grad)
+                      .getResult()
+                : grad;
+  }
+
+  func::FuncOp function;
+  OpBuilder builder;
+  llvm::DenseMap<Value, Value> cotangents;
+};
+
+} // namespace
+
+LogicalResult ReverseBuilder::build() {
+  Block &body = function.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  if (ret.getNumOperands() < 1 ||
+      !isa<FloatType>(
+          cast<RankedTensorType>(ret.getOperand(0).getType()).getElementType()))
+    return function.emitError("the first result must be the loss sum");
+
+  // Active values: those that depend on a trainable parameter.
+  llvm::DenseSet<Value> active;
+  SmallVector<BlockArgument> trainable;
+  for (BlockArgument argument : body.getArguments())
+    if (function.getArgAttr(argument.getArgNumber(), kTrainableAttrName)) {
+      active.insert(argument);
+      trainable.push_back(argument);
+    }
+  SmallVector<Operation *> forwardOps;
+  for (Operation &op : body.without_terminator()) {
+    forwardOps.push_back(&op);
+    if (llvm::any_of(op.getOperands(),
+                     [&](Value operand) { return active.contains(operand); }))
+      active.insert(op.result_begin(), op.result_end());
+  }
+
+  builder.setInsertionPoint(ret);
+  Value loss = ret.getOperand(0);
+  cotangents[loss] = ConstantOp::create(builder, loss.getLoc(), loss.getType(),
+                                        builder.getF64FloatAttr(1.0));
+
+  for (Operation *op : llvm::reverse(forwardOps)) {
+    SmallVector<Value> resultCotangents =
+        llvm::map_to_vector(op->getResults(), [&](Value result) {
+          return cotangents.lookup(result);
+        });
+    SmallVector<bool> needed =
+        llvm::map_to_vector(op->getOperands(), [&](Value operand) {
+          return active.contains(operand);
+        });
+    if (llvm::all_of(resultCotangents, [](Value v) { return !v; }) ||
+        llvm::none_of(needed, [](bool b) { return b; }))
+      continue;
+    auto rule = dyn_cast<VJPOpInterface>(op);
+    if (!rule)
+      return op->emitError("has no gradient rule, but a trainable parameter "
+                           "reaches the loss through it");
+    FailureOr<SmallVector<Value>> grads =
+        rule.buildVJP(builder, resultCotangents, needed);
+    if (failed(grads))
+      return failure();
+    for (auto [operand, grad] : llvm::zip_equal(op->getOperands(), *grads))
+      if (grad)
+        accumulate(operand, grad, op->getLoc());
+  }
+
+  // Results: the forward's, then one gradient per trainable parameter (zero
+  // for one the loss does not depend on).
+  SmallVector<Value> results(ret.getOperands());
+  SmallVector<DictionaryAttr> resultAttrs;
+  function.getAllResultAttrs(resultAttrs);
+  for (BlockArgument parameter : trainable) {
+    Value grad = cotangents.lookup(parameter);
+    if (!grad)
+      grad =
+          ConstantOp::create(builder, parameter.getLoc(), parameter.getType(),
+                             builder.getF64FloatAttr(0.0));
+    results.push_back(grad);
+    auto name = function.getArgAttrOfType<StringAttr>(parameter.getArgNumber(),
+                                                      kParamAttrName);
+    resultAttrs.push_back(builder.getDictionaryAttr(builder.getNamedAttr(
+        kOutputAttrName,
+        builder.getStringAttr((name ? name.str() : "parameter") + ".grad"))));
+  }
+  func::ReturnOp::create(builder, ret.getLoc(), results);
+  ret.erase();
+  function.setFunctionType(builder.getFunctionType(
+      body.getArgumentTypes(), ValueRange(results).getTypes()));
+  function.setAllResultAttrs(resultAttrs);
+  return success();
+}
+
+namespace {
+struct AutodiffPass : public mlir::twill::impl::AutodiffBase<AutodiffPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto forward = module.lookupSymbol<func::FuncOp>("forward");
+    if (!forward) {
+      module.emitError("twill-autodiff needs a @forward function");
+      return signalPassFailure();
+    }
+    if (module.lookupSymbol("train_step")) {
+      module.emitError("the module already has a @train_step");
+      return signalPassFailure();
+    }
+    OpBuilder builder(forward);
+    builder.setInsertionPointAfter(forward);
+    auto step = cast<func::FuncOp>(builder.clone(*forward));
+    step.setSymName("train_step");
+    if (failed(ReverseBuilder(step).build()))
+      signalPassFailure();
+  }
+};
+} // namespace

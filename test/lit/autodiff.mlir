@@ -1,0 +1,91 @@
+// twill-autodiff adds @train_step: the loss, then the gradients of the
+// trainable parameters only. A frozen weight gets no gradient computation:
+// its layer costs one matmul backward (for the activation), never the
+// weight-gradient matmul.
+// RUN: twill-opt %s --twill-autodiff -split-input-file -verify-diagnostics | FileCheck %s
+
+func.func @forward(%w: tensor<16x8xf32> {twill.param = "proj.weight"},
+                   %a: tensor<2x8xf32> {twill.param = "proj.lora_A.weight", twill.trainable},
+                   %b: tensor<16x2xf32> {twill.param = "proj.lora_B.weight", twill.trainable},
+                   %x: tensor<3x4x8xf32> {twill.input = "x"},
+                   %labels: tensor<3x4xi32> {twill.input = "labels"})
+    -> (tensor<f32> {twill.output = "loss_sum"}, tensor<i64> {twill.output = "token_count"}) {
+  %y = twill.matmul %x, %w {transpose_rhs} : (tensor<3x4x8xf32>, tensor<16x8xf32>) -> tensor<3x4x16xf32>
+  %d = twill.matmul %x, %a {transpose_rhs} : (tensor<3x4x8xf32>, tensor<2x8xf32>) -> tensor<3x4x2xf32>
+  %u = twill.matmul %d, %b {transpose_rhs} : (tensor<3x4x2xf32>, tensor<16x2xf32>) -> tensor<3x4x16xf32>
+  %s = twill.scale %u by 2.0 : tensor<3x4x16xf32>
+  %z = twill.add %y, %s : (tensor<3x4x16xf32>, tensor<3x4x16xf32>) -> tensor<3x4x16xf32>
+  %loss, %count = twill.cross_entropy %z, %labels : (tensor<3x4x16xf32>, tensor<3x4xi32>) -> (tensor<f32>, tensor<i64>)
+  return %loss, %count : tensor<f32>, tensor<i64>
+}
+
+// The forward stays as it was.
+// CHECK-LABEL: func.func @forward(
+// CHECK: return %{{.*}}, %{{.*}} : tensor<f32>, tensor<i64>
+
+// CHECK-LABEL: func.func @train_step(
+// CHECK-SAME: %[[W:[^:]*]]: tensor<16x8xf32> {twill.param = "proj.weight"}
+// CHECK-SAME: %[[A:[^:]*]]: tensor<2x8xf32> {twill.param = "proj.lora_A.weight", twill.trainable}
+// CHECK-SAME: %[[B:[^:]*]]: tensor<16x2xf32> {twill.param = "proj.lora_B.weight", twill.trainable}
+// CHECK-SAME: %[[X:[^:]*]]: tensor<3x4x8xf32>
+// CHECK-SAME: -> (tensor<f32> {twill.output = "loss_sum"}, tensor<i64> {twill.output = "token_count"}, tensor<2x8xf32> {twill.output = "proj.lora_A.weight.grad"}, tensor<16x2xf32> {twill.output = "proj.lora_B.weight.grad"})
+// CHECK: %[[D:.*]] = twill.matmul %[[X]], %[[A]] {transpose_rhs}
+// CHECK: %[[LOSS:.*]], %[[COUNT:.*]] = twill.cross_entropy
+// The seed: d loss_sum / d loss_sum = 1.
+// CHECK-NEXT: %[[ONE:.*]] = twill.constant 1.000000e+00 : tensor<f32>
+// CHECK-NEXT: %[[DZ:.*]] = twill.cross_entropy_grad %{{.*}}, %{{.*}}, %[[ONE]]
+// The add passes dz to both branches; the frozen branch (%y = x W^T) needs
+// nothing: x is an input, W is frozen.
+// CHECK-NEXT: %[[DU:.*]] = twill.scale %[[DZ]] by 2.000000e+00
+// CHECK-NEXT: %[[DD:.*]] = twill.matmul %[[DU]], %[[B]] : (tensor<3x4x16xf32>, tensor<16x2xf32>) -> tensor<3x4x2xf32>
+// B's gradient sums over the batch: rows flattened, one matmul.
+// CHECK-NEXT: %[[DF:.*]] = twill.reshape %[[D]] : tensor<3x4x2xf32> -> tensor<12x2xf32>
+// CHECK-NEXT: %[[UF:.*]] = twill.reshape %[[DU]] : tensor<3x4x16xf32> -> tensor<12x16xf32>
+// CHECK-NEXT: %[[GB:.*]] = twill.matmul %[[UF]], %[[DF]] {transpose_lhs} : (tensor<12x16xf32>, tensor<12x2xf32>) -> tensor<16x2xf32>
+// CHECK-NEXT: %[[XF:.*]] = twill.reshape %[[X]] : tensor<3x4x8xf32> -> tensor<12x8xf32>
+// CHECK-NEXT: %[[DDF:.*]] = twill.reshape %[[DD]] : tensor<3x4x2xf32> -> tensor<12x2xf32>
+// CHECK-NEXT: %[[GA:.*]] = twill.matmul %[[DDF]], %[[XF]] {transpose_lhs} : (tensor<12x2xf32>, tensor<12x8xf32>) -> tensor<2x8xf32>
+// CHECK-NOT: twill.matmul
+// CHECK-NEXT: return %[[LOSS]], %[[COUNT]], %[[GA]], %[[GB]]
+
+// -----
+
+// Full fine-tuning is the same pass with every parameter trainable: now W
+// gets its weight-gradient matmul.
+func.func @forward(%w: tensor<16x8xf32> {twill.param = "proj.weight", twill.trainable},
+                   %x: tensor<3x8xf32> {twill.input = "x"},
+                   %labels: tensor<3xi32> {twill.input = "labels"})
+    -> (tensor<f32>, tensor<i64>) {
+  %y = twill.matmul %x, %w {transpose_rhs} : (tensor<3x8xf32>, tensor<16x8xf32>) -> tensor<3x16xf32>
+  %loss, %count = twill.cross_entropy %y, %labels : (tensor<3x16xf32>, tensor<3xi32>) -> (tensor<f32>, tensor<i64>)
+  return %loss, %count : tensor<f32>, tensor<i64>
+}
+
+// CHECK-LABEL: func.func @train_step(
+// CHECK: %[[DY:.*]] = twill.cross_entropy_grad
+// CHECK-NEXT: %[[GW:.*]] = twill.matmul %[[DY]], %{{.*}} {transpose_lhs} : (tensor<3x16xf32>, tensor<3x8xf32>) -> tensor<16x8xf32>
+// CHECK-NEXT: return %{{.*}}, %{{.*}}, %[[GW]]
+
+// -----
+
+// A trainable parameter the loss does not depend on gets a zero gradient.
+func.func @forward(%unused: tensor<4xf32> {twill.param = "unused", twill.trainable},
+                   %z: tensor<3x16xf32> {twill.input = "z"},
+                   %labels: tensor<3xi32> {twill.input = "labels"})
+    -> (tensor<f32>, tensor<i64>) {
+  %loss, %count = twill.cross_entropy %z, %labels : (tensor<3x16xf32>, tensor<3xi32>) -> (tensor<f32>, tensor<i64>)
+  return %loss, %count : tensor<f32>, tensor<i64>
+}
+
+// CHECK-LABEL: func.func @train_step(
+// CHECK: %[[ZERO:.*]] = twill.constant 0.000000e+00 : tensor<4xf32>
+// CHECK-NEXT: return %{{.*}}, %{{.*}}, %[[ZERO]]
+
+// -----
+
+// expected-error @+1 {{twill-autodiff needs a @forward function}}
+module {
+  func.func @other() {
+    return
+  }
+}
