@@ -223,5 +223,9 @@ llvm::Error twill::validateJobConfig(const JobConfig &config) {
   validateTrain(config.train(), problems);
   problems.nonNegative("checkpoint.save_every",
                        config.checkpoint().save_every());
+  if (config.checkpoint().random_base() &&
+      !config.checkpoint().base_dir().empty())
+    problems.add("checkpoint.random_base and checkpoint.base_dir exclude "
+                 "each other: start from random weights or from a model");
   return problems.takeError();
 }

@@ -28,13 +28,15 @@ public:
 
 private:
   FailureOr<int> newBuffer(Value value, Operation *where);
+  FailureOr<int> sharedBuffer(BlockArgument argument, func::FuncOp function,
+                              StringRef name, bool &isNew);
   LogicalResult emitArgument(BlockArgument argument, func::FuncOp function);
   LogicalResult emitAttribute(Operation *op, NamedAttribute attribute,
                               ::twill::Instruction &instruction);
 
   Executable executable;
   llvm::DenseMap<Value, int> buffers;
-  llvm::StringMap<int> parameterBuffers; // shared by every entry point
+  llvm::StringMap<int> sharedBuffers; // parameters, states and inputs
 };
 
 } // namespace
@@ -78,41 +80,72 @@ FailureOr<int> ExecutableEmitter::newBuffer(Value value, Operation *where) {
   return id;
 }
 
+/// The buffer of a parameter or state named `name`: one for the program,
+/// whichever entry points read it; `isNew` tells whether it was just made.
+FailureOr<int> ExecutableEmitter::sharedBuffer(BlockArgument argument,
+                                               func::FuncOp function,
+                                               StringRef name, bool &isNew) {
+  auto [it, inserted] = sharedBuffers.try_emplace(name, -1);
+  isNew = inserted;
+  if (!inserted) {
+    buffers[argument] = it->second;
+    return it->second;
+  }
+  FailureOr<int> id = newBuffer(argument, function);
+  if (succeeded(id))
+    it->second = *id;
+  return id;
+}
+
 LogicalResult ExecutableEmitter::emitArgument(BlockArgument argument,
                                               func::FuncOp function) {
   unsigned index = argument.getArgNumber();
-  if (auto name = function.getArgAttrOfType<StringAttr>(
-          index, mlir::twill::kParamAttrName)) {
-    // One buffer per parameter, whichever entry points read it.
-    auto [it, isNew] = parameterBuffers.try_emplace(name.getValue(), -1);
-    if (!isNew) {
-      buffers[argument] = it->second;
-      return success();
-    }
-    FailureOr<int> id = newBuffer(argument, function);
+  auto attr = [&](StringRef attrName) {
+    return function.getArgAttrOfType<StringAttr>(index, attrName);
+  };
+  bool isNew = false;
+  if (StringAttr name = attr(mlir::twill::kParamAttrName)) {
+    FailureOr<int> id = sharedBuffer(argument, function, name, isNew);
     if (failed(id))
       return failure();
-    it->second = *id;
-    ::twill::Parameter &parameter = *executable.add_parameters();
-    parameter.set_name(name.getValue().str());
-    parameter.set_buffer(*id);
-    parameter.set_trainable(
-        function.getArgAttr(index, mlir::twill::kTrainableAttrName) != nullptr);
+    if (isNew) {
+      ::twill::Parameter &parameter = *executable.add_parameters();
+      parameter.set_name(name.str());
+      parameter.set_buffer(*id);
+      parameter.set_trainable(
+          function.getArgAttr(index, mlir::twill::kTrainableAttrName) !=
+          nullptr);
+    }
     return success();
   }
-  if (auto name = function.getArgAttrOfType<StringAttr>(
-          index, mlir::twill::kInputAttrName)) {
-    FailureOr<int> id = newBuffer(argument, function);
+  if (StringAttr name = attr(mlir::twill::kStateAttrName)) {
+    FailureOr<int> id = sharedBuffer(argument, function, name, isNew);
     if (failed(id))
       return failure();
-    ::twill::Input &input = *executable.add_inputs();
-    input.set_name(name.getValue().str());
-    input.set_buffer(*id);
+    if (isNew) {
+      ::twill::State &state = *executable.add_states();
+      state.set_name(name.str());
+      state.set_buffer(*id);
+    }
+    return success();
+  }
+  if (StringAttr name = attr(mlir::twill::kInputAttrName)) {
+    // Inputs too are one buffer per name: every entry point reads the batch
+    // the runtime filled.
+    FailureOr<int> id = sharedBuffer(argument, function, name, isNew);
+    if (failed(id))
+      return failure();
+    if (isNew) {
+      ::twill::Input &input = *executable.add_inputs();
+      input.set_name(name.str());
+      input.set_buffer(*id);
+    }
     return success();
   }
   return function.emitError("argument ")
          << index << " is neither a parameter (" << mlir::twill::kParamAttrName
-         << ") nor an input (" << mlir::twill::kInputAttrName << ")";
+         << "), a state (" << mlir::twill::kStateAttrName << ") nor an input ("
+         << mlir::twill::kInputAttrName << ")";
 }
 
 LogicalResult

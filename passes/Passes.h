@@ -12,8 +12,9 @@ namespace mlir::twill {
 #define GEN_PASS_DECL
 #include "passes/Passes.h.inc"
 
-/// The passes between the traced model and emission, in order.
-void buildCompilePipeline(OpPassManager &pm);
+/// The passes between the traced model and emission, in order, set up for
+/// the job's training settings.
+void buildCompilePipeline(OpPassManager &pm, const ::twill::TrainConfig &train);
 
 /// The Executable for `module`; diagnostics on the offending op otherwise.
 FailureOr<::twill::Executable> emitExecutable(ModuleOp module);

@@ -21,13 +21,42 @@ def Autodiff : Pass<"twill-autodiff", "mlir::ModuleOp"> {
   }];
 }
 
+def Optimizer : Pass<"twill-optimizer", "mlir::ModuleOp"> {
+  let summary = "Gradient accumulation, clipping and AdamW in the program";
+  let description = [{
+    Runs after twill-autodiff. Makes `@train_step` accumulate: each
+    gradient is added to a `twill.state = "<parameter>.grad_sum"` and the
+    token count to `"token_count_sum"`, so several micro-batches make one
+    step. Adds `@optimizer_step`, which normalises the summed gradients by
+    the total token count of the step, clips them to `max-grad-norm` (global
+    norm, as `torch.nn.utils.clip_grad_norm_`), takes the learning rate from
+    the warmup + cosine schedule and applies AdamW with PyTorch's semantics
+    to every trainable parameter; then it resets the sums and counts the
+    step. Results named after a parameter or state (`twill.output`) update
+    it; `grad_norm` and `lr` are reported.
+  }];
+  let options = [
+    Option<"lr", "lr", "double", /*default=*/"2e-4", "Peak learning rate">,
+    Option<"beta1", "beta1", "double", /*default=*/"0.9", "AdamW beta1">,
+    Option<"beta2", "beta2", "double", /*default=*/"0.999", "AdamW beta2">,
+    Option<"eps", "eps", "double", /*default=*/"1e-8", "AdamW epsilon">,
+    Option<"weightDecay", "weight-decay", "double", /*default=*/"0.01",
+           "Decoupled weight decay">,
+    Option<"warmupSteps", "warmup-steps", "int64_t", /*default=*/"0",
+           "Steps of linear warmup">,
+    Option<"maxGradNorm", "max-grad-norm", "double", /*default=*/"1.0",
+           "Global gradient norm clipping; 0 disables it">
+  ];
+}
+
 def EmitExecutable : Pass<"twill-emit-executable", "mlir::ModuleOp"> {
   let summary = "Writes the program as an Executable for twill-train";
   let description = [{
     Turns every function of the module into an entry point of an Executable
     (proto/executable.proto): one buffer per tensor value, one instruction
     per op (its name, operand and result buffers, attributes), the parameter
-    table (Hugging Face name, trainable) and the inputs. It is generic: any
+    table (Hugging Face name, trainable), the states and the inputs; a
+    parameter, state or input is one buffer for all entry points. It is generic: any
     op without regions and with builtin attributes is emitted as it is, so
     later passes add ops, not cases here. The IR itself is left unchanged.
 

@@ -4,6 +4,16 @@
 
 #include "mlir/Pass/PassManager.h"
 
-void mlir::twill::buildCompilePipeline(OpPassManager &pm) {
+void mlir::twill::buildCompilePipeline(OpPassManager &pm,
+                                       const ::twill::TrainConfig &train) {
   pm.addPass(createAutodiff());
+  OptimizerOptions optimizer;
+  optimizer.lr = train.lr();
+  optimizer.beta1 = train.beta1();
+  optimizer.beta2 = train.beta2();
+  optimizer.eps = train.eps();
+  optimizer.weightDecay = train.weight_decay();
+  optimizer.warmupSteps = train.warmup_steps();
+  optimizer.maxGradNorm = train.max_grad_norm();
+  pm.addPass(createOptimizer(optimizer));
 }

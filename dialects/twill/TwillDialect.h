@@ -14,8 +14,12 @@ inline constexpr llvm::StringLiteral kParamAttrName = "twill.param";
 inline constexpr llvm::StringLiteral kTrainableAttrName = "twill.trainable";
 /// Function argument attribute: a per-step input (tokens, labels, ...).
 inline constexpr llvm::StringLiteral kInputAttrName = "twill.input";
+/// Function argument attribute: program state kept between steps
+/// (optimizer moments, gradient sums, the step counter), zero at first.
+inline constexpr llvm::StringLiteral kStateAttrName = "twill.state";
 /// Function result attribute: what the result is ("loss_sum",
-/// "token_count", "<parameter>.grad").
+/// "token_count", "<parameter>.grad"); a result named after a parameter or
+/// a state is its new value.
 inline constexpr llvm::StringLiteral kOutputAttrName = "twill.output";
 } // namespace mlir::twill
 

@@ -1,4 +1,4 @@
-//===- TwillGradOps.cpp - verifiers of the gradient ops -------------------===//
+//===- TwillGradOps.cpp - verifiers of the gradient and optimizer ops -----===//
 //
 // A gradient op's values have the shapes of the forward values they stand
 // for, which is what these check.
@@ -101,4 +101,17 @@ LogicalResult CrossEntropyGradOp::verify() {
                          logits.drop_back())))
     return failure();
   return expectShape(*this, "result", shapeOf(getResult()), logits);
+}
+
+LogicalResult AdamWOp::verify() {
+  ArrayRef<int64_t> param = shapeOf(getParam());
+  for (auto [name, value] : {std::pair<StringRef, Value>{"grad", getGrad()},
+                             {"exp_avg", getExpAvg()},
+                             {"exp_avg_sq", getExpAvgSq()},
+                             {"new_param", getNewParam()},
+                             {"new_exp_avg", getNewExpAvg()},
+                             {"new_exp_avg_sq", getNewExpAvgSq()}})
+    if (failed(expectShape(*this, name, shapeOf(value), param)))
+      return failure();
+  return success();
 }

@@ -162,6 +162,7 @@ static LogicalResult verifyElementwiseBinary(Operation *op) {
 LogicalResult AddOp::verify() { return verifyElementwiseBinary(*this); }
 LogicalResult MulOp::verify() { return verifyElementwiseBinary(*this); }
 LogicalResult SwigluOp::verify() { return verifyElementwiseBinary(*this); }
+LogicalResult DivOp::verify() { return verifyElementwiseBinary(*this); }
 
 LogicalResult CrossEntropyOp::verify() {
   ArrayRef<int64_t> logits = shapeOf(getLogits());

@@ -285,5 +285,6 @@ def Twill_CastOp : Twill_Op<"cast", [Pure, DeclareOpInterfaceMethods<Twill_VJPOp
 }
 
 include "dialects/twill/TwillGradOps.td"
+include "dialects/twill/TwillOptimizerOps.td"
 
 #endif // TWILL_OPS_TD

@@ -139,6 +139,24 @@ Cotangents MulOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
   return grads;
 }
 
+Cotangents DivOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
+                           ArrayRef<bool> needed) {
+  SmallVector<Value> grads(2);
+  Type type = getResult().getType();
+  Location loc = getLoc();
+  if (needed[0])
+    grads[0] = DivOp::create(builder, loc, type, cotangents[0], getRhs());
+  if (needed[1]) {
+    // d(a / b)/db = -(a / b) / b.
+    Value scaled =
+        MulOp::create(builder, loc, type, cotangents[0], getResult());
+    Value quotient = DivOp::create(builder, loc, type, scaled, getRhs());
+    grads[1] = ScaleOp::create(builder, loc, type, quotient,
+                               builder.getF64FloatAttr(-1.0));
+  }
+  return grads;
+}
+
 Cotangents SwigluOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
                               ArrayRef<bool> needed) {
   Type type = getResult().getType();

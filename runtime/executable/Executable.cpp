@@ -79,6 +79,11 @@ llvm::Error twill::verifyExecutable(const Executable &executable) {
       return invalid("parameter '" + parameter.name() + "' has a bad buffer");
     preset[parameter.buffer()] = true;
   }
+  for (const State &state : executable.states()) {
+    if (!inRange(state.buffer()) || preset[state.buffer()])
+      return invalid("state '" + state.name() + "' has a bad buffer");
+    preset[state.buffer()] = true;
+  }
   for (const Input &input : executable.inputs()) {
     if (!inRange(input.buffer()) || preset[input.buffer()])
       return invalid("input '" + input.name() + "' has a bad buffer");

@@ -1,4 +1,4 @@
-//===- Batch.cpp - one step's inputs from a JSON file ---------------------===//
+//===- Batch.cpp - filling a step's inputs --------------------------------===//
 
 #include "runtime/train/Batch.h"
 
@@ -6,10 +6,45 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
+#include <algorithm>
 #include <limits>
 
 using namespace twill;
 namespace json = llvm::json;
+
+/// The int32 buffer of batch input `name`, checked to hold `count` values.
+static llvm::Expected<int32_t *>
+batchInput(Program &program, llvm::StringRef name, int64_t count) {
+  int id = program.bufferOf(name);
+  if (id < 0)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "the program has no input '" + name + "'");
+  const Buffer &buffer = program.buffers().info(id);
+  if (buffer.dtype() != I32 || numElements(buffer) != count)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        llvm::formatv("'{0}' holds {1} values; the job needs {2} "
+                      "(batch_size x seq_len)",
+                      name, count, numElements(buffer)));
+  return program.buffers().as<int32_t>(id);
+}
+
+llvm::Error twill::fillBatch(Program &program, llvm::ArrayRef<Row> rows) {
+  int64_t seqLen = rows.empty() ? 0 : rows.front().tokens.size();
+  for (auto [index, name] : llvm::enumerate(kBatchInputs)) {
+    llvm::Expected<int32_t *> out =
+        batchInput(program, name, rows.size() * seqLen);
+    if (!out)
+      return out.takeError();
+    for (auto [r, row] : llvm::enumerate(rows)) {
+      const std::vector<int32_t> *fields[] = {&row.tokens, &row.labels,
+                                              &row.positions, &row.segments};
+      std::copy(fields[index]->begin(), fields[index]->end(),
+                *out + r * seqLen);
+    }
+  }
+  return llvm::Error::success();
+}
 
 /// Appends the integers of a (nested) array to `values`.
 static bool flatten(const json::Value &value, std::vector<int64_t> &values) {
@@ -26,9 +61,7 @@ static bool flatten(const json::Value &value, std::vector<int64_t> &values) {
   return true;
 }
 
-llvm::Error twill::loadBatchJson(llvm::StringRef path,
-                                 const Executable &executable,
-                                 BufferSet &buffers) {
+llvm::Error twill::loadBatchJson(Program &program, llvm::StringRef path) {
   auto fail = [&](const llvm::Twine &what) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    path + ": " + what);
@@ -43,27 +76,21 @@ llvm::Error twill::loadBatchJson(llvm::StringRef path,
   if (!batch)
     return fail("expected a JSON object of inputs");
 
-  for (const Input &input : executable.inputs()) {
-    const Buffer &buffer = buffers.info(input.buffer());
-    const json::Value *value = batch->get(input.name());
+  for (llvm::StringRef name : kBatchInputs) {
+    const json::Value *value = batch->get(name);
     if (!value)
-      return fail("no '" + input.name() + "'");
+      return fail("no '" + name + "'");
     std::vector<int64_t> values;
     if (!flatten(*value, values))
-      return fail("'" + input.name() + "' must hold only integers");
-    if ((int64_t)values.size() != numElements(buffer))
-      return fail(llvm::formatv("'{0}' holds {1} values; the job needs {2} "
-                                "(batch_size x seq_len)",
-                                input.name(), values.size(),
-                                numElements(buffer)));
-    if (buffer.dtype() != I32)
-      return fail("input '" + input.name() + "' is not int32");
-    int32_t *out = buffers.as<int32_t>(input.buffer());
+      return fail("'" + name + "' must hold only integers");
+    llvm::Expected<int32_t *> out = batchInput(program, name, values.size());
+    if (!out)
+      return fail(llvm::toString(out.takeError()));
     for (size_t i = 0; i < values.size(); ++i) {
       if (values[i] < std::numeric_limits<int32_t>::min() ||
           values[i] > std::numeric_limits<int32_t>::max())
-        return fail("'" + input.name() + "' holds a value beyond int32");
-      out[i] = int32_t(values[i]);
+        return fail("'" + name + "' holds a value beyond int32");
+      (*out)[i] = int32_t(values[i]);
     }
   }
   return llvm::Error::success();

@@ -1,17 +1,23 @@
-//===- Batch.h - one step's inputs from a JSON file -------------*- C++ -*-===//
+//===- Batch.h - filling a step's inputs ------------------------*- C++ -*-===//
 
 #ifndef TWILL_RUNTIME_TRAIN_BATCH_H
 #define TWILL_RUNTIME_TRAIN_BATCH_H
 
-#include "runtime/executable/Executable.h"
+#include "runtime/data/TokenizedDataset.h"
+#include "runtime/train/Program.h"
 
 namespace twill {
 
-/// Fills every input buffer of `executable` (tokens, labels, positions,
-/// segments) from the JSON object in `path`, which maps each input's name
-/// to rows of integers of the input's shape.
-llvm::Error loadBatchJson(llvm::StringRef path, const Executable &executable,
-                          BufferSet &buffers);
+/// The per-position inputs of a batch, in the order of Row's fields.
+inline constexpr llvm::StringLiteral kBatchInputs[] = {"tokens", "labels",
+                                                       "positions", "segments"};
+
+/// Fills the batch inputs from `rows` (batch_size of them).
+llvm::Error fillBatch(Program &program, llvm::ArrayRef<Row> rows);
+
+/// Fills the batch inputs from the JSON object in `path`, which maps each
+/// input's name to batch_size rows of seq_len integers.
+llvm::Error loadBatchJson(Program &program, llvm::StringRef path);
 
 } // namespace twill
 

@@ -10,6 +10,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <optional>
+#include <random>
 
 using namespace twill;
 
@@ -52,21 +54,46 @@ static llvm::Error checkAdapterConfig(llvm::StringRef adapterDir,
   return llvm::Error::success();
 }
 
-llvm::Error twill::loadParameters(const Executable &executable,
-                                  BufferSet &buffers, llvm::StringRef baseDir,
+/// Fills `values` as an untrained parameter named `name` starts.
+static void initialise(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
+                       llvm::MutableArrayRef<float> values,
+                       std::mt19937_64 &random) {
+  if (name.ends_with(".lora_B.weight")) {
+    std::fill(values.begin(), values.end(), 0.0f);
+  } else if (name.ends_with(".lora_A.weight")) {
+    // kaiming_uniform_(a=sqrt(5)), PEFT's choice: bound 1 / sqrt(fan_in).
+    float bound = 1.0f / std::sqrt(float(shape.back()));
+    std::uniform_real_distribution<float> uniform(-bound, bound);
+    for (float &value : values)
+      value = uniform(random);
+  } else if (name.ends_with("norm.weight")) {
+    std::fill(values.begin(), values.end(), 1.0f);
+  } else {
+    std::normal_distribution<float> normal(0.0f, 0.02f);
+    for (float &value : values)
+      value = normal(random);
+  }
+}
+
+llvm::Error twill::loadParameters(Program &program, llvm::StringRef baseDir,
                                   llvm::StringRef adapterDir) {
-  if (baseDir.empty())
+  const JobConfig &job = program.job();
+  bool randomBase = baseDir.empty() && job.checkpoint().random_base();
+  if (baseDir.empty() && !randomBase)
     return weightError("no base model: set checkpoint.base_dir in the job "
-                       "or pass --weights");
-  llvm::Expected<io::SafetensorsCheckpoint> base =
-      io::SafetensorsCheckpoint::open(baseDir);
-  if (!base)
-    return base.takeError();
+                       "(or checkpoint.random_base), or pass --weights");
+  std::optional<io::SafetensorsCheckpoint> base;
+  if (!randomBase) {
+    llvm::Expected<io::SafetensorsCheckpoint> opened =
+        io::SafetensorsCheckpoint::open(baseDir);
+    if (!opened)
+      return opened.takeError();
+    base = std::move(*opened);
+  }
 
   std::unique_ptr<io::SafetensorsFile> adapter;
   if (!adapterDir.empty()) {
-    if (llvm::Error error =
-            checkAdapterConfig(adapterDir, executable.job().lora()))
+    if (llvm::Error error = checkAdapterConfig(adapterDir, job.lora()))
       return error;
     llvm::SmallString<256> path(adapterDir);
     llvm::sys::path::append(path, "adapter_model.safetensors");
@@ -77,21 +104,23 @@ llvm::Error twill::loadParameters(const Executable &executable,
     adapter = std::move(*opened);
   }
 
-  for (const Parameter &parameter : executable.parameters()) {
-    const Buffer &buffer = buffers.info(parameter.buffer());
+  std::mt19937_64 random(job.train().seed());
+  for (const Parameter &parameter : program.executable().parameters()) {
+    const Buffer &buffer = program.buffers().info(parameter.buffer());
     if (buffer.dtype() != F32)
       return weightError("parameter '" + parameter.name() +
                          "' is not fp32; the cpu backend runs fp32 programs");
     llvm::ArrayRef<int64_t> shape(buffer.shape().data(), buffer.shape_size());
-    llvm::MutableArrayRef<float> values(buffers.as<float>(parameter.buffer()),
-                                        numElements(buffer));
+    llvm::MutableArrayRef<float> values(
+        program.buffers().as<float>(parameter.buffer()), numElements(buffer));
+    bool lora = isLoraWeight(parameter.name());
     llvm::Error error = llvm::Error::success();
-    if (!isLoraWeight(parameter.name()))
-      error = base->readF32(parameter.name(), shape, values);
-    else if (adapter)
+    if (lora && adapter)
       error = adapter->readF32(peftAdapterKey(parameter.name()), shape, values);
+    else if (!lora && base)
+      error = base->readF32(parameter.name(), shape, values);
     else
-      std::memset(values.data(), 0, values.size() * sizeof(float));
+      initialise(parameter.name(), shape, values, random);
     if (error)
       return error;
   }

@@ -59,7 +59,7 @@ func.func @forward(%w: tensor<4x8xf32> {twill.param = "layer.weight"},
 
 // -----
 
-// expected-error @+1 {{argument 0 is neither a parameter (twill.param) nor an input (twill.input)}}
+// expected-error @+1 {{argument 0 is neither a parameter (twill.param), a state (twill.state) nor an input (twill.input)}}
 func.func @unnamed(%x: tensor<3x8xf32>) -> tensor<3x8xf32> {
   return %x : tensor<3x8xf32>
 }

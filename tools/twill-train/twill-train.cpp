@@ -1,19 +1,21 @@
 //===- twill-train.cpp - run a compiled Twill job -------------------------===//
 //
+//   twill-train job.twx [--data train.jsonl] [--eval-data eval.jsonl]
+//               [--weights DIR] [--adapter DIR]
 //   twill-train job.twx --eval --batch batch.json [--weights DIR]
-//               [--adapter DIR] [--dump-logits logits.safetensors]
-//               [--gradients grads.safetensors]
+//               [--adapter DIR] [--dump-logits F] [--gradients F]
 //
-// Loads the Executable that twillc wrote, fills its parameters from a
-// Hugging Face checkpoint (and a PEFT adapter), runs the forward pass (or,
-// with --gradients, the training step's loss and gradients) on one batch on
-// the CPU backend and prints the loss.
+// Loads the Executable that twillc wrote and fills its parameters from a
+// Hugging Face checkpoint (and a PEFT adapter to start from). Then either
+// trains on pre-tokenized JSONL and writes the PEFT adapter to the job's
+// checkpoint.output_dir, or, with --eval, runs one batch and prints its
+// loss (and, with --gradients, the gradients of the summed loss).
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/backend/cpu/CpuBackend.h"
 #include "runtime/io/Safetensors.h"
 #include "runtime/train/Batch.h"
+#include "runtime/train/Trainer.h"
 #include "runtime/train/Weights.h"
 
 #include "llvm/Support/CommandLine.h"
@@ -27,31 +29,40 @@ using namespace twill;
 
 static cl::opt<std::string> executablePath(cl::Positional, cl::Required,
                                            cl::desc("<job.twx>"));
-static cl::opt<bool> eval("eval",
-                          cl::desc("Run the forward pass on one batch and "
-                                   "print its loss"));
-static cl::opt<std::string>
-    batchPath("batch",
-              cl::desc("The batch: JSON with tokens, labels, "
-                       "positions and segments"),
-              cl::value_desc("batch.json"));
 static cl::opt<std::string>
     weightsPath("weights",
                 cl::desc("Hugging Face model folder or .safetensors file "
                          "(default: the job's checkpoint.base_dir)"),
                 cl::value_desc("dir"));
-static cl::opt<std::string> adapterPath("adapter",
-                                        cl::desc("PEFT adapter folder to load"),
-                                        cl::value_desc("dir"));
+static cl::opt<std::string>
+    adapterPath("adapter", cl::desc("PEFT adapter folder to start from"),
+                cl::value_desc("dir"));
+static cl::opt<std::string>
+    dataPath("data",
+             cl::desc("Pre-tokenized JSONL to train on (default: the job's "
+                      "data.path)"),
+             cl::value_desc("train.jsonl"));
+static cl::opt<std::string> evalDataPath(
+    "eval-data",
+    cl::desc("Pre-tokenized JSONL to measure next-token accuracy on, before "
+             "and after training"),
+    cl::value_desc("eval.jsonl"));
+static cl::opt<bool> eval("eval",
+                          cl::desc("Run one batch instead of training and "
+                                   "print its loss"));
+static cl::opt<std::string>
+    batchPath("batch",
+              cl::desc("With --eval: the batch, JSON with tokens, "
+                       "labels, positions and segments"),
+              cl::value_desc("batch.json"));
 static cl::opt<std::string>
     dumpLogitsPath("dump-logits",
-                   cl::desc("Write the logits as a safetensors file"),
+                   cl::desc("With --eval: write the logits as safetensors"),
                    cl::value_desc("logits.safetensors"));
-
 static cl::opt<std::string> gradientsPath(
     "gradients",
-    cl::desc("Run the training step instead and write the gradient of every "
-             "trainable parameter of the summed loss"),
+    cl::desc("With --eval: run the training step instead and write the "
+             "gradient of the summed loss for every trainable parameter"),
     cl::value_desc("grads.safetensors"));
 
 static int fail(const llvm::Twine &message) {
@@ -63,86 +74,144 @@ static int fail(llvm::Error error) {
   return fail(llvm::toString(std::move(error)));
 }
 
-/// Writes the outputs of `entry` named "<parameter>.grad" to `path`.
-static llvm::Error writeGradients(const Executable &executable,
-                                  const EntryPoint &entry, BufferSet &buffers,
-                                  llvm::StringRef path) {
-  std::vector<io::NamedTensor> gradients;
-  for (int i = 0; i < entry.outputs_size(); ++i) {
-    if (!llvm::StringRef(entry.output_names(i)).ends_with(".grad"))
+/// Writes the buffers `select` picks, named as it says, to `path`.
+static llvm::Error
+writeBuffers(Program &program, llvm::StringRef path,
+             llvm::function_ref<std::string(int id)> select) {
+  std::vector<io::NamedTensor> tensors;
+  for (int id = 0; id < program.executable().buffers_size(); ++id) {
+    std::string name = select(id);
+    if (name.empty())
       continue;
-    const Buffer &buffer = executable.buffers(entry.outputs(i));
-    gradients.push_back(
-        {entry.output_names(i),
+    const Buffer &buffer = program.executable().buffers(id);
+    tensors.push_back(
+        {name,
          std::vector<int64_t>(buffer.shape().begin(), buffer.shape().end()),
-         llvm::ArrayRef<float>(buffers.as<float>(entry.outputs(i)),
+         llvm::ArrayRef<float>(program.buffers().as<float>(id),
                                numElements(buffer))});
   }
-  return io::writeSafetensors(path, gradients);
+  return io::writeSafetensors(path, tensors);
 }
 
-/// Writes the buffer named "logits" to `path`.
-static llvm::Error dumpLogits(const Executable &executable, BufferSet &buffers,
-                              llvm::StringRef path) {
-  for (int id = 0; id < executable.buffers_size(); ++id) {
-    const Buffer &buffer = executable.buffers(id);
-    if (buffer.name() != "logits")
-      continue;
-    io::NamedTensor logits{
-        "logits",
-        std::vector<int64_t>(buffer.shape().begin(), buffer.shape().end()),
-        llvm::ArrayRef<float>(buffers.as<float>(id), numElements(buffer))};
-    return io::writeSafetensors(path, {logits});
+/// One batch through @forward (or, for gradients, @train_step).
+static int runEval(Program &program) {
+  if (batchPath.empty())
+    return fail("--eval needs --batch batch.json");
+  llvm::StringRef name = gradientsPath.empty() ? "forward" : "train_step";
+  const EntryPoint *entry = program.entryPoint(name);
+  if (!entry)
+    return fail(executablePath + ": has no " + name + " entry point");
+  if (llvm::Error error = loadBatchJson(program, batchPath))
+    return fail(std::move(error));
+  if (llvm::Error error = program.run(*entry))
+    return fail(std::move(error));
+  float lossSum =
+      *program.buffers().as<float>(Program::outputBuffer(*entry, "loss_sum"));
+  int64_t tokens = *program.buffers().as<int64_t>(
+      Program::outputBuffer(*entry, "token_count"));
+  llvm::outs() << llvm::formatv("loss {0:f6} (sum {1:f6} over {2} tokens)\n",
+                                tokens ? lossSum / tokens : 0.0f, lossSum,
+                                tokens);
+  if (!gradientsPath.empty()) {
+    // The step sums gradients into "<parameter>.grad_sum" states, zero
+    // before this one step: they hold its gradients.
+    llvm::StringMap<std::string> gradients;
+    for (const State &state : program.executable().states())
+      if (llvm::StringRef(state.name()).ends_with(".grad_sum"))
+        gradients[std::to_string(state.buffer())] =
+            llvm::StringRef(state.name()).drop_back(4).str();
+    if (llvm::Error error = writeBuffers(program, gradientsPath, [&](int id) {
+          return gradients.lookup(std::to_string(id));
+        }))
+      return fail(std::move(error));
   }
-  return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 "the executable has no value named logits");
+  if (!dumpLogitsPath.empty()) {
+    int logits = program.valueBuffer(*entry, "logits");
+    if (logits < 0)
+      return fail(executablePath + ": " + name + " has no value named logits");
+    if (llvm::Error error = writeBuffers(program, dumpLogitsPath, [&](int id) {
+          return id == logits ? std::string("logits") : std::string();
+        }))
+      return fail(std::move(error));
+  }
+  return 0;
+}
+
+static llvm::Expected<std::vector<Row>> readRows(const JobConfig &job,
+                                                 llvm::StringRef path) {
+  llvm::Expected<std::vector<Example>> examples = readTokenizedJsonl(path);
+  if (!examples)
+    return examples.takeError();
+  PackResult packed =
+      packExamples(*examples, job.train().seq_len(), job.data().packed());
+  llvm::outs() << llvm::formatv("{0}: {1} examples in {2} rows of {3}", path,
+                                examples->size(), packed.rows.size(),
+                                job.train().seq_len());
+  if (packed.truncatedExamples)
+    llvm::outs() << llvm::formatv(" ({0} examples longer than seq_len cut, "
+                                  "{1} tokens dropped)",
+                                  packed.truncatedExamples,
+                                  packed.truncatedTokens);
+  llvm::outs() << "\n";
+  return std::move(packed.rows);
+}
+
+static int runTraining(Program &program) {
+  const JobConfig &job = program.job();
+  std::string path = dataPath.empty() ? job.data().path() : dataPath.getValue();
+  if (path.empty())
+    return fail("no data: set data.path in the job or pass --data");
+  if (job.data().format() != DataConfig::TOKENIZED)
+    return fail("data.format " + DataConfig::Format_Name(job.data().format()) +
+                " needs the tokenizer, which twill-train does not have yet; "
+                "use pre-tokenized JSONL (data.format TOKENIZED)");
+  llvm::Expected<std::vector<Row>> rows = readRows(job, path);
+  if (!rows)
+    return fail(rows.takeError());
+
+  std::vector<Row> evalRows;
+  std::optional<Evaluation> before;
+  if (!evalDataPath.empty()) {
+    llvm::Expected<std::vector<Row>> read = readRows(job, evalDataPath);
+    if (!read)
+      return fail(read.takeError());
+    evalRows = std::move(*read);
+    llvm::Expected<Evaluation> measured = evaluate(program, evalRows);
+    if (!measured)
+      return fail(measured.takeError());
+    before = *measured;
+  }
+
+  llvm::Expected<TrainResult> result = train(program, *rows, llvm::outs());
+  if (!result)
+    return fail(result.takeError());
+  llvm::outs() << llvm::formatv("trained {0} steps; adapter written to {1}\n",
+                                result->steps, job.checkpoint().output_dir());
+  if (before) {
+    llvm::Expected<Evaluation> after = evaluate(program, evalRows);
+    if (!after)
+      return fail(after.takeError());
+    llvm::outs() << llvm::formatv(
+        "eval next-token accuracy {0:f1}% -> {1:f1}%, loss {2:f3} -> {3:f3} "
+        "({4} tokens)\n",
+        100 * before->accuracy, 100 * after->accuracy, before->loss,
+        after->loss, after->tokens);
+  }
+  return 0;
 }
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::ParseCommandLineOptions(argc, argv, "Twill job runner\n");
-  if (!eval)
-    return fail("training is not implemented yet; run a forward pass with "
-                "--eval --batch batch.json");
-  if (batchPath.empty())
-    return fail("--eval needs --batch batch.json");
 
   llvm::Expected<Executable> executable = loadExecutable(executablePath);
   if (!executable)
     return fail(executable.takeError());
-  llvm::StringRef entryName = gradientsPath.empty() ? "forward" : "train_step";
-  const EntryPoint *entry = nullptr;
-  for (const EntryPoint &candidate : executable->entry_points())
-    if (candidate.name() == entryName)
-      entry = &candidate;
-  if (!entry || entry->outputs_size() < 2 ||
-      entry->output_names_size() != entry->outputs_size())
-    return fail(executablePath + ": has no " + entryName +
-                " entry point returning the loss sum and token count");
-
-  BufferSet buffers(*executable);
+  Program program(std::move(*executable));
   std::string baseDir = weightsPath.empty()
-                            ? executable->job().checkpoint().base_dir()
+                            ? program.job().checkpoint().base_dir()
                             : weightsPath.getValue();
-  if (llvm::Error error =
-          loadParameters(*executable, buffers, baseDir, adapterPath))
+  if (llvm::Error error = loadParameters(program, baseDir, adapterPath))
     return fail(std::move(error));
-  if (llvm::Error error = loadBatchJson(batchPath, *executable, buffers))
-    return fail(std::move(error));
-  if (llvm::Error error = CpuBackend::run(*entry, buffers))
-    return fail(std::move(error));
-
-  float lossSum = *buffers.as<float>(entry->outputs(0));
-  int64_t tokens = *buffers.as<int64_t>(entry->outputs(1));
-  llvm::outs() << llvm::formatv("loss {0:f6} (sum {1:f6} over {2} tokens)\n",
-                                tokens ? lossSum / tokens : 0.0f, lossSum,
-                                tokens);
-  if (!gradientsPath.empty())
-    if (llvm::Error error =
-            writeGradients(*executable, *entry, buffers, gradientsPath))
-      return fail(std::move(error));
-  if (!dumpLogitsPath.empty())
-    if (llvm::Error error = dumpLogits(*executable, buffers, dumpLogitsPath))
-      return fail(std::move(error));
-  return 0;
+  return eval ? runEval(program) : runTraining(program);
 }

@@ -56,7 +56,7 @@ compile(mlir::MLIRContext &context, const twill::JobConfig &config) {
   mlir::OwningOpRef<mlir::ModuleOp> module =
       twill::buildLlamaModule(context, config);
   mlir::PassManager pm(&context);
-  mlir::twill::buildCompilePipeline(pm);
+  mlir::twill::buildCompilePipeline(pm, config.train());
   if (mlir::failed(pm.run(*module)))
     return nullptr;
   return module;

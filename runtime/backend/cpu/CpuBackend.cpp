@@ -6,6 +6,7 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <cmath>
 #include <cstring>
 
 using namespace twill;
@@ -31,6 +32,8 @@ public:
                ? instruction.operands(index)
                : instruction.results(index - instruction.operands_size());
   }
+  int numOperands() const { return instruction.operands_size(); }
+  int numResults() const { return instruction.results_size(); }
   const Buffer &info(int index) const {
     return executable.buffers(bufferId(index));
   }
@@ -360,6 +363,75 @@ llvm::Error runCrossEntropyGrad(const InstructionView &in) {
       in.intAttr("ignore_index", -100), *in.data<float>(2), in.data<float>(3));
 }
 
+//===----------------------------------------------------------------------===//
+// Optimizer
+//===----------------------------------------------------------------------===//
+
+llvm::Error runGlobalNorm(const InstructionView &in) {
+  int inputs = in.numOperands();
+  if (in.numResults() != 1 || in.info(inputs).dtype() != F32 ||
+      in.count(inputs) != 1)
+    return in.fail("expects inputs and one f32 scalar result");
+  double sumSquares = 0;
+  for (int i = 0; i < inputs; ++i) {
+    if (in.info(i).dtype() != F32)
+      return in.fail("inputs must be f32");
+    cpu::accumulateSquares(in.data<float>(i), in.count(i), sumSquares);
+  }
+  *in.data<float>(inputs) = float(std::sqrt(sumSquares));
+  return llvm::Error::success();
+}
+
+llvm::Error runClipCoefficient(const InstructionView &in) {
+  if (auto error = in.expect(1, 1, {F32, F32}, {0, 0}))
+    return error;
+  if (in.count(0) != 1 || in.count(1) != 1)
+    return in.fail("expects scalars");
+  *in.data<float>(1) =
+      cpu::clipCoefficient(*in.data<float>(0), in.floatAttr("max_norm", 1));
+  return llvm::Error::success();
+}
+
+llvm::Error runLrSchedule(const InstructionView &in) {
+  if (auto error = in.expect(2, 1, {I64, I64, F32}, {0, 0, 0}))
+    return error;
+  if (in.count(0) != 1 || in.count(1) != 1 || in.count(2) != 1)
+    return in.fail("expects scalars");
+  *in.data<float>(2) =
+      cpu::scheduledLr(*in.data<int64_t>(0), *in.data<int64_t>(1),
+                       in.floatAttr("lr", 0), in.intAttr("warmup_steps", 0));
+  return llvm::Error::success();
+}
+
+llvm::Error runAdamW(const InstructionView &in) {
+  if (auto error =
+          in.expect(7, 3, {F32, F32, F32, F32, F32, F32, I64, F32, F32, F32},
+                    {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}))
+    return error;
+  for (int index : {1, 2, 3, 7, 8, 9})
+    if (auto error = in.expectSameCount(0, index))
+      return error;
+  if (in.count(4) != 1 || in.count(5) != 1 || in.count(6) != 1)
+    return in.fail("lr, grad_scale and step must be scalars");
+  cpu::AdamWSettings settings{
+      in.floatAttr("beta1", 0.9), in.floatAttr("beta2", 0.999),
+      in.floatAttr("eps", 1e-8), in.floatAttr("weight_decay", 0)};
+  cpu::adamw(in.data<float>(0), in.data<float>(1), in.data<float>(2),
+             in.data<float>(3), *in.data<float>(4), *in.data<float>(5),
+             *in.data<int64_t>(6), settings, in.data<float>(7),
+             in.data<float>(8), in.data<float>(9), in.count(0));
+  return llvm::Error::success();
+}
+
+llvm::Error runIncrement(const InstructionView &in) {
+  if (auto error = in.expect(1, 1, {I64, I64}, {0, 0}))
+    return error;
+  if (in.count(0) != 1 || in.count(1) != 1)
+    return in.fail("expects scalars");
+  *in.data<int64_t>(1) = *in.data<int64_t>(0) + 1;
+  return llvm::Error::success();
+}
+
 const llvm::StringMap<Kernel> &kernels() {
   static const llvm::StringMap<Kernel> table = {
       {"twill.embedding", runEmbedding},
@@ -370,6 +442,7 @@ const llvm::StringMap<Kernel> &kernels() {
       {"twill.add", runElementwise<cpu::add>},
       {"twill.mul", runElementwise<cpu::mul>},
       {"twill.swiglu", runElementwise<cpu::swiglu>},
+      {"twill.div", runElementwise<cpu::div>},
       {"twill.scale", runScale},
       {"twill.cross_entropy", runCrossEntropy},
       {"twill.reshape", runReshape},
@@ -383,6 +456,11 @@ const llvm::StringMap<Kernel> &kernels() {
       {"twill.attention_grad", runAttentionGrad},
       {"twill.swiglu_grad", runSwigluGrad},
       {"twill.cross_entropy_grad", runCrossEntropyGrad},
+      {"twill.global_norm", runGlobalNorm},
+      {"twill.clip_coefficient", runClipCoefficient},
+      {"twill.lr_schedule", runLrSchedule},
+      {"twill.adamw", runAdamW},
+      {"twill.increment", runIncrement},
   };
   return table;
 }

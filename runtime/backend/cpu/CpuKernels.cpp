@@ -174,6 +174,12 @@ void cpu::mul(const float *lhs, const float *rhs, float *out, int64_t count) {
     out[i] = lhs[i] * rhs[i];
 }
 
+void cpu::div(const float *lhs, const float *rhs, float *out, int64_t count) {
+#pragma omp parallel for
+  for (int64_t i = 0; i < count; ++i)
+    out[i] = lhs[i] / rhs[i];
+}
+
 void cpu::scale(const float *x, double factor, float *out, int64_t count) {
   float f = float(factor);
 #pragma omp parallel for
@@ -422,4 +428,53 @@ llvm::Error cpu::crossEntropyGrad(const float *logits, const int32_t *labels,
     dz[labels[row]] -= lossGrad;
   }
   return llvm::Error::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer
+//===----------------------------------------------------------------------===//
+
+void cpu::accumulateSquares(const float *x, int64_t count, double &sumSquares) {
+  for (int64_t i = 0; i < count; ++i)
+    sumSquares += double(x[i]) * x[i];
+}
+
+float cpu::clipCoefficient(float norm, double maxNorm) {
+  return float(std::min(1.0, maxNorm / (double(norm) + 1e-6)));
+}
+
+float cpu::scheduledLr(int64_t step, int64_t totalSteps, double lr,
+                       int64_t warmupSteps) {
+  if (step < warmupSteps)
+    return float(lr * double(step) / double(std::max<int64_t>(1, warmupSteps)));
+  double progress = double(step - warmupSteps) /
+                    double(std::max<int64_t>(1, totalSteps - warmupSteps));
+  return float(lr * std::max(0.0, 0.5 * (1.0 + std::cos(M_PI * progress))));
+}
+
+void cpu::adamw(const float *param, const float *grad, const float *expAvg,
+                const float *expAvgSq, float lr, float gradScale, int64_t step,
+                const AdamWSettings &settings, float *newParam,
+                float *newExpAvg, float *newExpAvgSq, int64_t count) {
+  // The scalars as PyTorch computes them (in double), then its float ops in
+  // its order, so that a step matches torch.optim.AdamW.
+  int64_t t = step + 1;
+  float decay = float(1.0 - double(lr) * settings.weightDecay);
+  float stepSize = float(double(lr) / (1.0 - std::pow(settings.beta1, t)));
+  float correction2Sqrt = float(std::sqrt(1.0 - std::pow(settings.beta2, t)));
+  float oneMinusBeta1 = float(1.0 - settings.beta1);
+  float beta2 = float(settings.beta2),
+        oneMinusBeta2 = float(1.0 - settings.beta2);
+  float eps = float(settings.eps);
+#pragma omp parallel for
+  for (int64_t i = 0; i < count; ++i) {
+    float g = grad[i] * gradScale;
+    float p = param[i] * decay;
+    float m = expAvg[i] + oneMinusBeta1 * (g - expAvg[i]);
+    float v = expAvgSq[i] * beta2 + oneMinusBeta2 * g * g;
+    float denom = std::sqrt(v) / correction2Sqrt + eps;
+    newParam[i] = p - stepSize * (m / denom);
+    newExpAvg[i] = m;
+    newExpAvgSq[i] = v;
+  }
 }

@@ -54,6 +54,7 @@ void attention(const float *q, const float *k, const float *v,
 void swiglu(const float *gate, const float *up, float *out, int64_t count);
 void add(const float *lhs, const float *rhs, float *out, int64_t count);
 void mul(const float *lhs, const float *rhs, float *out, int64_t count);
+void div(const float *lhs, const float *rhs, float *out, int64_t count);
 void scale(const float *x, double factor, float *out, int64_t count);
 
 /// Sum over `rows` rows of logsumexp(logits) - logits[label], skipping rows
@@ -102,6 +103,32 @@ void swigluGrad(const float *gate, const float *up, const float *grad,
 llvm::Error crossEntropyGrad(const float *logits, const int32_t *labels,
                              int64_t rows, int64_t vocab, int64_t ignoreIndex,
                              float lossGrad, float *out);
+
+//===----------------------------------------------------------------------===//
+// Optimizer
+//===----------------------------------------------------------------------===//
+
+/// Adds the squares of `count` values to `sumSquares`, in order.
+void accumulateSquares(const float *x, int64_t count, double &sumSquares);
+
+/// min(1, maxNorm / (norm + 1e-6)), as torch.nn.utils.clip_grad_norm_.
+float clipCoefficient(float norm, double maxNorm);
+
+/// The learning rate after `step` optimizer steps: linear warmup, then a
+/// half cosine to zero at `totalSteps`.
+float scheduledLr(int64_t step, int64_t totalSteps, double lr,
+                  int64_t warmupSteps);
+
+struct AdamWSettings {
+  double beta1, beta2, eps, weightDecay;
+};
+
+/// One torch.optim.AdamW update (step = optimizer steps already taken) of
+/// `count` values; `param`, `expAvg` and `expAvgSq` get the new values.
+void adamw(const float *param, const float *grad, const float *expAvg,
+           const float *expAvgSq, float lr, float gradScale, int64_t step,
+           const AdamWSettings &settings, float *newParam, float *newExpAvg,
+           float *newExpAvgSq, int64_t count);
 
 } // namespace twill::cpu
 

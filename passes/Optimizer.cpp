@@ -1,0 +1,208 @@
+//===- Optimizer.cpp - the twill-optimizer pass ---------------------------===//
+
+#include "passes/Passes.h"
+
+#include "dialects/twill/TwillOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+namespace mlir::twill {
+#define GEN_PASS_DEF_OPTIMIZER
+#include "passes/Passes.h.inc"
+} // namespace mlir::twill
+
+using namespace mlir;
+using namespace mlir::twill;
+
+namespace {
+
+constexpr llvm::StringLiteral kGradSuffix = ".grad";
+
+/// Builds a function's signature as arguments and results are added.
+class FunctionBuilder {
+public:
+  FunctionBuilder(OpBuilder &builder, func::FuncOp function)
+      : builder(builder), function(function),
+        body(&function.getBody().front()) {}
+
+  Value addArgument(Type type, StringRef attrName, StringRef name,
+                    bool trainable = false) {
+    Value argument = body->addArgument(type, function.getLoc());
+    SmallVector<NamedAttribute, 2> attrs{
+        builder.getNamedAttr(attrName, builder.getStringAttr(name))};
+    if (trainable)
+      attrs.push_back(
+          builder.getNamedAttr(kTrainableAttrName, builder.getUnitAttr()));
+    argAttrs.push_back(builder.getDictionaryAttr(attrs));
+    return argument;
+  }
+
+  void addResult(Value value, const Twine &name) {
+    results.push_back(value);
+    resultAttrs.push_back(builder.getDictionaryAttr(
+        builder.getNamedAttr(kOutputAttrName, builder.getStringAttr(name))));
+  }
+
+  /// Replaces the terminator and the signature with what was added.
+  void finish(Location loc) {
+    if (Operation *terminator = body->empty() ? nullptr : &body->back())
+      if (isa<func::ReturnOp>(terminator))
+        terminator->erase();
+    builder.setInsertionPointToEnd(body);
+    func::ReturnOp::create(builder, loc, results);
+    function.setFunctionType(builder.getFunctionType(
+        body->getArgumentTypes(), ValueRange(results).getTypes()));
+    function.setAllArgAttrs(argAttrs);
+    function.setAllResultAttrs(resultAttrs);
+  }
+
+  OpBuilder &builder;
+  func::FuncOp function;
+  Block *body;
+  SmallVector<DictionaryAttr> argAttrs, resultAttrs;
+  SmallVector<Value> results;
+};
+
+/// A trainable parameter and where its gradient is summed.
+struct Trainable {
+  std::string name;
+  RankedTensorType type;
+};
+
+struct OptimizerPass : public mlir::twill::impl::OptimizerBase<OptimizerPass> {
+  using OptimizerBase::OptimizerBase;
+
+  void runOnOperation() override;
+  FailureOr<SmallVector<Trainable>> accumulateGradients(func::FuncOp step);
+  void buildOptimizerStep(func::FuncOp step, ArrayRef<Trainable> trainables);
+};
+
+} // namespace
+
+FailureOr<SmallVector<Trainable>>
+OptimizerPass::accumulateGradients(func::FuncOp step) {
+  OpBuilder builder(step.getContext());
+  FunctionBuilder function(builder, step);
+  step.getAllArgAttrs(function.argAttrs);
+  auto ret = cast<func::ReturnOp>(function.body->getTerminator());
+  builder.setInsertionPoint(ret);
+  Location loc = step.getLoc();
+
+  SmallVector<Trainable> trainables;
+  for (auto [index, value] : llvm::enumerate(ret.getOperands())) {
+    auto name = step.getResultAttrOfType<StringAttr>(index, kOutputAttrName);
+    if (!name)
+      return step.emitError("result ") << index << " has no twill.output name";
+    if (name.getValue() == "token_count") {
+      // The step's count, summed over micro-batches as a float: what the
+      // gradients are divided by.
+      auto floatType = RankedTensorType::get({}, builder.getF32Type());
+      Value sum =
+          function.addArgument(floatType, kStateAttrName, "token_count_sum");
+      Value count = CastOp::create(builder, loc, floatType, value);
+      function.addResult(value, name.getValue());
+      function.addResult(AddOp::create(builder, loc, floatType, sum, count),
+                         "token_count_sum");
+      continue;
+    }
+    if (!name.getValue().ends_with(kGradSuffix)) {
+      function.addResult(value, name.getValue());
+      continue;
+    }
+    std::string parameter = name.getValue().drop_back(kGradSuffix.size()).str();
+    auto type = cast<RankedTensorType>(value.getType());
+    Value sum =
+        function.addArgument(type, kStateAttrName, parameter + ".grad_sum");
+    function.addResult(AddOp::create(builder, loc, type, sum, value),
+                       parameter + ".grad_sum");
+    trainables.push_back({parameter, type});
+  }
+  function.finish(ret.getLoc());
+  return trainables;
+}
+
+void OptimizerPass::buildOptimizerStep(func::FuncOp step,
+                                       ArrayRef<Trainable> trainables) {
+  OpBuilder builder(step);
+  builder.setInsertionPointAfter(step);
+  Location loc = step.getLoc();
+  auto optimizer = func::FuncOp::create(builder, loc, "optimizer_step",
+                                        builder.getFunctionType({}, {}));
+  optimizer.addEntryBlock();
+  FunctionBuilder function(builder, optimizer);
+  builder.setInsertionPointToStart(function.body);
+
+  auto scalar = [&](Type element) {
+    return RankedTensorType::get({}, element);
+  };
+  Type f32 = scalar(builder.getF32Type()), i64 = scalar(builder.getI64Type());
+  SmallVector<Value> params, sums, expAvgs, expAvgSqs;
+  for (const Trainable &trainable : trainables)
+    params.push_back(function.addArgument(trainable.type, kParamAttrName,
+                                          trainable.name, /*trainable=*/true));
+  for (const Trainable &trainable : trainables) {
+    sums.push_back(function.addArgument(trainable.type, kStateAttrName,
+                                        trainable.name + ".grad_sum"));
+    expAvgs.push_back(function.addArgument(trainable.type, kStateAttrName,
+                                           trainable.name + ".exp_avg"));
+    expAvgSqs.push_back(function.addArgument(trainable.type, kStateAttrName,
+                                             trainable.name + ".exp_avg_sq"));
+  }
+  Value stepCount = function.addArgument(i64, kStateAttrName, "step");
+  Value tokenCount =
+      function.addArgument(f32, kStateAttrName, "token_count_sum");
+  Value totalSteps = function.addArgument(i64, kInputAttrName, "total_steps");
+
+  // Gradients are sums over tokens: scale by 1 / count, then clip.
+  auto constant = [&](Type type, double value) -> Value {
+    return ConstantOp::create(builder, loc, type,
+                              builder.getF64FloatAttr(value));
+  };
+  Value inverseCount =
+      DivOp::create(builder, loc, f32, constant(f32, 1.0), tokenCount);
+  Value norm = MulOp::create(builder, loc, f32,
+                             GlobalNormOp::create(builder, loc, f32, sums),
+                             inverseCount);
+  Value gradScale = inverseCount;
+  if (maxGradNorm > 0) {
+    Value coefficient = ClipCoefficientOp::create(
+        builder, loc, f32, norm, builder.getF64FloatAttr(maxGradNorm));
+    gradScale = MulOp::create(builder, loc, f32, inverseCount, coefficient);
+  }
+  Value lrValue = LrScheduleOp::create(builder, loc, f32, stepCount, totalSteps,
+                                       builder.getF64FloatAttr(lr),
+                                       builder.getI64IntegerAttr(warmupSteps));
+
+  for (auto [index, trainable] : llvm::enumerate(trainables)) {
+    auto update = AdamWOp::create(
+        builder, loc, trainable.type, trainable.type, trainable.type,
+        params[index], sums[index], expAvgs[index], expAvgSqs[index], lrValue,
+        gradScale, stepCount, builder.getF64FloatAttr(beta1),
+        builder.getF64FloatAttr(beta2), builder.getF64FloatAttr(eps),
+        builder.getF64FloatAttr(weightDecay));
+    function.addResult(update.getNewParam(), trainable.name);
+    function.addResult(update.getNewExpAvg(), trainable.name + ".exp_avg");
+    function.addResult(update.getNewExpAvgSq(), trainable.name + ".exp_avg_sq");
+    function.addResult(constant(trainable.type, 0.0),
+                       trainable.name + ".grad_sum");
+  }
+  function.addResult(IncrementOp::create(builder, loc, i64, stepCount), "step");
+  function.addResult(constant(f32, 0.0), "token_count_sum");
+  function.addResult(norm, "grad_norm");
+  function.addResult(lrValue, "lr");
+  function.finish(loc);
+}
+
+void OptimizerPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  auto step = module.lookupSymbol<func::FuncOp>("train_step");
+  if (!step) {
+    module.emitError("twill-optimizer needs the @train_step of "
+                     "twill-autodiff");
+    return signalPassFailure();
+  }
+  FailureOr<SmallVector<Trainable>> trainables = accumulateGradients(step);
+  if (failed(trainables))
+    return signalPassFailure();
+  buildOptimizerStep(step, *trainables);
+}

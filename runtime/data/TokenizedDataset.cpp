@@ -1,0 +1,132 @@
+//===- TokenizedDataset.cpp - pre-tokenized JSONL into rows ---------------===//
+
+#include "runtime/data/TokenizedDataset.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <limits>
+
+using namespace twill;
+namespace json = llvm::json;
+
+static constexpr int32_t kIgnore = -100;
+
+/// The integers of `key` in `line`, or an error.
+static llvm::Expected<std::vector<int32_t>> readIds(const json::Object &line,
+                                                    llvm::StringRef key) {
+  const json::Array *array = line.getArray(key);
+  auto fail = [&](const llvm::Twine &what) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "'" + key + "' " + what);
+  };
+  if (!array)
+    return fail("must be an array of integers");
+  std::vector<int32_t> ids;
+  ids.reserve(array->size());
+  for (const json::Value &value : *array) {
+    std::optional<int64_t> id = value.getAsInteger();
+    if (!id || *id < std::numeric_limits<int32_t>::min() ||
+        *id > std::numeric_limits<int32_t>::max())
+      return fail("must hold only 32-bit integers");
+    ids.push_back(int32_t(*id));
+  }
+  return ids;
+}
+
+llvm::Expected<std::vector<Example>>
+twill::readTokenizedJsonl(llvm::StringRef path) {
+  auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  if (!file)
+    return llvm::createStringError(file.getError(), "cannot read %s: %s",
+                                   path.str().c_str(),
+                                   file.getError().message().c_str());
+  std::vector<Example> examples;
+  llvm::SmallVector<llvm::StringRef> lines;
+  (*file)->getBuffer().split(lines, '\n');
+  for (auto [index, text] : llvm::enumerate(lines)) {
+    auto fail = [&, index = index](const llvm::Twine &what) {
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          llvm::formatv("{0}:{1}: ", path, index + 1).str() + what);
+    };
+    if (text.trim().empty())
+      continue;
+    llvm::Expected<json::Value> parsed = json::parse(text);
+    if (!parsed)
+      return fail("not valid JSON: " + llvm::toString(parsed.takeError()));
+    const json::Object *line = parsed->getAsObject();
+    if (!line)
+      return fail("expected a JSON object");
+    Example example;
+    llvm::Expected<std::vector<int32_t>> ids = readIds(*line, "input_ids");
+    if (!ids)
+      return fail(llvm::toString(ids.takeError()));
+    example.inputIds = std::move(*ids);
+    if (line->get("labels")) {
+      llvm::Expected<std::vector<int32_t>> labels = readIds(*line, "labels");
+      if (!labels)
+        return fail(llvm::toString(labels.takeError()));
+      if (labels->size() != example.inputIds.size())
+        return fail(llvm::formatv("'labels' has {0} entries, 'input_ids' {1}",
+                                  labels->size(), example.inputIds.size())
+                        .str());
+      example.labels = std::move(*labels);
+    } else {
+      example.labels = example.inputIds;
+    }
+    if (example.inputIds.empty())
+      return fail("'input_ids' is empty");
+    examples.push_back(std::move(example));
+  }
+  return examples;
+}
+
+Row twill::paddingRow(int64_t seqLen) {
+  return Row{std::vector<int32_t>(seqLen, 0),
+             std::vector<int32_t>(seqLen, kIgnore),
+             std::vector<int32_t>(seqLen, 0), std::vector<int32_t>(seqLen, 0)};
+}
+
+PackResult twill::packExamples(llvm::ArrayRef<Example> examples, int64_t seqLen,
+                               bool packed) {
+  PackResult result;
+  Row row;
+  int32_t segment = 0;
+  // Fills the rest of the current row with padding in a segment of its own
+  // and starts a new one.
+  auto finishRow = [&] {
+    if (row.tokens.empty())
+      return;
+    int64_t used = row.tokens.size();
+    for (int64_t i = used; i < seqLen; ++i) {
+      row.tokens.push_back(0);
+      row.labels.push_back(kIgnore);
+      row.positions.push_back(int32_t(i - used));
+      row.segments.push_back(segment);
+    }
+    result.rows.push_back(std::move(row));
+    row = Row();
+    segment = 0;
+  };
+  for (const Example &example : examples) {
+    int64_t length = std::min<int64_t>(example.inputIds.size(), seqLen);
+    if (length < (int64_t)example.inputIds.size()) {
+      ++result.truncatedExamples;
+      result.truncatedTokens += example.inputIds.size() - length;
+    }
+    if (!packed || (int64_t)row.tokens.size() + length > seqLen)
+      finishRow();
+    for (int64_t i = 0; i < length; ++i) {
+      row.tokens.push_back(example.inputIds[i]);
+      // Position i predicts the next token of its example.
+      row.labels.push_back(i + 1 < length ? example.labels[i + 1] : kIgnore);
+      row.positions.push_back(int32_t(i));
+      row.segments.push_back(segment);
+    }
+    ++segment;
+  }
+  finishRow();
+  return result;
+}

@@ -1,0 +1,53 @@
+//===- TokenizedDataset.h - pre-tokenized JSONL into rows -------*- C++ -*-===//
+//
+// Examples are `{"input_ids": [...], "labels": [...]}` lines, labels aligned
+// with the tokens as Hugging Face writes them (-100: not trained on;
+// without "labels" every token is). Rows are what the program reads:
+// `seq_len` positions of tokens, next-token labels, positions and document
+// segments; packing puts several examples in a row, each with positions
+// from 0 and its own segment, so attention never crosses examples.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TWILL_RUNTIME_DATA_TOKENIZEDDATASET_H
+#define TWILL_RUNTIME_DATA_TOKENIZEDDATASET_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace twill {
+
+struct Example {
+  std::vector<int32_t> inputIds, labels;
+};
+
+/// Reads every line of `path`; a malformed line is an error naming the file
+/// and the line.
+llvm::Expected<std::vector<Example>> readTokenizedJsonl(llvm::StringRef path);
+
+/// One row of a batch, each vector `seq_len` long.
+struct Row {
+  std::vector<int32_t> tokens, labels, positions, segments;
+};
+
+struct PackResult {
+  std::vector<Row> rows;
+  /// Examples cut to seq_len, and the tokens cut off them.
+  int64_t truncatedExamples = 0, truncatedTokens = 0;
+};
+
+/// Lays `examples` into rows of `seqLen`: several per row when `packed`,
+/// one per row otherwise. Labels become next-token labels: position i is
+/// trained to predict label i + 1 of its example.
+PackResult packExamples(llvm::ArrayRef<Example> examples, int64_t seqLen,
+                        bool packed);
+
+/// A row with no tokens to train on, to complete a last batch.
+Row paddingRow(int64_t seqLen);
+
+} // namespace twill
+
+#endif // TWILL_RUNTIME_DATA_TOKENIZEDDATASET_H

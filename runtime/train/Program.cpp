@@ -1,0 +1,60 @@
+//===- Program.cpp - an Executable with its memory, ready to run ----------===//
+
+#include "runtime/train/Program.h"
+
+#include "runtime/backend/cpu/CpuBackend.h"
+
+#include <cstring>
+
+using namespace twill;
+
+Program::Program(Executable executable) : program(std::move(executable)) {
+  memory = std::make_unique<BufferSet>(program);
+  for (const Parameter &parameter : program.parameters())
+    named[parameter.name()] = parameter.buffer();
+  for (const State &state : program.states())
+    named[state.name()] = state.buffer();
+  for (const Input &input : program.inputs())
+    named[input.name()] = input.buffer();
+}
+
+const EntryPoint *Program::entryPoint(llvm::StringRef name) const {
+  for (const EntryPoint &entry : program.entry_points())
+    if (entry.name() == name)
+      return &entry;
+  return nullptr;
+}
+
+int Program::outputBuffer(const EntryPoint &entry, llvm::StringRef name) {
+  for (int i = 0; i < entry.output_names_size(); ++i)
+    if (entry.output_names(i) == name)
+      return entry.outputs(i);
+  return -1;
+}
+
+int Program::valueBuffer(const EntryPoint &entry, llvm::StringRef name) const {
+  for (const Instruction &instruction : entry.instructions())
+    for (int result : instruction.results())
+      if (program.buffers(result).name() == name)
+        return result;
+  return -1;
+}
+
+llvm::Error Program::run(const EntryPoint &entry) {
+  if (llvm::Error error = CpuBackend::run(entry, *memory))
+    return error;
+  for (int i = 0; i < entry.output_names_size(); ++i) {
+    int target = bufferOf(entry.output_names(i));
+    int source = entry.outputs(i);
+    if (target < 0 || target == source)
+      continue;
+    const Buffer &to = program.buffers(target), &from = program.buffers(source);
+    if (to.size_bytes() != from.size_bytes() || to.dtype() != from.dtype())
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "%s: output '%s' does not fit the value it updates",
+          entry.name().c_str(), entry.output_names(i).c_str());
+    std::memcpy(memory->data(target), memory->data(source), to.size_bytes());
+  }
+  return llvm::Error::success();
+}

@@ -1,0 +1,53 @@
+//===- Program.h - an Executable with its memory, ready to run --*- C++ -*-===//
+//
+// Holds the buffers of every value, finds parameters, states and inputs by
+// name, and runs entry points on the CPU backend. After a run, outputs
+// named after a parameter or a state are written back into it: that is how
+// a step's updates persist.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TWILL_RUNTIME_TRAIN_PROGRAM_H
+#define TWILL_RUNTIME_TRAIN_PROGRAM_H
+
+#include "runtime/executable/Executable.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <memory>
+
+namespace twill {
+
+class Program {
+public:
+  explicit Program(Executable executable);
+
+  const Executable &executable() const { return program; }
+  BufferSet &buffers() { return *memory; }
+  const JobConfig &job() const { return program.job(); }
+
+  /// The buffer of the parameter, state or input `name`; -1 if none.
+  int bufferOf(llvm::StringRef name) const {
+    auto it = named.find(name);
+    return it == named.end() ? -1 : it->second;
+  }
+  const EntryPoint *entryPoint(llvm::StringRef name) const;
+
+  /// Runs `entry`, then writes back its outputs named after parameters or
+  /// states.
+  llvm::Error run(const EntryPoint &entry);
+
+  /// The buffer of `entry`'s output `name` (as of its last run); -1 if none.
+  static int outputBuffer(const EntryPoint &entry, llvm::StringRef name);
+  /// The buffer of the value `entry` computes and names `name` (such as
+  /// "logits"); -1 if none.
+  int valueBuffer(const EntryPoint &entry, llvm::StringRef name) const;
+
+private:
+  Executable program;
+  std::unique_ptr<BufferSet> memory;
+  llvm::StringMap<int> named;
+};
+
+} // namespace twill
+
+#endif // TWILL_RUNTIME_TRAIN_PROGRAM_H

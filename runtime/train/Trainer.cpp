@@ -1,0 +1,175 @@
+//===- Trainer.cpp - the training loop ------------------------------------===//
+
+#include "runtime/train/Trainer.h"
+
+#include "runtime/train/Adapter.h"
+#include "runtime/train/Batch.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
+
+#include <chrono>
+
+using namespace twill;
+
+static llvm::Error trainError(const llvm::Twine &what) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), what);
+}
+
+/// The rows of micro-batch `index`, padded with empty rows past the end.
+static std::vector<Row> microBatch(llvm::ArrayRef<Row> rows, int64_t index,
+                                   int64_t batchSize, int64_t seqLen) {
+  std::vector<Row> batch;
+  for (int64_t i = index * batchSize; i < (index + 1) * batchSize; ++i)
+    batch.push_back(i < (int64_t)rows.size() ? rows[i] : paddingRow(seqLen));
+  return batch;
+}
+
+template <typename T>
+static T scalarOutput(Program &program, const EntryPoint &entry,
+                      llvm::StringRef name) {
+  int id = Program::outputBuffer(entry, name);
+  return id < 0 ? T() : *program.buffers().as<T>(id);
+}
+
+llvm::Expected<TrainResult> twill::train(Program &program,
+                                         llvm::ArrayRef<Row> rows,
+                                         llvm::raw_ostream &log) {
+  const JobConfig &job = program.job();
+  const TrainConfig &settings = job.train();
+  const EntryPoint *step = program.entryPoint("train_step");
+  const EntryPoint *update = program.entryPoint("optimizer_step");
+  if (!step || !update)
+    return trainError("the executable has no train_step and optimizer_step: "
+                      "compile it with twillc");
+
+  int64_t batchSize = settings.batch_size(), seqLen = settings.seq_len();
+  int64_t accumulation = settings.gradient_accumulation_steps();
+  int64_t microBatches = (rows.size() + batchSize - 1) / batchSize;
+  int64_t stepsPerEpoch = microBatches / accumulation;
+  if (settings.max_steps_per_epoch() > 0)
+    stepsPerEpoch = std::min(stepsPerEpoch, settings.max_steps_per_epoch());
+  if (stepsPerEpoch == 0)
+    return trainError(llvm::formatv(
+        "the data makes {0} rows: fewer than one step of batch_size {1} x "
+        "gradient_accumulation_steps {2}",
+        rows.size(), batchSize, accumulation));
+  int64_t totalSteps = stepsPerEpoch * settings.epochs();
+  int totalStepsBuffer = program.bufferOf("total_steps");
+  if (totalStepsBuffer < 0)
+    return trainError("the executable has no total_steps input");
+  *program.buffers().as<int64_t>(totalStepsBuffer) = totalSteps;
+
+  const std::string &outputDir = job.checkpoint().output_dir();
+  if (std::error_code error = llvm::sys::fs::create_directories(outputDir))
+    return trainError("cannot create " + outputDir + ": " + error.message());
+  llvm::SmallString<256> metricsPath(outputDir);
+  llvm::sys::path::append(metricsPath, "metrics.jsonl");
+  std::error_code metricsError;
+  llvm::raw_fd_ostream metrics(metricsPath, metricsError);
+  if (metricsError)
+    return trainError("cannot write " + metricsPath + ": " +
+                      metricsError.message());
+
+  auto start = std::chrono::steady_clock::now();
+  TrainResult result;
+  for (int64_t epoch = 0; epoch < settings.epochs(); ++epoch) {
+    for (int64_t index = 0; index < stepsPerEpoch; ++index) {
+      auto stepStart = std::chrono::steady_clock::now();
+      double lossSum = 0;
+      int64_t tokens = 0;
+      for (int64_t micro = 0; micro < accumulation; ++micro) {
+        std::vector<Row> batch =
+            microBatch(rows, index * accumulation + micro, batchSize, seqLen);
+        if (llvm::Error error = fillBatch(program, batch))
+          return std::move(error);
+        if (llvm::Error error = program.run(*step))
+          return std::move(error);
+        lossSum += scalarOutput<float>(program, *step, "loss_sum");
+        tokens += scalarOutput<int64_t>(program, *step, "token_count");
+      }
+      ++result.steps;
+      if (tokens == 0) {
+        // Nothing to learn from: the sums are zero, so skip the update
+        // rather than divide by zero.
+        log << llvm::formatv("step {0}/{1} | no labelled tokens, skipped\n",
+                             result.steps, totalSteps);
+        continue;
+      }
+      if (llvm::Error error = program.run(*update))
+        return std::move(error);
+      auto now = std::chrono::steady_clock::now();
+      double elapsed = std::chrono::duration<double>(now - start).count();
+      double stepSeconds =
+          std::chrono::duration<double>(now - stepStart).count();
+      double tokensPerSecond = batchSize * accumulation * seqLen / stepSeconds;
+      result.lastLoss = lossSum / tokens;
+      float lr = scalarOutput<float>(program, *update, "lr");
+      float gradNorm = scalarOutput<float>(program, *update, "grad_norm");
+      log << llvm::formatv("step {0}/{1} | loss {2:f4} | lr {3:e2} | grad norm "
+                           "{4:f4} | {5:f0} tokens/s | {6:f1}s\n",
+                           result.steps, totalSteps, result.lastLoss, lr,
+                           gradNorm, tokensPerSecond, elapsed);
+      metrics << llvm::json::Value(
+                     llvm::json::Object{{"step", result.steps},
+                                        {"epoch", epoch},
+                                        {"loss", result.lastLoss},
+                                        {"lr", lr},
+                                        {"grad_norm", gradNorm},
+                                        {"tokens", tokens},
+                                        {"tokens_per_second", tokensPerSecond},
+                                        {"elapsed_seconds", elapsed}})
+              << "\n";
+      metrics.flush();
+      int64_t saveEvery = job.checkpoint().save_every();
+      if (saveEvery > 0 && result.steps % saveEvery == 0 &&
+          result.steps != totalSteps) {
+        llvm::SmallString<256> directory(outputDir);
+        llvm::sys::path::append(directory,
+                                llvm::formatv("step_{0}", result.steps).str());
+        if (llvm::Error error = writePeftAdapter(program, directory))
+          return std::move(error);
+      }
+    }
+  }
+  if (llvm::Error error = writePeftAdapter(program, outputDir))
+    return std::move(error);
+  return result;
+}
+
+llvm::Expected<Evaluation> twill::evaluate(Program &program,
+                                           llvm::ArrayRef<Row> rows) {
+  const EntryPoint *forward = program.entryPoint("forward");
+  int logitsId = forward ? program.valueBuffer(*forward, "logits") : -1;
+  if (logitsId < 0)
+    return trainError("the executable has no forward pass with logits");
+  const TrainConfig &settings = program.job().train();
+  int64_t batchSize = settings.batch_size(), seqLen = settings.seq_len();
+  int64_t vocab = program.job().model().vocab_size();
+  Evaluation evaluation;
+  int64_t correct = 0;
+  double lossSum = 0;
+  for (int64_t index = 0; index * batchSize < (int64_t)rows.size(); ++index) {
+    std::vector<Row> batch = microBatch(rows, index, batchSize, seqLen);
+    if (llvm::Error error = fillBatch(program, batch))
+      return std::move(error);
+    if (llvm::Error error = program.run(*forward))
+      return std::move(error);
+    lossSum += scalarOutput<float>(program, *forward, "loss_sum");
+    const float *logits = program.buffers().as<float>(logitsId);
+    for (auto [r, row] : llvm::enumerate(batch))
+      for (int64_t i = 0; i < seqLen; ++i) {
+        if (row.labels[i] < 0)
+          continue;
+        const float *z = logits + (r * seqLen + i) * vocab;
+        correct += std::max_element(z, z + vocab) - z == row.labels[i];
+        ++evaluation.tokens;
+      }
+  }
+  if (evaluation.tokens) {
+    evaluation.accuracy = double(correct) / evaluation.tokens;
+    evaluation.loss = lossSum / evaluation.tokens;
+  }
+  return evaluation;
+}

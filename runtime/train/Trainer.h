@@ -1,0 +1,40 @@
+//===- Trainer.h - the training loop ----------------------------*- C++ -*-===//
+//
+// Runs the compiled step over a dataset: for each optimizer step,
+// gradient_accumulation_steps micro-batches of @train_step (which sum
+// gradients and token counts into the program's state), then
+// @optimizer_step. Logs one line per step and appends it to a metrics JSONL
+// file; writes the PEFT adapter every save_every steps and at the end.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TWILL_RUNTIME_TRAIN_TRAINER_H
+#define TWILL_RUNTIME_TRAIN_TRAINER_H
+
+#include "runtime/data/TokenizedDataset.h"
+#include "runtime/train/Program.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace twill {
+
+struct TrainResult {
+  int64_t steps = 0;
+  double lastLoss = 0;
+};
+
+/// Trains `program` on `rows`; `log` gets the per-step lines.
+llvm::Expected<TrainResult> train(Program &program, llvm::ArrayRef<Row> rows,
+                                  llvm::raw_ostream &log);
+
+/// Next-token accuracy and mean loss of the model on `rows`, through
+/// @forward: the fraction of counted positions whose most likely token is
+/// the label.
+struct Evaluation {
+  double accuracy = 0, loss = 0;
+  int64_t tokens = 0;
+};
+llvm::Expected<Evaluation> evaluate(Program &program, llvm::ArrayRef<Row> rows);
+
+} // namespace twill
+
+#endif // TWILL_RUNTIME_TRAIN_TRAINER_H
