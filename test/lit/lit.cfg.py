@@ -15,5 +15,6 @@ config.environment["PATH"] = os.pathsep.join(
     [config.twill_tools_dir, config.llvm_tools_dir, config.environment["PATH"]]
 )
 config.substitutions.append(("%python", config.python))
+config.substitutions.append(("%repo", config.twill_src_root))
 config.substitutions.append(("%configs", os.path.join(config.twill_src_root, "configs")))
 config.substitutions.append(("%testdata", os.path.join(config.twill_src_root, "test", "data")))

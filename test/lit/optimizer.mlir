@@ -1,0 +1,60 @@
+// twill-optimizer makes @train_step sum gradients and tokens into states
+// and adds @optimizer_step: normalise by the step's tokens, clip, schedule
+// the learning rate, AdamW, reset the sums, count the step.
+// RUN: twill-opt %s --twill-autodiff --twill-optimizer="lr=0.001 warmup-steps=3 max-grad-norm=0.5 weight-decay=0.1" | FileCheck %s
+// RUN: twill-opt %s --twill-autodiff --twill-optimizer="max-grad-norm=0" | FileCheck %s --check-prefix=NOCLIP
+// RUN: not twill-opt %s --twill-optimizer 2>&1 | FileCheck %s --check-prefix=ORDER
+
+func.func @forward(%w: tensor<16x8xf32> {twill.param = "proj.weight"},
+                   %a: tensor<2x8xf32> {twill.param = "proj.lora_A.weight", twill.trainable},
+                   %x: tensor<3x8xf32> {twill.input = "x"},
+                   %labels: tensor<3xi32> {twill.input = "labels"})
+    -> (tensor<f32> {twill.output = "loss_sum"}, tensor<i64> {twill.output = "token_count"}) {
+  %y = twill.matmul %x, %w {transpose_rhs} : (tensor<3x8xf32>, tensor<16x8xf32>) -> tensor<3x16xf32>
+  %d = twill.matmul %x, %a {transpose_rhs} : (tensor<3x8xf32>, tensor<2x8xf32>) -> tensor<3x2xf32>
+  %e = twill.matmul %d, %a : (tensor<3x2xf32>, tensor<2x8xf32>) -> tensor<3x8xf32>
+  %z = twill.matmul %e, %w {transpose_rhs} : (tensor<3x8xf32>, tensor<16x8xf32>) -> tensor<3x16xf32>
+  %s = twill.add %y, %z : (tensor<3x16xf32>, tensor<3x16xf32>) -> tensor<3x16xf32>
+  %loss, %count = twill.cross_entropy %s, %labels : (tensor<3x16xf32>, tensor<3xi32>) -> (tensor<f32>, tensor<i64>)
+  return %loss, %count : tensor<f32>, tensor<i64>
+}
+
+// CHECK-LABEL: func.func @train_step(
+// CHECK-SAME: %[[COUNTSUM:[^:]*]]: tensor<f32> {twill.state = "token_count_sum"}
+// CHECK-SAME: %[[GRADSUM:[^:]*]]: tensor<2x8xf32> {twill.state = "proj.lora_A.weight.grad_sum"}
+// CHECK-SAME: -> (tensor<f32> {twill.output = "loss_sum"}, tensor<i64> {twill.output = "token_count"}, tensor<f32> {twill.output = "token_count_sum"}, tensor<2x8xf32> {twill.output = "proj.lora_A.weight.grad_sum"})
+// CHECK: %[[LOSS:.*]], %[[COUNT:.*]] = twill.cross_entropy
+// CHECK: %[[COUNTF:.*]] = twill.cast %[[COUNT]] : tensor<i64> -> tensor<f32>
+// CHECK-NEXT: %[[NEWCOUNT:.*]] = twill.add %[[COUNTSUM]], %[[COUNTF]]
+// CHECK-NEXT: %[[NEWGRAD:.*]] = twill.add %[[GRADSUM]], %{{.*}} : (tensor<2x8xf32>, tensor<2x8xf32>)
+// CHECK-NEXT: return %[[LOSS]], %[[COUNT]], %[[NEWCOUNT]], %[[NEWGRAD]]
+
+// CHECK-LABEL: func.func @optimizer_step(
+// CHECK-SAME: %[[P:[^:]*]]: tensor<2x8xf32> {twill.param = "proj.lora_A.weight", twill.trainable}
+// CHECK-SAME: %[[G:[^:]*]]: tensor<2x8xf32> {twill.state = "proj.lora_A.weight.grad_sum"}
+// CHECK-SAME: %[[M:[^:]*]]: tensor<2x8xf32> {twill.state = "proj.lora_A.weight.exp_avg"}
+// CHECK-SAME: %[[V:[^:]*]]: tensor<2x8xf32> {twill.state = "proj.lora_A.weight.exp_avg_sq"}
+// CHECK-SAME: %[[STEP:[^:]*]]: tensor<i64> {twill.state = "step"}
+// CHECK-SAME: %[[TOKENS:[^:]*]]: tensor<f32> {twill.state = "token_count_sum"}
+// CHECK-SAME: %[[TOTAL:[^:]*]]: tensor<i64> {twill.input = "total_steps"}
+// Results named after a parameter or state update it; the rest is reported.
+// CHECK-SAME: -> (tensor<2x8xf32> {twill.output = "proj.lora_A.weight"}, tensor<2x8xf32> {twill.output = "proj.lora_A.weight.exp_avg"}, tensor<2x8xf32> {twill.output = "proj.lora_A.weight.exp_avg_sq"}, tensor<2x8xf32> {twill.output = "proj.lora_A.weight.grad_sum"}, tensor<i64> {twill.output = "step"}, tensor<f32> {twill.output = "token_count_sum"}, tensor<f32> {twill.output = "grad_norm"}, tensor<f32> {twill.output = "lr"})
+// CHECK-NEXT: %[[ONE:.*]] = twill.constant 1.000000e+00 : tensor<f32>
+// CHECK-NEXT: %[[INV:.*]] = twill.div %[[ONE]], %[[TOKENS]]
+// CHECK-NEXT: %[[NORMSUM:.*]] = twill.global_norm %[[G]] : (tensor<2x8xf32>) -> tensor<f32>
+// CHECK-NEXT: %[[NORM:.*]] = twill.mul %[[NORMSUM]], %[[INV]]
+// CHECK-NEXT: %[[COEF:.*]] = twill.clip_coefficient %[[NORM]] {max_norm = 5.000000e-01 : f64}
+// CHECK-NEXT: %[[SCALE:.*]] = twill.mul %[[INV]], %[[COEF]]
+// CHECK-NEXT: %[[LR:.*]] = twill.lr_schedule %[[STEP]], %[[TOTAL]] {lr = 1.000000e-03 : f64, warmup_steps = 3 : i64}
+// CHECK-NEXT: %[[NP:.*]], %[[NM:.*]], %[[NV:.*]] = twill.adamw %[[P]], %[[G]], %[[M]], %[[V]], %[[LR]], %[[SCALE]], %[[STEP]] {beta1 = 9.000000e-01 : f64, beta2 = 0.99899999999999999 : f64, eps = 1.000000e-08 : f64, weight_decay = 1.000000e-01 : f64}
+// CHECK-NEXT: %[[ZERO:.*]] = twill.constant 0.000000e+00 : tensor<2x8xf32>
+// CHECK-NEXT: %[[NEXT:.*]] = twill.increment %[[STEP]] : tensor<i64>
+// CHECK-NEXT: %[[NOTOKENS:.*]] = twill.constant 0.000000e+00 : tensor<f32>
+// CHECK-NEXT: return %[[NP]], %[[NM]], %[[NV]], %[[ZERO]], %[[NEXT]], %[[NOTOKENS]], %[[NORM]], %[[LR]]
+
+// Without clipping the scale is 1 / tokens alone.
+// NOCLIP-LABEL: func.func @optimizer_step(
+// NOCLIP-NOT: twill.clip_coefficient
+// NOCLIP: twill.adamw
+
+// ORDER: error: twill-optimizer needs the @train_step of twill-autodiff

@@ -1,0 +1,167 @@
+"""Oracle test of Twill's training against torch.optim.AdamW + PEFT.
+
+    python train_oracle.py --bin BUILD/bin --work DIR
+
+Trains the same LoRA adapter on the same tiny Llama and data with Twill and
+with PyTorch for 10 optimizer steps with gradient accumulation 2, a loss
+normalised by the tokens of each step, global-norm clipping (tight enough
+to act), weight decay, linear warmup and cosine decay. Per-step losses must
+agree within 1e-4 relative, the final adapters within 1e-4 (max abs
+difference / max abs value), and PEFT must load Twill's adapter and give
+Twill's logits (1e-5).
+"""
+import argparse
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+from peft import LoraConfig, PeftModel, get_peft_model
+from safetensors.torch import load_file
+from transformers import LlamaConfig, LlamaForCausalLM
+
+VOCAB, SEQ, BATCH, ACCUMULATION, STEPS = 97, 12, 2, 2, 10
+LR, WARMUP, WEIGHT_DECAY, MAX_NORM = 2e-3, 3, 0.1, 0.05
+RANK, ALPHA, TARGETS = 4, 8.0, ["q_proj", "v_proj", "down_proj"]
+
+
+def make_examples():
+    generator = torch.Generator().manual_seed(3)
+    examples = []
+    for _ in range(STEPS * ACCUMULATION * BATCH):
+        length = int(torch.randint(3, SEQ + 1, (1,), generator=generator))
+        ids = torch.randint(0, VOCAB, (length,), generator=generator).tolist()
+        labels = [-100, -100] + ids[2:]  # the prompt is not trained on
+        examples.append({"input_ids": ids, "labels": labels})
+    return examples
+
+
+def lr_lambda(step):
+    if step < WARMUP:
+        return step / max(1, WARMUP)
+    progress = (step - WARMUP) / max(1, STEPS - WARMUP)
+    return max(0.0, 0.5 * (1.0 + math.cos(math.pi * progress)))
+
+
+def reference_training(model, examples):
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(trainable, lr=LR, betas=(0.9, 0.999),
+                                  eps=1e-8, weight_decay=WEIGHT_DECAY)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda)
+    losses = []
+    for step in range(STEPS):
+        rows = examples[step * ACCUMULATION * BATCH:
+                        (step + 1) * ACCUMULATION * BATCH]
+        total, count = 0.0, 0
+        sums = []
+        for example in rows:
+            ids = torch.tensor([example["input_ids"]])
+            targets = torch.tensor(example["labels"][1:] + [-100])
+            logits = model(input_ids=ids).logits[0]
+            counted = targets != -100
+            sums.append(torch.nn.functional.cross_entropy(
+                logits[counted], targets[counted], reduction="sum"))
+            count += int(counted.sum())
+        loss = torch.stack(sums).sum() / count
+        optimizer.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(trainable, MAX_NORM)
+        optimizer.step()
+        scheduler.step()
+        losses.append(loss.item())
+    return losses
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bin", type=Path, required=True)
+    parser.add_argument("--work", type=Path, required=True)
+    args = parser.parse_args()
+    work = args.work / "train"
+    work.mkdir(parents=True, exist_ok=True)
+
+    torch.manual_seed(0)
+    base = LlamaForCausalLM(LlamaConfig(
+        vocab_size=VOCAB, hidden_size=32, intermediate_size=48,
+        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        max_position_embeddings=64)).float()
+    base.save_pretrained(work / "base")
+    model = get_peft_model(base, LoraConfig(
+        r=RANK, lora_alpha=ALPHA, lora_dropout=0.0, target_modules=TARGETS,
+        init_lora_weights=False))
+    model.save_pretrained(work / "initial")
+    model.eval()  # no dropout; training mode changes nothing else here
+
+    examples = make_examples()
+    with open(work / "train.jsonl", "w") as out:
+        for example in examples:
+            out.write(json.dumps(example) + "\n")
+    targets = "".join(f' target_modules: "{t}"' for t in TARGETS)
+    (work / "job.textproto").write_text(f"""
+checkpoint {{ base_dir: "{work / 'base'}" output_dir: "{work / 'out'}" }}
+lora {{ rank: {RANK} alpha: {ALPHA}{targets} }}
+data {{ path: "{work / 'train.jsonl'}" packed: false }}
+train {{
+  batch_size: {BATCH} seq_len: {SEQ} gradient_accumulation_steps: {ACCUMULATION}
+  epochs: 1 lr: {LR} warmup_steps: {WARMUP} weight_decay: {WEIGHT_DECAY}
+  max_grad_norm: {MAX_NORM}
+}}
+""")
+    subprocess.run([args.bin / "twillc", work / "job.textproto", "-o",
+                    work / "job.twx"], check=True)
+    subprocess.run([args.bin / "twill-train", work / "job.twx", "--adapter",
+                    work / "initial"], check=True)
+
+    expected = reference_training(model, examples)
+    metrics = [json.loads(line) for line in
+               (work / "out" / "metrics.jsonl").read_text().splitlines()]
+    ok = len(metrics) == STEPS
+    for step, (twill, torch_loss) in enumerate(
+            zip((m["loss"] for m in metrics), expected), start=1):
+        error = abs(twill - torch_loss) / abs(torch_loss)
+        ok = ok and error < 1e-4
+        print(f"step {step}: loss twill {twill:.6f} torch {torch_loss:.6f} "
+              f"(relative {error:.1e})")
+
+    adapter = load_file(str(work / "out" / "adapter_model.safetensors"))
+    worst = 0.0
+    for name, parameter in model.named_parameters():
+        if "lora_" not in name:
+            continue
+        key = name.replace(".default.", ".")
+        reference = parameter.detach()
+        error = ((adapter[key] - reference).abs().max()
+                 / reference.abs().max()).item()
+        worst = max(worst, error)
+    print(f"final adapter: {len(adapter)} tensors, worst relative error "
+          f"{worst:.1e}")
+    ok = ok and worst < 1e-4 and len(adapter) == 2 * 2 * len(TARGETS)
+
+    # PEFT loads Twill's adapter and computes Twill's logits.
+    loaded = PeftModel.from_pretrained(
+        LlamaForCausalLM.from_pretrained(work / "base"), work / "out").eval()
+    ids = torch.tensor([examples[0]["input_ids"] + [0] * (SEQ - len(
+        examples[0]["input_ids"]))] * BATCH)
+    batch = {"tokens": ids.tolist(), "labels": [[-100] * SEQ] * BATCH,
+             "positions": [list(range(SEQ))] * BATCH,
+             "segments": [[0] * SEQ] * BATCH}
+    (work / "batch.json").write_text(json.dumps(batch))
+    subprocess.run([args.bin / "twill-train", work / "job.twx", "--eval",
+                    "--batch", work / "batch.json", "--adapter", work / "out",
+                    "--dump-logits", work / "logits.safetensors"],
+                   check=True, capture_output=True)
+    twill_logits = load_file(str(work / "logits.safetensors"))["logits"]
+    with torch.no_grad():
+        peft_logits = loaded(input_ids=ids).logits
+    error = ((twill_logits - peft_logits).abs().max()
+             / peft_logits.abs().max()).item()
+    print(f"PEFT-loaded adapter: logits relative error {error:.1e}")
+    ok = ok and error < 1e-5
+    print("PASS" if ok else "FAIL")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
