@@ -3,6 +3,8 @@
 #include "runtime/train/Adapter.h"
 
 #include "runtime/io/Safetensors.h"
+
+#include "google/protobuf/message.h"
 #include "runtime/train/Weights.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -29,24 +31,39 @@ static llvm::Error writeFileAtomically(llvm::StringRef path,
   return temp->keep(path);
 }
 
-llvm::Error twill::writePeftAdapter(Program &program,
-                                    llvm::StringRef directory) {
-  const JobConfig &job = program.job();
+static llvm::Error createDirectory(llvm::StringRef directory) {
   if (std::error_code error = llvm::sys::fs::create_directories(directory))
     return llvm::createStringError(error, "cannot create %s: %s",
                                    directory.str().c_str(),
                                    error.message().c_str());
+  return llvm::Error::success();
+}
+
+/// The LoRA weights (or all the others), named by `rename`.
+static std::vector<io::NamedTensor>
+parameterTensors(Program &program, bool lora,
+                 llvm::function_ref<std::string(llvm::StringRef)> rename) {
   std::vector<io::NamedTensor> tensors;
   for (const Parameter &parameter : program.executable().parameters()) {
-    if (!isLoraWeight(parameter.name()))
+    if (isLoraWeight(parameter.name()) != lora)
       continue;
     const Buffer &buffer = program.executable().buffers(parameter.buffer());
     tensors.push_back(
-        {peftAdapterKey(parameter.name()),
+        {rename(parameter.name()),
          std::vector<int64_t>(buffer.shape().begin(), buffer.shape().end()),
          llvm::ArrayRef<float>(program.buffers().as<float>(parameter.buffer()),
                                numElements(buffer))});
   }
+  return tensors;
+}
+
+llvm::Error twill::writePeftAdapter(Program &program, llvm::StringRef directory,
+                                    llvm::StringRef baseModel) {
+  const JobConfig &job = program.job();
+  if (llvm::Error error = createDirectory(directory))
+    return error;
+  std::vector<io::NamedTensor> tensors =
+      parameterTensors(program, /*lora=*/true, peftAdapterKey);
   llvm::SmallString<256> weights(directory), config(directory);
   llvm::sys::path::append(weights, "adapter_model.safetensors");
   llvm::sys::path::append(config, "adapter_config.json");
@@ -58,24 +75,97 @@ llvm::Error twill::writePeftAdapter(Program &program,
   llvm::json::Array targets;
   for (const std::string &target : lora.target_modules())
     targets.push_back(target);
-  llvm::json::Object adapterConfig{
-      {"peft_type", "LORA"},
-      {"task_type", "CAUSAL_LM"},
-      {"r", lora.rank()},
-      {"lora_alpha", lora.alpha()},
-      {"lora_dropout", lora.dropout()},
-      {"target_modules", std::move(targets)},
-      {"base_model_name_or_path", job.checkpoint().base_dir()},
-      {"bias", "none"},
-      {"fan_in_fan_out", false},
-      {"inference_mode", true},
-      {"init_lora_weights", true},
-      {"use_rslora", false},
-      {"use_dora", false},
-      {"modules_to_save", nullptr},
-      {"revision", nullptr}};
+  llvm::json::Object adapterConfig{{"peft_type", "LORA"},
+                                   {"task_type", "CAUSAL_LM"},
+                                   {"r", lora.rank()},
+                                   {"lora_alpha", lora.alpha()},
+                                   {"lora_dropout", lora.dropout()},
+                                   {"target_modules", std::move(targets)},
+                                   {"base_model_name_or_path", baseModel},
+                                   {"bias", "none"},
+                                   {"fan_in_fan_out", false},
+                                   {"inference_mode", true},
+                                   {"init_lora_weights", true},
+                                   {"use_rslora", false},
+                                   {"use_dora", false},
+                                   {"modules_to_save", nullptr},
+                                   {"revision", nullptr}};
   std::string text;
   llvm::raw_string_ostream(text)
       << llvm::formatv("{0:2}", llvm::json::Value(std::move(adapterConfig)));
   return writeFileAtomically(config, text);
+}
+
+/// The set fields of `message` as JSON, numbers as numbers (protobuf's own
+/// JSON mapping writes 64-bit integers as strings, which transformers
+/// rejects).
+static llvm::json::Object toJson(const google::protobuf::Message &message) {
+  namespace pb = google::protobuf;
+  llvm::json::Object object;
+  const pb::Reflection &reflection = *message.GetReflection();
+  std::vector<const pb::FieldDescriptor *> fields;
+  reflection.ListFields(message, &fields);
+  for (const pb::FieldDescriptor *field : fields) {
+    if (field->is_repeated())
+      continue; // ModelConfig has none
+    llvm::json::Value value = nullptr;
+    switch (field->cpp_type()) {
+    case pb::FieldDescriptor::CPPTYPE_INT64:
+      value = reflection.GetInt64(message, field);
+      break;
+    case pb::FieldDescriptor::CPPTYPE_DOUBLE:
+      value = reflection.GetDouble(message, field);
+      break;
+    case pb::FieldDescriptor::CPPTYPE_BOOL:
+      value = reflection.GetBool(message, field);
+      break;
+    case pb::FieldDescriptor::CPPTYPE_STRING:
+      value = reflection.GetString(message, field);
+      break;
+    case pb::FieldDescriptor::CPPTYPE_MESSAGE:
+      value = toJson(reflection.GetMessage(message, field));
+      break;
+    default:
+      continue;
+    }
+    object[field->name()] = std::move(value);
+  }
+  return object;
+}
+
+llvm::Error twill::writeHfModel(Program &program, llvm::StringRef directory) {
+  if (llvm::Error error = createDirectory(directory))
+    return error;
+  std::vector<io::NamedTensor> tensors = parameterTensors(
+      program, /*lora=*/false, [](llvm::StringRef name) { return name.str(); });
+  llvm::SmallString<256> weights(directory), config(directory);
+  llvm::sys::path::append(weights, "model.safetensors");
+  llvm::sys::path::append(config, "config.json");
+  if (llvm::Error error =
+          io::writeSafetensors(weights, tensors, {{"format", "pt"}}))
+    return error;
+
+  // ModelConfig's fields are config.json's keys.
+  llvm::json::Object object = toJson(program.job().model());
+  object["architectures"] = llvm::json::Array{"LlamaForCausalLM"};
+  object["torch_dtype"] = "float32";
+  std::string text;
+  llvm::raw_string_ostream(text)
+      << llvm::formatv("{0:2}", llvm::json::Value(std::move(object)));
+  return writeFileAtomically(config, text);
+}
+
+llvm::Error twill::saveTrainingResult(Program &program,
+                                      llvm::StringRef directory) {
+  const JobConfig &job = program.job();
+  if (job.has_full_finetune())
+    return writeHfModel(program, directory);
+  if (!job.checkpoint().random_base())
+    return writePeftAdapter(program, directory, job.checkpoint().base_dir());
+  // The adapter is only as good as its base: keep the random one beside it.
+  llvm::SmallString<256> base(directory);
+  llvm::sys::path::append(base, "base");
+  if (llvm::Error error = writeHfModel(program, base))
+    return error;
+  return writePeftAdapter(program, directory, base);
 }

@@ -8,10 +8,22 @@
 namespace twill {
 
 /// Writes the LoRA weights of `program` to `directory` as a PEFT adapter:
-/// adapter_model.safetensors (PEFT's key names) and adapter_config.json,
-/// each through a temporary file renamed into place, so that PEFT and vLLM
-/// load it and a crash never leaves a half-written adapter.
-llvm::Error writePeftAdapter(Program &program, llvm::StringRef directory);
+/// adapter_model.safetensors (PEFT's key names) and adapter_config.json
+/// naming `baseModel`, each through a temporary file renamed into place, so
+/// that PEFT and vLLM load it and a crash never leaves a half-written
+/// adapter.
+llvm::Error writePeftAdapter(Program &program, llvm::StringRef directory,
+                             llvm::StringRef baseModel);
+
+/// Writes every weight but the LoRA ones to `directory` as a Hugging Face
+/// model folder (model.safetensors and a config.json of the job's model)
+/// that transformers loads: the result of full fine-tuning, or the random
+/// base a checkpoint.random_base job's adapter belongs to.
+llvm::Error writeHfModel(Program &program, llvm::StringRef directory);
+
+/// Saves what training produced into `directory`: the adapter (LoRA) or
+/// the model (full fine-tuning).
+llvm::Error saveTrainingResult(Program &program, llvm::StringRef directory);
 
 } // namespace twill
 

@@ -128,12 +128,12 @@ llvm::Expected<TrainResult> twill::train(Program &program,
         llvm::SmallString<256> directory(outputDir);
         llvm::sys::path::append(directory,
                                 llvm::formatv("step_{0}", result.steps).str());
-        if (llvm::Error error = writePeftAdapter(program, directory))
+        if (llvm::Error error = saveTrainingResult(program, directory))
           return std::move(error);
       }
     }
   }
-  if (llvm::Error error = writePeftAdapter(program, outputDir))
+  if (llvm::Error error = saveTrainingResult(program, outputDir))
     return std::move(error);
   return result;
 }

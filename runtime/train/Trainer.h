@@ -4,7 +4,8 @@
 // gradient_accumulation_steps micro-batches of @train_step (which sum
 // gradients and token counts into the program's state), then
 // @optimizer_step. Logs one line per step and appends it to a metrics JSONL
-// file; writes the PEFT adapter every save_every steps and at the end.
+// file; writes the PEFT adapter (or, for full fine-tuning, the model) every
+// save_every steps and at the end.
 //
 //===----------------------------------------------------------------------===//
 

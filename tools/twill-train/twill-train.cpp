@@ -185,8 +185,10 @@ static int runTraining(Program &program) {
   llvm::Expected<TrainResult> result = train(program, *rows, llvm::outs());
   if (!result)
     return fail(result.takeError());
-  llvm::outs() << llvm::formatv("trained {0} steps; adapter written to {1}\n",
-                                result->steps, job.checkpoint().output_dir());
+  llvm::outs() << llvm::formatv("trained {0} steps; {1} written to {2}\n",
+                                result->steps,
+                                job.has_full_finetune() ? "model" : "adapter",
+                                job.checkpoint().output_dir());
   if (before) {
     llvm::Expected<Evaluation> after = evaluate(program, evalRows);
     if (!after)
