@@ -2,6 +2,7 @@
 
 #include "runtime/io/Safetensors.h"
 
+#include "runtime/io/AtomicFile.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Endian.h"
@@ -340,13 +341,7 @@ llvm::Error twill::io::writeSafetensors(
   llvm::raw_string_ostream(headerText) << json::Value(std::move(header));
   headerText.append((8 - headerText.size() % 8) % 8, ' '); // 8-byte aligned
 
-  llvm::Expected<llvm::sys::fs::TempFile> temp =
-      llvm::sys::fs::TempFile::create(path + "-%%%%%%.tmp");
-  if (!temp)
-    return fileError(path,
-                     "cannot create: " + llvm::toString(temp.takeError()));
-  {
-    llvm::raw_fd_ostream os(temp->FD, /*shouldClose=*/false);
+  return writeFileAtomically(path, [&](llvm::raw_ostream &os) {
     char size[8];
     llvm::support::endian::write64le(size, headerText.size());
     os.write(size, sizeof(size));
@@ -354,15 +349,5 @@ llvm::Error twill::io::writeSafetensors(
     for (const NamedTensor &tensor : tensors)
       os.write(reinterpret_cast<const char *>(tensor.values.data()),
                tensor.values.size() * sizeof(float));
-    os.flush();
-    if (os.has_error()) {
-      std::string message = os.error().message();
-      os.clear_error();
-      llvm::consumeError(temp->discard());
-      return fileError(path, "cannot write: " + message);
-    }
-  }
-  if (llvm::Error error = temp->keep(path))
-    return fileError(path, "cannot write: " + llvm::toString(std::move(error)));
-  return llvm::Error::success();
+  });
 }

@@ -2,6 +2,7 @@
 
 #include "runtime/train/Adapter.h"
 
+#include "runtime/io/AtomicFile.h"
 #include "runtime/io/Safetensors.h"
 
 #include "google/protobuf/message.h"
@@ -12,24 +13,6 @@
 #include "llvm/Support/Path.h"
 
 using namespace twill;
-
-static llvm::Error writeFileAtomically(llvm::StringRef path,
-                                       llvm::StringRef contents) {
-  llvm::Expected<llvm::sys::fs::TempFile> temp =
-      llvm::sys::fs::TempFile::create(path + "-%%%%%%.tmp");
-  if (!temp)
-    return temp.takeError();
-  llvm::raw_fd_ostream os(temp->FD, /*shouldClose=*/false);
-  os << contents;
-  os.flush();
-  if (os.has_error()) {
-    os.clear_error();
-    llvm::consumeError(temp->discard());
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "cannot write " + path);
-  }
-  return temp->keep(path);
-}
 
 static llvm::Error createDirectory(llvm::StringRef directory) {
   if (std::error_code error = llvm::sys::fs::create_directories(directory))
@@ -93,7 +76,8 @@ llvm::Error twill::writePeftAdapter(Program &program, llvm::StringRef directory,
   std::string text;
   llvm::raw_string_ostream(text)
       << llvm::formatv("{0:2}", llvm::json::Value(std::move(adapterConfig)));
-  return writeFileAtomically(config, text);
+  return io::writeFileAtomically(config,
+                                 [&](llvm::raw_ostream &os) { os << text; });
 }
 
 /// The set fields of `message` as JSON, numbers as numbers (protobuf's own
@@ -152,7 +136,8 @@ llvm::Error twill::writeHfModel(Program &program, llvm::StringRef directory) {
   std::string text;
   llvm::raw_string_ostream(text)
       << llvm::formatv("{0:2}", llvm::json::Value(std::move(object)));
-  return writeFileAtomically(config, text);
+  return io::writeFileAtomically(config,
+                                 [&](llvm::raw_ostream &os) { os << text; });
 }
 
 llvm::Error twill::saveTrainingResult(Program &program,

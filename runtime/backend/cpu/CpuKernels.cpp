@@ -109,6 +109,37 @@ void cpu::rope(const float *x, const int32_t *positions, float *out,
   }
 }
 
+/// The attention weights of query `i` of batch row `b` over keys 0..i of KV
+/// head `kvHead`: softmax of the scaled dot products, 0 for keys in another
+/// segment. Shared by attention and its gradient, which recomputes them.
+static void attentionWeights(const float *query, const float *k,
+                             const int32_t *segments, int64_t b, int64_t i,
+                             int64_t seq, int64_t kvHeads, int64_t kvHead,
+                             int64_t headDim, double scale,
+                             std::vector<double> &weights) {
+  auto visible = [&](int64_t j) {
+    return !segments || segments[b * seq + j] == segments[b * seq + i];
+  };
+  double maxScore = -std::numeric_limits<double>::infinity();
+  for (int64_t j = 0; j <= i; ++j) {
+    if (!visible(j))
+      continue;
+    const float *key = k + ((b * seq + j) * kvHeads + kvHead) * headDim;
+    float dot = 0;
+    for (int64_t d = 0; d < headDim; ++d)
+      dot += query[d] * key[d];
+    weights[j] = float(dot * scale);
+    maxScore = std::max(maxScore, weights[j]);
+  }
+  double total = 0;
+  for (int64_t j = 0; j <= i; ++j) {
+    weights[j] = visible(j) ? std::exp(weights[j] - maxScore) : 0.0;
+    total += weights[j];
+  }
+  for (int64_t j = 0; j <= i; ++j)
+    weights[j] /= total;
+}
+
 void cpu::attention(const float *q, const float *k, const float *v,
                     const int32_t *segments, float *out, int64_t batch,
                     int64_t seq, int64_t heads, int64_t kvHeads,
@@ -118,38 +149,22 @@ void cpu::attention(const float *q, const float *k, const float *v,
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t h = 0; h < heads; ++h) {
       int64_t kvHead = h / group;
-      std::vector<float> scores(seq);
-      std::vector<double> accumulator(headDim);
+      std::vector<double> weights(seq), accumulator(headDim);
       for (int64_t i = 0; i < seq; ++i) {
         const float *query = q + ((b * seq + i) * heads + h) * headDim;
-        // Scores of the visible keys: causal, and within the segment.
-        float maxScore = -std::numeric_limits<float>::infinity();
-        for (int64_t j = 0; j <= i; ++j) {
-          if (segments && segments[b * seq + j] != segments[b * seq + i]) {
-            scores[j] = -std::numeric_limits<float>::infinity();
-            continue;
-          }
-          const float *key = k + ((b * seq + j) * kvHeads + kvHead) * headDim;
-          float dot = 0;
-          for (int64_t d = 0; d < headDim; ++d)
-            dot += query[d] * key[d];
-          scores[j] = float(dot * scale);
-          maxScore = std::max(maxScore, scores[j]);
-        }
-        double total = 0;
+        attentionWeights(query, k, segments, b, i, seq, kvHeads, kvHead,
+                         headDim, scale, weights);
         std::fill(accumulator.begin(), accumulator.end(), 0.0);
         for (int64_t j = 0; j <= i; ++j) {
-          if (scores[j] == -std::numeric_limits<float>::infinity())
+          if (weights[j] == 0.0)
             continue;
-          double weight = std::exp(double(scores[j]) - maxScore);
-          total += weight;
           const float *value = v + ((b * seq + j) * kvHeads + kvHead) * headDim;
           for (int64_t d = 0; d < headDim; ++d)
-            accumulator[d] += weight * value[d];
+            accumulator[d] += weights[j] * value[d];
         }
         float *result = out + ((b * seq + i) * heads + h) * headDim;
         for (int64_t d = 0; d < headDim; ++d)
-          result[d] = float(accumulator[d] / total);
+          result[d] = float(accumulator[d]);
       }
     }
   }
@@ -327,45 +342,26 @@ void cpu::attentionGrad(const float *q, const float *k, const float *v,
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t kvHead = 0; kvHead < kvHeads; ++kvHead) {
       std::vector<double> dk(seq * headDim, 0.0), dv(seq * headDim, 0.0);
-      std::vector<double> probabilities(seq), dq(headDim);
+      std::vector<double> weights(seq), dq(headDim);
       auto at = [&](const float *base, int64_t position, int64_t head,
                     int64_t numHeads) {
         return base + ((b * seq + position) * numHeads + head) * headDim;
-      };
-      auto visible = [&](int64_t i, int64_t j) {
-        return !segments || segments[b * seq + j] == segments[b * seq + i];
       };
       for (int64_t h = kvHead * group; h < (kvHead + 1) * group; ++h) {
         for (int64_t i = 0; i < seq; ++i) {
           const float *query = at(q, i, h, heads);
           const float *dOut = at(grad, i, h, heads);
           const float *out = at(output, i, h, heads);
-          // Recompute the softmax row.
-          double maxScore = -std::numeric_limits<double>::infinity();
-          for (int64_t j = 0; j <= i; ++j) {
-            if (!visible(i, j))
-              continue;
-            const float *key = at(k, j, kvHead, kvHeads);
-            float dot = 0;
-            for (int64_t d = 0; d < headDim; ++d)
-              dot += query[d] * key[d];
-            probabilities[j] = float(dot * scale);
-            maxScore = std::max(maxScore, probabilities[j]);
-          }
-          double total = 0;
-          for (int64_t j = 0; j <= i; ++j)
-            if (visible(i, j)) {
-              probabilities[j] = std::exp(probabilities[j] - maxScore);
-              total += probabilities[j];
-            }
+          attentionWeights(query, k, segments, b, i, seq, kvHeads, kvHead,
+                           headDim, scale, weights);
           double rowDot = 0; // dO . O
           for (int64_t d = 0; d < headDim; ++d)
             rowDot += double(dOut[d]) * out[d];
           std::fill(dq.begin(), dq.end(), 0.0);
           for (int64_t j = 0; j <= i; ++j) {
-            if (!visible(i, j))
+            double p = weights[j];
+            if (p == 0.0)
               continue;
-            double p = probabilities[j] / total;
             const float *key = at(k, j, kvHead, kvHeads);
             const float *value = at(v, j, kvHead, kvHeads);
             double dP = 0;

@@ -1,0 +1,34 @@
+//===- AtomicFile.cpp - files that are whole or absent --------------------===//
+
+#include "runtime/io/AtomicFile.h"
+
+#include "llvm/Support/FileSystem.h"
+
+using namespace twill;
+
+llvm::Error
+io::writeFileAtomically(llvm::StringRef path,
+                        llvm::function_ref<void(llvm::raw_ostream &)> write) {
+  auto fail = [&](const llvm::Twine &why) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   path + ": cannot write: " + why);
+  };
+  llvm::Expected<llvm::sys::fs::TempFile> temp =
+      llvm::sys::fs::TempFile::create(path + "-%%%%%%.tmp");
+  if (!temp)
+    return fail(llvm::toString(temp.takeError()));
+  {
+    llvm::raw_fd_ostream os(temp->FD, /*shouldClose=*/false);
+    write(os);
+    os.flush();
+    if (os.has_error()) {
+      std::string message = os.error().message();
+      os.clear_error();
+      llvm::consumeError(temp->discard());
+      return fail(message);
+    }
+  }
+  if (llvm::Error error = temp->keep(path))
+    return fail(llvm::toString(std::move(error)));
+  return llvm::Error::success();
+}
