@@ -337,6 +337,8 @@ TEST(JobConfigValidation, UnknownTargetModuleListsTheAllowedOnes) {
 TEST(JobConfigValidation, RangesAndSupportedVariants) {
   EXPECT_THAT(validationErrorAfter("lora.dropout=1.5"),
               HasSubstr("lora.dropout must be in [0, 1)"));
+  EXPECT_THAT(validationErrorAfter("lora.dropout=0.05"),
+              HasSubstr("lora.dropout 0.05 is not supported yet"));
   EXPECT_THAT(validationErrorAfter("train.beta2=1"),
               HasSubstr("train.beta2 must be in [0, 1)"));
   EXPECT_THAT(validationErrorAfter("model.rope_scaling.rope_type=linear"),
