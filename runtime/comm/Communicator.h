@@ -1,0 +1,65 @@
+//===- Communicator.h - MPI collectives on mesh axes ------------*- C++ -*-===//
+//
+// The CPU runtime's collectives. Ranks form the job's mesh row-major (the
+// first axis major: with dp x tp, rank = dp_index * tp + tp_index); each
+// axis has a sub-communicator of the ranks that differ only along it, and a
+// collective on an axis runs among those. Tensors are row-major fp32 with a
+// gather or scatter dim, as the twill collective ops describe them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TWILL_RUNTIME_COMM_COMMUNICATOR_H
+#define TWILL_RUNTIME_COMM_COMMUNICATOR_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace twill {
+
+class Communicator {
+public:
+  /// Splits MPI_COMM_WORLD (MPI must be initialised) into the axes of a
+  /// mesh; fails, on every rank alike, unless the world has exactly as many
+  /// ranks as the mesh.
+  static llvm::Expected<std::unique_ptr<Communicator>>
+  create(llvm::ArrayRef<std::string> axes, llvm::ArrayRef<int64_t> shape);
+  ~Communicator();
+
+  int rank() const { return worldRank; }
+  int worldSize() const { return size; }
+  /// This rank's index along `axis`, and the axis size; -1 for no such axis.
+  int coordinate(llvm::StringRef axis) const;
+  int axisSize(llvm::StringRef axis) const;
+
+  /// out (shape with dim `dim` times the axis size) = the inputs of the
+  /// axis's ranks concatenated along `dim`, in axis order.
+  llvm::Error allGather(llvm::StringRef axis, const float *in, float *out,
+                        llvm::ArrayRef<int64_t> inShape, int64_t dim);
+  /// out = this rank's block along `dim` of the sum of the axis's inputs.
+  llvm::Error reduceScatter(llvm::StringRef axis, const float *in, float *out,
+                            llvm::ArrayRef<int64_t> inShape, int64_t dim);
+  /// out = the sum of the axis's inputs.
+  llvm::Error allReduce(llvm::StringRef axis, const float *in, float *out,
+                        int64_t count);
+  /// Splits `splitDim` into one block per rank of the axis, sends block r to
+  /// rank r, and concatenates what arrives along `concatDim`.
+  llvm::Error allToAll(llvm::StringRef axis, const float *in, float *out,
+                       llvm::ArrayRef<int64_t> inShape, int64_t splitDim,
+                       int64_t concatDim);
+
+private:
+  struct Axis;
+  llvm::Expected<const Axis *> findAxis(llvm::StringRef name) const;
+
+  int worldRank = 0, size = 1;
+  std::vector<Axis> axes;
+};
+
+} // namespace twill
+
+#endif // TWILL_RUNTIME_COMM_COMMUNICATOR_H

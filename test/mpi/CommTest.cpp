@@ -1,0 +1,162 @@
+//===- CommTest.cpp - collectives on every mesh axis, under mpirun --------===//
+//
+// Run as `mpirun -np N twill-comm-tests` with TWILL_TEST_MESH=dp,tp. Every
+// rank fills its input from its rank, so each rank can compute what every
+// collective must return and check it; the process fails on every rank if
+// any rank saw a failure.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/comm/Communicator.h"
+
+#include "gtest/gtest.h"
+
+#include <cstdlib>
+#include <mpi.h>
+
+using namespace twill;
+
+namespace {
+
+std::vector<int64_t> meshShape() {
+  const char *text = std::getenv("TWILL_TEST_MESH");
+  std::vector<int64_t> shape;
+  for (llvm::StringRef rest = text ? text : "1,1"; !rest.empty();) {
+    auto [head, tail] = rest.split(',');
+    shape.push_back(std::stoll(head.str()));
+    rest = tail;
+  }
+  return shape;
+}
+
+/// Rank `rank`'s input: distinct everywhere, so a misplaced value shows.
+std::vector<float> inputOf(int rank, int64_t count) {
+  std::vector<float> values(count);
+  for (int64_t i = 0; i < count; ++i)
+    values[i] = float(rank * 1000 + i);
+  return values;
+}
+
+class CommTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    shape = meshShape();
+    auto created = Communicator::create({"dp", "tp"}, shape);
+    ASSERT_TRUE(bool(created)) << llvm::toString(created.takeError());
+    comm = std::move(*created);
+  }
+
+  /// The world rank of the rank at `index` along `axis`, others as ours.
+  int rankAlong(int axis, int index) const {
+    int dp = axis == 0 ? index : comm->coordinate("dp");
+    int tp = axis == 1 ? index : comm->coordinate("tp");
+    return dp * int(shape[1]) + tp;
+  }
+
+  std::vector<int64_t> shape;
+  std::unique_ptr<Communicator> comm;
+};
+
+TEST_F(CommTest, RanksAreRowMajorOverTheMesh) {
+  EXPECT_EQ(comm->rank(),
+            comm->coordinate("dp") * shape[1] + comm->coordinate("tp"));
+  EXPECT_EQ(comm->axisSize("dp"), shape[0]);
+  EXPECT_EQ(comm->axisSize("tp"), shape[1]);
+  EXPECT_EQ(comm->coordinate("pp"), -1);
+}
+
+TEST_F(CommTest, AllGatherConcatenatesAlongAnyDim) {
+  const int64_t in[] = {2, 3, 4};
+  for (int axis = 0; axis < 2; ++axis) {
+    const char *name = axis == 0 ? "dp" : "tp";
+    int n = int(shape[axis]);
+    for (int64_t dim = 0; dim < 3; ++dim) {
+      std::vector<float> x = inputOf(comm->rank(), 24), out(24 * n);
+      ASSERT_FALSE(comm->allGather(name, x.data(), out.data(), in, dim));
+      // out[.., r * in[dim] + j, ..] = input of rank r at [.., j, ..].
+      int64_t outer = 1, inner = 1;
+      for (int64_t d = 0; d < dim; ++d)
+        outer *= in[d];
+      for (int64_t d = dim + 1; d < 3; ++d)
+        inner *= in[d];
+      for (int r = 0; r < n; ++r) {
+        std::vector<float> theirs = inputOf(rankAlong(axis, r), 24);
+        for (int64_t o = 0; o < outer; ++o)
+          for (int64_t j = 0; j < in[dim]; ++j)
+            for (int64_t i = 0; i < inner; ++i)
+              ASSERT_EQ(out[((o * n + r) * in[dim] + j) * inner + i],
+                        theirs[(o * in[dim] + j) * inner + i])
+                  << name << " dim " << dim;
+      }
+    }
+  }
+}
+
+TEST_F(CommTest, ReduceScatterSumsThenKeepsOurBlock) {
+  for (int axis = 0; axis < 2; ++axis) {
+    const char *name = axis == 0 ? "dp" : "tp";
+    int n = int(shape[axis]);
+    const int64_t in[] = {3, 2 * n};
+    std::vector<float> x = inputOf(comm->rank(), 6 * n), out(6);
+    ASSERT_FALSE(comm->reduceScatter(name, x.data(), out.data(), in, 1));
+    int me = comm->coordinate(name);
+    for (int64_t row = 0; row < 3; ++row)
+      for (int64_t j = 0; j < 2; ++j) {
+        float sum = 0;
+        for (int r = 0; r < n; ++r)
+          sum += inputOf(rankAlong(axis, r), 6 * n)[row * 2 * n + me * 2 + j];
+        ASSERT_EQ(out[row * 2 + j], sum) << name;
+      }
+  }
+}
+
+TEST_F(CommTest, AllReduceSums) {
+  for (int axis = 0; axis < 2; ++axis) {
+    const char *name = axis == 0 ? "dp" : "tp";
+    std::vector<float> x = inputOf(comm->rank(), 5), out(5);
+    ASSERT_FALSE(comm->allReduce(name, x.data(), out.data(), 5));
+    for (int64_t i = 0; i < 5; ++i) {
+      float sum = 0;
+      for (int r = 0; r < shape[axis]; ++r)
+        sum += inputOf(rankAlong(axis, r), 5)[i];
+      ASSERT_EQ(out[i], sum);
+    }
+  }
+}
+
+TEST_F(CommTest, AllToAllMovesAShardFromOneDimToAnother) {
+  // Sharded on dim 1 (each rank holds [4, 2]) -> sharded on dim 0.
+  int n = int(shape[1]);
+  const int64_t in[] = {4 * n, 2};
+  std::vector<float> x = inputOf(comm->rank(), 8 * n), out(8 * n);
+  ASSERT_FALSE(comm->allToAll("tp", x.data(), out.data(), in, 0, 1));
+  // Our output [4, 2n]: column block r comes from rank r's rows of our
+  // block along dim 0.
+  int me = comm->coordinate("tp");
+  for (int r = 0; r < n; ++r) {
+    std::vector<float> theirs = inputOf(rankAlong(1, r), 8 * n);
+    for (int64_t row = 0; row < 4; ++row)
+      for (int64_t j = 0; j < 2; ++j)
+        ASSERT_EQ(out[row * 2 * n + r * 2 + j], theirs[(me * 4 + row) * 2 + j]);
+  }
+}
+
+TEST(CommMesh, AWrongRankCountIsAnErrorOnEveryRank) {
+  int size;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  auto created = Communicator::create({"dp", "tp"}, {size + 1, 1});
+  ASSERT_FALSE(bool(created));
+  EXPECT_NE(llvm::toString(created.takeError()).find("ranks were started"),
+            std::string::npos);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  ::testing::InitGoogleTest(&argc, argv);
+  int failed = RUN_ALL_TESTS() != 0, anyFailed = 0;
+  MPI_Allreduce(&failed, &anyFailed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Finalize();
+  return anyFailed;
+}
