@@ -2,7 +2,7 @@
 
 #include "passes/Passes.h"
 
-#include "dialects/twill/TwillDialect.h"
+#include "dialects/twill/TwillOps.h"
 #include "google/protobuf/text_format.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -24,6 +24,14 @@ namespace {
 class ExecutableEmitter {
 public:
   LogicalResult emitFunction(func::FuncOp function);
+  void emitMesh(mlir::twill::MeshOp mesh) {
+    ::twill::Mesh &out = *executable.add_meshes();
+    out.set_name(mesh.getSymName().str());
+    for (Attribute axis : mesh.getAxes())
+      out.add_axes(cast<StringAttr>(axis).str());
+    for (int64_t size : mesh.getAxisSizes())
+      out.add_shape(size);
+  }
   Executable take() { return std::move(executable); }
 
 private:
@@ -163,6 +171,8 @@ ExecutableEmitter::emitAttribute(Operation *op, NamedAttribute attribute,
     value.set_bool_value(true);
   } else if (auto text = dyn_cast<StringAttr>(attr)) {
     value.set_string_value(text.str());
+  } else if (auto symbol = dyn_cast<FlatSymbolRefAttr>(attr)) {
+    value.set_string_value(symbol.getValue().str());
   } else if (auto list = dyn_cast<DenseI64ArrayAttr>(attr)) {
     for (int64_t element : list.asArrayRef())
       value.mutable_int_list()->add_values(element);
@@ -215,6 +225,8 @@ LogicalResult ExecutableEmitter::emitFunction(func::FuncOp function) {
 
 FailureOr<Executable> mlir::twill::emitExecutable(ModuleOp module) {
   ExecutableEmitter emitter;
+  for (auto mesh : module.getOps<mlir::twill::MeshOp>())
+    emitter.emitMesh(mesh);
   for (auto function : module.getOps<func::FuncOp>())
     if (failed(emitter.emitFunction(function)))
       return failure();

@@ -38,6 +38,11 @@ llvm::raw_ostream &operator<<(llvm::raw_ostream &os,
 LogicalResult verifyPlacementSymbols(Operation *op,
                                      SymbolTableCollection &symbolTable);
 
+/// verifyPlacementSymbols, and that a collective's mesh has its axis and
+/// its result has the shape the axis size gives.
+LogicalResult verifyCollective(Operation *op,
+                               SymbolTableCollection &symbolTable);
+
 } // namespace mlir::twill
 
 #define GET_ATTRDEF_CLASSES

@@ -286,5 +286,6 @@ def Twill_CastOp : Twill_Op<"cast", [Pure, DeclareOpInterfaceMethods<Twill_VJPOp
 
 include "dialects/twill/TwillGradOps.td"
 include "dialects/twill/TwillOptimizerOps.td"
+include "dialects/twill/TwillCollectiveOps.td"
 
 #endif // TWILL_OPS_TD

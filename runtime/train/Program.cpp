@@ -8,7 +8,8 @@
 
 using namespace twill;
 
-Program::Program(Executable executable) : program(std::move(executable)) {
+Program::Program(Executable executable, Communicator *comm)
+    : program(std::move(executable)), comm(comm) {
   memory = std::make_unique<BufferSet>(program);
   for (const Parameter &parameter : program.parameters())
     named[parameter.name()] = parameter.buffer();
@@ -41,7 +42,7 @@ int Program::valueBuffer(const EntryPoint &entry, llvm::StringRef name) const {
 }
 
 llvm::Error Program::run(const EntryPoint &entry) {
-  if (llvm::Error error = CpuBackend::run(entry, *memory))
+  if (llvm::Error error = CpuBackend::run(entry, *memory, comm))
     return error;
   for (int i = 0; i < entry.output_names_size(); ++i) {
     int target = bufferOf(entry.output_names(i));

@@ -10,6 +10,7 @@
 #ifndef TWILL_RUNTIME_TRAIN_PROGRAM_H
 #define TWILL_RUNTIME_TRAIN_PROGRAM_H
 
+#include "runtime/comm/Communicator.h"
 #include "runtime/executable/Executable.h"
 #include "llvm/ADT/StringMap.h"
 
@@ -19,7 +20,8 @@ namespace twill {
 
 class Program {
 public:
-  explicit Program(Executable executable);
+  /// `comm` runs the program's collectives (none: a 1-rank program).
+  explicit Program(Executable executable, Communicator *comm = nullptr);
 
   const Executable &executable() const { return program; }
   BufferSet &buffers() { return *memory; }
@@ -45,6 +47,7 @@ public:
 private:
   Executable program;
   std::unique_ptr<BufferSet> memory;
+  Communicator *comm;
   llvm::StringMap<int> named;
 };
 

@@ -14,6 +14,10 @@ config.test_exec_root = os.path.join(config.twill_obj_root, "test", "lit")
 config.environment["PATH"] = os.pathsep.join(
     [config.twill_tools_dir, config.llvm_tools_dir, config.environment["PATH"]]
 )
+# mpirun as root, with more ranks than cores.
+config.environment["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+config.environment["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+config.environment["OMPI_MCA_rmaps_base_oversubscribe"] = "1"
 config.substitutions.append(("%python", config.python))
 config.substitutions.append(("%repo", config.twill_src_root))
 config.substitutions.append(("%configs", os.path.join(config.twill_src_root, "configs")))

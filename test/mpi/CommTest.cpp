@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/backend/cpu/CpuBackend.h"
 #include "runtime/comm/Communicator.h"
 
 #include "gtest/gtest.h"
@@ -139,6 +140,58 @@ TEST_F(CommTest, AllToAllMovesAShardFromOneDimToAnother) {
       for (int64_t j = 0; j < 2; ++j)
         ASSERT_EQ(out[row * 2 * n + r * 2 + j], theirs[(me * 4 + row) * 2 + j]);
   }
+}
+
+/// The CPU backend runs collective instructions through the communicator:
+/// all_gather over tp, then all_reduce over dp, as an Executable says.
+TEST_F(CommTest, BackendRunsCollectiveInstructions) {
+  int tp = int(shape[1]), dp = int(shape[0]);
+  Executable executable;
+  auto addBuffer = [&](std::initializer_list<int64_t> dims) {
+    Buffer &buffer = *executable.add_buffers();
+    buffer.set_dtype(F32);
+    int64_t count = 1;
+    for (int64_t dim : dims) {
+      buffer.add_shape(dim);
+      count *= dim;
+    }
+    buffer.set_size_bytes(count * 4);
+  };
+  addBuffer({2, 3});
+  addBuffer({2, 3 * tp});
+  addBuffer({2, 3 * tp});
+  Input &input = *executable.add_inputs();
+  input.set_name("x");
+  input.set_buffer(0);
+  EntryPoint &entry = *executable.add_entry_points();
+  entry.set_name("forward");
+  Instruction &gather = *entry.add_instructions();
+  gather.set_op("twill.all_gather");
+  gather.add_operands(0);
+  gather.add_results(1);
+  (*gather.mutable_attributes())["axis"].set_string_value("tp");
+  (*gather.mutable_attributes())["dim"].set_int_value(1);
+  Instruction &reduce = *entry.add_instructions();
+  reduce.set_op("twill.all_reduce");
+  reduce.add_operands(1);
+  reduce.add_results(2);
+  (*reduce.mutable_attributes())["axis"].set_string_value("dp");
+  entry.add_outputs(2);
+  ASSERT_FALSE(verifyExecutable(executable));
+
+  BufferSet buffers(executable);
+  std::vector<float> mine = inputOf(comm->rank(), 6);
+  std::copy(mine.begin(), mine.end(), buffers.as<float>(0));
+  ASSERT_FALSE(CpuBackend::run(entry, buffers, comm.get()));
+  const float *out = buffers.as<float>(2);
+  for (int64_t row = 0; row < 2; ++row)
+    for (int r = 0; r < tp; ++r)
+      for (int64_t j = 0; j < 3; ++j) {
+        float sum = 0;
+        for (int d = 0; d < dp; ++d)
+          sum += inputOf(d * tp + r, 6)[row * 3 + j];
+        ASSERT_EQ(out[row * 3 * tp + r * 3 + j], sum);
+      }
 }
 
 TEST(CommMesh, AWrongRankCountIsAnErrorOnEveryRank) {

@@ -24,6 +24,8 @@
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <mpi.h>
+
 namespace cl = llvm::cl;
 using namespace twill;
 
@@ -65,8 +67,15 @@ static cl::opt<std::string> gradientsPath(
              "gradient of the summed loss for every trainable parameter"),
     cl::value_desc("grads.safetensors"));
 
+/// Reports an error of this rank. With several ranks the others may be
+/// waiting in a collective, so the whole job ends here rather than hang.
 static int fail(const llvm::Twine &message) {
   llvm::WithColor::error(llvm::errs(), "twill-train") << message << "\n";
+  int ranks = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  if (ranks > 1)
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  MPI_Finalize();
   return 1;
 }
 
@@ -202,18 +211,45 @@ static int runTraining(Program &program) {
   return 0;
 }
 
-int main(int argc, char **argv) {
-  llvm::InitLLVM init(argc, argv);
-  cl::ParseCommandLineOptions(argc, argv, "Twill job runner\n");
+/// The communicator of the executable's mesh (1 x 1 when it has none).
+static llvm::Expected<std::unique_ptr<Communicator>>
+makeCommunicator(const Executable &executable) {
+  if (executable.meshes_size() == 0)
+    return Communicator::create({"dp", "tp"}, {1, 1});
+  const Mesh &mesh = executable.meshes(0);
+  std::vector<std::string> axes(mesh.axes().begin(), mesh.axes().end());
+  std::vector<int64_t> shape(mesh.shape().begin(), mesh.shape().end());
+  return Communicator::create(axes, shape);
+}
 
-  llvm::Expected<Executable> executable = loadExecutable(executablePath);
-  if (!executable)
-    return fail(executable.takeError());
-  Program program(std::move(*executable));
+static int runJob(Executable executable) {
+  llvm::Expected<std::unique_ptr<Communicator>> comm =
+      makeCommunicator(executable);
+  if (!comm) {
+    // Every rank sees the same mismatch: each says so and ends cleanly.
+    llvm::WithColor::error(llvm::errs(), "twill-train")
+        << llvm::toString(comm.takeError()) << "\n";
+    MPI_Finalize();
+    return 1;
+  }
+  Program program(std::move(executable), comm->get());
   std::string baseDir = weightsPath.empty()
                             ? program.job().checkpoint().base_dir()
                             : weightsPath.getValue();
   if (llvm::Error error = loadParameters(program, baseDir, adapterPath))
     return fail(std::move(error));
-  return eval ? runEval(program) : runTraining(program);
+  int status = eval ? runEval(program) : runTraining(program);
+  if (status == 0)
+    MPI_Finalize();
+  return status;
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::ParseCommandLineOptions(argc, argv, "Twill job runner\n");
+  MPI_Init(&argc, &argv);
+  llvm::Expected<Executable> executable = loadExecutable(executablePath);
+  if (!executable)
+    return fail(executable.takeError());
+  return runJob(std::move(*executable));
 }

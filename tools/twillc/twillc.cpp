@@ -19,6 +19,7 @@
 #include "passes/Passes.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
@@ -66,6 +67,12 @@ compile(mlir::MLIRContext &context, const twill::JobConfig &config) {
 /// once the new one is complete).
 static int writeExecutable(const twill::JobConfig &config,
                            llvm::StringRef path) {
+  if (config.parallel().dp() * config.parallel().tp() > 1)
+    return fail(llvm::formatv(
+        "parallel.dp={0} x parallel.tp={1}: multi-rank programs need the "
+        "twill-partition pass, which is not implemented yet; compile with "
+        "parallel.dp=1 parallel.tp=1",
+        config.parallel().dp(), config.parallel().tp()));
   mlir::MLIRContext context;
   mlir::OwningOpRef<mlir::ModuleOp> module = compile(context, config);
   if (!module)

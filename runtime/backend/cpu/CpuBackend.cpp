@@ -17,9 +17,10 @@ namespace {
 /// kernel needs.
 class InstructionView {
 public:
-  InstructionView(const Instruction &instruction, BufferSet &buffers)
+  InstructionView(const Instruction &instruction, BufferSet &buffers,
+                  Communicator *comm)
       : executable(buffers.executable()), instruction(instruction),
-        buffers(buffers) {}
+        buffers(buffers), comm(comm) {}
 
   llvm::Error fail(const llvm::Twine &what) const {
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
@@ -32,6 +33,7 @@ public:
                ? instruction.operands(index)
                : instruction.results(index - instruction.operands_size());
   }
+  llvm::StringRef op() const { return instruction.op(); }
   int numOperands() const { return instruction.operands_size(); }
   int numResults() const { return instruction.results_size(); }
   const Buffer &info(int index) const {
@@ -92,6 +94,16 @@ public:
     const AttributeValue *value = attribute(name);
     return value ? value->int_value() : otherwise;
   }
+  std::string stringAttr(llvm::StringRef name) const {
+    const AttributeValue *value = attribute(name);
+    return value ? value->string_value() : std::string();
+  }
+  /// The communicator, or an error for a program run without one.
+  llvm::Expected<Communicator *> communicator() const {
+    if (comm)
+      return comm;
+    return fail("needs a communicator: run it under twill-train");
+  }
   bool flag(llvm::StringRef name) const {
     const AttributeValue *value = attribute(name);
     return value && value->bool_value();
@@ -101,6 +113,7 @@ private:
   const Executable &executable;
   const Instruction &instruction;
   BufferSet &buffers;
+  Communicator *comm;
 };
 
 using Kernel = llvm::Error (*)(const InstructionView &);
@@ -432,6 +445,56 @@ llvm::Error runIncrement(const InstructionView &in) {
   return llvm::Error::success();
 }
 
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+/// all_gather, reduce_scatter and all_to_all: the result holds the input's
+/// values times the axis size, or divided by it.
+llvm::Error runCollective(const InstructionView &in) {
+  if (auto error = in.expect(1, 1, {F32, F32}, {0, 0}))
+    return error;
+  llvm::Expected<Communicator *> comm = in.communicator();
+  if (!comm)
+    return comm.takeError();
+  std::string axis = in.stringAttr("axis");
+  int size = (*comm)->axisSize(axis);
+  if (size < 0)
+    return in.fail("the mesh has no axis '" + axis + "'");
+  llvm::StringRef op = in.op();
+  int64_t rank = in.shape(0).size();
+  auto dimAttr = [&](llvm::StringRef name) -> llvm::Expected<int64_t> {
+    int64_t dim = in.intAttr(name, -1);
+    if (dim < 0 || dim >= rank)
+      return in.fail(name + " is not a dim of the input");
+    return dim;
+  };
+  int64_t expected = op == "twill.all_gather"       ? in.count(0) * size
+                     : op == "twill.reduce_scatter" ? in.count(0) / size
+                                                    : in.count(0);
+  if (in.count(1) != expected)
+    return in.fail("result size does not match the axis size");
+  const float *input = in.data<float>(0);
+  float *output = in.data<float>(1);
+  if (op == "twill.all_reduce")
+    return (*comm)->allReduce(axis, input, output, in.count(0));
+  if (op == "twill.all_to_all") {
+    llvm::Expected<int64_t> split = dimAttr("split_dim");
+    if (!split)
+      return split.takeError();
+    llvm::Expected<int64_t> concat = dimAttr("concat_dim");
+    if (!concat)
+      return concat.takeError();
+    return (*comm)->allToAll(axis, input, output, in.shape(0), *split, *concat);
+  }
+  llvm::Expected<int64_t> dim = dimAttr("dim");
+  if (!dim)
+    return dim.takeError();
+  return op == "twill.all_gather"
+             ? (*comm)->allGather(axis, input, output, in.shape(0), *dim)
+             : (*comm)->reduceScatter(axis, input, output, in.shape(0), *dim);
+}
+
 const llvm::StringMap<Kernel> &kernels() {
   static const llvm::StringMap<Kernel> table = {
       {"twill.embedding", runEmbedding},
@@ -461,13 +524,18 @@ const llvm::StringMap<Kernel> &kernels() {
       {"twill.lr_schedule", runLrSchedule},
       {"twill.adamw", runAdamW},
       {"twill.increment", runIncrement},
+      {"twill.all_gather", runCollective},
+      {"twill.reduce_scatter", runCollective},
+      {"twill.all_reduce", runCollective},
+      {"twill.all_to_all", runCollective},
   };
   return table;
 }
 
 } // namespace
 
-llvm::Error CpuBackend::run(const EntryPoint &entry, BufferSet &buffers) {
+llvm::Error CpuBackend::run(const EntryPoint &entry, BufferSet &buffers,
+                            Communicator *comm) {
   for (int index = 0; index < entry.instructions_size(); ++index) {
     const Instruction &instruction = entry.instructions(index);
     auto kernel = kernels().find(instruction.op());
@@ -476,7 +544,7 @@ llvm::Error CpuBackend::run(const EntryPoint &entry, BufferSet &buffers) {
             ? llvm::createStringError(llvm::inconvertibleErrorCode(),
                                       "the cpu backend has no kernel for " +
                                           instruction.op())
-            : kernel->second(InstructionView(instruction, buffers));
+            : kernel->second(InstructionView(instruction, buffers, comm));
     if (error)
       return llvm::createStringError(
           llvm::inconvertibleErrorCode(),

@@ -10,14 +10,17 @@
 #ifndef TWILL_RUNTIME_BACKEND_CPU_CPUBACKEND_H
 #define TWILL_RUNTIME_BACKEND_CPU_CPUBACKEND_H
 
+#include "runtime/comm/Communicator.h"
 #include "runtime/executable/Executable.h"
 
 namespace twill {
 
 class CpuBackend {
 public:
-  /// Runs `entry` over `buffers` (parameters and inputs already filled).
-  static llvm::Error run(const EntryPoint &entry, BufferSet &buffers);
+  /// Runs `entry` over `buffers` (parameters and inputs already filled);
+  /// collectives go through `comm` (none: a program without collectives).
+  static llvm::Error run(const EntryPoint &entry, BufferSet &buffers,
+                         Communicator *comm);
 };
 
 } // namespace twill

@@ -1,0 +1,78 @@
+//===- TwillCollectiveOps.cpp - collectives on a mesh axis ----------------===//
+
+#include "dialects/twill/ShapeChecks.h"
+#include "dialects/twill/TwillOps.h"
+
+using namespace mlir;
+using namespace mlir::twill;
+
+/// Fails unless `dim` is a dim of `value`.
+static LogicalResult expectDim(Operation *op, StringRef name, int64_t dim,
+                               Value value) {
+  if (dim >= 0 && dim < (int64_t)shapeOf(value).size())
+    return success();
+  return op->emitOpError() << name << " " << dim << " is not a dim of a "
+                           << shapeOf(value).size() << "-d tensor";
+}
+
+LogicalResult AllGatherOp::verify() {
+  if (failed(expectSameElementType(*this, {getInput(), getResult()})))
+    return failure();
+  return expectDim(*this, "dim", getDim(), getInput());
+}
+
+LogicalResult ReduceScatterOp::verify() {
+  if (failed(expectSameElementType(*this, {getInput(), getResult()})))
+    return failure();
+  return expectDim(*this, "dim", getDim(), getInput());
+}
+
+LogicalResult AllReduceOp::verify() { return success(); }
+
+LogicalResult AllToAllOp::verify() {
+  if (failed(expectSameElementType(*this, {getInput(), getResult()})) ||
+      failed(expectDim(*this, "split", getSplitDim(), getInput())))
+    return failure();
+  return expectDim(*this, "concat", getConcatDim(), getInput());
+}
+
+LogicalResult
+mlir::twill::verifyCollective(Operation *op,
+                              SymbolTableCollection &symbolTable) {
+  if (failed(verifyPlacementSymbols(op, symbolTable)))
+    return failure();
+  auto meshName = op->getAttrOfType<FlatSymbolRefAttr>("mesh");
+  auto axisName = op->getAttrOfType<StringAttr>("axis");
+  auto mesh = symbolTable.lookupNearestSymbolFrom<MeshOp>(op, meshName);
+  if (!mesh)
+    return op->emitOpError("refers to unknown mesh ") << meshName;
+  int64_t size = -1;
+  for (auto [axis, axisSize] :
+       llvm::zip_equal(mesh.getAxes(), mesh.getAxisSizes()))
+    if (cast<StringAttr>(axis) == axisName)
+      size = axisSize;
+  if (size < 0)
+    return op->emitOpError("mesh ") << meshName << " has no axis " << axisName
+                                    << " (it has " << mesh.getAxes() << ")";
+
+  SmallVector<int64_t> expected(shapeOf(op->getOperand(0)));
+  if (auto gather = dyn_cast<AllGatherOp>(op)) {
+    expected[gather.getDim()] *= size;
+  } else if (auto scatter = dyn_cast<ReduceScatterOp>(op)) {
+    if (expected[scatter.getDim()] % size != 0)
+      return op->emitOpError()
+             << "dim " << scatter.getDim() << " of size "
+             << expected[scatter.getDim()] << " does not split over the "
+             << size << " ranks of " << axisName;
+    expected[scatter.getDim()] /= size;
+  } else if (auto exchange = dyn_cast<AllToAllOp>(op)) {
+    if (expected[exchange.getSplitDim()] % size != 0)
+      return op->emitOpError()
+             << "split dim " << exchange.getSplitDim() << " of size "
+             << expected[exchange.getSplitDim()] << " does not split over the "
+             << size << " ranks of " << axisName;
+    expected[exchange.getSplitDim()] /= size;
+    expected[exchange.getConcatDim()] *= size;
+  }
+  return expectShape(op, "result", shapeOf(op->getResult(0)), expected);
+}

@@ -1,0 +1,97 @@
+//===- TwillCollectiveOps.td - collectives on a mesh axis --*- tablegen -*-===//
+//
+// After twill-partition, every change of placement is one of these ops on a
+// named axis of a mesh; types are then local shards. The result shapes are
+// checked against the axis size.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TWILL_COLLECTIVE_OPS_TD
+#define TWILL_COLLECTIVE_OPS_TD
+
+class Twill_CollectiveOp<string mnemonic, list<Trait> traits = []>
+    : Twill_Op<mnemonic, !listconcat(traits, [Pure])> {
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult
+    $cppClass::verifySymbolUses(::mlir::SymbolTableCollection &symbolTable) {
+      return ::mlir::twill::verifyCollective(getOperation(), symbolTable);
+    }
+  }];
+  let hasVerifier = 1;
+}
+
+def Twill_AllGatherOp : Twill_CollectiveOp<"all_gather"> {
+  let summary = "Concatenate the shards of an axis (shard<dim> -> replicate)";
+  let description = [{
+    Every rank of the axis gets the inputs of all of them concatenated along
+    `dim`, in axis order.
+
+    ```mlir
+    %full = twill.all_gather %x over @mesh["tp"] dim 1 : tensor<2x64x64xf32> -> tensor<2x256x64xf32>
+    ```
+  }];
+  let arguments = (ins Twill_FloatTensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrAttr:$axis, I64Attr:$dim);
+  let results = (outs Twill_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `over` $mesh `[` $axis `]` `dim` $dim attr-dict `:` type($input)
+    `->` type($result)
+  }];
+}
+
+def Twill_ReduceScatterOp : Twill_CollectiveOp<"reduce_scatter"> {
+  let summary = "Sum over an axis, keep one block (partial -> shard<dim>)";
+  let description = [{
+    Sums the inputs of the axis's ranks and leaves each rank its block along
+    `dim`, in axis order.
+
+    ```mlir
+    %h = twill.reduce_scatter %partial over @mesh["tp"] dim 1 : tensor<2x256x64xf32> -> tensor<2x64x64xf32>
+    ```
+  }];
+  let arguments = (ins Twill_FloatTensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrAttr:$axis, I64Attr:$dim);
+  let results = (outs Twill_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `over` $mesh `[` $axis `]` `dim` $dim attr-dict `:` type($input)
+    `->` type($result)
+  }];
+}
+
+def Twill_AllReduceOp : Twill_CollectiveOp<"all_reduce",
+    [AllTypesMatch<["input", "result"]>]> {
+  let summary = "Sum over an axis (partial -> replicate)";
+  let description = [{
+    ```mlir
+    %g = twill.all_reduce %partial over @mesh["dp"] : tensor<8x64xf32>
+    ```
+  }];
+  let arguments = (ins Twill_FloatTensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrAttr:$axis);
+  let results = (outs Twill_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `over` $mesh `[` $axis `]` attr-dict `:` type($result)
+  }];
+}
+
+def Twill_AllToAllOp : Twill_CollectiveOp<"all_to_all"> {
+  let summary = "Move a shard from one dim to another (shard<i> -> shard<j>)";
+  let description = [{
+    Splits `split_dim` into one block per rank of the axis, sends block r to
+    rank r, and concatenates what arrives along `concat_dim`.
+
+    ```mlir
+    %y = twill.all_to_all %x over @mesh["tp"] split 2 concat 1
+        : tensor<2x64x32x128xf32> -> tensor<2x256x8x128xf32>
+    ```
+  }];
+  let arguments = (ins Twill_FloatTensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrAttr:$axis, I64Attr:$split_dim, I64Attr:$concat_dim);
+  let results = (outs Twill_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `over` $mesh `[` $axis `]` `split` $split_dim `concat` $concat_dim
+    attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
+#endif // TWILL_COLLECTIVE_OPS_TD
