@@ -75,7 +75,6 @@ static int fail(const llvm::Twine &message) {
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
   if (ranks > 1)
     MPI_Abort(MPI_COMM_WORLD, 1);
-  MPI_Finalize();
   return 1;
 }
 
@@ -229,7 +228,6 @@ static int runJob(Executable executable) {
     // Every rank sees the same mismatch: each says so and ends cleanly.
     llvm::WithColor::error(llvm::errs(), "twill-train")
         << llvm::toString(comm.takeError()) << "\n";
-    MPI_Finalize();
     return 1;
   }
   Program program(std::move(executable), comm->get());
@@ -238,10 +236,7 @@ static int runJob(Executable executable) {
                             : weightsPath.getValue();
   if (llvm::Error error = loadParameters(program, baseDir, adapterPath))
     return fail(std::move(error));
-  int status = eval ? runEval(program) : runTraining(program);
-  if (status == 0)
-    MPI_Finalize();
-  return status;
+  return eval ? runEval(program) : runTraining(program);
 }
 
 int main(int argc, char **argv) {
@@ -249,7 +244,9 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv, "Twill job runner\n");
   MPI_Init(&argc, &argv);
   llvm::Expected<Executable> executable = loadExecutable(executablePath);
-  if (!executable)
-    return fail(executable.takeError());
-  return runJob(std::move(*executable));
+  int status = executable ? runJob(std::move(*executable))
+                          : fail(executable.takeError());
+  // After runJob: its communicator must go before MPI does.
+  MPI_Finalize();
+  return status;
 }
