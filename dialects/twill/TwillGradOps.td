@@ -8,7 +8,7 @@
 #ifndef TWILL_GRAD_OPS_TD
 #define TWILL_GRAD_OPS_TD
 
-def Twill_ConstantOp : Twill_Op<"constant", [Pure]> {
+def Twill_ConstantOp : Twill_ComputeOp<"constant", [Pure]> {
   let summary = "A tensor with every element set to one value";
   let description = [{
     ```mlir
@@ -21,7 +21,7 @@ def Twill_ConstantOp : Twill_Op<"constant", [Pure]> {
   let assemblyFormat = "$value attr-dict `:` type($result)";
 }
 
-def Twill_EmbeddingGradOp : Twill_Op<"embedding_grad", [Pure]> {
+def Twill_EmbeddingGradOp : Twill_ComputeOp<"embedding_grad", [Pure]> {
   let summary = "Gradient of an embedding table";
   let description = [{
     `result[v, :] = sum of grad[i..., :] over the positions i whose id is v`:
@@ -40,7 +40,7 @@ def Twill_EmbeddingGradOp : Twill_Op<"embedding_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Twill_RmsNormGradOp : Twill_Op<"rms_norm_grad", [Pure]> {
+def Twill_RmsNormGradOp : Twill_ComputeOp<"rms_norm_grad", [Pure]> {
   let summary = "Gradient of rms_norm with respect to its input";
   let description = [{
     For `y = rms_norm(x, w)` and `grad` = dL/dy, returns dL/dx.
@@ -60,7 +60,7 @@ def Twill_RmsNormGradOp : Twill_Op<"rms_norm_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Twill_RmsNormWeightGradOp : Twill_Op<"rms_norm_weight_grad", [Pure]> {
+def Twill_RmsNormWeightGradOp : Twill_ComputeOp<"rms_norm_weight_grad", [Pure]> {
   let summary = "Gradient of rms_norm with respect to its weight";
   let description = [{
     For `y = rms_norm(x, w)` and `grad` = dL/dy, returns dL/dw: the sum over
@@ -81,7 +81,7 @@ def Twill_RmsNormWeightGradOp : Twill_Op<"rms_norm_weight_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Twill_RopeGradOp : Twill_Op<"rope_grad", [Pure]> {
+def Twill_RopeGradOp : Twill_ComputeOp<"rope_grad", [Pure]> {
   let summary = "Gradient of rope: the inverse rotation";
   let description = [{
     Rotates `grad` by the negated angles of the `rope` with the same
@@ -106,7 +106,7 @@ def Twill_RopeGradOp : Twill_Op<"rope_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Twill_AttentionGradOp : Twill_Op<"attention_grad", [Pure]> {
+def Twill_AttentionGradOp : Twill_ComputeOp<"attention_grad", [Pure]> {
   let summary = "Gradients of attention with respect to q, k and v";
   let description = [{
     For `output = attention(query, key, value, segments)` and `grad` =
@@ -136,7 +136,7 @@ def Twill_AttentionGradOp : Twill_Op<"attention_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Twill_SwigluGradOp : Twill_Op<"swiglu_grad", [Pure]> {
+def Twill_SwigluGradOp : Twill_ComputeOp<"swiglu_grad", [Pure]> {
   let summary = "Gradients of swiglu with respect to gate and up";
   let description = [{
     For `y = silu(gate) * up` and `grad` = dL/dy, returns (dL/dgate, dL/dup).
@@ -157,7 +157,7 @@ def Twill_SwigluGradOp : Twill_Op<"swiglu_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Twill_CrossEntropyGradOp : Twill_Op<"cross_entropy_grad", [Pure]> {
+def Twill_CrossEntropyGradOp : Twill_ComputeOp<"cross_entropy_grad", [Pure]> {
   let summary = "Gradient of the summed cross-entropy with respect to logits";
   let description = [{
     `(softmax(logits) - onehot(label)) * grad` on counted positions, zero on

@@ -27,4 +27,17 @@ def Twill_VJPOpInterface : OpInterface<"VJPOpInterface"> {
   ];
 }
 
+def Twill_ShardingRuleOpInterface : OpInterface<"ShardingRuleOpInterface"> {
+  let cppNamespace = "::mlir::twill";
+  let description = [{
+    The op's einsum-like factor rule (see ShardingRule.h): which index
+    spaces its operands and results share, which it reduces over and which
+    must stay whole. Sharding propagation and partitioning read only these.
+  }];
+  let methods = [
+    InterfaceMethod<"The op's factor rule, sized by its operand types.",
+      "::mlir::twill::ShardingRule", "getShardingRule", (ins)>
+  ];
+}
+
 #endif // TWILL_INTERFACES_TD

@@ -3,6 +3,7 @@
 #ifndef TWILL_DIALECTS_TWILL_TWILLOPS_H
 #define TWILL_DIALECTS_TWILL_TWILLOPS_H
 
+#include "dialects/twill/ShardingRule.h"
 #include "dialects/twill/TwillAttrs.h"
 #include "dialects/twill/TwillDialect.h"
 #include "mlir/Bytecode/BytecodeOpInterface.h"

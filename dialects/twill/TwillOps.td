@@ -15,6 +15,12 @@ include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
 def Twill_FloatTensor : StaticShapeTensorOf<[AnyFloat]>;
+
+// An op that computes (every op but the mesh and the collectives): it has a
+// sharding rule.
+class Twill_ComputeOp<string mnemonic, list<Trait> traits = []>
+    : Twill_Op<mnemonic, !listconcat(traits,
+          [DeclareOpInterfaceMethods<Twill_ShardingRuleOpInterface>])>;
 def Twill_IntTensor : StaticShapeTensorOf<[AnySignlessInteger]>;
 
 //===----------------------------------------------------------------------===//
@@ -46,7 +52,7 @@ def Twill_MeshOp : Op<Twill_Dialect, "mesh", [Symbol]> {
 // Forward ops
 //===----------------------------------------------------------------------===//
 
-def Twill_EmbeddingOp : Twill_Op<"embedding", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
+def Twill_EmbeddingOp : Twill_ComputeOp<"embedding", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
   let summary = "Rows of an embedding table selected by token ids";
   let description = [{
     `result[i..., :] = table[ids[i...], :]` for a `[vocab, hidden]` table.
@@ -64,7 +70,7 @@ def Twill_EmbeddingOp : Twill_Op<"embedding", [Pure, DeclareOpInterfaceMethods<T
   let hasVerifier = 1;
 }
 
-def Twill_MatmulOp : Twill_Op<"matmul", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
+def Twill_MatmulOp : Twill_ComputeOp<"matmul", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
   let summary = "Batched matrix product with optional transposes";
   let description = [{
     `result[b..., m, n] = sum_k lhs[b..., m, k] * rhs[b..., k, n]`. The last
@@ -87,7 +93,7 @@ def Twill_MatmulOp : Twill_Op<"matmul", [Pure, DeclareOpInterfaceMethods<Twill_V
   let hasVerifier = 1;
 }
 
-def Twill_RmsNormOp : Twill_Op<"rms_norm", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
+def Twill_RmsNormOp : Twill_ComputeOp<"rms_norm", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
   let summary = "Root-mean-square normalisation over the last dim";
   let description = [{
     `result = input / sqrt(mean(input^2, -1) + epsilon) * weight`, with the
@@ -107,7 +113,7 @@ def Twill_RmsNormOp : Twill_Op<"rms_norm", [Pure, DeclareOpInterfaceMethods<Twil
   let hasVerifier = 1;
 }
 
-def Twill_RopeOp : Twill_Op<"rope", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
+def Twill_RopeOp : Twill_ComputeOp<"rope", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
   let summary = "Rotary position embedding of queries or keys";
   let description = [{
     Rotates each head of `input` (`[batch, seq, heads, head_dim]`) by angles
@@ -142,7 +148,7 @@ def Twill_RopeOp : Twill_Op<"rope", [Pure, DeclareOpInterfaceMethods<Twill_VJPOp
   let hasVerifier = 1;
 }
 
-def Twill_AttentionOp : Twill_Op<"attention", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
+def Twill_AttentionOp : Twill_ComputeOp<"attention", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
   let summary = "Causal grouped-query attention, within documents";
   let description = [{
     `softmax(scale * q k^T + mask) v` per head, where query head `h` reads key
@@ -169,7 +175,7 @@ def Twill_AttentionOp : Twill_Op<"attention", [Pure, DeclareOpInterfaceMethods<T
 }
 
 class Twill_ElementwiseBinaryOp<string mnemonic, string formula>
-    : Twill_Op<mnemonic,
+    : Twill_ComputeOp<mnemonic,
                [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
   let description = "`result = " # formula # "`, elementwise; operands and "
     # "result have one shape and element type.\n\n```mlir\n%r = twill."
@@ -196,7 +202,7 @@ def Twill_SwigluOp : Twill_ElementwiseBinaryOp<"swiglu",
   let summary = "SwiGLU gate: silu(gate) * up";
 }
 
-def Twill_ScaleOp : Twill_Op<"scale", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>, AllTypesMatch<["input", "result"]>]> {
+def Twill_ScaleOp : Twill_ComputeOp<"scale", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>, AllTypesMatch<["input", "result"]>]> {
   let summary = "Multiplication by a constant";
   let description = [{
     `result = input * factor`; LoRA's `alpha / rank` is one.
@@ -210,7 +216,7 @@ def Twill_ScaleOp : Twill_Op<"scale", [Pure, DeclareOpInterfaceMethods<Twill_VJP
   let assemblyFormat = "$input `by` $factor attr-dict `:` type($result)";
 }
 
-def Twill_CrossEntropyOp : Twill_Op<"cross_entropy", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
+def Twill_CrossEntropyOp : Twill_ComputeOp<"cross_entropy", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
   let summary = "Summed token cross-entropy and the count of counted tokens";
   let description = [{
     For logits `[..., vocab]` and labels `[...]` (the target of each position),
@@ -234,7 +240,7 @@ def Twill_CrossEntropyOp : Twill_Op<"cross_entropy", [Pure, DeclareOpInterfaceMe
   let hasVerifier = 1;
 }
 
-def Twill_ReshapeOp : Twill_Op<"reshape", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
+def Twill_ReshapeOp : Twill_ComputeOp<"reshape", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
   let summary = "Same elements, new shape";
   let description = [{
     Reinterprets the row-major elements of `input` in a shape with the same
@@ -250,7 +256,7 @@ def Twill_ReshapeOp : Twill_Op<"reshape", [Pure, DeclareOpInterfaceMethods<Twill
   let hasVerifier = 1;
 }
 
-def Twill_TransposeOp : Twill_Op<"transpose", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
+def Twill_TransposeOp : Twill_ComputeOp<"transpose", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
   let summary = "Permutation of dims";
   let description = [{
     `result` dim `i` is `input` dim `permutation[i]`.
@@ -268,7 +274,7 @@ def Twill_TransposeOp : Twill_Op<"transpose", [Pure, DeclareOpInterfaceMethods<T
   let hasVerifier = 1;
 }
 
-def Twill_CastOp : Twill_Op<"cast", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
+def Twill_CastOp : Twill_ComputeOp<"cast", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
   let summary = "Element type conversion";
   let description = [{
     Converts every element to the result's element type (round to nearest

@@ -13,7 +13,7 @@ def Twill_DivOp : Twill_ElementwiseBinaryOp<"div", "lhs / rhs"> {
   let summary = "Elementwise quotient";
 }
 
-def Twill_GlobalNormOp : Twill_Op<"global_norm", [Pure]> {
+def Twill_GlobalNormOp : Twill_ComputeOp<"global_norm", [Pure]> {
   let summary = "L2 norm of several tensors taken together";
   let description = [{
     `sqrt(sum over every element of every input of x^2)`, as PyTorch's
@@ -30,7 +30,7 @@ def Twill_GlobalNormOp : Twill_Op<"global_norm", [Pure]> {
   }];
 }
 
-def Twill_ClipCoefficientOp : Twill_Op<"clip_coefficient", [Pure,
+def Twill_ClipCoefficientOp : Twill_ComputeOp<"clip_coefficient", [Pure,
     AllTypesMatch<["norm", "result"]>]> {
   let summary = "Gradient clipping factor for a global norm";
   let description = [{
@@ -45,7 +45,7 @@ def Twill_ClipCoefficientOp : Twill_Op<"clip_coefficient", [Pure,
   let assemblyFormat = "$norm attr-dict `:` type($result)";
 }
 
-def Twill_LrScheduleOp : Twill_Op<"lr_schedule", [Pure]> {
+def Twill_LrScheduleOp : Twill_ComputeOp<"lr_schedule", [Pure]> {
   let summary = "Learning rate of an optimizer step: warmup, then cosine";
   let description = [{
     For `step` optimizer steps already taken (0 for the first):
@@ -68,7 +68,7 @@ def Twill_LrScheduleOp : Twill_Op<"lr_schedule", [Pure]> {
   }];
 }
 
-def Twill_AdamWOp : Twill_Op<"adamw", [Pure]> {
+def Twill_AdamWOp : Twill_ComputeOp<"adamw", [Pure]> {
   let summary = "One AdamW update of a parameter";
   let description = [{
     PyTorch's `torch.optim.AdamW` for one parameter, with the gradient
@@ -106,7 +106,7 @@ def Twill_AdamWOp : Twill_Op<"adamw", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Twill_IncrementOp : Twill_Op<"increment", [Pure,
+def Twill_IncrementOp : Twill_ComputeOp<"increment", [Pure,
     AllTypesMatch<["input", "result"]>]> {
   let summary = "An integer counter plus one";
   let description = [{

@@ -12,9 +12,14 @@
 #include "mlir/Transforms/Passes.h"
 #include "passes/Passes.h"
 
+namespace mlir::twill {
+void registerTestPasses(); // test/lib
+} // namespace mlir::twill
+
 int main(int argc, char **argv) {
   mlir::registerTransformsPasses();
   mlir::twill::registerTwillPasses();
+  mlir::twill::registerTestPasses();
   mlir::DialectRegistry registry;
   registry.insert<mlir::twill::TwillDialect, mlir::func::FuncDialect>();
   return mlir::asMainReturnCode(

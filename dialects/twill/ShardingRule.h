@@ -1,0 +1,57 @@
+//===- ShardingRule.h - einsum-like factor rules of ops ---------*- C++ -*-===//
+//
+// An op's sharding rule names the independent index spaces ("factors") of
+// its computation and says which dims of each operand and result they make
+// up, Shardy style. matmul is `([i, j, k], [l, k]) -> ([i, j, l])` with `k` a
+// reduction factor: sharding `k` leaves each device a partial sum, so the
+// result becomes partial<sum>. A dim may be several factors (reshape merges
+// and splits them, major first); a factor marked replicated must never be
+// sharded (rms_norm needs whole rows). Propagation and partitioning read
+// only these rules, so they stay generic over the ops.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TWILL_DIALECTS_TWILL_SHARDINGRULE_H
+#define TWILL_DIALECTS_TWILL_SHARDINGRULE_H
+
+#include "mlir/IR/Operation.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <string>
+
+namespace mlir::twill {
+
+struct ShardingRule {
+  /// The factors a dim is made of, major first (empty: a size-1 dim).
+  using Dim = SmallVector<int, 2>;
+  using Tensor = SmallVector<Dim, 4>;
+
+  SmallVector<int64_t> factorSizes;
+  SmallVector<Tensor> operands, results;
+  SmallVector<int> reductions, replicated;
+
+  /// Adds a factor of `size`; returns its index.
+  int addFactor(int64_t size) {
+    factorSizes.push_back(size);
+    return factorSizes.size() - 1;
+  }
+  /// One fresh factor per dim of `shape`.
+  Tensor freshFactors(ArrayRef<int64_t> shape);
+  /// A tensor whose dims are the single factors `factors`.
+  static Tensor tensor(ArrayRef<int> factors);
+
+  bool isReduction(int factor) const {
+    return llvm::is_contained(reductions, factor);
+  }
+  bool isReplicated(int factor) const {
+    return llvm::is_contained(replicated, factor);
+  }
+
+  /// `([i, j, k], [l, k]) -> ([i, j, l]) {i=2, j=8, k=64, l=96}
+  /// reduction={k}`; a merged dim prints as `(i j)`.
+  std::string str() const;
+};
+
+} // namespace mlir::twill
+
+#endif // TWILL_DIALECTS_TWILL_SHARDINGRULE_H

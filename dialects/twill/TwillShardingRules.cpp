@@ -1,0 +1,298 @@
+//===- TwillShardingRules.cpp - the factor rule of every op ---------------===//
+
+#include "dialects/twill/ShapeChecks.h"
+#include "dialects/twill/TwillOps.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+
+using namespace mlir;
+using namespace mlir::twill;
+
+using Tensor = ShardingRule::Tensor;
+
+/// Every operand and result of one shape share one factor per dim.
+static ShardingRule elementwiseRule(Operation *op) {
+  ShardingRule rule;
+  Tensor dims = rule.freshFactors(shapeOf(op->getResult(0)));
+  for (Value operand : op->getOperands())
+    rule.operands.push_back(shapeOf(operand).size() ? dims : Tensor());
+  rule.results.assign(op->getNumResults(), dims);
+  return rule;
+}
+
+/// `dims` with its last factor marked replicated (a whole-row op).
+static ShardingRule rowRule(Operation *op) {
+  ShardingRule rule = elementwiseRule(op);
+  rule.replicated.push_back(rule.results.front().back().front());
+  return rule;
+}
+
+ShardingRule EmbeddingOp::getShardingRule() {
+  // A vocab-sharded table looks up the ids in its rows and gives zeros for
+  // the others: vocab is a reduction factor.
+  ShardingRule rule;
+  Tensor ids = rule.freshFactors(shapeOf(getIds()));
+  int vocab = rule.addFactor(shapeOf(getTable())[0]);
+  int hidden = rule.addFactor(shapeOf(getTable())[1]);
+  rule.operands = {ShardingRule::tensor({vocab, hidden}), ids};
+  Tensor result = ids;
+  result.push_back({hidden});
+  rule.results = {result};
+  rule.reductions = {vocab};
+  return rule;
+}
+
+ShardingRule MatmulOp::getShardingRule() {
+  ArrayRef<int64_t> lhs = shapeOf(getLhs()), rhs = shapeOf(getRhs());
+  ShardingRule rule;
+  Tensor batch = rule.freshFactors(lhs.drop_back(2));
+  bool transposeLhs = getTransposeLhs(), transposeRhs = getTransposeRhs();
+  int m = rule.addFactor(transposeLhs ? lhs.back() : lhs[lhs.size() - 2]);
+  int k = rule.addFactor(transposeLhs ? lhs[lhs.size() - 2] : lhs.back());
+  int n = rule.addFactor(transposeRhs ? rhs[rhs.size() - 2] : rhs.back());
+  auto matrix = [&](Tensor prefix, int rows, int columns) {
+    prefix.push_back({rows});
+    prefix.push_back({columns});
+    return prefix;
+  };
+  Tensor rhsBatch = rhs.size() > 2 ? batch : Tensor();
+  rule.operands = {transposeLhs ? matrix(batch, k, m) : matrix(batch, m, k),
+                   transposeRhs ? matrix(rhsBatch, n, k)
+                                : matrix(rhsBatch, k, n)};
+  rule.results = {matrix(batch, m, n)};
+  rule.reductions = {k};
+  return rule;
+}
+
+ShardingRule RmsNormOp::getShardingRule() {
+  ShardingRule rule = rowRule(*this);
+  rule.operands[1] = {rule.results.front().back()};
+  return rule;
+}
+
+ShardingRule RopeOp::getShardingRule() {
+  ShardingRule rule;
+  Tensor dims = rule.freshFactors(shapeOf(getInput()));
+  rule.operands = {dims, Tensor(dims.begin(), dims.begin() + 2)};
+  rule.results = {dims};
+  rule.replicated = {dims.back().front()};
+  return rule;
+}
+
+/// Attention and its gradient: batch and query heads shard freely; the key
+/// and value heads are their own factor (partitioning shards them with the
+/// query heads, or replicates them when there are fewer KV heads than
+/// devices); every query needs every key, so the sequence stays whole
+/// (sequence parallelism gathers it first), and so does the head dim.
+static ShardingRule attentionRule(Value query, Value key, bool hasSegments) {
+  ArrayRef<int64_t> q = shapeOf(query), k = shapeOf(key);
+  ShardingRule rule;
+  int batch = rule.addFactor(q[0]), seq = rule.addFactor(q[1]);
+  int heads = rule.addFactor(q[2]), kvHeads = rule.addFactor(k[2]);
+  int headDim = rule.addFactor(q[3]);
+  Tensor queryDims = ShardingRule::tensor({batch, seq, heads, headDim});
+  Tensor keyDims = ShardingRule::tensor({batch, seq, kvHeads, headDim});
+  rule.operands = {queryDims, keyDims, keyDims};
+  if (hasSegments)
+    rule.operands.push_back(ShardingRule::tensor({batch, seq}));
+  rule.replicated = {seq, headDim};
+  return rule;
+}
+
+ShardingRule AttentionOp::getShardingRule() {
+  // (query, key, value[, segments]) -> output
+  ShardingRule rule = attentionRule(getQuery(), getKey(), bool(getSegments()));
+  rule.results = {rule.operands[0]};
+  return rule;
+}
+
+ShardingRule AttentionGradOp::getShardingRule() {
+  // (query, key, value, output, grad[, segments]) -> (dq, dk, dv)
+  ShardingRule rule = attentionRule(getQuery(), getKey(), bool(getSegments()));
+  Tensor queryDims = rule.operands[0], keyDims = rule.operands[1];
+  rule.operands.insert(rule.operands.begin() + 3, 2, queryDims);
+  rule.results = {queryDims, keyDims, keyDims};
+  return rule;
+}
+
+ShardingRule AddOp::getShardingRule() { return elementwiseRule(*this); }
+ShardingRule MulOp::getShardingRule() { return elementwiseRule(*this); }
+ShardingRule DivOp::getShardingRule() { return elementwiseRule(*this); }
+ShardingRule SwigluOp::getShardingRule() { return elementwiseRule(*this); }
+ShardingRule ScaleOp::getShardingRule() { return elementwiseRule(*this); }
+ShardingRule CastOp::getShardingRule() { return elementwiseRule(*this); }
+ShardingRule SwigluGradOp::getShardingRule() { return elementwiseRule(*this); }
+
+ShardingRule CrossEntropyOp::getShardingRule() {
+  // The loss and count are sums over positions: sharded positions give
+  // partial sums. The vocab stays whole here; a vocab-parallel loss is the
+  // partitioner's to build.
+  ShardingRule rule;
+  Tensor positions = rule.freshFactors(shapeOf(getLabels()));
+  int vocab = rule.addFactor(shapeOf(getLogits()).back());
+  Tensor logits = positions;
+  logits.push_back({vocab});
+  rule.operands = {logits, positions};
+  rule.results = {Tensor(), Tensor()};
+  for (const ShardingRule::Dim &dim : positions)
+    rule.reductions.push_back(dim.front());
+  rule.replicated = {vocab};
+  return rule;
+}
+
+ShardingRule CrossEntropyGradOp::getShardingRule() {
+  ShardingRule rule;
+  Tensor positions = rule.freshFactors(shapeOf(getLabels()));
+  int vocab = rule.addFactor(shapeOf(getLogits()).back());
+  Tensor logits = positions;
+  logits.push_back({vocab});
+  rule.operands = {logits, positions, Tensor()};
+  rule.results = {logits};
+  rule.replicated = {vocab};
+  return rule;
+}
+
+ShardingRule ReshapeOp::getShardingRule() {
+  // Match runs of input dims with runs of output dims of equal product;
+  // a dim made of several dims of the other side is those factors.
+  ShardingRule rule;
+  ArrayRef<int64_t> in = shapeOf(getInput()), out = shapeOf(getResult());
+  Tensor inDims(in.size()), outDims(out.size());
+  size_t i = 0, o = 0;
+  while (i < in.size() || o < out.size()) {
+    size_t i0 = i, o0 = o;
+    int64_t inSize = i < in.size() ? in[i++] : 1;
+    int64_t outSize = o < out.size() ? out[o++] : 1;
+    while (inSize != outSize) {
+      if (inSize < outSize && i < in.size())
+        inSize *= in[i++];
+      else if (outSize < inSize && o < out.size())
+        outSize *= out[o++];
+      else
+        break;
+    }
+    if (i - i0 == 1) { // one input dim: the output dims are its factors
+      for (size_t d = o0; d < o; ++d) {
+        int factor = rule.addFactor(out[d]);
+        outDims[d] = {factor};
+        inDims[i0].push_back(factor);
+      }
+    } else { // several input dims make one output dim
+      for (size_t d = i0; d < i; ++d) {
+        int factor = rule.addFactor(in[d]);
+        inDims[d] = {factor};
+        for (size_t e = o0; e < o; ++e)
+          outDims[e].push_back(factor);
+        // Dims regrouped across both sides ([2, 3] -> [3, 2]) share no
+        // factor boundary: keep them whole.
+        if (o - o0 > 1)
+          rule.replicated.push_back(factor);
+      }
+    }
+  }
+  rule.operands = {inDims};
+  rule.results = {outDims};
+  return rule;
+}
+
+ShardingRule TransposeOp::getShardingRule() {
+  ShardingRule rule;
+  Tensor in = rule.freshFactors(shapeOf(getInput()));
+  Tensor out;
+  for (int64_t dim : getPermutation())
+    out.push_back(in[dim]);
+  rule.operands = {in};
+  rule.results = {out};
+  return rule;
+}
+
+//===----------------------------------------------------------------------===//
+// Gradient ops
+//===----------------------------------------------------------------------===//
+
+ShardingRule ConstantOp::getShardingRule() {
+  ShardingRule rule;
+  rule.results = {rule.freshFactors(shapeOf(getResult()))};
+  return rule;
+}
+
+ShardingRule EmbeddingGradOp::getShardingRule() {
+  // Summing the rows of each id is a reduction over positions; each device
+  // may compute any rows of the table.
+  ShardingRule rule;
+  Tensor ids = rule.freshFactors(shapeOf(getIds()));
+  int vocab = rule.addFactor(shapeOf(getResult())[0]);
+  int hidden = rule.addFactor(shapeOf(getResult())[1]);
+  Tensor grad = ids;
+  grad.push_back({hidden});
+  rule.operands = {ids, grad};
+  rule.results = {ShardingRule::tensor({vocab, hidden})};
+  for (const ShardingRule::Dim &dim : ids)
+    rule.reductions.push_back(dim.front());
+  return rule;
+}
+
+ShardingRule RmsNormGradOp::getShardingRule() {
+  ShardingRule rule = rowRule(*this);
+  rule.operands[1] = {rule.results.front().back()};
+  return rule;
+}
+
+ShardingRule RmsNormWeightGradOp::getShardingRule() {
+  ShardingRule rule;
+  Tensor input = rule.freshFactors(shapeOf(getInput()));
+  rule.operands = {input, input};
+  rule.results = {{input.back()}};
+  for (const ShardingRule::Dim &dim : ArrayRef(input).drop_back())
+    rule.reductions.push_back(dim.front());
+  rule.replicated = {input.back().front()};
+  return rule;
+}
+
+ShardingRule RopeGradOp::getShardingRule() {
+  ShardingRule rule;
+  Tensor dims = rule.freshFactors(shapeOf(getGrad()));
+  rule.operands = {dims, Tensor(dims.begin(), dims.begin() + 2)};
+  rule.results = {dims};
+  rule.replicated = {dims.back().front()};
+  return rule;
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer ops
+//===----------------------------------------------------------------------===//
+
+ShardingRule AdamWOp::getShardingRule() {
+  // Elementwise over the parameter; the scalars are whole everywhere.
+  ShardingRule rule;
+  Tensor dims = rule.freshFactors(shapeOf(getParam()));
+  rule.operands = {dims, dims, dims, dims, Tensor(), Tensor(), Tensor()};
+  rule.results = {dims, dims, dims};
+  return rule;
+}
+
+ShardingRule GlobalNormOp::getShardingRule() {
+  // The square root makes the norm of shards no sum of their norms: the
+  // inputs stay whole here; the partitioner sums squares across shards.
+  ShardingRule rule;
+  for (Value input : getInputs()) {
+    Tensor dims = rule.freshFactors(shapeOf(input));
+    for (const ShardingRule::Dim &dim : dims)
+      rule.replicated.push_back(dim.front());
+    rule.operands.push_back(dims);
+  }
+  rule.results = {Tensor()};
+  return rule;
+}
+
+/// Scalar ops: nothing to shard.
+static ShardingRule scalarRule(Operation *op) {
+  ShardingRule rule;
+  rule.operands.assign(op->getNumOperands(), Tensor());
+  rule.results.assign(op->getNumResults(), Tensor());
+  return rule;
+}
+
+ShardingRule ClipCoefficientOp::getShardingRule() { return scalarRule(*this); }
+ShardingRule LrScheduleOp::getShardingRule() { return scalarRule(*this); }
+ShardingRule IncrementOp::getShardingRule() { return scalarRule(*this); }

@@ -1,0 +1,56 @@
+// Every compute op's factor rule (ShardingRuleOpInterface), as propagation
+// and partitioning will read it.
+// RUN: twill-opt %s --twill-test-sharding-rules | FileCheck %s
+
+// CHECK-LABEL: func.func @forward_ops
+func.func @forward_ops(%table: tensor<512x64xf32>, %ids: tensor<2x8xi32>, %w: tensor<96x64xf32>,
+                       %g: tensor<64xf32>, %q: tensor<2x8x4x16xf32>, %kv: tensor<2x8x2x16xf32>,
+                       %logits: tensor<2x8x512xf32>, %b: tensor<3x16x8xf32>, %c: tensor<3x16x4xf32>) {
+  // The vocab of a sharded table gives partial sums.
+  // CHECK: twill.embedding {{.*}}twill.sharding_rule = "([k, l], [i, j]) -> ([i, j, l]) {i=2, j=8, k=512, l=64} reduction={k}"
+  %h = twill.embedding %table, %ids : (tensor<512x64xf32>, tensor<2x8xi32>) -> tensor<2x8x64xf32>
+  // A linear layer x W^T: ([b, s, k], [n, k]) -> ([b, s, n]), k reduced.
+  // CHECK: twill.matmul {{.*}}twill.sharding_rule = "([i, j, k], [l, k]) -> ([i, j, l]) {i=2, j=8, k=64, l=96} reduction={k}"
+  %y = twill.matmul %h, %w {transpose_rhs} : (tensor<2x8x64xf32>, tensor<96x64xf32>) -> tensor<2x8x96xf32>
+  // Batched with a transposed lhs: the batch factor is shared.
+  // CHECK: twill.matmul {{.*}}twill.sharding_rule = "([i, k, j], [i, k, l]) -> ([i, j, l]) {i=3, j=8, k=16, l=4} reduction={k}"
+  %bm = twill.matmul %b, %c {transpose_lhs} : (tensor<3x16x8xf32>, tensor<3x16x4xf32>) -> tensor<3x8x4xf32>
+  // Norms need whole rows.
+  // CHECK: twill.rms_norm {{.*}}twill.sharding_rule = "([i, j, k], [k]) -> ([i, j, k]) {i=2, j=8, k=64} replicated={k}"
+  %n = twill.rms_norm %h, %g {epsilon = 1.0e-05 : f64} : (tensor<2x8x64xf32>, tensor<64xf32>) -> tensor<2x8x64xf32>
+  // CHECK: twill.rope {{.*}}twill.sharding_rule = "([i, j, k, l], [i, j]) -> ([i, j, k, l]) {i=2, j=8, k=4, l=16} replicated={l}"
+  %r = twill.rope %q, %ids {theta = 1.0e+04 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8xi32>) -> tensor<2x8x4x16xf32>
+  // Heads shard; KV heads are their own factor; the sequence stays whole.
+  // CHECK: twill.attention {{.*}}twill.sharding_rule = "([i, j, k, m], [i, j, l, m], [i, j, l, m], [i, j]) -> ([i, j, k, m]) {i=2, j=8, k=4, l=2, m=16} replicated={j, m}"
+  %a = twill.attention %r, %kv, %kv segments(%ids) {scale = 0.25 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8xi32>) -> tensor<2x8x4x16xf32>
+  // CHECK: twill.reshape {{.*}}twill.sharding_rule = "([i, j, k, l]) -> ([i, j, (k l)]) {i=2, j=8, k=4, l=16}"
+  %m = twill.reshape %a : tensor<2x8x4x16xf32> -> tensor<2x8x64xf32>
+  // CHECK: twill.reshape {{.*}}twill.sharding_rule = "([(i j), k]) -> ([i, j, k]) {i=2, j=8, k=64}"
+  %flat = twill.reshape %m : tensor<2x8x64xf32> -> tensor<16x64xf32>
+  %unflat = twill.reshape %flat : tensor<16x64xf32> -> tensor<2x8x64xf32>
+  // CHECK: twill.transpose {{.*}}twill.sharding_rule = "([i, j, k]) -> ([k, i, j]) {i=2, j=8, k=64}"
+  %t = twill.transpose %h, [2, 0, 1] : tensor<2x8x64xf32> -> tensor<64x2x8xf32>
+  // CHECK: twill.add {{.*}}twill.sharding_rule = "([i, j, k], [i, j, k]) -> ([i, j, k]) {i=2, j=8, k=64}"
+  %s = twill.add %h, %m : (tensor<2x8x64xf32>, tensor<2x8x64xf32>) -> tensor<2x8x64xf32>
+  // The loss sums over positions: sharded positions give partial sums.
+  // CHECK: twill.cross_entropy {{.*}}twill.sharding_rule = "([i, j, k], [i, j]) -> ([], []) {i=2, j=8, k=512} reduction={i, j} replicated={k}"
+  %loss, %count = twill.cross_entropy %logits, %ids : (tensor<2x8x512xf32>, tensor<2x8xi32>) -> (tensor<f32>, tensor<i64>)
+  return
+}
+
+// CHECK-LABEL: func.func @gradient_and_optimizer_ops
+func.func @gradient_and_optimizer_ops(%ids: tensor<2x8xi32>, %dh: tensor<2x8x64xf32>, %p: tensor<8x64xf32>,
+                                      %s: tensor<f32>, %step: tensor<i64>) {
+  // CHECK: twill.embedding_grad {{.*}}twill.sharding_rule = "([i, j], [i, j, l]) -> ([k, l]) {i=2, j=8, k=512, l=64} reduction={i, j}"
+  %0 = twill.embedding_grad %ids, %dh : (tensor<2x8xi32>, tensor<2x8x64xf32>) -> tensor<512x64xf32>
+  // CHECK: twill.rms_norm_weight_grad {{.*}}twill.sharding_rule = "([i, j, k], [i, j, k]) -> ([k]) {i=2, j=8, k=64} reduction={i, j} replicated={k}"
+  %1 = twill.rms_norm_weight_grad %dh, %dh {epsilon = 1.0e-05 : f64} : (tensor<2x8x64xf32>, tensor<2x8x64xf32>) -> tensor<64xf32>
+  // CHECK: twill.adamw {{.*}}twill.sharding_rule = "([i, j], [i, j], [i, j], [i, j], [], [], []) -> ([i, j], [i, j], [i, j]) {i=8, j=64}"
+  %p2, %m2, %v2 = twill.adamw %p, %p, %p, %p, %s, %s, %step {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-08 : f64, weight_decay = 0.01 : f64}
+      : (tensor<8x64xf32>, tensor<8x64xf32>, tensor<8x64xf32>, tensor<8x64xf32>, tensor<f32>, tensor<f32>, tensor<i64>) -> (tensor<8x64xf32>, tensor<8x64xf32>, tensor<8x64xf32>)
+  // CHECK: twill.global_norm {{.*}}twill.sharding_rule = "([i, j], [k, l]) -> ([]) {i=8, j=64, k=8, l=64} replicated={i, j, k, l}"
+  %2 = twill.global_norm %p, %p2 : (tensor<8x64xf32>, tensor<8x64xf32>) -> tensor<f32>
+  // CHECK: twill.lr_schedule {{.*}}twill.sharding_rule = "([], []) -> ([]) {}"
+  %3 = twill.lr_schedule %step, %step {lr = 1.0e-3 : f64, warmup_steps = 1 : i64} : (tensor<i64>, tensor<i64>) -> tensor<f32>
+  return
+}
