@@ -188,9 +188,32 @@ std::vector<std::string> SafetensorsFile::names() const {
   return result;
 }
 
+/// Widens `count` stored values at `source` to fp32.
+static void convertToF32(DType dtype, const char *source, float *out,
+                         int64_t count) {
+  if (dtype == DType::F32) {
+    std::memcpy(out, source, count * sizeof(float));
+    return;
+  }
+  auto convert = dtype == DType::F16 ? halfToFloat : bf16ToFloat;
+  for (int64_t i = 0; i < count; ++i) {
+    uint16_t raw;
+    std::memcpy(&raw, source + 2 * i, sizeof(raw));
+    out[i] = convert(raw);
+  }
+}
+
 llvm::Error SafetensorsFile::readF32(llvm::StringRef name,
                                      llvm::ArrayRef<int64_t> shape,
                                      llvm::MutableArrayRef<float> out) const {
+  if (shape.empty())
+    return readSliceF32(name, shape, -1, 0, 0, out);
+  return readSliceF32(name, shape, 0, 0, shape[0], out);
+}
+
+llvm::Error SafetensorsFile::readSliceF32(
+    llvm::StringRef name, llvm::ArrayRef<int64_t> shape, int64_t dim,
+    int64_t begin, int64_t length, llvm::MutableArrayRef<float> out) const {
   const TensorInfo *info = find(name);
   if (!info)
     return fileError(filePath, "no tensor named '" + name + "'");
@@ -198,28 +221,44 @@ llvm::Error SafetensorsFile::readF32(llvm::StringRef name,
     return fileError(filePath, "tensor '" + name + "' has shape " +
                                    shapeText(info->shape) + ", expected " +
                                    shapeText(shape));
-  if ((int64_t)out.size() != info->numElements())
+  // A 0-d tensor is one value; otherwise [outer, dim, inner] around `dim`.
+  int64_t outer = 1, inner = 1, size = 1;
+  if (dim >= 0) {
+    if (dim >= (int64_t)shape.size() || begin < 0 || length < 0 ||
+        begin + length > shape[dim])
+      return fileError(filePath,
+                       llvm::formatv("tensor '{0}': rows [{1}, {2}) of dim "
+                                     "{3} are outside {4}",
+                                     name, begin, begin + length, dim,
+                                     shapeText(shape)));
+    for (int64_t d = 0; d < dim; ++d)
+      outer *= shape[d];
+    for (int64_t d = dim + 1; d < (int64_t)shape.size(); ++d)
+      inner *= shape[d];
+    size = shape[dim];
+  } else {
+    begin = 0;
+    length = 1;
+  }
+  if ((int64_t)out.size() != outer * length * inner)
     return fileError(filePath,
                      llvm::formatv("tensor '{0}': destination holds "
                                    "{1} values, not {2}",
-                                   name, out.size(), info->numElements()));
+                                   name, out.size(), outer * length * inner));
+  uint64_t element = bytesPerElement(info->dtype);
   const char *source = data + info->begin;
-  switch (info->dtype) {
-  case DType::F32:
-    std::memcpy(out.data(), source, out.size() * sizeof(float));
-    break;
-  case DType::F16:
-  case DType::BF16: {
-    auto convert = info->dtype == DType::F16 ? halfToFloat : bf16ToFloat;
-    for (size_t i = 0; i < out.size(); ++i) {
-      uint16_t raw;
-      std::memcpy(&raw, source + 2 * i, sizeof(raw));
-      out[i] = convert(raw);
-    }
-    break;
-  }
-  }
+  for (int64_t o = 0; o < outer; ++o)
+    convertToF32(info->dtype, source + ((o * size + begin) * inner) * element,
+                 out.data() + o * length * inner, length * inner);
+  dataBytesRead += out.size() * element;
   return llvm::Error::success();
+}
+
+std::pair<int64_t, int64_t> twill::io::shardRange(int64_t size, int64_t parts,
+                                                  int64_t index) {
+  int64_t block = (size + parts - 1) / parts;
+  int64_t begin = std::min(size, index * block);
+  return {begin, std::min(size, begin + block) - begin};
 }
 
 //===----------------------------------------------------------------------===//

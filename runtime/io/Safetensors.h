@@ -51,11 +51,22 @@ public:
   llvm::Error readF32(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
                       llvm::MutableArrayRef<float> out) const;
 
+  /// Reads rows [begin, begin + length) of dim `dim` of `name` (which must
+  /// have `shape`) into `out` as fp32, touching only those bytes of the
+  /// file: what a rank owning one shard of the tensor needs.
+  llvm::Error readSliceF32(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
+                           int64_t dim, int64_t begin, int64_t length,
+                           llvm::MutableArrayRef<float> out) const;
+
+  /// Bytes of tensor data read so far: the measure of what a rank loads.
+  uint64_t bytesRead() const { return dataBytesRead; }
+
 private:
   std::string filePath;
   std::unique_ptr<llvm::MemoryBuffer> buffer;
   const char *data = nullptr; // start of the data section
   llvm::StringMap<TensorInfo> tensors;
+  mutable uint64_t dataBytesRead = 0;
 };
 
 /// The weights of a model: one .safetensors file, or a folder holding
@@ -76,6 +87,12 @@ private:
   llvm::StringMap<const SafetensorsFile *> owner;
   std::string description; // the file or index read, for messages
 };
+
+/// The block of `size` rows that part `index` of `parts` owns: blocks of
+/// ceil(size / parts) rows, the last ones shorter or empty (DTensor's
+/// chunking), so no size has to divide evenly.
+std::pair<int64_t, int64_t> shardRange(int64_t size, int64_t parts,
+                                       int64_t index);
 
 /// A tensor to write: fp32 values in row-major order.
 struct NamedTensor {

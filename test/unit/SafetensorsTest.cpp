@@ -127,6 +127,54 @@ TEST(Safetensors, ConvertsLikeTorch) {
   }
 }
 
+TEST(Safetensors, ShardRangesNeedNotDivide) {
+  using Range = std::pair<int64_t, int64_t>;
+  EXPECT_EQ(shardRange(10, 4, 0), Range(0, 3));
+  EXPECT_EQ(shardRange(10, 4, 3), Range(9, 1));
+  EXPECT_EQ(shardRange(2, 4, 1), Range(1, 1));
+  EXPECT_EQ(shardRange(2, 4, 3), Range(2, 0));
+  EXPECT_EQ(shardRange(8, 1, 0), Range(0, 8));
+}
+
+TEST(Safetensors, EachRankReadsOnlyItsSlice) {
+  auto file = SafetensorsFile::open(oracleFile("dtypes.safetensors"));
+  ASSERT_TRUE(bool(file)) << llvm::toString(file.takeError());
+  const std::vector<int64_t> shape = {3, 5, 7};
+  std::vector<float> whole(105);
+  ASSERT_FALSE((*file)->readF32("x.bf16", shape, whole));
+  uint64_t wholeBytes = (*file)->bytesRead();
+  EXPECT_EQ(wholeBytes, 105u * 2);
+
+  // Four "ranks" shard dim 1 (5 rows: blocks 2, 2, 1, 0): each reads its
+  // rows only, together exactly the tensor.
+  for (int64_t dim : {0, 1, 2}) {
+    uint64_t before = (*file)->bytesRead();
+    for (int64_t rank = 0; rank < 4; ++rank) {
+      auto [begin, length] = shardRange(shape[dim], 4, rank);
+      std::vector<int64_t> sliceShape = shape;
+      sliceShape[dim] = length;
+      std::vector<float> slice(sliceShape[0] * sliceShape[1] * sliceShape[2]);
+      uint64_t start = (*file)->bytesRead();
+      ASSERT_FALSE(
+          (*file)->readSliceF32("x.bf16", shape, dim, begin, length, slice));
+      EXPECT_EQ((*file)->bytesRead() - start, slice.size() * 2);
+      for (int64_t a = 0; a < sliceShape[0]; ++a)
+        for (int64_t b = 0; b < sliceShape[1]; ++b)
+          for (int64_t c = 0; c < sliceShape[2]; ++c) {
+            int64_t index[] = {a, b, c};
+            index[dim] += begin;
+            ASSERT_EQ(slice[(a * sliceShape[1] + b) * sliceShape[2] + c],
+                      whole[(index[0] * 5 + index[1]) * 7 + index[2]]);
+          }
+    }
+    EXPECT_EQ((*file)->bytesRead() - before, wholeBytes) << "dim " << dim;
+  }
+
+  std::vector<float> tooFew(3);
+  EXPECT_THAT(errorOf((*file)->readSliceF32("x.bf16", shape, 1, 4, 2, tooFew)),
+              HasSubstr("rows [4, 6) of dim 1 are outside [3, 5, 7]"));
+}
+
 TEST(Safetensors, ShardedCheckpointFollowsTheIndex) {
   TempDir dir;
   std::vector<float> a = {1, 2, 3, 4}, b = {5, 6};
