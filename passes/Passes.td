@@ -49,6 +49,36 @@ def Optimizer : Pass<"twill-optimizer", "mlir::ModuleOp"> {
   ];
 }
 
+def PropagateSharding : Pass<"twill-propagate-sharding", "mlir::ModuleOp"> {
+  let summary = "Gives every value a placement on the dp x tp mesh";
+  let description = [{
+    Seeds the placements of the job's parallel plan and propagates them
+    through every op's ShardingRuleOpInterface rule, in program order:
+
+    - parameters and optimizer state: FSDP `shard<0>` on `dp` (storage
+      only: compute sees them whole on dp, partitioning gathers them before
+      use); on `tp` the Megatron plan: q/k/v/gate/up column-parallel
+      (`shard<0>`), o/down row-parallel (`shard<1>`), embedding and lm_head
+      vocab-parallel (`shard<0>`), norms replicated; k/v replicated when the
+      KV heads do not divide over tp; LoRA follows its base layer without
+      splitting the rank (column: A replicated, B `shard<0>`; row: A
+      `shard<1>`, B replicated);
+    - per-step inputs: the batch `shard<0>` on dp.
+
+    Conflict rule: an axis shards one factor per op; a factor claimed by a
+    parameter wins (its activation is gathered), then the earliest operand's.
+    A sharded reduction factor makes the result `partial<sum>`; partial sums
+    flow through linear ops (matmul, add of partials, scale, reshape,
+    transpose, cast) and, before any other op, become `shard<1>` (sequence
+    parallel, reduce-scatter) or `replicate` (all-reduce).
+  }];
+  let options = [
+    Option<"sequenceParallel", "sequence-parallel", "bool",
+           /*default=*/"true",
+           "Resolve tp partial sums into sequence shards">
+  ];
+}
+
 def EmitExecutable : Pass<"twill-emit-executable", "mlir::ModuleOp"> {
   let summary = "Writes the program as an Executable for twill-train";
   let description = [{
