@@ -18,6 +18,7 @@
 #include "runtime/train/Trainer.h"
 #include "runtime/train/Weights.h"
 
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
@@ -123,13 +124,13 @@ static int runEval(Program &program) {
   if (!gradientsPath.empty()) {
     // The step sums gradients into "<parameter>.grad_sum" states, zero
     // before this one step: they hold its gradients.
-    llvm::StringMap<std::string> gradients;
+    llvm::DenseMap<int, std::string> gradients;
     for (const State &state : program.executable().states())
       if (llvm::StringRef(state.name()).ends_with(".grad_sum"))
-        gradients[std::to_string(state.buffer())] =
+        gradients[state.buffer()] =
             llvm::StringRef(state.name()).drop_back(4).str();
     if (llvm::Error error = writeBuffers(program, gradientsPath, [&](int id) {
-          return gradients.lookup(std::to_string(id));
+          return gradients.lookup(id);
         }))
       return fail(std::move(error));
   }
