@@ -13,8 +13,8 @@
 
 using namespace twill;
 
-llvm::Error cpu::embedding(const float *table, int64_t vocab, int64_t dim,
-                           const int32_t *ids, int64_t count, float *out) {
+/// Every token id is in the vocabulary: ids come from data.
+static llvm::Error checkIds(const int32_t *ids, int64_t count, int64_t vocab) {
   for (int64_t i = 0; i < count; ++i)
     if (ids[i] < 0 || ids[i] >= vocab)
       return llvm::createStringError(
@@ -22,6 +22,13 @@ llvm::Error cpu::embedding(const float *table, int64_t vocab, int64_t dim,
           llvm::formatv("token id {0} at position {1} is outside the "
                         "vocabulary [0, {2})",
                         ids[i], i, vocab));
+  return llvm::Error::success();
+}
+
+llvm::Error cpu::embedding(const float *table, int64_t vocab, int64_t dim,
+                           const int32_t *ids, int64_t count, float *out) {
+  if (llvm::Error error = checkIds(ids, count, vocab))
+    return error;
 #pragma omp parallel for
   for (int64_t i = 0; i < count; ++i)
     std::memcpy(out + i * dim, table + int64_t(ids[i]) * dim,
@@ -281,14 +288,10 @@ void cpu::fill(float *out, int64_t count, double value) {
 llvm::Error cpu::embeddingGrad(const int32_t *ids, int64_t count,
                                const float *grad, int64_t vocab, int64_t dim,
                                float *out) {
+  if (llvm::Error error = checkIds(ids, count, vocab))
+    return error;
   std::fill(out, out + vocab * dim, 0.0f);
   for (int64_t i = 0; i < count; ++i) {
-    if (ids[i] < 0 || ids[i] >= vocab)
-      return llvm::createStringError(
-          llvm::inconvertibleErrorCode(),
-          llvm::formatv("token id {0} at position {1} is outside the "
-                        "vocabulary [0, {2})",
-                        ids[i], i, vocab));
     float *row = out + int64_t(ids[i]) * dim;
     for (int64_t d = 0; d < dim; ++d)
       row[d] += grad[i * dim + d];
