@@ -108,48 +108,46 @@ FailureOr<int> ExecutableEmitter::sharedBuffer(BlockArgument argument,
 LogicalResult ExecutableEmitter::emitArgument(BlockArgument argument,
                                               func::FuncOp function) {
   unsigned index = argument.getArgNumber();
-  auto attr = [&](StringRef attrName) {
-    return function.getArgAttrOfType<StringAttr>(index, attrName);
+  // Parameters, states and inputs are one buffer per name, whichever entry
+  // points read them; `record` enters a new one in its table.
+  auto emitShared = [&](llvm::StringLiteral attrName,
+                        llvm::function_ref<void(StringRef name, int id)> record)
+      -> std::optional<LogicalResult> {
+    auto name = function.getArgAttrOfType<StringAttr>(index, attrName);
+    if (!name)
+      return std::nullopt;
+    bool isNew = false;
+    FailureOr<int> id = sharedBuffer(argument, function, name, isNew);
+    if (failed(id))
+      return failure();
+    if (isNew)
+      record(name.getValue(), *id);
+    return success();
   };
-  bool isNew = false;
-  if (StringAttr name = attr(mlir::twill::kParamAttrName)) {
-    FailureOr<int> id = sharedBuffer(argument, function, name, isNew);
-    if (failed(id))
-      return failure();
-    if (isNew) {
-      ::twill::Parameter &parameter = *executable.add_parameters();
-      parameter.set_name(name.str());
-      parameter.set_buffer(*id);
-      parameter.set_trainable(
-          function.getArgAttr(index, mlir::twill::kTrainableAttrName) !=
-          nullptr);
-    }
-    return success();
-  }
-  if (StringAttr name = attr(mlir::twill::kStateAttrName)) {
-    FailureOr<int> id = sharedBuffer(argument, function, name, isNew);
-    if (failed(id))
-      return failure();
-    if (isNew) {
-      ::twill::State &state = *executable.add_states();
-      state.set_name(name.str());
-      state.set_buffer(*id);
-    }
-    return success();
-  }
-  if (StringAttr name = attr(mlir::twill::kInputAttrName)) {
-    // Inputs too are one buffer per name: every entry point reads the batch
-    // the runtime filled.
-    FailureOr<int> id = sharedBuffer(argument, function, name, isNew);
-    if (failed(id))
-      return failure();
-    if (isNew) {
-      ::twill::Input &input = *executable.add_inputs();
-      input.set_name(name.str());
-      input.set_buffer(*id);
-    }
-    return success();
-  }
+  if (auto emitted =
+          emitShared(mlir::twill::kParamAttrName, [&](StringRef name, int id) {
+            ::twill::Parameter &parameter = *executable.add_parameters();
+            parameter.set_name(name.str());
+            parameter.set_buffer(id);
+            parameter.set_trainable(
+                function.getArgAttr(index, mlir::twill::kTrainableAttrName) !=
+                nullptr);
+          }))
+    return *emitted;
+  if (auto emitted =
+          emitShared(mlir::twill::kStateAttrName, [&](StringRef name, int id) {
+            ::twill::State &state = *executable.add_states();
+            state.set_name(name.str());
+            state.set_buffer(id);
+          }))
+    return *emitted;
+  if (auto emitted =
+          emitShared(mlir::twill::kInputAttrName, [&](StringRef name, int id) {
+            ::twill::Input &input = *executable.add_inputs();
+            input.set_name(name.str());
+            input.set_buffer(id);
+          }))
+    return *emitted;
   return function.emitError("argument ")
          << index << " is neither a parameter (" << mlir::twill::kParamAttrName
          << "), a state (" << mlir::twill::kStateAttrName << ") nor an input ("

@@ -27,8 +27,6 @@ LogicalResult ReduceScatterOp::verify() {
   return expectDim(*this, "dim", getDim(), getInput());
 }
 
-LogicalResult AllReduceOp::verify() { return success(); }
-
 LogicalResult AllToAllOp::verify() {
   if (failed(expectSameElementType(*this, {getInput(), getResult()})) ||
       failed(expectDim(*this, "split", getSplitDim(), getInput())))

@@ -17,7 +17,6 @@ class Twill_CollectiveOp<string mnemonic, list<Trait> traits = []>
       return ::mlir::twill::verifyCollective(getOperation(), symbolTable);
     }
   }];
-  let hasVerifier = 1;
 }
 
 def Twill_AllGatherOp : Twill_CollectiveOp<"all_gather"> {
@@ -33,6 +32,7 @@ def Twill_AllGatherOp : Twill_CollectiveOp<"all_gather"> {
   let arguments = (ins Twill_FloatTensor:$input, FlatSymbolRefAttr:$mesh,
                        StrAttr:$axis, I64Attr:$dim);
   let results = (outs Twill_FloatTensor:$result);
+  let hasVerifier = 1;
   let assemblyFormat = [{
     $input `over` $mesh `[` $axis `]` `dim` $dim attr-dict `:` type($input)
     `->` type($result)
@@ -52,6 +52,7 @@ def Twill_ReduceScatterOp : Twill_CollectiveOp<"reduce_scatter"> {
   let arguments = (ins Twill_FloatTensor:$input, FlatSymbolRefAttr:$mesh,
                        StrAttr:$axis, I64Attr:$dim);
   let results = (outs Twill_FloatTensor:$result);
+  let hasVerifier = 1;
   let assemblyFormat = [{
     $input `over` $mesh `[` $axis `]` `dim` $dim attr-dict `:` type($input)
     `->` type($result)
@@ -88,6 +89,7 @@ def Twill_AllToAllOp : Twill_CollectiveOp<"all_to_all"> {
   let arguments = (ins Twill_FloatTensor:$input, FlatSymbolRefAttr:$mesh,
                        StrAttr:$axis, I64Attr:$split_dim, I64Attr:$concat_dim);
   let results = (outs Twill_FloatTensor:$result);
+  let hasVerifier = 1;
   let assemblyFormat = [{
     $input `over` $mesh `[` $axis `]` `split` $split_dim `concat` $concat_dim
     attr-dict `:` type($input) `->` type($result)
