@@ -176,7 +176,8 @@ Value LlamaTracer::attention(Value normed, const std::string &prefix) {
 
   Value context = AttentionOp::create(
       builder, loc(attn), q.getType(), q, k, v, segments,
-      builder.getF64FloatAttr(1.0 / std::sqrt(double(headDim))));
+      builder.getF64FloatAttr(1.0 / std::sqrt(double(headDim))),
+      /*shard_axis=*/nullptr);
   Value merged = ReshapeOp::create(
       builder, loc(attn), floatType({batch, seq, heads * headDim}), context);
   return linear(merged, attn + ".o_proj", "o_proj", heads * headDim, hidden);
@@ -227,7 +228,8 @@ OwningOpRef<ModuleOp> LlamaTracer::trace() {
       param("model.embed_tokens.weight", {vocab, hidden}, baseTrainable());
   Value h =
       EmbeddingOp::create(builder, loc("model.embed_tokens"),
-                          floatType({batch, seq, hidden}), embedTable, tokens);
+                          floatType({batch, seq, hidden}), embedTable, tokens,
+                          /*shard_axis=*/nullptr);
   for (int64_t layer = 0; layer < model.num_hidden_layers(); ++layer)
     h = decoderLayer(h, layer);
   h = rmsNorm(h, "model.norm");
@@ -240,7 +242,8 @@ OwningOpRef<ModuleOp> LlamaTracer::trace() {
   logits.getDefiningOp()->setLoc(loc("logits"));
   auto loss = CrossEntropyOp::create(
       builder, loc("loss"), RankedTensorType::get({}, builder.getF32Type()),
-      RankedTensorType::get({}, builder.getI64Type()), logits, labels);
+      RankedTensorType::get({}, builder.getI64Type()), logits, labels,
+      /*ignore_index=*/-100, /*shard_axis=*/nullptr, /*vocab_size=*/nullptr);
   func::ReturnOp::create(builder, loc("forward"),
                          ValueRange{loss.getLoss(), loss.getCount()});
 

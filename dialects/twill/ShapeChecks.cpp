@@ -74,3 +74,15 @@ mlir::twill::verifyRopeScaling(Operation *op,
     return op->emitOpError("original_max_position must be positive");
   return success();
 }
+
+LogicalResult mlir::twill::verifyHeadGroups(Operation *op, int64_t queryHeads,
+                                            int64_t kvHeads,
+                                            bool queryHeadsSharded) {
+  if (kvHeads > 0 && queryHeads % kvHeads == 0)
+    return success();
+  if (queryHeadsSharded && queryHeads > 0 && kvHeads % queryHeads == 0)
+    return success();
+  return op->emitOpError() << "query heads (" << queryHeads
+                           << ") must be a multiple of key/value heads ("
+                           << kvHeads << ")";
+}

@@ -33,6 +33,11 @@ LogicalResult verifyRopeScaling(Operation *op,
                                 std::optional<llvm::APFloat> lowFreqFactor,
                                 std::optional<llvm::APFloat> highFreqFactor,
                                 std::optional<uint64_t> originalMaxPosition);
+/// Grouped-query attention: every key/value head serves a whole number of
+/// query heads. With `queryHeadsSharded` (the query heads are one rank's
+/// block, the key/value heads all of them) either count may divide the other.
+LogicalResult verifyHeadGroups(Operation *op, int64_t queryHeads,
+                               int64_t kvHeads, bool queryHeadsSharded);
 
 } // namespace mlir::twill
 

@@ -69,5 +69,6 @@ std::string ShardingRule::str() const {
   os << "}";
   printFactors("reduction", reductions);
   printFactors("replicated", replicated);
+  printFactors("self-reduced", selfReduced);
   return text;
 }

@@ -29,6 +29,9 @@ struct ShardingRule {
   SmallVector<int64_t> factorSizes;
   SmallVector<Tensor> operands, results;
   SmallVector<int> reductions, replicated;
+  /// Factors the op may shard by reducing across the axis itself, results
+  /// staying whole (the vocab of a vocab-parallel cross-entropy).
+  SmallVector<int> selfReduced;
 
   /// Adds a factor of `size`; returns its index.
   int addFactor(int64_t size) {
@@ -45,6 +48,9 @@ struct ShardingRule {
   }
   bool isReplicated(int factor) const {
     return llvm::is_contained(replicated, factor);
+  }
+  bool isSelfReduced(int factor) const {
+    return llvm::is_contained(selfReduced, factor);
   }
 
   /// `([i, j, k], [l, k]) -> ([i, j, l]) {i=2, j=8, k=64, l=96}

@@ -27,6 +27,12 @@ LogicalResult ReduceScatterOp::verify() {
   return expectDim(*this, "dim", getDim(), getInput());
 }
 
+LogicalResult LocalSliceOp::verify() {
+  if (failed(expectSameElementType(*this, {getInput(), getResult()})))
+    return failure();
+  return expectDim(*this, "dim", getDim(), getInput());
+}
+
 LogicalResult AllToAllOp::verify() {
   if (failed(expectSameElementType(*this, {getInput(), getResult()})) ||
       failed(expectDim(*this, "split", getSplitDim(), getInput())))
@@ -53,16 +59,20 @@ mlir::twill::verifyCollective(Operation *op,
     return op->emitOpError("mesh ") << meshName << " has no axis " << axisName
                                     << " (it has " << mesh.getAxes() << ")";
 
-  SmallVector<int64_t> expected(shapeOf(op->getOperand(0)));
+  // A block is ceil(whole / ranks) long: the last one may be padded.
+  auto block = [&](int64_t whole) { return (whole + size - 1) / size; };
+  ArrayRef<int64_t> input = shapeOf(op->getOperand(0));
+  ArrayRef<int64_t> result = shapeOf(op->getResult(0));
+  SmallVector<int64_t> expected(input);
   if (auto gather = dyn_cast<AllGatherOp>(op)) {
-    expected[gather.getDim()] *= size;
-  } else if (auto scatter = dyn_cast<ReduceScatterOp>(op)) {
-    if (expected[scatter.getDim()] % size != 0)
-      return op->emitOpError()
-             << "dim " << scatter.getDim() << " of size "
-             << expected[scatter.getDim()] << " does not split over the "
-             << size << " ranks of " << axisName;
-    expected[scatter.getDim()] /= size;
+    int64_t dim = gather.getDim();
+    if (result.size() == input.size() && block(result[dim]) == input[dim])
+      expected[dim] = result[dim];
+    else
+      expected[dim] *= size;
+  } else if (isa<ReduceScatterOp, LocalSliceOp>(op)) {
+    int64_t dim = op->getAttrOfType<IntegerAttr>("dim").getInt();
+    expected[dim] = block(expected[dim]);
   } else if (auto exchange = dyn_cast<AllToAllOp>(op)) {
     if (expected[exchange.getSplitDim()] % size != 0)
       return op->emitOpError()
@@ -72,5 +82,5 @@ mlir::twill::verifyCollective(Operation *op,
     expected[exchange.getSplitDim()] /= size;
     expected[exchange.getConcatDim()] *= size;
   }
-  return expectShape(op, "result", shapeOf(op->getResult(0)), expected);
+  return expectShape(op, "result", result, expected);
 }

@@ -23,7 +23,9 @@ def Twill_AllGatherOp : Twill_CollectiveOp<"all_gather"> {
   let summary = "Concatenate the shards of an axis (shard<dim> -> replicate)";
   let description = [{
     Every rank of the axis gets the inputs of all of them concatenated along
-    `dim`, in axis order.
+    `dim`, in axis order, cut to the result's size: blocks are
+    `ceil(size / ranks)` long and the last one's padding is dropped, so no
+    size has to divide by the axis.
 
     ```mlir
     %full = twill.all_gather %x over @mesh["tp"] dim 1 : tensor<2x64x64xf32> -> tensor<2x256x64xf32>
@@ -43,7 +45,8 @@ def Twill_ReduceScatterOp : Twill_CollectiveOp<"reduce_scatter"> {
   let summary = "Sum over an axis, keep one block (partial -> shard<dim>)";
   let description = [{
     Sums the inputs of the axis's ranks and leaves each rank its block along
-    `dim`, in axis order.
+    `dim`, in axis order; blocks are `ceil(size / ranks)` long, the last one
+    zero-padded.
 
     ```mlir
     %h = twill.reduce_scatter %partial over @mesh["tp"] dim 1 : tensor<2x256x64xf32> -> tensor<2x64x64xf32>
@@ -93,6 +96,25 @@ def Twill_AllToAllOp : Twill_CollectiveOp<"all_to_all"> {
   let assemblyFormat = [{
     $input `over` $mesh `[` $axis `]` `split` $split_dim `concat` $concat_dim
     attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
+def Twill_LocalSliceOp : Twill_CollectiveOp<"local_slice"> {
+  let summary = "Keep this rank's block of a whole tensor (replicate -> shard<dim>)";
+  let description = [{
+    No communication: every rank of the axis holds the whole input and keeps
+    its block along `dim`, zero-padded when the last block is short.
+    ```mlir
+    %x = twill.local_slice %full over @mesh["tp"] dim 0 : tensor<512x64xf32> -> tensor<128x64xf32>
+    ```
+  }];
+  let arguments = (ins Twill_FloatTensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrAttr:$axis, I64Attr:$dim);
+  let results = (outs Twill_FloatTensor:$result);
+  let hasVerifier = 1;
+  let assemblyFormat = [{
+    $input `over` $mesh `[` $axis `]` `dim` $dim attr-dict `:` type($input)
+    `->` type($result)
   }];
 }
 

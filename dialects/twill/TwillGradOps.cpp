@@ -71,10 +71,8 @@ LogicalResult AttentionGradOp::verify() {
       failed(expectShape(*this, "key_grad", shapeOf(getKeyGrad()), key)) ||
       failed(expectShape(*this, "value_grad", shapeOf(getValueGrad()), key)))
     return failure();
-  if (key[2] == 0 || query[2] % key[2] != 0)
-    return emitOpError() << "query heads (" << query[2]
-                         << ") must be a multiple of key/value heads ("
-                         << key[2] << ")";
+  if (failed(verifyHeadGroups(*this, query[2], key[2], bool(getShardAxis()))))
+    return failure();
   if (getSegments() &&
       failed(expectShape(*this, "segments", shapeOf(getSegments()),
                          query.take_front(2))))

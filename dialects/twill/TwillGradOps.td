@@ -111,7 +111,8 @@ def Twill_AttentionGradOp : Twill_ComputeOp<"attention_grad", [Pure]> {
   let description = [{
     For `output = attention(query, key, value, segments)` and `grad` =
     dL/doutput, returns (dL/dquery, dL/dkey, dL/dvalue); the softmax is
-    recomputed, never stored.
+    recomputed, never stored. `shard_axis` is as for attention; the key and
+    value gradients are then partial sums over the axis.
 
     ```mlir
     %dq, %dk, %dv = twill.attention_grad %q, %k, %v, %o, %do segments(%doc)
@@ -124,7 +125,8 @@ def Twill_AttentionGradOp : Twill_ComputeOp<"attention_grad", [Pure]> {
   let arguments = (ins Twill_FloatTensor:$query, Twill_FloatTensor:$key,
                        Twill_FloatTensor:$value, Twill_FloatTensor:$output,
                        Twill_FloatTensor:$grad,
-                       Optional<Twill_IntTensor>:$segments, F64Attr:$scale);
+                       Optional<Twill_IntTensor>:$segments, F64Attr:$scale,
+                       OptionalAttr<StrAttr>:$shard_axis);
   let results = (outs Twill_FloatTensor:$query_grad,
                       Twill_FloatTensor:$key_grad,
                       Twill_FloatTensor:$value_grad);
@@ -162,7 +164,7 @@ def Twill_CrossEntropyGradOp : Twill_ComputeOp<"cross_entropy_grad", [Pure]> {
   let description = [{
     `(softmax(logits) - onehot(label)) * grad` on counted positions, zero on
     positions whose label is `ignore_index`; `grad` is the 0-d cotangent of
-    the loss sum.
+    the loss sum. `shard_axis` and `vocab_size` are as for cross_entropy.
 
     ```mlir
     %dl = twill.cross_entropy_grad %logits, %labels, %one {ignore_index = -100 : i64}
@@ -171,7 +173,9 @@ def Twill_CrossEntropyGradOp : Twill_ComputeOp<"cross_entropy_grad", [Pure]> {
   }];
   let arguments = (ins Twill_FloatTensor:$logits, Twill_IntTensor:$labels,
                        0DTensorOf<[AnyFloat]>:$grad,
-                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
+                       OptionalAttr<StrAttr>:$shard_axis,
+                       OptionalAttr<I64Attr>:$vocab_size);
   let results = (outs Twill_FloatTensor:$result);
   let assemblyFormat = [{
     $logits `,` $labels `,` $grad attr-dict `:`

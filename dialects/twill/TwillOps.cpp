@@ -83,6 +83,13 @@ LogicalResult MatmulOp::verify() {
   if (k != rhsK)
     return emitOpError() << "contracting dims differ: " << k << " vs " << rhsK;
   SmallVector<int64_t> expected(batch);
+  if (shapeOf(getResult()).size() == 2 && !batch.empty() &&
+      rhs.size() == lhs.size()) {
+    if (!getTransposeLhs() || getTransposeRhs())
+      return emitOpError("sums over batch dims only with transpose_lhs and "
+                         "without transpose_rhs");
+    expected.clear(); // the batch dims are contracted
+  }
   expected.append({m, n});
   return expectShape(*this, "result", shapeOf(getResult()), expected);
 }
@@ -135,10 +142,8 @@ LogicalResult AttentionOp::verify() {
   if (failed(expectShape(*this, "key", key, expectedKey)) ||
       failed(expectShape(*this, "value", shapeOf(getValue()), key)))
     return failure();
-  if (query[2] % key[2] != 0)
-    return emitOpError() << "query heads (" << query[2]
-                         << ") must be a multiple of key/value heads ("
-                         << key[2] << ")";
+  if (failed(verifyHeadGroups(*this, query[2], key[2], bool(getShardAxis()))))
+    return failure();
   if (getScale().convertToDouble() <= 0.0)
     return emitOpError("scale must be positive");
   if (getSegments() &&

@@ -61,8 +61,13 @@ def Twill_EmbeddingOp : Twill_ComputeOp<"embedding", [Pure, DeclareOpInterfaceMe
     %h = twill.embedding %table, %tokens
         : (tensor<128256x4096xbf16>, tensor<2x8192xi32>) -> tensor<2x8192x4096xbf16>
     ```
+
+    After partitioning, `shard_axis` says the table holds this rank's block of
+    rows along that mesh axis (vocab-parallel): ids outside the block give
+    zeros, a partial sum over the axis.
   }];
-  let arguments = (ins Twill_FloatTensor:$table, Twill_IntTensor:$ids);
+  let arguments = (ins Twill_FloatTensor:$table, Twill_IntTensor:$ids,
+                       OptionalAttr<StrAttr>:$shard_axis);
   let results = (outs Twill_FloatTensor:$result);
   let assemblyFormat = [{
     $table `,` $ids attr-dict `:` functional-type(operands, results)
@@ -77,7 +82,9 @@ def Twill_MatmulOp : Twill_ComputeOp<"matmul", [Pure, DeclareOpInterfaceMethods<
     two dims of each operand are the matrix; `transpose_lhs` / `transpose_rhs`
     read an operand as `[.., k, m]` / `[.., n, k]`. Leading dims of `lhs` are
     batch dims; `rhs` either has the same batch dims or none (a weight shared
-    by the whole batch). A linear layer `x W^T` is:
+    by the whole batch). A matrix result from batched operands (with
+    `transpose_lhs`, without `transpose_rhs`) sums over the batch dims too:
+    the gradient of a shared weight. A linear layer `x W^T` is:
 
     ```mlir
     %q = twill.matmul %x, %w {transpose_rhs}
@@ -162,10 +169,16 @@ def Twill_AttentionOp : Twill_ComputeOp<"attention", [Pure, DeclareOpInterfaceMe
         : (tensor<2x8192x32x128xbf16>, tensor<2x8192x8x128xbf16>,
            tensor<2x8192x8x128xbf16>, tensor<2x8192xi32>) -> tensor<2x8192x32x128xbf16>
     ```
+
+    After partitioning, `shard_axis` says the query heads are this rank's
+    block along that mesh axis while key and value hold every head (fewer
+    key/value heads than ranks): query head `h` is global head
+    `coordinate * heads + h`.
   }];
   let arguments = (ins Twill_FloatTensor:$query, Twill_FloatTensor:$key,
                        Twill_FloatTensor:$value,
-                       Optional<Twill_IntTensor>:$segments, F64Attr:$scale);
+                       Optional<Twill_IntTensor>:$segments, F64Attr:$scale,
+                       OptionalAttr<StrAttr>:$shard_axis);
   let results = (outs Twill_FloatTensor:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`segments` `(` $segments^ `)`)? attr-dict `:`
@@ -229,9 +242,16 @@ def Twill_CrossEntropyOp : Twill_ComputeOp<"cross_entropy", [Pure, DeclareOpInte
     %loss, %count = twill.cross_entropy %logits, %labels {ignore_index = -100 : i64}
         : (tensor<2x8192x128256xf32>, tensor<2x8192xi32>) -> (tensor<f32>, tensor<i64>)
     ```
+
+    After partitioning, `shard_axis` says the logits hold this rank's block
+    of the vocab along that mesh axis and `vocab_size` is the whole vocab
+    (columns past it are padding): the op reduces its maxima and sums over
+    the axis itself, so the logits are never gathered (vocab-parallel loss).
   }];
   let arguments = (ins Twill_FloatTensor:$logits, Twill_IntTensor:$labels,
-                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
+                       OptionalAttr<StrAttr>:$shard_axis,
+                       OptionalAttr<I64Attr>:$vocab_size);
   let results = (outs 0DTensorOf<[AnyFloat]>:$loss,
                       0DTensorOf<[AnySignlessInteger]>:$count);
   let assemblyFormat = [{

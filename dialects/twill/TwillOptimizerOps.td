@@ -30,6 +30,37 @@ def Twill_GlobalNormOp : Twill_ComputeOp<"global_norm", [Pure]> {
   }];
 }
 
+def Twill_SumSquaresOp : Twill_ComputeOp<"sum_squares", [Pure]> {
+  let summary = "Sum of squares of every element of several tensors";
+  let description = [{
+    `sum over every element of every input of x^2`: the square of their
+    global norm. Partitioning turns a global norm over shards into sums of
+    squares, an all_reduce over the axes they are split on, and a sqrt.
+
+    ```mlir
+    %s = twill.sum_squares %ga, %gb : (tensor<8x64xf32>, tensor<64x8xf32>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Variadic<Twill_FloatTensor>:$inputs);
+  let results = (outs 0DTensorOf<[F32]>:$result);
+  let assemblyFormat = [{
+    $inputs attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Twill_SqrtOp : Twill_ComputeOp<"sqrt", [Pure,
+    AllTypesMatch<["input", "result"]>]> {
+  let summary = "Square root of a scalar";
+  let description = [{
+    ```mlir
+    %n = twill.sqrt %s : tensor<f32>
+    ```
+  }];
+  let arguments = (ins 0DTensorOf<[F32]>:$input);
+  let results = (outs 0DTensorOf<[F32]>:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
 def Twill_ClipCoefficientOp : Twill_ComputeOp<"clip_coefficient", [Pure,
     AllTypesMatch<["norm", "result"]>]> {
   let summary = "Gradient clipping factor for a global norm";

@@ -59,8 +59,12 @@ ShardingRule MatmulOp::getShardingRule() {
   rule.operands = {transposeLhs ? matrix(batch, k, m) : matrix(batch, m, k),
                    transposeRhs ? matrix(rhsBatch, n, k)
                                 : matrix(rhsBatch, k, n)};
-  rule.results = {matrix(batch, m, n)};
   rule.reductions = {k};
+  bool contractsBatch = shapeOf(getResult()).size() == 2 && !batch.empty();
+  rule.results = {matrix(contractsBatch ? Tensor() : batch, m, n)};
+  if (contractsBatch)
+    for (const ShardingRule::Dim &dim : batch)
+      rule.reductions.push_back(dim.front());
   return rule;
 }
 
@@ -112,6 +116,8 @@ ShardingRule AttentionGradOp::getShardingRule() {
   Tensor queryDims = rule.operands[0], keyDims = rule.operands[1];
   rule.operands.insert(rule.operands.begin() + 3, 2, queryDims);
   rule.results = {queryDims, keyDims, keyDims};
+  // A key/value head's gradient sums over the query heads it serves.
+  rule.reductions = {queryDims[2].front()};
   return rule;
 }
 
@@ -125,8 +131,8 @@ ShardingRule SwigluGradOp::getShardingRule() { return elementwiseRule(*this); }
 
 ShardingRule CrossEntropyOp::getShardingRule() {
   // The loss and count are sums over positions: sharded positions give
-  // partial sums. The vocab stays whole here; a vocab-parallel loss is the
-  // partitioner's to build.
+  // partial sums. A sharded vocab is reduced by the op itself across the
+  // axis (a vocab-parallel loss): the results stay whole.
   ShardingRule rule;
   Tensor positions = rule.freshFactors(shapeOf(getLabels()));
   int vocab = rule.addFactor(shapeOf(getLogits()).back());
@@ -136,7 +142,7 @@ ShardingRule CrossEntropyOp::getShardingRule() {
   rule.results = {Tensor(), Tensor()};
   for (const ShardingRule::Dim &dim : positions)
     rule.reductions.push_back(dim.front());
-  rule.replicated = {vocab};
+  rule.selfReduced = {vocab};
   return rule;
 }
 
@@ -148,7 +154,7 @@ ShardingRule CrossEntropyGradOp::getShardingRule() {
   logits.push_back({vocab});
   rule.operands = {logits, positions, Tensor()};
   rule.results = {logits};
-  rule.replicated = {vocab};
+  rule.selfReduced = {vocab};
   return rule;
 }
 
@@ -285,6 +291,19 @@ ShardingRule GlobalNormOp::getShardingRule() {
   return rule;
 }
 
+ShardingRule SumSquaresOp::getShardingRule() {
+  // A sum over every element: shards give partial sums.
+  ShardingRule rule;
+  for (Value input : getInputs()) {
+    Tensor dims = rule.freshFactors(shapeOf(input));
+    for (const ShardingRule::Dim &dim : dims)
+      rule.reductions.push_back(dim.front());
+    rule.operands.push_back(dims);
+  }
+  rule.results = {Tensor()};
+  return rule;
+}
+
 /// Scalar ops: nothing to shard.
 static ShardingRule scalarRule(Operation *op) {
   ShardingRule rule;
@@ -296,3 +315,4 @@ static ShardingRule scalarRule(Operation *op) {
 ShardingRule ClipCoefficientOp::getShardingRule() { return scalarRule(*this); }
 ShardingRule LrScheduleOp::getShardingRule() { return scalarRule(*this); }
 ShardingRule IncrementOp::getShardingRule() { return scalarRule(*this); }
+ShardingRule SqrtOp::getShardingRule() { return scalarRule(*this); }

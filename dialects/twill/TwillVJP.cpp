@@ -20,30 +20,22 @@ static RankedTensorType likeType(Value value, ArrayRef<int64_t> shape) {
   return RankedTensorType::get(shape, elementTypeOf(value));
 }
 
-/// `op(lhs) op(rhs)` with the result type the matmul verifier expects.
+/// `op(lhs) op(rhs)` with the result type the matmul verifier expects;
+/// `contractBatch` sums over the batch dims too (a matrix result).
 static Value matmul(OpBuilder &builder, Location loc, Value lhs, Value rhs,
-                    bool transposeLhs, bool transposeRhs) {
+                    bool transposeLhs, bool transposeRhs,
+                    bool contractBatch = false) {
   ArrayRef<int64_t> a = shapeOf(lhs), b = shapeOf(rhs);
   int64_t m = transposeLhs ? a.back() : a[a.size() - 2];
   int64_t n = transposeRhs ? b[b.size() - 2] : b.back();
-  SmallVector<int64_t> shape(a.drop_back(2));
+  SmallVector<int64_t> shape;
+  if (!contractBatch)
+    shape.append(a.begin(), a.end() - 2);
   shape.append({m, n});
   auto op = MatmulOp::create(builder, loc, likeType(lhs, shape), lhs, rhs);
   op.setTransposeLhs(transposeLhs);
   op.setTransposeRhs(transposeRhs);
   return op;
-}
-
-/// `value` as a matrix of its last dim's columns.
-static Value flattenToMatrix(OpBuilder &builder, Location loc, Value value) {
-  ArrayRef<int64_t> shape = shapeOf(value);
-  int64_t columns = shape.back();
-  int64_t rows = columns ? RankedTensorType::get(shape, elementTypeOf(value))
-                                   .getNumElements() /
-                               columns
-                         : 0;
-  return ReshapeOp::create(builder, loc, likeType(value, {rows, columns}),
-                           value);
 }
 
 Cotangents EmbeddingOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
@@ -60,7 +52,7 @@ Cotangents MatmulOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
   Value grad = cotangents[0], lhs = getLhs(), rhs = getRhs();
   bool transposeLhs = getTransposeLhs(), transposeRhs = getTransposeRhs();
   // A weight shared by a batch of activations: its gradient sums over the
-  // batch, which flattening the batch into rows does in one matmul.
+  // batch, a matmul that contracts the batch dims with the rows.
   bool sharedRhs = shapeOf(rhs).size() == 2 && shapeOf(lhs).size() > 2;
   if (sharedRhs && transposeLhs)
     return emitOpError("has no gradient rule for a transposed batched lhs "
@@ -72,10 +64,10 @@ Cotangents MatmulOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
                    ? matmul(builder, loc, rhs, grad, transposeRhs, true)
                    : matmul(builder, loc, grad, rhs, false, !transposeRhs);
   if (needed[1]) {
-    Value a = sharedRhs ? flattenToMatrix(builder, loc, lhs) : lhs;
-    Value g = sharedRhs ? flattenToMatrix(builder, loc, grad) : grad;
-    grads[1] = transposeRhs ? matmul(builder, loc, g, a, true, transposeLhs)
-                            : matmul(builder, loc, a, g, !transposeLhs, false);
+    grads[1] =
+        transposeRhs
+            ? matmul(builder, loc, grad, lhs, true, transposeLhs, sharedRhs)
+            : matmul(builder, loc, lhs, grad, !transposeLhs, false, sharedRhs);
   }
   return grads;
 }
@@ -113,7 +105,7 @@ Cotangents AttentionOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
   auto grad = AttentionGradOp::create(
       builder, getLoc(), getQuery().getType(), getKey().getType(),
       getValue().getType(), getQuery(), getKey(), getValue(), getResult(),
-      cotangents[0], getSegments(), getScaleAttr());
+      cotangents[0], getSegments(), getScaleAttr(), getShardAxisAttr());
   Value results[] = {grad.getQueryGrad(), grad.getKeyGrad(),
                      grad.getValueGrad()};
   for (int i = 0; i < 3; ++i)
@@ -182,7 +174,8 @@ Cotangents CrossEntropyOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
   if (needed[0] && cotangents[0])
     grads[0] = CrossEntropyGradOp::create(
         builder, getLoc(), getLogits().getType(), getLogits(), getLabels(),
-        cotangents[0], getIgnoreIndexAttr());
+        cotangents[0], getIgnoreIndexAttr(), getShardAxisAttr(),
+        getVocabSizeAttr());
   return grads;
 }
 

@@ -15,6 +15,9 @@ func.func @forward_ops(%table: tensor<512x64xf32>, %ids: tensor<2x8xi32>, %w: te
   // Batched with a transposed lhs: the batch factor is shared.
   // CHECK: twill.matmul {{.*}}twill.sharding_rule = "([i, k, j], [i, k, l]) -> ([i, j, l]) {i=3, j=8, k=16, l=4} reduction={k}"
   %bm = twill.matmul %b, %c {transpose_lhs} : (tensor<3x16x8xf32>, tensor<3x16x4xf32>) -> tensor<3x8x4xf32>
+  // A shared weight's gradient: the batch dims are reductions too.
+  // CHECK: twill.matmul {{.*}}twill.sharding_rule = "([i, k, j], [i, k, l]) -> ([j, l]) {i=3, j=8, k=16, l=4} reduction={k, i}"
+  %wg = twill.matmul %b, %c {transpose_lhs} : (tensor<3x16x8xf32>, tensor<3x16x4xf32>) -> tensor<8x4xf32>
   // Norms need whole rows.
   // CHECK: twill.rms_norm {{.*}}twill.sharding_rule = "([i, j, k], [k]) -> ([i, j, k]) {i=2, j=8, k=64} replicated={k}"
   %n = twill.rms_norm %h, %g {epsilon = 1.0e-05 : f64} : (tensor<2x8x64xf32>, tensor<64xf32>) -> tensor<2x8x64xf32>
@@ -33,7 +36,7 @@ func.func @forward_ops(%table: tensor<512x64xf32>, %ids: tensor<2x8xi32>, %w: te
   // CHECK: twill.add {{.*}}twill.sharding_rule = "([i, j, k], [i, j, k]) -> ([i, j, k]) {i=2, j=8, k=64}"
   %s = twill.add %h, %m : (tensor<2x8x64xf32>, tensor<2x8x64xf32>) -> tensor<2x8x64xf32>
   // The loss sums over positions: sharded positions give partial sums.
-  // CHECK: twill.cross_entropy {{.*}}twill.sharding_rule = "([i, j, k], [i, j]) -> ([], []) {i=2, j=8, k=512} reduction={i, j} replicated={k}"
+  // CHECK: twill.cross_entropy {{.*}}twill.sharding_rule = "([i, j, k], [i, j]) -> ([], []) {i=2, j=8, k=512} reduction={i, j} self-reduced={k}"
   %loss, %count = twill.cross_entropy %logits, %ids : (tensor<2x8x512xf32>, tensor<2x8xi32>) -> (tensor<f32>, tensor<i64>)
   return
 }

@@ -139,6 +139,16 @@ llvm::Error runMatmul(const InstructionView &in) {
   int64_t rhsK = in.dim(1, transposeRhs ? 0 : 1);
   int64_t batch = in.count(0) / std::max<int64_t>(m * k, 1);
   bool rhsBatched = in.shape(1).size() > 2;
+  if (in.shape(2).size() == 2 && in.shape(0).size() > 2) {
+    // A matrix from batched operands sums over the batch too: the batch
+    // dims are more rows of the (transposed) lhs and of the rhs.
+    if (!transposeLhs || transposeRhs)
+      return in.fail("sums over batch dims only with transpose_lhs");
+    k *= batch;
+    rhsK = in.count(1) / std::max<int64_t>(n, 1);
+    batch = 1;
+    rhsBatched = false;
+  }
   if (k != rhsK || in.count(2) != batch * m * n ||
       (rhsBatched && in.count(1) != batch * k * n))
     return in.fail("operand shapes do not multiply");
