@@ -79,6 +79,36 @@ def PropagateSharding : Pass<"twill-propagate-sharding", "mlir::ModuleOp"> {
   ];
 }
 
+def Partition : Pass<"twill-partition", "mlir::ModuleOp"> {
+  let summary = "Turns the placed program into one rank's program with collectives";
+  let description = [{
+    Runs after twill-propagate-sharding. For every op it decides, with the
+    same rule-driven decision propagation made, where each operand must be,
+    and inserts the collective for every change of placement: shard ->
+    replicate `all_gather`, partial -> replicate `all_reduce`, partial ->
+    shard `reduce_scatter`, shard(i) -> shard(j) `all_to_all` (an
+    all_gather and a local_slice when the sizes do not divide), replicate ->
+    shard `local_slice`. Function results go where their buffer lives (a
+    parameter's or state's placement) or whole. Then every type becomes the
+    local block (ceil blocks; the last rank's is padded with zeros, which
+    every op keeps zero or masks), without a placement.
+
+    So FSDP follows from the placements: a parameter stored `shard<0>` on
+    dp is gathered right before its use, its gradient reduce-scattered into
+    the sharded gradient sum, and the optimizer runs on the shard. Ops that
+    need their rank's offset get `shard_axis` (vocab-parallel embedding and
+    cross-entropy, attention with query heads split over whole key/value
+    heads); a global norm over shards becomes sums of squares all-reduced
+    over the axes they are split on. Each parameter, state and input keeps
+    its global type and placement in `twill.global`, for loading slices.
+  }];
+  let options = [
+    Option<"sequenceParallel", "sequence-parallel", "bool",
+           /*default=*/"true",
+           "As given to twill-propagate-sharding">
+  ];
+}
+
 def EmitExecutable : Pass<"twill-emit-executable", "mlir::ModuleOp"> {
   let summary = "Writes the program as an Executable for twill-train";
   let description = [{

@@ -70,9 +70,9 @@ def Twill_AllReduceOp : Twill_CollectiveOp<"all_reduce",
     %g = twill.all_reduce %partial over @mesh["dp"] : tensor<8x64xf32>
     ```
   }];
-  let arguments = (ins Twill_FloatTensor:$input, FlatSymbolRefAttr:$mesh,
-                       StrAttr:$axis);
-  let results = (outs Twill_FloatTensor:$result);
+  let arguments = (ins StaticShapeTensorOf<[AnyFloat, AnySignlessInteger]>:$input,
+                       FlatSymbolRefAttr:$mesh, StrAttr:$axis);
+  let results = (outs StaticShapeTensorOf<[AnyFloat, AnySignlessInteger]>:$result);
   let assemblyFormat = [{
     $input `over` $mesh `[` $axis `]` attr-dict `:` type($result)
   }];

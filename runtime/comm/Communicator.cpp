@@ -161,14 +161,41 @@ llvm::Error Communicator::reduceScatter(llvm::StringRef name, const float *in,
                   "MPI_Reduce_scatter_block");
 }
 
+/// MPI_Allreduce, in place when `in` is `out`.
+static llvm::Error reduce(const void *in, void *out, int64_t count,
+                          MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+  return checkMpi(MPI_Allreduce(in == out ? MPI_IN_PLACE : in, out, int(count),
+                                type, op, comm),
+                  "MPI_Allreduce");
+}
+
 llvm::Error Communicator::allReduce(llvm::StringRef name, const float *in,
                                     float *out, int64_t count) {
   llvm::Expected<const Axis *> axis = findAxis(name);
   if (!axis)
     return axis.takeError();
-  return checkMpi(
-      MPI_Allreduce(in, out, int(count), MPI_FLOAT, MPI_SUM, (*axis)->comm),
-      "MPI_Allreduce");
+  return reduce(in, out, count, MPI_FLOAT, MPI_SUM, (*axis)->comm);
+}
+
+llvm::Error Communicator::allReduce(llvm::StringRef name, const int64_t *in,
+                                    int64_t *out, int64_t count) {
+  llvm::Expected<const Axis *> axis = findAxis(name);
+  if (!axis)
+    return axis.takeError();
+  return reduce(in, out, count, MPI_INT64_T, MPI_SUM, (*axis)->comm);
+}
+
+llvm::Error Communicator::allReduce(llvm::StringRef name, double *values,
+                                    int64_t count, bool max) {
+  llvm::Expected<const Axis *> axis = findAxis(name);
+  if (!axis)
+    return axis.takeError();
+  return reduce(values, values, count, MPI_DOUBLE, max ? MPI_MAX : MPI_SUM,
+                (*axis)->comm);
+}
+
+llvm::Error Communicator::sumOverWorld(float *values, int64_t count) {
+  return reduce(values, values, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
 }
 
 llvm::Error Communicator::allToAll(llvm::StringRef name, const float *in,

@@ -43,9 +43,19 @@ public:
   /// out = this rank's block along `dim` of the sum of the axis's inputs.
   llvm::Error reduceScatter(llvm::StringRef axis, const float *in, float *out,
                             llvm::ArrayRef<int64_t> inShape, int64_t dim);
-  /// out = the sum of the axis's inputs.
+  /// out = the sum of the axis's inputs (in may be out).
   llvm::Error allReduce(llvm::StringRef axis, const float *in, float *out,
                         int64_t count);
+  llvm::Error allReduce(llvm::StringRef axis, const int64_t *in, int64_t *out,
+                        int64_t count);
+  /// Per element, the sum (or with `max`, the maximum) over the axis, in
+  /// place.
+  llvm::Error allReduce(llvm::StringRef axis, double *values, int64_t count,
+                        bool max);
+  /// The sum over every rank of the world, in place: how a tensor whose
+  /// blocks live on different ranks is put together (each rank adds its
+  /// block into zeros).
+  llvm::Error sumOverWorld(float *values, int64_t count);
   /// Splits `splitDim` into one block per rank of the axis, sends block r to
   /// rank r, and concatenates what arrives along `concatDim`.
   llvm::Error allToAll(llvm::StringRef axis, const float *in, float *out,

@@ -14,6 +14,11 @@ using ::testing::HasSubstr;
 
 namespace {
 
+/// A whole vocab needs no reduction across ranks.
+llvm::Error noReduce(std::vector<double> &, bool) {
+  return llvm::Error::success();
+}
+
 std::vector<float> randomValues(size_t count, unsigned seed) {
   std::mt19937 generator(seed);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
@@ -108,7 +113,7 @@ TEST(CpuKernels, AttentionIsCausalGroupedAndStaysInsideSegments) {
     }
   }
   cpu::attention(q.data(), k.data(), v.data(), segments, out.data(), batch, seq,
-                 heads, kvHeads, dim, scale);
+                 cpu::HeadBlock::whole(heads), kvHeads, dim, scale);
   expectNear(out, expected);
 }
 
@@ -117,12 +122,15 @@ TEST(CpuKernels, CrossEntropySkipsIgnoredAndRejectsBadLabels) {
   const int32_t labels[] = {1, -100, 2};
   float loss;
   int64_t count;
-  ASSERT_FALSE(cpu::crossEntropy(logits, labels, 3, 3, -100, &loss, &count));
+  ASSERT_FALSE(cpu::crossEntropy(logits, labels, 3,
+                                 cpu::VocabBlock::whole(3), -100, noReduce,
+                                 &loss, &count));
   EXPECT_EQ(count, 2);
   EXPECT_NEAR(loss, 2 * std::log(3.0), 1e-6);
 
   const int32_t bad[] = {1, 7, 2};
-  llvm::Error error = cpu::crossEntropy(logits, bad, 3, 3, -100, &loss, &count);
+  llvm::Error error = cpu::crossEntropy(
+      logits, bad, 3, cpu::VocabBlock::whole(3), -100, noReduce, &loss, &count);
   EXPECT_THAT(llvm::toString(std::move(error)),
               HasSubstr("label 7 at position 1 is outside the vocabulary"));
 }

@@ -118,14 +118,42 @@ private:
 
 using Kernel = llvm::Error (*)(const InstructionView &);
 
+/// This rank's coordinate along a mesh axis, and the axis size.
+struct AxisPosition {
+  int coordinate = 0, size = 1;
+};
+
+/// Where this rank is along the instruction's `shard_axis`, if it has one:
+/// partitioning gave it for ops that hold one rank's block and need its
+/// offset.
+llvm::Expected<std::optional<AxisPosition>>
+shardAxis(const InstructionView &in) {
+  std::string axis = in.stringAttr("shard_axis");
+  if (axis.empty())
+    return std::nullopt;
+  llvm::Expected<Communicator *> comm = in.communicator();
+  if (!comm)
+    return comm.takeError();
+  int size = (*comm)->axisSize(axis);
+  if (size < 0)
+    return in.fail("the mesh has no axis '" + axis + "'");
+  return AxisPosition{(*comm)->coordinate(axis), size};
+}
+
 llvm::Error runEmbedding(const InstructionView &in) {
   if (auto error = in.expect(2, 1, {F32, I32, F32}, {2, 0, 1}))
     return error;
-  int64_t dim = in.dim(0, 0);
+  int64_t dim = in.dim(0, 0), rows = in.shape(0)[0];
   if (in.count(2) != in.count(1) * dim)
     return in.fail("result size is not ids x hidden");
-  return cpu::embedding(in.data<float>(0), in.shape(0)[0], dim,
-                        in.data<int32_t>(1), in.count(1), in.data<float>(2));
+  auto position = shardAxis(in);
+  if (!position)
+    return position.takeError();
+  std::optional<int64_t> firstRow;
+  if (*position)
+    firstRow = (*position)->coordinate * rows;
+  return cpu::embedding(in.data<float>(0), rows, dim, in.data<int32_t>(1),
+                        in.count(1), in.data<float>(2), firstRow);
 }
 
 llvm::Error runMatmul(const InstructionView &in) {
@@ -191,6 +219,22 @@ template <bool Inverse> llvm::Error runRope(const InstructionView &in) {
   return llvm::Error::success();
 }
 
+/// The query heads of an attention op: all of them, or with `shard_axis`
+/// this rank's block over every key/value head.
+llvm::Expected<cpu::HeadBlock> headBlock(const InstructionView &in,
+                                         int64_t heads, int64_t kvHeads) {
+  auto position = shardAxis(in);
+  if (!position)
+    return position.takeError();
+  cpu::HeadBlock block = cpu::HeadBlock::whole(heads);
+  if (*position)
+    block = {heads, (*position)->coordinate * heads,
+             heads * (*position)->size};
+  if (kvHeads == 0 || block.total % kvHeads != 0)
+    return in.fail("query heads are no multiple of key/value heads");
+  return block;
+}
+
 llvm::Error runAttention(const InstructionView &in) {
   bool hasSegments = in.info(3).dtype() == I32;
   llvm::Error error =
@@ -199,14 +243,16 @@ llvm::Error runAttention(const InstructionView &in) {
   if (error)
     return error;
   llvm::ArrayRef<int64_t> q = in.shape(0), k = in.shape(1);
-  if (q[0] != k[0] || q[1] != k[1] || q[3] != k[3] || k[2] == 0 ||
-      q[2] % k[2] != 0 || in.shape(2) != k ||
+  llvm::Expected<cpu::HeadBlock> heads = headBlock(in, q[2], k[2]);
+  if (!heads)
+    return heads.takeError();
+  if (q[0] != k[0] || q[1] != k[1] || q[3] != k[3] || in.shape(2) != k ||
       in.count(hasSegments ? 4 : 3) != in.count(0) ||
       (hasSegments && in.count(3) != q[0] * q[1]))
     return in.fail("query, key, value and segment shapes do not agree");
   cpu::attention(in.data<float>(0), in.data<float>(1), in.data<float>(2),
                  hasSegments ? in.data<int32_t>(3) : nullptr,
-                 in.data<float>(hasSegments ? 4 : 3), q[0], q[1], q[2], k[2],
+                 in.data<float>(hasSegments ? 4 : 3), q[0], q[1], *heads, k[2],
                  q[3], in.floatAttr("scale", 1));
   return llvm::Error::success();
 }
@@ -233,6 +279,34 @@ llvm::Error runScale(const InstructionView &in) {
   return llvm::Error::success();
 }
 
+/// The logits' columns: the whole vocab, or with `shard_axis` this rank's
+/// block of a `vocab_size` vocab.
+llvm::Expected<cpu::VocabBlock> vocabBlock(const InstructionView &in,
+                                           int64_t columns) {
+  auto position = shardAxis(in);
+  if (!position)
+    return position.takeError();
+  if (!*position)
+    return cpu::VocabBlock::whole(columns);
+  int64_t vocab = in.intAttr("vocab_size", -1);
+  if (vocab <= 0 || vocab > columns * (*position)->size)
+    return in.fail("needs a vocab_size its blocks cover");
+  return cpu::VocabBlock{columns, (*position)->coordinate * columns, vocab};
+}
+
+/// Row statistics summed (or maxed) over the `shard_axis` ranks.
+auto rowReduce(const InstructionView &in) {
+  return [&in](std::vector<double> &rows, bool max) -> llvm::Error {
+    std::string axis = in.stringAttr("shard_axis");
+    if (axis.empty())
+      return llvm::Error::success();
+    llvm::Expected<Communicator *> comm = in.communicator();
+    if (!comm)
+      return comm.takeError();
+    return (*comm)->allReduce(axis, rows.data(), rows.size(), max);
+  };
+}
+
 llvm::Error runCrossEntropy(const InstructionView &in) {
   if (auto error = in.expect(2, 2, {F32, I32, F32, I64}, {1, 0, 0, 0}))
     return error;
@@ -240,9 +314,13 @@ llvm::Error runCrossEntropy(const InstructionView &in) {
   if (in.count(1) * vocab != in.count(0) || in.count(2) != 1 ||
       in.count(3) != 1)
     return in.fail("logits, labels and results do not agree");
+  llvm::Expected<cpu::VocabBlock> block = vocabBlock(in, vocab);
+  if (!block)
+    return block.takeError();
   return cpu::crossEntropy(in.data<float>(0), in.data<int32_t>(1), in.count(1),
-                           vocab, in.intAttr("ignore_index", -100),
-                           in.data<float>(2), in.data<int64_t>(3));
+                           *block, in.intAttr("ignore_index", -100),
+                           rowReduce(in), in.data<float>(2),
+                           in.data<int64_t>(3));
 }
 
 llvm::Error runReshape(const InstructionView &in) {
@@ -349,8 +427,11 @@ llvm::Error runAttentionGrad(const InstructionView &in) {
     return error;
   llvm::ArrayRef<int64_t> q = in.shape(0), k = in.shape(1);
   int first = hasSegments ? 6 : 5; // the first result
-  if (q[0] != k[0] || q[1] != k[1] || q[3] != k[3] || k[2] == 0 ||
-      q[2] % k[2] != 0 || in.shape(2) != k || in.shape(3) != q ||
+  llvm::Expected<cpu::HeadBlock> heads = headBlock(in, q[2], k[2]);
+  if (!heads)
+    return heads.takeError();
+  if (q[0] != k[0] || q[1] != k[1] || q[3] != k[3] || in.shape(2) != k ||
+      in.shape(3) != q ||
       in.shape(4) != q || in.shape(first) != q || in.shape(first + 1) != k ||
       in.shape(first + 2) != k || (hasSegments && in.count(5) != q[0] * q[1]))
     return in.fail("query, key, value, output and grad shapes do not agree");
@@ -358,7 +439,7 @@ llvm::Error runAttentionGrad(const InstructionView &in) {
                      in.data<float>(3), in.data<float>(4),
                      hasSegments ? in.data<int32_t>(5) : nullptr,
                      in.data<float>(first), in.data<float>(first + 1),
-                     in.data<float>(first + 2), q[0], q[1], q[2], k[2], q[3],
+                     in.data<float>(first + 2), q[0], q[1], *heads, k[2], q[3],
                      in.floatAttr("scale", 1));
   return llvm::Error::success();
 }
@@ -381,16 +462,22 @@ llvm::Error runCrossEntropyGrad(const InstructionView &in) {
   if (in.count(1) * vocab != in.count(0) || in.count(2) != 1 ||
       in.count(3) != in.count(0))
     return in.fail("logits, labels, grad and result do not agree");
-  return cpu::crossEntropyGrad(
-      in.data<float>(0), in.data<int32_t>(1), in.count(1), vocab,
-      in.intAttr("ignore_index", -100), *in.data<float>(2), in.data<float>(3));
+  llvm::Expected<cpu::VocabBlock> block = vocabBlock(in, vocab);
+  if (!block)
+    return block.takeError();
+  return cpu::crossEntropyGrad(in.data<float>(0), in.data<int32_t>(1),
+                               in.count(1), *block,
+                               in.intAttr("ignore_index", -100), rowReduce(in),
+                               *in.data<float>(2), in.data<float>(3));
 }
 
 //===----------------------------------------------------------------------===//
 // Optimizer
 //===----------------------------------------------------------------------===//
 
-llvm::Error runGlobalNorm(const InstructionView &in) {
+/// global_norm, or without `root` sum_squares: the sum of squares of every
+/// input's elements, in order.
+template <bool root> llvm::Error runSumOfSquares(const InstructionView &in) {
   int inputs = in.numOperands();
   if (in.numResults() != 1 || in.info(inputs).dtype() != F32 ||
       in.count(inputs) != 1)
@@ -401,7 +488,16 @@ llvm::Error runGlobalNorm(const InstructionView &in) {
       return in.fail("inputs must be f32");
     cpu::accumulateSquares(in.data<float>(i), in.count(i), sumSquares);
   }
-  *in.data<float>(inputs) = float(std::sqrt(sumSquares));
+  *in.data<float>(inputs) = float(root ? std::sqrt(sumSquares) : sumSquares);
+  return llvm::Error::success();
+}
+
+llvm::Error runSqrt(const InstructionView &in) {
+  if (auto error = in.expect(1, 1, {F32, F32}, {0, 0}))
+    return error;
+  if (in.count(0) != 1 || in.count(1) != 1)
+    return in.fail("expects scalars");
+  *in.data<float>(1) = std::sqrt(*in.data<float>(0));
   return llvm::Error::success();
 }
 
@@ -459,10 +555,29 @@ llvm::Error runIncrement(const InstructionView &in) {
 // Collectives
 //===----------------------------------------------------------------------===//
 
-/// all_gather, reduce_scatter and all_to_all: the result holds the input's
-/// values times the axis size, or divided by it.
+/// Copies, for every index of the dims before `dim`, `length` slices of
+/// `dim` from `from` (starting at slice `first` of `fromSize`) into the
+/// start of `to` (`toSize` slices), zero-filling the rest of `to`.
+void copyAlongDim(const float *from, int64_t fromSize, int64_t first,
+                  float *to, int64_t toSize, int64_t length, int64_t outer,
+                  int64_t inner) {
+  for (int64_t o = 0; o < outer; ++o) {
+    float *row = to + o * toSize * inner;
+    std::fill(row, row + toSize * inner, 0.0f);
+    if (length > 0)
+      std::memcpy(row, from + (o * fromSize + first) * inner,
+                  length * inner * sizeof(float));
+  }
+}
+
+/// The collectives: blocks along a dim are ceil(size / ranks) long; a
+/// gather drops the last block's padding, a scatter or slice pads with
+/// zeros, so no size has to divide by the axis.
 llvm::Error runCollective(const InstructionView &in) {
-  if (auto error = in.expect(1, 1, {F32, F32}, {0, 0}))
+  llvm::StringRef op = in.op();
+  bool integer = op == "twill.all_reduce" && in.info(0).dtype() == I64;
+  if (auto error = integer ? in.expect(1, 1, {I64, I64}, {0, 0})
+                           : in.expect(1, 1, {F32, F32}, {0, 0}))
     return error;
   llvm::Expected<Communicator *> comm = in.communicator();
   if (!comm)
@@ -471,23 +586,24 @@ llvm::Error runCollective(const InstructionView &in) {
   int size = (*comm)->axisSize(axis);
   if (size < 0)
     return in.fail("the mesh has no axis '" + axis + "'");
-  llvm::StringRef op = in.op();
-  int64_t rank = in.shape(0).size();
+  if (op == "twill.all_reduce") {
+    if (in.count(0) != in.count(1))
+      return in.fail("result size differs from the input's");
+    return integer ? (*comm)->allReduce(axis, in.data<int64_t>(0),
+                                        in.data<int64_t>(1), in.count(0))
+                   : (*comm)->allReduce(axis, in.data<float>(0),
+                                        in.data<float>(1), in.count(0));
+  }
+  llvm::ArrayRef<int64_t> inShape = in.shape(0), outShape = in.shape(1);
+  int64_t rank = inShape.size();
   auto dimAttr = [&](llvm::StringRef name) -> llvm::Expected<int64_t> {
     int64_t dim = in.intAttr(name, -1);
-    if (dim < 0 || dim >= rank)
-      return in.fail(name + " is not a dim of the input");
+    if (dim < 0 || dim >= rank || (int64_t)outShape.size() != rank)
+      return in.fail(name + " is not a dim of the input and result");
     return dim;
   };
-  int64_t expected = op == "twill.all_gather"       ? in.count(0) * size
-                     : op == "twill.reduce_scatter" ? in.count(0) / size
-                                                    : in.count(0);
-  if (in.count(1) != expected)
-    return in.fail("result size does not match the axis size");
   const float *input = in.data<float>(0);
   float *output = in.data<float>(1);
-  if (op == "twill.all_reduce")
-    return (*comm)->allReduce(axis, input, output, in.count(0));
   if (op == "twill.all_to_all") {
     llvm::Expected<int64_t> split = dimAttr("split_dim");
     if (!split)
@@ -495,14 +611,49 @@ llvm::Error runCollective(const InstructionView &in) {
     llvm::Expected<int64_t> concat = dimAttr("concat_dim");
     if (!concat)
       return concat.takeError();
-    return (*comm)->allToAll(axis, input, output, in.shape(0), *split, *concat);
+    if (in.count(1) != in.count(0))
+      return in.fail("result size differs from the input's");
+    return (*comm)->allToAll(axis, input, output, inShape, *split, *concat);
   }
   llvm::Expected<int64_t> dim = dimAttr("dim");
   if (!dim)
     return dim.takeError();
-  return op == "twill.all_gather"
-             ? (*comm)->allGather(axis, input, output, in.shape(0), *dim)
-             : (*comm)->reduceScatter(axis, input, output, in.shape(0), *dim);
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d < *dim)
+      outer *= inShape[d];
+    else if (d > *dim)
+      inner *= inShape[d];
+  int64_t whole = op == "twill.all_gather" ? outShape[*dim] : inShape[*dim];
+  int64_t block = (whole + size - 1) / size;
+  int64_t local = op == "twill.all_gather" ? inShape[*dim] : outShape[*dim];
+  if (local != block)
+    return in.fail("block size does not match the axis size");
+  int coordinate = (*comm)->coordinate(axis);
+  if (op == "twill.local_slice") {
+    int64_t first = std::min(whole, coordinate * block);
+    copyAlongDim(input, whole, first, output, block,
+                 std::min(block, whole - first), outer, inner);
+    return llvm::Error::success();
+  }
+  // The padded whole: `size` blocks.
+  llvm::SmallVector<int64_t> paddedShape(inShape);
+  paddedShape[*dim] = block * size;
+  std::vector<float> padded(outer * block * size * inner);
+  if (op == "twill.all_gather") {
+    if (auto error = (*comm)->allGather(axis, input, padded.data(), inShape,
+                                        *dim))
+      return error;
+    copyAlongDim(padded.data(), block * size, 0, output, whole, whole, outer,
+                 inner);
+    return llvm::Error::success();
+  }
+  if (op != "twill.reduce_scatter")
+    return in.fail("is no collective the cpu backend knows");
+  copyAlongDim(input, whole, 0, padded.data(), block * size, whole, outer,
+               inner);
+  return (*comm)->reduceScatter(axis, padded.data(), output, paddedShape,
+                                *dim);
 }
 
 const llvm::StringMap<Kernel> &kernels() {
@@ -529,7 +680,9 @@ const llvm::StringMap<Kernel> &kernels() {
       {"twill.attention_grad", runAttentionGrad},
       {"twill.swiglu_grad", runSwigluGrad},
       {"twill.cross_entropy_grad", runCrossEntropyGrad},
-      {"twill.global_norm", runGlobalNorm},
+      {"twill.global_norm", runSumOfSquares<true>},
+      {"twill.sum_squares", runSumOfSquares<false>},
+      {"twill.sqrt", runSqrt},
       {"twill.clip_coefficient", runClipCoefficient},
       {"twill.lr_schedule", runLrSchedule},
       {"twill.adamw", runAdamW},
@@ -538,6 +691,7 @@ const llvm::StringMap<Kernel> &kernels() {
       {"twill.reduce_scatter", runCollective},
       {"twill.all_reduce", runCollective},
       {"twill.all_to_all", runCollective},
+      {"twill.local_slice", runCollective},
   };
   return table;
 }

@@ -26,13 +26,21 @@ static llvm::Error checkIds(const int32_t *ids, int64_t count, int64_t vocab) {
 }
 
 llvm::Error cpu::embedding(const float *table, int64_t vocab, int64_t dim,
-                           const int32_t *ids, int64_t count, float *out) {
-  if (llvm::Error error = checkIds(ids, count, vocab))
-    return error;
+                           const int32_t *ids, int64_t count, float *out,
+                           std::optional<int64_t> firstRow) {
+  if (!firstRow) {
+    if (llvm::Error error = checkIds(ids, count, vocab))
+      return error;
+  }
+  int64_t first = firstRow.value_or(0);
 #pragma omp parallel for
-  for (int64_t i = 0; i < count; ++i)
-    std::memcpy(out + i * dim, table + int64_t(ids[i]) * dim,
-                dim * sizeof(float));
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t row = int64_t(ids[i]) - first;
+    if (row >= 0 && row < vocab)
+      std::memcpy(out + i * dim, table + row * dim, dim * sizeof(float));
+    else
+      std::fill(out + i * dim, out + (i + 1) * dim, 0.0f);
+  }
   return llvm::Error::success();
 }
 
@@ -149,13 +157,13 @@ static void attentionWeights(const float *query, const float *k,
 
 void cpu::attention(const float *q, const float *k, const float *v,
                     const int32_t *segments, float *out, int64_t batch,
-                    int64_t seq, int64_t heads, int64_t kvHeads,
+                    int64_t seq, HeadBlock block, int64_t kvHeads,
                     int64_t headDim, double scale) {
-  int64_t group = heads / kvHeads;
+  int64_t heads = block.count, group = block.total / kvHeads;
 #pragma omp parallel for collapse(2)
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t h = 0; h < heads; ++h) {
-      int64_t kvHead = h / group;
+      int64_t kvHead = (block.first + h) / group;
       std::vector<double> weights(seq), accumulator(headDim);
       for (int64_t i = 0; i < seq; ++i) {
         const float *query = q + ((b * seq + i) * heads + h) * headDim;
@@ -222,30 +230,64 @@ static llvm::Error checkLabels(const int32_t *labels, int64_t rows,
   return llvm::Error::success();
 }
 
-llvm::Error cpu::crossEntropy(const float *logits, const int32_t *labels,
-                              int64_t rows, int64_t vocab, int64_t ignoreIndex,
-                              float *loss, int64_t *count) {
-  if (llvm::Error error = checkLabels(labels, rows, vocab, ignoreIndex))
-    return error;
-  // Per-row losses in parallel, summed in row order: deterministic.
-  std::vector<double> rowLoss(rows, 0.0);
+/// Per-row max and sum of exp(logit - max) over the vocab, and the label's
+/// logit, over every rank's block: the softmax of a vocab-parallel row.
+struct SoftmaxRows {
+  std::vector<double> max, sum, target;
+};
+
+static llvm::Expected<SoftmaxRows>
+softmaxRows(const float *logits, const int32_t *labels, int64_t rows,
+            cpu::VocabBlock block, int64_t ignoreIndex, cpu::RowReduce reduce) {
+  if (llvm::Error error = checkLabels(labels, rows, block.vocab, ignoreIndex))
+    return std::move(error);
+  // Padding columns past the vocab are not logits.
+  int64_t columns =
+      std::clamp<int64_t>(block.vocab - block.first, 0, block.columns);
+  SoftmaxRows stats{
+      std::vector<double>(rows, -std::numeric_limits<double>::infinity()),
+      std::vector<double>(rows, 0.0), std::vector<double>(rows, 0.0)};
 #pragma omp parallel for
   for (int64_t row = 0; row < rows; ++row) {
-    if (labels[row] == ignoreIndex)
-      continue;
-    const float *z = logits + row * vocab;
-    float maxLogit = *std::max_element(z, z + vocab);
-    double sum = 0;
-    for (int64_t i = 0; i < vocab; ++i)
-      sum += std::exp(double(z[i]) - maxLogit);
-    rowLoss[row] = std::log(sum) + maxLogit - z[labels[row]];
+    const float *z = logits + row * block.columns;
+    if (columns > 0)
+      stats.max[row] = *std::max_element(z, z + columns);
+    int64_t label = int64_t(labels[row]) - block.first;
+    if (labels[row] != ignoreIndex && label >= 0 && label < columns)
+      stats.target[row] = z[label];
   }
+  if (llvm::Error error = reduce(stats.max, /*max=*/true))
+    return std::move(error);
+#pragma omp parallel for
+  for (int64_t row = 0; row < rows; ++row) {
+    const float *z = logits + row * block.columns;
+    double sum = 0;
+    for (int64_t i = 0; i < columns; ++i)
+      sum += std::exp(double(z[i]) - stats.max[row]);
+    stats.sum[row] = sum;
+  }
+  if (llvm::Error error = reduce(stats.sum, /*max=*/false))
+    return std::move(error);
+  if (llvm::Error error = reduce(stats.target, /*max=*/false))
+    return std::move(error);
+  return stats;
+}
+
+llvm::Error cpu::crossEntropy(const float *logits, const int32_t *labels,
+                              int64_t rows, VocabBlock block,
+                              int64_t ignoreIndex, RowReduce reduce,
+                              float *loss, int64_t *count) {
+  llvm::Expected<SoftmaxRows> stats =
+      softmaxRows(logits, labels, rows, block, ignoreIndex, reduce);
+  if (!stats)
+    return stats.takeError();
+  // Summed in row order: deterministic.
   double total = 0;
   int64_t counted = 0;
   for (int64_t row = 0; row < rows; ++row) {
     if (labels[row] == ignoreIndex)
       continue;
-    total += rowLoss[row];
+    total += std::log(stats->sum[row]) + stats->max[row] - stats->target[row];
     ++counted;
   }
   *loss = float(total);
@@ -338,9 +380,9 @@ void cpu::attentionGrad(const float *q, const float *k, const float *v,
                         const float *output, const float *grad,
                         const int32_t *segments, float *queryGrad,
                         float *keyGrad, float *valueGrad, int64_t batch,
-                        int64_t seq, int64_t heads, int64_t kvHeads,
+                        int64_t seq, HeadBlock block, int64_t kvHeads,
                         int64_t headDim, double scale) {
-  int64_t group = heads / kvHeads;
+  int64_t heads = block.count, group = block.total / kvHeads;
 #pragma omp parallel for collapse(2)
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t kvHead = 0; kvHead < kvHeads; ++kvHead) {
@@ -350,7 +392,10 @@ void cpu::attentionGrad(const float *q, const float *k, const float *v,
                     int64_t numHeads) {
         return base + ((b * seq + position) * numHeads + head) * headDim;
       };
-      for (int64_t h = kvHead * group; h < (kvHead + 1) * group; ++h) {
+      // The local query heads this KV head serves (none: a zero partial).
+      int64_t begin = std::max<int64_t>(kvHead * group - block.first, 0);
+      int64_t end = std::min<int64_t>((kvHead + 1) * group - block.first, heads);
+      for (int64_t h = begin; h < end; ++h) {
         for (int64_t i = 0; i < seq; ++i) {
           const float *query = at(q, i, h, heads);
           const float *dOut = at(grad, i, h, heads);
@@ -405,26 +450,28 @@ void cpu::swigluGrad(const float *gate, const float *up, const float *grad,
 }
 
 llvm::Error cpu::crossEntropyGrad(const float *logits, const int32_t *labels,
-                                  int64_t rows, int64_t vocab,
-                                  int64_t ignoreIndex, float lossGrad,
-                                  float *out) {
-  if (llvm::Error error = checkLabels(labels, rows, vocab, ignoreIndex))
-    return error;
+                                  int64_t rows, VocabBlock block,
+                                  int64_t ignoreIndex, RowReduce reduce,
+                                  float lossGrad, float *out) {
+  llvm::Expected<SoftmaxRows> stats =
+      softmaxRows(logits, labels, rows, block, ignoreIndex, reduce);
+  if (!stats)
+    return stats.takeError();
+  int64_t columns =
+      std::clamp<int64_t>(block.vocab - block.first, 0, block.columns);
 #pragma omp parallel for
   for (int64_t row = 0; row < rows; ++row) {
-    float *dz = out + row * vocab;
-    if (labels[row] == ignoreIndex) {
-      std::fill(dz, dz + vocab, 0.0f);
+    float *dz = out + row * block.columns;
+    std::fill(dz, dz + block.columns, 0.0f);
+    if (labels[row] == ignoreIndex)
       continue;
-    }
-    const float *z = logits + row * vocab;
-    float maxLogit = *std::max_element(z, z + vocab);
-    double sum = 0;
-    for (int64_t i = 0; i < vocab; ++i)
-      sum += std::exp(double(z[i]) - maxLogit);
-    for (int64_t i = 0; i < vocab; ++i)
-      dz[i] = float(std::exp(double(z[i]) - maxLogit) / sum * lossGrad);
-    dz[labels[row]] -= lossGrad;
+    const float *z = logits + row * block.columns;
+    for (int64_t i = 0; i < columns; ++i)
+      dz[i] = float(std::exp(double(z[i]) - stats->max[row]) /
+                    stats->sum[row] * lossGrad);
+    int64_t label = int64_t(labels[row]) - block.first;
+    if (label >= 0 && label < columns)
+      dz[label] -= lossGrad;
   }
   return llvm::Error::success();
 }

@@ -11,15 +11,21 @@
 #ifndef TWILL_RUNTIME_BACKEND_CPU_CPUKERNELS_H
 #define TWILL_RUNTIME_BACKEND_CPU_CPUKERNELS_H
 
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
+#include <optional>
+#include <vector>
 
 namespace twill::cpu {
 
 /// out[i, :] = table[ids[i], :] for `count` ids and rows of `dim` values.
+/// With `firstRow`, the table is one rank's block of rows from that id on
+/// (vocab parallel): other ids give zero rows.
 llvm::Error embedding(const float *table, int64_t vocab, int64_t dim,
-                      const int32_t *ids, int64_t count, float *out);
+                      const int32_t *ids, int64_t count, float *out,
+                      std::optional<int64_t> firstRow = std::nullopt);
 
 /// out[b] = op(lhs[b]) op(rhs[b]) for `batch` matrices, where op(lhs) is
 /// [m, k] and op(rhs) is [k, n]; `rhsBatched` false shares one rhs.
@@ -46,9 +52,16 @@ void rope(const float *x, const int32_t *positions, float *out, int64_t tokens,
 
 /// Causal grouped-query attention over [batch, seq, heads, headDim] inputs;
 /// with `segments` ([batch, seq]) a query sees only keys of its segment.
+/// `heads` may be one rank's block of the query heads, from global head
+/// `heads.first` of `heads.total`, over all the key/value heads.
+struct HeadBlock {
+  int64_t count, first, total;
+  static HeadBlock whole(int64_t heads) { return {heads, 0, heads}; }
+};
 void attention(const float *q, const float *k, const float *v,
                const int32_t *segments, float *out, int64_t batch, int64_t seq,
-               int64_t heads, int64_t kvHeads, int64_t headDim, double scale);
+               HeadBlock heads, int64_t kvHeads, int64_t headDim,
+               double scale);
 
 /// out = silu(gate) * up over `count` values.
 void swiglu(const float *gate, const float *up, float *out, int64_t count);
@@ -57,11 +70,23 @@ void mul(const float *lhs, const float *rhs, float *out, int64_t count);
 void div(const float *lhs, const float *rhs, float *out, int64_t count);
 void scale(const float *x, double factor, float *out, int64_t count);
 
+/// The logits' columns: the whole vocab, or one rank's block of it (vocab
+/// parallel), columns [first, first + columns) of a `vocab`-sized vocab;
+/// columns past the vocab are padding.
+struct VocabBlock {
+  int64_t columns, first, vocab;
+  static VocabBlock whole(int64_t vocab) { return {vocab, 0, vocab}; }
+};
+/// Sums a per-row statistic of every rank's block (max or sum), in place;
+/// for a whole vocab it does nothing.
+using RowReduce =
+    llvm::function_ref<llvm::Error(std::vector<double> &rows, bool max)>;
+
 /// Sum over `rows` rows of logsumexp(logits) - logits[label], skipping rows
 /// whose label is `ignoreIndex`; `count` gets the rows summed.
 llvm::Error crossEntropy(const float *logits, const int32_t *labels,
-                         int64_t rows, int64_t vocab, int64_t ignoreIndex,
-                         float *loss, int64_t *count);
+                         int64_t rows, VocabBlock block, int64_t ignoreIndex,
+                         RowReduce reduce, float *loss, int64_t *count);
 
 /// out = x with dims permuted: out dim i is x dim permutation[i].
 void transpose(const float *x, const int64_t *shape, const int64_t *permutation,
@@ -91,8 +116,9 @@ void rmsNormWeightGrad(const float *x, const float *grad, float *out,
 void attentionGrad(const float *q, const float *k, const float *v,
                    const float *output, const float *grad,
                    const int32_t *segments, float *queryGrad, float *keyGrad,
-                   float *valueGrad, int64_t batch, int64_t seq, int64_t heads,
-                   int64_t kvHeads, int64_t headDim, double scale);
+                   float *valueGrad, int64_t batch, int64_t seq,
+                   HeadBlock heads, int64_t kvHeads, int64_t headDim,
+                   double scale);
 
 /// dL/dgate and dL/dup of silu(gate) * up.
 void swigluGrad(const float *gate, const float *up, const float *grad,
@@ -101,7 +127,8 @@ void swigluGrad(const float *gate, const float *up, const float *grad,
 /// dL/dlogits of the summed cross-entropy: (softmax - onehot) * lossGrad on
 /// counted rows, zero on ignored ones.
 llvm::Error crossEntropyGrad(const float *logits, const int32_t *labels,
-                             int64_t rows, int64_t vocab, int64_t ignoreIndex,
+                             int64_t rows, VocabBlock block,
+                             int64_t ignoreIndex, RowReduce reduce,
                              float lossGrad, float *out);
 
 //===----------------------------------------------------------------------===//
