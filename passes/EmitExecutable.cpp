@@ -49,6 +49,22 @@ private:
 
 } // namespace
 
+/// A partitioned argument's whole shape and the dim each mesh axis splits.
+static void recordSplit(func::FuncOp function, unsigned index,
+                        ::twill::Buffer &buffer) {
+  auto global = function.getArgAttrOfType<TypeAttr>(
+      index, mlir::twill::kGlobalAttrName);
+  if (!global)
+    return;
+  auto type = cast<RankedTensorType>(global.getValue());
+  for (int64_t dim : type.getShape())
+    buffer.add_global_shape(dim);
+  if (auto placement =
+          dyn_cast_or_null<mlir::twill::PlacementAttr>(type.getEncoding()))
+    for (mlir::twill::AxisPlacement axis : placement.getAxes())
+      buffer.add_split_dims(axis.isShard() ? axis.dim : -1);
+}
+
 static std::optional<::twill::DType> dtypeOf(Type type) {
   if (type.isF32())
     return ::twill::F32;
@@ -120,8 +136,10 @@ LogicalResult ExecutableEmitter::emitArgument(BlockArgument argument,
     FailureOr<int> id = sharedBuffer(argument, function, name, isNew);
     if (failed(id))
       return failure();
-    if (isNew)
+    if (isNew) {
       record(name.getValue(), *id);
+      recordSplit(function, index, *executable.mutable_buffers(*id));
+    }
     return success();
   };
   if (auto emitted =

@@ -25,9 +25,6 @@ namespace mlir::twill {
 using namespace mlir;
 using namespace mlir::twill;
 
-/// The attribute keeping a partitioned argument's global type and placement.
-static constexpr llvm::StringLiteral kGlobalAttrName = "twill.global";
-
 namespace {
 
 /// What partitioning does to one op, decided before anything changes.

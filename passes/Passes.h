@@ -14,7 +14,13 @@ namespace mlir::twill {
 
 /// The passes between the traced model and emission, in order, set up for
 /// the job's training settings.
-void buildCompilePipeline(OpPassManager &pm, const ::twill::TrainConfig &train);
+/// How far twillc compiles: the global program with its train step and
+/// optimizer, with every value placed on the mesh, or partitioned into
+/// one rank's program.
+enum class Stage { Differentiated, Placed, Partitioned };
+
+void buildCompilePipeline(OpPassManager &pm, const ::twill::JobConfig &job,
+                          Stage until = Stage::Partitioned);
 
 /// The Executable for `module`; diagnostics on the offending op otherwise.
 FailureOr<::twill::Executable> emitExecutable(ModuleOp module);

@@ -5,7 +5,9 @@
 #include "mlir/Pass/PassManager.h"
 
 void mlir::twill::buildCompilePipeline(OpPassManager &pm,
-                                       const ::twill::TrainConfig &train) {
+                                       const ::twill::JobConfig &job,
+                                       Stage until) {
+  const ::twill::TrainConfig &train = job.train();
   pm.addPass(createAutodiff());
   OptimizerOptions optimizer;
   optimizer.lr = train.lr();
@@ -16,4 +18,11 @@ void mlir::twill::buildCompilePipeline(OpPassManager &pm,
   optimizer.warmupSteps = train.warmup_steps();
   optimizer.maxGradNorm = train.max_grad_norm();
   pm.addPass(createOptimizer(optimizer));
+  if (until == Stage::Differentiated)
+    return;
+  bool sequenceParallel = job.parallel().sequence_parallel();
+  pm.addPass(createPropagateSharding({sequenceParallel}));
+  if (until == Stage::Placed)
+    return;
+  pm.addPass(createPartition({sequenceParallel}));
 }

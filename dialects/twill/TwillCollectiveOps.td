@@ -108,9 +108,9 @@ def Twill_LocalSliceOp : Twill_CollectiveOp<"local_slice"> {
     %x = twill.local_slice %full over @mesh["tp"] dim 0 : tensor<512x64xf32> -> tensor<128x64xf32>
     ```
   }];
-  let arguments = (ins Twill_FloatTensor:$input, FlatSymbolRefAttr:$mesh,
-                       StrAttr:$axis, I64Attr:$dim);
-  let results = (outs Twill_FloatTensor:$result);
+  let arguments = (ins StaticShapeTensorOf<[AnyFloat, AnySignlessInteger]>:$input,
+                       FlatSymbolRefAttr:$mesh, StrAttr:$axis, I64Attr:$dim);
+  let results = (outs StaticShapeTensorOf<[AnyFloat, AnySignlessInteger]>:$result);
   let hasVerifier = 1;
   let assemblyFormat = [{
     $input `over` $mesh `[` $axis `]` `dim` $dim attr-dict `:` type($input)

@@ -21,6 +21,9 @@ inline constexpr llvm::StringLiteral kStateAttrName = "twill.state";
 /// "token_count", "<parameter>.grad"); a result named after a parameter or
 /// a state is its new value.
 inline constexpr llvm::StringLiteral kOutputAttrName = "twill.output";
+/// Function argument attribute set by twill-partition: the argument's whole
+/// type with its placement (the argument itself is the local block).
+inline constexpr llvm::StringLiteral kGlobalAttrName = "twill.global";
 } // namespace mlir::twill
 
 #endif // TWILL_DIALECTS_TWILL_TWILLDIALECT_H

@@ -11,7 +11,6 @@
 using namespace twill;
 namespace json = llvm::json;
 
-static constexpr int32_t kIgnore = -100;
 
 /// The integers of `key` in `line`, or an error.
 static llvm::Expected<std::vector<int32_t>> readIds(const json::Object &line,
@@ -85,7 +84,7 @@ twill::readTokenizedJsonl(llvm::StringRef path) {
 
 Row twill::paddingRow(int64_t seqLen) {
   return Row{std::vector<int32_t>(seqLen, 0),
-             std::vector<int32_t>(seqLen, kIgnore),
+             std::vector<int32_t>(seqLen, kIgnoreLabel),
              std::vector<int32_t>(seqLen, 0), std::vector<int32_t>(seqLen, 0)};
 }
 
@@ -102,7 +101,7 @@ PackResult twill::packExamples(llvm::ArrayRef<Example> examples, int64_t seqLen,
     int64_t used = row.tokens.size();
     for (int64_t i = used; i < seqLen; ++i) {
       row.tokens.push_back(0);
-      row.labels.push_back(kIgnore);
+      row.labels.push_back(kIgnoreLabel);
       row.positions.push_back(int32_t(i - used));
       row.segments.push_back(segment);
     }
@@ -121,7 +120,7 @@ PackResult twill::packExamples(llvm::ArrayRef<Example> examples, int64_t seqLen,
     for (int64_t i = 0; i < length; ++i) {
       row.tokens.push_back(example.inputIds[i]);
       // Position i predicts the next token of its example.
-      row.labels.push_back(i + 1 < length ? example.labels[i + 1] : kIgnore);
+      row.labels.push_back(i + 1 < length ? example.labels[i + 1] : kIgnoreLabel);
       row.positions.push_back(int32_t(i));
       row.segments.push_back(segment);
     }

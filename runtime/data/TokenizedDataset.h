@@ -45,6 +45,9 @@ struct PackResult {
 PackResult packExamples(llvm::ArrayRef<Example> examples, int64_t seqLen,
                         bool packed);
 
+/// The label of a position that is not trained on (Hugging Face's -100).
+inline constexpr int32_t kIgnoreLabel = -100;
+
 /// A row with no tokens to train on, to complete a last batch.
 Row paddingRow(int64_t seqLen);
 

@@ -206,14 +206,14 @@ static void convertToF32(DType dtype, const char *source, float *out,
 llvm::Error SafetensorsFile::readF32(llvm::StringRef name,
                                      llvm::ArrayRef<int64_t> shape,
                                      llvm::MutableArrayRef<float> out) const {
-  if (shape.empty())
-    return readSliceF32(name, shape, -1, 0, 0, out);
-  return readSliceF32(name, shape, 0, 0, shape[0], out);
+  return readBlockF32(name, shape, std::vector<int64_t>(shape.size(), 0),
+                      shape, out);
 }
 
-llvm::Error SafetensorsFile::readSliceF32(
-    llvm::StringRef name, llvm::ArrayRef<int64_t> shape, int64_t dim,
-    int64_t begin, int64_t length, llvm::MutableArrayRef<float> out) const {
+llvm::Error SafetensorsFile::readBlockF32(
+    llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
+    llvm::ArrayRef<int64_t> offset, llvm::ArrayRef<int64_t> extent,
+    llvm::MutableArrayRef<float> out) const {
   const TensorInfo *info = find(name);
   if (!info)
     return fileError(filePath, "no tensor named '" + name + "'");
@@ -221,36 +221,43 @@ llvm::Error SafetensorsFile::readSliceF32(
     return fileError(filePath, "tensor '" + name + "' has shape " +
                                    shapeText(info->shape) + ", expected " +
                                    shapeText(shape));
-  // A 0-d tensor is one value; otherwise [outer, dim, inner] around `dim`.
-  int64_t outer = 1, inner = 1, size = 1;
-  if (dim >= 0) {
-    if (dim >= (int64_t)shape.size() || begin < 0 || length < 0 ||
-        begin + length > shape[dim])
-      return fileError(filePath,
-                       llvm::formatv("tensor '{0}': rows [{1}, {2}) of dim "
-                                     "{3} are outside {4}",
-                                     name, begin, begin + length, dim,
-                                     shapeText(shape)));
-    for (int64_t d = 0; d < dim; ++d)
-      outer *= shape[d];
-    for (int64_t d = dim + 1; d < (int64_t)shape.size(); ++d)
-      inner *= shape[d];
-    size = shape[dim];
-  } else {
-    begin = 0;
-    length = 1;
+  int64_t rank = shape.size(), count = 1;
+  bool inside = (int64_t)offset.size() == rank && (int64_t)extent.size() == rank;
+  for (int64_t d = 0; inside && d < rank; ++d) {
+    inside = offset[d] >= 0 && extent[d] >= 0 && offset[d] + extent[d] <= shape[d];
+    count *= extent[d];
   }
-  if ((int64_t)out.size() != outer * length * inner)
+  if (!inside)
+    return fileError(filePath,
+                     llvm::formatv("tensor '{0}': the block at {1} of {2} is "
+                                   "outside {3}",
+                                   name, shapeText(offset), shapeText(extent),
+                                   shapeText(shape)));
+  if ((int64_t)out.size() != count)
     return fileError(filePath,
                      llvm::formatv("tensor '{0}': destination holds "
                                    "{1} values, not {2}",
-                                   name, out.size(), outer * length * inner));
+                                   name, out.size(), count));
   uint64_t element = bytesPerElement(info->dtype);
   const char *source = data + info->begin;
-  for (int64_t o = 0; o < outer; ++o)
-    convertToF32(info->dtype, source + ((o * size + begin) * inner) * element,
-                 out.data() + o * length * inner, length * inner);
-  dataBytesRead += out.size() * element;
+  if (rank == 0) {
+    convertToF32(info->dtype, source, out.data(), 1);
+    dataBytesRead += element;
+    return llvm::Error::success();
+  }
+  // One contiguous run of the last dim per index of the leading dims.
+  int64_t run = extent.back(), runs = run ? count / run : 0;
+  std::vector<int64_t> index(rank, 0);
+  for (int64_t r = 0; r < runs; ++r) {
+    int64_t start = 0;
+    for (int64_t d = 0; d < rank; ++d)
+      start = start * shape[d] + offset[d] + (d + 1 < rank ? index[d] : 0);
+    convertToF32(info->dtype, source + start * element, out.data() + r * run,
+                 run);
+    for (int64_t d = rank - 2; d >= 0 && ++index[d] == extent[d]; --d)
+      index[d] = 0;
+  }
+  dataBytesRead += count * element;
   return llvm::Error::success();
 }
 
@@ -351,6 +358,23 @@ SafetensorsCheckpoint::readF32(llvm::StringRef name,
   if (it == owner.end())
     return fileError(description, "no tensor named '" + name + "'");
   return it->second->readF32(name, shape, out);
+}
+
+llvm::Error SafetensorsCheckpoint::readBlockF32(
+    llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
+    llvm::ArrayRef<int64_t> offset, llvm::ArrayRef<int64_t> extent,
+    llvm::MutableArrayRef<float> out) const {
+  auto it = owner.find(name);
+  if (it == owner.end())
+    return fileError(description, "no tensor named '" + name + "'");
+  return it->second->readBlockF32(name, shape, offset, extent, out);
+}
+
+uint64_t SafetensorsCheckpoint::bytesRead() const {
+  uint64_t total = 0;
+  for (const auto &file : files)
+    total += file->bytesRead();
+  return total;
 }
 
 //===----------------------------------------------------------------------===//

@@ -51,14 +51,15 @@ public:
   llvm::Error readF32(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
                       llvm::MutableArrayRef<float> out) const;
 
-  /// Reads rows [begin, begin + length) of dim `dim` of `name` (which must
-  /// have `shape`) into `out` as fp32, touching only those bytes of the
-  /// file: what a rank owning one shard of the tensor needs.
-  llvm::Error readSliceF32(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
-                           int64_t dim, int64_t begin, int64_t length,
+  /// Reads the block of `name` (which must have `shape`) from `offset`,
+  /// `extent` long in each dim, converting and counting only its elements:
+  /// how a rank reads the slice of a tensor its placement owns.
+  llvm::Error readBlockF32(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
+                           llvm::ArrayRef<int64_t> offset,
+                           llvm::ArrayRef<int64_t> extent,
                            llvm::MutableArrayRef<float> out) const;
 
-  /// Bytes of tensor data read so far: the measure of what a rank loads.
+  /// Bytes of tensor data read so far.
   uint64_t bytesRead() const { return dataBytesRead; }
 
 private:
@@ -80,7 +81,13 @@ public:
   /// holds it.
   llvm::Error readF32(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
                       llvm::MutableArrayRef<float> out) const;
+  llvm::Error readBlockF32(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
+                           llvm::ArrayRef<int64_t> offset,
+                           llvm::ArrayRef<int64_t> extent,
+                           llvm::MutableArrayRef<float> out) const;
   bool contains(llvm::StringRef name) const { return owner.count(name); }
+  /// Bytes of tensor data read so far, over every file.
+  uint64_t bytesRead() const;
 
 private:
   std::vector<std::unique_ptr<SafetensorsFile>> files;

@@ -22,36 +22,54 @@ static llvm::Error createDirectory(llvm::StringRef directory) {
   return llvm::Error::success();
 }
 
-/// The LoRA weights (or all the others), named by `rename`.
-static std::vector<io::NamedTensor>
+/// Whole tensors, put together from every rank's blocks, ready to write.
+struct WholeTensors {
+  std::vector<std::vector<float>> values;
+  std::vector<io::NamedTensor> tensors;
+};
+
+/// The LoRA weights (or all the others), named by `rename`. A collective:
+/// every rank calls it.
+static llvm::Expected<WholeTensors>
 parameterTensors(Program &program, bool lora,
                  llvm::function_ref<std::string(llvm::StringRef)> rename) {
-  std::vector<io::NamedTensor> tensors;
-  for (const Parameter &parameter : program.executable().parameters()) {
-    if (isLoraWeight(parameter.name()) != lora)
-      continue;
-    const Buffer &buffer = program.executable().buffers(parameter.buffer());
-    tensors.push_back(
-        {rename(parameter.name()),
-         std::vector<int64_t>(buffer.shape().begin(), buffer.shape().end()),
-         llvm::ArrayRef<float>(program.buffers().as<float>(parameter.buffer()),
-                               numElements(buffer))});
+  WholeTensors whole;
+  std::vector<const Parameter *> chosen;
+  for (const Parameter &parameter : program.executable().parameters())
+    if (isLoraWeight(parameter.name()) == lora)
+      chosen.push_back(&parameter);
+  whole.values.reserve(chosen.size());
+  for (const Parameter *parameter : chosen) {
+    llvm::Expected<BufferBlock> block = program.block(parameter->buffer());
+    if (!block)
+      return block.takeError();
+    llvm::Expected<std::vector<float>> values =
+        program.wholeTensor(parameter->buffer());
+    if (!values)
+      return values.takeError();
+    whole.values.push_back(std::move(*values));
+    whole.tensors.push_back({rename(parameter->name()), block->globalShape,
+                             whole.values.back()});
   }
-  return tensors;
+  return whole;
 }
 
 llvm::Error twill::writePeftAdapter(Program &program, llvm::StringRef directory,
                                     llvm::StringRef baseModel) {
   const JobConfig &job = program.job();
+  llvm::Expected<WholeTensors> whole =
+      parameterTensors(program, /*lora=*/true, peftAdapterKey);
+  if (!whole)
+    return whole.takeError();
+  if (!program.writesFiles()) // written once, unsharded, by rank 0
+    return llvm::Error::success();
   if (llvm::Error error = createDirectory(directory))
     return error;
-  std::vector<io::NamedTensor> tensors =
-      parameterTensors(program, /*lora=*/true, peftAdapterKey);
   llvm::SmallString<256> weights(directory), config(directory);
   llvm::sys::path::append(weights, "adapter_model.safetensors");
   llvm::sys::path::append(config, "adapter_config.json");
   if (llvm::Error error =
-          io::writeSafetensors(weights, tensors, {{"format", "pt"}}))
+          io::writeSafetensors(weights, whole->tensors, {{"format", "pt"}}))
     return error;
 
   const LoraConfig &lora = job.lora();
@@ -118,15 +136,19 @@ static llvm::json::Object toJson(const google::protobuf::Message &message) {
 }
 
 llvm::Error twill::writeHfModel(Program &program, llvm::StringRef directory) {
+  llvm::Expected<WholeTensors> whole = parameterTensors(
+      program, /*lora=*/false, [](llvm::StringRef name) { return name.str(); });
+  if (!whole)
+    return whole.takeError();
+  if (!program.writesFiles())
+    return llvm::Error::success();
   if (llvm::Error error = createDirectory(directory))
     return error;
-  std::vector<io::NamedTensor> tensors = parameterTensors(
-      program, /*lora=*/false, [](llvm::StringRef name) { return name.str(); });
   llvm::SmallString<256> weights(directory), config(directory);
   llvm::sys::path::append(weights, "model.safetensors");
   llvm::sys::path::append(config, "config.json");
   if (llvm::Error error =
-          io::writeSafetensors(weights, tensors, {{"format", "pt"}}))
+          io::writeSafetensors(weights, whole->tensors, {{"format", "pt"}}))
     return error;
 
   // ModelConfig's fields are config.json's keys.

@@ -12,36 +12,49 @@
 using namespace twill;
 namespace json = llvm::json;
 
-/// The int32 buffer of batch input `name`, checked to hold `count` values.
-static llvm::Expected<int32_t *>
-batchInput(Program &program, llvm::StringRef name, int64_t count) {
+/// Fills batch input `name` with this rank's block of `whole` (the batch,
+/// batch_size x seq_len values); rows past the batch (when batch_size does
+/// not divide over dp) are padding with no labels.
+static llvm::Error fillInput(Program &program, llvm::StringRef name,
+                             llvm::ArrayRef<int32_t> whole) {
   int id = program.bufferOf(name);
   if (id < 0)
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "the program has no input '" + name + "'");
   const Buffer &buffer = program.buffers().info(id);
-  if (buffer.dtype() != I32 || numElements(buffer) != count)
+  llvm::Expected<BufferBlock> block = program.block(id);
+  if (!block)
+    return block.takeError();
+  int64_t count = 1;
+  for (int64_t size : block->globalShape)
+    count *= size;
+  if (buffer.dtype() != I32 || (int64_t)whole.size() != count)
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),
         llvm::formatv("'{0}' holds {1} values; the job needs {2} "
                       "(batch_size x seq_len)",
-                      name, count, numElements(buffer)));
-  return program.buffers().as<int32_t>(id);
+                      name, count, whole.size()));
+  int32_t pad = name == "labels" ? kIgnoreLabel : 0;
+  sliceBlock<int32_t>(whole, *block,
+                      llvm::MutableArrayRef<int32_t>(
+                          program.buffers().as<int32_t>(id),
+                          numElements(buffer)),
+                      pad);
+  return llvm::Error::success();
 }
 
 llvm::Error twill::fillBatch(Program &program, llvm::ArrayRef<Row> rows) {
   int64_t seqLen = rows.empty() ? 0 : rows.front().tokens.size();
   for (auto [index, name] : llvm::enumerate(kBatchInputs)) {
-    llvm::Expected<int32_t *> out =
-        batchInput(program, name, rows.size() * seqLen);
-    if (!out)
-      return out.takeError();
-    for (auto [r, row] : llvm::enumerate(rows)) {
+    std::vector<int32_t> whole;
+    whole.reserve(rows.size() * seqLen);
+    for (const Row &row : rows) {
       const std::vector<int32_t> *fields[] = {&row.tokens, &row.labels,
                                               &row.positions, &row.segments};
-      std::copy(fields[index]->begin(), fields[index]->end(),
-                *out + r * seqLen);
+      whole.insert(whole.end(), fields[index]->begin(), fields[index]->end());
     }
+    if (llvm::Error error = fillInput(program, name, whole))
+      return error;
   }
   return llvm::Error::success();
 }
@@ -83,15 +96,15 @@ llvm::Error twill::loadBatchJson(Program &program, llvm::StringRef path) {
     std::vector<int64_t> values;
     if (!flatten(*value, values))
       return fail("'" + name + "' must hold only integers");
-    llvm::Expected<int32_t *> out = batchInput(program, name, values.size());
-    if (!out)
-      return fail(llvm::toString(out.takeError()));
-    for (size_t i = 0; i < values.size(); ++i) {
-      if (values[i] < std::numeric_limits<int32_t>::min() ||
-          values[i] > std::numeric_limits<int32_t>::max())
+    std::vector<int32_t> whole;
+    for (int64_t value : values) {
+      if (value < std::numeric_limits<int32_t>::min() ||
+          value > std::numeric_limits<int32_t>::max())
         return fail("'" + name + "' holds a value beyond int32");
-      (*out)[i] = int32_t(values[i]);
+      whole.push_back(int32_t(value));
     }
+    if (llvm::Error error = fillInput(program, name, whole))
+      return fail(llvm::toString(std::move(error)));
   }
   return llvm::Error::success();
 }

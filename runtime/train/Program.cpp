@@ -4,6 +4,7 @@
 
 #include "runtime/backend/cpu/CpuBackend.h"
 
+#include <algorithm>
 #include <cstring>
 
 using namespace twill;
@@ -17,6 +18,36 @@ Program::Program(Executable executable, Communicator *comm)
     named[state.name()] = state.buffer();
   for (const Input &input : program.inputs())
     named[input.name()] = input.buffer();
+  if (program.meshes_size())
+    for (const std::string &axis : program.meshes(0).axes())
+      coordinates.push_back(comm ? std::max(comm->coordinate(axis), 0) : 0);
+}
+
+llvm::Expected<BufferBlock> Program::block(int id) const {
+  const Buffer &buffer = program.buffers(id);
+  if (!program.meshes_size())
+    return wholeBlock(buffer);
+  return blockOf(buffer, program.meshes(0), coordinates);
+}
+
+llvm::Expected<std::vector<float>> Program::wholeTensor(int id) {
+  llvm::Expected<BufferBlock> layout = block(id);
+  if (!layout)
+    return layout.takeError();
+  int64_t count = 1;
+  for (int64_t size : layout->globalShape)
+    count *= size;
+  std::vector<float> whole(count, 0.0f);
+  llvm::ArrayRef<float> local(memory->as<float>(id),
+                              numElements(program.buffers(id)));
+  // Each block once: its first holder adds it into zeros, the sum over the
+  // world is the tensor.
+  if (layout->primary)
+    addBlock(local, *layout, whole);
+  if (comm && comm->worldSize() > 1)
+    if (llvm::Error error = comm->sumOverWorld(whole.data(), count))
+      return std::move(error);
+  return whole;
 }
 
 const EntryPoint *Program::entryPoint(llvm::StringRef name) const {

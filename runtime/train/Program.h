@@ -12,6 +12,7 @@
 
 #include "runtime/comm/Communicator.h"
 #include "runtime/executable/Executable.h"
+#include "runtime/executable/Layout.h"
 #include "llvm/ADT/StringMap.h"
 
 #include <memory>
@@ -34,6 +35,16 @@ public:
   }
   const EntryPoint *entryPoint(llvm::StringRef name) const;
 
+  /// This rank's block of the parameter, state or input in buffer `id`.
+  llvm::Expected<BufferBlock> block(int id) const;
+  /// The whole tensor of fp32 buffer `id`, put together from every rank's
+  /// block. A collective: every rank calls it, in the same order.
+  llvm::Expected<std::vector<float>> wholeTensor(int id);
+  /// Whether this is the rank that writes files (rank 0).
+  bool writesFiles() const { return !comm || comm->rank() == 0; }
+  /// Whether the program runs on more than one rank.
+  bool isDistributed() const { return comm && comm->worldSize() > 1; }
+
   /// Runs `entry`, then writes back its outputs named after parameters or
   /// states.
   llvm::Error run(const EntryPoint &entry);
@@ -48,6 +59,7 @@ private:
   Executable program;
   std::unique_ptr<BufferSet> memory;
   Communicator *comm;
+  std::vector<int> coordinates; // this rank's, per mesh axis
   llvm::StringMap<int> named;
 };
 

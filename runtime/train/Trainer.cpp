@@ -61,16 +61,24 @@ llvm::Expected<TrainResult> twill::train(Program &program,
     return trainError("the executable has no total_steps input");
   *program.buffers().as<int64_t>(totalStepsBuffer) = totalSteps;
 
+  // Every rank computes the same (all-reduced) figures; rank 0 reports.
   const std::string &outputDir = job.checkpoint().output_dir();
-  if (std::error_code error = llvm::sys::fs::create_directories(outputDir))
-    return trainError("cannot create " + outputDir + ": " + error.message());
-  llvm::SmallString<256> metricsPath(outputDir);
-  llvm::sys::path::append(metricsPath, "metrics.jsonl");
-  std::error_code metricsError;
-  llvm::raw_fd_ostream metrics(metricsPath, metricsError);
-  if (metricsError)
-    return trainError("cannot write " + metricsPath + ": " +
-                      metricsError.message());
+  std::unique_ptr<llvm::raw_fd_ostream> metricsFile;
+  if (program.writesFiles()) {
+    if (std::error_code error = llvm::sys::fs::create_directories(outputDir))
+      return trainError("cannot create " + outputDir + ": " +
+                        error.message());
+    llvm::SmallString<256> metricsPath(outputDir);
+    llvm::sys::path::append(metricsPath, "metrics.jsonl");
+    std::error_code metricsError;
+    metricsFile =
+        std::make_unique<llvm::raw_fd_ostream>(metricsPath, metricsError);
+    if (metricsError)
+      return trainError("cannot write " + metricsPath + ": " +
+                        metricsError.message());
+  }
+  llvm::raw_ostream &metrics = metricsFile ? *metricsFile : llvm::nulls();
+  llvm::raw_ostream &report = program.writesFiles() ? log : llvm::nulls();
 
   auto start = std::chrono::steady_clock::now();
   TrainResult result;
@@ -93,7 +101,7 @@ llvm::Expected<TrainResult> twill::train(Program &program,
       if (tokens == 0) {
         // Nothing to learn from: the sums are zero, so skip the update
         // rather than divide by zero.
-        log << llvm::formatv("step {0}/{1} | no labelled tokens, skipped\n",
+        report << llvm::formatv("step {0}/{1} | no labelled tokens, skipped\n",
                              result.steps, totalSteps);
         continue;
       }
@@ -107,7 +115,7 @@ llvm::Expected<TrainResult> twill::train(Program &program,
       result.lastLoss = lossSum / tokens;
       float lr = scalarOutput<float>(program, *update, "lr");
       float gradNorm = scalarOutput<float>(program, *update, "grad_norm");
-      log << llvm::formatv("step {0}/{1} | loss {2:f4} | lr {3:e2} | grad norm "
+      report << llvm::formatv("step {0}/{1} | loss {2:f4} | lr {3:e2} | grad norm "
                            "{4:f4} | {5:f0} tokens/s | {6:f1}s\n",
                            result.steps, totalSteps, result.lastLoss, lr,
                            gradNorm, tokensPerSecond, elapsed);
@@ -140,6 +148,10 @@ llvm::Expected<TrainResult> twill::train(Program &program,
 
 llvm::Expected<Evaluation> twill::evaluate(Program &program,
                                            llvm::ArrayRef<Row> rows) {
+  if (program.isDistributed())
+    return trainError("accuracy evaluation needs a 1 x 1 mesh (the logits of "
+                      "a partitioned program are split over its ranks): "
+                      "evaluate the written adapter with a 1 x 1 compile");
   const EntryPoint *forward = program.entryPoint("forward");
   int logitsId = forward ? program.valueBuffer(*forward, "logits") : -1;
   if (logitsId < 0)

@@ -110,19 +110,36 @@ llvm::Error twill::loadParameters(Program &program, llvm::StringRef baseDir,
     if (buffer.dtype() != F32)
       return weightError("parameter '" + parameter.name() +
                          "' is not fp32; the cpu backend runs fp32 programs");
-    llvm::ArrayRef<int64_t> shape(buffer.shape().data(), buffer.shape_size());
-    llvm::MutableArrayRef<float> values(
+    llvm::Expected<BufferBlock> block = program.block(parameter.buffer());
+    if (!block)
+      return block.takeError();
+    llvm::MutableArrayRef<float> local(
         program.buffers().as<float>(parameter.buffer()), numElements(buffer));
+    // Each rank reads only its block of the checkpoint's tensor.
     bool lora = isLoraWeight(parameter.name());
+    std::vector<float> values(block->extentElements());
     llvm::Error error = llvm::Error::success();
-    if (lora && adapter)
-      error = adapter->readF32(peftAdapterKey(parameter.name()), shape, values);
-    else if (!lora && base)
-      error = base->readF32(parameter.name(), shape, values);
-    else
-      initialise(parameter.name(), shape, values, random);
+    if (lora && adapter) {
+      error = adapter->readBlockF32(peftAdapterKey(parameter.name()),
+                                    block->globalShape, block->offset,
+                                    block->extent, values);
+    } else if (!lora && base) {
+      error = base->readBlockF32(parameter.name(), block->globalShape,
+                                 block->offset, block->extent, values);
+    } else {
+      // The same random stream on every rank: draw the whole tensor, keep
+      // the block, so any mesh starts from the same weights.
+      int64_t count = 1;
+      for (int64_t size : block->globalShape)
+        count *= size;
+      std::vector<float> whole(count);
+      initialise(parameter.name(), block->globalShape, whole, random);
+      sliceBlock<float>(whole, *block, local);
+      continue;
+    }
     if (error)
       return error;
+    placeBlock(values, *block, local);
   }
   return llvm::Error::success();
 }

@@ -145,34 +145,38 @@ TEST(Safetensors, EachRankReadsOnlyItsSlice) {
   uint64_t wholeBytes = (*file)->bytesRead();
   EXPECT_EQ(wholeBytes, 105u * 2);
 
-  // Four "ranks" shard dim 1 (5 rows: blocks 2, 2, 1, 0): each reads its
-  // rows only, together exactly the tensor.
-  for (int64_t dim : {0, 1, 2}) {
+  // A 2 x 4 mesh of "ranks" splits dims (a, b) of the tensor, for every
+  // pair of dims: blocks need not divide (5 rows: 2, 2, 1, 0). Each rank
+  // reads its block only; together they read exactly the tensor.
+  for (auto [first, second] : {std::pair{0, 1}, {0, 2}, {1, 2}}) {
     uint64_t before = (*file)->bytesRead();
-    for (int64_t rank = 0; rank < 4; ++rank) {
-      auto [begin, length] = shardRange(shape[dim], 4, rank);
-      std::vector<int64_t> sliceShape = shape;
-      sliceShape[dim] = length;
-      std::vector<float> slice(sliceShape[0] * sliceShape[1] * sliceShape[2]);
-      uint64_t start = (*file)->bytesRead();
-      ASSERT_FALSE(
-          (*file)->readSliceF32("x.bf16", shape, dim, begin, length, slice));
-      EXPECT_EQ((*file)->bytesRead() - start, slice.size() * 2);
-      for (int64_t a = 0; a < sliceShape[0]; ++a)
-        for (int64_t b = 0; b < sliceShape[1]; ++b)
-          for (int64_t c = 0; c < sliceShape[2]; ++c) {
-            int64_t index[] = {a, b, c};
-            index[dim] += begin;
-            ASSERT_EQ(slice[(a * sliceShape[1] + b) * sliceShape[2] + c],
-                      whole[(index[0] * 5 + index[1]) * 7 + index[2]]);
-          }
-    }
-    EXPECT_EQ((*file)->bytesRead() - before, wholeBytes) << "dim " << dim;
+    for (int64_t i = 0; i < 2; ++i)
+      for (int64_t j = 0; j < 4; ++j) {
+        std::vector<int64_t> offset(3, 0), extent = shape;
+        std::tie(offset[first], extent[first]) = shardRange(shape[first], 2, i);
+        std::tie(offset[second], extent[second]) =
+            shardRange(shape[second], 4, j);
+        std::vector<float> block(extent[0] * extent[1] * extent[2]);
+        uint64_t start = (*file)->bytesRead();
+        ASSERT_FALSE(
+            (*file)->readBlockF32("x.bf16", shape, offset, extent, block));
+        EXPECT_EQ((*file)->bytesRead() - start, block.size() * 2);
+        for (int64_t a = 0; a < extent[0]; ++a)
+          for (int64_t b = 0; b < extent[1]; ++b)
+            for (int64_t c = 0; c < extent[2]; ++c)
+              ASSERT_EQ(block[(a * extent[1] + b) * extent[2] + c],
+                        whole[((a + offset[0]) * 5 + b + offset[1]) * 7 + c +
+                              offset[2]]);
+      }
+    EXPECT_EQ((*file)->bytesRead() - before, wholeBytes)
+        << "dims " << first << ", " << second;
   }
 
   std::vector<float> tooFew(3);
-  EXPECT_THAT(errorOf((*file)->readSliceF32("x.bf16", shape, 1, 4, 2, tooFew)),
-              HasSubstr("rows [4, 6) of dim 1 are outside [3, 5, 7]"));
+  EXPECT_THAT(errorOf((*file)->readBlockF32("x.bf16", shape, {0, 4, 0},
+                                            {3, 2, 7}, tooFew)),
+              HasSubstr("the block at [0, 4, 0] of [3, 2, 7] is outside "
+                        "[3, 5, 7]"));
 }
 
 TEST(Safetensors, ShardedCheckpointFollowsTheIndex) {

@@ -79,26 +79,39 @@ static int fail(const llvm::Twine &message) {
   return 1;
 }
 
+/// Where progress goes: stdout on rank 0; the other ranks compute the same
+/// figures and keep quiet.
+static bool isFirstRank = true;
+static llvm::raw_ostream &report() {
+  return isFirstRank ? llvm::outs() : llvm::nulls();
+}
+
 static int fail(llvm::Error error) {
   return fail(llvm::toString(std::move(error)));
 }
 
-/// Writes the buffers `select` picks, named as it says, to `path`.
+/// Writes the buffers `select` picks, named as it says, to `path`: whole
+/// tensors, put together from every rank's blocks; rank 0 writes.
 static llvm::Error
 writeBuffers(Program &program, llvm::StringRef path,
              llvm::function_ref<std::string(int id)> select) {
+  std::vector<std::vector<float>> values;
   std::vector<io::NamedTensor> tensors;
   for (int id = 0; id < program.executable().buffers_size(); ++id) {
     std::string name = select(id);
     if (name.empty())
       continue;
-    const Buffer &buffer = program.executable().buffers(id);
-    tensors.push_back(
-        {name,
-         std::vector<int64_t>(buffer.shape().begin(), buffer.shape().end()),
-         llvm::ArrayRef<float>(program.buffers().as<float>(id),
-                               numElements(buffer))});
+    llvm::Expected<BufferBlock> block = program.block(id);
+    if (!block)
+      return block.takeError();
+    llvm::Expected<std::vector<float>> whole = program.wholeTensor(id);
+    if (!whole)
+      return whole.takeError();
+    values.push_back(std::move(*whole));
+    tensors.push_back({name, block->globalShape, values.back()});
   }
+  if (!program.writesFiles())
+    return llvm::Error::success();
   return io::writeSafetensors(path, tensors);
 }
 
@@ -118,7 +131,7 @@ static int runEval(Program &program) {
       *program.buffers().as<float>(Program::outputBuffer(*entry, "loss_sum"));
   int64_t tokens = *program.buffers().as<int64_t>(
       Program::outputBuffer(*entry, "token_count"));
-  llvm::outs() << llvm::formatv("loss {0:f6} (sum {1:f6} over {2} tokens)\n",
+  report() << llvm::formatv("loss {0:f6} (sum {1:f6} over {2} tokens)\n",
                                 tokens ? lossSum / tokens : 0.0f, lossSum,
                                 tokens);
   if (!gradientsPath.empty()) {
@@ -135,6 +148,9 @@ static int runEval(Program &program) {
       return fail(std::move(error));
   }
   if (!dumpLogitsPath.empty()) {
+    if (program.isDistributed())
+      return fail("--dump-logits needs a 1 x 1 mesh: the logits of a "
+                  "partitioned program are split over its ranks");
     int logits = program.valueBuffer(*entry, "logits");
     if (logits < 0)
       return fail(executablePath + ": " + name + " has no value named logits");
@@ -153,15 +169,15 @@ static llvm::Expected<std::vector<Row>> readRows(const JobConfig &job,
     return examples.takeError();
   PackResult packed =
       packExamples(*examples, job.train().seq_len(), job.data().packed());
-  llvm::outs() << llvm::formatv("{0}: {1} examples in {2} rows of {3}", path,
+  report() << llvm::formatv("{0}: {1} examples in {2} rows of {3}", path,
                                 examples->size(), packed.rows.size(),
                                 job.train().seq_len());
   if (packed.truncatedExamples)
-    llvm::outs() << llvm::formatv(" ({0} examples longer than seq_len cut, "
+    report() << llvm::formatv(" ({0} examples longer than seq_len cut, "
                                   "{1} tokens dropped)",
                                   packed.truncatedExamples,
                                   packed.truncatedTokens);
-  llvm::outs() << "\n";
+  report() << "\n";
   return std::move(packed.rows);
 }
 
@@ -191,10 +207,10 @@ static int runTraining(Program &program) {
     before = *measured;
   }
 
-  llvm::Expected<TrainResult> result = train(program, *rows, llvm::outs());
+  llvm::Expected<TrainResult> result = train(program, *rows, report());
   if (!result)
     return fail(result.takeError());
-  llvm::outs() << llvm::formatv("trained {0} steps; {1} written to {2}\n",
+  report() << llvm::formatv("trained {0} steps; {1} written to {2}\n",
                                 result->steps,
                                 job.has_full_finetune() ? "model" : "adapter",
                                 job.checkpoint().output_dir());
@@ -202,7 +218,7 @@ static int runTraining(Program &program) {
     llvm::Expected<Evaluation> after = evaluate(program, evalRows);
     if (!after)
       return fail(after.takeError());
-    llvm::outs() << llvm::formatv(
+    report() << llvm::formatv(
         "eval next-token accuracy {0:f1}% -> {1:f1}%, loss {2:f3} -> {3:f3} "
         "({4} tokens)\n",
         100 * before->accuracy, 100 * after->accuracy, before->loss,
@@ -231,6 +247,7 @@ static int runJob(Executable executable) {
         << llvm::toString(comm.takeError()) << "\n";
     return 1;
   }
+  isFirstRank = (*comm)->rank() == 0;
   Program program(std::move(executable), comm->get());
   std::string baseDir = weightsPath.empty()
                             ? program.job().checkpoint().base_dir()

@@ -46,6 +46,17 @@ static cl::opt<Emit> emit(
                clEnumValN(Emit::Mlir, "mlir",
                           "the compiled program in the twill dialect")));
 
+static cl::opt<mlir::twill::Stage> stage(
+    "mlir-stage", cl::desc("With --emit=mlir: how far to compile"),
+    cl::init(mlir::twill::Stage::Partitioned),
+    cl::values(clEnumValN(mlir::twill::Stage::Differentiated, "differentiated",
+                          "global program: train step and optimizer"),
+               clEnumValN(mlir::twill::Stage::Placed, "placed",
+                          "every value with its placement on the mesh"),
+               clEnumValN(mlir::twill::Stage::Partitioned, "partitioned",
+                          "one rank's program with its collectives (the "
+                          "default)")));
+
 static int fail(llvm::Twine message) {
   llvm::WithColor::error(llvm::errs(), "twillc") << message << "\n";
   return 1;
@@ -53,11 +64,12 @@ static int fail(llvm::Twine message) {
 
 /// Traces `config` and runs the compile pipeline on it.
 static mlir::OwningOpRef<mlir::ModuleOp>
-compile(mlir::MLIRContext &context, const twill::JobConfig &config) {
+compile(mlir::MLIRContext &context, const twill::JobConfig &config,
+        mlir::twill::Stage until = mlir::twill::Stage::Partitioned) {
   mlir::OwningOpRef<mlir::ModuleOp> module =
       twill::buildLlamaModule(context, config);
   mlir::PassManager pm(&context);
-  mlir::twill::buildCompilePipeline(pm, config.train());
+  mlir::twill::buildCompilePipeline(pm, config, until);
   if (mlir::failed(pm.run(*module)))
     return nullptr;
   return module;
@@ -67,12 +79,6 @@ compile(mlir::MLIRContext &context, const twill::JobConfig &config) {
 /// once the new one is complete).
 static int writeExecutable(const twill::JobConfig &config,
                            llvm::StringRef path) {
-  if (config.parallel().dp() * config.parallel().tp() > 1)
-    return fail(llvm::formatv(
-        "parallel.dp={0} x parallel.tp={1}: multi-rank programs need the "
-        "twill-partition pass, which is not implemented yet; compile with "
-        "parallel.dp=1 parallel.tp=1",
-        config.parallel().dp(), config.parallel().tp()));
   mlir::MLIRContext context;
   mlir::OwningOpRef<mlir::ModuleOp> module = compile(context, config);
   if (!module)
@@ -127,7 +133,8 @@ int main(int argc, char **argv) {
   }
   case Emit::Mlir: {
     mlir::MLIRContext context;
-    mlir::OwningOpRef<mlir::ModuleOp> module = compile(context, *config);
+    mlir::OwningOpRef<mlir::ModuleOp> module =
+        compile(context, *config, stage);
     if (!module)
       return fail("cannot compile the job");
     module->print(llvm::outs());

@@ -557,16 +557,17 @@ llvm::Error runIncrement(const InstructionView &in) {
 
 /// Copies, for every index of the dims before `dim`, `length` slices of
 /// `dim` from `from` (starting at slice `first` of `fromSize`) into the
-/// start of `to` (`toSize` slices), zero-filling the rest of `to`.
-void copyAlongDim(const float *from, int64_t fromSize, int64_t first,
-                  float *to, int64_t toSize, int64_t length, int64_t outer,
+/// start of `to` (`toSize` slices), zero-filling the rest of `to`; a slice
+/// is `inner` elements of `T`.
+template <typename T>
+void copyAlongDim(const T *from, int64_t fromSize, int64_t first, T *to,
+                  int64_t toSize, int64_t length, int64_t outer,
                   int64_t inner) {
   for (int64_t o = 0; o < outer; ++o) {
-    float *row = to + o * toSize * inner;
-    std::fill(row, row + toSize * inner, 0.0f);
+    T *row = to + o * toSize * inner;
+    std::fill(row, row + toSize * inner, T());
     if (length > 0)
-      std::memcpy(row, from + (o * fromSize + first) * inner,
-                  length * inner * sizeof(float));
+      std::copy_n(from + (o * fromSize + first) * inner, length * inner, row);
   }
 }
 
@@ -575,9 +576,12 @@ void copyAlongDim(const float *from, int64_t fromSize, int64_t first,
 /// zeros, so no size has to divide by the axis.
 llvm::Error runCollective(const InstructionView &in) {
   llvm::StringRef op = in.op();
-  bool integer = op == "twill.all_reduce" && in.info(0).dtype() == I64;
-  if (auto error = integer ? in.expect(1, 1, {I64, I64}, {0, 0})
-                           : in.expect(1, 1, {F32, F32}, {0, 0}))
+  // Integers: token counts are summed, positions are sliced.
+  DType dtype = in.info(0).dtype();
+  bool integer = (op == "twill.all_reduce" && dtype == I64) ||
+                 (op == "twill.local_slice" && dtype == I32);
+  if (auto error = in.expect(1, 1, {integer ? dtype : F32, integer ? dtype : F32},
+                             {0, 0}))
     return error;
   llvm::Expected<Communicator *> comm = in.communicator();
   if (!comm)
@@ -589,7 +593,7 @@ llvm::Error runCollective(const InstructionView &in) {
   if (op == "twill.all_reduce") {
     if (in.count(0) != in.count(1))
       return in.fail("result size differs from the input's");
-    return integer ? (*comm)->allReduce(axis, in.data<int64_t>(0),
+    return dtype == I64 ? (*comm)->allReduce(axis, in.data<int64_t>(0),
                                         in.data<int64_t>(1), in.count(0))
                    : (*comm)->allReduce(axis, in.data<float>(0),
                                         in.data<float>(1), in.count(0));
@@ -602,8 +606,6 @@ llvm::Error runCollective(const InstructionView &in) {
       return in.fail(name + " is not a dim of the input and result");
     return dim;
   };
-  const float *input = in.data<float>(0);
-  float *output = in.data<float>(1);
   if (op == "twill.all_to_all") {
     llvm::Expected<int64_t> split = dimAttr("split_dim");
     if (!split)
@@ -613,7 +615,8 @@ llvm::Error runCollective(const InstructionView &in) {
       return concat.takeError();
     if (in.count(1) != in.count(0))
       return in.fail("result size differs from the input's");
-    return (*comm)->allToAll(axis, input, output, inShape, *split, *concat);
+    return (*comm)->allToAll(axis, in.data<float>(0), in.data<float>(1),
+                             inShape, *split, *concat);
   }
   llvm::Expected<int64_t> dim = dimAttr("dim");
   if (!dim)
@@ -632,10 +635,17 @@ llvm::Error runCollective(const InstructionView &in) {
   int coordinate = (*comm)->coordinate(axis);
   if (op == "twill.local_slice") {
     int64_t first = std::min(whole, coordinate * block);
-    copyAlongDim(input, whole, first, output, block,
-                 std::min(block, whole - first), outer, inner);
+    int64_t length = std::min(block, whole - first);
+    if (dtype == I32)
+      copyAlongDim(in.data<int32_t>(0), whole, first, in.data<int32_t>(1),
+                   block, length, outer, inner);
+    else
+      copyAlongDim(in.data<float>(0), whole, first, in.data<float>(1), block,
+                   length, outer, inner);
     return llvm::Error::success();
   }
+  const float *input = in.data<float>(0);
+  float *output = in.data<float>(1);
   // The padded whole: `size` blocks.
   llvm::SmallVector<int64_t> paddedShape(inShape);
   paddedShape[*dim] = block * size;
