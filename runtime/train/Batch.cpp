@@ -33,7 +33,7 @@ static llvm::Error fillInput(Program &program, llvm::StringRef name,
         llvm::inconvertibleErrorCode(),
         llvm::formatv("'{0}' holds {1} values; the job needs {2} "
                       "(batch_size x seq_len)",
-                      name, count, whole.size()));
+                      name, whole.size(), count));
   int32_t pad = name == "labels" ? kIgnoreLabel : 0;
   sliceBlock<int32_t>(whole, *block,
                       llvm::MutableArrayRef<int32_t>(

@@ -68,10 +68,19 @@ static cl::opt<std::string> gradientsPath(
              "gradient of the summed loss for every trainable parameter"),
     cl::value_desc("grads.safetensors"));
 
+/// Prints "twill-train: error: <message>" in one write, so that the lines
+/// of several ranks sharing a terminal do not interleave.
+static void printError(const llvm::Twine &message) {
+  std::string line;
+  llvm::raw_string_ostream os(line);
+  llvm::WithColor::error(os, "twill-train") << message << "\n";
+  llvm::errs() << line;
+}
+
 /// Reports an error of this rank. With several ranks the others may be
 /// waiting in a collective, so the whole job ends here rather than hang.
 static int fail(const llvm::Twine &message) {
-  llvm::WithColor::error(llvm::errs(), "twill-train") << message << "\n";
+  printError(message);
   int ranks = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
   if (ranks > 1)
@@ -243,8 +252,7 @@ static int runJob(Executable executable) {
       makeCommunicator(executable);
   if (!comm) {
     // Every rank sees the same mismatch: each says so and ends cleanly.
-    llvm::WithColor::error(llvm::errs(), "twill-train")
-        << llvm::toString(comm.takeError()) << "\n";
+    printError(llvm::toString(comm.takeError()));
     return 1;
   }
   isFirstRank = (*comm)->rank() == 0;
