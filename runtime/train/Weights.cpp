@@ -75,7 +75,7 @@ static void initialise(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
   }
 }
 
-llvm::Error twill::loadParameters(Program &program, llvm::StringRef baseDir,
+llvm::Expected<uint64_t> twill::loadParameters(Program &program, llvm::StringRef baseDir,
                                   llvm::StringRef adapterDir) {
   const JobConfig &job = program.job();
   bool randomBase = baseDir.empty() && job.checkpoint().random_base();
@@ -138,8 +138,8 @@ llvm::Error twill::loadParameters(Program &program, llvm::StringRef baseDir,
       continue;
     }
     if (error)
-      return error;
+      return std::move(error);
     placeBlock(values, *block, local);
   }
-  return llvm::Error::success();
+  return (base ? base->bytesRead() : 0) + (adapter ? adapter->bytesRead() : 0);
 }

@@ -14,7 +14,9 @@ namespace twill {
 /// (adapter_model.safetensors + adapter_config.json, whose rank and alpha
 /// must be the job's) or start as PEFT starts them: A uniform in
 /// +-1/sqrt(fan_in), B zero, so training starts from the base model.
-llvm::Error loadParameters(Program &program, llvm::StringRef baseDir,
+/// Each rank reads only its blocks of the tensors; returns the bytes of
+/// tensor data it read.
+llvm::Expected<uint64_t> loadParameters(Program &program, llvm::StringRef baseDir,
                            llvm::StringRef adapterDir);
 
 /// PEFT's name for the parameter `name` inside adapter_model.safetensors.

@@ -10,10 +10,17 @@ of 509 (vocab parallelism pads it to 512), LoRA rank 3 on every projection
 and lm_head, and a batch of 3 rows (FSDP and the batch pad on dp=2, 4). Every
 mesh's per-step losses must match the 1x1 run within 1e-5 relative, and its
 adapter (written once, unsharded) within 1e-5 of the largest value.
+
+Then each mesh starts again from the base the 1x1 run wrote (a real
+safetensors checkpoint): its first loss must be the same, and each rank must
+read only its blocks of the checkpoint: on 4x1 (FSDP alone) the ranks
+together read every tensor byte exactly once; on every mesh each rank reads
+at most 1/dp of it (and tp splits most of that again).
 """
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -31,23 +38,31 @@ JOB = [
 TOLERANCE = 1e-5
 
 
-def train(bin_dir, work, data, config, dp, tp):
-    out = work / f"mesh{dp}x{tp}"
-    program = work / f"mesh{dp}x{tp}.twx"
+def train(bin_dir, work, data, config, dp, tp, weights=None):
+    """Trains on a dp x tp mesh; returns the per-step losses, the adapter and
+    the checkpoint bytes each rank read."""
+    name = f"mesh{dp}x{tp}" + ("-from-base" if weights else "")
+    out = work / name
+    program = work / f"{name}.twx"
     subprocess.run([str(bin_dir / "twillc"), str(config), *JOB,
                     f"parallel.dp={dp}", f"parallel.tp={tp}",
                     f"checkpoint.output_dir={out}", "-o", str(program)],
                    check=True)
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    run = subprocess.run(["mpirun", "-np", str(dp * tp), "--oversubscribe",
-                          str(bin_dir / "twill-train"), str(program),
-                          "--data", str(data)],
-                         env=env, capture_output=True, text=True, timeout=600)
+    command = ["mpirun", "-np", str(dp * tp), "--oversubscribe",
+               str(bin_dir / "twill-train"), str(program), "--data", str(data)]
+    if weights:
+        command += ["--weights", str(weights)]
+    run = subprocess.run(command, env=env, capture_output=True, text=True,
+                         timeout=600)
     if run.returncode != 0:
         sys.exit(f"{dp}x{tp}: twill-train failed\n{run.stdout}{run.stderr}")
     losses = [json.loads(line)["loss"]
               for line in (out / "metrics.jsonl").read_text().splitlines()]
-    return losses, load_file(out / "adapter_model.safetensors")
+    read = {int(rank): int(count) for rank, count in re.findall(
+        r"rank (\d+)/\d+: read (\d+) bytes of checkpoint tensors",
+        run.stdout)}
+    return losses, load_file(out / "adapter_model.safetensors"), read
 
 
 def main():
@@ -59,13 +74,13 @@ def main():
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
 
-    reference_losses, reference = train(args.bin, args.work, args.data,
-                                        args.config, 1, 1)
+    reference_losses, reference, _ = train(args.bin, args.work, args.data,
+                                           args.config, 1, 1)
     assert len(reference_losses) == 5, reference_losses
     failures = []
     for dp, tp in MESHES[1:]:
-        losses, adapter = train(args.bin, args.work, args.data, args.config,
-                                dp, tp)
+        losses, adapter, _ = train(args.bin, args.work, args.data,
+                                   args.config, dp, tp)
         worst_loss = max(abs(a - b) / abs(b)
                          for a, b in zip(losses, reference_losses))
         if len(losses) != len(reference_losses) or worst_loss > TOLERANCE:
@@ -81,6 +96,33 @@ def main():
             failures.append(f"{dp}x{tp}: adapter differs by {worst:.2e}")
         print(f"{dp}x{tp}: losses within {worst_loss:.1e}, adapter within "
               f"{worst:.1e} of 1x1")
+
+    # Again from the 1x1 run's base checkpoint: the same start, and each
+    # rank reads only its blocks.
+    base = args.work / "mesh1x1" / "base"
+    whole = sum(t.nbytes for t in
+                load_file(base / "model.safetensors").values())
+    for dp, tp in MESHES:
+        losses, _, read = train(args.bin, args.work, args.data, args.config,
+                                dp, tp, weights=base)
+        if abs(losses[0] - reference_losses[0]) > TOLERANCE * reference_losses[0]:
+            failures.append(f"{dp}x{tp} from the base: first loss "
+                            f"{losses[0]} vs {reference_losses[0]}")
+        if sorted(read) != list(range(dp * tp)):
+            failures.append(f"{dp}x{tp}: not every rank said what it read: "
+                            f"{read}")
+            continue
+        # dp splits everything (tp all but the norms), in blocks of
+        # ceil(rows / dp): the first ranks may hold a row more per tensor.
+        bound = whole / dp * 1.02
+        if max(read.values()) > bound:
+            failures.append(f"{dp}x{tp}: a rank read {max(read.values())} of "
+                            f"{whole} bytes (more than 1/dp)")
+        if tp == 1 and sum(read.values()) != whole:
+            failures.append(f"{dp}x1: the ranks read {sum(read.values())} "
+                            f"bytes together, not the checkpoint's {whole}")
+        print(f"{dp}x{tp} from the base: ranks read "
+              f"{sorted(read.values())} of {whole} bytes")
     if failures:
         sys.exit("\n".join(failures))
     print(f"every mesh matches 1x1 ({len(reference)} adapter tensors)")

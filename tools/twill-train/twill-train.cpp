@@ -260,8 +260,16 @@ static int runJob(Executable executable) {
   std::string baseDir = weightsPath.empty()
                             ? program.job().checkpoint().base_dir()
                             : weightsPath.getValue();
-  if (llvm::Error error = loadParameters(program, baseDir, adapterPath))
-    return fail(std::move(error));
+  llvm::Expected<uint64_t> bytesRead =
+      loadParameters(program, baseDir, adapterPath);
+  if (!bytesRead)
+    return fail(bytesRead.takeError());
+  if (*bytesRead) // every rank says what it read: only its blocks
+    llvm::outs() << llvm::formatv("rank {0}/{1}: read {2} bytes of "
+                                  "checkpoint tensors\n",
+                                  (*comm)->rank(), (*comm)->worldSize(),
+                                  *bytesRead)
+                        .str();
   return eval ? runEval(program) : runTraining(program);
 }
 
