@@ -180,30 +180,34 @@ FailureOr<Value> Partitioner::convert(Operation *user, Value value,
     local = AllGatherOp::create(builder, loc, retype(), local, plan.mesh,
                                 axisName(axis), dimAttr(from.dim));
   }
-  // Then sums and slices, the outermost (last) axis of a dim first.
-  for (int axis = plan.axes() - 1; axis >= 0; --axis) {
-    AxisPlacement from = current[axis], to = target[axis];
-    if (from == to)
-      continue;
-    current[axis] = to;
-    if (from.kind == AxisPlacement::Kind::PartialSum && !to.isShard()) {
-      local = AllReduceOp::create(builder, loc, retype(), local, plan.mesh,
-                                  axisName(axis));
-    } else if (from.kind == AxisPlacement::Kind::PartialSum) {
-      local = ReduceScatterOp::create(builder, loc, retype(), local, plan.mesh,
-                                      axisName(axis), dimAttr(to.dim));
-    } else if (to.isShard()) {
-      // A constant is the same everywhere: make its block directly.
-      if (auto constant = local.getDefiningOp<ConstantOp>())
-        local = ConstantOp::create(builder, loc, retype(),
-                                   constant.getValueAttr());
-      else
-        local = LocalSliceOp::create(builder, loc, retype(), local, plan.mesh,
-                                     axisName(axis), dimAttr(to.dim));
-    } else {
-      return user->emitError("cannot make a partial sum of a whole value");
+  // Then scatters and slices, the outermost (last) axis of a dim first;
+  // all-reduces last, on the smallest block.
+  for (bool toShards : {true, false})
+    for (int axis = plan.axes() - 1; axis >= 0; --axis) {
+      AxisPlacement from = current[axis], to = target[axis];
+      if (from == to || to.isShard() != toShards)
+        continue;
+      current[axis] = to;
+      if (from.kind == AxisPlacement::Kind::PartialSum && !to.isShard()) {
+        local = AllReduceOp::create(builder, loc, retype(), local, plan.mesh,
+                                    axisName(axis));
+      } else if (from.kind == AxisPlacement::Kind::PartialSum) {
+        local = ReduceScatterOp::create(builder, loc, retype(), local,
+                                        plan.mesh, axisName(axis),
+                                        dimAttr(to.dim));
+      } else if (to.isShard()) {
+        // A constant is the same everywhere: make its block directly.
+        if (auto constant = local.getDefiningOp<ConstantOp>())
+          local = ConstantOp::create(builder, loc, retype(),
+                                     constant.getValueAttr());
+        else
+          local = LocalSliceOp::create(builder, loc, retype(), local,
+                                       plan.mesh, axisName(axis),
+                                       dimAttr(to.dim));
+      } else {
+        return user->emitError("cannot make a partial sum of a whole value");
+      }
     }
-  }
   converted[{value, key}] = local;
   return local;
 }
