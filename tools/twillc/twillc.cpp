@@ -17,6 +17,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
 #include "passes/Passes.h"
+#include "passes/ResourceReport.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -56,6 +57,12 @@ static cl::opt<mlir::twill::Stage> stage(
                clEnumValN(mlir::twill::Stage::Partitioned, "partitioned",
                           "one rank's program with its collectives (the "
                           "default)")));
+
+static cl::opt<bool>
+    report("report",
+           cl::desc("Print each rank's memory (parameters, gradients, "
+                    "optimizer state) and communication per step, from the "
+                    "partitioned program; needs no weights"));
 
 static int fail(llvm::Twine message) {
   llvm::WithColor::error(llvm::errs(), "twillc") << message << "\n";
@@ -118,6 +125,20 @@ int main(int argc, char **argv) {
       twill::loadJobConfig(jobPath, overrides);
   if (!config)
     return fail(llvm::toString(config.takeError()));
+
+  if (report) {
+    mlir::MLIRContext context;
+    mlir::OwningOpRef<mlir::ModuleOp> module = compile(context, *config);
+    if (!module)
+      return fail("cannot compile the job");
+    mlir::FailureOr<mlir::twill::ResourceReport> figures =
+        mlir::twill::reportResources(
+            *module, config->train().gradient_accumulation_steps());
+    if (mlir::failed(figures))
+      return fail("cannot report on the job");
+    figures->print(llvm::outs());
+    return 0;
+  }
 
   switch (emit) {
   case Emit::Executable:

@@ -1,0 +1,122 @@
+//===- ResourceReport.cpp - per-rank memory and communication -------------===//
+
+#include "passes/ResourceReport.h"
+
+#include "dialects/twill/TwillOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace mlir::twill;
+
+static int64_t bytesOf(Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  return tensor.getNumElements() *
+         ((tensor.getElementTypeBitWidth() + 7) / 8);
+}
+
+/// The bytes one rank sends for `op` (ring algorithms), and the name the
+/// report gives the collective; 0 bytes for ops that move nothing.
+static std::pair<StringRef, int64_t> sentBytes(Operation *op, int64_t ranks) {
+  if (ranks <= 1)
+    return {"", 0};
+  int64_t input = bytesOf(op->getOperand(0).getType());
+  int64_t result = op->getNumResults() ? bytesOf(op->getResult(0).getType())
+                                       : 0;
+  if (isa<AllGatherOp>(op))
+    return {"all_gather", input * (ranks - 1)};
+  if (isa<ReduceScatterOp>(op))
+    return {"reduce_scatter", result * (ranks - 1)};
+  if (isa<AllReduceOp>(op))
+    return {"all_reduce", 2 * input * (ranks - 1) / ranks};
+  if (isa<AllToAllOp>(op))
+    return {"all_to_all", input * (ranks - 1) / ranks};
+  if (isa<CrossEntropyOp, CrossEntropyGradOp>(op)) {
+    // A vocab-parallel loss all-reduces three fp64 statistics per row.
+    int64_t rows = cast<RankedTensorType>(op->getOperand(1).getType())
+                       .getNumElements();
+    return {"all_reduce (vocab-parallel loss)",
+            2 * 3 * rows * 8 * (ranks - 1) / ranks};
+  }
+  return {"", 0};
+}
+
+FailureOr<ResourceReport> mlir::twill::reportResources(ModuleOp module,
+                                                       int64_t microSteps) {
+  ResourceReport report;
+  llvm::StringMap<int64_t> axisSizes;
+  for (MeshOp mesh : module.getOps<MeshOp>())
+    for (auto [index, axis] : llvm::enumerate(mesh.getAxes())) {
+      StringRef name = cast<StringAttr>(axis).getValue();
+      axisSizes[name] = mesh.getAxisSizes()[index];
+      report.mesh += llvm::formatv("{0}{1}={2}", index ? " x " : "", name,
+                                   mesh.getAxisSizes()[index]);
+    }
+
+  llvm::StringSet<> seen; // a buffer read by several entry points counts once
+  for (func::FuncOp function : module.getOps<func::FuncOp>()) {
+    for (BlockArgument argument : function.getArguments()) {
+      unsigned index = argument.getArgNumber();
+      int64_t bytes = bytesOf(argument.getType());
+      if (auto name = function.getArgAttrOfType<StringAttr>(index,
+                                                            kParamAttrName)) {
+        if (!seen.insert(name.getValue()).second)
+          continue;
+        (function.getArgAttr(index, kTrainableAttrName) ? report.trainableBytes
+                                                        : report.frozenBytes) +=
+            bytes;
+      } else if (auto name = function.getArgAttrOfType<StringAttr>(
+                     index, kStateAttrName)) {
+        if (!seen.insert(name.getValue()).second)
+          continue;
+        (name.getValue().ends_with(".grad_sum") ? report.gradientBytes
+                                                : report.optimizerBytes) +=
+            bytes;
+      }
+    }
+
+    int64_t repeats = function.getSymName() == "train_step"       ? microSteps
+                      : function.getSymName() == "optimizer_step" ? 1
+                                                                  : 0;
+    if (!repeats)
+      continue; // @forward is evaluation, not the training step
+    function.walk([&](Operation *op) {
+      auto axis = op->getAttrOfType<StringAttr>(
+          isa<CrossEntropyOp, CrossEntropyGradOp>(op) ? "shard_axis" : "axis");
+      if (!axis)
+        return;
+      auto [kind, bytes] = sentBytes(op, axisSizes.lookup(axis.getValue()));
+      if (kind.empty())
+        return;
+      ResourceReport::Traffic &traffic =
+          report.traffic[{axis.getValue().str(), kind.str()}];
+      traffic.calls += repeats;
+      traffic.bytes += repeats * bytes;
+    });
+  }
+  return report;
+}
+
+/// 1234567 -> "1234567 B (1.18 MiB)".
+static std::string bytesText(int64_t bytes) {
+  return llvm::formatv("{0} B ({1:f2} MiB)", bytes, bytes / 1048576.0).str();
+}
+
+void ResourceReport::print(llvm::raw_ostream &os) const {
+  os << "Per rank, on mesh " << mesh << " (rank 0: the largest blocks)\n";
+  os << "  frozen parameters:    " << bytesText(frozenBytes) << "\n";
+  os << "  trainable parameters: " << bytesText(trainableBytes) << "\n";
+  os << "  gradient sums:        " << bytesText(gradientBytes) << "\n";
+  os << "  optimizer state:      " << bytesText(optimizerBytes) << "\n";
+  os << "Sent per optimizer step, per rank (ring algorithms):\n";
+  if (traffic.empty())
+    os << "  nothing: one rank\n";
+  int64_t total = 0;
+  for (const auto &[key, entry] : traffic) {
+    os << llvm::formatv("  {0,-3} {1,-34} {2,6} calls  {3}\n", key.first,
+                        key.second, entry.calls, bytesText(entry.bytes));
+    total += entry.bytes;
+  }
+  os << "  total: " << bytesText(total) << "\n";
+}

@@ -1,0 +1,44 @@
+//===- ResourceReport.h - per-rank memory and communication ----*- C++ -*-===//
+//
+// What `twillc --report` prints, read off the partitioned program: the bytes
+// each rank keeps between steps (parameters, gradient sums, optimizer
+// state: the types of the entry points' arguments are the rank's blocks),
+// and the bytes each rank sends per optimizer step, by mesh axis and
+// collective, for ring algorithms: an all_gather or reduce_scatter over k
+// ranks sends (k - 1) blocks, an all_reduce 2 (k - 1) / k of the tensor, an
+// all_to_all (k - 1) / k of it. Blocks are ceil(size / k), so rank 0 holds
+// the largest: the figures are rank 0's.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TWILL_PASSES_RESOURCEREPORT_H
+#define TWILL_PASSES_RESOURCEREPORT_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <map>
+#include <string>
+
+namespace mlir::twill {
+
+struct ResourceReport {
+  struct Traffic {
+    int64_t calls = 0, bytes = 0;
+  };
+  int64_t frozenBytes = 0, trainableBytes = 0, gradientBytes = 0,
+          optimizerBytes = 0;
+  /// (axis, collective) -> calls and bytes sent per optimizer step.
+  std::map<std::pair<std::string, std::string>, Traffic> traffic;
+  std::string mesh; // "dp=2 x tp=4"
+
+  void print(llvm::raw_ostream &os) const;
+};
+
+/// The report of a partitioned module whose optimizer step follows
+/// `microSteps` train steps (gradient accumulation).
+FailureOr<ResourceReport> reportResources(ModuleOp module, int64_t microSteps);
+
+} // namespace mlir::twill
+
+#endif // TWILL_PASSES_RESOURCEREPORT_H
