@@ -16,6 +16,11 @@ safetensors checkpoint): its first loss must be the same, and each rank must
 read only its blocks of the checkpoint: on 4x1 (FSDP alone) the ranks
 together read every tensor byte exactly once; on every mesh each rank reads
 at most 1/dp of it (and tp splits most of that again).
+
+Last, variants of the job on 2x2 and 1x4 against their own 1x1 run: full
+fine-tuning (every gradient reduce-scattered, the embedding's too), tied
+embeddings (one vocab-parallel table for the embedding and lm_head), and no
+sequence parallelism (tp partial sums all-reduced, not scattered).
 """
 import argparse
 import json
@@ -36,15 +41,22 @@ JOB = [
     "train.max_steps_per_epoch=5",
 ]
 TOLERANCE = 1e-5
+VARIANTS = {
+    "full fine-tuning": ["full_finetune={}", "lora="],
+    "tied embeddings": ["model.tie_word_embeddings=true"],
+    "no sequence parallelism": ["parallel.sequence_parallel=false"],
+}
 
 
-def train(bin_dir, work, data, config, dp, tp, weights=None):
-    """Trains on a dp x tp mesh; returns the per-step losses, the adapter and
-    the checkpoint bytes each rank read."""
+def train(bin_dir, work, data, config, dp, tp, weights=None, variant=()):
+    """Trains on a dp x tp mesh; returns the per-step losses, the adapter
+    (None for full fine-tuning) and the checkpoint bytes each rank read."""
     name = f"mesh{dp}x{tp}" + ("-from-base" if weights else "")
+    if variant:
+        name += "-" + "-".join(v.split("=")[0] for v in variant)
     out = work / name
     program = work / f"{name}.twx"
-    subprocess.run([str(bin_dir / "twillc"), str(config), *JOB,
+    subprocess.run([str(bin_dir / "twillc"), str(config), *JOB, *variant,
                     f"parallel.dp={dp}", f"parallel.tp={tp}",
                     f"checkpoint.output_dir={out}", "-o", str(program)],
                    check=True)
@@ -62,7 +74,8 @@ def train(bin_dir, work, data, config, dp, tp, weights=None):
     read = {int(rank): int(count) for rank, count in re.findall(
         r"rank (\d+)/\d+: read (\d+) bytes of checkpoint tensors",
         run.stdout)}
-    return losses, load_file(out / "adapter_model.safetensors"), read
+    adapter = out / "adapter_model.safetensors"
+    return losses, load_file(adapter) if adapter.exists() else None, read
 
 
 def main():
@@ -123,6 +136,18 @@ def main():
                             f"bytes together, not the checkpoint's {whole}")
         print(f"{dp}x{tp} from the base: ranks read "
               f"{sorted(read.values())} of {whole} bytes")
+    for variant, overrides in VARIANTS.items():
+        alone, _, _ = train(args.bin, args.work, args.data, args.config, 1, 1,
+                            variant=overrides)
+        for dp, tp in [(2, 2), (1, 4)]:
+            losses, _, _ = train(args.bin, args.work, args.data, args.config,
+                                 dp, tp, variant=overrides)
+            worst = max(abs(a - b) / abs(b) for a, b in zip(losses, alone))
+            if len(losses) != len(alone) or worst > TOLERANCE:
+                failures.append(f"{variant}, {dp}x{tp}: losses {losses} vs "
+                                f"1x1 {alone}")
+            print(f"{variant}, {dp}x{tp}: losses within {worst:.1e} of 1x1")
+
     if failures:
         sys.exit("\n".join(failures))
     print(f"every mesh matches 1x1 ({len(reference)} adapter tensors)")
