@@ -17,10 +17,11 @@ read only its blocks of the checkpoint: on 4x1 (FSDP alone) the ranks
 together read every tensor byte exactly once; on every mesh each rank reads
 at most 1/dp of it (and tp splits most of that again).
 
-Last, variants of the job on 2x2 and 1x4 against their own 1x1 run: full
-fine-tuning (every gradient reduce-scattered, the embedding's too), tied
-embeddings (one vocab-parallel table for the embedding and lm_head), and no
-sequence parallelism (tp partial sums all-reduced, not scattered).
+Last, variants of the job against their own 1x1 run: full fine-tuning
+(every gradient reduce-scattered, the embedding's too), tied embeddings (one
+vocab-parallel table for the embedding and lm_head), no sequence
+parallelism (tp partial sums all-reduced, not scattered), and tp=3 (no head
+count or MLP size divides by it).
 """
 import argparse
 import json
@@ -41,10 +42,15 @@ JOB = [
     "train.max_steps_per_epoch=5",
 ]
 TOLERANCE = 1e-5
+# name: (overrides, meshes)
 VARIANTS = {
-    "full fine-tuning": ["full_finetune={}", "lora="],
-    "tied embeddings": ["model.tie_word_embeddings=true"],
-    "no sequence parallelism": ["parallel.sequence_parallel=false"],
+    "full fine-tuning": (["full_finetune={}", "lora="], [(2, 2), (1, 4)]),
+    "tied embeddings": (["model.tie_word_embeddings=true"], [(2, 2), (1, 4)]),
+    "no sequence parallelism": (["parallel.sequence_parallel=false"],
+                                [(2, 2), (1, 4)]),
+    # tp=3 splits neither the 4 query heads (attention runs whole on every
+    # rank) nor the MLP's 170 (padded to 171).
+    "tp=3, MLP of 170": (["model.intermediate_size=170"], [(1, 3), (2, 3)]),
 }
 
 
@@ -136,10 +142,10 @@ def main():
                             f"bytes together, not the checkpoint's {whole}")
         print(f"{dp}x{tp} from the base: ranks read "
               f"{sorted(read.values())} of {whole} bytes")
-    for variant, overrides in VARIANTS.items():
+    for variant, (overrides, meshes) in VARIANTS.items():
         alone, _, _ = train(args.bin, args.work, args.data, args.config, 1, 1,
                             variant=overrides)
-        for dp, tp in [(2, 2), (1, 4)]:
+        for dp, tp in meshes:
             losses, _, _ = train(args.bin, args.work, args.data, args.config,
                                  dp, tp, variant=overrides)
             worst = max(abs(a - b) / abs(b) for a, b in zip(losses, alone))
