@@ -65,12 +65,21 @@ def PropagateSharding : Pass<"twill-propagate-sharding", "mlir::ModuleOp"> {
       `shard<1>`, B replicated);
     - per-step inputs: the batch `shard<0>` on dp.
 
-    Conflict rule: an axis shards one factor per op; a factor claimed by a
-    parameter wins (its activation is gathered), then the earliest operand's.
-    A sharded reduction factor makes the result `partial<sum>`; partial sums
-    flow through linear ops (matmul, add of partials, scale, reshape,
-    transpose, cast) and, before any other op, become `shard<1>` (sequence
-    parallel, reduce-scatter) or `replicate` (all-reduce).
+    Conflict rule (passes/ShardingPlan.cpp, shared with twill-partition):
+    per op and axis, the factor of a parameter's sharded dim wins (its
+    activation is gathered; FSDP storage on dp never claims), else the
+    earliest operand's; other operands' factors are claimed too when no
+    tensor of the rule holds them together with a claimed one (attention's
+    key heads beside its query heads). A result holding a claimed factor is
+    sharded on that dim; one without it is `partial<sum>` when a claimed
+    factor is a reduction (matmul's k, the embedding's vocab, attention's
+    query heads for the key gradient), whole when the op reduces it itself
+    (vocab-parallel cross-entropy). Partial sums flow through linear ops
+    (matmul, add of partials, scale, reshape, transpose, cast); before any
+    other op an activation's partial sum becomes `shard<1>` under sequence
+    parallelism (reduce-scatter), anything else `replicate` (all-reduce).
+    Query heads that do not divide over tp keep attention whole on tp; key
+    and value heads that do not are replicated while the query heads split.
   }];
   let options = [
     Option<"sequenceParallel", "sequence-parallel", "bool",

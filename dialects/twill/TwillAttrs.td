@@ -24,9 +24,12 @@ def Twill_PlacementAttr : Twill_Attr<"Placement", "placement",
     - `partial<sum>`: every device of the axis holds a summand; the value is
       their sum.
 
-    When two axes shard the same dim, the earlier mesh axis is the major one
-    (as in DTensor); listing entries per mesh axis makes any other order
-    unrepresentable.
+    When two axes shard the same dim, the later mesh axis splits it first
+    and the earlier one splits each of those blocks: `[shard<0>, shard<0>]`
+    on (dp, tp) is tp's column block, stored split over dp, so that FSDP's
+    gather over dp gives back exactly the tp block a rank computes with
+    (DTensor's default order is the opposite and FSDP2 needs its
+    `_StridedShard` for this case).
 
     Example, a weight FSDP-sharded on `dp` and column-parallel on `tp`:
 
