@@ -277,31 +277,28 @@ ShardingRule AdamWOp::getShardingRule() {
   return rule;
 }
 
-ShardingRule GlobalNormOp::getShardingRule() {
-  // The square root makes the norm of shards no sum of their norms: the
-  // inputs stay whole here; the partitioner sums squares across shards.
+/// A scalar from every element of every input: each dim a fresh factor,
+/// all reductions (a sum: shards give partial sums) or all replicated.
+static ShardingRule scalarOfInputsRule(ValueRange inputs, bool sums) {
   ShardingRule rule;
-  for (Value input : getInputs()) {
+  for (Value input : inputs) {
     Tensor dims = rule.freshFactors(shapeOf(input));
     for (const ShardingRule::Dim &dim : dims)
-      rule.replicated.push_back(dim.front());
+      (sums ? rule.reductions : rule.replicated).push_back(dim.front());
     rule.operands.push_back(dims);
   }
   rule.results = {Tensor()};
   return rule;
 }
 
+ShardingRule GlobalNormOp::getShardingRule() {
+  // The square root makes the norm of shards no sum of their norms: the
+  // inputs stay whole here; the partitioner sums squares across shards.
+  return scalarOfInputsRule(getInputs(), /*sums=*/false);
+}
+
 ShardingRule SumSquaresOp::getShardingRule() {
-  // A sum over every element: shards give partial sums.
-  ShardingRule rule;
-  for (Value input : getInputs()) {
-    Tensor dims = rule.freshFactors(shapeOf(input));
-    for (const ShardingRule::Dim &dim : dims)
-      rule.reductions.push_back(dim.front());
-    rule.operands.push_back(dims);
-  }
-  rule.results = {Tensor()};
-  return rule;
+  return scalarOfInputsRule(getInputs(), /*sums=*/true);
 }
 
 /// Scalar ops: nothing to shard.
