@@ -40,8 +40,10 @@ llvm::Expected<BufferBlock> twill::blockOf(const Buffer &buffer,
                            buffer.global_shape().end());
   int rank = block.globalShape.size();
   block.offset.assign(rank, 0);
-  block.localShape = block.globalShape;
-  // The last mesh axis splits a dim first; each block is ceil(size / n).
+  block.localShape = block.extent = block.globalShape;
+  // The last mesh axis splits a dim first, each axis the block the axes
+  // after it left: blocks of ceil(size / n), each padded at its own end, so
+  // the data of a block is a prefix of it.
   for (int axis = axes - 1; axis >= 0; --axis) {
     int dim = buffer.split_dims(axis);
     if (dim < 0) {
@@ -54,11 +56,10 @@ llvm::Expected<BufferBlock> twill::blockOf(const Buffer &buffer,
                                 axis, dim, rank));
     int64_t &size = block.localShape[dim];
     size = (size + mesh.shape(axis) - 1) / mesh.shape(axis);
-    block.offset[dim] += coordinates[axis] * size;
+    int64_t start = coordinates[axis] * size;
+    block.offset[dim] += start;
+    block.extent[dim] = std::clamp<int64_t>(block.extent[dim] - start, 0, size);
   }
-  for (int d = 0; d < rank; ++d)
-    block.extent.push_back(std::clamp<int64_t>(
-        block.globalShape[d] - block.offset[d], 0, block.localShape[d]));
   if (!std::equal(block.localShape.begin(), block.localShape.end(),
                   buffer.shape().begin(), buffer.shape().end()))
     return fail("its shape is not its block of the whole tensor");
