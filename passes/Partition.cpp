@@ -67,6 +67,10 @@ private:
   llvm::StringMap<Placement> homes;
   /// Collectives already inserted: (value, placement) -> converted value.
   DenseMap<std::pair<Value, Attribute>, Value> converted;
+  /// The parameter gathered last. FSDP keeps a gathered parameter only
+  /// around its use: once another parameter is gathered, the next use
+  /// gathers it again (the backward re-gathers what the forward used).
+  Value lastGatheredParameter;
 };
 
 } // namespace
@@ -135,8 +139,10 @@ FailureOr<Value> Partitioner::convert(Operation *user, Value value,
   Placement current = placementOf(type, plan.axes());
   // The value's type is already local; the memo is keyed on the target.
   Attribute key = PlacementAttr::get(builder.getContext(), plan.mesh, target);
+  bool parameter = isParameter(value);
   if (Value done = converted.lookup({value, key}))
-    return done;
+    if (!parameter || value == lastGatheredParameter)
+      return done;
   for (int axis = 0; axis < plan.axes(); ++axis)
     if (plan.axisSizes[axis] == 1) // nothing moves on a one-rank axis
       current[axis] = target[axis];
@@ -209,6 +215,8 @@ FailureOr<Value> Partitioner::convert(Operation *user, Value value,
       }
     }
   converted[{value, key}] = local;
+  if (parameter)
+    lastGatheredParameter = value;
   return local;
 }
 
