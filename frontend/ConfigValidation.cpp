@@ -87,14 +87,25 @@ public:
     lines.push_back(llvm::formatv(format, std::forward<Args>(args)...).str());
   }
 
-  void positive(llvm::StringRef field, double value) {
+  template <typename T> void positive(llvm::StringRef field, T value) {
     if (!(value > 0))
-      add("{0} must be positive, got {1}", field, value);
+      add("{0} must be positive, got {1}", field, numberText(value));
   }
-  void nonNegative(llvm::StringRef field, double value) {
+  template <typename T> void nonNegative(llvm::StringRef field, T value) {
     if (!(value >= 0))
-      add("{0} must be zero or positive, got {1}", field, value);
+      add("{0} must be zero or positive, got {1}", field, numberText(value));
   }
+
+private:
+  /// An integer as itself, a real in its shortest form (1e-05, 0.5).
+  template <typename T> static std::string numberText(T value) {
+    if constexpr (std::is_integral_v<T>)
+      return std::to_string(value);
+    else
+      return llvm::formatv("{0}", llvm::format("%g", double(value))).str();
+  }
+
+public:
   void oneOf(llvm::StringRef field, llvm::StringRef value,
              llvm::ArrayRef<llvm::StringRef> allowed) {
     if (!llvm::is_contained(allowed, value))
