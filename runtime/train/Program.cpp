@@ -2,7 +2,7 @@
 
 #include "runtime/train/Program.h"
 
-#include "runtime/backend/cpu/CpuBackend.h"
+#include "runtime/backend/Backend.h"
 
 #include <algorithm>
 #include <cstring>
@@ -16,8 +16,11 @@ Program::Program(Executable executable, Communicator *comm)
     named[parameter.name()] = parameter.buffer();
   for (const State &state : program.states())
     named[state.name()] = state.buffer();
-  for (const Input &input : program.inputs())
+  for (const Input &input : program.inputs()) {
     named[input.name()] = input.buffer();
+    inputIds.push_back(input.buffer());
+  }
+  backend = createCpuBackend(*memory, comm);
   if (program.meshes_size())
     for (const std::string &axis : program.meshes(0).axes())
       coordinates.push_back(comm ? std::max(comm->coordinate(axis), 0) : 0);
@@ -37,6 +40,8 @@ llvm::Expected<std::vector<float>> Program::wholeTensor(int id) {
   int64_t count = 1;
   for (int64_t size : layout->globalShape)
     count *= size;
+  if (llvm::Error error = backend->download({id}))
+    return std::move(error);
   std::vector<float> whole(count, 0.0f);
   llvm::ArrayRef<float> local(memory->as<float>(id),
                               numElements(program.buffers(id)));
@@ -73,20 +78,53 @@ int Program::valueBuffer(const EntryPoint &entry, llvm::StringRef name) const {
 }
 
 llvm::Error Program::run(const EntryPoint &entry) {
-  if (llvm::Error error = CpuBackend::run(entry, *memory, comm))
-    return error;
+  std::vector<WriteBack> writeBacks;
+  std::vector<int> results;
   for (int i = 0; i < entry.output_names_size(); ++i) {
     int target = bufferOf(entry.output_names(i));
     int source = entry.outputs(i);
-    if (target < 0 || target == source)
+    if (target < 0 || target == source) {
+      results.push_back(source);
       continue;
+    }
     const Buffer &to = program.buffers(target), &from = program.buffers(source);
     if (to.size_bytes() != from.size_bytes() || to.dtype() != from.dtype())
       return llvm::createStringError(
           llvm::inconvertibleErrorCode(),
           "%s: output '%s' does not fit the value it updates",
           entry.name().c_str(), entry.output_names(i).c_str());
-    std::memcpy(memory->data(target), memory->data(source), to.size_bytes());
+    writeBacks.push_back({source, target});
   }
+  if (llvm::Error error = backend->upload(inputIds))
+    return error;
+  if (llvm::Error error = backend->run(entry, writeBacks))
+    return error;
+  return backend->download(results);
+}
+
+llvm::Error Program::useBackend(llvm::StringRef name) {
+  if (name == "cpu") {
+    backend = createCpuBackend(*memory, comm);
+    return llvm::Error::success();
+  }
+  if (name != "cuda")
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "unknown backend '" + name +
+                                       "' (cpu or cuda)");
+  llvm::Expected<std::unique_ptr<Backend>> cuda =
+      createCudaBackend(*memory, comm);
+  if (!cuda)
+    return cuda.takeError();
+  backend = std::move(*cuda);
   return llvm::Error::success();
+}
+
+llvm::Error Program::uploadState() {
+  std::vector<int> ids;
+  for (const Parameter &parameter : program.parameters())
+    ids.push_back(parameter.buffer());
+  for (const State &state : program.states())
+    ids.push_back(state.buffer());
+  ids.insert(ids.end(), inputIds.begin(), inputIds.end());
+  return backend->upload(ids);
 }

@@ -10,6 +10,7 @@
 #ifndef TWILL_RUNTIME_TRAIN_PROGRAM_H
 #define TWILL_RUNTIME_TRAIN_PROGRAM_H
 
+#include "runtime/backend/Backend.h"
 #include "runtime/comm/Communicator.h"
 #include "runtime/executable/Executable.h"
 #include "runtime/executable/Layout.h"
@@ -45,9 +46,17 @@ public:
   /// Whether the program runs on more than one rank.
   bool isDistributed() const { return comm && comm->worldSize() > 1; }
 
-  /// Runs `entry`, then writes back its outputs named after parameters or
-  /// states.
+  /// Runs `entry` on the backend (the inputs as the host buffers hold
+  /// them), then writes back its outputs named after parameters or states;
+  /// the host buffers of its other outputs are then current.
   llvm::Error run(const EntryPoint &entry);
+
+  /// Runs on the backend named `name` ("cpu", the default, or "cuda").
+  llvm::Error useBackend(llvm::StringRef name);
+  llvm::StringRef backendName() const { return backend->name(); }
+  /// Hands the host buffers of every parameter, state and input to the
+  /// backend: after loading weights, before the first run.
+  llvm::Error uploadState();
 
   /// The buffer of `entry`'s output `name` (as of its last run); -1 if none.
   static int outputBuffer(const EntryPoint &entry, llvm::StringRef name);
@@ -59,6 +68,8 @@ private:
   Executable program;
   std::unique_ptr<BufferSet> memory;
   Communicator *comm;
+  std::unique_ptr<Backend> backend;
+  std::vector<int> inputIds;
   std::vector<int> coordinates; // this rank's, per mesh axis
   llvm::StringMap<int> named;
 };

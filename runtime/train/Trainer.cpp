@@ -169,7 +169,10 @@ llvm::Expected<Evaluation> twill::evaluate(Program &program,
     if (llvm::Error error = program.run(*forward))
       return std::move(error);
     lossSum += scalarOutput<float>(program, *forward, "loss_sum");
-    const float *logits = program.buffers().as<float>(logitsId);
+    llvm::Expected<std::vector<float>> values = program.wholeTensor(logitsId);
+    if (!values)
+      return values.takeError();
+    const float *logits = values->data();
     for (auto [r, row] : llvm::enumerate(batch))
       for (int64_t i = 0; i < seqLen; ++i) {
         if (row.labels[i] < 0)

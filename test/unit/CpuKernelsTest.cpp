@@ -113,7 +113,7 @@ TEST(CpuKernels, AttentionIsCausalGroupedAndStaysInsideSegments) {
     }
   }
   cpu::attention(q.data(), k.data(), v.data(), segments, out.data(), batch, seq,
-                 cpu::HeadBlock::whole(heads), kvHeads, dim, scale);
+                 HeadBlock::whole(heads), kvHeads, dim, scale);
   expectNear(out, expected);
 }
 
@@ -123,14 +123,14 @@ TEST(CpuKernels, CrossEntropySkipsIgnoredAndRejectsBadLabels) {
   float loss;
   int64_t count;
   ASSERT_FALSE(cpu::crossEntropy(logits, labels, 3,
-                                 cpu::VocabBlock::whole(3), -100, noReduce,
+                                 VocabBlock::whole(3), -100, noReduce,
                                  &loss, &count));
   EXPECT_EQ(count, 2);
   EXPECT_NEAR(loss, 2 * std::log(3.0), 1e-6);
 
   const int32_t bad[] = {1, 7, 2};
   llvm::Error error = cpu::crossEntropy(
-      logits, bad, 3, cpu::VocabBlock::whole(3), -100, noReduce, &loss, &count);
+      logits, bad, 3, VocabBlock::whole(3), -100, noReduce, &loss, &count);
   EXPECT_THAT(llvm::toString(std::move(error)),
               HasSubstr("label 7 at position 1 is outside the vocabulary"));
 }

@@ -50,6 +50,11 @@ static cl::opt<std::string> evalDataPath(
     cl::desc("Pre-tokenized JSONL to measure next-token accuracy on, before "
              "and after training"),
     cl::value_desc("eval.jsonl"));
+static cl::opt<std::string>
+    backendName("backend",
+                cl::desc("Where to compute: cpu (fp32, the reference) or "
+                         "cuda (this rank's GPU, NCCL between ranks)"),
+                cl::value_desc("cpu|cuda"), cl::init("cpu"));
 static cl::opt<bool> eval("eval",
                           cl::desc("Run one batch instead of training and "
                                    "print its loss"));
@@ -260,10 +265,14 @@ static int runJob(Executable executable) {
   std::string baseDir = weightsPath.empty()
                             ? program.job().checkpoint().base_dir()
                             : weightsPath.getValue();
+  if (llvm::Error error = program.useBackend(backendName))
+    return fail(std::move(error));
   llvm::Expected<uint64_t> bytesRead =
       loadParameters(program, baseDir, adapterPath);
   if (!bytesRead)
     return fail(bytesRead.takeError());
+  if (llvm::Error error = program.uploadState())
+    return fail(std::move(error));
   if (*bytesRead) // every rank says what it read: only its blocks
     llvm::outs() << llvm::formatv("rank {0}/{1}: read {2} bytes of "
                                   "checkpoint tensors\n",

@@ -10,17 +10,34 @@
 #ifndef TWILL_RUNTIME_BACKEND_CPU_CPUBACKEND_H
 #define TWILL_RUNTIME_BACKEND_CPU_CPUBACKEND_H
 
-#include "runtime/comm/Communicator.h"
-#include "runtime/executable/Executable.h"
+#include "runtime/backend/Backend.h"
 
 namespace twill {
 
-class CpuBackend {
+class CpuBackend : public Backend {
 public:
+  CpuBackend(BufferSet &buffers, Communicator *comm)
+      : buffers(buffers), comm(comm) {}
+  llvm::StringRef name() const override { return "cpu"; }
+
   /// Runs `entry` over `buffers` (parameters and inputs already filled);
   /// collectives go through `comm` (none: a program without collectives).
   static llvm::Error run(const EntryPoint &entry, BufferSet &buffers,
                          Communicator *comm);
+
+  llvm::Error run(const EntryPoint &entry,
+                  llvm::ArrayRef<WriteBack> writeBacks) override;
+  // The host copies are the backend's own memory: nothing moves.
+  llvm::Error upload(llvm::ArrayRef<int>) override {
+    return llvm::Error::success();
+  }
+  llvm::Error download(llvm::ArrayRef<int>) override {
+    return llvm::Error::success();
+  }
+
+private:
+  BufferSet &buffers;
+  Communicator *comm;
 };
 
 } // namespace twill

@@ -77,8 +77,8 @@ void cpu::rmsNorm(const float *x, const float *weight, float *out, int64_t rows,
 }
 
 /// Llama's inverse frequencies, with Llama 3.1 scaling when asked for.
-static std::vector<double> ropeFrequencies(int64_t headDim, double theta,
-                                           const cpu::RopeScaling &scaling) {
+std::vector<double> cpu::ropeFrequencies(int64_t headDim, double theta,
+                                         const RopeFrequencyScaling &scaling) {
   std::vector<double> frequencies(headDim / 2);
   for (int64_t i = 0; i < headDim / 2; ++i) {
     double frequency = 1.0 / std::pow(theta, double(2 * i) / headDim);
@@ -101,7 +101,7 @@ static std::vector<double> ropeFrequencies(int64_t headDim, double theta,
 
 void cpu::rope(const float *x, const int32_t *positions, float *out,
                int64_t tokens, int64_t heads, int64_t headDim, double theta,
-               const RopeScaling &scaling, bool inverse) {
+               const RopeFrequencyScaling &scaling, bool inverse) {
   std::vector<double> frequencies = ropeFrequencies(headDim, theta, scaling);
   int64_t half = headDim / 2;
 #pragma omp parallel for
@@ -238,7 +238,7 @@ struct SoftmaxRows {
 
 static llvm::Expected<SoftmaxRows>
 softmaxRows(const float *logits, const int32_t *labels, int64_t rows,
-            cpu::VocabBlock block, int64_t ignoreIndex, cpu::RowReduce reduce) {
+            VocabBlock block, int64_t ignoreIndex, cpu::RowReduce reduce) {
   if (llvm::Error error = checkLabels(labels, rows, block.vocab, ignoreIndex))
     return std::move(error);
   // Padding columns past the vocab are not logits.

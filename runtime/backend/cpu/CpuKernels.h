@@ -11,6 +11,7 @@
 #ifndef TWILL_RUNTIME_BACKEND_CPU_CPUKERNELS_H
 #define TWILL_RUNTIME_BACKEND_CPU_CPUKERNELS_H
 
+#include "runtime/backend/Blocks.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
 
@@ -37,27 +38,20 @@ void matmul(const float *lhs, const float *rhs, float *out, int64_t batch,
 void rmsNorm(const float *x, const float *weight, float *out, int64_t rows,
              int64_t dim, double eps);
 
-/// Llama 3.1 frequency scaling of the rotary embedding; factor 0: none.
-struct RopeScaling {
-  double factor = 0, lowFreqFactor = 0, highFreqFactor = 0;
-  int64_t originalMaxPosition = 0;
-};
+/// The rotation frequency of each of the headDim / 2 pairs, with Llama 3.1
+/// scaling when `scaling.factor` is set (shared with the cuda backend).
+std::vector<double> ropeFrequencies(int64_t headDim, double theta,
+                                    const RopeFrequencyScaling &scaling);
 
 /// Rotary embedding of x [tokens, heads, headDim], token t at positions[t],
 /// pairing element i with i + headDim / 2 (Hugging Face's rotate_half).
 /// `inverse` rotates by the negated angles: rope's gradient.
 void rope(const float *x, const int32_t *positions, float *out, int64_t tokens,
           int64_t heads, int64_t headDim, double theta,
-          const RopeScaling &scaling, bool inverse = false);
+          const RopeFrequencyScaling &scaling, bool inverse = false);
 
 /// Causal grouped-query attention over [batch, seq, heads, headDim] inputs;
 /// with `segments` ([batch, seq]) a query sees only keys of its segment.
-/// `heads` may be one rank's block of the query heads, from global head
-/// `heads.first` of `heads.total`, over all the key/value heads.
-struct HeadBlock {
-  int64_t count, first, total;
-  static HeadBlock whole(int64_t heads) { return {heads, 0, heads}; }
-};
 void attention(const float *q, const float *k, const float *v,
                const int32_t *segments, float *out, int64_t batch, int64_t seq,
                HeadBlock heads, int64_t kvHeads, int64_t headDim,
@@ -70,13 +64,6 @@ void mul(const float *lhs, const float *rhs, float *out, int64_t count);
 void div(const float *lhs, const float *rhs, float *out, int64_t count);
 void scale(const float *x, double factor, float *out, int64_t count);
 
-/// The logits' columns: the whole vocab, or one rank's block of it (vocab
-/// parallel), columns [first, first + columns) of a `vocab`-sized vocab;
-/// columns past the vocab are padding.
-struct VocabBlock {
-  int64_t columns, first, vocab;
-  static VocabBlock whole(int64_t vocab) { return {vocab, 0, vocab}; }
-};
 /// Sums a per-row statistic of every rank's block (max or sum), in place;
 /// for a whole vocab it does nothing.
 using RowReduce =

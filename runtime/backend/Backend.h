@@ -1,0 +1,53 @@
+//===- Backend.h - what runs a program's instructions -----------*- C++ -*-===//
+//
+// A backend runs entry points over the program's buffers. The host keeps a
+// copy of every buffer (Program's BufferSet): the cpu backend computes in
+// it; the cuda backend computes in device memory and moves values between
+// the two only when asked (weights once after loading, inputs before each
+// run, scalar outputs after it, parameters when an adapter is written).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TWILL_RUNTIME_BACKEND_BACKEND_H
+#define TWILL_RUNTIME_BACKEND_BACKEND_H
+
+#include "runtime/comm/Communicator.h"
+#include "runtime/executable/Executable.h"
+
+#include <memory>
+#include <utility>
+
+namespace twill {
+
+/// (source, target): an output written back into the parameter or state it
+/// updates.
+using WriteBack = std::pair<int, int>;
+
+class Backend {
+public:
+  virtual ~Backend() = default;
+  virtual llvm::StringRef name() const = 0;
+
+  /// Runs `entry`, then copies each write-back's source into its target.
+  /// After it, the host copies of the entry's outputs that are not written
+  /// back are current.
+  virtual llvm::Error run(const EntryPoint &entry,
+                          llvm::ArrayRef<WriteBack> writeBacks) = 0;
+  /// The host copies of these buffers changed: the backend takes them.
+  virtual llvm::Error upload(llvm::ArrayRef<int> ids) = 0;
+  /// Makes the host copies of these buffers current.
+  virtual llvm::Error download(llvm::ArrayRef<int> ids) = 0;
+};
+
+/// The reference backend, computing in `buffers` (the host copies).
+std::unique_ptr<Backend> createCpuBackend(BufferSet &buffers,
+                                          Communicator *comm);
+
+/// The cuda backend on this rank's GPU; fails with a clear message where
+/// Twill was built without CUDA or no GPU is present.
+llvm::Expected<std::unique_ptr<Backend>> createCudaBackend(BufferSet &buffers,
+                                                           Communicator *comm);
+
+} // namespace twill
+
+#endif // TWILL_RUNTIME_BACKEND_BACKEND_H

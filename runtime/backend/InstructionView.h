@@ -1,0 +1,372 @@
+//===- InstructionView.h - one instruction, checked for its kernel -*- C++ -*-===//
+//
+// What every backend's kernels see of an instruction: its operands and
+// results (shapes, dtypes, where their values are), its attributes, and the
+// checks a kernel makes before it touches memory, so a corrupt Executable is
+// an error, never an out-of-bounds access.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TWILL_RUNTIME_BACKEND_INSTRUCTIONVIEW_H
+#define TWILL_RUNTIME_BACKEND_INSTRUCTIONVIEW_H
+
+#include "runtime/backend/Blocks.h"
+#include "runtime/comm/Communicator.h"
+#include "runtime/executable/Executable.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <optional>
+#include <string>
+
+namespace twill {
+
+/// One instruction's operands, results and attributes, with the checks its
+/// kernel needs.
+class InstructionView {
+public:
+  /// `address` gives where a buffer's values are: host memory for the cpu
+  /// backend, device memory for cuda.
+  InstructionView(const Executable &executable, const Instruction &instruction,
+                  llvm::function_ref<void *(int id)> address,
+                  Communicator *comm)
+      : executable(executable), instruction(instruction), address(address),
+        comm(comm) {}
+
+  llvm::Error fail(const llvm::Twine &what) const {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   instruction.op() + ": " + what);
+  }
+
+  /// The buffer of operand (or, after the operands, result) `index`.
+  int bufferId(int index) const {
+    return index < instruction.operands_size()
+               ? instruction.operands(index)
+               : instruction.results(index - instruction.operands_size());
+  }
+  llvm::StringRef op() const { return instruction.op(); }
+  int numOperands() const { return instruction.operands_size(); }
+  int numResults() const { return instruction.results_size(); }
+  const Buffer &info(int index) const {
+    return executable.buffers(bufferId(index));
+  }
+  llvm::ArrayRef<int64_t> shape(int index) const {
+    return llvm::ArrayRef<int64_t>(info(index).shape().data(),
+                                   info(index).shape_size());
+  }
+  int64_t count(int index) const { return numElements(info(index)); }
+  int64_t dim(int index, int fromEnd) const {
+    return shape(index)[shape(index).size() - 1 - fromEnd];
+  }
+
+  template <typename T> T *data(int index) const {
+    return static_cast<T *>(address(bufferId(index)));
+  }
+
+  /// Fails unless the instruction has `operands` operands and `results`
+  /// results, with these dtypes (operands first) and at least these ranks.
+  llvm::Error expect(int operands, int results, llvm::ArrayRef<DType> dtypes,
+                     llvm::ArrayRef<int> minRanks) const {
+    if (instruction.operands_size() != operands ||
+        instruction.results_size() != results)
+      return fail(llvm::formatv("expects {0} operands and {1} results",
+                                operands, results));
+    int index = 0;
+    for (auto [dtype, rank] : llvm::zip_equal(dtypes, minRanks)) {
+      if (info(index).dtype() != dtype)
+        return fail(llvm::formatv("value {0} has dtype {1}, the cpu backend "
+                                  "needs {2}",
+                                  index, DType_Name(info(index).dtype()),
+                                  DType_Name(dtype)));
+      if ((int)shape(index).size() < rank)
+        return fail(
+            llvm::formatv("value {0} needs rank {1} or more", index, rank));
+      ++index;
+    }
+    return llvm::Error::success();
+  }
+
+  llvm::Error expectSameCount(int a, int b) const {
+    if (count(a) == count(b))
+      return llvm::Error::success();
+    return fail(llvm::formatv("values {0} and {1} differ in size", a, b));
+  }
+
+  const AttributeValue *attribute(llvm::StringRef name) const {
+    auto it = instruction.attributes().find(name.str());
+    return it == instruction.attributes().end() ? nullptr : &it->second;
+  }
+  double floatAttr(llvm::StringRef name, double otherwise) const {
+    const AttributeValue *value = attribute(name);
+    return value ? value->float_value() : otherwise;
+  }
+  int64_t intAttr(llvm::StringRef name, int64_t otherwise) const {
+    const AttributeValue *value = attribute(name);
+    return value ? value->int_value() : otherwise;
+  }
+  std::string stringAttr(llvm::StringRef name) const {
+    const AttributeValue *value = attribute(name);
+    return value ? value->string_value() : std::string();
+  }
+  /// The communicator, or an error for a program run without one.
+  llvm::Expected<Communicator *> communicator() const {
+    if (comm)
+      return comm;
+    return fail("needs a communicator: run it under twill-train");
+  }
+  bool flag(llvm::StringRef name) const {
+    const AttributeValue *value = attribute(name);
+    return value && value->bool_value();
+  }
+
+private:
+  const Executable &executable;
+  const Instruction &instruction;
+  llvm::function_ref<void *(int id)> address;
+  Communicator *comm;
+};
+
+/// This rank's coordinate along a mesh axis, and the axis size.
+struct AxisPosition {
+  int coordinate = 0, size = 1;
+};
+
+/// Where this rank is along the instruction's `shard_axis`, if it has one:
+/// partitioning gave it for ops that hold one rank's block and need its
+/// offset.
+inline llvm::Expected<std::optional<AxisPosition>>
+shardAxis(const InstructionView &in) {
+  std::string axis = in.stringAttr("shard_axis");
+  if (axis.empty())
+    return std::nullopt;
+  llvm::Expected<Communicator *> comm = in.communicator();
+  if (!comm)
+    return comm.takeError();
+  int size = (*comm)->axisSize(axis);
+  if (size < 0)
+    return in.fail("the mesh has no axis '" + axis + "'");
+  return AxisPosition{(*comm)->coordinate(axis), size};
+}
+
+/// The query heads of an attention op: all of them, or with `shard_axis`
+/// this rank's block over every key/value head.
+inline llvm::Expected<HeadBlock> headBlock(const InstructionView &in,
+                                         int64_t heads, int64_t kvHeads) {
+  auto position = shardAxis(in);
+  if (!position)
+    return position.takeError();
+  HeadBlock block = HeadBlock::whole(heads);
+  if (*position)
+    block = {heads, (*position)->coordinate * heads,
+             heads * (*position)->size};
+  if (kvHeads == 0 || block.total % kvHeads != 0)
+    return in.fail("query heads are no multiple of key/value heads");
+  return block;
+}
+
+/// The logits' columns: the whole vocab, or with `shard_axis` this rank's
+/// block of a `vocab_size` vocab.
+inline llvm::Expected<VocabBlock> vocabBlock(const InstructionView &in,
+                                           int64_t columns) {
+  auto position = shardAxis(in);
+  if (!position)
+    return position.takeError();
+  if (!*position)
+    return VocabBlock::whole(columns);
+  int64_t vocab = in.intAttr("vocab_size", -1);
+  if (vocab <= 0 || vocab > columns * (*position)->size)
+    return in.fail("needs a vocab_size its blocks cover");
+  return VocabBlock{columns, (*position)->coordinate * columns, vocab};
+}
+
+/// A matmul's sizes: `batch` products of op(lhs) [m, k] and op(rhs) [k, n]
+/// (rhs shared unless `rhsBatched`); a matrix result from batched operands
+/// sums over the batch, which becomes more rows of k.
+struct MatmulShape {
+  int64_t batch, m, n, k;
+  bool transposeLhs, transposeRhs, rhsBatched;
+};
+
+inline llvm::Expected<MatmulShape> matmulShape(const InstructionView &in) {
+  if (auto error = in.expect(2, 1, {F32, F32, F32}, {2, 2, 2}))
+    return std::move(error);
+  MatmulShape shape;
+  shape.transposeLhs = in.flag("transpose_lhs");
+  shape.transposeRhs = in.flag("transpose_rhs");
+  shape.m = in.dim(0, shape.transposeLhs ? 0 : 1);
+  shape.k = in.dim(0, shape.transposeLhs ? 1 : 0);
+  shape.n = in.dim(1, shape.transposeRhs ? 1 : 0);
+  int64_t rhsK = in.dim(1, shape.transposeRhs ? 0 : 1);
+  shape.batch = in.count(0) / std::max<int64_t>(shape.m * shape.k, 1);
+  shape.rhsBatched = in.shape(1).size() > 2;
+  if (in.shape(2).size() == 2 && in.shape(0).size() > 2) {
+    if (!shape.transposeLhs || shape.transposeRhs)
+      return in.fail("sums over batch dims only with transpose_lhs");
+    shape.k *= shape.batch;
+    rhsK = in.count(1) / std::max<int64_t>(shape.n, 1);
+    shape.batch = 1;
+    shape.rhsBatched = false;
+  }
+  if (shape.k != rhsK || in.count(2) != shape.batch * shape.m * shape.n ||
+      (shape.rhsBatched &&
+       in.count(1) != shape.batch * shape.k * shape.n))
+    return in.fail("operand shapes do not multiply");
+  return shape;
+}
+
+/// A collective's axis and sizes. Along `dim` (all_to_all: the dim it
+/// concatenates; `splitDim` the one it splits) blocks are `block` =
+/// ceil(whole / size) long; `outer` and `inner` count the elements before
+/// and after it.
+struct CollectiveShape {
+  Communicator *comm;
+  std::string axis;
+  int64_t size, coordinate;
+  DType dtype;
+  int64_t dim = 0, splitDim = 0, whole = 0, block = 0, outer = 1, inner = 1;
+};
+
+/// Checks a collective against its axis: the dtypes it moves (f32; i64
+/// counts are summed, i32 positions sliced), its dims, and block sizes.
+inline llvm::Expected<CollectiveShape>
+collectiveShape(const InstructionView &in) {
+  llvm::StringRef op = in.op();
+  bool known = op == "twill.all_gather" || op == "twill.reduce_scatter" ||
+               op == "twill.all_reduce" || op == "twill.all_to_all" ||
+               op == "twill.local_slice";
+  if (!known)
+    return in.fail("is no collective");
+  DType dtype = in.info(0).dtype();
+  bool integer = (op == "twill.all_reduce" && dtype == I64) ||
+                 (op == "twill.local_slice" && dtype == I32);
+  DType expected = integer ? dtype : F32;
+  if (auto error = in.expect(1, 1, {expected, expected}, {0, 0}))
+    return std::move(error);
+  llvm::Expected<Communicator *> comm = in.communicator();
+  if (!comm)
+    return comm.takeError();
+  CollectiveShape shape{*comm, in.stringAttr("axis"), 0, 0, dtype};
+  int size = (*comm)->axisSize(shape.axis);
+  if (size < 0)
+    return in.fail("the mesh has no axis '" + shape.axis + "'");
+  shape.size = size;
+  shape.coordinate = (*comm)->coordinate(shape.axis);
+  if (op == "twill.all_reduce" || op == "twill.all_to_all") {
+    if (in.count(0) != in.count(1))
+      return in.fail("result size differs from the input's");
+    if (op == "twill.all_reduce")
+      return shape;
+  }
+  llvm::ArrayRef<int64_t> inShape = in.shape(0), outShape = in.shape(1);
+  int64_t rank = inShape.size();
+  auto dimAttr = [&](llvm::StringRef name) -> llvm::Expected<int64_t> {
+    int64_t dim = in.intAttr(name, -1);
+    if (dim < 0 || dim >= rank || (int64_t)outShape.size() != rank)
+      return in.fail(name + " is not a dim of the input and result");
+    return dim;
+  };
+  llvm::Expected<int64_t> dim =
+      dimAttr(op == "twill.all_to_all" ? "concat_dim" : "dim");
+  if (!dim)
+    return dim.takeError();
+  shape.dim = *dim;
+  if (op == "twill.all_to_all") {
+    llvm::Expected<int64_t> split = dimAttr("split_dim");
+    if (!split)
+      return split.takeError();
+    shape.splitDim = *split;
+    return shape;
+  }
+  for (int64_t d = 0; d < rank; ++d)
+    if (d < shape.dim)
+      shape.outer *= inShape[d];
+    else if (d > shape.dim)
+      shape.inner *= inShape[d];
+  bool gather = op == "twill.all_gather";
+  shape.whole = gather ? outShape[shape.dim] : inShape[shape.dim];
+  shape.block = (shape.whole + size - 1) / size;
+  if ((gather ? inShape[shape.dim] : outShape[shape.dim]) != shape.block)
+    return in.fail("block size does not match the axis size");
+  return shape;
+}
+
+/// attention's or attention_grad's sizes: (query, key, value[, output,
+/// grad][, segments]) -> output or (dq, dk, dv), all [batch, seq, heads,
+/// headDim].
+struct AttentionShape {
+  int64_t batch, seq, kvHeads, headDim;
+  HeadBlock heads;
+  int firstResult; // the operand count: results follow
+  double scale;
+  bool hasSegments;
+
+  const int32_t *segments(const InstructionView &in) const {
+    return hasSegments ? in.data<int32_t>(firstResult - 1) : nullptr;
+  }
+};
+
+inline llvm::Expected<AttentionShape>
+attentionShape(const InstructionView &in, bool gradient) {
+  int inputs = gradient ? 5 : 3, results = gradient ? 3 : 1;
+  bool hasSegments = in.numOperands() == inputs + 1;
+  std::vector<DType> dtypes(inputs, F32);
+  std::vector<int> ranks(inputs, 4);
+  if (hasSegments) {
+    dtypes.push_back(I32);
+    ranks.push_back(2);
+  }
+  dtypes.insert(dtypes.end(), results, F32);
+  ranks.insert(ranks.end(), results, 4);
+  if (auto error = in.expect(inputs + hasSegments, results, dtypes, ranks))
+    return std::move(error);
+  llvm::ArrayRef<int64_t> q = in.shape(0), k = in.shape(1);
+  int first = inputs + hasSegments;
+  bool agree = q[0] == k[0] && q[1] == k[1] && q[3] == k[3] &&
+               in.shape(2) == k &&
+               (!hasSegments || in.count(inputs) == q[0] * q[1]);
+  for (int index : {3, 4})
+    agree = agree && (!gradient || in.shape(index) == q);
+  agree = agree && in.shape(first) == q;
+  for (int index = first + 1; index < first + results; ++index)
+    agree = agree && in.shape(index) == k;
+  if (!agree)
+    return in.fail("query, key, value, segment and result shapes do not "
+                   "agree");
+  llvm::Expected<HeadBlock> heads = headBlock(in, q[2], k[2]);
+  if (!heads)
+    return heads.takeError();
+  return AttentionShape{q[0], q[1], k[2], q[3], *heads, first,
+                        in.floatAttr("scale", 1), hasSegments};
+}
+
+/// rope's or rope_grad's sizes and frequencies' settings: (x, positions)
+/// -> result, x [.., heads, headDim] with one position per token.
+struct RopeShape {
+  int64_t tokens, heads, headDim;
+  double theta;
+  RopeFrequencyScaling scaling;
+};
+
+inline llvm::Expected<RopeShape> ropeShape(const InstructionView &in) {
+  if (auto error = in.expect(2, 1, {F32, I32, F32}, {4, 2, 4}))
+    return std::move(error);
+  RopeShape shape;
+  shape.headDim = in.dim(0, 0);
+  shape.heads = in.dim(0, 1);
+  shape.tokens = in.count(0) / std::max<int64_t>(shape.heads * shape.headDim, 1);
+  if (in.count(1) != shape.tokens)
+    return in.fail("positions do not match the tokens");
+  if (auto error = in.expectSameCount(0, 2))
+    return std::move(error);
+  shape.theta = in.floatAttr("theta", 10000);
+  shape.scaling.factor = in.floatAttr("scaling_factor", 0);
+  shape.scaling.lowFreqFactor = in.floatAttr("low_freq_factor", 0);
+  shape.scaling.highFreqFactor = in.floatAttr("high_freq_factor", 0);
+  shape.scaling.originalMaxPosition = in.intAttr("original_max_position", 0);
+  return shape;
+}
+
+} // namespace twill
+
+#endif // TWILL_RUNTIME_BACKEND_INSTRUCTIONVIEW_H

@@ -1,0 +1,678 @@
+//===- CudaBackend.cpp - runs an Executable on a GPU ----------------------===//
+//
+// Every buffer lives in device memory; instructions run in order on one
+// stream (cuBLAS for matmuls, CudaKernels.cu for the rest, NCCL for the
+// collectives on the same stream, so each is complete before its result is
+// read). Shapes are checked on the host with the cpu backend's decoders
+// before anything is launched.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/backend/Backend.h"
+
+#include "runtime/backend/InstructionView.h"
+#include "runtime/backend/cpu/CpuKernels.h"
+#include "runtime/backend/cuda/CudaKernels.h"
+#include "runtime/backend/cuda/NcclComm.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSwitch.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+using namespace twill;
+
+static llvm::Error checkCuda(cudaError_t result, llvm::StringRef call) {
+  if (result == cudaSuccess)
+    return llvm::Error::success();
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 call + " failed: " +
+                                     cudaGetErrorString(result));
+}
+
+static llvm::Error checkBlas(cublasStatus_t status, llvm::StringRef call) {
+  if (status == CUBLAS_STATUS_SUCCESS)
+    return llvm::Error::success();
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 call + " failed: " +
+                                     cublasGetStatusString(status));
+}
+
+namespace {
+
+/// What the kernels of one run share.
+struct Device {
+  cudaStream_t stream = nullptr;
+  cublasHandle_t blas = nullptr;
+  int *errors = nullptr; // ErrorBit flags raised by kernels
+  NcclComm *nccl = nullptr;
+  std::vector<std::pair<void *, size_t>> scratch; // reused between ops
+
+  /// Device scratch slot `slot` of at least `bytes`.
+  llvm::Expected<void *> scratchSpace(size_t slot, size_t bytes) {
+    if (scratch.size() <= slot)
+      scratch.resize(slot + 1, {nullptr, 0});
+    auto &[pointer, size] = scratch[slot];
+    if (size < bytes) {
+      if (pointer)
+        cudaFreeAsync(pointer, stream);
+      if (auto error =
+              checkCuda(cudaMallocAsync(&pointer, bytes, stream), "cudaMalloc"))
+        return std::move(error);
+      size = bytes;
+    }
+    return pointer;
+  }
+};
+
+using Kernel = llvm::Error (*)(const InstructionView &, Device &);
+
+llvm::Error runEmbedding(const InstructionView &in, Device &device) {
+  if (auto error = in.expect(2, 1, {F32, I32, F32}, {2, 0, 1}))
+    return error;
+  int64_t dim = in.dim(0, 0), rows = in.shape(0)[0];
+  if (in.count(2) != in.count(1) * dim)
+    return in.fail("result size is not ids x hidden");
+  auto position = shardAxis(in);
+  if (!position)
+    return position.takeError();
+  int64_t firstRow = *position ? (*position)->coordinate * rows : 0;
+  cuda::embedding(in.data<float>(0), rows, dim, in.data<int32_t>(1),
+                  in.count(1), in.data<float>(2), firstRow, !*position,
+                  device.errors, device.stream);
+  return llvm::Error::success();
+}
+
+llvm::Error runEmbeddingGrad(const InstructionView &in, Device &device) {
+  if (auto error = in.expect(2, 1, {I32, F32, F32}, {0, 1, 2}))
+    return error;
+  int64_t dim = in.dim(2, 0);
+  if (in.count(1) != in.count(0) * dim)
+    return in.fail("grad size is not ids x hidden");
+  cuda::embeddingGrad(in.data<int32_t>(0), in.count(0), in.data<float>(1),
+                      in.shape(2)[0], dim, in.data<float>(2), device.errors,
+                      device.stream);
+  return llvm::Error::success();
+}
+
+llvm::Error runMatmul(const InstructionView &in, Device &device) {
+  llvm::Expected<MatmulShape> shape = matmulShape(in);
+  if (!shape)
+    return shape.takeError();
+  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T.
+  auto [batch, m, n, k, transposeLhs, transposeRhs, rhsBatched] = *shape;
+  float one = 1.0f, zero = 0.0f;
+  return checkBlas(
+      cublasGemmStridedBatchedEx(
+          device.blas, transposeRhs ? CUBLAS_OP_T : CUBLAS_OP_N,
+          transposeLhs ? CUBLAS_OP_T : CUBLAS_OP_N, int(n), int(m), int(k),
+          &one, in.data<float>(1), CUDA_R_32F, int(transposeRhs ? k : n),
+          rhsBatched ? k * n : 0, in.data<float>(0), CUDA_R_32F,
+          int(transposeLhs ? m : k), m * k, &zero, in.data<float>(2),
+          CUDA_R_32F, int(n), m * n, int(batch), CUBLAS_COMPUTE_32F,
+          CUBLAS_GEMM_DEFAULT),
+      "cublasGemmStridedBatchedEx");
+}
+
+/// rms_norm (operands x, weight), rms_norm_grad (x, weight, grad) and
+/// rms_norm_weight_grad (x, grad): rows of the last dim.
+llvm::Error runRmsNormFamily(const InstructionView &in, Device &device) {
+  llvm::StringRef op = in.op();
+  bool grad = op == "twill.rms_norm_grad";
+  bool weightGrad = op == "twill.rms_norm_weight_grad";
+  int operands = grad ? 3 : 2;
+  if (auto error = in.expect(operands, 1,
+                             std::vector<DType>(operands + 1, F32),
+                             std::vector<int>(operands + 1, 1)))
+    return error;
+  int64_t dim = in.dim(0, 0), rows = in.count(0) / std::max<int64_t>(dim, 1);
+  double eps = in.floatAttr("epsilon", 0);
+  int result = operands;
+  bool agree = weightGrad ? in.count(1) == in.count(0) && in.count(2) == dim
+                          : in.count(1) == dim &&
+                                in.count(result) == in.count(0) &&
+                                (!grad || in.count(2) == in.count(0));
+  if (!agree)
+    return in.fail("input, weight, grad and result do not agree");
+  if (weightGrad) {
+    llvm::Expected<void *> inverse =
+        device.scratchSpace(0, rows * sizeof(float));
+    if (!inverse)
+      return inverse.takeError();
+    cuda::rmsNormWeightGrad(in.data<float>(0), in.data<float>(1),
+                            in.data<float>(2), rows, dim, eps,
+                            static_cast<float *>(*inverse), device.stream);
+  } else if (grad) {
+    cuda::rmsNormGrad(in.data<float>(0), in.data<float>(1), in.data<float>(2),
+                      in.data<float>(3), rows, dim, eps, device.stream);
+  } else {
+    cuda::rmsNorm(in.data<float>(0), in.data<float>(1), in.data<float>(2),
+                  rows, dim, eps, device.stream);
+  }
+  return llvm::Error::success();
+}
+
+template <bool Inverse>
+llvm::Error runRope(const InstructionView &in, Device &device) {
+  llvm::Expected<RopeShape> shape = ropeShape(in);
+  if (!shape)
+    return shape.takeError();
+  std::vector<double> frequencies =
+      cpu::ropeFrequencies(shape->headDim, shape->theta, shape->scaling);
+  size_t bytes = frequencies.size() * sizeof(double);
+  llvm::Expected<void *> table = device.scratchSpace(0, bytes);
+  if (!table)
+    return table.takeError();
+  if (auto error = checkCuda(cudaMemcpyAsync(*table, frequencies.data(), bytes,
+                                             cudaMemcpyHostToDevice,
+                                             device.stream),
+                             "cudaMemcpyAsync"))
+    return error;
+  // (A copy from pageable memory has read it when the call returns.)
+  cuda::rope(in.data<float>(0), in.data<int32_t>(1), in.data<float>(2),
+             shape->tokens, shape->heads, shape->headDim,
+             static_cast<const double *>(*table), Inverse, device.stream);
+  return llvm::Error::success();
+}
+
+llvm::Error runAttention(const InstructionView &in, Device &device) {
+  llvm::Expected<AttentionShape> shape = attentionShape(in, false);
+  if (!shape)
+    return shape.takeError();
+  cuda::attention(in.data<float>(0), in.data<float>(1), in.data<float>(2),
+                  shape->segments(in), in.data<float>(shape->firstResult),
+                  shape->batch, shape->seq, shape->heads, shape->kvHeads,
+                  shape->headDim, shape->scale, device.stream);
+  return llvm::Error::success();
+}
+
+llvm::Error runAttentionGrad(const InstructionView &in, Device &device) {
+  llvm::Expected<AttentionShape> shape = attentionShape(in, true);
+  if (!shape)
+    return shape.takeError();
+  int first = shape->firstResult;
+  cuda::attentionGrad(in.data<float>(0), in.data<float>(1), in.data<float>(2),
+                      in.data<float>(3), in.data<float>(4),
+                      shape->segments(in), in.data<float>(first),
+                      in.data<float>(first + 1), in.data<float>(first + 2),
+                      shape->batch, shape->seq, shape->heads, shape->kvHeads,
+                      shape->headDim, shape->scale, device.stream);
+  return llvm::Error::success();
+}
+
+/// Elementwise ops: operands and results of one size.
+llvm::Error runElementwise(const InstructionView &in, Device &device) {
+  llvm::StringRef op = in.op();
+  int operands = in.numOperands(), results = in.numResults();
+  if (auto error =
+          in.expect(operands, results, std::vector<DType>(operands + results, F32),
+                    std::vector<int>(operands + results, 0)))
+    return error;
+  for (int index = 1; index < operands + results; ++index)
+    if (auto error = in.expectSameCount(0, index))
+      return error;
+  int64_t count = in.count(0);
+  if (op == "twill.scale" && operands == 1 && results == 1) {
+    cuda::scale(in.data<float>(0), in.floatAttr("factor", 1),
+                in.data<float>(1), count, device.stream);
+    return llvm::Error::success();
+  }
+  if (op == "twill.swiglu_grad" && operands == 3 && results == 2) {
+    cuda::swigluGrad(in.data<float>(0), in.data<float>(1), in.data<float>(2),
+                     in.data<float>(3), in.data<float>(4), count,
+                     device.stream);
+    return llvm::Error::success();
+  }
+  std::optional<cuda::Binary> binary =
+      llvm::StringSwitch<std::optional<cuda::Binary>>(op)
+          .Case("twill.add", cuda::Binary::Add)
+          .Case("twill.mul", cuda::Binary::Mul)
+          .Case("twill.div", cuda::Binary::Div)
+          .Case("twill.swiglu", cuda::Binary::Swiglu)
+          .Default(std::nullopt);
+  if (!binary || operands != 2 || results != 1)
+    return in.fail("expects two operands and one result");
+  cuda::binary(*binary, in.data<float>(0), in.data<float>(1),
+               in.data<float>(2), count, device.stream);
+  return llvm::Error::success();
+}
+
+/// Copies: reshape (the same values) and cast (to f32).
+llvm::Error runCopy(const InstructionView &in, Device &device) {
+  DType from = in.info(0).dtype();
+  if (in.numOperands() != 1 || in.numResults() != 1 ||
+      in.info(1).dtype() != F32 || (from != F32 && from != I32 && from != I64))
+    return in.fail("copies or casts f32, i32 or i64 to f32 only");
+  if (auto error = in.expectSameCount(0, 1))
+    return error;
+  cuda::castToFloat(in.data<void>(0), from == F32 ? 0 : from == I32 ? 1 : 2,
+                    in.data<float>(1), in.count(0), device.stream);
+  return llvm::Error::success();
+}
+
+llvm::Error runTranspose(const InstructionView &in, Device &device) {
+  if (auto error = in.expect(1, 1, {F32, F32}, {0, 0}))
+    return error;
+  const AttributeValue *permutation = in.attribute("permutation");
+  llvm::ArrayRef<int64_t> shape = in.shape(0);
+  if (!permutation || shape.size() > 8 ||
+      permutation->int_list().values_size() != (int)shape.size())
+    return in.fail("needs a permutation of every dim (8 at most)");
+  std::vector<bool> seen(shape.size(), false);
+  for (int64_t dim : permutation->int_list().values()) {
+    if (dim < 0 || dim >= (int64_t)shape.size() || seen[dim])
+      return in.fail("permutation is not a permutation");
+    seen[dim] = true;
+  }
+  if (auto error = in.expectSameCount(0, 1))
+    return error;
+  cuda::transpose(in.data<float>(0), shape.data(),
+                  permutation->int_list().values().data(), shape.size(),
+                  in.data<float>(1), device.stream);
+  return llvm::Error::success();
+}
+
+llvm::Error runConstant(const InstructionView &in, Device &device) {
+  if (auto error = in.expect(0, 1, {F32}, {0}))
+    return error;
+  cuda::fill(in.data<float>(0), in.count(0), float(in.floatAttr("value", 0)),
+             device.stream);
+  return llvm::Error::success();
+}
+
+/// Sums per row of a vocab-parallel loss over the axis that splits it.
+llvm::Error reduceRows(const InstructionView &in, Device &device, double *rows,
+                       int64_t count, bool max) {
+  std::string axis = in.stringAttr("shard_axis");
+  if (axis.empty())
+    return llvm::Error::success();
+  if (!device.nccl)
+    return in.fail("needs NCCL for its shard_axis");
+  llvm::Expected<ncclComm_t> comm = device.nccl->axis(axis);
+  if (!comm)
+    return comm.takeError();
+  return checkNccl(ncclAllReduce(rows, rows, count, ncclDouble,
+                                 max ? ncclMax : ncclSum, *comm, device.stream),
+                   "ncclAllReduce");
+}
+
+/// cross_entropy (logits, labels) -> (loss, count) and cross_entropy_grad
+/// (logits, labels, loss grad) -> dlogits.
+llvm::Error runCrossEntropyFamily(const InstructionView &in, Device &device) {
+  bool grad = in.op() == "twill.cross_entropy_grad";
+  llvm::Error shapes =
+      grad ? in.expect(3, 1, {F32, I32, F32, F32}, {1, 0, 0, 1})
+           : in.expect(2, 2, {F32, I32, F32, I64}, {1, 0, 0, 0});
+  if (shapes)
+    return shapes;
+  int64_t columns = in.dim(0, 0), rows = in.count(1);
+  if (rows * columns != in.count(0) || in.count(2) != 1 ||
+      in.count(3) != (grad ? in.count(0) : 1))
+    return in.fail("logits, labels and results do not agree");
+  llvm::Expected<VocabBlock> block = vocabBlock(in, columns);
+  if (!block)
+    return block.takeError();
+  int64_t ignore = in.intAttr("ignore_index", -100);
+  llvm::Expected<void *> space =
+      device.scratchSpace(0, 3 * std::max<int64_t>(rows, 1) * sizeof(double));
+  if (!space)
+    return space.takeError();
+  double *max = static_cast<double *>(*space), *sum = max + rows,
+         *target = sum + rows;
+  const float *logits = in.data<float>(0);
+  const int32_t *labels = in.data<int32_t>(1);
+  cuda::softmaxMaxAndTarget(logits, labels, rows, *block, ignore, max, target,
+                            device.errors, device.stream);
+  if (auto error = reduceRows(in, device, max, rows, true))
+    return error;
+  cuda::softmaxSum(logits, rows, *block, max, sum, device.stream);
+  if (auto error = reduceRows(in, device, sum, rows, false))
+    return error;
+  if (grad) {
+    cuda::crossEntropyGrad(logits, labels, rows, *block, ignore, max, sum,
+                           in.data<float>(2), in.data<float>(3),
+                           device.stream);
+    return llvm::Error::success();
+  }
+  if (auto error = reduceRows(in, device, target, rows, false))
+    return error;
+  cuda::crossEntropyLoss(labels, rows, ignore, max, sum, target,
+                         in.data<float>(2), in.data<int64_t>(3),
+                         device.stream);
+  return llvm::Error::success();
+}
+
+/// global_norm and sum_squares: one scalar from every element of every
+/// input.
+llvm::Error runSquares(const InstructionView &in, Device &device) {
+  int inputs = in.numOperands();
+  if (in.numResults() != 1 || in.info(inputs).dtype() != F32 ||
+      in.count(inputs) != 1)
+    return in.fail("expects inputs and one f32 scalar result");
+  llvm::Expected<void *> space = device.scratchSpace(0, sizeof(double));
+  if (!space)
+    return space.takeError();
+  double *accumulator = static_cast<double *>(*space);
+  cudaMemsetAsync(accumulator, 0, sizeof(double), device.stream);
+  for (int i = 0; i < inputs; ++i) {
+    if (in.info(i).dtype() != F32)
+      return in.fail("inputs must be f32");
+    cuda::accumulateSquares(in.data<float>(i), in.count(i), accumulator,
+                            device.stream);
+  }
+  cuda::finishSquares(accumulator, in.op() == "twill.global_norm",
+                      in.data<float>(inputs), device.stream);
+  return llvm::Error::success();
+}
+
+/// The scalar ops of the optimizer step.
+llvm::Error runScalar(const InstructionView &in, Device &device) {
+  llvm::StringRef op = in.op();
+  for (int i = 0; i < in.numOperands() + in.numResults(); ++i)
+    if (in.count(i) != 1)
+      return in.fail("expects scalars");
+  if (op == "twill.lr_schedule") {
+    if (auto error = in.expect(2, 1, {I64, I64, F32}, {0, 0, 0}))
+      return error;
+    cuda::scheduledLr(in.data<int64_t>(0), in.data<int64_t>(1),
+                      in.floatAttr("lr", 0), in.intAttr("warmup_steps", 0),
+                      in.data<float>(2), device.stream);
+  } else if (op == "twill.increment") {
+    if (auto error = in.expect(1, 1, {I64, I64}, {0, 0}))
+      return error;
+    cuda::increment(in.data<int64_t>(0), in.data<int64_t>(1), device.stream);
+  } else {
+    if (auto error = in.expect(1, 1, {F32, F32}, {0, 0}))
+      return error;
+    if (op == "twill.sqrt")
+      cuda::sqrtScalar(in.data<float>(0), in.data<float>(1), device.stream);
+    else
+      cuda::clipCoefficient(in.data<float>(0), in.floatAttr("max_norm", 1),
+                            in.data<float>(1), device.stream);
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error runAdamW(const InstructionView &in, Device &device) {
+  if (auto error =
+          in.expect(7, 3, {F32, F32, F32, F32, F32, F32, I64, F32, F32, F32},
+                    {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}))
+    return error;
+  for (int index : {1, 2, 3, 7, 8, 9})
+    if (auto error = in.expectSameCount(0, index))
+      return error;
+  if (in.count(4) != 1 || in.count(5) != 1 || in.count(6) != 1)
+    return in.fail("lr, grad_scale and step must be scalars");
+  cuda::AdamW settings{in.floatAttr("beta1", 0.9), in.floatAttr("beta2", 0.999),
+                       in.floatAttr("eps", 1e-8),
+                       in.floatAttr("weight_decay", 0)};
+  cuda::adamw(in.data<float>(0), in.data<float>(1), in.data<float>(2),
+              in.data<float>(3), in.data<float>(4), in.data<float>(5),
+              in.data<int64_t>(6), settings, in.data<float>(7),
+              in.data<float>(8), in.data<float>(9), in.count(0),
+              device.stream);
+  return llvm::Error::success();
+}
+
+/// The collectives, through NCCL on the compute stream: NCCL moves whole
+/// buffers, so a gather or scatter along a dim other than the first
+/// rearranges blocks through a scratch buffer.
+llvm::Error runCollective(const InstructionView &in, Device &device) {
+  llvm::Expected<CollectiveShape> shape = collectiveShape(in);
+  if (!shape)
+    return shape.takeError();
+  llvm::StringRef op = in.op();
+  int64_t whole = shape->whole, block = shape->block, size = shape->size;
+  int64_t outer = shape->outer, inner = shape->inner;
+  if (op == "twill.local_slice") {
+    int64_t first = std::min(whole, shape->coordinate * block);
+    size_t element = shape->dtype == I32 ? sizeof(int32_t) : sizeof(float);
+    cuda::copyAlongDim(in.data<void>(0), whole, first, in.data<void>(1), block,
+                       std::min(block, whole - first), outer, inner * element,
+                       device.stream);
+    return llvm::Error::success();
+  }
+  if (!device.nccl)
+    return in.fail("needs NCCL");
+  llvm::Expected<ncclComm_t> comm = device.nccl->axis(shape->axis);
+  if (!comm)
+    return comm.takeError();
+  if (op == "twill.all_reduce")
+    return checkNccl(
+        ncclAllReduce(in.data<void>(0), in.data<void>(1), in.count(0),
+                      shape->dtype == I64 ? ncclInt64 : ncclFloat32, ncclSum,
+                      *comm, device.stream),
+        "ncclAllReduce");
+  if (op == "twill.all_to_all")
+    return in.fail("all_to_all is not in the cuda backend yet");
+  int64_t blocked = size * outer * block * inner;
+  llvm::Expected<void *> space = device.scratchSpace(0, blocked * sizeof(float));
+  if (!space)
+    return space.takeError();
+  float *padded = static_cast<float *>(*space);
+  if (op == "twill.all_gather") {
+    if (auto error = checkNccl(ncclAllGather(in.data<void>(0), padded,
+                                             outer * block * inner,
+                                             ncclFloat32, *comm,
+                                             device.stream),
+                               "ncclAllGather"))
+      return error;
+    cuda::arrangeBlocks(padded, in.data<float>(1), size, outer, block, whole,
+                        inner, /*toWhole=*/true, device.stream);
+    return llvm::Error::success();
+  }
+  cuda::arrangeBlocks(in.data<float>(0), padded, size, outer, block, whole,
+                      inner, /*toWhole=*/false, device.stream);
+  return checkNccl(ncclReduceScatter(padded, in.data<void>(1),
+                                     outer * block * inner, ncclFloat32,
+                                     ncclSum, *comm, device.stream),
+                   "ncclReduceScatter");
+}
+
+const llvm::StringMap<Kernel> &kernels() {
+  static const llvm::StringMap<Kernel> table = {
+      {"twill.embedding", runEmbedding},
+      {"twill.embedding_grad", runEmbeddingGrad},
+      {"twill.matmul", runMatmul},
+      {"twill.rms_norm", runRmsNormFamily},
+      {"twill.rms_norm_grad", runRmsNormFamily},
+      {"twill.rms_norm_weight_grad", runRmsNormFamily},
+      {"twill.rope", runRope<false>},
+      {"twill.rope_grad", runRope<true>},
+      {"twill.attention", runAttention},
+      {"twill.attention_grad", runAttentionGrad},
+      {"twill.add", runElementwise},
+      {"twill.mul", runElementwise},
+      {"twill.div", runElementwise},
+      {"twill.swiglu", runElementwise},
+      {"twill.scale", runElementwise},
+      {"twill.swiglu_grad", runElementwise},
+      {"twill.reshape", runCopy},
+      {"twill.cast", runCopy},
+      {"twill.transpose", runTranspose},
+      {"twill.constant", runConstant},
+      {"twill.cross_entropy", runCrossEntropyFamily},
+      {"twill.cross_entropy_grad", runCrossEntropyFamily},
+      {"twill.global_norm", runSquares},
+      {"twill.sum_squares", runSquares},
+      {"twill.sqrt", runScalar},
+      {"twill.clip_coefficient", runScalar},
+      {"twill.lr_schedule", runScalar},
+      {"twill.increment", runScalar},
+      {"twill.adamw", runAdamW},
+      {"twill.all_gather", runCollective},
+      {"twill.reduce_scatter", runCollective},
+      {"twill.all_reduce", runCollective},
+      {"twill.all_to_all", runCollective},
+      {"twill.local_slice", runCollective},
+  };
+  return table;
+}
+
+class CudaBackend : public Backend {
+public:
+  CudaBackend(BufferSet &host, Communicator *comm) : host(host), comm(comm) {}
+  ~CudaBackend() override;
+  llvm::Error initialise();
+
+  llvm::StringRef name() const override { return "cuda"; }
+  llvm::Error run(const EntryPoint &entry,
+                  llvm::ArrayRef<WriteBack> writeBacks) override;
+  llvm::Error upload(llvm::ArrayRef<int> ids) override;
+  llvm::Error download(llvm::ArrayRef<int> ids) override;
+
+private:
+  BufferSet &host;
+  Communicator *comm;
+  Device device;
+  std::unique_ptr<NcclComm> nccl;
+  std::vector<void *> memory; // one allocation per buffer
+};
+
+} // namespace
+
+llvm::Error CudaBackend::initialise() {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "--backend=cuda needs a GPU, and this machine has none that CUDA "
+        "can use (cudaGetDeviceCount found 0)");
+  // One GPU per rank of a node: MPI ranks are placed node by node.
+  int rank = comm ? comm->rank() : 0;
+  if (auto error = checkCuda(cudaSetDevice(rank % devices), "cudaSetDevice"))
+    return error;
+  if (auto error = checkCuda(cudaStreamCreate(&device.stream),
+                             "cudaStreamCreate"))
+    return error;
+  if (auto error = checkBlas(cublasCreate(&device.blas), "cublasCreate"))
+    return error;
+  if (auto error = checkBlas(cublasSetStream(device.blas, device.stream),
+                             "cublasSetStream"))
+    return error;
+  if (auto error = checkCuda(cudaMalloc(&device.errors, sizeof(int)),
+                             "cudaMalloc"))
+    return error;
+  cudaMemset(device.errors, 0, sizeof(int));
+  const Executable &executable = host.executable();
+  for (int id = 0; id < executable.buffers_size(); ++id) {
+    void *pointer = nullptr;
+    size_t bytes = std::max<int64_t>(executable.buffers(id).size_bytes(), 1);
+    if (auto error = checkCuda(cudaMalloc(&pointer, bytes), "cudaMalloc"))
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "cannot hold buffer " + std::to_string(id) + " (" +
+              std::to_string(bytes) + " bytes) on the GPU: " +
+              llvm::toString(std::move(error)));
+    cudaMemset(pointer, 0, bytes);
+    memory.push_back(pointer);
+  }
+  if (comm && comm->worldSize() > 1 && executable.meshes_size()) {
+    llvm::Expected<std::unique_ptr<NcclComm>> created =
+        NcclComm::create(*comm, executable.meshes(0));
+    if (!created)
+      return created.takeError();
+    nccl = std::move(*created);
+    device.nccl = nccl.get();
+  }
+  return llvm::Error::success();
+}
+
+CudaBackend::~CudaBackend() {
+  for (void *pointer : memory)
+    cudaFree(pointer);
+  for (auto &[pointer, size] : device.scratch)
+    if (pointer)
+      cudaFree(pointer);
+  if (device.errors)
+    cudaFree(device.errors);
+  if (device.blas)
+    cublasDestroy(device.blas);
+  nccl.reset();
+  if (device.stream)
+    cudaStreamDestroy(device.stream);
+}
+
+llvm::Error CudaBackend::run(const EntryPoint &entry,
+                             llvm::ArrayRef<WriteBack> writeBacks) {
+  const Executable &executable = host.executable();
+  for (int index = 0; index < entry.instructions_size(); ++index) {
+    const Instruction &instruction = entry.instructions(index);
+    auto kernel = kernels().find(instruction.op());
+    llvm::Error error =
+        kernel == kernels().end()
+            ? llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                      "the cuda backend has no kernel for " +
+                                          instruction.op())
+            : kernel->second(InstructionView(
+                                 executable, instruction,
+                                 [&](int id) { return memory[id]; }, comm),
+                             device);
+    if (!error)
+      error = checkCuda(cudaGetLastError(), "a kernel launch");
+    if (error)
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          llvm::formatv("{0}, instruction {1}: {2}", entry.name(), index,
+                        llvm::toString(std::move(error))));
+  }
+  for (auto [source, target] : writeBacks)
+    if (auto error = checkCuda(
+            cudaMemcpyAsync(memory[target], memory[source],
+                            executable.buffers(target).size_bytes(),
+                            cudaMemcpyDeviceToDevice, device.stream),
+            "cudaMemcpyAsync"))
+      return error;
+  int errors = 0;
+  if (auto error = checkCuda(cudaMemcpyAsync(&errors, device.errors,
+                                             sizeof(int),
+                                             cudaMemcpyDeviceToHost,
+                                             device.stream),
+                             "cudaMemcpyAsync"))
+    return error;
+  if (auto error = checkCuda(cudaStreamSynchronize(device.stream),
+                             entry.name() + " on the GPU"))
+    return error;
+  if (errors & cuda::kTokenOutsideVocab)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   entry.name() +
+                                       ": a token id is outside the "
+                                       "vocabulary");
+  if (errors & cuda::kLabelOutsideVocab)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   entry.name() +
+                                       ": a label is outside the vocabulary");
+  return llvm::Error::success();
+}
+
+llvm::Error CudaBackend::upload(llvm::ArrayRef<int> ids) {
+  for (int id : ids)
+    if (auto error = checkCuda(
+            cudaMemcpyAsync(memory[id], host.data(id),
+                            host.info(id).size_bytes(), cudaMemcpyHostToDevice,
+                            device.stream),
+            "cudaMemcpyAsync"))
+      return error;
+  return checkCuda(cudaStreamSynchronize(device.stream),
+                   "cudaStreamSynchronize");
+}
+
+llvm::Error CudaBackend::download(llvm::ArrayRef<int> ids) {
+  for (int id : ids)
+    if (auto error = checkCuda(
+            cudaMemcpyAsync(host.data(id), memory[id],
+                            host.info(id).size_bytes(), cudaMemcpyDeviceToHost,
+                            device.stream),
+            "cudaMemcpyAsync"))
+      return error;
+  return checkCuda(cudaStreamSynchronize(device.stream),
+                   "cudaStreamSynchronize");
+}
+
+llvm::Expected<std::unique_ptr<Backend>>
+twill::createCudaBackend(BufferSet &buffers, Communicator *comm) {
+  auto backend = std::make_unique<CudaBackend>(buffers, comm);
+  if (llvm::Error error = backend->initialise())
+    return std::move(error);
+  return std::unique_ptr<Backend>(std::move(backend));
+}

@@ -1,0 +1,138 @@
+//===- CudaKernels.h - the cuda backend's kernels ---------------*- C++ -*-===//
+//
+// Device kernels, one launcher per op, all asynchronous on a stream, over
+// fp32 values in device memory (this first cuda backend runs the fp32
+// program the cpu backend runs; bf16 storage comes with the compiler's
+// mixed-precision types). Launchers take sizes the host already checked
+// against the Executable; what only the device can see (a token id outside
+// the vocabulary) raises a flag the backend reads after the run.
+//
+// Plain C++: CudaBackend.cpp includes it without nvcc.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TWILL_RUNTIME_BACKEND_CUDA_CUDAKERNELS_H
+#define TWILL_RUNTIME_BACKEND_CUDA_CUDAKERNELS_H
+
+#include "runtime/backend/Blocks.h"
+
+#include <cstdint>
+#include <cuda_runtime_api.h>
+
+namespace twill::cuda {
+
+/// Bits of the device error flag.
+enum ErrorBit : int { kTokenOutsideVocab = 1, kLabelOutsideVocab = 2 };
+
+void fill(float *out, int64_t count, float value, cudaStream_t stream);
+/// `from` is 0 for f32, 1 for i32, 2 for i64.
+void castToFloat(const void *in, int from, float *out, int64_t count,
+                 cudaStream_t stream);
+
+/// With `wholeTable`, an id outside [0, rows) raises kTokenOutsideVocab;
+/// otherwise the table holds rows [firstRow, firstRow + rows) and other ids
+/// give zeros.
+void embedding(const float *table, int64_t rows, int64_t dim,
+               const int32_t *ids, int64_t count, float *out, int64_t firstRow,
+               bool wholeTable, int *errors, cudaStream_t stream);
+void embeddingGrad(const int32_t *ids, int64_t count, const float *grad,
+                   int64_t rows, int64_t dim, float *out, int *errors,
+                   cudaStream_t stream);
+
+void rmsNorm(const float *x, const float *weight, float *out, int64_t rows,
+             int64_t dim, double eps, cudaStream_t stream);
+void rmsNormGrad(const float *x, const float *weight, const float *grad,
+                 float *out, int64_t rows, int64_t dim, double eps,
+                 cudaStream_t stream);
+/// `scratch` holds `rows` floats.
+void rmsNormWeightGrad(const float *x, const float *grad, float *out,
+                       int64_t rows, int64_t dim, double eps, float *scratch,
+                       cudaStream_t stream);
+
+/// `frequencies`: headDim / 2 values in device memory.
+void rope(const float *x, const int32_t *positions, float *out, int64_t tokens,
+          int64_t heads, int64_t headDim, const double *frequencies,
+          bool inverse, cudaStream_t stream);
+
+void attention(const float *q, const float *k, const float *v,
+               const int32_t *segments, float *out, int64_t batch, int64_t seq,
+               HeadBlock heads, int64_t kvHeads, int64_t headDim, double scale,
+               cudaStream_t stream);
+/// keyGrad and valueGrad are accumulated into: zero them first.
+void attentionGrad(const float *q, const float *k, const float *v,
+                   const float *output, const float *grad,
+                   const int32_t *segments, float *queryGrad, float *keyGrad,
+                   float *valueGrad, int64_t batch, int64_t seq, HeadBlock heads,
+                   int64_t kvHeads, int64_t headDim, double scale,
+                   cudaStream_t stream);
+
+enum class Binary { Add, Mul, Div, Swiglu };
+void binary(Binary op, const float *lhs, const float *rhs, float *out,
+            int64_t count, cudaStream_t stream);
+void scale(const float *x, double factor, float *out, int64_t count,
+           cudaStream_t stream);
+void swigluGrad(const float *gate, const float *up, const float *grad,
+                float *gateGrad, float *upGrad, int64_t count,
+                cudaStream_t stream);
+
+/// Cross-entropy in stages, so that a vocab-parallel row's statistics can
+/// be all-reduced between them: per row the max logit and the label's
+/// logit (0 where another rank holds it), then the sum of exp(logit - max).
+void softmaxMaxAndTarget(const float *logits, const int32_t *labels,
+                         int64_t rows, VocabBlock vocab, int64_t ignoreIndex,
+                         double *max, double *target, int *errors,
+                         cudaStream_t stream);
+void softmaxSum(const float *logits, int64_t rows, VocabBlock vocab,
+                const double *max, double *sum, cudaStream_t stream);
+/// loss = sum over counted rows of log(sum) + max - target; count = rows.
+void crossEntropyLoss(const int32_t *labels, int64_t rows,
+                      int64_t ignoreIndex, const double *max,
+                      const double *sum, const double *target, float *loss,
+                      int64_t *count, cudaStream_t stream);
+void crossEntropyGrad(const float *logits, const int32_t *labels, int64_t rows,
+                      VocabBlock vocab, int64_t ignoreIndex, const double *max,
+                      const double *sum, const float *lossGrad, float *out,
+                      cudaStream_t stream);
+
+/// out = x with dims permuted (rank at most 8).
+void transpose(const float *x, const int64_t *shape, const int64_t *permutation,
+               int rank, float *out, cudaStream_t stream);
+
+/// accumulator (one double, zeroed first) += sum of x^2.
+void accumulateSquares(const float *x, int64_t count, double *accumulator,
+                       cudaStream_t stream);
+/// out = sqrt(accumulator), or accumulator with `root` false.
+void finishSquares(const double *accumulator, bool root, float *out,
+                   cudaStream_t stream);
+void sqrtScalar(const float *in, float *out, cudaStream_t stream);
+void clipCoefficient(const float *norm, double maxNorm, float *out,
+                     cudaStream_t stream);
+void scheduledLr(const int64_t *step, const int64_t *totalSteps, double lr,
+                 int64_t warmupSteps, float *out, cudaStream_t stream);
+void increment(const int64_t *in, int64_t *out, cudaStream_t stream);
+
+struct AdamW {
+  double beta1, beta2, eps, weightDecay;
+};
+void adamw(const float *param, const float *grad, const float *expAvg,
+           const float *expAvgSq, const float *lr, const float *gradScale,
+           const int64_t *step, AdamW settings, float *newParam,
+           float *newExpAvg, float *newExpAvgSq, int64_t count,
+           cudaStream_t stream);
+
+/// For every index of the dims before a dim: `length` slices of it from
+/// `from` (starting at slice `first` of `fromSize`) into the start of `to`
+/// (`toSize` slices), zero-filling the rest; a slice is `sliceBytes` bytes.
+void copyAlongDim(const void *from, int64_t fromSize, int64_t first, void *to,
+                  int64_t toSize, int64_t length, int64_t outer,
+                  int64_t sliceBytes, cudaStream_t stream);
+/// [ranks][outer][block][inner] (what NCCL gathers) <-> [outer][whole][inner]
+/// (the tensor, `whole` <= ranks * block): `toWhole` drops the padding,
+/// the other way zero-fills it.
+void arrangeBlocks(const float *from, float *to, int64_t ranks, int64_t outer,
+                   int64_t block, int64_t whole, int64_t inner, bool toWhole,
+                   cudaStream_t stream);
+
+} // namespace twill::cuda
+
+#endif // TWILL_RUNTIME_BACKEND_CUDA_CUDAKERNELS_H

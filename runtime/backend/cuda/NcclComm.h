@@ -1,0 +1,44 @@
+//===- NcclComm.h - NCCL communicators on the mesh axes ---------*- C++ -*-===//
+//
+// The cuda backend's collectives. MPI bootstraps NCCL: rank 0 makes the
+// unique id and broadcasts it, every rank joins the world communicator, and
+// each mesh axis gets its own communicator split from it (the ranks that
+// differ only along that axis, ordered by their coordinate on it), as the
+// MPI Communicator splits MPI_COMM_WORLD.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TWILL_RUNTIME_BACKEND_CUDA_NCCLCOMM_H
+#define TWILL_RUNTIME_BACKEND_CUDA_NCCLCOMM_H
+
+#include "proto/executable.pb.h"
+#include "runtime/comm/Communicator.h"
+
+#include <nccl.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace twill {
+
+class NcclComm {
+public:
+  static llvm::Expected<std::unique_ptr<NcclComm>>
+  create(const Communicator &mpi, const Mesh &mesh);
+  ~NcclComm();
+
+  /// The communicator of mesh axis `name`.
+  llvm::Expected<ncclComm_t> axis(llvm::StringRef name) const;
+
+private:
+  ncclComm_t world = nullptr;
+  std::vector<std::pair<std::string, ncclComm_t>> axes;
+};
+
+/// An error naming the NCCL call, unless `result` is success.
+llvm::Error checkNccl(ncclResult_t result, llvm::StringRef call);
+
+} // namespace twill
+
+#endif // TWILL_RUNTIME_BACKEND_CUDA_NCCLCOMM_H

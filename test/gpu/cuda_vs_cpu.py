@@ -1,0 +1,118 @@
+"""The cuda backend against the cpu backend, on a GPU (skips without one).
+
+    python cuda_vs_cpu.py --bin BUILD/bin --work DIR --config tiny.textproto
+        --data train.jsonl
+
+1. One batch through @train_step on both backends, for LoRA and for full
+   fine-tuning (every forward and backward kernel, embedding and norm
+   weight gradients included): the loss within 1e-2 relative, every
+   gradient within 1e-2 (||cuda - cpu|| / ||cpu||).
+2. The tiny job trained for 20 steps on both: per-step losses within 2e-2.
+
+Exits 77 (ctest: skipped, never passed) where twill-train says there is no
+GPU or no CUDA build.
+"""
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+from safetensors.numpy import load_file
+
+SKIP = 77
+JOB = ["model.num_hidden_layers=2", "train.seq_len=32", "train.batch_size=2"]
+VARIANTS = {"LoRA": [], "full fine-tuning": ["full_finetune={}", "lora="]}
+
+
+def run(command):
+    return subprocess.run([str(c) for c in command], capture_output=True,
+                          text=True, timeout=900)
+
+
+def compile_job(args, name, overrides):
+    program = args.work / f"{name}.twx"
+    out = args.work / f"{name}-out"
+    result = run([args.bin / "twillc", args.config, *JOB, *overrides,
+                  f"checkpoint.output_dir={out}", "-o", program])
+    if result.returncode:
+        sys.exit(result.stderr)
+    return program, out
+
+
+def batch_file(work, vocab=512, batch=2, seq=32):
+    rng = np.random.default_rng(0)
+    tokens = rng.integers(0, vocab, (batch, seq))
+    labels = np.roll(tokens, -1, axis=1)
+    labels[:, -1] = -100
+    positions = np.tile(np.arange(seq), (batch, 1))
+    segments = np.zeros((batch, seq), dtype=np.int64)
+    path = work / "batch.json"
+    path.write_text(json.dumps({
+        "tokens": tokens.tolist(), "labels": labels.tolist(),
+        "positions": positions.tolist(), "segments": segments.tolist()}))
+    return path
+
+
+def eval_step(args, program, batch, backend):
+    gradients = args.work / f"{program.stem}-{backend}-grads.safetensors"
+    result = run([args.bin / "twill-train", program, "--eval", "--batch",
+                  batch, "--gradients", gradients, f"--backend={backend}"])
+    if result.returncode:
+        if backend == "cuda" and ("needs a GPU" in result.stderr or
+                                  "without CUDA" in result.stderr):
+            print(f"SKIPPED: {result.stderr.strip()}")
+            sys.exit(SKIP)
+        sys.exit(f"{backend}: {result.stderr}")
+    loss = float(result.stdout.split()[1])
+    return loss, load_file(gradients)
+
+
+def train(args, program, out, backend):
+    result = run([args.bin / "twill-train", program, "--data", args.data,
+                  f"--backend={backend}"])
+    if result.returncode:
+        sys.exit(f"{backend}: {result.stderr}")
+    return [json.loads(line)["loss"]
+            for line in (out / "metrics.jsonl").read_text().splitlines()]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    for flag in ("--bin", "--work", "--config", "--data"):
+        parser.add_argument(flag, type=Path, required=True)
+    args = parser.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    batch = batch_file(args.work)
+    failures = []
+    for variant, overrides in VARIANTS.items():
+        program, _ = compile_job(args, variant.split()[0].lower(), overrides)
+        cpu_loss, cpu_grads = eval_step(args, program, batch, "cpu")
+        cuda_loss, cuda_grads = eval_step(args, program, batch, "cuda")
+        if abs(cuda_loss - cpu_loss) > 1e-2 * abs(cpu_loss):
+            failures.append(f"{variant}: loss {cuda_loss} vs cpu {cpu_loss}")
+        worst = 0.0
+        for name, reference in cpu_grads.items():
+            error = (np.linalg.norm(cuda_grads[name] - reference) /
+                     max(np.linalg.norm(reference), 1e-12))
+            worst = max(worst, error)
+            if error > 1e-2:
+                failures.append(f"{variant}: gradient {name} off by {error}")
+        print(f"{variant}: loss {cuda_loss:.6f} vs {cpu_loss:.6f}, "
+              f"{len(cpu_grads)} gradients within {worst:.1e}")
+
+    program, out = compile_job(args, "train", ["train.epochs=1",
+                                               "train.max_steps_per_epoch=20"])
+    cpu = train(args, program, out, "cpu")
+    cuda = train(args, program, out, "cuda")
+    worst = max(abs(a - b) / abs(b) for a, b in zip(cuda, cpu))
+    if len(cuda) != len(cpu) or worst > 2e-2:
+        failures.append(f"training: cuda {cuda} vs cpu {cpu}")
+    print(f"training: {len(cuda)} steps, losses within {worst:.1e} of cpu")
+    if failures:
+        sys.exit("\n".join(failures))
+
+
+if __name__ == "__main__":
+    main()
