@@ -76,6 +76,11 @@ FailureOr<ResourceReport> mlir::twill::reportResources(ModuleOp module,
       }
     }
 
+    function.walk([&](Operation *op) {
+      for (Value result : op->getResults())
+        if (isa<RankedTensorType>(result.getType()))
+          report.valueBytes += bytesOf(result.getType());
+    });
     int64_t repeats = function.getSymName() == "train_step"       ? microSteps
                       : function.getSymName() == "optimizer_step" ? 1
                                                                   : 0;
@@ -109,6 +114,8 @@ void ResourceReport::print(llvm::raw_ostream &os) const {
   os << "  trainable parameters: " << bytesText(trainableBytes) << "\n";
   os << "  gradient sums:        " << bytesText(gradientBytes) << "\n";
   os << "  optimizer state:      " << bytesText(optimizerBytes) << "\n";
+  os << "  computed values:      " << bytesText(valueBytes)
+     << " (all held at once until memory planning)\n";
   os << "Sent per optimizer step, per rank (ring algorithms):\n";
   if (traffic.empty())
     os << "  nothing: one rank\n";

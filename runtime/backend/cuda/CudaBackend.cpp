@@ -414,6 +414,53 @@ llvm::Error runAdamW(const InstructionView &in, Device &device) {
   return llvm::Error::success();
 }
 
+/// Elements of `shape` before and after dim `dim`.
+static std::pair<int64_t, int64_t> around(llvm::ArrayRef<int64_t> shape,
+                                          int64_t dim) {
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < (int64_t)shape.size(); ++d)
+    (d < dim ? outer : inner) *= d == dim ? 1 : shape[d];
+  return {outer, inner};
+}
+
+/// all_to_all: block r of the split dim goes to rank r, and the blocks that
+/// arrive are concatenated along the other dim; grouped NCCL sends and
+/// receives between two rearrangements.
+llvm::Error runAllToAll(const InstructionView &in, const CollectiveShape &shape,
+                        ncclComm_t comm, Device &device) {
+  llvm::ArrayRef<int64_t> inShape = in.shape(0);
+  int64_t ranks = shape.size, split = shape.splitDim, concat = shape.dim;
+  if (inShape[split] % ranks != 0)
+    return in.fail("its split dim does not divide over the axis");
+  std::vector<int64_t> blockShape(inShape);
+  blockShape[split] /= ranks;
+  int64_t block = in.count(0) / ranks;
+  llvm::Expected<void *> space =
+      device.scratchSpace(1, 2 * in.count(0) * sizeof(float));
+  if (!space)
+    return space.takeError();
+  float *send = static_cast<float *>(*space), *receive = send + in.count(0);
+  auto [splitOuter, splitInner] = around(inShape, split);
+  cuda::arrangeBlocks(in.data<float>(0), send, ranks, splitOuter,
+                      blockShape[split], inShape[split], splitInner,
+                      /*toWhole=*/false, device.stream);
+  if (auto error = checkNccl(ncclGroupStart(), "ncclGroupStart"))
+    return error;
+  for (int64_t r = 0; r < ranks; ++r) {
+    ncclSend(send + r * block, block, ncclFloat32, int(r), comm,
+             device.stream);
+    ncclRecv(receive + r * block, block, ncclFloat32, int(r), comm,
+             device.stream);
+  }
+  if (auto error = checkNccl(ncclGroupEnd(), "ncclGroupEnd"))
+    return error;
+  auto [concatOuter, concatInner] = around(blockShape, concat);
+  cuda::arrangeBlocks(receive, in.data<float>(1), ranks, concatOuter,
+                      blockShape[concat], ranks * blockShape[concat],
+                      concatInner, /*toWhole=*/true, device.stream);
+  return llvm::Error::success();
+}
+
 /// The collectives, through NCCL on the compute stream: NCCL moves whole
 /// buffers, so a gather or scatter along a dim other than the first
 /// rearranges blocks through a scratch buffer.
@@ -444,7 +491,7 @@ llvm::Error runCollective(const InstructionView &in, Device &device) {
                       *comm, device.stream),
         "ncclAllReduce");
   if (op == "twill.all_to_all")
-    return in.fail("all_to_all is not in the cuda backend yet");
+    return runAllToAll(in, *shape, *comm, device);
   int64_t blocked = size * outer * block * inner;
   llvm::Expected<void *> space = device.scratchSpace(0, blocked * sizeof(float));
   if (!space)
