@@ -2,6 +2,8 @@
 
 #include "runtime/data/TokenizedDataset.h"
 
+#include "runtime/data/JsonLines.h"
+
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -36,37 +38,21 @@ static llvm::Expected<std::vector<int32_t>> readIds(const json::Object &line,
 
 llvm::Expected<std::vector<Example>>
 twill::readTokenizedJsonl(llvm::StringRef path) {
-  auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
-  if (!file)
-    return llvm::createStringError(file.getError(), "cannot read %s: %s",
-                                   path.str().c_str(),
-                                   file.getError().message().c_str());
   std::vector<Example> examples;
-  llvm::SmallVector<llvm::StringRef> lines;
-  (*file)->getBuffer().split(lines, '\n');
-  for (auto [index, text] : llvm::enumerate(lines)) {
-    auto fail = [&, index = index](const llvm::Twine &what) {
-      return llvm::createStringError(
-          llvm::inconvertibleErrorCode(),
-          llvm::formatv("{0}:{1}: ", path, index + 1).str() + what);
-    };
-    if (text.trim().empty())
-      continue;
-    llvm::Expected<json::Value> parsed = json::parse(text);
-    if (!parsed)
-      return fail("not valid JSON: " + llvm::toString(parsed.takeError()));
-    const json::Object *line = parsed->getAsObject();
-    if (!line)
-      return fail("expected a JSON object");
+  auto fail = [](const llvm::Twine &what) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), what);
+  };
+  llvm::Error error = readJsonLines(path, [&](const json::Object &line)
+                                              -> llvm::Error {
     Example example;
-    llvm::Expected<std::vector<int32_t>> ids = readIds(*line, "input_ids");
+    llvm::Expected<std::vector<int32_t>> ids = readIds(line, "input_ids");
     if (!ids)
-      return fail(llvm::toString(ids.takeError()));
+      return ids.takeError();
     example.inputIds = std::move(*ids);
-    if (line->get("labels")) {
-      llvm::Expected<std::vector<int32_t>> labels = readIds(*line, "labels");
+    if (line.get("labels")) {
+      llvm::Expected<std::vector<int32_t>> labels = readIds(line, "labels");
       if (!labels)
-        return fail(llvm::toString(labels.takeError()));
+        return labels.takeError();
       if (labels->size() != example.inputIds.size())
         return fail(llvm::formatv("'labels' has {0} entries, 'input_ids' {1}",
                                   labels->size(), example.inputIds.size())
@@ -78,7 +64,10 @@ twill::readTokenizedJsonl(llvm::StringRef path) {
     if (example.inputIds.empty())
       return fail("'input_ids' is empty");
     examples.push_back(std::move(example));
-  }
+    return llvm::Error::success();
+  });
+  if (error)
+    return std::move(error);
   return examples;
 }
 

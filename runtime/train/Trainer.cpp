@@ -4,6 +4,7 @@
 
 #include "runtime/train/Adapter.h"
 #include "runtime/train/Batch.h"
+#include "runtime/data/Sampler.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -17,12 +18,19 @@ static llvm::Error trainError(const llvm::Twine &what) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), what);
 }
 
-/// The rows of micro-batch `index`, padded with empty rows past the end.
-static std::vector<Row> microBatch(llvm::ArrayRef<Row> rows, int64_t index,
-                                   int64_t batchSize, int64_t seqLen) {
+/// The rows of micro-batch `index` in `order` (all rows in file order when
+/// empty), padded with empty rows past the end.
+static std::vector<Row> microBatch(llvm::ArrayRef<Row> rows,
+                                   llvm::ArrayRef<int64_t> order,
+                                   int64_t index, int64_t batchSize,
+                                   int64_t seqLen) {
   std::vector<Row> batch;
-  for (int64_t i = index * batchSize; i < (index + 1) * batchSize; ++i)
-    batch.push_back(i < (int64_t)rows.size() ? rows[i] : paddingRow(seqLen));
+  for (int64_t i = index * batchSize; i < (index + 1) * batchSize; ++i) {
+    if (i >= (int64_t)rows.size())
+      batch.push_back(paddingRow(seqLen));
+    else
+      batch.push_back(rows[order.empty() ? i : order[i]]);
+  }
   return batch;
 }
 
@@ -83,13 +91,15 @@ llvm::Expected<TrainResult> twill::train(Program &program,
   auto start = std::chrono::steady_clock::now();
   TrainResult result;
   for (int64_t epoch = 0; epoch < settings.epochs(); ++epoch) {
+    std::vector<int64_t> order = epochOrder(rows.size(), settings.seed(),
+                                            epoch, job.data().shuffle());
     for (int64_t index = 0; index < stepsPerEpoch; ++index) {
       auto stepStart = std::chrono::steady_clock::now();
       double lossSum = 0;
       int64_t tokens = 0;
       for (int64_t micro = 0; micro < accumulation; ++micro) {
-        std::vector<Row> batch =
-            microBatch(rows, index * accumulation + micro, batchSize, seqLen);
+        std::vector<Row> batch = microBatch(
+            rows, order, index * accumulation + micro, batchSize, seqLen);
         if (llvm::Error error = fillBatch(program, batch))
           return std::move(error);
         if (llvm::Error error = program.run(*step))
@@ -163,7 +173,7 @@ llvm::Expected<Evaluation> twill::evaluate(Program &program,
   int64_t correct = 0;
   double lossSum = 0;
   for (int64_t index = 0; index * batchSize < (int64_t)rows.size(); ++index) {
-    std::vector<Row> batch = microBatch(rows, index, batchSize, seqLen);
+    std::vector<Row> batch = microBatch(rows, {}, index, batchSize, seqLen);
     if (llvm::Error error = fillBatch(program, batch))
       return std::move(error);
     if (llvm::Error error = program.run(*forward))

@@ -102,7 +102,7 @@ def main():
     (work / "job.textproto").write_text(f"""
 checkpoint {{ base_dir: "{work / 'base'}" output_dir: "{work / 'out'}" }}
 lora {{ rank: {RANK} alpha: {ALPHA}{targets} }}
-data {{ path: "{work / 'train.jsonl'}" packed: false }}
+data {{ path: "{work / 'train.jsonl'}" packed: false shuffle: false }}
 train {{
   batch_size: {BATCH} seq_len: {SEQ} gradient_accumulation_steps: {ACCUMULATION}
   epochs: 1 lr: {LR} warmup_steps: {WARMUP} weight_decay: {WEIGHT_DECAY}

@@ -7,12 +7,13 @@
 //
 // Loads the Executable that twillc wrote and fills its parameters from a
 // Hugging Face checkpoint (and a PEFT adapter to start from). Then either
-// trains on pre-tokenized JSONL and writes the PEFT adapter to the job's
+// trains on JSONL (pre-tokenized, alpaca or chat) and writes the PEFT adapter to the job's
 // checkpoint.output_dir, or, with --eval, runs one batch and prints its
 // loss (and, with --gradients, the gradients of the summed loss).
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/data/TextDataset.h"
 #include "runtime/io/Safetensors.h"
 #include "runtime/train/Batch.h"
 #include "runtime/train/Trainer.h"
@@ -22,6 +23,7 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -176,9 +178,45 @@ static int runEval(Program &program) {
   return 0;
 }
 
+/// The job's tokenizer: `tokenizer` in the job, else the base model
+/// folder's original/tokenizer.model.
+static llvm::Expected<std::unique_ptr<Tokenizer>>
+loadTokenizer(const JobConfig &job) {
+  std::string path = job.tokenizer();
+  if (path.empty()) {
+    if (job.checkpoint().base_dir().empty())
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "data.format " + DataConfig::Format_Name(job.data().format()) +
+              " needs a tokenizer: set `tokenizer` in the job (a Llama 3 "
+              "tokenizer.model) or checkpoint.base_dir (a model folder with "
+              "original/tokenizer.model)");
+    llvm::SmallString<256> inFolder(job.checkpoint().base_dir());
+    llvm::sys::path::append(inFolder, "original", "tokenizer.model");
+    path = std::string(inFolder);
+  }
+  if (llvm::StringRef(path).ends_with(".json"))
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        path + ": tokenizer.json is not read yet; use the tiktoken-format "
+               "original/tokenizer.model of the same model");
+  return Tokenizer::loadTiktoken(path);
+}
+
 static llvm::Expected<std::vector<Row>> readRows(const JobConfig &job,
                                                  llvm::StringRef path) {
-  llvm::Expected<std::vector<Example>> examples = readTokenizedJsonl(path);
+  const DataConfig &data = job.data();
+  llvm::Expected<std::vector<Example>> examples = std::vector<Example>();
+  if (data.format() == DataConfig::TOKENIZED) {
+    examples = readTokenizedJsonl(path);
+  } else {
+    llvm::Expected<std::unique_ptr<Tokenizer>> tokenizer = loadTokenizer(job);
+    if (!tokenizer)
+      return tokenizer.takeError();
+    examples = data.format() == DataConfig::ALPACA
+                   ? readAlpacaJsonl(path, **tokenizer, data.train_on_input())
+                   : readChatJsonl(path, **tokenizer, data.train_on_input());
+  }
   if (!examples)
     return examples.takeError();
   PackResult packed =
@@ -200,10 +238,6 @@ static int runTraining(Program &program) {
   std::string path = dataPath.empty() ? job.data().path() : dataPath.getValue();
   if (path.empty())
     return fail("no data: set data.path in the job or pass --data");
-  if (job.data().format() != DataConfig::TOKENIZED)
-    return fail("data.format " + DataConfig::Format_Name(job.data().format()) +
-                " needs the tokenizer, which twill-train does not have yet; "
-                "use pre-tokenized JSONL (data.format TOKENIZED)");
   llvm::Expected<std::vector<Row>> rows = readRows(job, path);
   if (!rows)
     return fail(rows.takeError());

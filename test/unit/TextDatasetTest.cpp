@@ -1,0 +1,225 @@
+//===- TextDatasetTest.cpp - alpaca and chat examples, sampling -----------===//
+//
+// With a byte-level tokenizer (id = byte, specials from 256) every token of
+// an example can be written out by hand.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/data/Sampler.h"
+#include "runtime/data/TextDataset.h"
+#include "runtime/executable/Layout.h"
+
+#include "llvm/Support/Base64.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/raw_ostream.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+#include <set>
+
+using namespace twill;
+using ::testing::ElementsAreArray;
+using ::testing::HasSubstr;
+
+namespace {
+
+constexpr int32_t kBegin = 256, kEnd = 257, kHeader = 262, kHeaderEnd = 263,
+                  kEot = 265;
+
+std::string temporaryFile(llvm::StringRef suffix, llvm::StringRef contents) {
+  llvm::SmallString<128> path;
+  EXPECT_FALSE(llvm::sys::fs::createTemporaryFile("twill-data", suffix, path));
+  std::error_code error;
+  llvm::raw_fd_ostream os(path, error);
+  os << contents;
+  return std::string(path);
+}
+
+/// Every byte is a token, its id the byte.
+const Tokenizer &bytes() {
+  static std::unique_ptr<Tokenizer> tokenizer = [] {
+    std::string model;
+    for (int byte = 0; byte < 256; ++byte)
+      model += llvm::encodeBase64(std::string(1, char(byte))) + " " +
+               std::to_string(byte) + "\n";
+    auto loaded = Tokenizer::loadTiktoken(temporaryFile("model", model));
+    EXPECT_TRUE(bool(loaded));
+    return std::move(*loaded);
+  }();
+  return *tokenizer;
+}
+
+std::vector<int32_t> ids(llvm::StringRef text) {
+  return std::vector<int32_t>(text.bytes_begin(), text.bytes_end());
+}
+
+/// The header of `role`'s message.
+std::vector<int32_t> header(llvm::StringRef role) {
+  std::vector<int32_t> result = {kHeader};
+  for (int32_t id : ids(role))
+    result.push_back(id);
+  result.push_back(kHeaderEnd);
+  result.push_back('\n');
+  result.push_back('\n');
+  return result;
+}
+
+TEST(TextDataset, AConversationIsTorchtunesLlama3Format) {
+  ChatMessage messages[] = {{"user", "  Hi \n"}, {"assistant", "Yo"}};
+  bool trained[] = {false, true};
+  Example example = tokenizeConversation(bytes(), messages, trained);
+  std::vector<int32_t> tokens = {kBegin}, labels = {kIgnoreLabel};
+  auto add = [&](std::vector<int32_t> part, bool train) {
+    for (int32_t id : part) {
+      tokens.push_back(id);
+      labels.push_back(train ? id : kIgnoreLabel);
+    }
+  };
+  add(header("user"), false);
+  add(ids("Hi"), false); // stripped
+  add({kEot}, false);
+  add(header("assistant"), true);
+  add(ids("Yo"), true);
+  add({kEot}, true);
+  add({kEnd}, false);
+  EXPECT_THAT(example.inputIds, ElementsAreArray(tokens));
+  EXPECT_THAT(example.labels, ElementsAreArray(labels));
+}
+
+TEST(TextDataset, AlpacaPromptsWithAndWithoutInput) {
+  EXPECT_EQ(alpacaPrompt("Add.", ""),
+            "Below is an instruction that describes a task. Write a response "
+            "that appropriately completes the request.\n\n### Instruction:\n"
+            "Add.\n\n### Response:\n");
+  EXPECT_EQ(alpacaPrompt("Add.", "1 2"),
+            "Below is an instruction that describes a task, paired with an "
+            "input that provides further context. Write a response that "
+            "appropriately completes the request.\n\n### Instruction:\nAdd."
+            "\n\n### Input:\n1 2\n\n### Response:\n");
+}
+
+TEST(TextDataset, TrainOnInputDecidesWhatThePromptTeaches) {
+  std::string path = temporaryFile(
+      "jsonl", R"({"instruction": "Add.", "input": "1 2", "output": "3"})"
+               "\n");
+  for (bool trainOnInput : {false, true}) {
+    auto examples = readAlpacaJsonl(path, bytes(), trainOnInput);
+    ASSERT_TRUE(bool(examples)) << llvm::toString(examples.takeError());
+    const Example &example = examples->front();
+    size_t trained = 0;
+    for (int32_t label : example.labels)
+      trained += label != kIgnoreLabel;
+    // The assistant message: header (12), "3", eot.
+    size_t answer = header("assistant").size() + 2;
+    if (trainOnInput)
+      EXPECT_EQ(trained, example.inputIds.size() - 2); // all but begin, end
+    else
+      EXPECT_EQ(trained, answer);
+  }
+}
+
+TEST(TextDataset, BadLinesNameTheFileAndLine) {
+  std::string alpaca = temporaryFile("jsonl", "{\"instruction\": \"a\", "
+                                              "\"output\": \"b\"}\n"
+                                              "{\"instruction\": 3}\n");
+  EXPECT_THAT(llvm::toString(
+                  readAlpacaJsonl(alpaca, bytes(), false).takeError()),
+              HasSubstr(alpaca + ":2: 'instruction' must be a string"));
+  std::string chat = temporaryFile(
+      "jsonl", R"({"messages": [{"role": "user", "content": "a"},)"
+               R"( {"role": "system", "content": "b"}]})"
+               "\n{oops\n");
+  EXPECT_THAT(llvm::toString(readChatJsonl(chat, bytes(), false).takeError()),
+              HasSubstr(chat + ":1: message 1: a system message must come "
+                               "first"));
+  std::string lonely = temporaryFile(
+      "jsonl", R"({"messages": [{"role": "assistant", "content": "a"}]})");
+  EXPECT_THAT(
+      llvm::toString(readChatJsonl(lonely, bytes(), false).takeError()),
+      HasSubstr(":1: a conversation needs at least two messages"));
+}
+
+TEST(TextDataset, ChatTrainsOnTheAssistantUnlessTrainOnInput) {
+  std::string path = temporaryFile(
+      "jsonl", R"({"messages": [{"role": "system", "content": "S"},)"
+               R"( {"role": "user", "content": "U"},)"
+               R"( {"role": "assistant", "content": "A"}]})");
+  auto examples = readChatJsonl(path, bytes(), false);
+  ASSERT_TRUE(bool(examples)) << llvm::toString(examples.takeError());
+  std::string trained;
+  for (auto [token, label] :
+       llvm::zip_equal(examples->front().inputIds, examples->front().labels))
+    if (label != kIgnoreLabel && token < 256)
+      trained += char(token);
+  EXPECT_EQ(trained, "assistant\n\nA");
+}
+
+TEST(Packing, BoundariesAndPositionsOfAHandMadeExample) {
+  // Two examples of 3 and 2 tokens in one row of 6: each starts at position
+  // 0 in its own segment; label i is the example's label i + 1; the last
+  // position of each example and the padding teach nothing.
+  std::vector<Example> examples = {{{10, 11, 12}, {-100, 11, 12}},
+                                   {{20, 21}, {20, 21}}};
+  PackResult packed = packExamples(examples, 6, /*packed=*/true);
+  ASSERT_EQ(packed.rows.size(), 1u);
+  const Row &row = packed.rows.front();
+  EXPECT_THAT(row.tokens, ElementsAreArray({10, 11, 12, 20, 21, 0}));
+  EXPECT_THAT(row.labels,
+              ElementsAreArray({11, 12, -100, 21, -100, -100}));
+  EXPECT_THAT(row.positions, ElementsAreArray({0, 1, 2, 0, 1, 0}));
+  EXPECT_EQ(row.segments[0], row.segments[2]);
+  EXPECT_NE(row.segments[2], row.segments[3]);
+  EXPECT_EQ(row.segments[3], row.segments[4]);
+}
+
+TEST(Sampler, EachEpochIsAPermutationOfItsOwn) {
+  std::vector<int64_t> first = epochOrder(100, 7, 0, true);
+  std::vector<int64_t> again = epochOrder(100, 7, 0, true);
+  std::vector<int64_t> second = epochOrder(100, 7, 1, true);
+  EXPECT_EQ(first, again);
+  EXPECT_NE(first, second);
+  EXPECT_EQ(std::set<int64_t>(first.begin(), first.end()).size(), 100u);
+  std::vector<int64_t> inOrder = epochOrder(5, 7, 3, false);
+  EXPECT_THAT(inOrder, ElementsAreArray({0, 1, 2, 3, 4}));
+}
+
+TEST(Sampler, DpRanksTogetherSeeEveryRowOncePerEpoch) {
+  // 10 rows, micro-batches of 4 (the last one padded), split over dp as the
+  // batch inputs' placement splits them; tp ranks see their dp group's rows.
+  const int64_t rows = 10, batch = 4;
+  for (int dp : {1, 2, 4}) {
+    Mesh mesh;
+    mesh.add_axes("dp");
+    mesh.add_axes("tp");
+    mesh.add_shape(dp);
+    mesh.add_shape(2);
+    Buffer tokens;
+    tokens.add_global_shape(batch);
+    tokens.add_split_dims(0);
+    tokens.add_split_dims(-1);
+    tokens.add_shape((batch + dp - 1) / dp);
+    std::vector<int64_t> order = epochOrder(rows, 3, 1, true);
+    std::multiset<int64_t> seen;
+    for (int64_t start = 0; start < rows; start += batch)
+      for (int rank = 0; rank < dp; ++rank) {
+        std::set<int64_t> byTp[2];
+        for (int tp = 0; tp < 2; ++tp) {
+          auto block = blockOf(tokens, mesh, {rank, tp});
+          ASSERT_TRUE(bool(block)) << llvm::toString(block.takeError());
+          for (int64_t i = 0; i < block->extent[0]; ++i) {
+            int64_t position = start + block->offset[0] + i;
+            if (position < rows)
+              byTp[tp].insert(order[position]);
+          }
+        }
+        EXPECT_EQ(byTp[0], byTp[1]) << "dp " << dp;
+        seen.insert(byTp[0].begin(), byTp[0].end());
+      }
+    EXPECT_EQ(seen.size(), size_t(rows)) << "dp " << dp;
+    EXPECT_EQ(std::set<int64_t>(seen.begin(), seen.end()).size(),
+              size_t(rows))
+        << "dp " << dp;
+  }
+}
+
+} // namespace
