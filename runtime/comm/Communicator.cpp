@@ -194,6 +194,10 @@ llvm::Error Communicator::allReduce(llvm::StringRef name, double *values,
                 (*axis)->comm);
 }
 
+llvm::Error Communicator::barrier() {
+  return checkMpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+}
+
 llvm::Error Communicator::sumOverWorld(float *values, int64_t count) {
   return reduce(values, values, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
 }

@@ -56,6 +56,8 @@ public:
   /// blocks live on different ranks is put together (each rank adds its
   /// block into zeros).
   llvm::Error sumOverWorld(float *values, int64_t count);
+  /// Returns once every rank of the world has called it.
+  llvm::Error barrier();
   /// Splits `splitDim` into one block per rank of the axis, sends block r to
   /// rank r, and concatenates what arrives along `concatDim`.
   llvm::Error allToAll(llvm::StringRef axis, const float *in, float *out,

@@ -45,6 +45,18 @@ public:
   bool writesFiles() const { return !comm || comm->rank() == 0; }
   /// Whether the program runs on more than one rank.
   bool isDistributed() const { return comm && comm->worldSize() > 1; }
+  int rank() const { return comm ? comm->rank() : 0; }
+  int worldSize() const { return comm ? comm->worldSize() : 1; }
+  /// Returns once every rank has called it.
+  llvm::Error barrier() {
+    return comm ? comm->barrier() : llvm::Error::success();
+  }
+  /// Makes the host buffers `ids` current (the backend may compute
+  /// elsewhere), or hands the host's values to the backend.
+  llvm::Error download(llvm::ArrayRef<int> ids) {
+    return backend->download(ids);
+  }
+  llvm::Error upload(llvm::ArrayRef<int> ids) { return backend->upload(ids); }
 
   /// Runs `entry` on the backend (the inputs as the host buffers hold
   /// them), then writes back its outputs named after parameters or states;

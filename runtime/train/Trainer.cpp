@@ -43,7 +43,8 @@ static T scalarOutput(Program &program, const EntryPoint &entry,
 
 llvm::Expected<TrainResult> twill::train(Program &program,
                                          llvm::ArrayRef<Row> rows,
-                                         llvm::raw_ostream &log) {
+                                         llvm::raw_ostream &log,
+                                         const TrainPosition &start) {
   const JobConfig &job = program.job();
   const TrainConfig &settings = job.train();
   const EntryPoint *step = program.entryPoint("train_step");
@@ -79,8 +80,10 @@ llvm::Expected<TrainResult> twill::train(Program &program,
     llvm::SmallString<256> metricsPath(outputDir);
     llvm::sys::path::append(metricsPath, "metrics.jsonl");
     std::error_code metricsError;
-    metricsFile =
-        std::make_unique<llvm::raw_fd_ostream>(metricsPath, metricsError);
+    // A resumed run continues the metrics of the steps before it.
+    metricsFile = std::make_unique<llvm::raw_fd_ostream>(
+        metricsPath, metricsError,
+        start.steps ? llvm::sys::fs::OF_Append : llvm::sys::fs::OF_None);
     if (metricsError)
       return trainError("cannot write " + metricsPath + ": " +
                         metricsError.message());
@@ -88,12 +91,14 @@ llvm::Expected<TrainResult> twill::train(Program &program,
   llvm::raw_ostream &metrics = metricsFile ? *metricsFile : llvm::nulls();
   llvm::raw_ostream &report = program.writesFiles() ? log : llvm::nulls();
 
-  auto start = std::chrono::steady_clock::now();
+  auto began = std::chrono::steady_clock::now();
   TrainResult result;
-  for (int64_t epoch = 0; epoch < settings.epochs(); ++epoch) {
+  result.steps = start.steps;
+  for (int64_t epoch = start.epoch; epoch < settings.epochs(); ++epoch) {
     std::vector<int64_t> order = epochOrder(rows.size(), settings.seed(),
                                             epoch, job.data().shuffle());
-    for (int64_t index = 0; index < stepsPerEpoch; ++index) {
+    for (int64_t index = epoch == start.epoch ? start.index : 0;
+         index < stepsPerEpoch; ++index) {
       auto stepStart = std::chrono::steady_clock::now();
       double lossSum = 0;
       int64_t tokens = 0;
@@ -118,7 +123,7 @@ llvm::Expected<TrainResult> twill::train(Program &program,
       if (llvm::Error error = program.run(*update))
         return std::move(error);
       auto now = std::chrono::steady_clock::now();
-      double elapsed = std::chrono::duration<double>(now - start).count();
+      double elapsed = std::chrono::duration<double>(now - began).count();
       double stepSeconds =
           std::chrono::duration<double>(now - stepStart).count();
       double tokensPerSecond = batchSize * accumulation * seqLen / stepSeconds;
@@ -143,10 +148,10 @@ llvm::Expected<TrainResult> twill::train(Program &program,
       int64_t saveEvery = job.checkpoint().save_every();
       if (saveEvery > 0 && result.steps % saveEvery == 0 &&
           result.steps != totalSteps) {
-        llvm::SmallString<256> directory(outputDir);
-        llvm::sys::path::append(directory,
-                                llvm::formatv("step_{0}", result.steps).str());
-        if (llvm::Error error = saveTrainingResult(program, directory))
+        TrainPosition next{result.steps, epoch, index + 1};
+        if (next.index == stepsPerEpoch)
+          next = {result.steps, epoch + 1, 0};
+        if (llvm::Error error = saveCheckpoint(program, outputDir, next))
           return std::move(error);
       }
     }

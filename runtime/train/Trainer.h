@@ -4,8 +4,9 @@
 // gradient_accumulation_steps micro-batches of @train_step (which sum
 // gradients and token counts into the program's state), then
 // @optimizer_step. Logs one line per step and appends it to a metrics JSONL
-// file; writes the PEFT adapter (or, for full fine-tuning, the model) every
-// save_every steps and at the end.
+// file; writes a checkpoint (the PEFT adapter, or for full fine-tuning the
+// model, and the resumable state) every save_every steps, and the adapter or
+// model at the end.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +14,7 @@
 #define TWILL_RUNTIME_TRAIN_TRAINER_H
 
 #include "runtime/data/TokenizedDataset.h"
+#include "runtime/train/Checkpoint.h"
 #include "runtime/train/Program.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -23,9 +25,11 @@ struct TrainResult {
   double lastLoss = 0;
 };
 
-/// Trains `program` on `rows`; `log` gets the per-step lines.
+/// Trains `program` on `rows` from `start` (a resumed checkpoint's
+/// position); `log` gets the per-step lines.
 llvm::Expected<TrainResult> train(Program &program, llvm::ArrayRef<Row> rows,
-                                  llvm::raw_ostream &log);
+                                  llvm::raw_ostream &log,
+                                  const TrainPosition &start = {});
 
 /// Next-token accuracy and mean loss of the model on `rows`, through
 /// @forward: the fraction of counted positions whose most likely token is

@@ -57,6 +57,11 @@ static cl::opt<std::string>
                 cl::desc("Where to compute: cpu (fp32, the reference) or "
                          "cuda (this rank's GPU, NCCL between ranks)"),
                 cl::value_desc("cpu|cuda"), cl::init("cpu"));
+static cl::opt<std::string> resumePath(
+    "resume",
+    cl::desc("Continue training from a checkpoint: a step_N folder, or an "
+             "output folder (its latest complete checkpoint)"),
+    cl::value_desc("dir"));
 static cl::opt<bool> eval("eval",
                           cl::desc("Run one batch instead of training and "
                                    "print its loss"));
@@ -242,6 +247,17 @@ static int runTraining(Program &program) {
   if (!rows)
     return fail(rows.takeError());
 
+  TrainPosition start;
+  if (!resumePath.empty()) {
+    llvm::Expected<TrainPosition> resumed =
+        loadCheckpoint(program, resumePath);
+    if (!resumed)
+      return fail(resumed.takeError());
+    start = *resumed;
+    report() << llvm::formatv("resuming after step {0} (epoch {1}, step {2} "
+                              "of it next)\n",
+                              start.steps, start.epoch + 1, start.index + 1);
+  }
   std::vector<Row> evalRows;
   std::optional<Evaluation> before;
   if (!evalDataPath.empty()) {
@@ -255,7 +271,8 @@ static int runTraining(Program &program) {
     before = *measured;
   }
 
-  llvm::Expected<TrainResult> result = train(program, *rows, report());
+  llvm::Expected<TrainResult> result =
+      train(program, *rows, report(), start);
   if (!result)
     return fail(result.takeError());
   report() << llvm::formatv("trained {0} steps; {1} written to {2}\n",

@@ -1,0 +1,222 @@
+//===- Checkpoint.cpp - resumable training state --------------------------===//
+
+#include "runtime/train/Checkpoint.h"
+
+#include "runtime/io/AtomicFile.h"
+#include "runtime/io/Safetensors.h"
+#include "runtime/train/Adapter.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <cstdlib>
+
+using namespace twill;
+namespace json = llvm::json;
+
+static llvm::Error checkpointError(const llvm::Twine &what) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), what);
+}
+
+static std::string joinPath(llvm::StringRef directory, llvm::StringRef name) {
+  llvm::SmallString<256> path(directory);
+  llvm::sys::path::append(path, name);
+  return std::string(path);
+}
+
+/// "dp=2 x tp=2": a checkpoint resumes only on the mesh that wrote it.
+static std::string meshText(const Executable &executable) {
+  std::string text;
+  if (executable.meshes_size())
+    for (int axis = 0; axis < executable.meshes(0).axes_size(); ++axis)
+      text += llvm::formatv("{0}{1}={2}", axis ? " x " : "",
+                            executable.meshes(0).axes(axis),
+                            executable.meshes(0).shape(axis));
+  return text;
+}
+
+/// The buffers a checkpoint restores: trainable parameters and states, by
+/// name.
+static std::vector<std::pair<std::string, int>> savedBuffers(Program &program) {
+  std::vector<std::pair<std::string, int>> buffers;
+  for (const Parameter &parameter : program.executable().parameters())
+    if (parameter.trainable())
+      buffers.push_back({parameter.name(), parameter.buffer()});
+  for (const State &state : program.executable().states())
+    buffers.push_back({state.name(), state.buffer()});
+  return buffers;
+}
+
+llvm::Error twill::saveCheckpoint(Program &program, llvm::StringRef outputDir,
+                                  const TrainPosition &position) {
+  std::string name = llvm::formatv("step_{0}", position.steps);
+  std::string final = joinPath(outputDir, name);
+  std::string partial = final + ".partial";
+  if (program.writesFiles()) {
+    // Left by an earlier crash: never a checkpoint, safe to drop.
+    llvm::sys::fs::remove_directories(partial, /*IgnoreErrors=*/true);
+  }
+  if (llvm::Error error = program.barrier())
+    return error;
+  if (llvm::Error error = saveTrainingResult(program, partial))
+    return error;
+
+  // This rank's blocks of the trainable parameters and the float states;
+  // the integer states (the step counter) go to trainer.json.
+  std::vector<std::pair<std::string, int>> buffers = savedBuffers(program);
+  std::vector<int> ids;
+  for (const auto &[bufferName, id] : buffers)
+    ids.push_back(id);
+  if (llvm::Error error = program.download(ids))
+    return error;
+  std::vector<io::NamedTensor> tensors;
+  json::Object integers;
+  for (const auto &[bufferName, id] : buffers) {
+    const Buffer &buffer = program.executable().buffers(id);
+    if (buffer.dtype() == I64) {
+      if (numElements(buffer) != 1)
+        return checkpointError("state '" + bufferName +
+                               "' is an integer tensor, not a scalar");
+      integers[bufferName] = *program.buffers().as<int64_t>(id);
+      continue;
+    }
+    if (buffer.dtype() != F32)
+      return checkpointError("state '" + bufferName + "' is not fp32");
+    tensors.push_back(
+        {bufferName,
+         std::vector<int64_t>(buffer.shape().begin(), buffer.shape().end()),
+         llvm::ArrayRef<float>(program.buffers().as<float>(id),
+                               numElements(buffer))});
+  }
+  std::string stateDir = joinPath(partial, "state");
+  if (std::error_code error = llvm::sys::fs::create_directories(stateDir))
+    return checkpointError("cannot create " + stateDir + ": " +
+                           error.message());
+  std::string rankFile = joinPath(
+      stateDir, llvm::formatv("rank-{0}.safetensors", program.rank()).str());
+  if (llvm::Error error = io::writeSafetensors(
+          rankFile, tensors, {{"mesh", meshText(program.executable())}}))
+    return error;
+  // Fault injection for the crash-during-save test: end at once, as a
+  // killed process would, with this rank's state written and the checkpoint
+  // not yet renamed into place.
+  if (std::getenv("TWILL_TEST_CRASH_DURING_SAVE"))
+    std::_Exit(86);
+  if (llvm::Error error = program.barrier())
+    return error;
+
+  if (program.writesFiles()) {
+    json::Object trainer{{"steps", position.steps},
+                         {"epoch", position.epoch},
+                         {"index", position.index},
+                         {"ranks", program.worldSize()},
+                         {"mesh", meshText(program.executable())},
+                         {"integer_states", std::move(integers)}};
+    std::string text;
+    llvm::raw_string_ostream(text)
+        << llvm::formatv("{0:2}", json::Value(std::move(trainer)));
+    if (llvm::Error error = io::writeFileAtomically(
+            joinPath(stateDir, "trainer.json"),
+            [&](llvm::raw_ostream &os) { os << text; }))
+      return error;
+    llvm::sys::fs::remove_directories(final, /*IgnoreErrors=*/true);
+    if (std::error_code error = llvm::sys::fs::rename(partial, final))
+      return checkpointError("cannot rename " + partial + " to " + final +
+                             ": " + error.message());
+  }
+  return program.barrier();
+}
+
+/// `path` itself when it is a checkpoint, else its latest complete step_N.
+static llvm::Expected<std::string> findCheckpoint(llvm::StringRef path) {
+  auto isCheckpoint = [](llvm::StringRef directory) {
+    return llvm::sys::fs::exists(
+        joinPath(joinPath(directory, "state"), "trainer.json"));
+  };
+  if (isCheckpoint(path))
+    return path.str();
+  std::string best;
+  int64_t bestStep = -1;
+  std::error_code error;
+  for (llvm::sys::fs::directory_iterator entry(path, error), end;
+       entry != end && !error; entry.increment(error)) {
+    llvm::StringRef name = llvm::sys::path::filename(entry->path());
+    int64_t step = 0;
+    if (name.consume_front("step_") && !name.getAsInteger(10, step) &&
+        step > bestStep && isCheckpoint(entry->path())) {
+      bestStep = step;
+      best = entry->path();
+    }
+  }
+  if (best.empty())
+    return checkpointError(path + ": no checkpoint to resume from (a "
+                                  "step_N folder with state/trainer.json)");
+  return best;
+}
+
+llvm::Expected<TrainPosition> twill::loadCheckpoint(Program &program,
+                                                    llvm::StringRef path) {
+  llvm::Expected<std::string> directory = findCheckpoint(path);
+  if (!directory)
+    return directory.takeError();
+  std::string stateDir = joinPath(*directory, "state");
+  std::string trainerPath = joinPath(stateDir, "trainer.json");
+  auto text = llvm::MemoryBuffer::getFile(trainerPath, /*IsText=*/true);
+  if (!text)
+    return checkpointError(trainerPath + ": cannot read: " +
+                           text.getError().message());
+  llvm::Expected<json::Value> parsed = json::parse((*text)->getBuffer());
+  if (!parsed)
+    return checkpointError(trainerPath + ": " +
+                           llvm::toString(parsed.takeError()));
+  const json::Object *trainer = parsed->getAsObject();
+  std::optional<int64_t> steps = trainer ? trainer->getInteger("steps") : std::nullopt;
+  std::optional<int64_t> epoch = trainer ? trainer->getInteger("epoch") : std::nullopt;
+  std::optional<int64_t> index = trainer ? trainer->getInteger("index") : std::nullopt;
+  std::optional<llvm::StringRef> mesh =
+      trainer ? trainer->getString("mesh") : std::nullopt;
+  const json::Object *integers =
+      trainer ? trainer->getObject("integer_states") : nullptr;
+  if (!steps || !epoch || !index || !mesh || !integers)
+    return checkpointError(trainerPath + ": needs steps, epoch, index, mesh "
+                                         "and integer_states");
+  if (*mesh != meshText(program.executable()))
+    return checkpointError(llvm::formatv("{0}: written on mesh {1}; this job "
+                                         "runs on {2}: resume on the mesh "
+                                         "that wrote it",
+                                         *directory, *mesh,
+                                         meshText(program.executable()))
+                               .str());
+
+  std::string rankFile = joinPath(
+      stateDir, llvm::formatv("rank-{0}.safetensors", program.rank()).str());
+  llvm::Expected<std::unique_ptr<io::SafetensorsFile>> file =
+      io::SafetensorsFile::open(rankFile);
+  if (!file)
+    return file.takeError();
+  std::vector<int> ids;
+  for (const auto &[name, id] : savedBuffers(program)) {
+    const Buffer &buffer = program.executable().buffers(id);
+    ids.push_back(id);
+    if (buffer.dtype() == I64) {
+      std::optional<int64_t> value = integers->getInteger(name);
+      if (!value)
+        return checkpointError(trainerPath + ": no integer state '" + name +
+                               "'");
+      *program.buffers().as<int64_t>(id) = *value;
+      continue;
+    }
+    llvm::MutableArrayRef<float> values(program.buffers().as<float>(id),
+                                        numElements(buffer));
+    if (llvm::Error error = (*file)->readF32(
+            name,
+            std::vector<int64_t>(buffer.shape().begin(), buffer.shape().end()),
+            values))
+      return std::move(error);
+  }
+  if (llvm::Error error = program.upload(ids))
+    return std::move(error);
+  return TrainPosition{*steps, *epoch, *index};
+}
