@@ -4,6 +4,7 @@
 
 #include "llvm/Support/Base64.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <limits>
@@ -75,12 +76,17 @@ Tokenizer::loadTiktoken(llvm::StringRef path) {
     tokenizer->ranks[token] = rank;
     tokenizer->tokens.push_back(std::move(token));
   }
-  for (std::string &special : llama3Specials()) {
+  return finish(std::move(tokenizer), llama3Specials());
+}
+
+llvm::Expected<std::unique_ptr<Tokenizer>>
+Tokenizer::finish(std::unique_ptr<Tokenizer> tokenizer,
+                  std::vector<std::string> specials) {
+  for (std::string &special : specials) {
     tokenizer->ranks[special] = tokenizer->tokens.size();
     tokenizer->tokens.push_back(special);
     tokenizer->specials.push_back(std::move(special));
   }
-
   int errorCode;
   PCRE2_SIZE errorOffset;
   tokenizer->pattern = std::make_unique<Pattern>();
@@ -92,7 +98,110 @@ Tokenizer::loadTiktoken(llvm::StringRef path) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "cannot compile the Llama 3 pattern");
   pcre2_jit_compile(tokenizer->pattern->code, PCRE2_JIT_COMPLETE);
-  return tokenizer;
+  return std::move(tokenizer);
+}
+
+/// The byte GPT-2's byte-level alphabet writes as code point `c`: printable
+/// bytes as themselves, the others as 256, 257, ... in byte order.
+static std::optional<unsigned char> byteOfCodePoint(uint32_t c) {
+  static const std::vector<int> table = [] {
+    std::vector<int> inverse(512, -1);
+    int next = 256;
+    for (int byte = 0; byte < 256; ++byte) {
+      bool printable = (byte >= 33 && byte <= 126) ||
+                       (byte >= 161 && byte <= 172) || byte >= 174;
+      inverse[printable ? byte : next++] = byte;
+    }
+    return inverse;
+  }();
+  if (c >= table.size() || table[c] < 0)
+    return std::nullopt;
+  return (unsigned char)table[c];
+}
+
+/// The bytes of a token written in GPT-2's byte-level alphabet (UTF-8).
+static std::optional<std::string> tokenBytes(llvm::StringRef text) {
+  std::string bytes;
+  for (size_t i = 0; i < text.size();) {
+    unsigned char lead = text[i];
+    int length = lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
+    if (i + length > text.size())
+      return std::nullopt;
+    uint32_t c = length == 1 ? lead : lead & (0xFF >> (length + 1));
+    for (int k = 1; k < length; ++k)
+      c = (c << 6) | (text[i + k] & 0x3F);
+    std::optional<unsigned char> byte = byteOfCodePoint(c);
+    if (!byte)
+      return std::nullopt;
+    bytes.push_back(char(*byte));
+    i += length;
+  }
+  return bytes;
+}
+
+llvm::Expected<std::unique_ptr<Tokenizer>>
+Tokenizer::loadHuggingFace(llvm::StringRef path) {
+  auto fail = [&](const llvm::Twine &what) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   path + ": " + what);
+  };
+  auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  if (!file)
+    return fail("cannot read: " + file.getError().message());
+  llvm::Expected<llvm::json::Value> parsed =
+      llvm::json::parse((*file)->getBuffer());
+  if (!parsed)
+    return fail("not valid JSON: " + llvm::toString(parsed.takeError()));
+  const llvm::json::Object *root = parsed->getAsObject();
+  const llvm::json::Object *model = root ? root->getObject("model") : nullptr;
+  if (!model || model->getString("type") != "BPE")
+    return fail("expected a byte-level BPE model (\"model\": {\"type\": "
+                "\"BPE\", ...})");
+  const llvm::json::Object *vocab = model->getObject("vocab");
+  if (!vocab)
+    return fail("the model has no vocab");
+  // Ranks are ids: Llama 3's tokenizer.json is tiktoken's ranks, its merges
+  // in rank order, so merging by rank is merging by the merges' priority.
+  auto tokenizer = std::unique_ptr<Tokenizer>(new Tokenizer());
+  tokenizer->tokens.resize(vocab->size());
+  for (const auto &[text, value] : *vocab) {
+    std::optional<int64_t> id = value.getAsInteger();
+    if (!id || *id < 0 || *id >= (int64_t)vocab->size())
+      return fail("token '" + text.str() +
+                  "' has no id in [0, vocab size)");
+    std::optional<std::string> bytes = tokenBytes(text.str());
+    if (!bytes)
+      return fail("token '" + text.str() +
+                  "' is not in the byte-level alphabet");
+    tokenizer->ranks[*bytes] = int32_t(*id);
+    tokenizer->tokens[*id] = std::move(*bytes);
+  }
+  if (tokenizer->ranks.size() != vocab->size())
+    return fail("two tokens share an id or bytes");
+  // The special tokens follow the vocab, in id order.
+  std::vector<std::string> specials;
+  if (const llvm::json::Array *added = root->getArray("added_tokens"))
+    for (const llvm::json::Value &value : *added) {
+      const llvm::json::Object *token = value.getAsObject();
+      std::optional<int64_t> id = token ? token->getInteger("id") : std::nullopt;
+      std::optional<llvm::StringRef> content =
+          token ? token->getString("content") : std::nullopt;
+      if (!id || !content)
+        return fail("an added token needs an id and a content");
+      if (*id != int64_t(vocab->size() + specials.size()))
+        return fail(llvm::formatv("added token '{0}' has id {1}; expected {2}",
+                                  *content, *id,
+                                  vocab->size() + specials.size())
+                        .str());
+      specials.push_back(content->str());
+    }
+  return finish(std::move(tokenizer),
+                specials.empty() ? llama3Specials() : std::move(specials));
+}
+
+llvm::Expected<std::unique_ptr<Tokenizer>>
+Tokenizer::load(llvm::StringRef path) {
+  return path.ends_with(".json") ? loadHuggingFace(path) : loadTiktoken(path);
 }
 
 int32_t Tokenizer::specialId(llvm::StringRef name) const {

@@ -1,7 +1,8 @@
 //===- Tokenizer.h - Llama 3's byte-level BPE -------------------*- C++ -*-===//
 //
 // Reads the tiktoken-format `tokenizer.model` Meta ships with Llama 3
-// (one base64 token and its rank per line; rank = id), splits text with
+// (one base64 token and its rank per line; rank = id) or the Hugging Face
+// tokenizer.json of the same vocabulary, splits text with
 // Llama 3's pre-tokenization pattern (PCRE2, Unicode classes, lookahead),
 // merges each piece's bytes pair by pair, lowest rank first, and adds the
 // 256 special tokens after the 128000 base ones. Ids are tiktoken's.
@@ -30,6 +31,13 @@ public:
   /// Loads `path`; an error names the file and the line.
   static llvm::Expected<std::unique_ptr<Tokenizer>>
   loadTiktoken(llvm::StringRef path);
+  /// Loads a Hugging Face tokenizer.json of a byte-level BPE (Llama 3's):
+  /// the vocab in GPT-2's byte alphabet, ids as ranks, the added tokens as
+  /// the special tokens after it.
+  static llvm::Expected<std::unique_ptr<Tokenizer>>
+  loadHuggingFace(llvm::StringRef path);
+  /// loadHuggingFace for a .json file, loadTiktoken otherwise.
+  static llvm::Expected<std::unique_ptr<Tokenizer>> load(llvm::StringRef path);
   ~Tokenizer();
 
   /// The ids of `text`; special tokens written in it (`<|eot_id|>`) are
@@ -51,6 +59,10 @@ public:
 
 private:
   Tokenizer() = default;
+  /// Adds `specials` after the vocab and compiles the pattern.
+  static llvm::Expected<std::unique_ptr<Tokenizer>>
+  finish(std::unique_ptr<Tokenizer> tokenizer,
+         std::vector<std::string> specials);
   void encodeOrdinary(llvm::StringRef text, std::vector<int32_t> &ids) const;
   void bytePairEncode(llvm::StringRef piece, std::vector<int32_t> &ids) const;
 

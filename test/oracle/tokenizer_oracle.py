@@ -6,12 +6,15 @@ PyPI's llama-models ships, and against its chat format.
 Token ids must be identical on a varied corpus: many scripts, emoji (also
 joined ones), code, whitespace runs, digits, contractions in any case,
 punctuation runs and special-token text; the chat format must give
-llama-models' ids; decoding must give the text back.
+llama-models' ids; decoding must give the text back. The same vocabulary
+as a Hugging Face tokenizer.json (converted by transformers, as Meta's was)
+must give the same ids.
 """
 import argparse
 import json
 import random
 import subprocess
+import tempfile
 import sys
 from pathlib import Path
 
@@ -57,11 +60,31 @@ def random_text(rng, length):
     return "".join(chars)
 
 
-def twill(bin_dir, *args, stdin):
+def twill(bin_dir, *args, stdin, tokenizer=MODEL):
     run = subprocess.run([bin_dir / "twill-tokenize", "--tokenizer",
-                          str(MODEL), *args], input=stdin.encode(),
+                          str(tokenizer), *args], input=stdin.encode(),
                          capture_output=True, check=True)
     return run.stdout.decode()
+
+
+def tokenizer_json(reference, directory):
+    """The tokenizer.json of the same vocabulary, as transformers converts a
+    tiktoken model (how Llama 3's Hugging Face tokenizer.json was made), its
+    special tokens added after the vocabulary as Meta's file has them."""
+    from transformers.convert_slow_tokenizer import TikTokenConverter
+    converted = TikTokenConverter(vocab_file=str(MODEL),
+                                  pattern=reference.pat_str).converted()
+    path = Path(directory) / "tokenizer.json"
+    converted.save(str(path))
+    data = json.loads(path.read_text())
+    data["added_tokens"] = [
+        {"id": token_id, "content": name, "single_word": False,
+         "lstrip": False, "rstrip": False, "normalized": False,
+         "special": True}
+        for name, token_id in sorted(reference.special_tokens.items(),
+                                     key=lambda item: item[1])]
+    path.write_text(json.dumps(data))
+    return path
 
 
 def main():
@@ -76,6 +99,19 @@ def main():
 
     failures = 0
     total = 0
+    with tempfile.TemporaryDirectory() as directory:
+        hugging_face = tokenizer_json(reference, directory)
+        # tokenizer.json and tokenizer.model give the same ids.
+        joined = documents[-1]
+        expected = reference.model.encode(joined, allowed_special="all",
+                                          disallowed_special=())
+        actual = [int(t) for t in twill(args.bin, stdin=joined,
+                                         tokenizer=hugging_face).split()]
+        if actual != expected:
+            failures += 1
+            print("FAIL: tokenizer.json gives other ids than tiktoken")
+        else:
+            print(f"tokenizer.json: {len(actual)} tokens identical")
     for document in documents:
         expected = reference.model.encode(document, allowed_special="all",
                                           disallowed_special=())
@@ -107,7 +143,7 @@ def main():
         print(f"FAIL: chat format: {actual} vs {expected}")
     else:
         print(f"chat format: {len(actual)} tokens identical")
-    print(f"{len(documents) * 2 + 1 - failures} passed, {failures} failed")
+    print(f"{len(documents) * 2 + 2 - failures} passed, {failures} failed")
     return 1 if failures else 0
 
 

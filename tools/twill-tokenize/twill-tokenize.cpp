@@ -65,7 +65,7 @@ int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::ParseCommandLineOptions(argc, argv, "Llama 3 tokenizer\n");
   llvm::Expected<std::unique_ptr<Tokenizer>> tokenizer =
-      Tokenizer::loadTiktoken(tokenizerPath);
+      Tokenizer::load(tokenizerPath);
   if (!tokenizer)
     return fail(llvm::toString(tokenizer.takeError()));
   auto input = llvm::MemoryBuffer::getSTDIN();

@@ -23,6 +23,7 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
@@ -184,28 +185,31 @@ static int runEval(Program &program) {
 }
 
 /// The job's tokenizer: `tokenizer` in the job, else the base model
-/// folder's original/tokenizer.model.
+/// folder's original/tokenizer.model or tokenizer.json.
 static llvm::Expected<std::unique_ptr<Tokenizer>>
 loadTokenizer(const JobConfig &job) {
-  std::string path = job.tokenizer();
-  if (path.empty()) {
-    if (job.checkpoint().base_dir().empty())
-      return llvm::createStringError(
-          llvm::inconvertibleErrorCode(),
-          "data.format " + DataConfig::Format_Name(job.data().format()) +
-              " needs a tokenizer: set `tokenizer` in the job (a Llama 3 "
-              "tokenizer.model) or checkpoint.base_dir (a model folder with "
-              "original/tokenizer.model)");
-    llvm::SmallString<256> inFolder(job.checkpoint().base_dir());
-    llvm::sys::path::append(inFolder, "original", "tokenizer.model");
-    path = std::string(inFolder);
-  }
-  if (llvm::StringRef(path).ends_with(".json"))
+  if (!job.tokenizer().empty())
+    return Tokenizer::load(job.tokenizer());
+  std::string format = DataConfig::Format_Name(job.data().format());
+  if (job.checkpoint().base_dir().empty())
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),
-        path + ": tokenizer.json is not read yet; use the tiktoken-format "
-               "original/tokenizer.model of the same model");
-  return Tokenizer::loadTiktoken(path);
+        "data.format " + format +
+            " needs a tokenizer: set `tokenizer` in the job (a Llama 3 "
+            "tokenizer.model or tokenizer.json) or checkpoint.base_dir (a "
+            "model folder holding one)");
+  llvm::SmallString<256> model(job.checkpoint().base_dir()),
+      json(job.checkpoint().base_dir());
+  llvm::sys::path::append(model, "original", "tokenizer.model");
+  llvm::sys::path::append(json, "tokenizer.json");
+  for (llvm::StringRef path : {model.str(), json.str()})
+    if (llvm::sys::fs::exists(path))
+      return Tokenizer::load(path);
+  return llvm::createStringError(
+      llvm::inconvertibleErrorCode(),
+      "data.format " + format + " needs a tokenizer, and the base model has "
+          "none: looked for " + model + " and " + json +
+          " (or set `tokenizer` in the job)");
 }
 
 static llvm::Expected<std::vector<Row>> readRows(const JobConfig &job,
