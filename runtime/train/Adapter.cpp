@@ -12,6 +12,8 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
 
+#include <cstdio>
+
 using namespace twill;
 
 static llvm::Error createDirectory(llvm::StringRef directory) {
@@ -135,29 +137,140 @@ static llvm::json::Object toJson(const google::protobuf::Message &message) {
   return object;
 }
 
-llvm::Error twill::writeHfModel(Program &program, llvm::StringRef directory) {
+/// Folds each LoRA pair into the weight it adapts: W += alpha / r * B A.
+/// A LoRA on a tied lm_head gets its own lm_head.weight (the embedding
+/// plus the update), and the model is no longer tied.
+static llvm::Error mergeLora(const JobConfig &job, WholeTensors &base,
+                             const WholeTensors &lora, bool &untied) {
+  double scale = job.lora().alpha() / double(job.lora().rank());
+  auto find = [](WholeTensors &tensors, llvm::StringRef name) {
+    for (auto [index, tensor] : llvm::enumerate(tensors.tensors))
+      if (tensor.name == name)
+        return int(index);
+    return -1;
+  };
+  for (const io::NamedTensor &a : lora.tensors) {
+    llvm::StringRef module = a.name;
+    if (!module.consume_back(".lora_A.weight"))
+      continue;
+    const io::NamedTensor *b = nullptr;
+    for (const io::NamedTensor &tensor : lora.tensors)
+      if (tensor.name == module.str() + ".lora_B.weight")
+        b = &tensor;
+    int target = find(base, module.str() + ".weight");
+    if (target < 0 && module == "lm_head" && job.model().tie_word_embeddings()) {
+      int embedding = find(base, "model.embed_tokens.weight");
+      if (embedding < 0)
+        return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                       "a tied lm_head without an embedding");
+      base.values.push_back(base.values[embedding]);
+      base.tensors.push_back(
+          {"lm_head.weight", base.tensors[embedding].shape, {}});
+      target = base.tensors.size() - 1;
+      untied = true;
+    }
+    if (!b || target < 0)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "cannot merge the LoRA of '" + module +
+                                         "': its B or base weight is missing");
+    // W [out, in] += scale * B [out, r] A [r, in]
+    int64_t rank = a.shape[0], in = a.shape[1], out = b->shape[0];
+    std::vector<float> &weight = base.values[target];
+    for (int64_t o = 0; o < out; ++o)
+      for (int64_t k = 0; k < rank; ++k) {
+        double factor = scale * b->values[o * rank + k];
+        for (int64_t i = 0; i < in; ++i)
+          weight[o * in + i] += float(factor * a.values[k * in + i]);
+      }
+  }
+  for (auto [tensor, values] : llvm::zip_equal(base.tensors, base.values))
+    tensor.values = values; // re-point: values may have moved
+  return llvm::Error::success();
+}
+
+/// Writes `tensors` into `directory` as one model.safetensors, or as
+/// model-0000i-of-0000n.safetensors files of at most `maxBytes` each with
+/// model.safetensors.index.json, as transformers saves them.
+static llvm::Error writeShards(llvm::StringRef directory,
+                               llvm::ArrayRef<io::NamedTensor> tensors,
+                               int64_t maxBytes) {
+  std::vector<std::vector<io::NamedTensor>> shards(1);
+  int64_t shardBytes = 0, totalBytes = 0;
+  for (const io::NamedTensor &tensor : tensors) {
+    int64_t bytes = tensor.values.size() * sizeof(float);
+    if (shardBytes && shardBytes + bytes > maxBytes) {
+      shards.emplace_back();
+      shardBytes = 0;
+    }
+    shards.back().push_back(tensor);
+    shardBytes += bytes;
+    totalBytes += bytes;
+  }
+  auto inDirectory = [&](llvm::StringRef name) {
+    llvm::SmallString<256> path(directory);
+    llvm::sys::path::append(path, name);
+    return std::string(path);
+  };
+  if (shards.size() == 1)
+    return io::writeSafetensors(inDirectory("model.safetensors"),
+                                shards.front(), {{"format", "pt"}});
+  llvm::json::Object weightMap;
+  for (auto [index, shard] : llvm::enumerate(shards)) {
+    char name[64];
+    std::snprintf(name, sizeof(name), "model-%05zu-of-%05zu.safetensors",
+                  index + 1, shards.size());
+    for (const io::NamedTensor &tensor : shard)
+      weightMap[tensor.name] = std::string(name);
+    if (llvm::Error error = io::writeSafetensors(inDirectory(name), shard,
+                                                 {{"format", "pt"}}))
+      return error;
+  }
+  llvm::json::Object index{
+      {"metadata", llvm::json::Object{{"total_size", totalBytes}}},
+      {"weight_map", std::move(weightMap)}};
+  std::string text;
+  llvm::raw_string_ostream(text)
+      << llvm::formatv("{0:2}", llvm::json::Value(std::move(index)));
+  return io::writeFileAtomically(inDirectory("model.safetensors.index.json"),
+                                 [&](llvm::raw_ostream &os) { os << text; });
+}
+
+llvm::Error twill::writeHfModel(Program &program, llvm::StringRef directory,
+                                bool mergeAdapter) {
   llvm::Expected<WholeTensors> whole = parameterTensors(
       program, /*lora=*/false, [](llvm::StringRef name) { return name.str(); });
   if (!whole)
     return whole.takeError();
+  bool untied = false;
+  if (mergeAdapter) {
+    llvm::Expected<WholeTensors> lora = parameterTensors(
+        program, /*lora=*/true, [](llvm::StringRef name) { return name.str(); });
+    if (!lora)
+      return lora.takeError();
+    if (llvm::Error error =
+            mergeLora(program.job(), *whole, *lora, untied))
+      return error;
+  }
   if (!program.writesFiles())
     return llvm::Error::success();
   if (llvm::Error error = createDirectory(directory))
     return error;
-  llvm::SmallString<256> weights(directory), config(directory);
-  llvm::sys::path::append(weights, "model.safetensors");
-  llvm::sys::path::append(config, "config.json");
   if (llvm::Error error =
-          io::writeSafetensors(weights, whole->tensors, {{"format", "pt"}}))
+          writeShards(directory, whole->tensors,
+                      program.job().checkpoint().max_shard_bytes()))
     return error;
 
   // ModelConfig's fields are config.json's keys.
   llvm::json::Object object = toJson(program.job().model());
   object["architectures"] = llvm::json::Array{"LlamaForCausalLM"};
   object["torch_dtype"] = "float32";
+  if (untied)
+    object["tie_word_embeddings"] = false;
   std::string text;
   llvm::raw_string_ostream(text)
       << llvm::formatv("{0:2}", llvm::json::Value(std::move(object)));
+  llvm::SmallString<256> config(directory);
+  llvm::sys::path::append(config, "config.json");
   return io::writeFileAtomically(config,
                                  [&](llvm::raw_ostream &os) { os << text; });
 }
@@ -166,13 +279,13 @@ llvm::Error twill::saveTrainingResult(Program &program,
                                       llvm::StringRef directory) {
   const JobConfig &job = program.job();
   if (job.has_full_finetune())
-    return writeHfModel(program, directory);
+    return writeHfModel(program, directory, /*mergeAdapter=*/false);
   if (!job.checkpoint().random_base())
     return writePeftAdapter(program, directory, job.checkpoint().base_dir());
   // The adapter is only as good as its base: keep the random one beside it.
   llvm::SmallString<256> base(directory);
   llvm::sys::path::append(base, "base");
-  if (llvm::Error error = writeHfModel(program, base))
+  if (llvm::Error error = writeHfModel(program, base, /*mergeAdapter=*/false))
     return error;
   return writePeftAdapter(program, directory, base);
 }

@@ -16,10 +16,12 @@ llvm::Error writePeftAdapter(Program &program, llvm::StringRef directory,
                              llvm::StringRef baseModel);
 
 /// Writes every weight but the LoRA ones to `directory` as a Hugging Face
-/// model folder (model.safetensors and a config.json of the job's model)
-/// that transformers loads: the result of full fine-tuning, or the random
-/// base a checkpoint.random_base job's adapter belongs to.
-llvm::Error writeHfModel(Program &program, llvm::StringRef directory);
+/// model folder (safetensors, sharded by checkpoint.max_shard_bytes, and a
+/// config.json of the job's model) that transformers loads: the result of
+/// full fine-tuning, the random base a checkpoint.random_base job's adapter
+/// belongs to, or with `mergeAdapter` the base with the LoRA folded in.
+llvm::Error writeHfModel(Program &program, llvm::StringRef directory,
+                         bool mergeAdapter);
 
 /// Saves what training produced into `directory`: the adapter (LoRA) or
 /// the model (full fine-tuning).

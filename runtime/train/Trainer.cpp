@@ -158,6 +158,13 @@ llvm::Expected<TrainResult> twill::train(Program &program,
   }
   if (llvm::Error error = saveTrainingResult(program, outputDir))
     return std::move(error);
+  if (job.checkpoint().merged() && job.has_lora()) {
+    llvm::SmallString<256> merged(outputDir);
+    llvm::sys::path::append(merged, "merged");
+    if (llvm::Error error =
+            writeHfModel(program, merged, /*mergeAdapter=*/true))
+      return std::move(error);
+  }
   return result;
 }
 

@@ -1,0 +1,108 @@
+"""A Hugging Face model folder in, a PEFT adapter and a merged model out.
+
+    python hf_folder.py --bin BUILD/bin --work DIR
+
+transformers makes a tiny random Llama and saves it sharded into two
+safetensors files with an index; its folder also holds a Llama 3 format
+tokenizer (single bytes: the 512 ids are 256 bytes and 256 special tokens).
+Twill trains LoRA on an alpaca JSONL file from that folder alone (the model
+section from its config.json, the weights from its shards, the tokenizer
+from original/tokenizer.model), writing the adapter and the merged model
+(sharded too). Then: PEFT loads the adapter onto the base; transformers
+loads the merged model; the merged weights equal PEFT's merge_and_unload
+(1e-6) and the two models give the same logits (1e-5).
+"""
+import argparse
+import base64
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+from peft import PeftModel
+from transformers import LlamaConfig, LlamaForCausalLM
+
+SHARD_BYTES = 350_000
+
+
+def make_folder(folder):
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=512, hidden_size=64, intermediate_size=160,
+                         num_hidden_layers=2, num_attention_heads=4,
+                         num_key_value_heads=2, max_position_embeddings=512,
+                         rms_norm_eps=1e-5, tie_word_embeddings=False)
+    model = LlamaForCausalLM(config).float()
+    model.save_pretrained(folder, max_shard_size=SHARD_BYTES,
+                          safe_serialization=True)
+    shards = sorted(p.name for p in folder.glob("model-*.safetensors"))
+    assert len(shards) == 2, shards
+    assert (folder / "model.safetensors.index.json").exists()
+    (folder / "original").mkdir(exist_ok=True)
+    (folder / "original" / "tokenizer.model").write_text("".join(
+        f"{base64.b64encode(bytes([b])).decode()} {b}\n" for b in range(256)))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bin", type=Path, required=True)
+    parser.add_argument("--work", type=Path, required=True)
+    args = parser.parse_args()
+    work = args.work / "hf_folder"
+    folder = work / "tiny-llama"
+    folder.mkdir(parents=True, exist_ok=True)
+    make_folder(folder)
+
+    with open(work / "alpaca.jsonl", "w") as data:
+        for i in range(16):
+            data.write(json.dumps({"instruction": f"Count to {i % 5 + 1}.",
+                                   "input": "" if i % 2 else "in words",
+                                   "output": " ".join(["one"] * (i % 5 + 1))})
+                       + "\n")
+    out = work / "out"
+    (work / "job.textproto").write_text(f"""
+checkpoint {{ base_dir: "{folder}" output_dir: "{out}" merged: true
+             max_shard_bytes: {SHARD_BYTES} }}
+lora {{ rank: 4 alpha: 8 target_modules: ["q_proj", "v_proj", "down_proj",
+                                          "lm_head"] }}
+data {{ path: "{work / 'alpaca.jsonl'}" format: ALPACA }}
+train {{ batch_size: 2 seq_len: 256 epochs: 1 max_steps_per_epoch: 4
+         lr: 1e-2 }}
+""")
+    subprocess.run([args.bin / "twillc", work / "job.textproto", "-o",
+                    work / "job.twx"], check=True)
+    run = subprocess.run([args.bin / "twill-train", work / "job.twx"],
+                         capture_output=True, text=True)
+    print(run.stdout)
+    if run.returncode:
+        sys.exit(run.stderr)
+
+    merged_files = sorted(p.name for p in (out / "merged").iterdir())
+    print("merged model:", merged_files)
+    assert "model.safetensors.index.json" in merged_files, merged_files
+
+    base = LlamaForCausalLM.from_pretrained(folder, torch_dtype=torch.float32)
+    reference = PeftModel.from_pretrained(base, out).merge_and_unload()
+    merged = LlamaForCausalLM.from_pretrained(out / "merged",
+                                              torch_dtype=torch.float32)
+    worst = 0.0
+    expected = reference.state_dict()
+    for name, value in merged.state_dict().items():
+        worst = max(worst, (value - expected[name]).abs().max().item())
+    changed = sum(
+        not torch.equal(value, base_value) for value, base_value in zip(
+            merged.state_dict().values(),
+            LlamaForCausalLM.from_pretrained(folder).state_dict().values()))
+    tokens = torch.tensor([[1, 5, 9, 200, 77, 3, 42, 300]])
+    with torch.no_grad():
+        difference = (merged(tokens).logits -
+                      reference(tokens).logits).abs().max().item()
+    print(f"merged weights within {worst:.2e} of PEFT's merge "
+          f"({changed} tensors changed by training); logits within "
+          f"{difference:.2e}")
+    if worst > 1e-6 or difference > 1e-5 or changed < 7:
+        sys.exit("FAIL")
+
+
+if __name__ == "__main__":
+    main()
