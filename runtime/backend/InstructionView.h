@@ -367,6 +367,29 @@ inline llvm::Expected<RopeShape> ropeShape(const InstructionView &in) {
   return shape;
 }
 
+/// transpose's permutation: out dim i is in dim permutation[i], checked to
+/// be a permutation of every dim.
+inline llvm::Expected<llvm::ArrayRef<int64_t>>
+transposePermutation(const InstructionView &in) {
+  if (auto error = in.expect(1, 1, {F32, F32}, {0, 0}))
+    return std::move(error);
+  const AttributeValue *permutation = in.attribute("permutation");
+  llvm::ArrayRef<int64_t> shape = in.shape(0);
+  if (!permutation ||
+      permutation->int_list().values_size() != (int)shape.size())
+    return in.fail("needs a permutation of every dim");
+  std::vector<bool> seen(shape.size(), false);
+  for (int64_t dim : permutation->int_list().values()) {
+    if (dim < 0 || dim >= (int64_t)shape.size() || seen[dim])
+      return in.fail("permutation is not a permutation");
+    seen[dim] = true;
+  }
+  if (auto error = in.expectSameCount(0, 1))
+    return std::move(error);
+  return llvm::ArrayRef<int64_t>(permutation->int_list().values().data(),
+                                 shape.size());
+}
+
 } // namespace twill
 
 #endif // TWILL_RUNTIME_BACKEND_INSTRUCTIONVIEW_H

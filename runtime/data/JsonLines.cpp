@@ -6,6 +6,21 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 
+llvm::Expected<llvm::json::Value> twill::readJsonFile(llvm::StringRef path) {
+  auto fail = [&](const llvm::Twine &what) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   path + ": " + what);
+  };
+  auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  if (!file)
+    return fail("cannot read: " + file.getError().message());
+  llvm::Expected<llvm::json::Value> parsed =
+      llvm::json::parse((*file)->getBuffer());
+  if (!parsed)
+    return fail("not valid JSON: " + llvm::toString(parsed.takeError()));
+  return parsed;
+}
+
 llvm::Error twill::readJsonLines(
     llvm::StringRef path,
     llvm::function_ref<llvm::Error(const llvm::json::Object &)> read) {

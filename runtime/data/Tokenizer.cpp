@@ -2,9 +2,10 @@
 
 #include "runtime/data/Tokenizer.h"
 
+#include "runtime/data/JsonLines.h"
+
 #include "llvm/Support/Base64.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <limits>
@@ -145,13 +146,9 @@ Tokenizer::loadHuggingFace(llvm::StringRef path) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    path + ": " + what);
   };
-  auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
-  if (!file)
-    return fail("cannot read: " + file.getError().message());
-  llvm::Expected<llvm::json::Value> parsed =
-      llvm::json::parse((*file)->getBuffer());
+  llvm::Expected<llvm::json::Value> parsed = readJsonFile(path);
   if (!parsed)
-    return fail("not valid JSON: " + llvm::toString(parsed.takeError()));
+    return parsed.takeError();
   const llvm::json::Object *root = parsed->getAsObject();
   const llvm::json::Object *model = root ? root->getObject("model") : nullptr;
   if (!model || model->getString("type") != "BPE")

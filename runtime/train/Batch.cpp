@@ -2,6 +2,8 @@
 
 #include "runtime/train/Batch.h"
 
+#include "runtime/data/JsonLines.h"
+
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -79,12 +81,9 @@ llvm::Error twill::loadBatchJson(Program &program, llvm::StringRef path) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    path + ": " + what);
   };
-  auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
-  if (!file)
-    return fail("cannot read: " + file.getError().message());
-  llvm::Expected<json::Value> parsed = json::parse((*file)->getBuffer());
+  llvm::Expected<json::Value> parsed = readJsonFile(path);
   if (!parsed)
-    return fail("not valid JSON: " + llvm::toString(parsed.takeError()));
+    return parsed.takeError();
   const json::Object *batch = parsed->getAsObject();
   if (!batch)
     return fail("expected a JSON object of inputs");

@@ -2,6 +2,7 @@
 
 #include "runtime/train/Checkpoint.h"
 
+#include "runtime/data/JsonLines.h"
 #include "runtime/io/AtomicFile.h"
 #include "runtime/io/Safetensors.h"
 #include "runtime/train/Adapter.h"
@@ -163,14 +164,9 @@ llvm::Expected<TrainPosition> twill::loadCheckpoint(Program &program,
     return directory.takeError();
   std::string stateDir = joinPath(*directory, "state");
   std::string trainerPath = joinPath(stateDir, "trainer.json");
-  auto text = llvm::MemoryBuffer::getFile(trainerPath, /*IsText=*/true);
-  if (!text)
-    return checkpointError(trainerPath + ": cannot read: " +
-                           text.getError().message());
-  llvm::Expected<json::Value> parsed = json::parse((*text)->getBuffer());
+  llvm::Expected<json::Value> parsed = readJsonFile(trainerPath);
   if (!parsed)
-    return checkpointError(trainerPath + ": " +
-                           llvm::toString(parsed.takeError()));
+    return parsed.takeError();
   const json::Object *trainer = parsed->getAsObject();
   std::optional<int64_t> steps = trainer ? trainer->getInteger("steps") : std::nullopt;
   std::optional<int64_t> epoch = trainer ? trainer->getInteger("epoch") : std::nullopt;

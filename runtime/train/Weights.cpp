@@ -2,6 +2,7 @@
 
 #include "runtime/train/Weights.h"
 
+#include "runtime/data/JsonLines.h"
 #include "runtime/io/Safetensors.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -32,14 +33,9 @@ static llvm::Error checkAdapterConfig(llvm::StringRef adapterDir,
                                       const LoraConfig &lora) {
   llvm::SmallString<256> path(adapterDir);
   llvm::sys::path::append(path, "adapter_config.json");
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
-  if (!buffer)
-    return weightError(path + ": cannot read: " + buffer.getError().message());
-  llvm::Expected<llvm::json::Value> config =
-      llvm::json::parse((*buffer)->getBuffer());
+  llvm::Expected<llvm::json::Value> config = readJsonFile(path);
   if (!config)
-    return weightError(
-        path + ": not valid JSON: " + llvm::toString(config.takeError()));
+    return config.takeError();
   const llvm::json::Object *object = config->getAsObject();
   std::optional<int64_t> rank = object ? object->getInteger("r") : std::nullopt;
   std::optional<double> alpha =

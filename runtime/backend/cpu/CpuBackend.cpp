@@ -140,24 +140,12 @@ llvm::Error runReshape(const InstructionView &in) {
 }
 
 llvm::Error runTranspose(const InstructionView &in) {
-  if (auto error = in.expect(1, 1, {F32, F32}, {0, 0}))
-    return error;
-  const AttributeValue *permutation = in.attribute("permutation");
-  llvm::ArrayRef<int64_t> shape = in.shape(0);
-  if (!permutation ||
-      permutation->int_list().values_size() != (int)shape.size())
-    return in.fail("needs a permutation of every dim");
-  std::vector<bool> seen(shape.size(), false);
-  for (int64_t dim : permutation->int_list().values()) {
-    if (dim < 0 || dim >= (int64_t)shape.size() || seen[dim])
-      return in.fail("permutation is not a permutation");
-    seen[dim] = true;
-  }
-  if (auto error = in.expectSameCount(0, 1))
-    return error;
-  cpu::transpose(in.data<float>(0), shape.data(),
-                 permutation->int_list().values().data(), shape.size(),
-                 in.data<float>(1));
+  llvm::Expected<llvm::ArrayRef<int64_t>> permutation =
+      transposePermutation(in);
+  if (!permutation)
+    return permutation.takeError();
+  cpu::transpose(in.data<float>(0), in.shape(0).data(), permutation->data(),
+                 in.shape(0).size(), in.data<float>(1));
   return llvm::Error::success();
 }
 
