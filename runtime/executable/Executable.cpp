@@ -115,8 +115,12 @@ llvm::Error twill::verifyExecutable(const Executable &executable) {
   return llvm::Error::success();
 }
 
-BufferSet::BufferSet(const Executable &executable) : program(executable) {
-  storage.reserve(executable.buffers_size());
-  for (const Buffer &buffer : executable.buffers())
-    storage.emplace_back(buffer.size_bytes());
+BufferSet::BufferSet(const Executable &executable)
+    : program(executable), storage(executable.buffers_size()) {}
+
+std::byte *BufferSet::data(int id) {
+  std::vector<std::byte> &bytes = storage[id];
+  if (bytes.empty())
+    bytes.resize(program.buffers(id).size_bytes()); // zeros
+  return bytes.data();
 }

@@ -30,10 +30,13 @@ public:
 
   const Executable &executable() const { return program; }
   const Buffer &info(int id) const { return program.buffers(id); }
-  std::byte *data(int id) { return storage[id].data(); }
+  /// Buffer `id`'s host memory, zeros at first; allocated when first asked
+  /// for, so a backend computing elsewhere leaves the values it never reads
+  /// back without host memory.
+  std::byte *data(int id);
 
   template <typename T> T *as(int id) {
-    return reinterpret_cast<T *>(storage[id].data());
+    return reinterpret_cast<T *>(data(id));
   }
 
 private:
