@@ -115,10 +115,16 @@ llvm::Error twill::verifyExecutable(const Executable &executable) {
   return llvm::Error::success();
 }
 
-BufferSet::BufferSet(const Executable &executable)
-    : program(executable), storage(executable.buffers_size()) {}
+BufferSet::BufferSet(const Executable &executable, MemoryPlan plan)
+    : program(executable), memoryPlan(std::move(plan)),
+      storage(executable.buffers_size()) {}
 
 std::byte *BufferSet::data(int id) {
+  if (!memoryPlan.offsets.empty() && memoryPlan.offsets[id] >= 0) {
+    if (arena.empty())
+      arena.resize(memoryPlan.arenaBytes);
+    return arena.data() + memoryPlan.offsets[id];
+  }
   std::vector<std::byte> &bytes = storage[id];
   if (bytes.empty())
     bytes.resize(program.buffers(id).size_bytes()); // zeros

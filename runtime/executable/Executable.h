@@ -4,6 +4,7 @@
 #define TWILL_RUNTIME_EXECUTABLE_EXECUTABLE_H
 
 #include "proto/executable.pb.h"
+#include "runtime/executable/MemoryPlan.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
 
@@ -23,16 +24,18 @@ llvm::Error verifyExecutable(const Executable &executable);
 int64_t numElements(const Buffer &buffer);
 int64_t bytesPerElement(DType dtype);
 
-/// The memory of every buffer of an Executable.
+/// The memory of every buffer of an Executable: the values `plan` places
+/// share one arena, the others have their own.
 class BufferSet {
 public:
-  explicit BufferSet(const Executable &executable);
+  explicit BufferSet(const Executable &executable, MemoryPlan plan = {});
 
   const Executable &executable() const { return program; }
   const Buffer &info(int id) const { return program.buffers(id); }
-  /// Buffer `id`'s host memory, zeros at first; allocated when first asked
-  /// for, so a backend computing elsewhere leaves the values it never reads
-  /// back without host memory.
+  const MemoryPlan &plan() const { return memoryPlan; }
+  /// Buffer `id`'s host memory, allocated when first asked for (zeros at
+  /// first for memory of its own), so a backend computing elsewhere leaves
+  /// the values it never reads back without host memory.
   std::byte *data(int id);
 
   template <typename T> T *as(int id) {
@@ -41,7 +44,9 @@ public:
 
 private:
   const Executable &program;
+  MemoryPlan memoryPlan;
   std::vector<std::vector<std::byte>> storage;
+  std::vector<std::byte> arena;
 };
 
 } // namespace twill

@@ -320,6 +320,11 @@ static int runJob(Executable executable) {
   std::string baseDir = weightsPath.empty()
                             ? program.job().checkpoint().base_dir()
                             : weightsPath.getValue();
+  const MemoryPlan &plan = program.buffers().plan();
+  report() << llvm::formatv("memory: {0:f1} MiB of computed values share a "
+                            "{1:f1} MiB arena\n",
+                            plan.unsharedBytes / 1048576.0,
+                            plan.arenaBytes / 1048576.0);
   if (llvm::Error error = program.useBackend(backendName))
     return fail(std::move(error));
   llvm::Expected<uint64_t> bytesRead =

@@ -563,7 +563,8 @@ private:
   Communicator *comm;
   Device device;
   std::unique_ptr<NcclComm> nccl;
-  std::vector<void *> memory; // one allocation per buffer
+  std::vector<void *> memory; // where each buffer is
+  std::vector<void *> owned;  // what was allocated
 };
 
 } // namespace
@@ -591,17 +592,32 @@ llvm::Error CudaBackend::initialise() {
                              "cudaMalloc"))
     return error;
   cudaMemset(device.errors, 0, sizeof(int));
+  // The memory plan's values share one arena; the rest have their own.
   const Executable &executable = host.executable();
-  for (int id = 0; id < executable.buffers_size(); ++id) {
-    void *pointer = nullptr;
-    size_t bytes = std::max<int64_t>(executable.buffers(id).size_bytes(), 1);
-    if (auto error = checkCuda(cudaMalloc(&pointer, bytes), "cudaMalloc"))
+  const MemoryPlan &plan = host.plan();
+  auto allocate = [&](size_t bytes, const llvm::Twine &what,
+                      void *&pointer) -> llvm::Error {
+    if (auto error = checkCuda(cudaMalloc(&pointer, std::max<size_t>(bytes, 1)),
+                               "cudaMalloc"))
       return llvm::createStringError(
           llvm::inconvertibleErrorCode(),
-          "cannot hold buffer " + std::to_string(id) + " (" +
-              std::to_string(bytes) + " bytes) on the GPU: " +
-              llvm::toString(std::move(error)));
-    cudaMemset(pointer, 0, bytes);
+          "cannot hold " + what + " (" + std::to_string(bytes) +
+              " bytes) on the GPU: " + llvm::toString(std::move(error)));
+    owned.push_back(pointer);
+    return checkCuda(cudaMemset(pointer, 0, bytes), "cudaMemset");
+  };
+  void *arena = nullptr;
+  if (plan.arenaBytes)
+    if (auto error = allocate(plan.arenaBytes, "the computed values", arena))
+      return error;
+  for (int id = 0; id < executable.buffers_size(); ++id) {
+    int64_t offset = plan.offsets.empty() ? -1 : plan.offsets[id];
+    void *pointer = nullptr;
+    if (offset >= 0)
+      pointer = static_cast<char *>(arena) + offset;
+    else if (auto error = allocate(executable.buffers(id).size_bytes(),
+                                   "buffer " + std::to_string(id), pointer))
+      return error;
     memory.push_back(pointer);
   }
   if (comm && comm->worldSize() > 1 && executable.meshes_size()) {
@@ -616,7 +632,7 @@ llvm::Error CudaBackend::initialise() {
 }
 
 CudaBackend::~CudaBackend() {
-  for (void *pointer : memory)
+  for (void *pointer : owned)
     cudaFree(pointer);
   for (auto &[pointer, size] : device.scratch)
     if (pointer)
