@@ -114,8 +114,10 @@ void ResourceReport::print(llvm::raw_ostream &os) const {
   os << "  trainable parameters: " << bytesText(trainableBytes) << "\n";
   os << "  gradient sums:        " << bytesText(gradientBytes) << "\n";
   os << "  optimizer state:      " << bytesText(optimizerBytes) << "\n";
-  os << "  computed values:      " << bytesText(valueBytes)
-     << " (all held at once until memory planning)\n";
+  os << "  computed values:      " << bytesText(valueBytes) << "\n";
+  if (arenaBytes)
+    os << "    sharing an arena of " << bytesText(arenaBytes)
+       << " (the runtime's memory plan)\n";
   os << "Sent per optimizer step, per rank (ring algorithms):\n";
   if (traffic.empty())
     os << "  nothing: one rank\n";

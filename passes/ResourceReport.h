@@ -28,9 +28,9 @@ struct ResourceReport {
   };
   int64_t frozenBytes = 0, trainableBytes = 0, gradientBytes = 0,
           optimizerBytes = 0;
-  /// Every value the entry points compute: what the runtime holds today,
-  /// before memory planning reuses buffers.
-  int64_t valueBytes = 0;
+  /// Every value the entry points compute, and the arena the runtime's
+  /// memory plan fits them in (set by whoever plans it; 0: not planned).
+  int64_t valueBytes = 0, arenaBytes = 0;
   /// (axis, collective) -> calls and bytes sent per optimizer step.
   std::map<std::pair<std::string, std::string>, Traffic> traffic;
   std::string mesh; // "dp=2 x tp=4"

@@ -2,6 +2,8 @@
 
 #include "runtime/executable/MemoryPlan.h"
 
+#include "llvm/ADT/STLExtras.h"
+
 #include <algorithm>
 #include <iterator>
 #include <map>
@@ -100,4 +102,12 @@ MemoryPlan twill::planMemory(const Executable &executable,
     plan.arenaBytes = std::max(plan.arenaBytes, arena.highWater());
   }
   return plan;
+}
+
+std::vector<int> twill::hostReadBuffers(const Executable &executable) {
+  std::vector<int> ids;
+  for (int id = 0; id < executable.buffers_size(); ++id)
+    if (llvm::is_contained(kHostReadValues, executable.buffers(id).name()))
+      ids.push_back(id);
+  return ids;
 }

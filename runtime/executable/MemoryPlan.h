@@ -16,6 +16,7 @@
 
 #include "proto/executable.pb.h"
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
 
 #include <cstdint>
 #include <vector>
@@ -32,6 +33,11 @@ struct MemoryPlan {
 
 MemoryPlan planMemory(const Executable &executable,
                       llvm::ArrayRef<int> pinned);
+
+/// Values the host reads by name after a run (Program::valueBuffer), which
+/// the plan must leave in memory of their own.
+inline constexpr llvm::StringLiteral kHostReadValues[] = {"logits"};
+std::vector<int> hostReadBuffers(const Executable &executable);
 
 } // namespace twill
 

@@ -11,13 +11,8 @@ using namespace twill;
 
 Program::Program(Executable executable, Communicator *comm)
     : program(std::move(executable)), comm(comm) {
-  // The values the host reads by name after a run keep their memory.
-  std::vector<int> pinned;
-  for (int id = 0; id < program.buffers_size(); ++id)
-    if (llvm::is_contained(kHostReadValues, program.buffers(id).name()))
-      pinned.push_back(id);
-  memory =
-      std::make_unique<BufferSet>(program, planMemory(program, pinned));
+  memory = std::make_unique<BufferSet>(
+      program, planMemory(program, hostReadBuffers(program)));
   for (const Parameter &parameter : program.parameters())
     named[parameter.name()] = parameter.buffer();
   for (const State &state : program.states())

@@ -20,10 +20,6 @@
 
 namespace twill {
 
-/// Values the host reads by name after a run (Program::valueBuffer): they
-/// keep memory of their own.
-inline constexpr llvm::StringLiteral kHostReadValues[] = {"logits"};
-
 class Program {
 public:
   /// `comm` runs the program's collectives (none: a 1-rank program).

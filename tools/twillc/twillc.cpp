@@ -18,6 +18,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "passes/Passes.h"
 #include "passes/ResourceReport.h"
+#include "runtime/executable/MemoryPlan.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -136,6 +137,14 @@ int main(int argc, char **argv) {
             *module, config->train().gradient_accumulation_steps());
     if (mlir::failed(figures))
       return fail("cannot report on the job");
+    // The arena twill-train will place the computed values in.
+    mlir::FailureOr<twill::Executable> executable =
+        mlir::twill::emitExecutable(*module);
+    if (mlir::failed(executable))
+      return fail("cannot compile the job");
+    figures->arenaBytes =
+        twill::planMemory(*executable, twill::hostReadBuffers(*executable))
+            .arenaBytes;
     figures->print(llvm::outs());
     return 0;
   }
