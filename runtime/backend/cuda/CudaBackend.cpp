@@ -1,9 +1,10 @@
 //===- CudaBackend.cpp - runs an Executable on a GPU ----------------------===//
 //
-// Every buffer lives in device memory; instructions run in order on one
-// stream (cuBLAS for matmuls, CudaKernels.cu for the rest, NCCL for the
-// collectives on the same stream, so each is complete before its result is
-// read). Shapes are checked on the host with the cpu backend's decoders
+// Every buffer lives in device memory; instructions run in order on the
+// compute stream (cuBLAS for matmuls, CudaKernels.cu for the rest); NCCL
+// collectives run on a communication stream, started by an event once
+// their inputs are written and waited for by the compute stream before
+// anything after them runs, so no collective's result is read unwaited. Shapes are checked on the host with the cpu backend's decoders
 // before anything is launched.
 //
 //===----------------------------------------------------------------------===//
@@ -42,11 +43,33 @@ namespace {
 
 /// What the kernels of one run share.
 struct Device {
-  cudaStream_t stream = nullptr;
+  cudaStream_t stream = nullptr;     // compute
+  cudaStream_t commStream = nullptr; // NCCL
+  cudaEvent_t inputsReady = nullptr, collectiveDone = nullptr;
   cublasHandle_t blas = nullptr;
   int *errors = nullptr; // ErrorBit flags raised by kernels
   NcclComm *nccl = nullptr;
   std::vector<std::pair<void *, size_t>> scratch; // reused between ops
+
+  /// Runs `collective` on the communication stream: it starts once the
+  /// compute stream has written its inputs, and the compute stream waits for
+  /// it before anything after it runs, so no result is read unwaited.
+  llvm::Error
+  communicate(llvm::function_ref<llvm::Error(cudaStream_t)> collective) {
+    if (auto error = checkCuda(cudaEventRecord(inputsReady, stream),
+                               "cudaEventRecord"))
+      return error;
+    if (auto error = checkCuda(cudaStreamWaitEvent(commStream, inputsReady),
+                               "cudaStreamWaitEvent"))
+      return error;
+    if (auto error = collective(commStream))
+      return error;
+    if (auto error = checkCuda(cudaEventRecord(collectiveDone, commStream),
+                               "cudaEventRecord"))
+      return error;
+    return checkCuda(cudaStreamWaitEvent(stream, collectiveDone),
+                     "cudaStreamWaitEvent");
+  }
 
   /// Device scratch slot `slot` of at least `bytes`.
   llvm::Expected<void *> scratchSpace(size_t slot, size_t bytes) {
@@ -281,9 +304,11 @@ llvm::Error reduceRows(const InstructionView &in, Device &device, double *rows,
   llvm::Expected<ncclComm_t> comm = device.nccl->axis(axis);
   if (!comm)
     return comm.takeError();
-  return checkNccl(ncclAllReduce(rows, rows, count, ncclDouble,
-                                 max ? ncclMax : ncclSum, *comm, device.stream),
-                   "ncclAllReduce");
+  return device.communicate([&](cudaStream_t stream) {
+    return checkNccl(ncclAllReduce(rows, rows, count, ncclDouble,
+                                   max ? ncclMax : ncclSum, *comm, stream),
+                     "ncclAllReduce");
+  });
 }
 
 /// cross_entropy (logits, labels) -> (loss, count) and cross_entropy_grad
@@ -434,15 +459,16 @@ llvm::Error runAllToAll(const InstructionView &in, const CollectiveShape &shape,
   cuda::arrangeBlocks(in.data<float>(0), send, ranks, splitOuter,
                       blockShape[split], inShape[split], splitInner,
                       /*toWhole=*/false, device.stream);
-  if (auto error = checkNccl(ncclGroupStart(), "ncclGroupStart"))
-    return error;
-  for (int64_t r = 0; r < ranks; ++r) {
-    ncclSend(send + r * block, block, ncclFloat32, int(r), comm,
-             device.stream);
-    ncclRecv(receive + r * block, block, ncclFloat32, int(r), comm,
-             device.stream);
-  }
-  if (auto error = checkNccl(ncclGroupEnd(), "ncclGroupEnd"))
+  if (auto error = device.communicate([&](cudaStream_t stream) {
+        if (auto error = checkNccl(ncclGroupStart(), "ncclGroupStart"))
+          return error;
+        for (int64_t r = 0; r < ranks; ++r) {
+          ncclSend(send + r * block, block, ncclFloat32, int(r), comm, stream);
+          ncclRecv(receive + r * block, block, ncclFloat32, int(r), comm,
+                   stream);
+        }
+        return checkNccl(ncclGroupEnd(), "ncclGroupEnd");
+      }))
     return error;
   auto [concatOuter, concatInner] = around(blockShape, concat);
   cuda::arrangeBlocks(receive, in.data<float>(1), ranks, concatOuter,
@@ -475,11 +501,13 @@ llvm::Error runCollective(const InstructionView &in, Device &device) {
   if (!comm)
     return comm.takeError();
   if (op == "twill.all_reduce")
-    return checkNccl(
-        ncclAllReduce(in.data<void>(0), in.data<void>(1), in.count(0),
-                      shape->dtype == I64 ? ncclInt64 : ncclFloat32, ncclSum,
-                      *comm, device.stream),
-        "ncclAllReduce");
+    return device.communicate([&](cudaStream_t stream) {
+      return checkNccl(
+          ncclAllReduce(in.data<void>(0), in.data<void>(1), in.count(0),
+                        shape->dtype == I64 ? ncclInt64 : ncclFloat32,
+                        ncclSum, *comm, stream),
+          "ncclAllReduce");
+    });
   if (op == "twill.all_to_all")
     return runAllToAll(in, *shape, *comm, device);
   int64_t blocked = size * outer * block * inner;
@@ -488,11 +516,12 @@ llvm::Error runCollective(const InstructionView &in, Device &device) {
     return space.takeError();
   float *padded = static_cast<float *>(*space);
   if (op == "twill.all_gather") {
-    if (auto error = checkNccl(ncclAllGather(in.data<void>(0), padded,
-                                             outer * block * inner,
-                                             ncclFloat32, *comm,
-                                             device.stream),
-                               "ncclAllGather"))
+    if (auto error = device.communicate([&](cudaStream_t stream) {
+          return checkNccl(ncclAllGather(in.data<void>(0), padded,
+                                         outer * block * inner, ncclFloat32,
+                                         *comm, stream),
+                           "ncclAllGather");
+        }))
       return error;
     cuda::arrangeBlocks(padded, in.data<float>(1), size, outer, block, whole,
                         inner, /*toWhole=*/true, device.stream);
@@ -500,10 +529,12 @@ llvm::Error runCollective(const InstructionView &in, Device &device) {
   }
   cuda::arrangeBlocks(in.data<float>(0), padded, size, outer, block, whole,
                       inner, /*toWhole=*/false, device.stream);
-  return checkNccl(ncclReduceScatter(padded, in.data<void>(1),
-                                     outer * block * inner, ncclFloat32,
-                                     ncclSum, *comm, device.stream),
-                   "ncclReduceScatter");
+  return device.communicate([&](cudaStream_t stream) {
+    return checkNccl(ncclReduceScatter(padded, in.data<void>(1),
+                                       outer * block * inner, ncclFloat32,
+                                       ncclSum, *comm, stream),
+                     "ncclReduceScatter");
+  });
 }
 
 const llvm::StringMap<Kernel> &kernels() {
@@ -580,9 +611,14 @@ llvm::Error CudaBackend::initialise() {
   int rank = comm ? comm->rank() : 0;
   if (auto error = checkCuda(cudaSetDevice(rank % devices), "cudaSetDevice"))
     return error;
-  if (auto error = checkCuda(cudaStreamCreate(&device.stream),
-                             "cudaStreamCreate"))
-    return error;
+  for (cudaStream_t *stream : {&device.stream, &device.commStream})
+    if (auto error = checkCuda(cudaStreamCreate(stream), "cudaStreamCreate"))
+      return error;
+  for (cudaEvent_t *event : {&device.inputsReady, &device.collectiveDone})
+    if (auto error = checkCuda(
+            cudaEventCreateWithFlags(event, cudaEventDisableTiming),
+            "cudaEventCreate"))
+      return error;
   if (auto error = checkBlas(cublasCreate(&device.blas), "cublasCreate"))
     return error;
   if (auto error = checkBlas(cublasSetStream(device.blas, device.stream),
@@ -642,8 +678,12 @@ CudaBackend::~CudaBackend() {
   if (device.blas)
     cublasDestroy(device.blas);
   nccl.reset();
-  if (device.stream)
-    cudaStreamDestroy(device.stream);
+  for (cudaEvent_t event : {device.inputsReady, device.collectiveDone})
+    if (event)
+      cudaEventDestroy(event);
+  for (cudaStream_t stream : {device.stream, device.commStream})
+    if (stream)
+      cudaStreamDestroy(stream);
 }
 
 llvm::Error CudaBackend::run(const EntryPoint &entry,
