@@ -4,8 +4,9 @@
 // compute stream (cuBLAS for matmuls, CudaKernels.cu for the rest); NCCL
 // collectives run on a communication stream, started by an event once
 // their inputs are written and waited for by the compute stream before
-// anything after them runs, so no collective's result is read unwaited. Shapes are checked on the host with the cpu backend's decoders
-// before anything is launched.
+// anything after them runs, so no collective's result is read unwaited.
+// Shapes are checked on the host with the cpu backend's decoders before
+// anything is launched.
 //
 //===----------------------------------------------------------------------===//
 
