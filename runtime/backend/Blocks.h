@@ -1,7 +1,8 @@
 //===- Blocks.h - kernel parameters every backend shares ----------*- C++ -*-===//
 //
 // Plain structs the kernels of every backend share (nvcc includes them):
-// the slice of heads or vocab a partitioned op holds, rope's scaling.
+// the slice of heads or vocab a partitioned op holds, rope's scaling,
+// AdamW's settings.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,6 +31,11 @@ struct VocabBlock {
 struct RopeFrequencyScaling {
   double factor = 0, lowFreqFactor = 0, highFreqFactor = 0;
   int64_t originalMaxPosition = 0;
+};
+
+/// AdamW's hyper-parameters (the lr and step come as values).
+struct AdamWSettings {
+  double beta1, beta2, eps, weightDecay;
 };
 
 } // namespace twill

@@ -390,6 +390,23 @@ transposePermutation(const InstructionView &in) {
                                  shape.size());
 }
 
+/// adamw (param, grad, exp_avg, exp_avg_sq, lr, grad_scale, step) ->
+/// (param, exp_avg, exp_avg_sq): its settings, once the shapes agree.
+inline llvm::Expected<AdamWSettings> adamwSettings(const InstructionView &in) {
+  if (auto error =
+          in.expect(7, 3, {F32, F32, F32, F32, F32, F32, I64, F32, F32, F32},
+                    {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}))
+    return std::move(error);
+  for (int index : {1, 2, 3, 7, 8, 9})
+    if (auto error = in.expectSameCount(0, index))
+      return std::move(error);
+  if (in.count(4) != 1 || in.count(5) != 1 || in.count(6) != 1)
+    return in.fail("lr, grad_scale and step must be scalars");
+  return AdamWSettings{in.floatAttr("beta1", 0.9), in.floatAttr("beta2", 0.999),
+                       in.floatAttr("eps", 1e-8),
+                       in.floatAttr("weight_decay", 0)};
+}
+
 } // namespace twill
 
 #endif // TWILL_RUNTIME_BACKEND_INSTRUCTIONVIEW_H

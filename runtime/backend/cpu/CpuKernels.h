@@ -133,10 +133,6 @@ float clipCoefficient(float norm, double maxNorm);
 float scheduledLr(int64_t step, int64_t totalSteps, double lr,
                   int64_t warmupSteps);
 
-struct AdamWSettings {
-  double beta1, beta2, eps, weightDecay;
-};
-
 /// One torch.optim.AdamW update (step = optimizer steps already taken) of
 /// `count` values; `param`, `expAvg` and `expAvgSq` get the new values.
 void adamw(const float *param, const float *grad, const float *expAvg,

@@ -410,21 +410,12 @@ llvm::Error runScalar(const InstructionView &in, Device &device) {
 }
 
 llvm::Error runAdamW(const InstructionView &in, Device &device) {
-  if (auto error =
-          in.expect(7, 3, {F32, F32, F32, F32, F32, F32, I64, F32, F32, F32},
-                    {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}))
-    return error;
-  for (int index : {1, 2, 3, 7, 8, 9})
-    if (auto error = in.expectSameCount(0, index))
-      return error;
-  if (in.count(4) != 1 || in.count(5) != 1 || in.count(6) != 1)
-    return in.fail("lr, grad_scale and step must be scalars");
-  cuda::AdamW settings{in.floatAttr("beta1", 0.9), in.floatAttr("beta2", 0.999),
-                       in.floatAttr("eps", 1e-8),
-                       in.floatAttr("weight_decay", 0)};
+  llvm::Expected<AdamWSettings> settings = adamwSettings(in);
+  if (!settings)
+    return settings.takeError();
   cuda::adamw(in.data<float>(0), in.data<float>(1), in.data<float>(2),
               in.data<float>(3), in.data<float>(4), in.data<float>(5),
-              in.data<int64_t>(6), settings, in.data<float>(7),
+              in.data<int64_t>(6), *settings, in.data<float>(7),
               in.data<float>(8), in.data<float>(9), in.count(0),
               device.stream);
   return llvm::Error::success();

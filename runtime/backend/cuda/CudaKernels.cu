@@ -456,7 +456,7 @@ __global__ void scalarKernel(int op, const void *a, const void *b,
 __global__ void adamwKernel(const float *param, const float *grad,
                             const float *expAvg, const float *expAvgSq,
                             const float *lr, const float *gradScale,
-                            const int64_t *step, AdamW s, float *newParam,
+                            const int64_t *step, AdamWSettings s, float *newParam,
                             float *newExpAvg, float *newExpAvgSq,
                             int64_t count) {
   // The scalars as PyTorch computes them (in double), then its float ops.
@@ -698,7 +698,7 @@ void increment(const int64_t *in, int64_t *out, cudaStream_t stream) {
 
 void adamw(const float *param, const float *grad, const float *expAvg,
            const float *expAvgSq, const float *lr, const float *gradScale,
-           const int64_t *step, AdamW settings, float *newParam,
+           const int64_t *step, AdamWSettings settings, float *newParam,
            float *newExpAvg, float *newExpAvgSq, int64_t count,
            cudaStream_t stream) {
   adamwKernel<<<blocksFor(count), kThreads, 0, stream>>>(

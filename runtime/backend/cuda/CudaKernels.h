@@ -111,12 +111,9 @@ void scheduledLr(const int64_t *step, const int64_t *totalSteps, double lr,
                  int64_t warmupSteps, float *out, cudaStream_t stream);
 void increment(const int64_t *in, int64_t *out, cudaStream_t stream);
 
-struct AdamW {
-  double beta1, beta2, eps, weightDecay;
-};
 void adamw(const float *param, const float *grad, const float *expAvg,
            const float *expAvgSq, const float *lr, const float *gradScale,
-           const int64_t *step, AdamW settings, float *newParam,
+           const int64_t *step, AdamWSettings settings, float *newParam,
            float *newExpAvg, float *newExpAvgSq, int64_t count,
            cudaStream_t stream);
 
