@@ -240,6 +240,8 @@ OwningOpRef<ModuleOp> LlamaTracer::trace() {
                      : linear(h, "lm_head", "lm_head", hidden, vocab);
   // Named, so that the runtime can dump it.
   logits.getDefiningOp()->setLoc(loc("logits"));
+  logits.getDefiningOp()->setAttr(mlir::twill::kHostReadAttrName,
+                                  builder.getUnitAttr());
   auto loss = CrossEntropyOp::create(
       builder, loc("loss"), RankedTensorType::get({}, builder.getF32Type()),
       RankedTensorType::get({}, builder.getI64Type()), logits, labels,

@@ -49,14 +49,9 @@ private:
 
 } // namespace
 
-/// A partitioned argument's whole shape and the dim each mesh axis splits.
-static void recordSplit(func::FuncOp function, unsigned index,
-                        ::twill::Buffer &buffer) {
-  auto global = function.getArgAttrOfType<TypeAttr>(
-      index, mlir::twill::kGlobalAttrName);
-  if (!global)
-    return;
-  auto type = cast<RankedTensorType>(global.getValue());
+/// The whole shape of a value split over the mesh and the dim each mesh
+/// axis splits, from its placed type.
+static void recordSplit(RankedTensorType type, ::twill::Buffer &buffer) {
   for (int64_t dim : type.getShape())
     buffer.add_global_shape(dim);
   if (auto placement =
@@ -138,7 +133,10 @@ LogicalResult ExecutableEmitter::emitArgument(BlockArgument argument,
       return failure();
     if (isNew) {
       record(name.getValue(), *id);
-      recordSplit(function, index, *executable.mutable_buffers(*id));
+      if (auto global = function.getArgAttrOfType<TypeAttr>(
+              index, mlir::twill::kGlobalAttrName))
+        recordSplit(cast<RankedTensorType>(global.getValue()),
+                    *executable.mutable_buffers(*id));
     }
     return success();
   };
@@ -226,14 +224,23 @@ LogicalResult ExecutableEmitter::emitFunction(func::FuncOp function) {
     instruction.set_op(op.getName().getStringRef().str());
     for (Value operand : op.getOperands())
       instruction.add_operands(buffers.lookup(operand));
-    for (Value result : op.getResults()) {
+    auto globals =
+        op.getAttrOfType<ArrayAttr>(mlir::twill::kGlobalResultsAttrName);
+    for (auto [index, result] : llvm::enumerate(op.getResults())) {
       FailureOr<int> id = newBuffer(result, &op);
       if (failed(id))
         return failure();
       instruction.add_results(*id);
+      if (globals && index < globals.size())
+        recordSplit(cast<RankedTensorType>(
+                        cast<TypeAttr>(globals[index]).getValue()),
+                    *executable.mutable_buffers(*id));
     }
+    // Attributes in the twill. namespace annotate the IR for the compiler;
+    // the kernels read the op's own.
     for (NamedAttribute attribute : op.getAttrs())
-      if (failed(emitAttribute(&op, attribute, instruction)))
+      if (!attribute.getName().strref().starts_with("twill.") &&
+          failed(emitAttribute(&op, attribute, instruction)))
         return failure();
   }
   return success();

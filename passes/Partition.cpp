@@ -260,6 +260,12 @@ LogicalResult Partitioner::rewriteOp(Operation *op) {
     return success();
   }
   const OpPlan &opPlan = plans[op];
+  if (op->hasAttr(kHostReadAttrName)) {
+    SmallVector<Attribute> types;
+    for (Value result : op->getResults())
+      types.push_back(TypeAttr::get(placed.lookup(result)));
+    op->setAttr(kGlobalResultsAttrName, builder.getArrayAttr(types));
+  }
   if (opPlan.offsetAxis >= 0) {
     op->setAttr("shard_axis",
                 builder.getStringAttr(plan.axisNames[opPlan.offsetAxis]));

@@ -24,6 +24,13 @@ inline constexpr llvm::StringLiteral kOutputAttrName = "twill.output";
 /// Function argument attribute set by twill-partition: the argument's whole
 /// type with its placement (the argument itself is the local block).
 inline constexpr llvm::StringLiteral kGlobalAttrName = "twill.global";
+/// Op attribute: the runtime reads this op's results after a run (the
+/// logits, for evaluation). twill-partition records their whole types and
+/// placements in kGlobalResultsAttrName, so the runtime can put them
+/// together from every rank's block.
+inline constexpr llvm::StringLiteral kHostReadAttrName = "twill.host_read";
+inline constexpr llvm::StringLiteral kGlobalResultsAttrName =
+    "twill.global_results";
 } // namespace mlir::twill
 
 #endif // TWILL_DIALECTS_TWILL_TWILLDIALECT_H

@@ -170,10 +170,6 @@ llvm::Expected<TrainResult> twill::train(Program &program,
 
 llvm::Expected<Evaluation> twill::evaluate(Program &program,
                                            llvm::ArrayRef<Row> rows) {
-  if (program.isDistributed())
-    return trainError("accuracy evaluation needs a 1 x 1 mesh (the logits of "
-                      "a partitioned program are split over its ranks): "
-                      "evaluate the written adapter with a 1 x 1 compile");
   const EntryPoint *forward = program.entryPoint("forward");
   int logitsId = forward ? program.valueBuffer(*forward, "logits") : -1;
   if (logitsId < 0)

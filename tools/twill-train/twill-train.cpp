@@ -170,9 +170,6 @@ static int runEval(Program &program) {
       return fail(std::move(error));
   }
   if (!dumpLogitsPath.empty()) {
-    if (program.isDistributed())
-      return fail("--dump-logits needs a 1 x 1 mesh: the logits of a "
-                  "partitioned program are split over its ranks");
     int logits = program.valueBuffer(*entry, "logits");
     if (logits < 0)
       return fail(executablePath + ": " + name + " has no value named logits");
