@@ -5,6 +5,7 @@
 #include "runtime/data/JsonLines.h"
 
 #include "llvm/Support/Base64.h"
+#include "llvm/Support/ConvertUTF.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -123,19 +124,17 @@ static std::optional<unsigned char> byteOfCodePoint(uint32_t c) {
 /// The bytes of a token written in GPT-2's byte-level alphabet (UTF-8).
 static std::optional<std::string> tokenBytes(llvm::StringRef text) {
   std::string bytes;
-  for (size_t i = 0; i < text.size();) {
-    unsigned char lead = text[i];
-    int length = lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
-    if (i + length > text.size())
+  auto *next = reinterpret_cast<const llvm::UTF8 *>(text.begin());
+  auto *end = reinterpret_cast<const llvm::UTF8 *>(text.end());
+  while (next < end) {
+    llvm::UTF32 c;
+    if (llvm::convertUTF8Sequence(&next, end, &c, llvm::strictConversion) !=
+        llvm::conversionOK)
       return std::nullopt;
-    uint32_t c = length == 1 ? lead : lead & (0xFF >> (length + 1));
-    for (int k = 1; k < length; ++k)
-      c = (c << 6) | (text[i + k] & 0x3F);
     std::optional<unsigned char> byte = byteOfCodePoint(c);
     if (!byte)
       return std::nullopt;
     bytes.push_back(char(*byte));
-    i += length;
   }
   return bytes;
 }
