@@ -22,6 +22,8 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <map>
+
 using namespace twill;
 
 static llvm::Error checkCuda(cudaError_t result, llvm::StringRef call) {
@@ -51,6 +53,9 @@ struct Device {
   int *errors = nullptr; // ErrorBit flags raised by kernels
   NcclComm *nccl = nullptr;
   std::vector<std::pair<void *, size_t>> scratch; // reused between ops
+  /// Rope frequency tables on the device, by (head dim, theta, scaling):
+  /// made once, not at every rope.
+  std::map<std::vector<double>, double *> ropeTables;
 
   /// Runs `collective` on the communication stream: it starts once the
   /// compute stream has written its inputs, and the compute stream waits for
@@ -181,21 +186,27 @@ llvm::Error runRope(const InstructionView &in, Device &device) {
   llvm::Expected<RopeShape> shape = ropeShape(in);
   if (!shape)
     return shape.takeError();
-  std::vector<double> frequencies =
-      cpu::ropeFrequencies(shape->headDim, shape->theta, shape->scaling);
-  size_t bytes = frequencies.size() * sizeof(double);
-  llvm::Expected<void *> table = device.scratchSpace(0, bytes);
-  if (!table)
-    return table.takeError();
-  if (auto error = checkCuda(cudaMemcpyAsync(*table, frequencies.data(), bytes,
-                                             cudaMemcpyHostToDevice,
-                                             device.stream),
-                             "cudaMemcpyAsync"))
-    return error;
-  // (A copy from pageable memory has read it when the call returns.)
+  const RopeFrequencyScaling &scaling = shape->scaling;
+  std::vector<double> key = {double(shape->headDim), shape->theta,
+                             scaling.factor, scaling.lowFreqFactor,
+                             scaling.highFreqFactor,
+                             double(scaling.originalMaxPosition)};
+  double *&table = device.ropeTables[key];
+  if (!table) {
+    std::vector<double> frequencies =
+        cpu::ropeFrequencies(shape->headDim, shape->theta, scaling);
+    size_t bytes = frequencies.size() * sizeof(double);
+    if (auto error = checkCuda(cudaMalloc(&table, std::max<size_t>(bytes, 1)),
+                               "cudaMalloc"))
+      return error;
+    if (auto error = checkCuda(cudaMemcpy(table, frequencies.data(), bytes,
+                                          cudaMemcpyHostToDevice),
+                               "cudaMemcpy"))
+      return error;
+  }
   cuda::rope(in.data<float>(0), in.data<int32_t>(1), in.data<float>(2),
-             shape->tokens, shape->heads, shape->headDim,
-             static_cast<const double *>(*table), Inverse, device.stream);
+             shape->tokens, shape->heads, shape->headDim, table, Inverse,
+             device.stream);
   return llvm::Error::success();
 }
 
@@ -665,6 +676,8 @@ CudaBackend::~CudaBackend() {
   for (auto &[pointer, size] : device.scratch)
     if (pointer)
       cudaFree(pointer);
+  for (auto &[key, table] : device.ropeTables)
+    cudaFree(table);
   if (device.errors)
     cudaFree(device.errors);
   if (device.blas)
