@@ -5,6 +5,37 @@
 
 include "mlir/Pass/PassBase.td"
 
+def MixedPrecision : Pass<"twill-mixed-precision", "mlir::ModuleOp"> {
+  let summary = "bf16 weights and activations, fp32 where training accumulates";
+  let description = [{
+    Runs on the traced `@forward`, before twill-autodiff, for jobs with
+    `train.precision: BF16`. Frozen parameters become bf16 arguments (the
+    runtime stores the checkpoint's weights in bf16); each trainable
+    parameter stays an fp32 master copy (and a float input as the runtime
+    gives it) and is cast to bf16 once, where the function starts; every floating-point value the model computes becomes
+    bf16, except the cross-entropy's loss sum, which stays fp32. Kernels load
+    bf16, accumulate in fp32 and round their results once.
+
+    Because it runs before differentiation, the backward follows by
+    construction: cotangents take their primal's type, so activation
+    gradients are bf16, and the cast's own gradient brings each trainable
+    parameter's gradient back to fp32, where the optimizer accumulates it,
+    clips it and updates the fp32 master and AdamW moments. Sharding treats
+    the cast of a parameter as the parameter: it is cast on its FSDP shard
+    and gathered in bf16.
+
+    ```mlir
+    // before
+    func.func @forward(%w: tensor<16x8xf32> {twill.param = "proj.weight"},
+                       %a: tensor<2x8xf32> {twill.param = "proj.lora_A.weight", twill.trainable}, ...)
+    // after
+    func.func @forward(%w: tensor<16x8xbf16> {twill.param = "proj.weight"},
+                       %a: tensor<2x8xf32> {twill.param = "proj.lora_A.weight", twill.trainable}, ...) {
+      %a16 = twill.cast %a : tensor<2x8xf32> -> tensor<2x8xbf16>
+    ```
+  }];
+}
+
 def Autodiff : Pass<"twill-autodiff", "mlir::ModuleOp"> {
   let summary = "Adds @train_step: the loss and its gradients";
   let description = [{

@@ -8,6 +8,8 @@ void mlir::twill::buildCompilePipeline(OpPassManager &pm,
                                        const ::twill::JobConfig &job,
                                        Stage until) {
   const ::twill::TrainConfig &train = job.train();
+  if (train.precision() == ::twill::TrainConfig::BF16)
+    pm.addPass(createMixedPrecision());
   pm.addPass(createAutodiff());
   OptimizerOptions optimizer;
   optimizer.lr = train.lr();

@@ -37,6 +37,8 @@ FailureOr<MeshPlan> MeshPlan::fromModule(ModuleOp module, bool sequenceParallel,
 }
 
 bool mlir::twill::isParameter(Value value) {
+  if (auto cast = value.getDefiningOp<CastOp>())
+    return isParameter(cast.getInput());
   auto argument = dyn_cast<BlockArgument>(value);
   if (!argument)
     return false;
@@ -137,8 +139,10 @@ AxisDecision mlir::twill::decideAxis(Operation *op, const ShardingRule &rule,
         rule.operands[index].size() >= 3)
       entry = entries[index] = AxisPlacement::shard(1);
     bool parameter = isParameter(operand);
-    if (!entry.isShard() || (parameter && axis == plan.dp))
-      continue; // FSDP storage is gathered before use
+    // FSDP storage is gathered before use, except by the cast that makes
+    // it the compute dtype: that runs on the shard.
+    if (!entry.isShard() || (parameter && axis == plan.dp && !isa<CastOp>(op)))
+      continue;
     const ShardingRule::Dim &dim = rule.operands[index][entry.dim];
     if (dim.empty() || rule.isReplicated(dim.front()))
       continue;

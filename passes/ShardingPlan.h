@@ -59,7 +59,8 @@ AxisDecision decideAxis(Operation *op, const ShardingRule &rule,
                         ArrayRef<Placement> operands, int axis,
                         const MeshPlan &plan);
 
-/// Whether `value` is a function argument marked as a model parameter.
+/// Whether `value` is a function argument marked as a model parameter, or
+/// such a parameter cast to its compute dtype (stored and gathered like it).
 bool isParameter(Value value);
 
 /// The shape of one rank's block of a `shape` tensor at `placement`:

@@ -1,0 +1,69 @@
+//===- MixedPrecision.cpp - the twill-mixed-precision pass ----------------===//
+
+#include "passes/Passes.h"
+
+#include "dialects/twill/TwillOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/SmallPtrSet.h"
+
+namespace mlir::twill {
+#define GEN_PASS_DEF_MIXEDPRECISION
+#include "passes/Passes.h.inc"
+} // namespace mlir::twill
+
+using namespace mlir;
+using namespace mlir::twill;
+
+namespace {
+
+/// `type` with a bf16 element type when it holds floats; otherwise null.
+RankedTensorType toBF16(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || !isa<FloatType>(tensor.getElementType()))
+    return {};
+  return tensor.clone(BFloat16Type::get(type.getContext()));
+}
+
+void lowerPrecision(func::FuncOp function) {
+  Block &body = function.getBody().front();
+  OpBuilder builder = OpBuilder::atBlockBegin(&body);
+  llvm::SmallPtrSet<Operation *, 16> masterCasts;
+  for (BlockArgument argument : body.getArguments()) {
+    unsigned index = argument.getArgNumber();
+    RankedTensorType bf16 = toBF16(argument.getType());
+    if (!bf16)
+      continue;
+    if (function.getArgAttr(index, kParamAttrName) &&
+        !function.getArgAttr(index, kTrainableAttrName)) {
+      argument.setType(bf16); // frozen: stored in bf16
+      continue;
+    }
+    // A trainable fp32 master (or a float input), cast once for every use.
+    auto cast = CastOp::create(builder, argument.getLoc(), bf16, argument);
+    argument.replaceAllUsesExcept(cast, cast);
+    masterCasts.insert(cast);
+  }
+  for (Operation &op : body) {
+    // The loss sum stays fp32, as do the function's results.
+    if (masterCasts.contains(&op) || isa<CrossEntropyOp, func::ReturnOp>(op))
+      continue;
+    for (OpResult result : op.getResults())
+      if (RankedTensorType bf16 = toBF16(result.getType()))
+        result.setType(bf16);
+  }
+  function.setType(builder.getFunctionType(
+      body.getArgumentTypes(), body.getTerminator()->getOperandTypes()));
+}
+
+struct MixedPrecisionPass
+    : public mlir::twill::impl::MixedPrecisionBase<MixedPrecisionPass> {
+  void runOnOperation() override {
+    getOperation().walk([](func::FuncOp function) {
+      if (!function.isExternal())
+        lowerPrecision(function);
+    });
+  }
+};
+
+} // namespace

@@ -1,0 +1,44 @@
+// twill-mixed-precision: frozen weights and activations in bf16, the
+// trainable fp32 masters cast once, the loss sum kept fp32.
+// RUN: twill-opt %s --twill-mixed-precision | FileCheck %s
+// The backward follows: activation gradients bf16, parameter gradients fp32.
+// RUN: twill-opt %s --twill-mixed-precision --twill-autodiff | FileCheck %s --check-prefix=GRAD
+
+func.func @forward(%w: tensor<16x8xf32> {twill.param = "proj.weight"},
+                   %a: tensor<2x8xf32> {twill.param = "proj.lora_A.weight", twill.trainable},
+                   %b: tensor<16x2xf32> {twill.param = "proj.lora_B.weight", twill.trainable},
+                   %x: tensor<3x4x8xf32> {twill.input = "x"},
+                   %labels: tensor<3x4xi32> {twill.input = "labels"})
+    -> (tensor<f32> {twill.output = "loss_sum"}, tensor<i64> {twill.output = "token_count"}) {
+  %y = twill.matmul %x, %w {transpose_rhs} : (tensor<3x4x8xf32>, tensor<16x8xf32>) -> tensor<3x4x16xf32>
+  %d = twill.matmul %x, %a {transpose_rhs} : (tensor<3x4x8xf32>, tensor<2x8xf32>) -> tensor<3x4x2xf32>
+  %u = twill.matmul %d, %b {transpose_rhs} : (tensor<3x4x2xf32>, tensor<16x2xf32>) -> tensor<3x4x16xf32>
+  %s = twill.scale %u by 2.0 : tensor<3x4x16xf32>
+  %z = twill.add %y, %s : (tensor<3x4x16xf32>, tensor<3x4x16xf32>) -> tensor<3x4x16xf32>
+  %loss, %count = twill.cross_entropy %z, %labels : (tensor<3x4x16xf32>, tensor<3x4xi32>) -> (tensor<f32>, tensor<i64>)
+  return %loss, %count : tensor<f32>, tensor<i64>
+}
+
+// CHECK-LABEL: func.func @forward(
+// CHECK-SAME: %[[W:[^:]*]]: tensor<16x8xbf16> {twill.param = "proj.weight"}
+// CHECK-SAME: %[[A:[^:]*]]: tensor<2x8xf32> {twill.param = "proj.lora_A.weight", twill.trainable}
+// CHECK-SAME: %[[B:[^:]*]]: tensor<16x2xf32> {twill.param = "proj.lora_B.weight", twill.trainable}
+// A float per-step input keeps its type (the runtime fills it) and is cast
+// like a master.
+// CHECK-SAME: %[[X:[^:]*]]: tensor<3x4x8xf32> {twill.input = "x"}
+// CHECK-SAME: -> (tensor<f32> {twill.output = "loss_sum"}, tensor<i64> {twill.output = "token_count"})
+// CHECK-NEXT: %[[A16:.*]] = twill.cast %[[A]] : tensor<2x8xf32> -> tensor<2x8xbf16>
+// CHECK-NEXT: %[[B16:.*]] = twill.cast %[[B]] : tensor<16x2xf32> -> tensor<16x2xbf16>
+// CHECK-NEXT: %[[X16:.*]] = twill.cast %[[X]] : tensor<3x4x8xf32> -> tensor<3x4x8xbf16>
+// CHECK-NEXT: twill.matmul %[[X16]], %[[W]] {{.*}} -> tensor<3x4x16xbf16>
+// CHECK-NEXT: twill.matmul %[[X16]], %[[A16]] {{.*}} -> tensor<3x4x2xbf16>
+// CHECK-NEXT: twill.matmul %{{.*}}, %[[B16]] {{.*}} -> tensor<3x4x16xbf16>
+// CHECK-NEXT: twill.scale {{.*}} : tensor<3x4x16xbf16>
+// CHECK-NEXT: twill.add {{.*}} -> tensor<3x4x16xbf16>
+// CHECK-NEXT: twill.cross_entropy {{.*}} : (tensor<3x4x16xbf16>, tensor<3x4xi32>) -> (tensor<f32>, tensor<i64>)
+
+// GRAD-LABEL: func.func @train_step(
+// GRAD: twill.cross_entropy_grad {{.*}} : (tensor<3x4x16xbf16>, tensor<3x4xi32>, tensor<f32>) -> tensor<3x4x16xbf16>
+// GRAD: %[[GB:.*]] = twill.cast %{{.*}} : tensor<16x2xbf16> -> tensor<16x2xf32>
+// GRAD: %[[GA:.*]] = twill.cast %{{.*}} : tensor<2x8xbf16> -> tensor<2x8xf32>
+// GRAD: return {{.*}} : tensor<f32>, tensor<i64>, tensor<2x8xf32>, tensor<16x2xf32>
