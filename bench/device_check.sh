@@ -8,7 +8,8 @@
 #    kernel through one train step and 20 training steps against the cpu
 #    backend);
 # 2. times LoRA training steps of the Llama-3.1-8B shape on the GPU (random
-#    weights, seq 4096, LoRA rank 16 on every projection, 3 steps after one
+#    weights stored in bf16, train.precision=BF16 as in the config, seq 4096,
+#    LoRA rank 16 on every projection, 3 steps after one
 #    warm-up step) and reports tokens/s, MFU against 989 TFLOP/s and against
 #    the bf16 cuBLAS peak measured here (8192^3 through PyTorch), and the
 #    peak GPU memory;
@@ -88,7 +89,7 @@ cublas_peak = 10 * 2 * 8192**3 / (time.perf_counter() - start)
 
 memory = max(int(x) for x in (work / "memory.txt").read_text().split() if x.strip())
 rows = [
-    ("job", f"Llama-3.1-8B shape, LoRA r16 all projections, seq {seq}, 1 GPU, cuda backend (fp32)"),
+    ("job", f"Llama-3.1-8B shape, LoRA r16 all projections, seq {seq}, 1 GPU, cuda backend, bf16 (fp32 LoRA masters)"),
     ("tokens/s (mean of steps 2-4)", f"{tokens_per_second:,.0f}"),
     ("target / goal", "12,500 / 15,000 tokens/s"),
     ("FLOPs per token (4N + 12 L d T)", f"{flops_per_token:.3e}"),

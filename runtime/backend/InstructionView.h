@@ -27,12 +27,14 @@ namespace twill {
 class InstructionView {
 public:
   /// `address` gives where a buffer's values are: host memory for the cpu
-  /// backend, device memory for cuda.
+  /// backend, device memory for cuda. `widened`: the backend gives the
+  /// kernel its bf16 values widened to fp32 (see bf16Buffers), so they
+  /// show as F32.
   InstructionView(const Executable &executable, const Instruction &instruction,
                   llvm::function_ref<void *(int id)> address,
-                  Communicator *comm)
+                  Communicator *comm, bool widened = false)
       : executable(executable), instruction(instruction), address(address),
-        comm(comm) {}
+        comm(comm), widened(widened) {}
 
   llvm::Error fail(const llvm::Twine &what) const {
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
@@ -56,6 +58,11 @@ public:
                                    info(index).shape_size());
   }
   int64_t count(int index) const { return numElements(info(index)); }
+  /// The dtype of the values the kernel sees.
+  DType dtype(int index) const {
+    DType stored = info(index).dtype();
+    return widened && stored == BF16 ? F32 : stored;
+  }
   int64_t dim(int index, int fromEnd) const {
     return shape(index)[shape(index).size() - 1 - fromEnd];
   }
@@ -74,10 +81,10 @@ public:
                                 operands, results));
     int index = 0;
     for (auto [dtype, rank] : llvm::zip_equal(dtypes, minRanks)) {
-      if (info(index).dtype() != dtype)
-        return fail(llvm::formatv("value {0} has dtype {1}, the cpu backend "
+      if (this->dtype(index) != dtype)
+        return fail(llvm::formatv("value {0} has dtype {1}, the kernel "
                                   "needs {2}",
-                                  index, DType_Name(info(index).dtype()),
+                                  index, DType_Name(this->dtype(index)),
                                   DType_Name(dtype)));
       if ((int)shape(index).size() < rank)
         return fail(
@@ -125,7 +132,31 @@ private:
   const Instruction &instruction;
   llvm::function_ref<void *(int id)> address;
   Communicator *comm;
+  bool widened;
 };
+
+/// The distinct bf16 buffers of an instruction, those it reads and those it
+/// writes. A backend without a bf16 kernel for the op widens the first to
+/// fp32 before the kernel and rounds the second back after it: bf16
+/// storage, fp32 compute, one rounding per result.
+struct BF16Buffers {
+  llvm::SmallVector<int> read, written;
+  bool empty() const { return read.empty() && written.empty(); }
+};
+
+inline BF16Buffers bf16Buffers(const Executable &executable,
+                               const Instruction &instruction) {
+  BF16Buffers found;
+  auto note = [&](int id, llvm::SmallVector<int> &into) {
+    if (executable.buffers(id).dtype() == BF16 && !llvm::is_contained(into, id))
+      into.push_back(id);
+  };
+  for (int id : instruction.operands())
+    note(id, found.read);
+  for (int id : instruction.results())
+    note(id, found.written);
+  return found;
+}
 
 /// This rank's coordinate along a mesh axis, and the axis size.
 struct AxisPosition {
@@ -189,7 +220,10 @@ struct MatmulShape {
 };
 
 inline llvm::Expected<MatmulShape> matmulShape(const InstructionView &in) {
-  if (auto error = in.expect(2, 1, {F32, F32, F32}, {2, 2, 2}))
+  // One float dtype for all three: fp32, or bf16 for a backend whose
+  // matmul reads it as stored.
+  DType type = in.dtype(0) == BF16 ? BF16 : F32;
+  if (auto error = in.expect(2, 1, {type, type, type}, {2, 2, 2}))
     return std::move(error);
   MatmulShape shape;
   shape.transposeLhs = in.flag("transpose_lhs");
@@ -237,7 +271,7 @@ collectiveShape(const InstructionView &in) {
                op == "twill.local_slice";
   if (!known)
     return in.fail("is no collective");
-  DType dtype = in.info(0).dtype();
+  DType dtype = in.dtype(0);
   bool integer = (op == "twill.all_reduce" && dtype == I64) ||
                  (op == "twill.local_slice" && dtype == I32);
   DType expected = integer ? dtype : F32;

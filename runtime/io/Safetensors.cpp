@@ -3,6 +3,7 @@
 #include "runtime/io/Safetensors.h"
 
 #include "runtime/io/AtomicFile.h"
+#include "runtime/executable/BFloat16.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Endian.h"
@@ -69,13 +70,6 @@ static float halfToFloat(uint16_t half) {
     }
     bits = sign | (exponent << 23) | ((mantissa & 0x3ff) << 13);
   }
-  float value;
-  std::memcpy(&value, &bits, sizeof(value));
-  return value;
-}
-
-static float bf16ToFloat(uint16_t bf16) {
-  uint32_t bits = uint32_t(bf16) << 16;
   float value;
   std::memcpy(&value, &bits, sizeof(value));
   return value;
@@ -195,7 +189,7 @@ static void convertToF32(DType dtype, const char *source, float *out,
     std::memcpy(out, source, count * sizeof(float));
     return;
   }
-  auto convert = dtype == DType::F16 ? halfToFloat : bf16ToFloat;
+  auto convert = dtype == DType::F16 ? halfToFloat : twill::bf16ToFloat;
   for (int64_t i = 0; i < count; ++i) {
     uint16_t raw;
     std::memcpy(&raw, source + 2 * i, sizeof(raw));

@@ -3,6 +3,7 @@
 #include "runtime/train/Program.h"
 
 #include "runtime/backend/Backend.h"
+#include "runtime/executable/BFloat16.h"
 
 #include <algorithm>
 #include <cstring>
@@ -44,8 +45,20 @@ llvm::Expected<std::vector<float>> Program::wholeTensor(int id) {
   if (llvm::Error error = backend->download({id}))
     return std::move(error);
   std::vector<float> whole(count, 0.0f);
-  llvm::ArrayRef<float> local(memory->as<float>(id),
-                              numElements(program.buffers(id)));
+  const Buffer &buffer = program.buffers(id);
+  std::vector<float> widened;
+  if (buffer.dtype() == BF16) {
+    widened.resize(numElements(buffer));
+    widenBF16(memory->as<uint16_t>(id), widened.data(), widened.size());
+  } else if (buffer.dtype() != F32) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "buffer " + std::to_string(id) +
+                                       " holds no floats");
+  }
+  llvm::ArrayRef<float> local =
+      buffer.dtype() == BF16
+          ? llvm::ArrayRef<float>(widened)
+          : llvm::ArrayRef<float>(memory->as<float>(id), numElements(buffer));
   // Each block once: its first holder adds it into zeros, the sum over the
   // world is the tensor.
   if (layout->primary)

@@ -3,6 +3,7 @@
 #include "runtime/train/Weights.h"
 
 #include "runtime/data/JsonLines.h"
+#include "runtime/executable/BFloat16.h"
 #include "runtime/io/Safetensors.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -103,14 +104,23 @@ llvm::Expected<uint64_t> twill::loadParameters(Program &program, llvm::StringRef
   std::mt19937_64 random(job.train().seed());
   for (const Parameter &parameter : program.executable().parameters()) {
     const Buffer &buffer = program.buffers().info(parameter.buffer());
-    if (buffer.dtype() != F32)
+    if (buffer.dtype() != F32 && buffer.dtype() != BF16)
       return weightError("parameter '" + parameter.name() +
-                         "' is not fp32; the cpu backend runs fp32 programs");
+                         "' is neither fp32 nor bf16");
     llvm::Expected<BufferBlock> block = program.block(parameter.buffer());
     if (!block)
       return block.takeError();
-    llvm::MutableArrayRef<float> local(
-        program.buffers().as<float>(parameter.buffer()), numElements(buffer));
+    // Made in fp32, stored as the program keeps the parameter.
+    std::vector<float> local(numElements(buffer));
+    auto store = [&] {
+      if (buffer.dtype() == BF16)
+        narrowToBF16(local.data(),
+                     program.buffers().as<uint16_t>(parameter.buffer()),
+                     local.size());
+      else
+        std::copy(local.begin(), local.end(),
+                  program.buffers().as<float>(parameter.buffer()));
+    };
     // Each rank reads only its block of the checkpoint's tensor.
     bool lora = isLoraWeight(parameter.name());
     std::vector<float> values(block->extentElements());
@@ -131,11 +141,13 @@ llvm::Expected<uint64_t> twill::loadParameters(Program &program, llvm::StringRef
       std::vector<float> whole(count);
       initialise(parameter.name(), block->globalShape, whole, random);
       sliceBlock<float>(whole, *block, local);
+      store();
       continue;
     }
     if (error)
       return std::move(error);
     placeBlock(values, *block, local);
+    store();
   }
   return (base ? base->bytesRead() : 0) + (adapter ? adapter->bytesRead() : 0);
 }

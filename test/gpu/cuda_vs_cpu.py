@@ -6,8 +6,11 @@
 1. One batch through @train_step on both backends, for LoRA and for full
    fine-tuning (every forward and backward kernel, embedding and norm
    weight gradients included): the loss within 1e-2 relative, every
-   gradient within 1e-2 (||cuda - cpu|| / ||cpu||).
-2. The tiny job trained for 20 steps on both: per-step losses within 2e-2.
+   gradient within 1e-2 (||cuda - cpu|| / ||cpu||); and for the bf16
+   program (train.precision=BF16: cuBLAS reads bf16, the other kernels get
+   widened values, exactly as the cpu backend computes it).
+2. The tiny job trained for 20 steps on both, in fp32 and in bf16: per-step
+   losses within 2e-2.
 
 Exits 77 (ctest: skipped, never passed) where twill-train says there is no
 GPU or no CUDA build.
@@ -23,7 +26,9 @@ from safetensors.numpy import load_file
 
 SKIP = 77
 JOB = ["model.num_hidden_layers=2", "train.seq_len=32", "train.batch_size=2"]
-VARIANTS = {"LoRA": [], "full fine-tuning": ["full_finetune={}", "lora="]}
+BF16 = ["train.precision=BF16"]
+VARIANTS = {"LoRA": [], "full fine-tuning": ["full_finetune={}", "lora="],
+            "bf16 LoRA": BF16}
 
 
 def run(command):
@@ -102,14 +107,15 @@ def main():
         print(f"{variant}: loss {cuda_loss:.6f} vs {cpu_loss:.6f}, "
               f"{len(cpu_grads)} gradients within {worst:.1e}")
 
-    program, out = compile_job(args, "train", ["train.epochs=1",
-                                               "train.max_steps_per_epoch=20"])
-    cpu = train(args, program, out, "cpu")
-    cuda = train(args, program, out, "cuda")
-    worst = max(abs(a - b) / abs(b) for a, b in zip(cuda, cpu))
-    if len(cuda) != len(cpu) or worst > 2e-2:
-        failures.append(f"training: cuda {cuda} vs cpu {cpu}")
-    print(f"training: {len(cuda)} steps, losses within {worst:.1e} of cpu")
+    steps = ["train.epochs=1", "train.max_steps_per_epoch=20"]
+    for name, overrides in {"train": steps, "train-bf16": steps + BF16}.items():
+        program, out = compile_job(args, name, overrides)
+        cpu = train(args, program, out, "cpu")
+        cuda = train(args, program, out, "cuda")
+        worst = max(abs(a - b) / abs(b) for a, b in zip(cuda, cpu))
+        if len(cuda) != len(cpu) or worst > 2e-2:
+            failures.append(f"{name}: cuda {cuda} vs cpu {cpu}")
+        print(f"{name}: {len(cuda)} steps, losses within {worst:.1e} of cpu")
     if failures:
         sys.exit("\n".join(failures))
 

@@ -24,7 +24,8 @@ Last, variants of the job against their own 1x1 run: full fine-tuning
 (every gradient reduce-scattered, the embedding's too), tied embeddings (one
 vocab-parallel table for the embedding and lm_head), no sequence
 parallelism (tp partial sums all-reduced, not scattered), and tp=3 (no head
-count or MLP size divides by it).
+count or MLP size divides by it); and bf16 (train.precision=BF16), whose
+1x1 losses must also be within 1e-2 of fp32's.
 """
 import argparse
 import json
@@ -45,15 +46,24 @@ JOB = [
     "train.max_steps_per_epoch=5",
 ]
 TOLERANCE = 1e-5
-# name: (overrides, meshes)
+# bf16 rounds every computed value (to 2^-8 relative); a mesh rounds its
+# partial sums before reducing them, so meshes agree to bf16's precision,
+# and so does bf16 with fp32.
+BF16_TOLERANCE = 1e-2
+# name: (overrides, meshes, tolerance)
 VARIANTS = {
-    "full fine-tuning": (["full_finetune={}", "lora="], [(2, 2), (1, 4)]),
-    "tied embeddings": (["model.tie_word_embeddings=true"], [(2, 2), (1, 4)]),
+    "full fine-tuning": (["full_finetune={}", "lora="], [(2, 2), (1, 4)],
+                         TOLERANCE),
+    "tied embeddings": (["model.tie_word_embeddings=true"], [(2, 2), (1, 4)],
+                        TOLERANCE),
     "no sequence parallelism": (["parallel.sequence_parallel=false"],
-                                [(2, 2), (1, 4)]),
+                                [(2, 2), (1, 4)], TOLERANCE),
     # tp=3 splits neither the 4 query heads (attention runs whole on every
     # rank) nor the MLP's 170 (padded to 171).
-    "tp=3, MLP of 170": (["model.intermediate_size=170"], [(1, 3), (2, 3)]),
+    "tp=3, MLP of 170": (["model.intermediate_size=170"], [(1, 3), (2, 3)],
+                         TOLERANCE),
+    # bf16 weights and activations, gathered in bf16; fp32 masters.
+    "bf16": (["train.precision=BF16"], [(2, 2), (1, 4)], BF16_TOLERANCE),
 }
 
 
@@ -144,14 +154,21 @@ def main():
                             f"bytes together, not the checkpoint's {whole}")
         print(f"{dp}x{tp} from the base: ranks read "
               f"{sorted(read.values())} of {whole} bytes")
-    for variant, (overrides, meshes) in VARIANTS.items():
+    for variant, (overrides, meshes, tolerance) in VARIANTS.items():
         alone, _, _ = train(args.bin, args.work, args.data, args.config, 1, 1,
                             variant=overrides)
+        if variant == "bf16":
+            worst = max(abs(a - b) / abs(b)
+                        for a, b in zip(alone, reference_losses))
+            if worst > tolerance:
+                failures.append(f"bf16 1x1: losses {alone} vs fp32 "
+                                f"{reference_losses}")
+            print(f"bf16, 1x1: losses within {worst:.1e} of fp32")
         for dp, tp in meshes:
             losses, _, _ = train(args.bin, args.work, args.data, args.config,
                                  dp, tp, variant=overrides)
             worst = max(abs(a - b) / abs(b) for a, b in zip(losses, alone))
-            if len(losses) != len(alone) or worst > TOLERANCE:
+            if len(losses) != len(alone) or worst > tolerance:
                 failures.append(f"{variant}, {dp}x{tp}: losses {losses} vs "
                                 f"1x1 {alone}")
             print(f"{variant}, {dp}x{tp}: losses within {worst:.1e} of 1x1")

@@ -4,6 +4,8 @@
 
 #include "runtime/backend/InstructionView.h"
 #include "runtime/backend/cpu/CpuKernels.h"
+#include "runtime/executable/BFloat16.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -150,9 +152,9 @@ llvm::Error runTranspose(const InstructionView &in) {
 }
 
 llvm::Error runCast(const InstructionView &in) {
-  DType from = in.info(0).dtype();
-  if (in.info(1).dtype() != F32 || (from != F32 && from != I32 && from != I64))
-    return in.fail("the cpu backend casts f32, i32 and i64 to f32 only");
+  DType from = in.dtype(0);
+  if (in.dtype(1) != F32 || (from != F32 && from != I32 && from != I64))
+    return in.fail("the cpu backend casts floats, i32 and i64 to floats only");
   if (auto error = in.expectSameCount(0, 1))
     return error;
   float *out = in.data<float>(1);
@@ -258,12 +260,12 @@ llvm::Error runCrossEntropyGrad(const InstructionView &in) {
 /// input's elements, in order.
 template <bool root> llvm::Error runSumOfSquares(const InstructionView &in) {
   int inputs = in.numOperands();
-  if (in.numResults() != 1 || in.info(inputs).dtype() != F32 ||
+  if (in.numResults() != 1 || in.dtype(inputs) != F32 ||
       in.count(inputs) != 1)
     return in.fail("expects inputs and one f32 scalar result");
   double sumSquares = 0;
   for (int i = 0; i < inputs; ++i) {
-    if (in.info(i).dtype() != F32)
+    if (in.dtype(i) != F32)
       return in.fail("inputs must be f32");
     cpu::accumulateSquares(in.data<float>(i), in.count(i), sumSquares);
   }
@@ -436,6 +438,34 @@ const llvm::StringMap<Kernel> &kernels() {
 
 } // namespace
 
+/// Runs `kernel` on fp32 copies of the instruction's bf16 values: every
+/// kernel computes in fp32, and each bf16 result is rounded once.
+static llvm::Error runWidened(Kernel kernel, const Instruction &instruction,
+                              BufferSet &buffers, Communicator *comm) {
+  BF16Buffers bf16 = bf16Buffers(buffers.executable(), instruction);
+  llvm::SmallDenseMap<int, std::vector<float>, 4> wide;
+  for (int id : bf16.read) {
+    std::vector<float> &values = wide[id];
+    values.resize(numElements(buffers.info(id)));
+    widenBF16(buffers.as<uint16_t>(id), values.data(), values.size());
+  }
+  for (int id : bf16.written)
+    wide[id].resize(numElements(buffers.info(id)));
+  if (llvm::Error error = kernel(InstructionView(
+          buffers.executable(), instruction,
+          [&](int id) -> void * {
+            auto found = wide.find(id);
+            if (found == wide.end())
+              return buffers.data(id);
+            return found->second.data();
+          },
+          comm, /*widened=*/!bf16.empty())))
+    return error;
+  for (int id : bf16.written)
+    narrowToBF16(wide[id].data(), buffers.as<uint16_t>(id), wide[id].size());
+  return llvm::Error::success();
+}
+
 llvm::Error CpuBackend::run(const EntryPoint &entry, BufferSet &buffers,
                             Communicator *comm) {
   for (int index = 0; index < entry.instructions_size(); ++index) {
@@ -446,9 +476,7 @@ llvm::Error CpuBackend::run(const EntryPoint &entry, BufferSet &buffers,
             ? llvm::createStringError(llvm::inconvertibleErrorCode(),
                                       "the cpu backend has no kernel for " +
                                           instruction.op())
-            : kernel->second(InstructionView(
-                  buffers.executable(), instruction,
-                  [&](int id) -> void * { return buffers.data(id); }, comm));
+            : runWidened(kernel->second, instruction, buffers, comm);
     if (error)
       return llvm::createStringError(
           llvm::inconvertibleErrorCode(),

@@ -16,6 +16,7 @@
 #include "runtime/backend/cpu/CpuKernels.h"
 #include "runtime/backend/cuda/CudaKernels.h"
 #include "runtime/backend/cuda/NcclComm.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSwitch.h"
 
@@ -52,7 +53,9 @@ struct Device {
   cublasHandle_t blas = nullptr;
   int *errors = nullptr; // ErrorBit flags raised by kernels
   NcclComm *nccl = nullptr;
-  std::vector<std::pair<void *, size_t>> scratch; // reused between ops
+  using Pool = std::vector<std::pair<void *, size_t>>;
+  Pool scratch; // kernels' own temporaries, reused between ops
+  Pool widened; // fp32 copies of bf16 values, for kernels without bf16 form
   /// Rope frequency tables on the device, by (head dim, theta, scaling):
   /// made once, not at every rope.
   std::map<std::vector<double>, double *> ropeTables;
@@ -79,9 +82,12 @@ struct Device {
 
   /// Device scratch slot `slot` of at least `bytes`.
   llvm::Expected<void *> scratchSpace(size_t slot, size_t bytes) {
-    if (scratch.size() <= slot)
-      scratch.resize(slot + 1, {nullptr, 0});
-    auto &[pointer, size] = scratch[slot];
+    return space(scratch, slot, bytes);
+  }
+  llvm::Expected<void *> space(Pool &pool, size_t slot, size_t bytes) {
+    if (pool.size() <= slot)
+      pool.resize(slot + 1, {nullptr, 0});
+    auto &[pointer, size] = pool[slot];
     if (size < bytes) {
       if (pointer)
         cudaFreeAsync(pointer, stream);
@@ -130,16 +136,17 @@ llvm::Error runMatmul(const InstructionView &in, Device &device) {
     return shape.takeError();
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T.
   auto [batch, m, n, k, transposeLhs, transposeRhs, rhsBatched] = *shape;
+  // bf16 values are read as they are stored; cuBLAS accumulates in fp32.
+  cudaDataType type = in.dtype(0) == BF16 ? CUDA_R_16BF : CUDA_R_32F;
   float one = 1.0f, zero = 0.0f;
   return checkBlas(
       cublasGemmStridedBatchedEx(
           device.blas, transposeRhs ? CUBLAS_OP_T : CUBLAS_OP_N,
           transposeLhs ? CUBLAS_OP_T : CUBLAS_OP_N, int(n), int(m), int(k),
-          &one, in.data<float>(1), CUDA_R_32F, int(transposeRhs ? k : n),
-          rhsBatched ? k * n : 0, in.data<float>(0), CUDA_R_32F,
-          int(transposeLhs ? m : k), m * k, &zero, in.data<float>(2),
-          CUDA_R_32F, int(n), m * n, int(batch), CUBLAS_COMPUTE_32F,
-          CUBLAS_GEMM_DEFAULT),
+          &one, in.data<void>(1), type, int(transposeRhs ? k : n),
+          rhsBatched ? k * n : 0, in.data<void>(0), type,
+          int(transposeLhs ? m : k), m * k, &zero, in.data<void>(2), type,
+          int(n), m * n, int(batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
       "cublasGemmStridedBatchedEx");
 }
 
@@ -273,14 +280,31 @@ llvm::Error runElementwise(const InstructionView &in, Device &device) {
 }
 
 /// Copies: reshape (the same values) and cast (to f32).
-llvm::Error runCopy(const InstructionView &in, Device &device) {
-  DType from = in.info(0).dtype();
+/// reshape: the same bytes, whatever their dtype.
+llvm::Error runReshape(const InstructionView &in, Device &device) {
   if (in.numOperands() != 1 || in.numResults() != 1 ||
-      in.info(1).dtype() != F32 || (from != F32 && from != I32 && from != I64))
-    return in.fail("copies or casts f32, i32 or i64 to f32 only");
+      in.dtype(0) != in.dtype(1))
+    return in.fail("expects one value and a result of its dtype");
   if (auto error = in.expectSameCount(0, 1))
     return error;
-  cuda::castToFloat(in.data<void>(0), from == F32 ? 0 : from == I32 ? 1 : 2,
+  return checkCuda(cudaMemcpyAsync(in.data<void>(1), in.data<void>(0),
+                                   in.count(0) * bytesPerElement(in.dtype(0)),
+                                   cudaMemcpyDeviceToDevice, device.stream),
+                   "cudaMemcpyAsync");
+}
+
+/// cast, on widened values: to fp32 (the backend rounds a bf16 result).
+llvm::Error runCast(const InstructionView &in, Device &device) {
+  DType from = in.dtype(0);
+  if (in.numOperands() != 1 || in.numResults() != 1 ||
+      in.dtype(1) != F32 || (from != F32 && from != I32 && from != I64))
+    return in.fail("casts floats, i32 or i64 to floats only");
+  if (auto error = in.expectSameCount(0, 1))
+    return error;
+  cuda::castToFloat(in.data<void>(0),
+                    from == F32   ? cuda::CastSource::F32
+                    : from == I32 ? cuda::CastSource::I32
+                                  : cuda::CastSource::I64,
                     in.data<float>(1), in.count(0), device.stream);
   return llvm::Error::success();
 }
@@ -373,7 +397,7 @@ llvm::Error runCrossEntropyFamily(const InstructionView &in, Device &device) {
 /// input.
 llvm::Error runSquares(const InstructionView &in, Device &device) {
   int inputs = in.numOperands();
-  if (in.numResults() != 1 || in.info(inputs).dtype() != F32 ||
+  if (in.numResults() != 1 || in.dtype(inputs) != F32 ||
       in.count(inputs) != 1)
     return in.fail("expects inputs and one f32 scalar result");
   llvm::Expected<void *> space = device.scratchSpace(0, sizeof(double));
@@ -382,7 +406,7 @@ llvm::Error runSquares(const InstructionView &in, Device &device) {
   double *accumulator = static_cast<double *>(*space);
   cudaMemsetAsync(accumulator, 0, sizeof(double), device.stream);
   for (int i = 0; i < inputs; ++i) {
-    if (in.info(i).dtype() != F32)
+    if (in.dtype(i) != F32)
       return in.fail("inputs must be f32");
     cuda::accumulateSquares(in.data<float>(i), in.count(i), accumulator,
                             device.stream);
@@ -540,42 +564,49 @@ llvm::Error runCollective(const InstructionView &in, Device &device) {
   });
 }
 
-const llvm::StringMap<Kernel> &kernels() {
-  static const llvm::StringMap<Kernel> table = {
-      {"twill.embedding", runEmbedding},
-      {"twill.embedding_grad", runEmbeddingGrad},
-      {"twill.matmul", runMatmul},
-      {"twill.rms_norm", runRmsNormFamily},
-      {"twill.rms_norm_grad", runRmsNormFamily},
-      {"twill.rms_norm_weight_grad", runRmsNormFamily},
-      {"twill.rope", runRope<false>},
-      {"twill.rope_grad", runRope<true>},
-      {"twill.attention", runAttention},
-      {"twill.attention_grad", runAttentionGrad},
-      {"twill.add", runElementwise},
-      {"twill.mul", runElementwise},
-      {"twill.div", runElementwise},
-      {"twill.swiglu", runElementwise},
-      {"twill.scale", runElementwise},
-      {"twill.swiglu_grad", runElementwise},
-      {"twill.reshape", runCopy},
-      {"twill.cast", runCopy},
-      {"twill.transpose", runTranspose},
-      {"twill.constant", runConstant},
-      {"twill.cross_entropy", runCrossEntropyFamily},
-      {"twill.cross_entropy_grad", runCrossEntropyFamily},
-      {"twill.global_norm", runSquares},
-      {"twill.sum_squares", runSquares},
-      {"twill.sqrt", runScalar},
-      {"twill.clip_coefficient", runScalar},
-      {"twill.lr_schedule", runScalar},
-      {"twill.increment", runScalar},
-      {"twill.adamw", runAdamW},
-      {"twill.all_gather", runCollective},
-      {"twill.reduce_scatter", runCollective},
-      {"twill.all_reduce", runCollective},
-      {"twill.all_to_all", runCollective},
-      {"twill.local_slice", runCollective},
+/// A kernel, and whether it reads and writes bf16 values as they are
+/// stored; the others get them widened to fp32 (Device::widen).
+struct KernelEntry {
+  Kernel run;
+  bool bf16 = false;
+};
+
+const llvm::StringMap<KernelEntry> &kernels() {
+  static const llvm::StringMap<KernelEntry> table = {
+      {"twill.embedding", {runEmbedding}},
+      {"twill.embedding_grad", {runEmbeddingGrad}},
+      {"twill.matmul", {runMatmul, /*bf16=*/true}},
+      {"twill.reshape", {runReshape, /*bf16=*/true}},
+      {"twill.cast", {runCast}},
+      {"twill.rms_norm", {runRmsNormFamily}},
+      {"twill.rms_norm_grad", {runRmsNormFamily}},
+      {"twill.rms_norm_weight_grad", {runRmsNormFamily}},
+      {"twill.rope", {runRope<false>}},
+      {"twill.rope_grad", {runRope<true>}},
+      {"twill.attention", {runAttention}},
+      {"twill.attention_grad", {runAttentionGrad}},
+      {"twill.add", {runElementwise}},
+      {"twill.mul", {runElementwise}},
+      {"twill.div", {runElementwise}},
+      {"twill.swiglu", {runElementwise}},
+      {"twill.scale", {runElementwise}},
+      {"twill.swiglu_grad", {runElementwise}},
+      {"twill.transpose", {runTranspose}},
+      {"twill.constant", {runConstant}},
+      {"twill.cross_entropy", {runCrossEntropyFamily}},
+      {"twill.cross_entropy_grad", {runCrossEntropyFamily}},
+      {"twill.global_norm", {runSquares}},
+      {"twill.sum_squares", {runSquares}},
+      {"twill.sqrt", {runScalar}},
+      {"twill.clip_coefficient", {runScalar}},
+      {"twill.lr_schedule", {runScalar}},
+      {"twill.increment", {runScalar}},
+      {"twill.adamw", {runAdamW}},
+      {"twill.all_gather", {runCollective}},
+      {"twill.reduce_scatter", {runCollective}},
+      {"twill.all_reduce", {runCollective}},
+      {"twill.all_to_all", {runCollective}},
+      {"twill.local_slice", {runCollective}},
   };
   return table;
 }
@@ -593,6 +624,9 @@ public:
   llvm::Error download(llvm::ArrayRef<int> ids) override;
 
 private:
+  llvm::Error runKernel(const KernelEntry &kernel,
+                        const Instruction &instruction);
+
   BufferSet &host;
   Communicator *comm;
   Device device;
@@ -673,9 +707,10 @@ llvm::Error CudaBackend::initialise() {
 CudaBackend::~CudaBackend() {
   for (void *pointer : owned)
     cudaFree(pointer);
-  for (auto &[pointer, size] : device.scratch)
-    if (pointer)
-      cudaFree(pointer);
+  for (Device::Pool *pool : {&device.scratch, &device.widened})
+    for (auto &[pointer, size] : *pool)
+      if (pointer)
+        cudaFree(pointer);
   for (auto &[key, table] : device.ropeTables)
     cudaFree(table);
   if (device.errors)
@@ -691,6 +726,51 @@ CudaBackend::~CudaBackend() {
       cudaStreamDestroy(stream);
 }
 
+/// Runs `kernel` on the instruction; a kernel without a bf16 form gets
+/// fp32 copies of its bf16 values (in Device::widened) and its bf16 results
+/// are rounded once after it.
+llvm::Error CudaBackend::runKernel(const KernelEntry &kernel,
+                                   const Instruction &instruction) {
+  const Executable &executable = host.executable();
+  BF16Buffers bf16;
+  if (!kernel.bf16)
+    bf16 = bf16Buffers(executable, instruction);
+  llvm::SmallDenseMap<int, float *, 4> wide;
+  auto widen = [&](int id) -> llvm::Error {
+    llvm::Expected<void *> space =
+        device.space(device.widened, wide.size(),
+                     numElements(executable.buffers(id)) * sizeof(float));
+    if (!space)
+      return space.takeError();
+    wide[id] = static_cast<float *>(*space);
+    return llvm::Error::success();
+  };
+  for (int id : bf16.read) {
+    if (auto error = widen(id))
+      return error;
+    cuda::castToFloat(memory[id], cuda::CastSource::BF16, wide[id],
+                      numElements(executable.buffers(id)), device.stream);
+  }
+  for (int id : bf16.written)
+    if (auto error = widen(id))
+      return error;
+  if (auto error = kernel.run(InstructionView(
+                                  executable, instruction,
+                                  [&](int id) -> void * {
+                                    auto found = wide.find(id);
+                                    if (found == wide.end())
+                                      return memory[id];
+                                    return found->second;
+                                  },
+                                  comm, /*widened=*/!bf16.empty()),
+                              device))
+    return error;
+  for (int id : bf16.written)
+    cuda::narrowToBF16(wide[id], memory[id],
+                       numElements(executable.buffers(id)), device.stream);
+  return llvm::Error::success();
+}
+
 llvm::Error CudaBackend::run(const EntryPoint &entry,
                              llvm::ArrayRef<WriteBack> writeBacks) {
   const Executable &executable = host.executable();
@@ -702,10 +782,7 @@ llvm::Error CudaBackend::run(const EntryPoint &entry,
             ? llvm::createStringError(llvm::inconvertibleErrorCode(),
                                       "the cuda backend has no kernel for " +
                                           instruction.op())
-            : kernel->second(InstructionView(
-                                 executable, instruction,
-                                 [&](int id) { return memory[id]; }, comm),
-                             device);
+            : runKernel(kernel->second, instruction);
     if (!error)
       error = checkCuda(cudaGetLastError(), "a kernel launch");
     if (error)

@@ -11,6 +11,7 @@
 #include "runtime/backend/cuda/CudaKernels.h"
 
 #include <cmath>
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 namespace twill::cuda {
@@ -63,13 +64,29 @@ __global__ void fillKernel(float *out, int64_t count, float value) {
   GRID_STRIDE(i, count) out[i] = value;
 }
 
-__global__ void castKernel(const void *in, int from, float *out,
+__global__ void castKernel(const void *in, CastSource from, float *out,
                            int64_t count) {
   GRID_STRIDE(i, count) {
-    out[i] = from == 0   ? static_cast<const float *>(in)[i]
-             : from == 1 ? float(static_cast<const int32_t *>(in)[i])
-                         : float(static_cast<const int64_t *>(in)[i]);
+    switch (from) {
+    case CastSource::F32:
+      out[i] = static_cast<const float *>(in)[i];
+      break;
+    case CastSource::I32:
+      out[i] = float(static_cast<const int32_t *>(in)[i]);
+      break;
+    case CastSource::I64:
+      out[i] = float(static_cast<const int64_t *>(in)[i]);
+      break;
+    case CastSource::BF16:
+      out[i] = __bfloat162float(static_cast<const __nv_bfloat16 *>(in)[i]);
+      break;
+    }
   }
+}
+
+__global__ void narrowToBF16Kernel(const float *in, __nv_bfloat16 *out,
+                                   int64_t count) {
+  GRID_STRIDE(i, count) out[i] = __float2bfloat16_rn(in[i]);
 }
 
 __global__ void embeddingKernel(const float *table, int64_t rows, int64_t dim,
@@ -517,7 +534,13 @@ void fill(float *out, int64_t count, float value, cudaStream_t stream) {
   fillKernel<<<blocksFor(count), kThreads, 0, stream>>>(out, count, value);
 }
 
-void castToFloat(const void *in, int from, float *out, int64_t count,
+void narrowToBF16(const float *in, void *out, int64_t count,
+                  cudaStream_t stream) {
+  narrowToBF16Kernel<<<blocksFor(count), kThreads, 0, stream>>>(
+      in, static_cast<__nv_bfloat16 *>(out), count);
+}
+
+void castToFloat(const void *in, CastSource from, float *out, int64_t count,
                  cudaStream_t stream) {
   castKernel<<<blocksFor(count), kThreads, 0, stream>>>(in, from, out, count);
 }

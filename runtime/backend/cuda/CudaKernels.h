@@ -1,9 +1,9 @@
 //===- CudaKernels.h - the cuda backend's kernels ---------------*- C++ -*-===//
 //
 // Device kernels, one launcher per op, all asynchronous on a stream, over
-// fp32 values in device memory (this first cuda backend runs the fp32
-// program the cpu backend runs; bf16 storage comes with the compiler's
-// mixed-precision types). Launchers take sizes the host already checked
+// fp32 values in device memory (the backend widens a bf16 program's values
+// around the kernels that have no bf16 form yet; matmuls read bf16 with
+// cuBLAS directly). Launchers take sizes the host already checked
 // against the Executable; what only the device can see (a token id outside
 // the vocabulary) raises a flag the backend reads after the run.
 //
@@ -25,9 +25,12 @@ namespace twill::cuda {
 enum ErrorBit : int { kTokenOutsideVocab = 1, kLabelOutsideVocab = 2 };
 
 void fill(float *out, int64_t count, float value, cudaStream_t stream);
-/// `from` is 0 for f32, 1 for i32, 2 for i64.
-void castToFloat(const void *in, int from, float *out, int64_t count,
+enum class CastSource { F32, I32, I64, BF16 };
+void castToFloat(const void *in, CastSource from, float *out, int64_t count,
                  cudaStream_t stream);
+/// Rounds to nearest even, as the cpu backend's floatToBF16.
+void narrowToBF16(const float *in, void *out, int64_t count,
+                  cudaStream_t stream);
 
 /// With `wholeTable`, an id outside [0, rows) raises kTokenOutsideVocab;
 /// otherwise the table holds rows [firstRow, firstRow + rows) and other ids
