@@ -344,13 +344,15 @@ inline llvm::Expected<AttentionShape>
 attentionShape(const InstructionView &in, bool gradient) {
   int inputs = gradient ? 5 : 3, results = gradient ? 3 : 1;
   bool hasSegments = in.numOperands() == inputs + 1;
-  std::vector<DType> dtypes(inputs, F32);
+  // fp32, or bf16 for a backend whose attention reads it as stored.
+  DType type = in.dtype(0) == BF16 ? BF16 : F32;
+  std::vector<DType> dtypes(inputs, type);
   std::vector<int> ranks(inputs, 4);
   if (hasSegments) {
     dtypes.push_back(I32);
     ranks.push_back(2);
   }
-  dtypes.insert(dtypes.end(), results, F32);
+  dtypes.insert(dtypes.end(), results, type);
   ranks.insert(ranks.end(), results, 4);
   if (auto error = in.expect(inputs + hasSegments, results, dtypes, ranks))
     return std::move(error);

@@ -117,6 +117,73 @@ TEST(CpuKernels, AttentionIsCausalGroupedAndStaysInsideSegments) {
   expectNear(out, expected);
 }
 
+/// Grouped-query attention on a block of the query heads (global heads 1..3
+/// of 4 over 2 KV heads), two packed documents per row, two rows.
+struct AttentionCase {
+  static constexpr int64_t batch = 2, seq = 7, kvHeads = 2, dim = 4;
+  HeadBlock heads{3, 1, 4};
+  std::vector<float> q = randomValues(batch * seq * 3 * dim, 11);
+  std::vector<float> k = randomValues(batch * seq * kvHeads * dim, 12);
+  std::vector<float> v = randomValues(batch * seq * kvHeads * dim, 13);
+  std::vector<float> w = randomValues(q.size(), 14); // dL/dout
+  std::vector<int32_t> segments = {0, 0, 0, 1, 1, 2, 2, 5, 5, 5, 5, 6, 6, 6};
+  double scale = 0.5;
+
+  std::vector<float> forward(int64_t budget) const {
+    std::vector<float> out(q.size());
+    cpu::attention(q.data(), k.data(), v.data(), segments.data(), out.data(),
+                   batch, seq, heads, kvHeads, dim, scale, budget);
+    return out;
+  }
+  /// L = sum(out * w).
+  double loss() const {
+    std::vector<float> out = forward(1 << 20);
+    double total = 0;
+    for (size_t i = 0; i < out.size(); ++i)
+      total += double(out[i]) * w[i];
+    return total;
+  }
+  std::vector<std::vector<float>> gradients(int64_t budget) const {
+    std::vector<std::vector<float>> grads = {std::vector<float>(q.size()),
+                                             std::vector<float>(k.size()),
+                                             std::vector<float>(v.size())};
+    cpu::attentionGrad(q.data(), k.data(), v.data(), w.data(),
+                       segments.data(), grads[0].data(), grads[1].data(),
+                       grads[2].data(), batch, seq, heads, kvHeads, dim, scale,
+                       budget);
+    return grads;
+  }
+};
+
+TEST(CpuKernels, AttentionChunksAgreeWithOneChunk) {
+  AttentionCase c;
+  // A budget of one byte makes chunks of one query; 1 MiB one chunk.
+  expectNear(c.forward(1), c.forward(1 << 20));
+  auto oneByOne = c.gradients(1), whole = c.gradients(1 << 20);
+  for (int i = 0; i < 3; ++i)
+    expectNear(oneByOne[i], whole[i]);
+}
+
+TEST(CpuKernels, AttentionGradientsMatchFiniteDifferences) {
+  AttentionCase c;
+  auto grads = c.gradients(40 * 4 * 4); // a few rows per chunk
+  std::vector<float> *inputs[] = {&c.q, &c.k, &c.v};
+  for (int input = 0; input < 3; ++input) {
+    std::vector<float> &values = *inputs[input];
+    for (size_t i = 0; i < values.size(); i += 5) {
+      float saved = values[i];
+      const float step = 1e-2f;
+      values[i] = saved + step;
+      double up = c.loss();
+      values[i] = saved - step;
+      double down = c.loss();
+      values[i] = saved;
+      EXPECT_NEAR(grads[input][i], (up - down) / (2 * step), 2e-3)
+          << "input " << input << " element " << i;
+    }
+  }
+}
+
 TEST(CpuKernels, CrossEntropySkipsIgnoredAndRejectsBadLabels) {
   const float logits[] = {0, 0, 0, 1, 2, 3, 5, 5, 5};
   const int32_t labels[] = {1, -100, 2};

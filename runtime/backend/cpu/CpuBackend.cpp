@@ -217,7 +217,7 @@ llvm::Error runAttentionGrad(const InstructionView &in) {
     return shape.takeError();
   int first = shape->firstResult;
   cpu::attentionGrad(in.data<float>(0), in.data<float>(1), in.data<float>(2),
-                     in.data<float>(3), in.data<float>(4), shape->segments(in),
+                     in.data<float>(4), shape->segments(in),
                      in.data<float>(first), in.data<float>(first + 1),
                      in.data<float>(first + 2), shape->batch, shape->seq,
                      shape->heads, shape->kvHeads, shape->headDim,

@@ -124,67 +124,6 @@ void cpu::rope(const float *x, const int32_t *positions, float *out,
   }
 }
 
-/// The attention weights of query `i` of batch row `b` over keys 0..i of KV
-/// head `kvHead`: softmax of the scaled dot products, 0 for keys in another
-/// segment. Shared by attention and its gradient, which recomputes them.
-static void attentionWeights(const float *query, const float *k,
-                             const int32_t *segments, int64_t b, int64_t i,
-                             int64_t seq, int64_t kvHeads, int64_t kvHead,
-                             int64_t headDim, double scale,
-                             std::vector<double> &weights) {
-  auto visible = [&](int64_t j) {
-    return !segments || segments[b * seq + j] == segments[b * seq + i];
-  };
-  double maxScore = -std::numeric_limits<double>::infinity();
-  for (int64_t j = 0; j <= i; ++j) {
-    if (!visible(j))
-      continue;
-    const float *key = k + ((b * seq + j) * kvHeads + kvHead) * headDim;
-    float dot = 0;
-    for (int64_t d = 0; d < headDim; ++d)
-      dot += query[d] * key[d];
-    weights[j] = float(dot * scale);
-    maxScore = std::max(maxScore, weights[j]);
-  }
-  double total = 0;
-  for (int64_t j = 0; j <= i; ++j) {
-    weights[j] = visible(j) ? std::exp(weights[j] - maxScore) : 0.0;
-    total += weights[j];
-  }
-  for (int64_t j = 0; j <= i; ++j)
-    weights[j] /= total;
-}
-
-void cpu::attention(const float *q, const float *k, const float *v,
-                    const int32_t *segments, float *out, int64_t batch,
-                    int64_t seq, HeadBlock block, int64_t kvHeads,
-                    int64_t headDim, double scale) {
-  int64_t heads = block.count, group = block.total / kvHeads;
-#pragma omp parallel for collapse(2)
-  for (int64_t b = 0; b < batch; ++b) {
-    for (int64_t h = 0; h < heads; ++h) {
-      int64_t kvHead = (block.first + h) / group;
-      std::vector<double> weights(seq), accumulator(headDim);
-      for (int64_t i = 0; i < seq; ++i) {
-        const float *query = q + ((b * seq + i) * heads + h) * headDim;
-        attentionWeights(query, k, segments, b, i, seq, kvHeads, kvHead,
-                         headDim, scale, weights);
-        std::fill(accumulator.begin(), accumulator.end(), 0.0);
-        for (int64_t j = 0; j <= i; ++j) {
-          if (weights[j] == 0.0)
-            continue;
-          const float *value = v + ((b * seq + j) * kvHeads + kvHead) * headDim;
-          for (int64_t d = 0; d < headDim; ++d)
-            accumulator[d] += weights[j] * value[d];
-        }
-        float *result = out + ((b * seq + i) * heads + h) * headDim;
-        for (int64_t d = 0; d < headDim; ++d)
-          result[d] = float(accumulator[d]);
-      }
-    }
-  }
-}
-
 void cpu::swiglu(const float *gate, const float *up, float *out,
                  int64_t count) {
 #pragma omp parallel for
@@ -374,67 +313,6 @@ void cpu::rmsNormWeightGrad(const float *x, const float *grad, float *out,
       sums[i] += double(grad[row * dim + i]) * x[row * dim + i] * inverse[row];
   for (int64_t i = 0; i < dim; ++i)
     out[i] = float(sums[i]);
-}
-
-void cpu::attentionGrad(const float *q, const float *k, const float *v,
-                        const float *output, const float *grad,
-                        const int32_t *segments, float *queryGrad,
-                        float *keyGrad, float *valueGrad, int64_t batch,
-                        int64_t seq, HeadBlock block, int64_t kvHeads,
-                        int64_t headDim, double scale) {
-  int64_t heads = block.count, group = block.total / kvHeads;
-#pragma omp parallel for collapse(2)
-  for (int64_t b = 0; b < batch; ++b) {
-    for (int64_t kvHead = 0; kvHead < kvHeads; ++kvHead) {
-      std::vector<double> dk(seq * headDim, 0.0), dv(seq * headDim, 0.0);
-      std::vector<double> weights(seq), dq(headDim);
-      auto at = [&](const float *base, int64_t position, int64_t head,
-                    int64_t numHeads) {
-        return base + ((b * seq + position) * numHeads + head) * headDim;
-      };
-      // The local query heads this KV head serves (none: a zero partial).
-      int64_t begin = std::max<int64_t>(kvHead * group - block.first, 0);
-      int64_t end = std::min<int64_t>((kvHead + 1) * group - block.first, heads);
-      for (int64_t h = begin; h < end; ++h) {
-        for (int64_t i = 0; i < seq; ++i) {
-          const float *query = at(q, i, h, heads);
-          const float *dOut = at(grad, i, h, heads);
-          const float *out = at(output, i, h, heads);
-          attentionWeights(query, k, segments, b, i, seq, kvHeads, kvHead,
-                           headDim, scale, weights);
-          double rowDot = 0; // dO . O
-          for (int64_t d = 0; d < headDim; ++d)
-            rowDot += double(dOut[d]) * out[d];
-          std::fill(dq.begin(), dq.end(), 0.0);
-          for (int64_t j = 0; j <= i; ++j) {
-            double p = weights[j];
-            if (p == 0.0)
-              continue;
-            const float *key = at(k, j, kvHead, kvHeads);
-            const float *value = at(v, j, kvHead, kvHeads);
-            double dP = 0;
-            for (int64_t d = 0; d < headDim; ++d)
-              dP += double(dOut[d]) * value[d];
-            double dScore = p * (dP - rowDot) * scale;
-            for (int64_t d = 0; d < headDim; ++d) {
-              dq[d] += dScore * key[d];
-              dk[j * headDim + d] += dScore * query[d];
-              dv[j * headDim + d] += p * dOut[d];
-            }
-          }
-          float *queryOut = queryGrad + ((b * seq + i) * heads + h) * headDim;
-          for (int64_t d = 0; d < headDim; ++d)
-            queryOut[d] = float(dq[d]);
-        }
-      }
-      for (int64_t j = 0; j < seq; ++j)
-        for (int64_t d = 0; d < headDim; ++d) {
-          int64_t index = ((b * seq + j) * kvHeads + kvHead) * headDim + d;
-          keyGrad[index] = float(dk[j * headDim + d]);
-          valueGrad[index] = float(dv[j * headDim + d]);
-        }
-    }
-  }
 }
 
 void cpu::swigluGrad(const float *gate, const float *up, const float *grad,

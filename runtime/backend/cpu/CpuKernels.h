@@ -50,12 +50,17 @@ void rope(const float *x, const int32_t *positions, float *out, int64_t tokens,
           int64_t heads, int64_t headDim, double theta,
           const RopeFrequencyScaling &scaling, bool inverse = false);
 
+/// The scores of one chunk of queries a cpu attention keeps at once.
+inline constexpr int64_t kAttentionBudgetBytes = 32 << 20;
+
 /// Causal grouped-query attention over [batch, seq, heads, headDim] inputs;
 /// with `segments` ([batch, seq]) a query sees only keys of its segment.
+/// Runs as chunks of queries (ChunkedAttention.h) whose scores fit in
+/// `budgetBytes`.
 void attention(const float *q, const float *k, const float *v,
                const int32_t *segments, float *out, int64_t batch, int64_t seq,
-               HeadBlock heads, int64_t kvHeads, int64_t headDim,
-               double scale);
+               HeadBlock heads, int64_t kvHeads, int64_t headDim, double scale,
+               int64_t budgetBytes = kAttentionBudgetBytes);
 
 /// out = silu(gate) * up over `count` values.
 void swiglu(const float *gate, const float *up, float *out, int64_t count);
@@ -97,15 +102,15 @@ void rmsNormGrad(const float *x, const float *weight, const float *grad,
 void rmsNormWeightGrad(const float *x, const float *grad, float *out,
                        int64_t rows, int64_t dim, double eps);
 
-/// dL/dq, dL/dk, dL/dv of `attention`, given its output and dL/doutput; the
-/// softmax is recomputed. Key and value gradients of a KV head are summed
-/// by one thread, in query order: deterministic.
+/// dL/dq, dL/dk, dL/dv of `attention`, given dL/doutput; the softmax is
+/// recomputed chunk by chunk. Key and value gradients are summed in a fixed
+/// order: deterministic.
 void attentionGrad(const float *q, const float *k, const float *v,
-                   const float *output, const float *grad,
-                   const int32_t *segments, float *queryGrad, float *keyGrad,
-                   float *valueGrad, int64_t batch, int64_t seq,
-                   HeadBlock heads, int64_t kvHeads, int64_t headDim,
-                   double scale);
+                   const float *grad, const int32_t *segments,
+                   float *queryGrad, float *keyGrad, float *valueGrad,
+                   int64_t batch, int64_t seq, HeadBlock heads,
+                   int64_t kvHeads, int64_t headDim, double scale,
+                   int64_t budgetBytes = kAttentionBudgetBytes);
 
 /// dL/dgate and dL/dup of silu(gate) * up.
 void swigluGrad(const float *gate, const float *up, const float *grad,

@@ -14,6 +14,8 @@
 
 #include "runtime/backend/InstructionView.h"
 #include "runtime/backend/cpu/CpuKernels.h"
+#include "runtime/backend/cuda/CudaAttention.h"
+#include "runtime/backend/cuda/CudaDevice.h"
 #include "runtime/backend/cuda/CudaKernels.h"
 #include "runtime/backend/cuda/NcclComm.h"
 #include "llvm/ADT/DenseMap.h"
@@ -23,82 +25,9 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
-#include <map>
-
 using namespace twill;
 
-static llvm::Error checkCuda(cudaError_t result, llvm::StringRef call) {
-  if (result == cudaSuccess)
-    return llvm::Error::success();
-  return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 call + " failed: " +
-                                     cudaGetErrorString(result));
-}
-
-static llvm::Error checkBlas(cublasStatus_t status, llvm::StringRef call) {
-  if (status == CUBLAS_STATUS_SUCCESS)
-    return llvm::Error::success();
-  return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 call + " failed: " +
-                                     cublasGetStatusString(status));
-}
-
 namespace {
-
-/// What the kernels of one run share.
-struct Device {
-  cudaStream_t stream = nullptr;     // compute
-  cudaStream_t commStream = nullptr; // NCCL
-  cudaEvent_t inputsReady = nullptr, collectiveDone = nullptr;
-  cublasHandle_t blas = nullptr;
-  int *errors = nullptr; // ErrorBit flags raised by kernels
-  NcclComm *nccl = nullptr;
-  using Pool = std::vector<std::pair<void *, size_t>>;
-  Pool scratch; // kernels' own temporaries, reused between ops
-  Pool widened; // fp32 copies of bf16 values, for kernels without bf16 form
-  /// Rope frequency tables on the device, by (head dim, theta, scaling):
-  /// made once, not at every rope.
-  std::map<std::vector<double>, double *> ropeTables;
-
-  /// Runs `collective` on the communication stream: it starts once the
-  /// compute stream has written its inputs, and the compute stream waits for
-  /// it before anything after it runs, so no result is read unwaited.
-  llvm::Error
-  communicate(llvm::function_ref<llvm::Error(cudaStream_t)> collective) {
-    if (auto error = checkCuda(cudaEventRecord(inputsReady, stream),
-                               "cudaEventRecord"))
-      return error;
-    if (auto error = checkCuda(cudaStreamWaitEvent(commStream, inputsReady),
-                               "cudaStreamWaitEvent"))
-      return error;
-    if (auto error = collective(commStream))
-      return error;
-    if (auto error = checkCuda(cudaEventRecord(collectiveDone, commStream),
-                               "cudaEventRecord"))
-      return error;
-    return checkCuda(cudaStreamWaitEvent(stream, collectiveDone),
-                     "cudaStreamWaitEvent");
-  }
-
-  /// Device scratch slot `slot` of at least `bytes`.
-  llvm::Expected<void *> scratchSpace(size_t slot, size_t bytes) {
-    return space(scratch, slot, bytes);
-  }
-  llvm::Expected<void *> space(Pool &pool, size_t slot, size_t bytes) {
-    if (pool.size() <= slot)
-      pool.resize(slot + 1, {nullptr, 0});
-    auto &[pointer, size] = pool[slot];
-    if (size < bytes) {
-      if (pointer)
-        cudaFreeAsync(pointer, stream);
-      if (auto error =
-              checkCuda(cudaMallocAsync(&pointer, bytes, stream), "cudaMalloc"))
-        return std::move(error);
-      size = bytes;
-    }
-    return pointer;
-  }
-};
 
 using Kernel = llvm::Error (*)(const InstructionView &, Device &);
 
@@ -214,31 +143,6 @@ llvm::Error runRope(const InstructionView &in, Device &device) {
   cuda::rope(in.data<float>(0), in.data<int32_t>(1), in.data<float>(2),
              shape->tokens, shape->heads, shape->headDim, table, Inverse,
              device.stream);
-  return llvm::Error::success();
-}
-
-llvm::Error runAttention(const InstructionView &in, Device &device) {
-  llvm::Expected<AttentionShape> shape = attentionShape(in, false);
-  if (!shape)
-    return shape.takeError();
-  cuda::attention(in.data<float>(0), in.data<float>(1), in.data<float>(2),
-                  shape->segments(in), in.data<float>(shape->firstResult),
-                  shape->batch, shape->seq, shape->heads, shape->kvHeads,
-                  shape->headDim, shape->scale, device.stream);
-  return llvm::Error::success();
-}
-
-llvm::Error runAttentionGrad(const InstructionView &in, Device &device) {
-  llvm::Expected<AttentionShape> shape = attentionShape(in, true);
-  if (!shape)
-    return shape.takeError();
-  int first = shape->firstResult;
-  cuda::attentionGrad(in.data<float>(0), in.data<float>(1), in.data<float>(2),
-                      in.data<float>(3), in.data<float>(4),
-                      shape->segments(in), in.data<float>(first),
-                      in.data<float>(first + 1), in.data<float>(first + 2),
-                      shape->batch, shape->seq, shape->heads, shape->kvHeads,
-                      shape->headDim, shape->scale, device.stream);
   return llvm::Error::success();
 }
 
@@ -583,8 +487,8 @@ const llvm::StringMap<KernelEntry> &kernels() {
       {"twill.rms_norm_weight_grad", {runRmsNormFamily}},
       {"twill.rope", {runRope<false>}},
       {"twill.rope_grad", {runRope<true>}},
-      {"twill.attention", {runAttention}},
-      {"twill.attention_grad", {runAttentionGrad}},
+      {"twill.attention", {cuda::runAttention, /*bf16=*/true}},
+      {"twill.attention_grad", {cuda::runAttentionGrad, /*bf16=*/true}},
       {"twill.add", {runElementwise}},
       {"twill.mul", {runElementwise}},
       {"twill.div", {runElementwise}},

@@ -1,10 +1,10 @@
 //===- CudaKernels.cu - the cuda backend's kernels ------------------------===//
 //
 // Straightforward kernels first: grid-stride loops for elementwise work, one
-// block per row for reductions (rms_norm, softmax statistics), one block per
-// query row for attention (scores in shared memory; the key/value gradients
-// accumulated with atomics). They mirror the cpu kernels' formulas so that
-// the two backends can be compared op by op.
+// block per row for reductions (rms_norm, softmax statistics, attention's
+// score rows; attention's products are cuBLAS GEMMs, CudaAttention.cpp).
+// They mirror the cpu kernels' formulas so that the two backends can be
+// compared op by op.
 //
 //===----------------------------------------------------------------------===//
 
@@ -181,108 +181,54 @@ __global__ void ropeKernel(const float *x, const int32_t *positions,
   }
 }
 
-/// The softmax weights of query row `i` over keys 0..i (0 across segments),
-/// into `weights` (shared memory); every thread of the block takes part.
-__device__ void attentionWeights(const float *query, const float *k,
-                                 const int32_t *segments, int64_t b, int64_t i,
-                                 int64_t seq, int64_t kvHeads, int64_t kvHead,
-                                 int64_t headDim, double scale,
-                                 float *weights) {
+/// Stores an fp32 value as T.
+template <typename T> __device__ T storeAs(float value);
+template <> __device__ float storeAs<float>(float value) { return value; }
+template <> __device__ __nv_bfloat16 storeAs<__nv_bfloat16>(float value) {
+  return __float2bfloat16_rn(value);
+}
+
+/// One block per row of scores (ChunkedAttention.h): P = softmax over the
+/// visible keys of the scaled scores, and the row's log-sum-exp.
+template <typename T> __global__ void softmaxRowsKernel(SoftmaxRows s) {
+  int64_t row = blockIdx.x, query = s.firstQuery + row % s.rows;
+  const float *scores = s.scores + row * s.keys;
+  T *p = static_cast<T *>(s.probabilities) + row * s.keys;
   double best = -INFINITY;
-  for (int64_t j = threadIdx.x; j <= i; j += blockDim.x) {
-    bool visible =
-        !segments || segments[b * seq + j] == segments[b * seq + i];
-    float score = -INFINITY;
-    if (visible) {
-      const float *key = k + ((b * seq + j) * kvHeads + kvHead) * headDim;
-      float dot = 0;
-      for (int64_t d = 0; d < headDim; ++d)
-        dot += query[d] * key[d];
-      score = float(dot * scale);
-      best = fmax(best, double(score));
-    }
-    weights[j] = score;
-  }
+  for (int64_t j = threadIdx.x; j < s.keys; j += blockDim.x)
+    if (s.visible(query, j))
+      best = fmax(best, double(scores[j]) * s.scale);
   best = blockMax(best);
   double total = 0;
-  for (int64_t j = threadIdx.x; j <= i; j += blockDim.x) {
-    float w = weights[j] == -INFINITY ? 0.0f : float(exp(weights[j] - best));
-    weights[j] = w;
-    total += w;
-  }
-  total = blockSum(total);
-  for (int64_t j = threadIdx.x; j <= i; j += blockDim.x)
-    weights[j] = float(weights[j] / total);
-  __syncthreads();
+  for (int64_t j = threadIdx.x; j < s.keys; j += blockDim.x)
+    if (s.visible(query, j))
+      total += exp(double(scores[j]) * s.scale - best);
+  double lse = best + log(blockSum(total));
+  for (int64_t j = threadIdx.x; j < s.keys; j += blockDim.x)
+    p[j] = storeAs<T>(s.visible(query, j)
+                          ? float(exp(double(scores[j]) * s.scale - lse))
+                          : 0.0f);
+  if (threadIdx.x == 0)
+    s.lse[row] = float(lse);
 }
 
-/// One block per (batch row, query head, query position).
-__global__ void attentionKernel(const float *q, const float *k, const float *v,
-                                const int32_t *segments, float *out,
-                                int64_t seq, HeadBlock heads, int64_t kvHeads,
-                                int64_t headDim, double scale) {
-  extern __shared__ float weights[];
-  int64_t i = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
-  int64_t kvHead = (heads.first + h) / (heads.total / kvHeads);
-  const float *query = q + ((b * seq + i) * heads.count + h) * headDim;
-  attentionWeights(query, k, segments, b, i, seq, kvHeads, kvHead, headDim,
-                   scale, weights);
-  for (int64_t d = threadIdx.x; d < headDim; d += blockDim.x) {
-    double sum = 0;
-    for (int64_t j = 0; j <= i; ++j)
-      if (weights[j] != 0.0f)
-        sum += double(weights[j]) *
-               v[((b * seq + j) * kvHeads + kvHead) * headDim + d];
-    out[((b * seq + i) * heads.count + h) * headDim + d] = float(sum);
-  }
-}
-
-__global__ void attentionGradKernel(const float *q, const float *k,
-                                    const float *v, const float *output,
-                                    const float *grad, const int32_t *segments,
-                                    float *queryGrad, float *keyGrad,
-                                    float *valueGrad, int64_t seq, HeadBlock heads,
-                                    int64_t kvHeads, int64_t headDim,
-                                    double scale) {
-  extern __shared__ float weights[];
-  int64_t i = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
-  int64_t kvHead = (heads.first + h) / (heads.total / kvHeads);
-  int64_t row = (b * seq + i) * heads.count + h;
-  const float *query = q + row * headDim, *dOut = grad + row * headDim;
-  const float *out = output + row * headDim;
-  attentionWeights(query, k, segments, b, i, seq, kvHeads, kvHead, headDim,
-                   scale, weights);
-  double rowDot = 0; // dO . O
-  for (int64_t d = threadIdx.x; d < headDim; d += blockDim.x)
-    rowDot += double(dOut[d]) * out[d];
+/// One block per row: dS = P (dP - sum_j P_j dP_j) scale, P recomputed
+/// from the scores and the row's log-sum-exp.
+template <typename T> __global__ void softmaxGradRowsKernel(SoftmaxRows s) {
+  int64_t row = blockIdx.x, query = s.firstQuery + row % s.rows;
+  const float *scores = s.scores + row * s.keys;
+  const float *dP = s.probabilityGrad + row * s.keys;
+  T *dS = static_cast<T *>(s.scoreGrad) + row * s.keys;
+  double lse = s.lse[row];
+  auto probability = [&](int64_t j) {
+    return s.visible(query, j) ? exp(double(scores[j]) * s.scale - lse) : 0.0;
+  };
+  double rowDot = 0;
+  for (int64_t j = threadIdx.x; j < s.keys; j += blockDim.x)
+    rowDot += probability(j) * dP[j];
   rowDot = blockSum(rowDot);
-  // dScore_j = p_j (dO . v_j - dO . O) scale, in place of p_j.
-  for (int64_t j = threadIdx.x; j <= i; j += blockDim.x) {
-    float p = weights[j];
-    if (p == 0.0f)
-      continue;
-    const float *value = v + ((b * seq + j) * kvHeads + kvHead) * headDim;
-    double dP = 0;
-    for (int64_t d = 0; d < headDim; ++d)
-      dP += double(dOut[d]) * value[d];
-    float *dv = valueGrad + ((b * seq + j) * kvHeads + kvHead) * headDim;
-    for (int64_t d = 0; d < headDim; ++d)
-      atomicAdd(dv + d, p * dOut[d]);
-    weights[j] = float(p * (dP - rowDot) * scale);
-  }
-  __syncthreads();
-  for (int64_t d = threadIdx.x; d < headDim; d += blockDim.x) {
-    double dq = 0;
-    for (int64_t j = 0; j <= i; ++j) {
-      float dScore = weights[j];
-      if (dScore == 0.0f)
-        continue;
-      int64_t kv = ((b * seq + j) * kvHeads + kvHead) * headDim + d;
-      dq += double(dScore) * k[kv];
-      atomicAdd(keyGrad + kv, dScore * query[d]);
-    }
-    queryGrad[row * headDim + d] = float(dq);
-  }
+  for (int64_t j = threadIdx.x; j < s.keys; j += blockDim.x)
+    dS[j] = storeAs<T>(float(probability(j) * (dP[j] - rowDot) * s.scale));
 }
 
 __global__ void binaryKernel(Binary op, const float *lhs, const float *rhs,
@@ -591,39 +537,24 @@ void rope(const float *x, const int32_t *positions, float *out, int64_t tokens,
                          frequencies, inverse);
 }
 
-void attention(const float *q, const float *k, const float *v,
-               const int32_t *segments, float *out, int64_t batch, int64_t seq,
-               HeadBlock heads, int64_t kvHeads, int64_t headDim, double scale,
-               cudaStream_t stream) {
-  if (!batch || !seq || !heads.count)
+void softmaxRows(const SoftmaxRows &rows, bool bf16, cudaStream_t stream) {
+  int blocks = int(rows.heads * rows.rows);
+  if (!blocks)
     return;
-  size_t shared = seq * sizeof(float);
-  cudaFuncSetAttribute(attentionKernel,
-                       cudaFuncAttributeMaxDynamicSharedMemorySize,
-                       int(shared));
-  attentionKernel<<<dim3(seq, heads.count, batch), kThreads, shared, stream>>>(
-      q, k, v, segments, out, seq, heads, kvHeads, headDim, scale);
+  if (bf16)
+    softmaxRowsKernel<__nv_bfloat16><<<blocks, kThreads, 0, stream>>>(rows);
+  else
+    softmaxRowsKernel<float><<<blocks, kThreads, 0, stream>>>(rows);
 }
 
-void attentionGrad(const float *q, const float *k, const float *v,
-                   const float *output, const float *grad,
-                   const int32_t *segments, float *queryGrad, float *keyGrad,
-                   float *valueGrad, int64_t batch, int64_t seq, HeadBlock heads,
-                   int64_t kvHeads, int64_t headDim, double scale,
-                   cudaStream_t stream) {
-  size_t kvBytes = batch * seq * kvHeads * headDim * sizeof(float);
-  cudaMemsetAsync(keyGrad, 0, kvBytes, stream);
-  cudaMemsetAsync(valueGrad, 0, kvBytes, stream);
-  if (!batch || !seq || !heads.count)
+void softmaxGradRows(const SoftmaxRows &rows, bool bf16, cudaStream_t stream) {
+  int blocks = int(rows.heads * rows.rows);
+  if (!blocks)
     return;
-  size_t shared = seq * sizeof(float);
-  cudaFuncSetAttribute(attentionGradKernel,
-                       cudaFuncAttributeMaxDynamicSharedMemorySize,
-                       int(shared));
-  attentionGradKernel<<<dim3(seq, heads.count, batch), kThreads, shared,
-                        stream>>>(q, k, v, output, grad, segments, queryGrad,
-                                  keyGrad, valueGrad, seq, heads, kvHeads,
-                                  headDim, scale);
+  if (bf16)
+    softmaxGradRowsKernel<__nv_bfloat16><<<blocks, kThreads, 0, stream>>>(rows);
+  else
+    softmaxGradRowsKernel<float><<<blocks, kThreads, 0, stream>>>(rows);
 }
 
 void binary(Binary op, const float *lhs, const float *rhs, float *out,

@@ -15,6 +15,7 @@
 #define TWILL_RUNTIME_BACKEND_CUDA_CUDAKERNELS_H
 
 #include "runtime/backend/Blocks.h"
+#include "runtime/backend/ChunkedAttention.h"
 
 #include <cstdint>
 #include <cuda_runtime_api.h>
@@ -57,17 +58,10 @@ void rope(const float *x, const int32_t *positions, float *out, int64_t tokens,
           int64_t heads, int64_t headDim, const double *frequencies,
           bool inverse, cudaStream_t stream);
 
-void attention(const float *q, const float *k, const float *v,
-               const int32_t *segments, float *out, int64_t batch, int64_t seq,
-               HeadBlock heads, int64_t kvHeads, int64_t headDim, double scale,
-               cudaStream_t stream);
-/// keyGrad and valueGrad are accumulated into: zero them first.
-void attentionGrad(const float *q, const float *k, const float *v,
-                   const float *output, const float *grad,
-                   const int32_t *segments, float *queryGrad, float *keyGrad,
-                   float *valueGrad, int64_t batch, int64_t seq, HeadBlock heads,
-                   int64_t kvHeads, int64_t headDim, double scale,
-                   cudaStream_t stream);
+/// attention's row kernels (ChunkedAttention.h); P and dS are bf16 when
+/// `bf16`, else fp32.
+void softmaxRows(const SoftmaxRows &rows, bool bf16, cudaStream_t stream);
+void softmaxGradRows(const SoftmaxRows &rows, bool bf16, cudaStream_t stream);
 
 enum class Binary { Add, Mul, Div, Swiglu };
 void binary(Binary op, const float *lhs, const float *rhs, float *out,

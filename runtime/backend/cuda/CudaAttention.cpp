@@ -1,0 +1,121 @@
+//===- CudaAttention.cpp - chunked attention on cuBLAS --------------------===//
+//
+// The cuda backend's operations for ChunkedAttention.h. Scores and their
+// gradients are fp32; P and dS take the values' type (bf16 in a bf16
+// program) so every GEMM reads one type and runs on tensor cores.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/backend/cuda/CudaAttention.h"
+
+#include "runtime/backend/ChunkedAttention.h"
+#include "runtime/backend/cuda/CudaKernels.h"
+
+using namespace twill;
+
+namespace {
+
+/// Scores of one chunk of queries a GPU keeps at once.
+constexpr int64_t kBudgetBytes = int64_t(1) << 30;
+
+/// Runs the schedule's calls on the compute stream; the first failing call
+/// is kept and the rest are skipped.
+struct CudaAttentionOps {
+  Device &device;
+  bool bf16;
+  llvm::Error error = llvm::Error::success();
+
+  CudaAttentionOps(Device &device, bool bf16) : device(device), bf16(bf16) {}
+  ~CudaAttentionOps() { llvm::consumeError(std::move(error)); }
+
+  void keep(llvm::Error next) {
+    if (!error)
+      error = std::move(next);
+    else
+      llvm::consumeError(std::move(next));
+  }
+
+  void *scratch(int slot, int64_t bytes) {
+    llvm::Expected<void *> space = device.scratchSpace(slot, bytes);
+    if (!space) {
+      keep(space.takeError());
+      return nullptr;
+    }
+    return *space;
+  }
+
+  void gemm(const AttentionGemm &call) {
+    if (error)
+      return;
+    // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T.
+    cudaDataType values = bf16 ? CUDA_R_16BF : CUDA_R_32F;
+    cudaDataType result = call.floatResult ? CUDA_R_32F : values;
+    float one = 1.0f, beta = call.accumulate ? 1.0f : 0.0f;
+    keep(checkBlas(
+        cublasGemmStridedBatchedEx(
+            device.blas, call.transB ? CUBLAS_OP_T : CUBLAS_OP_N,
+            call.transA ? CUBLAS_OP_T : CUBLAS_OP_N, int(call.n), int(call.m),
+            int(call.k), &one, call.b, values, int(call.ldb), call.strideB,
+            call.a, values, int(call.lda), call.strideA, &beta, call.c, result,
+            int(call.ldc), call.strideC, int(call.batch), CUBLAS_COMPUTE_32F,
+            CUBLAS_GEMM_DEFAULT),
+        "cublasGemmStridedBatchedEx"));
+  }
+
+  void softmaxRows(const SoftmaxRows &rows) {
+    if (!error)
+      cuda::softmaxRows(rows, bf16, device.stream);
+  }
+  void softmaxGradRows(const SoftmaxRows &rows) {
+    if (!error)
+      cuda::softmaxGradRows(rows, bf16, device.stream);
+  }
+  void zero(float *values, int64_t count) {
+    if (!error)
+      keep(checkCuda(cudaMemsetAsync(values, 0, count * sizeof(float),
+                                     device.stream),
+                     "cudaMemsetAsync"));
+  }
+  void store(const float *from, void *to, int64_t count) {
+    if (error)
+      return;
+    if (bf16)
+      cuda::narrowToBF16(from, to, count, device.stream);
+    else
+      keep(checkCuda(cudaMemcpyAsync(to, from, count * sizeof(float),
+                                     cudaMemcpyDeviceToDevice, device.stream),
+                     "cudaMemcpyAsync"));
+  }
+};
+
+AttentionProblem problem(const InstructionView &in,
+                         const AttentionShape &shape) {
+  return {in.data<void>(0), in.data<void>(1), in.data<void>(2),
+          shape.segments(in), shape.batch, shape.seq, shape.kvHeads,
+          shape.headDim, shape.heads, shape.scale,
+          int(bytesPerElement(in.dtype(0)))};
+}
+
+} // namespace
+
+llvm::Error cuda::runAttention(const InstructionView &in, Device &device) {
+  llvm::Expected<AttentionShape> shape = attentionShape(in, false);
+  if (!shape)
+    return shape.takeError();
+  CudaAttentionOps ops(device, in.dtype(0) == BF16);
+  chunkedAttention(ops, problem(in, *shape),
+                   in.data<void>(shape->firstResult), kBudgetBytes);
+  return std::move(ops.error);
+}
+
+llvm::Error cuda::runAttentionGrad(const InstructionView &in, Device &device) {
+  llvm::Expected<AttentionShape> shape = attentionShape(in, true);
+  if (!shape)
+    return shape.takeError();
+  int first = shape->firstResult;
+  CudaAttentionOps ops(device, in.dtype(0) == BF16);
+  chunkedAttentionGrad(ops, problem(in, *shape), in.data<void>(4),
+                       in.data<void>(first), in.data<void>(first + 1),
+                       in.data<void>(first + 2), kBudgetBytes);
+  return std::move(ops.error);
+}

@@ -1,0 +1,97 @@
+//===- CudaDevice.h - what the cuda backend's kernels share -----*- C++ -*-===//
+//
+// The streams, cuBLAS handle, NCCL communicators and scratch memory of one
+// GPU, and the error checks of the CUDA calls that use them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TWILL_RUNTIME_BACKEND_CUDA_CUDADEVICE_H
+#define TWILL_RUNTIME_BACKEND_CUDA_CUDADEVICE_H
+
+#include "runtime/backend/cuda/NcclComm.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/Support/Error.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <map>
+#include <utility>
+#include <vector>
+
+namespace twill {
+
+inline llvm::Error checkCuda(cudaError_t result, llvm::StringRef call) {
+  if (result == cudaSuccess)
+    return llvm::Error::success();
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 call + " failed: " +
+                                     cudaGetErrorString(result));
+}
+
+inline llvm::Error checkBlas(cublasStatus_t status, llvm::StringRef call) {
+  if (status == CUBLAS_STATUS_SUCCESS)
+    return llvm::Error::success();
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 call + " failed: " +
+                                     cublasGetStatusString(status));
+}
+
+/// What the kernels of one run share.
+struct Device {
+  cudaStream_t stream = nullptr;     // compute
+  cudaStream_t commStream = nullptr; // NCCL
+  cudaEvent_t inputsReady = nullptr, collectiveDone = nullptr;
+  cublasHandle_t blas = nullptr;
+  int *errors = nullptr; // ErrorBit flags raised by kernels
+  NcclComm *nccl = nullptr;
+  using Pool = std::vector<std::pair<void *, size_t>>;
+  Pool scratch; // kernels' own temporaries, reused between ops
+  Pool widened; // fp32 copies of bf16 values, for kernels without bf16 form
+  /// Rope frequency tables on the device, by (head dim, theta, scaling):
+  /// made once, not at every rope.
+  std::map<std::vector<double>, double *> ropeTables;
+
+  /// Runs `collective` on the communication stream: it starts once the
+  /// compute stream has written its inputs, and the compute stream waits for
+  /// it before anything after it runs, so no result is read unwaited.
+  llvm::Error
+  communicate(llvm::function_ref<llvm::Error(cudaStream_t)> collective) {
+    if (auto error = checkCuda(cudaEventRecord(inputsReady, stream),
+                               "cudaEventRecord"))
+      return error;
+    if (auto error = checkCuda(cudaStreamWaitEvent(commStream, inputsReady),
+                               "cudaStreamWaitEvent"))
+      return error;
+    if (auto error = collective(commStream))
+      return error;
+    if (auto error = checkCuda(cudaEventRecord(collectiveDone, commStream),
+                               "cudaEventRecord"))
+      return error;
+    return checkCuda(cudaStreamWaitEvent(stream, collectiveDone),
+                     "cudaStreamWaitEvent");
+  }
+
+  /// Device scratch slot `slot` of at least `bytes`.
+  llvm::Expected<void *> scratchSpace(size_t slot, size_t bytes) {
+    return space(scratch, slot, bytes);
+  }
+  llvm::Expected<void *> space(Pool &pool, size_t slot, size_t bytes) {
+    if (pool.size() <= slot)
+      pool.resize(slot + 1, {nullptr, 0});
+    auto &[pointer, size] = pool[slot];
+    if (size < bytes) {
+      if (pointer)
+        cudaFreeAsync(pointer, stream);
+      if (auto error =
+              checkCuda(cudaMallocAsync(&pointer, bytes, stream), "cudaMalloc"))
+        return std::move(error);
+      size = bytes;
+    }
+    return pointer;
+  }
+};
+
+} // namespace twill
+
+#endif // TWILL_RUNTIME_BACKEND_CUDA_CUDADEVICE_H
