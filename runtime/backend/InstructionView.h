@@ -1,4 +1,5 @@
-//===- InstructionView.h - one instruction, checked for its kernel -*- C++ -*-===//
+//===- InstructionView.h - one instruction, checked for its kernel -*- C++
+//-*-===//
 //
 // What every backend's kernels see of an instruction: its operands and
 // results (shapes, dtypes, where their values are), its attributes, and the
@@ -62,6 +63,12 @@ public:
   DType dtype(int index) const {
     DType stored = info(index).dtype();
     return widened && stored == BF16 ? F32 : stored;
+  }
+  /// The float dtype of value `index` as the kernel sees it: bf16 (for a
+  /// kernel that reads bf16 as stored) or fp32; checks compare the rest of
+  /// the model's values against it.
+  DType floatType(int index = 0) const {
+    return dtype(index) == BF16 ? BF16 : F32;
   }
   int64_t dim(int index, int fromEnd) const {
     return shape(index)[shape(index).size() - 1 - fromEnd];
@@ -183,14 +190,13 @@ shardAxis(const InstructionView &in) {
 /// The query heads of an attention op: all of them, or with `shard_axis`
 /// this rank's block over every key/value head.
 inline llvm::Expected<HeadBlock> headBlock(const InstructionView &in,
-                                         int64_t heads, int64_t kvHeads) {
+                                           int64_t heads, int64_t kvHeads) {
   auto position = shardAxis(in);
   if (!position)
     return position.takeError();
   HeadBlock block = HeadBlock::whole(heads);
   if (*position)
-    block = {heads, (*position)->coordinate * heads,
-             heads * (*position)->size};
+    block = {heads, (*position)->coordinate * heads, heads * (*position)->size};
   if (kvHeads == 0 || block.total % kvHeads != 0)
     return in.fail("query heads are no multiple of key/value heads");
   return block;
@@ -199,7 +205,7 @@ inline llvm::Expected<HeadBlock> headBlock(const InstructionView &in,
 /// The logits' columns: the whole vocab, or with `shard_axis` this rank's
 /// block of a `vocab_size` vocab.
 inline llvm::Expected<VocabBlock> vocabBlock(const InstructionView &in,
-                                           int64_t columns) {
+                                             int64_t columns) {
   auto position = shardAxis(in);
   if (!position)
     return position.takeError();
@@ -220,9 +226,7 @@ struct MatmulShape {
 };
 
 inline llvm::Expected<MatmulShape> matmulShape(const InstructionView &in) {
-  // One float dtype for all three: fp32, or bf16 for a backend whose
-  // matmul reads it as stored.
-  DType type = in.dtype(0) == BF16 ? BF16 : F32;
+  DType type = in.floatType();
   if (auto error = in.expect(2, 1, {type, type, type}, {2, 2, 2}))
     return std::move(error);
   MatmulShape shape;
@@ -243,8 +247,7 @@ inline llvm::Expected<MatmulShape> matmulShape(const InstructionView &in) {
     shape.rhsBatched = false;
   }
   if (shape.k != rhsK || in.count(2) != shape.batch * shape.m * shape.n ||
-      (shape.rhsBatched &&
-       in.count(1) != shape.batch * shape.k * shape.n))
+      (shape.rhsBatched && in.count(1) != shape.batch * shape.k * shape.n))
     return in.fail("operand shapes do not multiply");
   return shape;
 }
@@ -261,8 +264,8 @@ struct CollectiveShape {
   int64_t dim = 0, splitDim = 0, whole = 0, block = 0, outer = 1, inner = 1;
 };
 
-/// Checks a collective against its axis: the dtypes it moves (f32; i64
-/// counts are summed, i32 positions sliced), its dims, and block sizes.
+/// Checks a collective against its axis: the dtypes it moves (f32 or bf16;
+/// i64 counts are summed, i32 positions sliced), its dims, and block sizes.
 inline llvm::Expected<CollectiveShape>
 collectiveShape(const InstructionView &in) {
   llvm::StringRef op = in.op();
@@ -274,7 +277,7 @@ collectiveShape(const InstructionView &in) {
   DType dtype = in.dtype(0);
   bool integer = (op == "twill.all_reduce" && dtype == I64) ||
                  (op == "twill.local_slice" && dtype == I32);
-  DType expected = integer ? dtype : F32;
+  DType expected = integer ? dtype : in.floatType();
   if (auto error = in.expect(1, 1, {expected, expected}, {0, 0}))
     return std::move(error);
   llvm::Expected<Communicator *> comm = in.communicator();
@@ -340,12 +343,11 @@ struct AttentionShape {
   }
 };
 
-inline llvm::Expected<AttentionShape>
-attentionShape(const InstructionView &in, bool gradient) {
+inline llvm::Expected<AttentionShape> attentionShape(const InstructionView &in,
+                                                     bool gradient) {
   int inputs = gradient ? 5 : 3, results = gradient ? 3 : 1;
   bool hasSegments = in.numOperands() == inputs + 1;
-  // fp32, or bf16 for a backend whose attention reads it as stored.
-  DType type = in.dtype(0) == BF16 ? BF16 : F32;
+  DType type = in.floatType();
   std::vector<DType> dtypes(inputs, type);
   std::vector<int> ranks(inputs, 4);
   if (hasSegments) {
@@ -372,8 +374,9 @@ attentionShape(const InstructionView &in, bool gradient) {
   llvm::Expected<HeadBlock> heads = headBlock(in, q[2], k[2]);
   if (!heads)
     return heads.takeError();
-  return AttentionShape{q[0], q[1], k[2], q[3], *heads, first,
-                        in.floatAttr("scale", 1), hasSegments};
+  return AttentionShape{
+      q[0],       q[1], k[2], q[3], *heads, first, in.floatAttr("scale", 1),
+      hasSegments};
 }
 
 /// rope's or rope_grad's sizes and frequencies' settings: (x, positions)
@@ -385,12 +388,14 @@ struct RopeShape {
 };
 
 inline llvm::Expected<RopeShape> ropeShape(const InstructionView &in) {
-  if (auto error = in.expect(2, 1, {F32, I32, F32}, {4, 2, 4}))
+  DType type = in.floatType();
+  if (auto error = in.expect(2, 1, {type, I32, type}, {4, 2, 4}))
     return std::move(error);
   RopeShape shape;
   shape.headDim = in.dim(0, 0);
   shape.heads = in.dim(0, 1);
-  shape.tokens = in.count(0) / std::max<int64_t>(shape.heads * shape.headDim, 1);
+  shape.tokens =
+      in.count(0) / std::max<int64_t>(shape.heads * shape.headDim, 1);
   if (in.count(1) != shape.tokens)
     return in.fail("positions do not match the tokens");
   if (auto error = in.expectSameCount(0, 2))
@@ -407,7 +412,8 @@ inline llvm::Expected<RopeShape> ropeShape(const InstructionView &in) {
 /// be a permutation of every dim.
 inline llvm::Expected<llvm::ArrayRef<int64_t>>
 transposePermutation(const InstructionView &in) {
-  if (auto error = in.expect(1, 1, {F32, F32}, {0, 0}))
+  DType type = in.floatType();
+  if (auto error = in.expect(1, 1, {type, type}, {0, 0}))
     return std::move(error);
   const AttributeValue *permutation = in.attribute("permutation");
   llvm::ArrayRef<int64_t> shape = in.shape(0);

@@ -15,6 +15,7 @@
 #include "runtime/backend/InstructionView.h"
 #include "runtime/backend/cpu/CpuKernels.h"
 #include "runtime/backend/cuda/CudaAttention.h"
+#include "runtime/backend/cuda/CudaCollectives.h"
 #include "runtime/backend/cuda/CudaDevice.h"
 #include "runtime/backend/cuda/CudaKernels.h"
 #include "runtime/backend/cuda/NcclComm.h"
@@ -32,7 +33,8 @@ namespace {
 using Kernel = llvm::Error (*)(const InstructionView &, Device &);
 
 llvm::Error runEmbedding(const InstructionView &in, Device &device) {
-  if (auto error = in.expect(2, 1, {F32, I32, F32}, {2, 0, 1}))
+  DType type = in.floatType();
+  if (auto error = in.expect(2, 1, {type, I32, type}, {2, 0, 1}))
     return error;
   int64_t dim = in.dim(0, 0), rows = in.shape(0)[0];
   if (in.count(2) != in.count(1) * dim)
@@ -41,9 +43,9 @@ llvm::Error runEmbedding(const InstructionView &in, Device &device) {
   if (!position)
     return position.takeError();
   int64_t firstRow = *position ? (*position)->coordinate * rows : 0;
-  cuda::embedding(in.data<float>(0), rows, dim, in.data<int32_t>(1),
-                  in.count(1), in.data<float>(2), firstRow, !*position,
-                  device.errors, device.stream);
+  cuda::embedding(in.data<void>(0), rows, dim, in.data<int32_t>(1), in.count(1),
+                  in.data<void>(2), firstRow, !*position, device.errors,
+                  type == BF16, device.stream);
   return llvm::Error::success();
 }
 
@@ -68,15 +70,15 @@ llvm::Error runMatmul(const InstructionView &in, Device &device) {
   // bf16 values are read as they are stored; cuBLAS accumulates in fp32.
   cudaDataType type = in.dtype(0) == BF16 ? CUDA_R_16BF : CUDA_R_32F;
   float one = 1.0f, zero = 0.0f;
-  return checkBlas(
-      cublasGemmStridedBatchedEx(
-          device.blas, transposeRhs ? CUBLAS_OP_T : CUBLAS_OP_N,
-          transposeLhs ? CUBLAS_OP_T : CUBLAS_OP_N, int(n), int(m), int(k),
-          &one, in.data<void>(1), type, int(transposeRhs ? k : n),
-          rhsBatched ? k * n : 0, in.data<void>(0), type,
-          int(transposeLhs ? m : k), m * k, &zero, in.data<void>(2), type,
-          int(n), m * n, int(batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-      "cublasGemmStridedBatchedEx");
+  return checkBlas(cublasGemmStridedBatchedEx(
+                       device.blas, transposeRhs ? CUBLAS_OP_T : CUBLAS_OP_N,
+                       transposeLhs ? CUBLAS_OP_T : CUBLAS_OP_N, int(n), int(m),
+                       int(k), &one, in.data<void>(1), type,
+                       int(transposeRhs ? k : n), rhsBatched ? k * n : 0,
+                       in.data<void>(0), type, int(transposeLhs ? m : k), m * k,
+                       &zero, in.data<void>(2), type, int(n), m * n, int(batch),
+                       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                   "cublasGemmStridedBatchedEx");
 }
 
 /// rms_norm (operands x, weight), rms_norm_grad (x, weight, grad) and
@@ -86,17 +88,19 @@ llvm::Error runRmsNormFamily(const InstructionView &in, Device &device) {
   bool grad = op == "twill.rms_norm_grad";
   bool weightGrad = op == "twill.rms_norm_weight_grad";
   int operands = grad ? 3 : 2;
-  if (auto error = in.expect(operands, 1,
-                             std::vector<DType>(operands + 1, F32),
-                             std::vector<int>(operands + 1, 1)))
+  DType type = in.floatType();
+  bool bf16 = type == BF16;
+  if (auto error =
+          in.expect(operands, 1, std::vector<DType>(operands + 1, type),
+                    std::vector<int>(operands + 1, 1)))
     return error;
   int64_t dim = in.dim(0, 0), rows = in.count(0) / std::max<int64_t>(dim, 1);
   double eps = in.floatAttr("epsilon", 0);
   int result = operands;
-  bool agree = weightGrad ? in.count(1) == in.count(0) && in.count(2) == dim
-                          : in.count(1) == dim &&
-                                in.count(result) == in.count(0) &&
-                                (!grad || in.count(2) == in.count(0));
+  bool agree = weightGrad
+                   ? in.count(1) == in.count(0) && in.count(2) == dim
+                   : in.count(1) == dim && in.count(result) == in.count(0) &&
+                         (!grad || in.count(2) == in.count(0));
   if (!agree)
     return in.fail("input, weight, grad and result do not agree");
   if (weightGrad) {
@@ -104,15 +108,15 @@ llvm::Error runRmsNormFamily(const InstructionView &in, Device &device) {
         device.scratchSpace(0, rows * sizeof(float));
     if (!inverse)
       return inverse.takeError();
-    cuda::rmsNormWeightGrad(in.data<float>(0), in.data<float>(1),
-                            in.data<float>(2), rows, dim, eps,
-                            static_cast<float *>(*inverse), device.stream);
+    cuda::rmsNormWeightGrad(
+        in.data<void>(0), in.data<void>(1), in.data<void>(2), rows, dim, eps,
+        static_cast<float *>(*inverse), bf16, device.stream);
   } else if (grad) {
-    cuda::rmsNormGrad(in.data<float>(0), in.data<float>(1), in.data<float>(2),
-                      in.data<float>(3), rows, dim, eps, device.stream);
+    cuda::rmsNormGrad(in.data<void>(0), in.data<void>(1), in.data<void>(2),
+                      in.data<void>(3), rows, dim, eps, bf16, device.stream);
   } else {
-    cuda::rmsNorm(in.data<float>(0), in.data<float>(1), in.data<float>(2),
-                  rows, dim, eps, device.stream);
+    cuda::rmsNorm(in.data<void>(0), in.data<void>(1), in.data<void>(2), rows,
+                  dim, eps, bf16, device.stream);
   }
   return llvm::Error::success();
 }
@@ -123,10 +127,10 @@ llvm::Error runRope(const InstructionView &in, Device &device) {
   if (!shape)
     return shape.takeError();
   const RopeFrequencyScaling &scaling = shape->scaling;
-  std::vector<double> key = {double(shape->headDim), shape->theta,
-                             scaling.factor, scaling.lowFreqFactor,
-                             scaling.highFreqFactor,
-                             double(scaling.originalMaxPosition)};
+  std::vector<double> key = {
+      double(shape->headDim), shape->theta,
+      scaling.factor,         scaling.lowFreqFactor,
+      scaling.highFreqFactor, double(scaling.originalMaxPosition)};
   double *&table = device.ropeTables[key];
   if (!table) {
     std::vector<double> frequencies =
@@ -140,9 +144,9 @@ llvm::Error runRope(const InstructionView &in, Device &device) {
                                "cudaMemcpy"))
       return error;
   }
-  cuda::rope(in.data<float>(0), in.data<int32_t>(1), in.data<float>(2),
+  cuda::rope(in.data<void>(0), in.data<int32_t>(1), in.data<void>(2),
              shape->tokens, shape->heads, shape->headDim, table, Inverse,
-             device.stream);
+             in.floatType() == BF16, device.stream);
   return llvm::Error::success();
 }
 
@@ -150,22 +154,24 @@ llvm::Error runRope(const InstructionView &in, Device &device) {
 llvm::Error runElementwise(const InstructionView &in, Device &device) {
   llvm::StringRef op = in.op();
   int operands = in.numOperands(), results = in.numResults();
-  if (auto error =
-          in.expect(operands, results, std::vector<DType>(operands + results, F32),
-                    std::vector<int>(operands + results, 0)))
+  DType type = in.floatType();
+  bool bf16 = type == BF16;
+  if (auto error = in.expect(operands, results,
+                             std::vector<DType>(operands + results, type),
+                             std::vector<int>(operands + results, 0)))
     return error;
   for (int index = 1; index < operands + results; ++index)
     if (auto error = in.expectSameCount(0, index))
       return error;
   int64_t count = in.count(0);
   if (op == "twill.scale" && operands == 1 && results == 1) {
-    cuda::scale(in.data<float>(0), in.floatAttr("factor", 1),
-                in.data<float>(1), count, device.stream);
+    cuda::scale(in.data<void>(0), in.floatAttr("factor", 1), in.data<void>(1),
+                count, bf16, device.stream);
     return llvm::Error::success();
   }
   if (op == "twill.swiglu_grad" && operands == 3 && results == 2) {
-    cuda::swigluGrad(in.data<float>(0), in.data<float>(1), in.data<float>(2),
-                     in.data<float>(3), in.data<float>(4), count,
+    cuda::swigluGrad(in.data<void>(0), in.data<void>(1), in.data<void>(2),
+                     in.data<void>(3), in.data<void>(4), count, bf16,
                      device.stream);
     return llvm::Error::success();
   }
@@ -178,12 +184,11 @@ llvm::Error runElementwise(const InstructionView &in, Device &device) {
           .Default(std::nullopt);
   if (!binary || operands != 2 || results != 1)
     return in.fail("expects two operands and one result");
-  cuda::binary(*binary, in.data<float>(0), in.data<float>(1),
-               in.data<float>(2), count, device.stream);
+  cuda::binary(*binary, in.data<void>(0), in.data<void>(1), in.data<void>(2),
+               count, bf16, device.stream);
   return llvm::Error::success();
 }
 
-/// Copies: reshape (the same values) and cast (to f32).
 /// reshape: the same bytes, whatever their dtype.
 llvm::Error runReshape(const InstructionView &in, Device &device) {
   if (in.numOperands() != 1 || in.numResults() != 1 ||
@@ -197,19 +202,45 @@ llvm::Error runReshape(const InstructionView &in, Device &device) {
                    "cudaMemcpyAsync");
 }
 
-/// cast, on widened values: to fp32 (the backend rounds a bf16 result).
+/// cast between the float dtypes, and from integers to fp32.
 llvm::Error runCast(const InstructionView &in, Device &device) {
-  DType from = in.dtype(0);
-  if (in.numOperands() != 1 || in.numResults() != 1 ||
-      in.dtype(1) != F32 || (from != F32 && from != I32 && from != I64))
-    return in.fail("casts floats, i32 or i64 to floats only");
+  if (in.numOperands() != 1 || in.numResults() != 1)
+    return in.fail("expects one value and one result");
   if (auto error = in.expectSameCount(0, 1))
     return error;
-  cuda::castToFloat(in.data<void>(0),
-                    from == F32   ? cuda::CastSource::F32
-                    : from == I32 ? cuda::CastSource::I32
-                                  : cuda::CastSource::I64,
-                    in.data<float>(1), in.count(0), device.stream);
+  DType from = in.dtype(0), to = in.dtype(1);
+  int64_t count = in.count(0);
+  if (to == BF16 && from == F32) {
+    cuda::narrowToBF16(in.data<float>(0), in.data<void>(1), count,
+                       device.stream);
+    return llvm::Error::success();
+  }
+  if (to == from && (to == BF16 || to == F32))
+    return checkCuda(cudaMemcpyAsync(in.data<void>(1), in.data<void>(0),
+                                     count * bytesPerElement(to),
+                                     cudaMemcpyDeviceToDevice, device.stream),
+                     "cudaMemcpyAsync");
+  std::optional<cuda::CastSource> source;
+  switch (from) {
+  case F32:
+    source = cuda::CastSource::F32;
+    break;
+  case BF16:
+    source = cuda::CastSource::BF16;
+    break;
+  case I32:
+    source = cuda::CastSource::I32;
+    break;
+  case I64:
+    source = cuda::CastSource::I64;
+    break;
+  default:
+    break;
+  }
+  if (to != F32 || !source)
+    return in.fail("casts f32 and bf16 to each other, and i32 and i64 to f32");
+  cuda::castToFloat(in.data<void>(0), *source, in.data<float>(1), count,
+                    device.stream);
   return llvm::Error::success();
 }
 
@@ -220,16 +251,18 @@ llvm::Error runTranspose(const InstructionView &in, Device &device) {
     return permutation.takeError();
   if (permutation->size() > 8)
     return in.fail("transposes at most 8 dims");
-  cuda::transpose(in.data<float>(0), in.shape(0).data(), permutation->data(),
-                  permutation->size(), in.data<float>(1), device.stream);
+  cuda::transpose(in.data<void>(0), in.shape(0).data(), permutation->data(),
+                  permutation->size(), in.data<void>(1), in.floatType() == BF16,
+                  device.stream);
   return llvm::Error::success();
 }
 
 llvm::Error runConstant(const InstructionView &in, Device &device) {
-  if (auto error = in.expect(0, 1, {F32}, {0}))
+  DType type = in.floatType();
+  if (auto error = in.expect(0, 1, {type}, {0}))
     return error;
-  cuda::fill(in.data<float>(0), in.count(0), float(in.floatAttr("value", 0)),
-             device.stream);
+  cuda::fill(in.data<void>(0), in.count(0), float(in.floatAttr("value", 0)),
+             type == BF16, device.stream);
   return llvm::Error::success();
 }
 
@@ -255,9 +288,11 @@ llvm::Error reduceRows(const InstructionView &in, Device &device, double *rows,
 /// (logits, labels, loss grad) -> dlogits.
 llvm::Error runCrossEntropyFamily(const InstructionView &in, Device &device) {
   bool grad = in.op() == "twill.cross_entropy_grad";
+  DType type = in.floatType(); // the logits', read as stored
+  bool bf16 = type == BF16;
   llvm::Error shapes =
-      grad ? in.expect(3, 1, {F32, I32, F32, F32}, {1, 0, 0, 1})
-           : in.expect(2, 2, {F32, I32, F32, I64}, {1, 0, 0, 0});
+      grad ? in.expect(3, 1, {type, I32, F32, type}, {1, 0, 0, 1})
+           : in.expect(2, 2, {type, I32, F32, I64}, {1, 0, 0, 0});
   if (shapes)
     return shapes;
   int64_t columns = in.dim(0, 0), rows = in.count(1);
@@ -274,26 +309,25 @@ llvm::Error runCrossEntropyFamily(const InstructionView &in, Device &device) {
     return space.takeError();
   double *max = static_cast<double *>(*space), *sum = max + rows,
          *target = sum + rows;
-  const float *logits = in.data<float>(0);
+  const void *logits = in.data<void>(0);
   const int32_t *labels = in.data<int32_t>(1);
   cuda::softmaxMaxAndTarget(logits, labels, rows, *block, ignore, max, target,
-                            device.errors, device.stream);
+                            device.errors, bf16, device.stream);
   if (auto error = reduceRows(in, device, max, rows, true))
     return error;
-  cuda::softmaxSum(logits, rows, *block, max, sum, device.stream);
+  cuda::softmaxSum(logits, rows, *block, max, sum, bf16, device.stream);
   if (auto error = reduceRows(in, device, sum, rows, false))
     return error;
   if (grad) {
     cuda::crossEntropyGrad(logits, labels, rows, *block, ignore, max, sum,
-                           in.data<float>(2), in.data<float>(3),
+                           in.data<float>(2), in.data<void>(3), bf16,
                            device.stream);
     return llvm::Error::success();
   }
   if (auto error = reduceRows(in, device, target, rows, false))
     return error;
   cuda::crossEntropyLoss(labels, rows, ignore, max, sum, target,
-                         in.data<float>(2), in.data<int64_t>(3),
-                         device.stream);
+                         in.data<float>(2), in.data<int64_t>(3), device.stream);
   return llvm::Error::success();
 }
 
@@ -301,8 +335,7 @@ llvm::Error runCrossEntropyFamily(const InstructionView &in, Device &device) {
 /// input.
 llvm::Error runSquares(const InstructionView &in, Device &device) {
   int inputs = in.numOperands();
-  if (in.numResults() != 1 || in.dtype(inputs) != F32 ||
-      in.count(inputs) != 1)
+  if (in.numResults() != 1 || in.dtype(inputs) != F32 || in.count(inputs) != 1)
     return in.fail("expects inputs and one f32 scalar result");
   llvm::Expected<void *> space = device.scratchSpace(0, sizeof(double));
   if (!space)
@@ -355,121 +388,12 @@ llvm::Error runAdamW(const InstructionView &in, Device &device) {
   cuda::adamw(in.data<float>(0), in.data<float>(1), in.data<float>(2),
               in.data<float>(3), in.data<float>(4), in.data<float>(5),
               in.data<int64_t>(6), *settings, in.data<float>(7),
-              in.data<float>(8), in.data<float>(9), in.count(0),
-              device.stream);
+              in.data<float>(8), in.data<float>(9), in.count(0), device.stream);
   return llvm::Error::success();
-}
-
-/// Elements of `shape` before and after dim `dim`.
-static std::pair<int64_t, int64_t> around(llvm::ArrayRef<int64_t> shape,
-                                          int64_t dim) {
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < (int64_t)shape.size(); ++d)
-    (d < dim ? outer : inner) *= d == dim ? 1 : shape[d];
-  return {outer, inner};
-}
-
-/// all_to_all: block r of the split dim goes to rank r, and the blocks that
-/// arrive are concatenated along the other dim; grouped NCCL sends and
-/// receives between two rearrangements.
-llvm::Error runAllToAll(const InstructionView &in, const CollectiveShape &shape,
-                        ncclComm_t comm, Device &device) {
-  llvm::ArrayRef<int64_t> inShape = in.shape(0);
-  int64_t ranks = shape.size, split = shape.splitDim, concat = shape.dim;
-  if (inShape[split] % ranks != 0)
-    return in.fail("its split dim does not divide over the axis");
-  std::vector<int64_t> blockShape(inShape);
-  blockShape[split] /= ranks;
-  int64_t block = in.count(0) / ranks;
-  llvm::Expected<void *> space =
-      device.scratchSpace(1, 2 * in.count(0) * sizeof(float));
-  if (!space)
-    return space.takeError();
-  float *send = static_cast<float *>(*space), *receive = send + in.count(0);
-  auto [splitOuter, splitInner] = around(inShape, split);
-  cuda::arrangeBlocks(in.data<float>(0), send, ranks, splitOuter,
-                      blockShape[split], inShape[split], splitInner,
-                      /*toWhole=*/false, device.stream);
-  if (auto error = device.communicate([&](cudaStream_t stream) {
-        if (auto error = checkNccl(ncclGroupStart(), "ncclGroupStart"))
-          return error;
-        for (int64_t r = 0; r < ranks; ++r) {
-          ncclSend(send + r * block, block, ncclFloat32, int(r), comm, stream);
-          ncclRecv(receive + r * block, block, ncclFloat32, int(r), comm,
-                   stream);
-        }
-        return checkNccl(ncclGroupEnd(), "ncclGroupEnd");
-      }))
-    return error;
-  auto [concatOuter, concatInner] = around(blockShape, concat);
-  cuda::arrangeBlocks(receive, in.data<float>(1), ranks, concatOuter,
-                      blockShape[concat], ranks * blockShape[concat],
-                      concatInner, /*toWhole=*/true, device.stream);
-  return llvm::Error::success();
-}
-
-/// The collectives, through NCCL on the compute stream: NCCL moves whole
-/// buffers, so a gather or scatter along a dim other than the first
-/// rearranges blocks through a scratch buffer.
-llvm::Error runCollective(const InstructionView &in, Device &device) {
-  llvm::Expected<CollectiveShape> shape = collectiveShape(in);
-  if (!shape)
-    return shape.takeError();
-  llvm::StringRef op = in.op();
-  int64_t whole = shape->whole, block = shape->block, size = shape->size;
-  int64_t outer = shape->outer, inner = shape->inner;
-  if (op == "twill.local_slice") {
-    int64_t first = std::min(whole, shape->coordinate * block);
-    size_t element = shape->dtype == I32 ? sizeof(int32_t) : sizeof(float);
-    cuda::copyAlongDim(in.data<void>(0), whole, first, in.data<void>(1), block,
-                       std::min(block, whole - first), outer, inner * element,
-                       device.stream);
-    return llvm::Error::success();
-  }
-  if (!device.nccl)
-    return in.fail("needs NCCL");
-  llvm::Expected<ncclComm_t> comm = device.nccl->axis(shape->axis);
-  if (!comm)
-    return comm.takeError();
-  if (op == "twill.all_reduce")
-    return device.communicate([&](cudaStream_t stream) {
-      return checkNccl(
-          ncclAllReduce(in.data<void>(0), in.data<void>(1), in.count(0),
-                        shape->dtype == I64 ? ncclInt64 : ncclFloat32,
-                        ncclSum, *comm, stream),
-          "ncclAllReduce");
-    });
-  if (op == "twill.all_to_all")
-    return runAllToAll(in, *shape, *comm, device);
-  int64_t blocked = size * outer * block * inner;
-  llvm::Expected<void *> space = device.scratchSpace(0, blocked * sizeof(float));
-  if (!space)
-    return space.takeError();
-  float *padded = static_cast<float *>(*space);
-  if (op == "twill.all_gather") {
-    if (auto error = device.communicate([&](cudaStream_t stream) {
-          return checkNccl(ncclAllGather(in.data<void>(0), padded,
-                                         outer * block * inner, ncclFloat32,
-                                         *comm, stream),
-                           "ncclAllGather");
-        }))
-      return error;
-    cuda::arrangeBlocks(padded, in.data<float>(1), size, outer, block, whole,
-                        inner, /*toWhole=*/true, device.stream);
-    return llvm::Error::success();
-  }
-  cuda::arrangeBlocks(in.data<float>(0), padded, size, outer, block, whole,
-                      inner, /*toWhole=*/false, device.stream);
-  return device.communicate([&](cudaStream_t stream) {
-    return checkNccl(ncclReduceScatter(padded, in.data<void>(1),
-                                       outer * block * inner, ncclFloat32,
-                                       ncclSum, *comm, stream),
-                     "ncclReduceScatter");
-  });
 }
 
 /// A kernel, and whether it reads and writes bf16 values as they are
-/// stored; the others get them widened to fp32 (Device::widen).
+/// stored; the others get them widened to fp32 (Device::widened).
 struct KernelEntry {
   Kernel run;
   bool bf16 = false;
@@ -477,28 +401,28 @@ struct KernelEntry {
 
 const llvm::StringMap<KernelEntry> &kernels() {
   static const llvm::StringMap<KernelEntry> table = {
-      {"twill.embedding", {runEmbedding}},
+      {"twill.embedding", {runEmbedding, /*bf16=*/true}},
       {"twill.embedding_grad", {runEmbeddingGrad}},
       {"twill.matmul", {runMatmul, /*bf16=*/true}},
       {"twill.reshape", {runReshape, /*bf16=*/true}},
-      {"twill.cast", {runCast}},
-      {"twill.rms_norm", {runRmsNormFamily}},
-      {"twill.rms_norm_grad", {runRmsNormFamily}},
-      {"twill.rms_norm_weight_grad", {runRmsNormFamily}},
-      {"twill.rope", {runRope<false>}},
-      {"twill.rope_grad", {runRope<true>}},
+      {"twill.cast", {runCast, /*bf16=*/true}},
+      {"twill.rms_norm", {runRmsNormFamily, /*bf16=*/true}},
+      {"twill.rms_norm_grad", {runRmsNormFamily, /*bf16=*/true}},
+      {"twill.rms_norm_weight_grad", {runRmsNormFamily, /*bf16=*/true}},
+      {"twill.rope", {runRope<false>, /*bf16=*/true}},
+      {"twill.rope_grad", {runRope<true>, /*bf16=*/true}},
       {"twill.attention", {cuda::runAttention, /*bf16=*/true}},
       {"twill.attention_grad", {cuda::runAttentionGrad, /*bf16=*/true}},
-      {"twill.add", {runElementwise}},
-      {"twill.mul", {runElementwise}},
-      {"twill.div", {runElementwise}},
-      {"twill.swiglu", {runElementwise}},
-      {"twill.scale", {runElementwise}},
-      {"twill.swiglu_grad", {runElementwise}},
-      {"twill.transpose", {runTranspose}},
-      {"twill.constant", {runConstant}},
-      {"twill.cross_entropy", {runCrossEntropyFamily}},
-      {"twill.cross_entropy_grad", {runCrossEntropyFamily}},
+      {"twill.add", {runElementwise, /*bf16=*/true}},
+      {"twill.mul", {runElementwise, /*bf16=*/true}},
+      {"twill.div", {runElementwise, /*bf16=*/true}},
+      {"twill.swiglu", {runElementwise, /*bf16=*/true}},
+      {"twill.scale", {runElementwise, /*bf16=*/true}},
+      {"twill.swiglu_grad", {runElementwise, /*bf16=*/true}},
+      {"twill.transpose", {runTranspose, /*bf16=*/true}},
+      {"twill.constant", {runConstant, /*bf16=*/true}},
+      {"twill.cross_entropy", {runCrossEntropyFamily, /*bf16=*/true}},
+      {"twill.cross_entropy_grad", {runCrossEntropyFamily, /*bf16=*/true}},
       {"twill.global_norm", {runSquares}},
       {"twill.sum_squares", {runSquares}},
       {"twill.sqrt", {runScalar}},
@@ -506,11 +430,11 @@ const llvm::StringMap<KernelEntry> &kernels() {
       {"twill.lr_schedule", {runScalar}},
       {"twill.increment", {runScalar}},
       {"twill.adamw", {runAdamW}},
-      {"twill.all_gather", {runCollective}},
-      {"twill.reduce_scatter", {runCollective}},
-      {"twill.all_reduce", {runCollective}},
-      {"twill.all_to_all", {runCollective}},
-      {"twill.local_slice", {runCollective}},
+      {"twill.all_gather", {cuda::runCollective, /*bf16=*/true}},
+      {"twill.reduce_scatter", {cuda::runCollective, /*bf16=*/true}},
+      {"twill.all_reduce", {cuda::runCollective, /*bf16=*/true}},
+      {"twill.all_to_all", {cuda::runCollective, /*bf16=*/true}},
+      {"twill.local_slice", {cuda::runCollective, /*bf16=*/true}},
   };
   return table;
 }
@@ -556,17 +480,17 @@ llvm::Error CudaBackend::initialise() {
     if (auto error = checkCuda(cudaStreamCreate(stream), "cudaStreamCreate"))
       return error;
   for (cudaEvent_t *event : {&device.inputsReady, &device.collectiveDone})
-    if (auto error = checkCuda(
-            cudaEventCreateWithFlags(event, cudaEventDisableTiming),
-            "cudaEventCreate"))
+    if (auto error =
+            checkCuda(cudaEventCreateWithFlags(event, cudaEventDisableTiming),
+                      "cudaEventCreate"))
       return error;
   if (auto error = checkBlas(cublasCreate(&device.blas), "cublasCreate"))
     return error;
   if (auto error = checkBlas(cublasSetStream(device.blas, device.stream),
                              "cublasSetStream"))
     return error;
-  if (auto error = checkCuda(cudaMalloc(&device.errors, sizeof(int)),
-                             "cudaMalloc"))
+  if (auto error =
+          checkCuda(cudaMalloc(&device.errors, sizeof(int)), "cudaMalloc"))
     return error;
   cudaMemset(device.errors, 0, sizeof(int));
   // The memory plan's values share one arena; the rest have their own.
@@ -696,27 +620,25 @@ llvm::Error CudaBackend::run(const EntryPoint &entry,
                         llvm::toString(std::move(error))));
   }
   for (auto [source, target] : writeBacks)
-    if (auto error = checkCuda(
-            cudaMemcpyAsync(memory[target], memory[source],
-                            executable.buffers(target).size_bytes(),
-                            cudaMemcpyDeviceToDevice, device.stream),
-            "cudaMemcpyAsync"))
+    if (auto error =
+            checkCuda(cudaMemcpyAsync(memory[target], memory[source],
+                                      executable.buffers(target).size_bytes(),
+                                      cudaMemcpyDeviceToDevice, device.stream),
+                      "cudaMemcpyAsync"))
       return error;
   int errors = 0;
-  if (auto error = checkCuda(cudaMemcpyAsync(&errors, device.errors,
-                                             sizeof(int),
-                                             cudaMemcpyDeviceToHost,
-                                             device.stream),
-                             "cudaMemcpyAsync"))
+  if (auto error =
+          checkCuda(cudaMemcpyAsync(&errors, device.errors, sizeof(int),
+                                    cudaMemcpyDeviceToHost, device.stream),
+                    "cudaMemcpyAsync"))
     return error;
   if (auto error = checkCuda(cudaStreamSynchronize(device.stream),
                              entry.name() + " on the GPU"))
     return error;
   if (errors & cuda::kTokenOutsideVocab)
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   entry.name() +
-                                       ": a token id is outside the "
-                                       "vocabulary");
+                                   entry.name() + ": a token id is outside the "
+                                                  "vocabulary");
   if (errors & cuda::kLabelOutsideVocab)
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    entry.name() +
@@ -726,11 +648,11 @@ llvm::Error CudaBackend::run(const EntryPoint &entry,
 
 llvm::Error CudaBackend::upload(llvm::ArrayRef<int> ids) {
   for (int id : ids)
-    if (auto error = checkCuda(
-            cudaMemcpyAsync(memory[id], host.data(id),
-                            host.info(id).size_bytes(), cudaMemcpyHostToDevice,
-                            device.stream),
-            "cudaMemcpyAsync"))
+    if (auto error =
+            checkCuda(cudaMemcpyAsync(memory[id], host.data(id),
+                                      host.info(id).size_bytes(),
+                                      cudaMemcpyHostToDevice, device.stream),
+                      "cudaMemcpyAsync"))
       return error;
   return checkCuda(cudaStreamSynchronize(device.stream),
                    "cudaStreamSynchronize");
@@ -738,11 +660,11 @@ llvm::Error CudaBackend::upload(llvm::ArrayRef<int> ids) {
 
 llvm::Error CudaBackend::download(llvm::ArrayRef<int> ids) {
   for (int id : ids)
-    if (auto error = checkCuda(
-            cudaMemcpyAsync(host.data(id), memory[id],
-                            host.info(id).size_bytes(), cudaMemcpyDeviceToHost,
-                            device.stream),
-            "cudaMemcpyAsync"))
+    if (auto error =
+            checkCuda(cudaMemcpyAsync(host.data(id), memory[id],
+                                      host.info(id).size_bytes(),
+                                      cudaMemcpyDeviceToHost, device.stream),
+                      "cudaMemcpyAsync"))
       return error;
   return checkCuda(cudaStreamSynchronize(device.stream),
                    "cudaStreamSynchronize");

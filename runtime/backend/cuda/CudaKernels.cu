@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
+#include <type_traits>
 
 namespace twill::cuda {
 namespace {
@@ -27,6 +28,25 @@ int blocksFor(int64_t count) {
 #define GRID_STRIDE(i, count)                                                  \
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;             \
        i < (count); i += int64_t(gridDim.x) * blockDim.x)
+
+/// Values are stored as T (float or bf16) and computed in fp32.
+__device__ float load(float value) { return value; }
+__device__ float load(__nv_bfloat16 value) { return __bfloat162float(value); }
+template <typename T> __device__ T storeAs(float value);
+template <> __device__ float storeAs<float>(float value) { return value; }
+template <> __device__ __nv_bfloat16 storeAs<__nv_bfloat16>(float value) {
+  return __float2bfloat16_rn(value);
+}
+
+/// Calls `launch` with a null pointer of the storage type, bf16 or fp32:
+/// launchers cast their untyped pointers to it.
+template <typename Launch> void stored(bool bf16, Launch launch) {
+  if (bf16)
+    launch(static_cast<__nv_bfloat16 *>(nullptr));
+  else
+    launch(static_cast<float *>(nullptr));
+}
+#define STORED(tag) std::remove_pointer_t<decltype(tag)>
 
 /// Sum of `value` over the block; every thread gets it.
 __device__ double blockSum(double value) {
@@ -60,8 +80,9 @@ __device__ double blockMax(double value) {
   return best;
 }
 
-__global__ void fillKernel(float *out, int64_t count, float value) {
-  GRID_STRIDE(i, count) out[i] = value;
+template <typename T>
+__global__ void fillKernel(T *out, int64_t count, float value) {
+  GRID_STRIDE(i, count) out[i] = storeAs<T>(value);
 }
 
 __global__ void castKernel(const void *in, CastSource from, float *out,
@@ -89,8 +110,9 @@ __global__ void narrowToBF16Kernel(const float *in, __nv_bfloat16 *out,
   GRID_STRIDE(i, count) out[i] = __float2bfloat16_rn(in[i]);
 }
 
-__global__ void embeddingKernel(const float *table, int64_t rows, int64_t dim,
-                                const int32_t *ids, int64_t count, float *out,
+template <typename T>
+__global__ void embeddingKernel(const T *table, int64_t rows, int64_t dim,
+                                const int32_t *ids, int64_t count, T *out,
                                 int64_t firstRow, bool wholeTable,
                                 int *errors) {
   GRID_STRIDE(i, count * dim) {
@@ -99,7 +121,7 @@ __global__ void embeddingKernel(const float *table, int64_t rows, int64_t dim,
     bool inside = row >= 0 && row < rows;
     if (!inside && wholeTable && column == 0)
       atomicOr(errors, kTokenOutsideVocab);
-    out[i] = inside ? table[row * dim + column] : 0.0f;
+    out[i] = inside ? table[row * dim + column] : storeAs<T>(0.0f);
   }
 }
 
@@ -118,56 +140,63 @@ __global__ void embeddingGradKernel(const int32_t *ids, int64_t count,
   }
 }
 
-__device__ double inverseRms(const float *row, int64_t dim, double eps) {
+template <typename T>
+__device__ double inverseRms(const T *row, int64_t dim, double eps) {
   double squares = 0;
   for (int64_t i = threadIdx.x; i < dim; i += blockDim.x)
-    squares += double(row[i]) * row[i];
+    squares += double(load(row[i])) * load(row[i]);
   return 1.0 / sqrt(blockSum(squares) / dim + eps);
 }
 
-__global__ void rmsNormKernel(const float *x, const float *weight, float *out,
-                              int64_t dim, double eps) {
-  const float *in = x + blockIdx.x * dim;
+template <typename T>
+__global__ void rmsNormKernel(const T *x, const T *weight, T *out, int64_t dim,
+                              double eps) {
+  const T *in = x + blockIdx.x * dim;
   float inverse = float(inverseRms(in, dim, eps));
   for (int64_t i = threadIdx.x; i < dim; i += blockDim.x)
-    out[blockIdx.x * dim + i] = weight[i] * (in[i] * inverse);
+    out[blockIdx.x * dim + i] =
+        storeAs<T>(load(weight[i]) * (load(in[i]) * inverse));
 }
 
-__global__ void rmsNormGradKernel(const float *x, const float *weight,
-                                  const float *grad, float *out, int64_t dim,
-                                  double eps) {
-  const float *in = x + blockIdx.x * dim, *dy = grad + blockIdx.x * dim;
+template <typename T>
+__global__ void rmsNormGradKernel(const T *x, const T *weight, const T *grad,
+                                  T *out, int64_t dim, double eps) {
+  const T *in = x + blockIdx.x * dim, *dy = grad + blockIdx.x * dim;
   double r = inverseRms(in, dim, eps);
   double dot = 0;
   for (int64_t i = threadIdx.x; i < dim; i += blockDim.x)
-    dot += double(weight[i]) * dy[i] * in[i];
+    dot += double(load(weight[i])) * load(dy[i]) * load(in[i]);
   double correction = r * r * r * blockSum(dot) / dim;
   for (int64_t i = threadIdx.x; i < dim; i += blockDim.x)
-    out[blockIdx.x * dim + i] = float(r * weight[i] * dy[i] - correction * in[i]);
+    out[blockIdx.x * dim + i] = storeAs<T>(
+        float(r * load(weight[i]) * load(dy[i]) - correction * load(in[i])));
 }
 
-__global__ void rowInverseRmsKernel(const float *x, int64_t dim, double eps,
+template <typename T>
+__global__ void rowInverseRmsKernel(const T *x, int64_t dim, double eps,
                                     float *inverse) {
   double r = inverseRms(x + blockIdx.x * dim, dim, eps);
   if (threadIdx.x == 0)
     inverse[blockIdx.x] = float(r);
 }
 
-__global__ void rmsNormWeightGradKernel(const float *x, const float *grad,
-                                        const float *inverse, float *out,
+template <typename T>
+__global__ void rmsNormWeightGradKernel(const T *x, const T *grad,
+                                        const float *inverse, T *out,
                                         int64_t rows, int64_t dim) {
   GRID_STRIDE(i, dim) {
     double sum = 0;
     for (int64_t row = 0; row < rows; ++row)
-      sum += double(grad[row * dim + i]) * x[row * dim + i] * inverse[row];
-    out[i] = float(sum);
+      sum += double(load(grad[row * dim + i])) * load(x[row * dim + i]) *
+             inverse[row];
+    out[i] = storeAs<T>(float(sum));
   }
 }
 
-__global__ void ropeKernel(const float *x, const int32_t *positions,
-                           float *out, int64_t tokens, int64_t heads,
-                           int64_t headDim, const double *frequencies,
-                           bool inverse) {
+template <typename T>
+__global__ void ropeKernel(const T *x, const int32_t *positions, T *out,
+                           int64_t tokens, int64_t heads, int64_t headDim,
+                           const double *frequencies, bool inverse) {
   int64_t half = headDim / 2;
   GRID_STRIDE(i, tokens * heads * half) {
     int64_t pair = i % half, token = i / (heads * half);
@@ -175,17 +204,10 @@ __global__ void ropeKernel(const float *x, const int32_t *positions,
     double angle = double(positions[token]) * frequencies[pair];
     float cosine = float(cos(angle));
     float sine = float(inverse ? -sin(angle) : sin(angle));
-    float first = x[base + pair], second = x[base + pair + half];
-    out[base + pair] = first * cosine - second * sine;
-    out[base + pair + half] = second * cosine + first * sine;
+    float first = load(x[base + pair]), second = load(x[base + pair + half]);
+    out[base + pair] = storeAs<T>(first * cosine - second * sine);
+    out[base + pair + half] = storeAs<T>(second * cosine + first * sine);
   }
-}
-
-/// Stores an fp32 value as T.
-template <typename T> __device__ T storeAs(float value);
-template <> __device__ float storeAs<float>(float value) { return value; }
-template <> __device__ __nv_bfloat16 storeAs<__nv_bfloat16>(float value) {
-  return __float2bfloat16_rn(value);
 }
 
 /// One block per row of scores (ChunkedAttention.h): P = softmax over the
@@ -231,41 +253,45 @@ template <typename T> __global__ void softmaxGradRowsKernel(SoftmaxRows s) {
     dS[j] = storeAs<T>(float(probability(j) * (dP[j] - rowDot) * s.scale));
 }
 
-__global__ void binaryKernel(Binary op, const float *lhs, const float *rhs,
-                             float *out, int64_t count) {
+template <typename T>
+__global__ void binaryKernel(Binary op, const T *lhs, const T *rhs, T *out,
+                             int64_t count) {
   GRID_STRIDE(i, count) {
-    float a = lhs[i], b = rhs[i];
+    float a = load(lhs[i]), b = load(rhs[i]), value = 0;
     switch (op) {
     case Binary::Add:
-      out[i] = a + b;
+      value = a + b;
       break;
     case Binary::Mul:
-      out[i] = a * b;
+      value = a * b;
       break;
     case Binary::Div:
-      out[i] = a / b;
+      value = a / b;
       break;
     case Binary::Swiglu:
-      out[i] = a / (1.0f + expf(-a)) * b;
+      value = a / (1.0f + expf(-a)) * b;
       break;
     }
+    out[i] = storeAs<T>(value);
   }
 }
 
-__global__ void scaleKernel(const float *x, float factor, float *out,
-                            int64_t count) {
-  GRID_STRIDE(i, count) out[i] = x[i] * factor;
+template <typename T>
+__global__ void scaleKernel(const T *x, float factor, T *out, int64_t count) {
+  GRID_STRIDE(i, count) out[i] = storeAs<T>(load(x[i]) * factor);
 }
 
-__global__ void swigluGradKernel(const float *gate, const float *up,
-                                 const float *grad, float *gateGrad,
-                                 float *upGrad, int64_t count) {
+template <typename T>
+__global__ void swigluGradKernel(const T *gateIn, const T *upIn,
+                                 const T *gradIn, T *gateGrad, T *upGrad,
+                                 int64_t count) {
   GRID_STRIDE(i, count) {
-    float sigmoid = 1.0f / (1.0f + expf(-gate[i]));
-    float silu = gate[i] * sigmoid;
-    upGrad[i] = grad[i] * silu;
+    float gate = load(gateIn[i]), up = load(upIn[i]), grad = load(gradIn[i]);
+    float sigmoid = 1.0f / (1.0f + expf(-gate));
+    float silu = gate * sigmoid;
+    upGrad[i] = storeAs<T>(grad * silu);
     gateGrad[i] =
-        grad[i] * up[i] * sigmoid * (1.0f + gate[i] * (1.0f - sigmoid));
+        storeAs<T>(grad * up * sigmoid * (1.0f + gate * (1.0f - sigmoid)));
   }
 }
 
@@ -275,15 +301,16 @@ __device__ int64_t validColumns(VocabBlock vocab) {
   return valid < 0 ? 0 : (valid > vocab.columns ? vocab.columns : valid);
 }
 
-__global__ void softmaxMaxAndTargetKernel(const float *logits,
-                                          const int32_t *labels, VocabBlock vocab,
-                                          int64_t ignoreIndex, double *max,
-                                          double *target, int *errors) {
+template <typename T>
+__global__ void
+softmaxMaxAndTargetKernel(const T *logits, const int32_t *labels,
+                          VocabBlock vocab, int64_t ignoreIndex, double *max,
+                          double *target, int *errors) {
   int64_t row = blockIdx.x, columns = validColumns(vocab);
-  const float *z = logits + row * vocab.columns;
+  const T *z = logits + row * vocab.columns;
   double best = -INFINITY;
   for (int64_t i = threadIdx.x; i < columns; i += blockDim.x)
-    best = fmax(best, double(z[i]));
+    best = fmax(best, double(load(z[i])));
   best = blockMax(best);
   if (threadIdx.x == 0) {
     int64_t label = labels[row];
@@ -292,18 +319,19 @@ __global__ void softmaxMaxAndTargetKernel(const float *logits,
     int64_t local = label - vocab.first;
     max[row] = best;
     target[row] = label != ignoreIndex && local >= 0 && local < columns
-                      ? double(z[local])
+                      ? double(load(z[local]))
                       : 0.0;
   }
 }
 
-__global__ void softmaxSumKernel(const float *logits, VocabBlock vocab,
+template <typename T>
+__global__ void softmaxSumKernel(const T *logits, VocabBlock vocab,
                                  const double *max, double *sum) {
   int64_t row = blockIdx.x, columns = validColumns(vocab);
-  const float *z = logits + row * vocab.columns;
+  const T *z = logits + row * vocab.columns;
   double total = 0;
   for (int64_t i = threadIdx.x; i < columns; i += blockDim.x)
-    total += exp(double(z[i]) - max[row]);
+    total += exp(double(load(z[i])) - max[row]);
   total = blockSum(total);
   if (threadIdx.x == 0)
     sum[row] = total;
@@ -327,22 +355,23 @@ __global__ void crossEntropyLossKernel(const int32_t *labels, int64_t rows,
   }
 }
 
-__global__ void crossEntropyGradKernel(const float *logits,
-                                       const int32_t *labels, int64_t rows,
-                                       VocabBlock vocab, int64_t ignoreIndex,
-                                       const double *max, const double *sum,
-                                       const float *lossGrad, float *out) {
+template <typename T>
+__global__ void
+crossEntropyGradKernel(const T *logits, const int32_t *labels, int64_t rows,
+                       VocabBlock vocab, int64_t ignoreIndex, const double *max,
+                       const double *sum, const float *lossGrad, T *out) {
   int64_t columns = validColumns(vocab);
   GRID_STRIDE(i, rows * vocab.columns) {
     int64_t row = i / vocab.columns, column = i % vocab.columns;
     int64_t label = labels[row];
     float value = 0.0f;
     if (label != ignoreIndex && column < columns) {
-      value = float(exp(double(logits[i]) - max[row]) / sum[row] * *lossGrad);
+      value =
+          float(exp(double(load(logits[i])) - max[row]) / sum[row] * *lossGrad);
       if (column == label - vocab.first)
         value -= *lossGrad;
     }
-    out[i] = value;
+    out[i] = storeAs<T>(value);
   }
 }
 
@@ -351,7 +380,8 @@ struct Permutation {
   int rank;
 };
 
-__global__ void transposeKernel(const float *x, Permutation p, float *out,
+template <typename T>
+__global__ void transposeKernel(const T *x, Permutation p, T *out,
                                 int64_t count) {
   GRID_STRIDE(i, count) {
     // Output index -> input index: output dim d is input dim permutation[d].
@@ -379,8 +409,8 @@ __global__ void squaresKernel(const float *x, int64_t count,
     atomicAdd(accumulator, sum);
 }
 
-__global__ void scalarKernel(int op, const void *a, const void *b,
-                             double value, int64_t integer, void *out) {
+__global__ void scalarKernel(int op, const void *a, const void *b, double value,
+                             int64_t integer, void *out) {
   switch (op) {
   case 0: { // finish squares: sqrt or not
     double squares = *static_cast<const double *>(a);
@@ -419,9 +449,9 @@ __global__ void scalarKernel(int op, const void *a, const void *b,
 __global__ void adamwKernel(const float *param, const float *grad,
                             const float *expAvg, const float *expAvgSq,
                             const float *lr, const float *gradScale,
-                            const int64_t *step, AdamWSettings s, float *newParam,
-                            float *newExpAvg, float *newExpAvgSq,
-                            int64_t count) {
+                            const int64_t *step, AdamWSettings s,
+                            float *newParam, float *newExpAvg,
+                            float *newExpAvgSq, int64_t count) {
   // The scalars as PyTorch computes them (in double), then its float ops.
   int64_t t = *step + 1;
   float decay = float(1.0 - double(*lr) * s.weightDecay);
@@ -455,9 +485,9 @@ __global__ void copyAlongDimKernel(const char *from, int64_t fromSize,
   }
 }
 
-__global__ void arrangeBlocksKernel(const float *from, float *to,
-                                    int64_t ranks, int64_t outer,
-                                    int64_t block, int64_t whole,
+template <typename T>
+__global__ void arrangeBlocksKernel(const T *from, T *to, int64_t ranks,
+                                    int64_t outer, int64_t block, int64_t whole,
                                     int64_t inner, bool toWhole) {
   GRID_STRIDE(i, ranks * outer * block * inner) {
     // i indexes the blocked layout [ranks][outer][block][inner].
@@ -469,15 +499,19 @@ __global__ void arrangeBlocksKernel(const float *from, float *to,
       if (position < whole)
         to[wholeIndex] = from[i];
     } else {
-      to[i] = position < whole ? from[wholeIndex] : 0.0f;
+      to[i] = position < whole ? from[wholeIndex] : storeAs<T>(0.0f);
     }
   }
 }
 
 } // namespace
 
-void fill(float *out, int64_t count, float value, cudaStream_t stream) {
-  fillKernel<<<blocksFor(count), kThreads, 0, stream>>>(out, count, value);
+void fill(void *out, int64_t count, float value, bool bf16,
+          cudaStream_t stream) {
+  stored(bf16, [&](auto *tag) {
+    fillKernel<<<blocksFor(count), kThreads, 0, stream>>>(
+        static_cast<STORED(tag) *>(out), count, value);
+  });
 }
 
 void narrowToBF16(const float *in, void *out, int64_t count,
@@ -491,11 +525,15 @@ void castToFloat(const void *in, CastSource from, float *out, int64_t count,
   castKernel<<<blocksFor(count), kThreads, 0, stream>>>(in, from, out, count);
 }
 
-void embedding(const float *table, int64_t rows, int64_t dim,
-               const int32_t *ids, int64_t count, float *out, int64_t firstRow,
-               bool wholeTable, int *errors, cudaStream_t stream) {
-  embeddingKernel<<<blocksFor(count * dim), kThreads, 0, stream>>>(
-      table, rows, dim, ids, count, out, firstRow, wholeTable, errors);
+void embedding(const void *table, int64_t rows, int64_t dim, const int32_t *ids,
+               int64_t count, void *out, int64_t firstRow, bool wholeTable,
+               int *errors, bool bf16, cudaStream_t stream) {
+  stored(bf16, [&](auto *tag) {
+    using T = STORED(tag);
+    embeddingKernel<<<blocksFor(count * dim), kThreads, 0, stream>>>(
+        static_cast<const T *>(table), rows, dim, ids, count,
+        static_cast<T *>(out), firstRow, wholeTable, errors);
+  });
 }
 
 void embeddingGrad(const int32_t *ids, int64_t count, const float *grad,
@@ -506,35 +544,55 @@ void embeddingGrad(const int32_t *ids, int64_t count, const float *grad,
       ids, count, grad, rows, dim, out, errors);
 }
 
-void rmsNorm(const float *x, const float *weight, float *out, int64_t rows,
-             int64_t dim, double eps, cudaStream_t stream) {
-  if (rows)
-    rmsNormKernel<<<rows, kThreads, 0, stream>>>(x, weight, out, dim, eps);
+void rmsNorm(const void *x, const void *weight, void *out, int64_t rows,
+             int64_t dim, double eps, bool bf16, cudaStream_t stream) {
+  if (!rows)
+    return;
+  stored(bf16, [&](auto *tag) {
+    using T = STORED(tag);
+    rmsNormKernel<<<rows, kThreads, 0, stream>>>(
+        static_cast<const T *>(x), static_cast<const T *>(weight),
+        static_cast<T *>(out), dim, eps);
+  });
 }
 
-void rmsNormGrad(const float *x, const float *weight, const float *grad,
-                 float *out, int64_t rows, int64_t dim, double eps,
+void rmsNormGrad(const void *x, const void *weight, const void *grad, void *out,
+                 int64_t rows, int64_t dim, double eps, bool bf16,
                  cudaStream_t stream) {
-  if (rows)
-    rmsNormGradKernel<<<rows, kThreads, 0, stream>>>(x, weight, grad, out, dim,
-                                                     eps);
+  if (!rows)
+    return;
+  stored(bf16, [&](auto *tag) {
+    using T = STORED(tag);
+    rmsNormGradKernel<<<rows, kThreads, 0, stream>>>(
+        static_cast<const T *>(x), static_cast<const T *>(weight),
+        static_cast<const T *>(grad), static_cast<T *>(out), dim, eps);
+  });
 }
 
-void rmsNormWeightGrad(const float *x, const float *grad, float *out,
-                       int64_t rows, int64_t dim, double eps, float *scratch,
+void rmsNormWeightGrad(const void *x, const void *grad, void *out, int64_t rows,
+                       int64_t dim, double eps, float *scratch, bool bf16,
                        cudaStream_t stream) {
-  if (rows)
-    rowInverseRmsKernel<<<rows, kThreads, 0, stream>>>(x, dim, eps, scratch);
-  rmsNormWeightGradKernel<<<blocksFor(dim), kThreads, 0, stream>>>(
-      x, grad, scratch, out, rows, dim);
+  stored(bf16, [&](auto *tag) {
+    using T = STORED(tag);
+    if (rows)
+      rowInverseRmsKernel<<<rows, kThreads, 0, stream>>>(
+          static_cast<const T *>(x), dim, eps, scratch);
+    rmsNormWeightGradKernel<<<blocksFor(dim), kThreads, 0, stream>>>(
+        static_cast<const T *>(x), static_cast<const T *>(grad), scratch,
+        static_cast<T *>(out), rows, dim);
+  });
 }
 
-void rope(const float *x, const int32_t *positions, float *out, int64_t tokens,
+void rope(const void *x, const int32_t *positions, void *out, int64_t tokens,
           int64_t heads, int64_t headDim, const double *frequencies,
-          bool inverse, cudaStream_t stream) {
-  ropeKernel<<<blocksFor(tokens * heads * (headDim / 2)), kThreads, 0,
-               stream>>>(x, positions, out, tokens, heads, headDim,
-                         frequencies, inverse);
+          bool inverse, bool bf16, cudaStream_t stream) {
+  stored(bf16, [&](auto *tag) {
+    using T = STORED(tag);
+    ropeKernel<<<blocksFor(tokens * heads * (headDim / 2)), kThreads, 0,
+                 stream>>>(static_cast<const T *>(x), positions,
+                           static_cast<T *>(out), tokens, heads, headDim,
+                           frequencies, inverse);
+  });
 }
 
 void softmaxRows(const SoftmaxRows &rows, bool bf16, cudaStream_t stream) {
@@ -557,59 +615,84 @@ void softmaxGradRows(const SoftmaxRows &rows, bool bf16, cudaStream_t stream) {
     softmaxGradRowsKernel<float><<<blocks, kThreads, 0, stream>>>(rows);
 }
 
-void binary(Binary op, const float *lhs, const float *rhs, float *out,
-            int64_t count, cudaStream_t stream) {
-  binaryKernel<<<blocksFor(count), kThreads, 0, stream>>>(op, lhs, rhs, out,
-                                                          count);
+void binary(Binary op, const void *lhs, const void *rhs, void *out,
+            int64_t count, bool bf16, cudaStream_t stream) {
+  stored(bf16, [&](auto *tag) {
+    using T = STORED(tag);
+    binaryKernel<<<blocksFor(count), kThreads, 0, stream>>>(
+        op, static_cast<const T *>(lhs), static_cast<const T *>(rhs),
+        static_cast<T *>(out), count);
+  });
 }
 
-void scale(const float *x, double factor, float *out, int64_t count,
+void scale(const void *x, double factor, void *out, int64_t count, bool bf16,
            cudaStream_t stream) {
-  scaleKernel<<<blocksFor(count), kThreads, 0, stream>>>(x, float(factor), out,
-                                                         count);
+  stored(bf16, [&](auto *tag) {
+    using T = STORED(tag);
+    scaleKernel<<<blocksFor(count), kThreads, 0, stream>>>(
+        static_cast<const T *>(x), float(factor), static_cast<T *>(out), count);
+  });
 }
 
-void swigluGrad(const float *gate, const float *up, const float *grad,
-                float *gateGrad, float *upGrad, int64_t count,
+void swigluGrad(const void *gate, const void *up, const void *grad,
+                void *gateGrad, void *upGrad, int64_t count, bool bf16,
                 cudaStream_t stream) {
-  swigluGradKernel<<<blocksFor(count), kThreads, 0, stream>>>(
-      gate, up, grad, gateGrad, upGrad, count);
+  stored(bf16, [&](auto *tag) {
+    using T = STORED(tag);
+    swigluGradKernel<<<blocksFor(count), kThreads, 0, stream>>>(
+        static_cast<const T *>(gate), static_cast<const T *>(up),
+        static_cast<const T *>(grad), static_cast<T *>(gateGrad),
+        static_cast<T *>(upGrad), count);
+  });
 }
 
-void softmaxMaxAndTarget(const float *logits, const int32_t *labels,
+void softmaxMaxAndTarget(const void *logits, const int32_t *labels,
                          int64_t rows, VocabBlock vocab, int64_t ignoreIndex,
-                         double *max, double *target, int *errors,
+                         double *max, double *target, int *errors, bool bf16,
                          cudaStream_t stream) {
-  if (rows)
+  if (!rows)
+    return;
+  stored(bf16, [&](auto *tag) {
     softmaxMaxAndTargetKernel<<<rows, kThreads, 0, stream>>>(
-        logits, labels, vocab, ignoreIndex, max, target, errors);
+        static_cast<const STORED(tag) *>(logits), labels, vocab, ignoreIndex,
+        max, target, errors);
+  });
 }
 
-void softmaxSum(const float *logits, int64_t rows, VocabBlock vocab,
-                const double *max, double *sum, cudaStream_t stream) {
-  if (rows)
-    softmaxSumKernel<<<rows, kThreads, 0, stream>>>(logits, vocab, max, sum);
+void softmaxSum(const void *logits, int64_t rows, VocabBlock vocab,
+                const double *max, double *sum, bool bf16,
+                cudaStream_t stream) {
+  if (!rows)
+    return;
+  stored(bf16, [&](auto *tag) {
+    softmaxSumKernel<<<rows, kThreads, 0, stream>>>(
+        static_cast<const STORED(tag) *>(logits), vocab, max, sum);
+  });
 }
 
-void crossEntropyLoss(const int32_t *labels, int64_t rows,
-                      int64_t ignoreIndex, const double *max,
-                      const double *sum, const double *target, float *loss,
-                      int64_t *count, cudaStream_t stream) {
+void crossEntropyLoss(const int32_t *labels, int64_t rows, int64_t ignoreIndex,
+                      const double *max, const double *sum,
+                      const double *target, float *loss, int64_t *count,
+                      cudaStream_t stream) {
   crossEntropyLossKernel<<<1, kThreads, 0, stream>>>(
       labels, rows, ignoreIndex, max, sum, target, loss, count);
 }
 
-void crossEntropyGrad(const float *logits, const int32_t *labels, int64_t rows,
+void crossEntropyGrad(const void *logits, const int32_t *labels, int64_t rows,
                       VocabBlock vocab, int64_t ignoreIndex, const double *max,
-                      const double *sum, const float *lossGrad, float *out,
-                      cudaStream_t stream) {
-  crossEntropyGradKernel<<<blocksFor(rows * vocab.columns), kThreads, 0,
-                           stream>>>(logits, labels, rows, vocab, ignoreIndex,
-                                     max, sum, lossGrad, out);
+                      const double *sum, const float *lossGrad, void *out,
+                      bool bf16, cudaStream_t stream) {
+  stored(bf16, [&](auto *tag) {
+    using T = STORED(tag);
+    crossEntropyGradKernel<<<blocksFor(rows * vocab.columns), kThreads, 0,
+                             stream>>>(static_cast<const T *>(logits), labels,
+                                       rows, vocab, ignoreIndex, max, sum,
+                                       lossGrad, static_cast<T *>(out));
+  });
 }
 
-void transpose(const float *x, const int64_t *shape, const int64_t *permutation,
-               int rank, float *out, cudaStream_t stream) {
+void transpose(const void *x, const int64_t *shape, const int64_t *permutation,
+               int rank, void *out, bool bf16, cudaStream_t stream) {
   Permutation p{};
   p.rank = rank;
   int64_t count = 1;
@@ -618,7 +701,11 @@ void transpose(const float *x, const int64_t *shape, const int64_t *permutation,
     p.permutation[d] = permutation[d];
     count *= shape[d];
   }
-  transposeKernel<<<blocksFor(count), kThreads, 0, stream>>>(x, p, out, count);
+  stored(bf16, [&](auto *tag) {
+    using T = STORED(tag);
+    transposeKernel<<<blocksFor(count), kThreads, 0, stream>>>(
+        static_cast<const T *>(x), p, static_cast<T *>(out), count);
+  });
 }
 
 void accumulateSquares(const float *x, int64_t count, double *accumulator,
@@ -665,16 +752,20 @@ void copyAlongDim(const void *from, int64_t fromSize, int64_t first, void *to,
                   int64_t sliceBytes, cudaStream_t stream) {
   copyAlongDimKernel<<<blocksFor(outer * toSize * sliceBytes), kThreads, 0,
                        stream>>>(static_cast<const char *>(from), fromSize,
-                                 first, static_cast<char *>(to), toSize,
-                                 length, outer, sliceBytes);
+                                 first, static_cast<char *>(to), toSize, length,
+                                 outer, sliceBytes);
 }
 
-void arrangeBlocks(const float *from, float *to, int64_t ranks, int64_t outer,
+void arrangeBlocks(const void *from, void *to, int64_t ranks, int64_t outer,
                    int64_t block, int64_t whole, int64_t inner, bool toWhole,
-                   cudaStream_t stream) {
-  arrangeBlocksKernel<<<blocksFor(ranks * outer * block * inner), kThreads, 0,
-                        stream>>>(from, to, ranks, outer, block, whole, inner,
-                                  toWhole);
+                   bool bf16, cudaStream_t stream) {
+  stored(bf16, [&](auto *tag) {
+    using T = STORED(tag);
+    arrangeBlocksKernel<<<blocksFor(ranks * outer * block * inner), kThreads, 0,
+                          stream>>>(static_cast<const T *>(from),
+                                    static_cast<T *>(to), ranks, outer, block,
+                                    whole, inner, toWhole);
+  });
 }
 
 } // namespace twill::cuda

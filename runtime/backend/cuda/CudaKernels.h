@@ -1,9 +1,9 @@
 //===- CudaKernels.h - the cuda backend's kernels ---------------*- C++ -*-===//
 //
-// Device kernels, one launcher per op, all asynchronous on a stream, over
-// fp32 values in device memory (the backend widens a bf16 program's values
-// around the kernels that have no bf16 form yet; matmuls read bf16 with
-// cuBLAS directly). Launchers take sizes the host already checked
+// Device kernels, one launcher per op, all asynchronous on a stream. The
+// model's values are stored as bf16 (`bf16` true) or fp32 and computed in
+// fp32; optimizer state and scalars are fp32. Launchers take sizes the host
+// already checked
 // against the Executable; what only the device can see (a token id outside
 // the vocabulary) raises a flag the backend reads after the run.
 //
@@ -25,7 +25,8 @@ namespace twill::cuda {
 /// Bits of the device error flag.
 enum ErrorBit : int { kTokenOutsideVocab = 1, kLabelOutsideVocab = 2 };
 
-void fill(float *out, int64_t count, float value, cudaStream_t stream);
+void fill(void *out, int64_t count, float value, bool bf16,
+          cudaStream_t stream);
 enum class CastSource { F32, I32, I64, BF16 };
 void castToFloat(const void *in, CastSource from, float *out, int64_t count,
                  cudaStream_t stream);
@@ -36,27 +37,27 @@ void narrowToBF16(const float *in, void *out, int64_t count,
 /// With `wholeTable`, an id outside [0, rows) raises kTokenOutsideVocab;
 /// otherwise the table holds rows [firstRow, firstRow + rows) and other ids
 /// give zeros.
-void embedding(const float *table, int64_t rows, int64_t dim,
-               const int32_t *ids, int64_t count, float *out, int64_t firstRow,
-               bool wholeTable, int *errors, cudaStream_t stream);
+void embedding(const void *table, int64_t rows, int64_t dim, const int32_t *ids,
+               int64_t count, void *out, int64_t firstRow, bool wholeTable,
+               int *errors, bool bf16, cudaStream_t stream);
 void embeddingGrad(const int32_t *ids, int64_t count, const float *grad,
                    int64_t rows, int64_t dim, float *out, int *errors,
                    cudaStream_t stream);
 
-void rmsNorm(const float *x, const float *weight, float *out, int64_t rows,
-             int64_t dim, double eps, cudaStream_t stream);
-void rmsNormGrad(const float *x, const float *weight, const float *grad,
-                 float *out, int64_t rows, int64_t dim, double eps,
+void rmsNorm(const void *x, const void *weight, void *out, int64_t rows,
+             int64_t dim, double eps, bool bf16, cudaStream_t stream);
+void rmsNormGrad(const void *x, const void *weight, const void *grad, void *out,
+                 int64_t rows, int64_t dim, double eps, bool bf16,
                  cudaStream_t stream);
 /// `scratch` holds `rows` floats.
-void rmsNormWeightGrad(const float *x, const float *grad, float *out,
-                       int64_t rows, int64_t dim, double eps, float *scratch,
+void rmsNormWeightGrad(const void *x, const void *grad, void *out, int64_t rows,
+                       int64_t dim, double eps, float *scratch, bool bf16,
                        cudaStream_t stream);
 
 /// `frequencies`: headDim / 2 values in device memory.
-void rope(const float *x, const int32_t *positions, float *out, int64_t tokens,
+void rope(const void *x, const int32_t *positions, void *out, int64_t tokens,
           int64_t heads, int64_t headDim, const double *frequencies,
-          bool inverse, cudaStream_t stream);
+          bool inverse, bool bf16, cudaStream_t stream);
 
 /// attention's row kernels (ChunkedAttention.h); P and dS are bf16 when
 /// `bf16`, else fp32.
@@ -64,36 +65,38 @@ void softmaxRows(const SoftmaxRows &rows, bool bf16, cudaStream_t stream);
 void softmaxGradRows(const SoftmaxRows &rows, bool bf16, cudaStream_t stream);
 
 enum class Binary { Add, Mul, Div, Swiglu };
-void binary(Binary op, const float *lhs, const float *rhs, float *out,
-            int64_t count, cudaStream_t stream);
-void scale(const float *x, double factor, float *out, int64_t count,
+void binary(Binary op, const void *lhs, const void *rhs, void *out,
+            int64_t count, bool bf16, cudaStream_t stream);
+void scale(const void *x, double factor, void *out, int64_t count, bool bf16,
            cudaStream_t stream);
-void swigluGrad(const float *gate, const float *up, const float *grad,
-                float *gateGrad, float *upGrad, int64_t count,
+void swigluGrad(const void *gate, const void *up, const void *grad,
+                void *gateGrad, void *upGrad, int64_t count, bool bf16,
                 cudaStream_t stream);
 
 /// Cross-entropy in stages, so that a vocab-parallel row's statistics can
 /// be all-reduced between them: per row the max logit and the label's
 /// logit (0 where another rank holds it), then the sum of exp(logit - max).
-void softmaxMaxAndTarget(const float *logits, const int32_t *labels,
+/// Each reads the logits as stored (bf16 in a bf16 program): no fp32 copy
+/// of the vocab-wide logits is ever made.
+void softmaxMaxAndTarget(const void *logits, const int32_t *labels,
                          int64_t rows, VocabBlock vocab, int64_t ignoreIndex,
-                         double *max, double *target, int *errors,
+                         double *max, double *target, int *errors, bool bf16,
                          cudaStream_t stream);
-void softmaxSum(const float *logits, int64_t rows, VocabBlock vocab,
-                const double *max, double *sum, cudaStream_t stream);
+void softmaxSum(const void *logits, int64_t rows, VocabBlock vocab,
+                const double *max, double *sum, bool bf16, cudaStream_t stream);
 /// loss = sum over counted rows of log(sum) + max - target; count = rows.
-void crossEntropyLoss(const int32_t *labels, int64_t rows,
-                      int64_t ignoreIndex, const double *max,
-                      const double *sum, const double *target, float *loss,
-                      int64_t *count, cudaStream_t stream);
-void crossEntropyGrad(const float *logits, const int32_t *labels, int64_t rows,
-                      VocabBlock vocab, int64_t ignoreIndex, const double *max,
-                      const double *sum, const float *lossGrad, float *out,
+void crossEntropyLoss(const int32_t *labels, int64_t rows, int64_t ignoreIndex,
+                      const double *max, const double *sum,
+                      const double *target, float *loss, int64_t *count,
                       cudaStream_t stream);
+void crossEntropyGrad(const void *logits, const int32_t *labels, int64_t rows,
+                      VocabBlock vocab, int64_t ignoreIndex, const double *max,
+                      const double *sum, const float *lossGrad, void *out,
+                      bool bf16, cudaStream_t stream);
 
 /// out = x with dims permuted (rank at most 8).
-void transpose(const float *x, const int64_t *shape, const int64_t *permutation,
-               int rank, float *out, cudaStream_t stream);
+void transpose(const void *x, const int64_t *shape, const int64_t *permutation,
+               int rank, void *out, bool bf16, cudaStream_t stream);
 
 /// accumulator (one double, zeroed first) += sum of x^2.
 void accumulateSquares(const float *x, int64_t count, double *accumulator,
@@ -123,9 +126,9 @@ void copyAlongDim(const void *from, int64_t fromSize, int64_t first, void *to,
 /// [ranks][outer][block][inner] (what NCCL gathers) <-> [outer][whole][inner]
 /// (the tensor, `whole` <= ranks * block): `toWhole` drops the padding,
 /// the other way zero-fills it.
-void arrangeBlocks(const float *from, float *to, int64_t ranks, int64_t outer,
+void arrangeBlocks(const void *from, void *to, int64_t ranks, int64_t outer,
                    int64_t block, int64_t whole, int64_t inner, bool toWhole,
-                   cudaStream_t stream);
+                   bool bf16, cudaStream_t stream);
 
 } // namespace twill::cuda
 

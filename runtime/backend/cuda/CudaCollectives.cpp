@@ -1,0 +1,139 @@
+//===- CudaCollectives.cpp - the collectives through NCCL -----------------===//
+
+#include "runtime/backend/cuda/CudaCollectives.h"
+
+#include "runtime/backend/cuda/CudaKernels.h"
+
+using namespace twill;
+
+namespace {
+
+/// Elements of `shape` before and after dim `dim`.
+std::pair<int64_t, int64_t> around(llvm::ArrayRef<int64_t> shape, int64_t dim) {
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < (int64_t)shape.size(); ++d)
+    (d < dim ? outer : inner) *= d == dim ? 1 : shape[d];
+  return {outer, inner};
+}
+
+/// NCCL's name for a dtype collectives move (bf16 is summed as bf16, as
+/// PyTorch's FSDP and Megatron do).
+ncclDataType_t ncclTypeOf(DType dtype) {
+  switch (dtype) {
+  case BF16:
+    return ncclBfloat16;
+  case I64:
+    return ncclInt64;
+  case I32:
+    return ncclInt32;
+  default:
+    return ncclFloat32;
+  }
+}
+
+/// all_to_all: block r of the split dim goes to rank r, and the blocks that
+/// arrive are concatenated along the other dim; grouped NCCL sends and
+/// receives between two rearrangements.
+llvm::Error runAllToAll(const InstructionView &in, const CollectiveShape &shape,
+                        ncclComm_t comm, Device &device) {
+  llvm::ArrayRef<int64_t> inShape = in.shape(0);
+  int64_t ranks = shape.size, split = shape.splitDim, concat = shape.dim;
+  if (inShape[split] % ranks != 0)
+    return in.fail("its split dim does not divide over the axis");
+  std::vector<int64_t> blockShape(inShape);
+  blockShape[split] /= ranks;
+  int64_t block = in.count(0) / ranks;
+  bool bf16 = shape.dtype == BF16;
+  size_t element = bytesPerElement(shape.dtype);
+  llvm::Expected<void *> space =
+      device.scratchSpace(1, 2 * in.count(0) * element);
+  if (!space)
+    return space.takeError();
+  char *send = static_cast<char *>(*space);
+  char *receive = send + in.count(0) * element;
+  auto [splitOuter, splitInner] = around(inShape, split);
+  cuda::arrangeBlocks(in.data<void>(0), send, ranks, splitOuter,
+                      blockShape[split], inShape[split], splitInner,
+                      /*toWhole=*/false, bf16, device.stream);
+  if (auto error = device.communicate([&](cudaStream_t stream) {
+        if (auto error = checkNccl(ncclGroupStart(), "ncclGroupStart"))
+          return error;
+        for (int64_t r = 0; r < ranks; ++r) {
+          ncclSend(send + r * block * element, block, ncclTypeOf(shape.dtype),
+                   int(r), comm, stream);
+          ncclRecv(receive + r * block * element, block,
+                   ncclTypeOf(shape.dtype), int(r), comm, stream);
+        }
+        return checkNccl(ncclGroupEnd(), "ncclGroupEnd");
+      }))
+    return error;
+  auto [concatOuter, concatInner] = around(blockShape, concat);
+  cuda::arrangeBlocks(receive, in.data<void>(1), ranks, concatOuter,
+                      blockShape[concat], ranks * blockShape[concat],
+                      concatInner, /*toWhole=*/true, bf16, device.stream);
+  return llvm::Error::success();
+}
+
+/// The collectives, through NCCL on the compute stream: NCCL moves whole
+/// buffers, so a gather or scatter along a dim other than the first
+/// rearranges blocks through a scratch buffer.
+} // namespace
+
+llvm::Error cuda::runCollective(const InstructionView &in, Device &device) {
+  llvm::Expected<CollectiveShape> shape = collectiveShape(in);
+  if (!shape)
+    return shape.takeError();
+  llvm::StringRef op = in.op();
+  int64_t whole = shape->whole, block = shape->block, size = shape->size;
+  int64_t outer = shape->outer, inner = shape->inner;
+  if (op == "twill.local_slice") {
+    int64_t first = std::min(whole, shape->coordinate * block);
+    size_t element = bytesPerElement(shape->dtype);
+    cuda::copyAlongDim(in.data<void>(0), whole, first, in.data<void>(1), block,
+                       std::min(block, whole - first), outer, inner * element,
+                       device.stream);
+    return llvm::Error::success();
+  }
+  if (!device.nccl)
+    return in.fail("needs NCCL");
+  llvm::Expected<ncclComm_t> comm = device.nccl->axis(shape->axis);
+  if (!comm)
+    return comm.takeError();
+  if (op == "twill.all_reduce")
+    return device.communicate([&](cudaStream_t stream) {
+      return checkNccl(ncclAllReduce(in.data<void>(0), in.data<void>(1),
+                                     in.count(0), ncclTypeOf(shape->dtype),
+                                     ncclSum, *comm, stream),
+                       "ncclAllReduce");
+    });
+  if (op == "twill.all_to_all")
+    return runAllToAll(in, *shape, *comm, device);
+  int64_t blocked = size * outer * block * inner;
+  bool bf16 = shape->dtype == BF16;
+  ncclDataType_t type = ncclTypeOf(shape->dtype);
+  llvm::Expected<void *> space =
+      device.scratchSpace(0, blocked * bytesPerElement(shape->dtype));
+  if (!space)
+    return space.takeError();
+  void *padded = *space;
+  if (op == "twill.all_gather") {
+    if (auto error = device.communicate([&](cudaStream_t stream) {
+          return checkNccl(ncclAllGather(in.data<void>(0), padded,
+                                         outer * block * inner, type, *comm,
+                                         stream),
+                           "ncclAllGather");
+        }))
+      return error;
+    cuda::arrangeBlocks(padded, in.data<void>(1), size, outer, block, whole,
+                        inner, /*toWhole=*/true, bf16, device.stream);
+    return llvm::Error::success();
+  }
+  cuda::arrangeBlocks(in.data<void>(0), padded, size, outer, block, whole,
+                      inner, /*toWhole=*/false, bf16, device.stream);
+  return device.communicate([&](cudaStream_t stream) {
+    return checkNccl(ncclReduceScatter(padded, in.data<void>(1),
+                                       outer * block * inner, type, ncclSum,
+                                       *comm, stream),
+                     "ncclReduceScatter");
+  });
+}
