@@ -101,9 +101,8 @@ Value LlamaTracer::matmulTransposed(Value x, Value weight, Location at) {
   auto xType = cast<RankedTensorType>(x.getType());
   SmallVector<int64_t> shape(xType.getShape().drop_back());
   shape.push_back(cast<RankedTensorType>(weight.getType()).getDimSize(0));
-  auto op = MatmulOp::create(builder, at, floatType(shape), x, weight);
-  op.setTransposeRhs(true);
-  return op;
+  return MatmulOp::create(builder, at, floatType(shape), x, weight,
+                          /*transposeLhs=*/false, /*transposeRhs=*/true);
 }
 
 Value LlamaTracer::linear(Value x, const std::string &path, StringRef target,

@@ -168,4 +168,25 @@ def EmitExecutable : Pass<"twill-emit-executable", "mlir::ModuleOp"> {
   ];
 }
 
+def FuseEpilogues : Pass<"twill-fuse-epilogues", "mlir::ModuleOp"> {
+  let summary = "Folds scales and adds into the matmuls they follow";
+  let description = [{
+    Runs on the partitioned program. A `scale` of a matmul's result that
+    nothing else reads becomes the matmul's `alpha`; an `add` of such a
+    result and another value becomes the matmul's `addend`. LoRA's
+    `W x + s B(A x)` is then two GEMMs whose second adds `W x` in its
+    epilogue, and the backward's summed input gradients likewise: the
+    scale and add passes over every projection's output are gone.
+
+    ```mlir
+    // before
+    %u = twill.matmul %d, %b {transpose_rhs} : ...
+    %s = twill.scale %u by 2.0 : ...
+    %z = twill.add %y, %s : ...
+    // after
+    %z = twill.matmul %d, %b plus %y {alpha = 2.0 : f64, transpose_rhs} : ...
+    ```
+  }];
+}
+
 #endif // TWILL_PASSES_TD

@@ -27,4 +27,5 @@ void mlir::twill::buildCompilePipeline(OpPassManager &pm,
   if (until == Stage::Placed)
     return;
   pm.addPass(createPartition({sequenceParallel}));
+  pm.addPass(createFuseEpilogues());
 }

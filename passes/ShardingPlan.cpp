@@ -20,6 +20,15 @@ FailureOr<MeshPlan> MeshPlan::fromModule(ModuleOp module, bool sequenceParallel,
   auto meshes = module.getOps<MeshOp>();
   if (meshes.empty())
     return module.emitError(passName) << " needs a twill.mesh";
+  // An addend would be added once per rank holding a partial product.
+  WalkResult fused = module.walk([&](MatmulOp op) {
+    if (!op.hasEpilogue())
+      return WalkResult::advance();
+    op.emitError(passName) << " runs before twill-fuse-epilogues";
+    return WalkResult::interrupt();
+  });
+  if (fused.wasInterrupted())
+    return failure();
   MeshOp meshOp = *meshes.begin();
   MeshPlan plan;
   plan.mesh = FlatSymbolRefAttr::get(meshOp.getSymNameAttr());
@@ -86,8 +95,8 @@ static bool coOccur(const ShardingRule &rule, int a, int b) {
       return llvm::is_contained(dim, factor);
     });
   };
-  for (ArrayRef<ShardingRule::Tensor> tensors : {ArrayRef(rule.operands),
-                                                 ArrayRef(rule.results)})
+  for (ArrayRef<ShardingRule::Tensor> tensors :
+       {ArrayRef(rule.operands), ArrayRef(rule.results)})
     for (const ShardingRule::Tensor &tensor : tensors)
       if (has(tensor, a) && has(tensor, b))
         return true;

@@ -91,7 +91,11 @@ LogicalResult MatmulOp::verify() {
     expected.clear(); // the batch dims are contracted
   }
   expected.append({m, n});
-  return expectShape(*this, "result", shapeOf(getResult()), expected);
+  if (failed(expectShape(*this, "result", shapeOf(getResult()), expected)))
+    return failure();
+  if (getAddend() && getAddend().getType() != getResult().getType())
+    return emitOpError("addend must have the result's type");
+  return success();
 }
 
 LogicalResult RmsNormOp::verify() {

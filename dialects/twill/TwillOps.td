@@ -90,12 +90,38 @@ def Twill_MatmulOp : Twill_ComputeOp<"matmul", [Pure, DeclareOpInterfaceMethods<
     %q = twill.matmul %x, %w {transpose_rhs}
         : (tensor<2x8192x4096xbf16>, tensor<4096x4096xbf16>) -> tensor<2x8192x4096xbf16>
     ```
+
+    After partitioning, twill-fuse-epilogues folds a following scale into
+    `alpha` and a following add into `addend`:
+    `result = alpha * (lhs x rhs) + addend`, one pass over the result (a
+    GEMM's epilogue) where there were three.
+
+    ```mlir
+    %y = twill.matmul %d, %b plus %base {alpha = 2.0 : f64, transpose_rhs}
+        : (tensor<2x8192x16xbf16>, tensor<4096x16xbf16>, tensor<2x8192x4096xbf16>)
+          -> tensor<2x8192x4096xbf16>
+    ```
   }];
   let arguments = (ins Twill_FloatTensor:$lhs, Twill_FloatTensor:$rhs,
-                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
+                       Optional<Twill_FloatTensor>:$addend,
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs,
+                       DefaultValuedAttr<F64Attr, "1.0">:$alpha);
   let results = (outs Twill_FloatTensor:$result);
   let assemblyFormat = [{
-    $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+    $lhs `,` $rhs (`plus` $addend^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let builders = [
+    // A plain product, without epilogue.
+    OpBuilder<(ins "Type":$result, "Value":$lhs, "Value":$rhs,
+                   CArg<"bool", "false">:$transposeLhs,
+                   CArg<"bool", "false">:$transposeRhs), [{
+      build($_builder, $_state, result, lhs, rhs, /*addend=*/Value(),
+            transposeLhs, transposeRhs, ::llvm::APFloat(1.0));
+    }]>
+  ];
+  let extraClassDeclaration = [{
+    /// Whether twill-fuse-epilogues gave it a scale or an addend.
+    bool hasEpilogue() { return getAddend() || getAlpha().convertToDouble() != 1.0; }
   }];
   let hasVerifier = 1;
 }

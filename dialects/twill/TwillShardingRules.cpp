@@ -65,6 +65,8 @@ ShardingRule MatmulOp::getShardingRule() {
   if (contractsBatch)
     for (const ShardingRule::Dim &dim : batch)
       rule.reductions.push_back(dim.front());
+  if (getAddend()) // laid out as the result
+    rule.operands.push_back(rule.results.front());
   return rule;
 }
 

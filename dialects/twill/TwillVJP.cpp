@@ -32,10 +32,8 @@ static Value matmul(OpBuilder &builder, Location loc, Value lhs, Value rhs,
   if (!contractBatch)
     shape.append(a.begin(), a.end() - 2);
   shape.append({m, n});
-  auto op = MatmulOp::create(builder, loc, likeType(lhs, shape), lhs, rhs);
-  op.setTransposeLhs(transposeLhs);
-  op.setTransposeRhs(transposeRhs);
-  return op;
+  return MatmulOp::create(builder, loc, likeType(lhs, shape), lhs, rhs,
+                          transposeLhs, transposeRhs);
 }
 
 Cotangents EmbeddingOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
@@ -49,6 +47,9 @@ Cotangents EmbeddingOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
 
 Cotangents MatmulOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
                               ArrayRef<bool> needed) {
+  if (hasEpilogue())
+    return emitOpError("has an epilogue: twill-fuse-epilogues runs after "
+                       "differentiation");
   Value grad = cotangents[0], lhs = getLhs(), rhs = getRhs();
   bool transposeLhs = getTransposeLhs(), transposeRhs = getTransposeRhs();
   // A weight shared by a batch of activations: its gradient sums over the

@@ -219,17 +219,29 @@ inline llvm::Expected<VocabBlock> vocabBlock(const InstructionView &in,
 
 /// A matmul's sizes: `batch` products of op(lhs) [m, k] and op(rhs) [k, n]
 /// (rhs shared unless `rhsBatched`); a matrix result from batched operands
-/// sums over the batch, which becomes more rows of k.
+/// sums over the batch, which becomes more rows of k. The result is
+/// `alpha` times the product, plus the third operand (`addend`, of the
+/// result's shape) when there is one: the epilogue twill-fuse-epilogues
+/// folded in.
 struct MatmulShape {
   int64_t batch, m, n, k;
   bool transposeLhs, transposeRhs, rhsBatched;
+  bool hasAddend;
+  double alpha;
+  int result; // the result's index: after the operands
 };
 
 inline llvm::Expected<MatmulShape> matmulShape(const InstructionView &in) {
   DType type = in.floatType();
-  if (auto error = in.expect(2, 1, {type, type, type}, {2, 2, 2}))
+  int operands = in.numOperands() == 3 ? 3 : 2;
+  if (auto error =
+          in.expect(operands, 1, std::vector<DType>(operands + 1, type),
+                    std::vector<int>(operands + 1, 2)))
     return std::move(error);
   MatmulShape shape;
+  shape.hasAddend = operands == 3;
+  shape.alpha = in.floatAttr("alpha", 1.0);
+  shape.result = operands;
   shape.transposeLhs = in.flag("transpose_lhs");
   shape.transposeRhs = in.flag("transpose_rhs");
   shape.m = in.dim(0, shape.transposeLhs ? 0 : 1);
@@ -238,7 +250,7 @@ inline llvm::Expected<MatmulShape> matmulShape(const InstructionView &in) {
   int64_t rhsK = in.dim(1, shape.transposeRhs ? 0 : 1);
   shape.batch = in.count(0) / std::max<int64_t>(shape.m * shape.k, 1);
   shape.rhsBatched = in.shape(1).size() > 2;
-  if (in.shape(2).size() == 2 && in.shape(0).size() > 2) {
+  if (in.shape(shape.result).size() == 2 && in.shape(0).size() > 2) {
     if (!shape.transposeLhs || shape.transposeRhs)
       return in.fail("sums over batch dims only with transpose_lhs");
     shape.k *= shape.batch;
@@ -246,9 +258,12 @@ inline llvm::Expected<MatmulShape> matmulShape(const InstructionView &in) {
     shape.batch = 1;
     shape.rhsBatched = false;
   }
-  if (shape.k != rhsK || in.count(2) != shape.batch * shape.m * shape.n ||
+  if (shape.k != rhsK ||
+      in.count(shape.result) != shape.batch * shape.m * shape.n ||
       (shape.rhsBatched && in.count(1) != shape.batch * shape.k * shape.n))
     return in.fail("operand shapes do not multiply");
+  if (shape.hasAddend && in.count(2) != in.count(shape.result))
+    return in.fail("the addend differs from the result in size");
   return shape;
 }
 

@@ -39,6 +39,10 @@ func.func @forward(%w: tensor<4x8xf32> {twill.param = "layer.weight"},
 // CHECK-NEXT:     operands: 0
 // CHECK-NEXT:     results: 3
 // CHECK-NEXT:     attributes {
+// CHECK-NEXT:       key: "alpha"
+// CHECK-NEXT:       value {
+// CHECK-NEXT:         float_value: 1
+// CHECK:          attributes {
 // CHECK-NEXT:       key: "transpose_rhs"
 // CHECK-NEXT:       value {
 // CHECK-NEXT:         bool_value: true

@@ -38,9 +38,12 @@ llvm::Error runMatmul(const InstructionView &in) {
   llvm::Expected<MatmulShape> shape = matmulShape(in);
   if (!shape)
     return shape.takeError();
-  cpu::matmul(in.data<float>(0), in.data<float>(1), in.data<float>(2),
-              shape->batch, shape->m, shape->n, shape->k, shape->transposeLhs,
-              shape->transposeRhs, shape->rhsBatched);
+  float *out = in.data<float>(shape->result);
+  if (shape->hasAddend)
+    std::memcpy(out, in.data<float>(2), in.count(2) * sizeof(float));
+  cpu::matmul(in.data<float>(0), in.data<float>(1), out, shape->batch, shape->m,
+              shape->n, shape->k, shape->transposeLhs, shape->transposeRhs,
+              shape->rhsBatched, float(shape->alpha), shape->hasAddend);
   return llvm::Error::success();
 }
 
@@ -216,12 +219,11 @@ llvm::Error runAttentionGrad(const InstructionView &in) {
   if (!shape)
     return shape.takeError();
   int first = shape->firstResult;
-  cpu::attentionGrad(in.data<float>(0), in.data<float>(1), in.data<float>(2),
-                     in.data<float>(4), shape->segments(in),
-                     in.data<float>(first), in.data<float>(first + 1),
-                     in.data<float>(first + 2), shape->batch, shape->seq,
-                     shape->heads, shape->kvHeads, shape->headDim,
-                     shape->scale);
+  cpu::attentionGrad(
+      in.data<float>(0), in.data<float>(1), in.data<float>(2),
+      in.data<float>(4), shape->segments(in), in.data<float>(first),
+      in.data<float>(first + 1), in.data<float>(first + 2), shape->batch,
+      shape->seq, shape->heads, shape->kvHeads, shape->headDim, shape->scale);
   return llvm::Error::success();
 }
 
@@ -260,8 +262,7 @@ llvm::Error runCrossEntropyGrad(const InstructionView &in) {
 /// input's elements, in order.
 template <bool root> llvm::Error runSumOfSquares(const InstructionView &in) {
   int inputs = in.numOperands();
-  if (in.numResults() != 1 || in.dtype(inputs) != F32 ||
-      in.count(inputs) != 1)
+  if (in.numResults() != 1 || in.dtype(inputs) != F32 || in.count(inputs) != 1)
     return in.fail("expects inputs and one f32 scalar result");
   double sumSquares = 0;
   for (int i = 0; i < inputs; ++i) {
@@ -383,8 +384,8 @@ llvm::Error runCollective(const InstructionView &in) {
   paddedShape[shape->dim] = block * size;
   std::vector<float> padded(outer * block * size * inner);
   if (op == "twill.all_gather") {
-    if (auto error = comm.allGather(axis, input, padded.data(), in.shape(0),
-                                    shape->dim))
+    if (auto error =
+            comm.allGather(axis, input, padded.data(), in.shape(0), shape->dim))
       return error;
     copyAlongDim(padded.data(), block * size, 0, output, whole, whole, outer,
                  inner);

@@ -46,19 +46,21 @@ llvm::Error cpu::embedding(const float *table, int64_t vocab, int64_t dim,
 
 void cpu::matmul(const float *lhs, const float *rhs, float *out, int64_t batch,
                  int64_t m, int64_t n, int64_t k, bool transposeLhs,
-                 bool transposeRhs, bool rhsBatched) {
+                 bool transposeRhs, bool rhsBatched, float alpha,
+                 bool accumulate) {
   CBLAS_TRANSPOSE opLhs = transposeLhs ? CblasTrans : CblasNoTrans;
   CBLAS_TRANSPOSE opRhs = transposeRhs ? CblasTrans : CblasNoTrans;
   int64_t lda = transposeLhs ? m : k, ldb = transposeRhs ? k : n;
+  float beta = accumulate ? 1.0f : 0.0f;
   if (!rhsBatched && !transposeLhs) {
     // A shared weight: all batch rows form one [batch * m, k] matrix.
-    cblas_sgemm(CblasRowMajor, opLhs, opRhs, batch * m, n, k, 1.0f, lhs, lda,
-                rhs, ldb, 0.0f, out, n);
+    cblas_sgemm(CblasRowMajor, opLhs, opRhs, batch * m, n, k, alpha, lhs, lda,
+                rhs, ldb, beta, out, n);
     return;
   }
   for (int64_t b = 0; b < batch; ++b)
-    cblas_sgemm(CblasRowMajor, opLhs, opRhs, m, n, k, 1.0f, lhs + b * m * k,
-                lda, rhs + (rhsBatched ? b * k * n : 0), ldb, 0.0f,
+    cblas_sgemm(CblasRowMajor, opLhs, opRhs, m, n, k, alpha, lhs + b * m * k,
+                lda, rhs + (rhsBatched ? b * k * n : 0), ldb, beta,
                 out + b * m * n, n);
 }
 
@@ -345,8 +347,8 @@ llvm::Error cpu::crossEntropyGrad(const float *logits, const int32_t *labels,
       continue;
     const float *z = logits + row * block.columns;
     for (int64_t i = 0; i < columns; ++i)
-      dz[i] = float(std::exp(double(z[i]) - stats->max[row]) /
-                    stats->sum[row] * lossGrad);
+      dz[i] = float(std::exp(double(z[i]) - stats->max[row]) / stats->sum[row] *
+                    lossGrad);
     int64_t label = int64_t(labels[row]) - block.first;
     if (label >= 0 && label < columns)
       dz[label] -= lossGrad;

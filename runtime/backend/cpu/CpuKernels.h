@@ -28,11 +28,13 @@ llvm::Error embedding(const float *table, int64_t vocab, int64_t dim,
                       const int32_t *ids, int64_t count, float *out,
                       std::optional<int64_t> firstRow = std::nullopt);
 
-/// out[b] = op(lhs[b]) op(rhs[b]) for `batch` matrices, where op(lhs) is
-/// [m, k] and op(rhs) is [k, n]; `rhsBatched` false shares one rhs.
+/// out[b] = alpha op(lhs[b]) op(rhs[b]) (+ out[b] when `accumulate`) for
+/// `batch` matrices, where op(lhs) is [m, k] and op(rhs) is [k, n];
+/// `rhsBatched` false shares one rhs.
 void matmul(const float *lhs, const float *rhs, float *out, int64_t batch,
             int64_t m, int64_t n, int64_t k, bool transposeLhs,
-            bool transposeRhs, bool rhsBatched);
+            bool transposeRhs, bool rhsBatched, float alpha = 1.0f,
+            bool accumulate = false);
 
 /// Each of `rows` rows of `dim` values: x / sqrt(mean(x^2) + eps) * weight.
 void rmsNorm(const float *x, const float *weight, float *out, int64_t rows,
@@ -106,11 +108,10 @@ void rmsNormWeightGrad(const float *x, const float *grad, float *out,
 /// recomputed chunk by chunk. Key and value gradients are summed in a fixed
 /// order: deterministic.
 void attentionGrad(const float *q, const float *k, const float *v,
-                   const float *grad, const int32_t *segments,
-                   float *queryGrad, float *keyGrad, float *valueGrad,
-                   int64_t batch, int64_t seq, HeadBlock heads,
-                   int64_t kvHeads, int64_t headDim, double scale,
-                   int64_t budgetBytes = kAttentionBudgetBytes);
+                   const float *grad, const int32_t *segments, float *queryGrad,
+                   float *keyGrad, float *valueGrad, int64_t batch, int64_t seq,
+                   HeadBlock heads, int64_t kvHeads, int64_t headDim,
+                   double scale, int64_t budgetBytes = kAttentionBudgetBytes);
 
 /// dL/dgate and dL/dup of silu(gate) * up.
 void swigluGrad(const float *gate, const float *up, const float *grad,

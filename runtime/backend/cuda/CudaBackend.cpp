@@ -18,6 +18,7 @@
 #include "runtime/backend/cuda/CudaCollectives.h"
 #include "runtime/backend/cuda/CudaDevice.h"
 #include "runtime/backend/cuda/CudaKernels.h"
+#include "runtime/backend/cuda/CudaMatmul.h"
 #include "runtime/backend/cuda/NcclComm.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
@@ -59,26 +60,6 @@ llvm::Error runEmbeddingGrad(const InstructionView &in, Device &device) {
                       in.shape(2)[0], dim, in.data<float>(2), device.errors,
                       device.stream);
   return llvm::Error::success();
-}
-
-llvm::Error runMatmul(const InstructionView &in, Device &device) {
-  llvm::Expected<MatmulShape> shape = matmulShape(in);
-  if (!shape)
-    return shape.takeError();
-  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T.
-  auto [batch, m, n, k, transposeLhs, transposeRhs, rhsBatched] = *shape;
-  // bf16 values are read as they are stored; cuBLAS accumulates in fp32.
-  cudaDataType type = in.dtype(0) == BF16 ? CUDA_R_16BF : CUDA_R_32F;
-  float one = 1.0f, zero = 0.0f;
-  return checkBlas(cublasGemmStridedBatchedEx(
-                       device.blas, transposeRhs ? CUBLAS_OP_T : CUBLAS_OP_N,
-                       transposeLhs ? CUBLAS_OP_T : CUBLAS_OP_N, int(n), int(m),
-                       int(k), &one, in.data<void>(1), type,
-                       int(transposeRhs ? k : n), rhsBatched ? k * n : 0,
-                       in.data<void>(0), type, int(transposeLhs ? m : k), m * k,
-                       &zero, in.data<void>(2), type, int(n), m * n, int(batch),
-                       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-                   "cublasGemmStridedBatchedEx");
 }
 
 /// rms_norm (operands x, weight), rms_norm_grad (x, weight, grad) and
@@ -403,7 +384,7 @@ const llvm::StringMap<KernelEntry> &kernels() {
   static const llvm::StringMap<KernelEntry> table = {
       {"twill.embedding", {runEmbedding, /*bf16=*/true}},
       {"twill.embedding_grad", {runEmbeddingGrad}},
-      {"twill.matmul", {runMatmul, /*bf16=*/true}},
+      {"twill.matmul", {cuda::runMatmul, /*bf16=*/true}},
       {"twill.reshape", {runReshape, /*bf16=*/true}},
       {"twill.cast", {runCast, /*bf16=*/true}},
       {"twill.rms_norm", {runRmsNormFamily, /*bf16=*/true}},
@@ -489,6 +470,12 @@ llvm::Error CudaBackend::initialise() {
   if (auto error = checkBlas(cublasSetStream(device.blas, device.stream),
                              "cublasSetStream"))
     return error;
+  if (auto error = checkBlas(cublasLtCreate(&device.lt), "cublasLtCreate"))
+    return error;
+  if (auto error = checkCuda(
+          cudaMalloc(&device.matmulWorkspace, Device::kMatmulWorkspaceBytes),
+          "cudaMalloc"))
+    return error;
   if (auto error =
           checkCuda(cudaMalloc(&device.errors, sizeof(int)), "cudaMalloc"))
     return error;
@@ -545,6 +532,10 @@ CudaBackend::~CudaBackend() {
     cudaFree(device.errors);
   if (device.blas)
     cublasDestroy(device.blas);
+  if (device.lt)
+    cublasLtDestroy(device.lt);
+  if (device.matmulWorkspace)
+    cudaFree(device.matmulWorkspace);
   nccl.reset();
   for (cudaEvent_t event : {device.inputsReady, device.collectiveDone})
     if (event)

@@ -12,6 +12,7 @@
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -25,16 +26,16 @@ inline llvm::Error checkCuda(cudaError_t result, llvm::StringRef call) {
   if (result == cudaSuccess)
     return llvm::Error::success();
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 call + " failed: " +
-                                     cudaGetErrorString(result));
+                                 call +
+                                     " failed: " + cudaGetErrorString(result));
 }
 
 inline llvm::Error checkBlas(cublasStatus_t status, llvm::StringRef call) {
   if (status == CUBLAS_STATUS_SUCCESS)
     return llvm::Error::success();
-  return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 call + " failed: " +
-                                     cublasGetStatusString(status));
+  return llvm::createStringError(
+      llvm::inconvertibleErrorCode(),
+      call + " failed: " + cublasGetStatusString(status));
 }
 
 /// What the kernels of one run share.
@@ -42,7 +43,12 @@ struct Device {
   cudaStream_t stream = nullptr;     // compute
   cudaStream_t commStream = nullptr; // NCCL
   cudaEvent_t inputsReady = nullptr, collectiveDone = nullptr;
-  cublasHandle_t blas = nullptr;
+  cublasHandle_t blas = nullptr; // attention's batched GEMMs
+  cublasLtHandle_t lt = nullptr; // matmuls, with their epilogues
+  static constexpr size_t kMatmulWorkspaceBytes = 32 << 20;
+  void *matmulWorkspace = nullptr;
+  /// cuBLASLt's choice per matmul problem (sizes, transposes, dtype).
+  std::map<std::vector<int64_t>, cublasLtMatmulAlgo_t> matmulAlgorithms;
   int *errors = nullptr; // ErrorBit flags raised by kernels
   NcclComm *nccl = nullptr;
   using Pool = std::vector<std::pair<void *, size_t>>;
@@ -57,8 +63,8 @@ struct Device {
   /// it before anything after it runs, so no result is read unwaited.
   llvm::Error
   communicate(llvm::function_ref<llvm::Error(cudaStream_t)> collective) {
-    if (auto error = checkCuda(cudaEventRecord(inputsReady, stream),
-                               "cudaEventRecord"))
+    if (auto error =
+            checkCuda(cudaEventRecord(inputsReady, stream), "cudaEventRecord"))
       return error;
     if (auto error = checkCuda(cudaStreamWaitEvent(commStream, inputsReady),
                                "cudaStreamWaitEvent"))
