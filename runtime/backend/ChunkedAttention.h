@@ -1,4 +1,5 @@
-//===- ChunkedAttention.h - attention as GEMMs over query chunks -*- C++ -*-===//
+//===- ChunkedAttention.h - attention as GEMMs over query chunks -*- C++
+//-*-===//
 //
 // Causal grouped-query attention (and its gradient) as a schedule of
 // strided-batched GEMMs and two row kernels, run chunk of queries by chunk:
@@ -69,7 +70,7 @@ struct SoftmaxRows {
   float *lse = nullptr;          // [heads][rows]: log-sum-exp of scaled rows
   void *probabilities = nullptr; // softmaxRows: P, storage type
   const float *probabilityGrad = nullptr; // softmaxGradRows: dP
-  void *scoreGrad = nullptr;     // softmaxGradRows: dS (scaled), storage type
+  void *scoreGrad = nullptr; // softmaxGradRows: dS (scaled), storage type
   const int32_t *segments = nullptr; // this batch row's, or null
   int64_t heads = 0, rows = 0, keys = 0, firstQuery = 0;
   double scale = 1;
@@ -91,13 +92,12 @@ struct AttentionProblem {
 namespace detail {
 
 /// The local query heads [begin, end) that KV head `kvHead` serves.
-inline std::pair<int64_t, int64_t> servedHeads(const HeadBlock &heads,
-                                               int64_t kvHeads,
-                                               int64_t kvHead) {
+inline std::pair<int64_t, int64_t>
+servedHeads(const HeadBlock &heads, int64_t kvHeads, int64_t kvHead) {
   int64_t group = heads.total / kvHeads;
   int64_t begin = std::max<int64_t>(kvHead * group - heads.first, 0);
-  int64_t end = std::min<int64_t>((kvHead + 1) * group - heads.first,
-                                  heads.count);
+  int64_t end =
+      std::min<int64_t>((kvHead + 1) * group - heads.first, heads.count);
   return {begin, std::max(begin, end)};
 }
 
@@ -118,31 +118,110 @@ inline char *at(void *base, int64_t elements, int bytes) {
   return static_cast<char *>(base) + elements * bytes;
 }
 
-/// S = Q K^T for the chunk's queries and every key up to its last, for the
-/// group's heads, and its softmax P (and lse).
+/// The scratch of one KV group's chunks: scores, row log-sum-exps and P,
+/// and for the gradient dP and dS.
+struct ChunkScratch {
+  int64_t rows; // queries per chunk
+  float *scores, *lse;
+  void *probabilities;
+  float *probabilityGrad = nullptr;
+  void *scoreGrad = nullptr;
+};
+
 template <typename Ops>
-void chunkSoftmax(Ops &ops, const AttentionProblem &p, int64_t b, int64_t kv,
-                  int64_t h0, int64_t g, int64_t i0, int64_t rows,
-                  float *scores, float *lse, void *probabilities) {
-  int64_t keys = i0 + rows, H = p.heads.count, D = p.headDim;
-  int e = p.elementBytes;
-  AttentionGemm s;
-  s.transB = true;
-  s.m = rows, s.n = keys, s.k = D;
-  s.a = at(p.q, ((b * p.seq + i0) * H + h0) * D, e);
-  s.lda = H * D, s.strideA = D;
-  s.b = at(p.k, (b * p.seq * p.kvHeads + kv) * D, e);
-  s.ldb = p.kvHeads * D, s.strideB = 0;
-  s.c = scores, s.ldc = keys, s.strideC = rows * keys;
-  s.batch = g;
-  ops.gemm(s);
-  SoftmaxRows softmax;
-  softmax.scores = scores, softmax.lse = lse;
-  softmax.probabilities = probabilities;
-  softmax.segments = p.segments ? p.segments + b * p.seq : nullptr;
-  softmax.heads = g, softmax.rows = rows, softmax.keys = keys;
-  softmax.firstQuery = i0, softmax.scale = p.scale;
-  ops.softmaxRows(softmax);
+ChunkScratch chunkScratch(Ops &ops, const AttentionProblem &p, int64_t g,
+                          int64_t budgetBytes, bool gradient) {
+  int64_t rows = chunkRows(p, g, budgetBytes), scores = g * rows * p.seq;
+  ChunkScratch scratch{
+      rows, static_cast<float *>(ops.scratch(0, scores * sizeof(float))),
+      static_cast<float *>(ops.scratch(1, g * rows * sizeof(float))),
+      ops.scratch(2, scores * p.elementBytes)};
+  if (gradient) {
+    scratch.probabilityGrad =
+        static_cast<float *>(ops.scratch(3, scores * sizeof(float)));
+    scratch.scoreGrad = ops.scratch(4, scores * p.elementBytes);
+  }
+  return scratch;
+}
+
+/// One chunk of queries [first, first + rows) of batch row `b`, for the
+/// query heads [h0, h0 + g) that KV head `kv` serves; it sees keys
+/// [0, keys).
+struct Chunk {
+  int64_t b, kv, h0, g, first, rows, keys;
+};
+
+/// out [g][rows][keys] (fp32) = each head's rows of `perHead` (a
+/// [batch, seq, heads, D] tensor: queries or output gradients) times the KV
+/// head's first `keys` rows of `perKv` (keys or values), transposed.
+template <typename Ops>
+void rowsTimesKvT(Ops &ops, const AttentionProblem &p, const Chunk &c,
+                  const void *perHead, const void *perKv, float *out) {
+  int64_t H = p.heads.count, D = p.headDim;
+  AttentionGemm gemm;
+  gemm.transB = true;
+  gemm.m = c.rows, gemm.n = c.keys, gemm.k = D;
+  gemm.a =
+      at(perHead, ((c.b * p.seq + c.first) * H + c.h0) * D, p.elementBytes);
+  gemm.lda = H * D, gemm.strideA = D;
+  gemm.b = at(perKv, (c.b * p.seq * p.kvHeads + c.kv) * D, p.elementBytes);
+  gemm.ldb = p.kvHeads * D, gemm.strideB = 0;
+  gemm.c = out, gemm.ldc = c.keys, gemm.strideC = c.rows * c.keys;
+  gemm.batch = c.g;
+  ops.gemm(gemm);
+}
+
+/// Each head's rows of `out` ([batch, seq, heads, D], storage type) =
+/// `perKey` [g][rows][keys] (P or dS) times the KV head's first `keys` rows
+/// of `perKv` (values or keys). Each query row is in one chunk only, so
+/// this writes, never accumulates.
+template <typename Ops>
+void scoresTimesKv(Ops &ops, const AttentionProblem &p, const Chunk &c,
+                   const void *perKey, const void *perKv, void *out) {
+  int64_t H = p.heads.count, D = p.headDim;
+  AttentionGemm gemm;
+  gemm.m = c.rows, gemm.n = D, gemm.k = c.keys;
+  gemm.a = perKey, gemm.lda = c.keys, gemm.strideA = c.rows * c.keys;
+  gemm.b = at(perKv, (c.b * p.seq * p.kvHeads + c.kv) * D, p.elementBytes);
+  gemm.ldb = p.kvHeads * D, gemm.strideB = 0;
+  gemm.c = at(out, ((c.b * p.seq + c.first) * H + c.h0) * D, p.elementBytes);
+  gemm.ldc = H * D, gemm.strideC = D;
+  gemm.batch = c.g, gemm.floatResult = false;
+  ops.gemm(gemm);
+}
+
+/// The chunk's rows of scores, as the row kernels see them.
+inline SoftmaxRows scoreRows(const AttentionProblem &p, const Chunk &c,
+                             const ChunkScratch &scratch) {
+  SoftmaxRows rows;
+  rows.scores = scratch.scores, rows.lse = scratch.lse;
+  rows.probabilities = scratch.probabilities;
+  rows.probabilityGrad = scratch.probabilityGrad;
+  rows.scoreGrad = scratch.scoreGrad;
+  rows.segments = p.segments ? p.segments + c.b * p.seq : nullptr;
+  rows.heads = c.g, rows.rows = c.rows, rows.keys = c.keys;
+  rows.firstQuery = c.first, rows.scale = p.scale;
+  return rows;
+}
+
+/// Calls `each(chunk, scratch)` for every chunk of every KV group of batch
+/// row `b`, after S = Q K^T and P = softmax(S) (with its lse) are made.
+template <typename Ops, typename Each>
+void forEachChunk(Ops &ops, const AttentionProblem &p, int64_t b,
+                  int64_t budgetBytes, bool gradient, Each each) {
+  for (int64_t kv = 0; kv < p.kvHeads; ++kv) {
+    auto [h0, h1] = servedHeads(p.heads, p.kvHeads, kv);
+    if (h1 == h0)
+      continue;
+    ChunkScratch scratch = chunkScratch(ops, p, h1 - h0, budgetBytes, gradient);
+    for (int64_t first = 0; first < p.seq; first += scratch.rows) {
+      int64_t rows = std::min(scratch.rows, p.seq - first);
+      Chunk chunk{b, kv, h0, h1 - h0, first, rows, first + rows};
+      rowsTimesKvT(ops, p, chunk, p.q, p.k, scratch.scores);
+      ops.softmaxRows(scoreRows(p, chunk, scratch));
+      each(chunk, scratch);
+    }
+  }
 }
 
 } // namespace detail
@@ -152,116 +231,57 @@ template <typename Ops>
 void chunkedAttention(Ops &ops, const AttentionProblem &p, void *out,
                       int64_t budgetBytes) {
   using namespace detail;
-  int64_t H = p.heads.count, D = p.headDim, seq = p.seq;
-  int e = p.elementBytes;
   for (int64_t b = 0; b < p.batch; ++b)
-    for (int64_t kv = 0; kv < p.kvHeads; ++kv) {
-      auto [h0, h1] = servedHeads(p.heads, p.kvHeads, kv);
-      int64_t g = h1 - h0;
-      if (g == 0)
-        continue;
-      int64_t chunk = chunkRows(p, g, budgetBytes);
-      auto *scores = static_cast<float *>(
-          ops.scratch(0, g * chunk * seq * sizeof(float)));
-      auto *lse = static_cast<float *>(ops.scratch(1, g * chunk * sizeof(float)));
-      void *probabilities = ops.scratch(2, g * chunk * seq * e);
-      for (int64_t i0 = 0; i0 < seq; i0 += chunk) {
-        int64_t rows = std::min(chunk, seq - i0), keys = i0 + rows;
-        chunkSoftmax(ops, p, b, kv, h0, g, i0, rows, scores, lse,
-                     probabilities);
-        AttentionGemm o; // O = P V
-        o.m = rows, o.n = D, o.k = keys;
-        o.a = probabilities, o.lda = keys, o.strideA = rows * keys;
-        o.b = at(p.v, (b * seq * p.kvHeads + kv) * D, e);
-        o.ldb = p.kvHeads * D, o.strideB = 0;
-        o.c = at(out, ((b * seq + i0) * H + h0) * D, e);
-        o.ldc = H * D, o.strideC = D;
-        o.batch = g, o.floatResult = false;
-        ops.gemm(o);
-      }
-    }
+    forEachChunk(ops, p, b, budgetBytes, false,
+                 [&](const Chunk &c, const ChunkScratch &scratch) {
+                   scoresTimesKv(ops, p, c, scratch.probabilities, p.v, out);
+                 });
 }
 
 /// dQ, dK, dV of chunkedAttention given dL/dout (`grad`).
 template <typename Ops>
-void chunkedAttentionGrad(Ops &ops, const AttentionProblem &p,
-                          const void *grad, void *queryGrad, void *keyGrad,
-                          void *valueGrad, int64_t budgetBytes) {
+void chunkedAttentionGrad(Ops &ops, const AttentionProblem &p, const void *grad,
+                          void *queryGrad, void *keyGrad, void *valueGrad,
+                          int64_t budgetBytes) {
   using namespace detail;
-  int64_t H = p.heads.count, D = p.headDim, seq = p.seq, KV = p.kvHeads;
+  int64_t H = p.heads.count, D = p.headDim, KV = p.kvHeads;
+  int64_t kvValues = p.seq * KV * D;
   int e = p.elementBytes;
   // Key and value gradients of one batch row, all KV heads, in fp32.
-  auto *keyAcc =
-      static_cast<float *>(ops.scratch(5, seq * KV * D * sizeof(float)));
+  auto *keyAcc = static_cast<float *>(ops.scratch(5, kvValues * sizeof(float)));
   auto *valueAcc =
-      static_cast<float *>(ops.scratch(6, seq * KV * D * sizeof(float)));
+      static_cast<float *>(ops.scratch(6, kvValues * sizeof(float)));
   for (int64_t b = 0; b < p.batch; ++b) {
-    ops.zero(keyAcc, seq * KV * D);
-    ops.zero(valueAcc, seq * KV * D);
-    for (int64_t kv = 0; kv < KV; ++kv) {
-      auto [h0, h1] = servedHeads(p.heads, KV, kv);
-      int64_t g = h1 - h0;
-      if (g == 0)
-        continue;
-      int64_t chunk = chunkRows(p, g, budgetBytes);
-      auto *scores = static_cast<float *>(
-          ops.scratch(0, g * chunk * seq * sizeof(float)));
-      auto *lse = static_cast<float *>(ops.scratch(1, g * chunk * sizeof(float)));
-      void *probabilities = ops.scratch(2, g * chunk * seq * e);
-      auto *probabilityGrad = static_cast<float *>(
-          ops.scratch(3, g * chunk * seq * sizeof(float)));
-      void *scoreGrad = ops.scratch(4, g * chunk * seq * e);
-      const char *keys0 = at(p.k, (b * seq * KV + kv) * D, e);
-      const char *values0 = at(p.v, (b * seq * KV + kv) * D, e);
-      for (int64_t i0 = 0; i0 < seq; i0 += chunk) {
-        int64_t rows = std::min(chunk, seq - i0), keys = i0 + rows;
-        int64_t firstRow = ((b * seq + i0) * H + h0) * D;
-        chunkSoftmax(ops, p, b, kv, h0, g, i0, rows, scores, lse,
-                     probabilities);
-        AttentionGemm dP; // dP = dO V^T
-        dP.transB = true;
-        dP.m = rows, dP.n = keys, dP.k = D;
-        dP.a = at(grad, firstRow, e), dP.lda = H * D, dP.strideA = D;
-        dP.b = values0, dP.ldb = KV * D, dP.strideB = 0;
-        dP.c = probabilityGrad, dP.ldc = keys, dP.strideC = rows * keys;
-        dP.batch = g;
-        ops.gemm(dP);
-        SoftmaxRows rowsGrad;
-        rowsGrad.scores = scores, rowsGrad.lse = lse;
-        rowsGrad.probabilityGrad = probabilityGrad;
-        rowsGrad.scoreGrad = scoreGrad;
-        rowsGrad.segments = p.segments ? p.segments + b * seq : nullptr;
-        rowsGrad.heads = g, rowsGrad.rows = rows, rowsGrad.keys = keys;
-        rowsGrad.firstQuery = i0, rowsGrad.scale = p.scale;
-        ops.softmaxGradRows(rowsGrad);
-        AttentionGemm dQ; // dQ = dS K: each query row in one chunk only
-        dQ.m = rows, dQ.n = D, dQ.k = keys;
-        dQ.a = scoreGrad, dQ.lda = keys, dQ.strideA = rows * keys;
-        dQ.b = keys0, dQ.ldb = KV * D, dQ.strideB = 0;
-        dQ.c = at(queryGrad, firstRow, e), dQ.ldc = H * D, dQ.strideC = D;
-        dQ.batch = g, dQ.floatResult = false;
-        ops.gemm(dQ);
-        // dV += P^T dO and dK += dS^T Q, head by head: every head of the
-        // group adds into the same KV head.
-        for (int64_t x = 0; x < g; ++x) {
-          AttentionGemm dV;
-          dV.transA = true;
-          dV.m = keys, dV.n = D, dV.k = rows;
-          dV.a = at(probabilities, x * rows * keys, e), dV.lda = keys;
-          dV.b = at(grad, firstRow + x * D, e), dV.ldb = H * D;
-          dV.c = valueAcc + kv * D, dV.ldc = KV * D;
-          dV.accumulate = true;
-          ops.gemm(dV);
-          AttentionGemm dK = dV;
-          dK.a = at(scoreGrad, x * rows * keys, e);
-          dK.b = at(p.q, firstRow + x * D, e);
-          dK.c = keyAcc + kv * D;
-          ops.gemm(dK);
-        }
-      }
-    }
-    ops.store(keyAcc, at(keyGrad, b * seq * KV * D, e), seq * KV * D);
-    ops.store(valueAcc, at(valueGrad, b * seq * KV * D, e), seq * KV * D);
+    ops.zero(keyAcc, kvValues);
+    ops.zero(valueAcc, kvValues);
+    forEachChunk(
+        ops, p, b, budgetBytes, true,
+        [&](const Chunk &c, const ChunkScratch &scratch) {
+          rowsTimesKvT(ops, p, c, grad, p.v, scratch.probabilityGrad); // dP
+          ops.softmaxGradRows(scoreRows(p, c, scratch));               // dS
+          scoresTimesKv(ops, p, c, scratch.scoreGrad, p.k, queryGrad); // dQ
+          // dV += P^T dO and dK += dS^T Q, head by head: every head of the
+          // group adds into the same KV head.
+          int64_t firstRow = ((c.b * p.seq + c.first) * H + c.h0) * D;
+          for (int64_t x = 0; x < c.g; ++x) {
+            AttentionGemm dV;
+            dV.transA = true;
+            dV.m = c.keys, dV.n = D, dV.k = c.rows;
+            dV.a = at(scratch.probabilities, x * c.rows * c.keys, e);
+            dV.lda = c.keys;
+            dV.b = at(grad, firstRow + x * D, e), dV.ldb = H * D;
+            dV.c = valueAcc + c.kv * D, dV.ldc = KV * D;
+            dV.accumulate = true;
+            ops.gemm(dV);
+            AttentionGemm dK = dV;
+            dK.a = at(scratch.scoreGrad, x * c.rows * c.keys, e);
+            dK.b = at(p.q, firstRow + x * D, e);
+            dK.c = keyAcc + c.kv * D;
+            ops.gemm(dK);
+          }
+        });
+    ops.store(keyAcc, at(keyGrad, b * kvValues, e), kvValues);
+    ops.store(valueAcc, at(valueGrad, b * kvValues, e), kvValues);
   }
 }
 

@@ -1,8 +1,10 @@
-//===- BFloat16.h - bf16 storage of fp32 values ------------------*- C++ -*-===//
+//===- BFloat16.h - bf16 storage of fp32 values ------------------*- C++
+//-*-===//
 //
 // bf16 is the top half of an fp32: widening is exact, narrowing rounds to
-// nearest even (NaN stays NaN), as PyTorch and CUDA's __float2bfloat16 do,
-// so a value stored by the cpu and the cuda backend is the same bits.
+// nearest even, as PyTorch and CUDA's __float2bfloat16_rn do, so a number
+// stored by the cpu and the cuda backend is the same bits (a NaN stays a
+// NaN, though CUDA's carries no payload).
 //
 //===----------------------------------------------------------------------===//
 

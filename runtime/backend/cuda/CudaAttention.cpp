@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/backend/cuda/CudaAttention.h"
+#include "runtime/backend/cuda/CudaOps.h"
 
 #include "runtime/backend/ChunkedAttention.h"
 #include "runtime/backend/cuda/CudaKernels.h"
@@ -51,15 +51,15 @@ struct CudaAttentionOps {
     cudaDataType values = bf16 ? CUDA_R_16BF : CUDA_R_32F;
     cudaDataType result = call.floatResult ? CUDA_R_32F : values;
     float one = 1.0f, beta = call.accumulate ? 1.0f : 0.0f;
-    keep(checkBlas(
-        cublasGemmStridedBatchedEx(
-            device.blas, call.transB ? CUBLAS_OP_T : CUBLAS_OP_N,
-            call.transA ? CUBLAS_OP_T : CUBLAS_OP_N, int(call.n), int(call.m),
-            int(call.k), &one, call.b, values, int(call.ldb), call.strideB,
-            call.a, values, int(call.lda), call.strideA, &beta, call.c, result,
-            int(call.ldc), call.strideC, int(call.batch), CUBLAS_COMPUTE_32F,
-            CUBLAS_GEMM_DEFAULT),
-        "cublasGemmStridedBatchedEx"));
+    keep(checkBlas(cublasGemmStridedBatchedEx(
+                       device.blas, call.transB ? CUBLAS_OP_T : CUBLAS_OP_N,
+                       call.transA ? CUBLAS_OP_T : CUBLAS_OP_N, int(call.n),
+                       int(call.m), int(call.k), &one, call.b, values,
+                       int(call.ldb), call.strideB, call.a, values,
+                       int(call.lda), call.strideA, &beta, call.c, result,
+                       int(call.ldc), call.strideC, int(call.batch),
+                       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                   "cublasGemmStridedBatchedEx"));
   }
 
   void softmaxRows(const SoftmaxRows &rows) {
@@ -72,15 +72,16 @@ struct CudaAttentionOps {
   }
   void zero(float *values, int64_t count) {
     if (!error)
-      keep(checkCuda(cudaMemsetAsync(values, 0, count * sizeof(float),
-                                     device.stream),
-                     "cudaMemsetAsync"));
+      keep(checkCuda(
+          cudaMemsetAsync(values, 0, count * sizeof(float), device.stream),
+          "cudaMemsetAsync"));
   }
   void store(const float *from, void *to, int64_t count) {
     if (error)
       return;
     if (bf16)
-      cuda::narrowToBF16(from, to, count, device.stream);
+      cuda::cast(from, cuda::CastSource::F32, to, /*toBF16=*/true, count,
+                 device.stream);
     else
       keep(checkCuda(cudaMemcpyAsync(to, from, count * sizeof(float),
                                      cudaMemcpyDeviceToDevice, device.stream),
@@ -90,9 +91,16 @@ struct CudaAttentionOps {
 
 AttentionProblem problem(const InstructionView &in,
                          const AttentionShape &shape) {
-  return {in.data<void>(0), in.data<void>(1), in.data<void>(2),
-          shape.segments(in), shape.batch, shape.seq, shape.kvHeads,
-          shape.headDim, shape.heads, shape.scale,
+  return {in.data<void>(0),
+          in.data<void>(1),
+          in.data<void>(2),
+          shape.segments(in),
+          shape.batch,
+          shape.seq,
+          shape.kvHeads,
+          shape.headDim,
+          shape.heads,
+          shape.scale,
           int(bytesPerElement(in.dtype(0)))};
 }
 
@@ -103,8 +111,8 @@ llvm::Error cuda::runAttention(const InstructionView &in, Device &device) {
   if (!shape)
     return shape.takeError();
   CudaAttentionOps ops(device, in.dtype(0) == BF16);
-  chunkedAttention(ops, problem(in, *shape),
-                   in.data<void>(shape->firstResult), kBudgetBytes);
+  chunkedAttention(ops, problem(in, *shape), in.data<void>(shape->firstResult),
+                   kBudgetBytes);
   return std::move(ops.error);
 }
 

@@ -14,11 +14,9 @@
 
 #include "runtime/backend/InstructionView.h"
 #include "runtime/backend/cpu/CpuKernels.h"
-#include "runtime/backend/cuda/CudaAttention.h"
-#include "runtime/backend/cuda/CudaCollectives.h"
 #include "runtime/backend/cuda/CudaDevice.h"
 #include "runtime/backend/cuda/CudaKernels.h"
-#include "runtime/backend/cuda/CudaMatmul.h"
+#include "runtime/backend/cuda/CudaOps.h"
 #include "runtime/backend/cuda/NcclComm.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
@@ -86,12 +84,12 @@ llvm::Error runRmsNormFamily(const InstructionView &in, Device &device) {
     return in.fail("input, weight, grad and result do not agree");
   if (weightGrad) {
     llvm::Expected<void *> inverse =
-        device.scratchSpace(0, rows * sizeof(float));
+        device.scratchSpace(0, rows * sizeof(double));
     if (!inverse)
       return inverse.takeError();
     cuda::rmsNormWeightGrad(
         in.data<void>(0), in.data<void>(1), in.data<void>(2), rows, dim, eps,
-        static_cast<float *>(*inverse), bf16, device.stream);
+        static_cast<double *>(*inverse), bf16, device.stream);
   } else if (grad) {
     cuda::rmsNormGrad(in.data<void>(0), in.data<void>(1), in.data<void>(2),
                       in.data<void>(3), rows, dim, eps, bf16, device.stream);
@@ -117,13 +115,17 @@ llvm::Error runRope(const InstructionView &in, Device &device) {
     std::vector<double> frequencies =
         cpu::ropeFrequencies(shape->headDim, shape->theta, scaling);
     size_t bytes = frequencies.size() * sizeof(double);
-    if (auto error = checkCuda(cudaMalloc(&table, std::max<size_t>(bytes, 1)),
+    double *made = nullptr;
+    if (auto error = checkCuda(cudaMalloc(&made, std::max<size_t>(bytes, 1)),
                                "cudaMalloc"))
       return error;
-    if (auto error = checkCuda(cudaMemcpy(table, frequencies.data(), bytes,
-                                          cudaMemcpyHostToDevice),
-                               "cudaMemcpy"))
+    if (auto error = checkCuda(
+            cudaMemcpy(made, frequencies.data(), bytes, cudaMemcpyHostToDevice),
+            "cudaMemcpy")) {
+      cudaFree(made);
       return error;
+    }
+    table = made; // cached only once it holds the frequencies
   }
   cuda::rope(in.data<void>(0), in.data<int32_t>(1), in.data<void>(2),
              shape->tokens, shape->heads, shape->headDim, table, Inverse,
@@ -183,24 +185,13 @@ llvm::Error runReshape(const InstructionView &in, Device &device) {
                    "cudaMemcpyAsync");
 }
 
-/// cast between the float dtypes, and from integers to fp32.
+/// cast from a float or integer dtype to a float one.
 llvm::Error runCast(const InstructionView &in, Device &device) {
   if (in.numOperands() != 1 || in.numResults() != 1)
     return in.fail("expects one value and one result");
   if (auto error = in.expectSameCount(0, 1))
     return error;
   DType from = in.dtype(0), to = in.dtype(1);
-  int64_t count = in.count(0);
-  if (to == BF16 && from == F32) {
-    cuda::narrowToBF16(in.data<float>(0), in.data<void>(1), count,
-                       device.stream);
-    return llvm::Error::success();
-  }
-  if (to == from && (to == BF16 || to == F32))
-    return checkCuda(cudaMemcpyAsync(in.data<void>(1), in.data<void>(0),
-                                     count * bytesPerElement(to),
-                                     cudaMemcpyDeviceToDevice, device.stream),
-                     "cudaMemcpyAsync");
   std::optional<cuda::CastSource> source;
   switch (from) {
   case F32:
@@ -218,10 +209,10 @@ llvm::Error runCast(const InstructionView &in, Device &device) {
   default:
     break;
   }
-  if (to != F32 || !source)
-    return in.fail("casts f32 and bf16 to each other, and i32 and i64 to f32");
-  cuda::castToFloat(in.data<void>(0), *source, in.data<float>(1), count,
-                    device.stream);
+  if ((to != F32 && to != BF16) || !source)
+    return in.fail("casts floats and integers to f32 or bf16 only");
+  cuda::cast(in.data<void>(0), *source, in.data<void>(1), to == BF16,
+             in.count(0), device.stream);
   return llvm::Error::success();
 }
 
@@ -520,6 +511,9 @@ llvm::Error CudaBackend::initialise() {
 }
 
 CudaBackend::~CudaBackend() {
+  // Nothing queued may outlive the memory it uses (a run that failed part
+  // way leaves work in flight).
+  cudaDeviceSynchronize();
   for (void *pointer : owned)
     cudaFree(pointer);
   for (Device::Pool *pool : {&device.scratch, &device.widened})
@@ -567,8 +561,8 @@ llvm::Error CudaBackend::runKernel(const KernelEntry &kernel,
   for (int id : bf16.read) {
     if (auto error = widen(id))
       return error;
-    cuda::castToFloat(memory[id], cuda::CastSource::BF16, wide[id],
-                      numElements(executable.buffers(id)), device.stream);
+    cuda::cast(memory[id], cuda::CastSource::BF16, wide[id], /*toBF16=*/false,
+               numElements(executable.buffers(id)), device.stream);
   }
   for (int id : bf16.written)
     if (auto error = widen(id))
@@ -585,8 +579,8 @@ llvm::Error CudaBackend::runKernel(const KernelEntry &kernel,
                               device))
     return error;
   for (int id : bf16.written)
-    cuda::narrowToBF16(wide[id], memory[id],
-                       numElements(executable.buffers(id)), device.stream);
+    cuda::cast(wide[id], cuda::CastSource::F32, memory[id], /*toBF16=*/true,
+               numElements(executable.buffers(id)), device.stream);
   return llvm::Error::success();
 }
 
@@ -610,13 +604,9 @@ llvm::Error CudaBackend::run(const EntryPoint &entry,
           llvm::formatv("{0}, instruction {1}: {2}", entry.name(), index,
                         llvm::toString(std::move(error))));
   }
-  for (auto [source, target] : writeBacks)
-    if (auto error =
-            checkCuda(cudaMemcpyAsync(memory[target], memory[source],
-                                      executable.buffers(target).size_bytes(),
-                                      cudaMemcpyDeviceToDevice, device.stream),
-                      "cudaMemcpyAsync"))
-      return error;
+  // What only the device saw (a token outside the vocabulary) fails the
+  // run before any parameter or state is written back, as on the cpu; the
+  // flags are cleared for the next run.
   int errors = 0;
   if (auto error =
           checkCuda(cudaMemcpyAsync(&errors, device.errors, sizeof(int),
@@ -626,15 +616,23 @@ llvm::Error CudaBackend::run(const EntryPoint &entry,
   if (auto error = checkCuda(cudaStreamSynchronize(device.stream),
                              entry.name() + " on the GPU"))
     return error;
-  if (errors & cuda::kTokenOutsideVocab)
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   entry.name() + ": a token id is outside the "
-                                                  "vocabulary");
-  if (errors & cuda::kLabelOutsideVocab)
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   entry.name() +
-                                       ": a label is outside the vocabulary");
-  return llvm::Error::success();
+  if (errors) {
+    cudaMemsetAsync(device.errors, 0, sizeof(int), device.stream);
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        entry.name() + (errors & cuda::kTokenOutsideVocab
+                            ? ": a token id is outside the vocabulary"
+                            : ": a label is outside the vocabulary"));
+  }
+  for (auto [source, target] : writeBacks)
+    if (auto error =
+            checkCuda(cudaMemcpyAsync(memory[target], memory[source],
+                                      executable.buffers(target).size_bytes(),
+                                      cudaMemcpyDeviceToDevice, device.stream),
+                      "cudaMemcpyAsync"))
+      return error;
+  return checkCuda(cudaStreamSynchronize(device.stream),
+                   entry.name() + " on the GPU");
 }
 
 llvm::Error CudaBackend::upload(llvm::ArrayRef<int> ids) {

@@ -1,6 +1,6 @@
 //===- CudaCollectives.cpp - the collectives through NCCL -----------------===//
 
-#include "runtime/backend/cuda/CudaCollectives.h"
+#include "runtime/backend/cuda/CudaOps.h"
 
 #include "runtime/backend/cuda/CudaKernels.h"
 
@@ -58,13 +58,21 @@ llvm::Error runAllToAll(const InstructionView &in, const CollectiveShape &shape,
   if (auto error = device.communicate([&](cudaStream_t stream) {
         if (auto error = checkNccl(ncclGroupStart(), "ncclGroupStart"))
           return error;
-        for (int64_t r = 0; r < ranks; ++r) {
-          ncclSend(send + r * block * element, block, ncclTypeOf(shape.dtype),
-                   int(r), comm, stream);
-          ncclRecv(receive + r * block * element, block,
-                   ncclTypeOf(shape.dtype), int(r), comm, stream);
+        ncclResult_t result = ncclSuccess;
+        for (int64_t r = 0; r < ranks && result == ncclSuccess; ++r) {
+          result = ncclSend(send + r * block * element, block,
+                            ncclTypeOf(shape.dtype), int(r), comm, stream);
+          if (result == ncclSuccess)
+            result = ncclRecv(receive + r * block * element, block,
+                              ncclTypeOf(shape.dtype), int(r), comm, stream);
         }
-        return checkNccl(ncclGroupEnd(), "ncclGroupEnd");
+        // The group is closed whatever happened inside it.
+        ncclResult_t ended = ncclGroupEnd();
+        if (auto error = checkNccl(result, "ncclSend/ncclRecv")) {
+          (void)ended;
+          return error;
+        }
+        return checkNccl(ended, "ncclGroupEnd");
       }))
     return error;
   auto [concatOuter, concatInner] = around(blockShape, concat);

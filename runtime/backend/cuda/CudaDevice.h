@@ -87,8 +87,14 @@ struct Device {
       pool.resize(slot + 1, {nullptr, 0});
     auto &[pointer, size] = pool[slot];
     if (size < bytes) {
-      if (pointer)
-        cudaFreeAsync(pointer, stream);
+      // The slot holds nothing until the new allocation succeeds: a failed
+      // one must not leave the freed pointer for a later, smaller request.
+      void *old = pointer;
+      pointer = nullptr;
+      size = 0;
+      if (old)
+        if (auto error = checkCuda(cudaFreeAsync(old, stream), "cudaFree"))
+          return std::move(error);
       if (auto error =
               checkCuda(cudaMallocAsync(&pointer, bytes, stream), "cudaMalloc"))
         return std::move(error);

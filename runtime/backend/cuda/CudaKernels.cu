@@ -85,29 +85,27 @@ __global__ void fillKernel(T *out, int64_t count, float value) {
   GRID_STRIDE(i, count) out[i] = storeAs<T>(value);
 }
 
-__global__ void castKernel(const void *in, CastSource from, float *out,
+template <typename T>
+__global__ void castKernel(const void *in, CastSource from, T *out,
                            int64_t count) {
   GRID_STRIDE(i, count) {
+    float value = 0;
     switch (from) {
     case CastSource::F32:
-      out[i] = static_cast<const float *>(in)[i];
+      value = static_cast<const float *>(in)[i];
       break;
     case CastSource::I32:
-      out[i] = float(static_cast<const int32_t *>(in)[i]);
+      value = float(static_cast<const int32_t *>(in)[i]);
       break;
     case CastSource::I64:
-      out[i] = float(static_cast<const int64_t *>(in)[i]);
+      value = float(static_cast<const int64_t *>(in)[i]);
       break;
     case CastSource::BF16:
-      out[i] = __bfloat162float(static_cast<const __nv_bfloat16 *>(in)[i]);
+      value = load(static_cast<const __nv_bfloat16 *>(in)[i]);
       break;
     }
+    out[i] = storeAs<T>(value);
   }
-}
-
-__global__ void narrowToBF16Kernel(const float *in, __nv_bfloat16 *out,
-                                   int64_t count) {
-  GRID_STRIDE(i, count) out[i] = __float2bfloat16_rn(in[i]);
 }
 
 template <typename T>
@@ -174,15 +172,15 @@ __global__ void rmsNormGradKernel(const T *x, const T *weight, const T *grad,
 
 template <typename T>
 __global__ void rowInverseRmsKernel(const T *x, int64_t dim, double eps,
-                                    float *inverse) {
+                                    double *inverse) {
   double r = inverseRms(x + blockIdx.x * dim, dim, eps);
   if (threadIdx.x == 0)
-    inverse[blockIdx.x] = float(r);
+    inverse[blockIdx.x] = r;
 }
 
 template <typename T>
 __global__ void rmsNormWeightGradKernel(const T *x, const T *grad,
-                                        const float *inverse, T *out,
+                                        const double *inverse, T *out,
                                         int64_t rows, int64_t dim) {
   GRID_STRIDE(i, dim) {
     double sum = 0;
@@ -514,15 +512,12 @@ void fill(void *out, int64_t count, float value, bool bf16,
   });
 }
 
-void narrowToBF16(const float *in, void *out, int64_t count,
-                  cudaStream_t stream) {
-  narrowToBF16Kernel<<<blocksFor(count), kThreads, 0, stream>>>(
-      in, static_cast<__nv_bfloat16 *>(out), count);
-}
-
-void castToFloat(const void *in, CastSource from, float *out, int64_t count,
-                 cudaStream_t stream) {
-  castKernel<<<blocksFor(count), kThreads, 0, stream>>>(in, from, out, count);
+void cast(const void *in, CastSource from, void *out, bool toBF16,
+          int64_t count, cudaStream_t stream) {
+  stored(toBF16, [&](auto *tag) {
+    castKernel<<<blocksFor(count), kThreads, 0, stream>>>(
+        in, from, static_cast<STORED(tag) *>(out), count);
+  });
 }
 
 void embedding(const void *table, int64_t rows, int64_t dim, const int32_t *ids,
@@ -570,7 +565,7 @@ void rmsNormGrad(const void *x, const void *weight, const void *grad, void *out,
 }
 
 void rmsNormWeightGrad(const void *x, const void *grad, void *out, int64_t rows,
-                       int64_t dim, double eps, float *scratch, bool bf16,
+                       int64_t dim, double eps, double *scratch, bool bf16,
                        cudaStream_t stream) {
   stored(bf16, [&](auto *tag) {
     using T = STORED(tag);
@@ -596,23 +591,19 @@ void rope(const void *x, const int32_t *positions, void *out, int64_t tokens,
 }
 
 void softmaxRows(const SoftmaxRows &rows, bool bf16, cudaStream_t stream) {
-  int blocks = int(rows.heads * rows.rows);
-  if (!blocks)
-    return;
-  if (bf16)
-    softmaxRowsKernel<__nv_bfloat16><<<blocks, kThreads, 0, stream>>>(rows);
-  else
-    softmaxRowsKernel<float><<<blocks, kThreads, 0, stream>>>(rows);
+  if (rows.heads * rows.rows)
+    stored(bf16, [&](auto *tag) {
+      softmaxRowsKernel<STORED(tag)>
+          <<<rows.heads * rows.rows, kThreads, 0, stream>>>(rows);
+    });
 }
 
 void softmaxGradRows(const SoftmaxRows &rows, bool bf16, cudaStream_t stream) {
-  int blocks = int(rows.heads * rows.rows);
-  if (!blocks)
-    return;
-  if (bf16)
-    softmaxGradRowsKernel<__nv_bfloat16><<<blocks, kThreads, 0, stream>>>(rows);
-  else
-    softmaxGradRowsKernel<float><<<blocks, kThreads, 0, stream>>>(rows);
+  if (rows.heads * rows.rows)
+    stored(bf16, [&](auto *tag) {
+      softmaxGradRowsKernel<STORED(tag)>
+          <<<rows.heads * rows.rows, kThreads, 0, stream>>>(rows);
+    });
 }
 
 void binary(Binary op, const void *lhs, const void *rhs, void *out,

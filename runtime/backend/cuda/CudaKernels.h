@@ -28,11 +28,10 @@ enum ErrorBit : int { kTokenOutsideVocab = 1, kLabelOutsideVocab = 2 };
 void fill(void *out, int64_t count, float value, bool bf16,
           cudaStream_t stream);
 enum class CastSource { F32, I32, I64, BF16 };
-void castToFloat(const void *in, CastSource from, float *out, int64_t count,
-                 cudaStream_t stream);
-/// Rounds to nearest even, as the cpu backend's floatToBF16.
-void narrowToBF16(const float *in, void *out, int64_t count,
-                  cudaStream_t stream);
+/// out (bf16 when `toBF16`, else fp32) = in converted; to bf16 rounds to
+/// nearest even, as the cpu backend's floatToBF16.
+void cast(const void *in, CastSource from, void *out, bool toBF16,
+          int64_t count, cudaStream_t stream);
 
 /// With `wholeTable`, an id outside [0, rows) raises kTokenOutsideVocab;
 /// otherwise the table holds rows [firstRow, firstRow + rows) and other ids
@@ -49,9 +48,9 @@ void rmsNorm(const void *x, const void *weight, void *out, int64_t rows,
 void rmsNormGrad(const void *x, const void *weight, const void *grad, void *out,
                  int64_t rows, int64_t dim, double eps, bool bf16,
                  cudaStream_t stream);
-/// `scratch` holds `rows` floats.
+/// `scratch` holds `rows` doubles.
 void rmsNormWeightGrad(const void *x, const void *grad, void *out, int64_t rows,
-                       int64_t dim, double eps, float *scratch, bool bf16,
+                       int64_t dim, double eps, double *scratch, bool bf16,
                        cudaStream_t stream);
 
 /// `frequencies`: headDim / 2 values in device memory.

@@ -8,13 +8,17 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/backend/cuda/CudaMatmul.h"
+#include "runtime/backend/cuda/CudaOps.h"
 
 #include <cublasLt.h>
 
 using namespace twill;
 
 namespace {
+
+/// Every buffer starts on a multiple of this (MemoryPlan's and cudaMalloc's
+/// alignment, the smaller).
+constexpr uint32_t kAlignmentBytes = 64;
 
 /// Descriptors of one call, destroyed with it.
 struct LtCall {
@@ -58,6 +62,17 @@ llvm::Error cuda::runMatmul(const InstructionView &in, Device &device) {
   if (!shape)
     return shape.takeError();
   int64_t batch = shape->batch, m = shape->m, n = shape->n, k = shape->k;
+  void *result = in.data<void>(shape->result);
+  size_t resultBytes = in.count(shape->result) * bytesPerElement(in.dtype(0));
+  if (resultBytes == 0)
+    return llvm::Error::success();
+  if (k == 0) // an empty sum: the addend, or zeros
+    return checkCuda(
+        shape->hasAddend
+            ? cudaMemcpyAsync(result, in.data<void>(2), resultBytes,
+                              cudaMemcpyDeviceToDevice, device.stream)
+            : cudaMemsetAsync(result, 0, resultBytes, device.stream),
+        "cudaMemcpyAsync");
   bool transposeLhs = shape->transposeLhs, transposeRhs = shape->transposeRhs;
   if (!shape->rhsBatched && !transposeLhs) {
     m *= batch; // a shared weight: the batch rows are one matrix
@@ -97,24 +112,35 @@ llvm::Error cuda::runMatmul(const InstructionView &in, Device &device) {
     if (auto error = checkBlas(cublasLtMatmulPreferenceCreate(&preference),
                                "cublasLtMatmulPreferenceCreate"))
       return error;
+    // The memory plan aligns values to 64 bytes, not cuBLASLt's assumed
+    // 256: only algorithms that need no more may be chosen.
     size_t workspace = Device::kMatmulWorkspaceBytes;
-    cublasLtMatmulPreferenceSetAttribute(
+    uint32_t alignment = kAlignmentBytes;
+    cublasStatus_t status = cublasLtMatmulPreferenceSetAttribute(
         preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
         sizeof(workspace));
-    cublasLtMatmulHeuristicResult_t result = {};
+    for (cublasLtMatmulPreferenceAttributes_t attribute :
+         {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+          CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+          CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+          CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
+      if (status == CUBLAS_STATUS_SUCCESS)
+        status = cublasLtMatmulPreferenceSetAttribute(
+            preference, attribute, &alignment, sizeof(alignment));
+    cublasLtMatmulHeuristicResult_t heuristic = {};
     int returned = 0;
-    cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
-        device.lt, call.desc, call.a, call.b, call.c, call.c, preference, 1,
-        &result, &returned);
+    if (status == CUBLAS_STATUS_SUCCESS)
+      status = cublasLtMatmulAlgoGetHeuristic(
+          device.lt, call.desc, call.a, call.b, call.c, call.c, preference, 1,
+          &heuristic, &returned);
     cublasLtMatmulPreferenceDestroy(preference);
     if (auto error = checkBlas(status, "cublasLtMatmulAlgoGetHeuristic"))
       return error;
     if (returned == 0)
       return in.fail("cuBLASLt has no algorithm for this product");
-    found = device.matmulAlgorithms.emplace(key, result.algo).first;
+    found = device.matmulAlgorithms.emplace(key, heuristic.algo).first;
   }
   float alpha = float(shape->alpha), beta = shape->hasAddend ? 1.0f : 0.0f;
-  void *result = in.data<void>(shape->result);
   const void *addend = shape->hasAddend ? in.data<void>(2) : result;
   return checkBlas(cublasLtMatmul(device.lt, call.desc, &alpha,
                                   in.data<void>(1), call.a, in.data<void>(0),
