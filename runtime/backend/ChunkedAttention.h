@@ -19,7 +19,7 @@
 // scores, their gradients and the accumulators are fp32.
 //
 // `Ops` supplies (duck-typed):
-//   void gemm(const AttentionGemm &);
+//   void gemm(const RowMajorGemm &);            // Gemm.h
 //   void softmaxRows(const SoftmaxRows &);      // scores -> P (storage), lse
 //   void softmaxGradRows(const SoftmaxRows &);  // scores, lse, dP -> dS
 //   void zero(float *, int64_t count);
@@ -32,6 +32,7 @@
 #define TWILL_RUNTIME_BACKEND_CHUNKEDATTENTION_H
 
 #include "runtime/backend/Blocks.h"
+#include "runtime/backend/Gemm.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -44,22 +45,6 @@
 #endif
 
 namespace twill {
-
-/// Row-major C = op(A) op(B) (+ C when `accumulate`), `batch` times, each
-/// operand advancing by its stride (in elements); A and B hold the storage
-/// type, C fp32 when `floatResult`, else the storage type.
-struct AttentionGemm {
-  bool transA = false, transB = false;
-  int64_t m = 0, n = 0, k = 0;
-  const void *a = nullptr;
-  int64_t lda = 0, strideA = 0;
-  const void *b = nullptr;
-  int64_t ldb = 0, strideB = 0;
-  void *c = nullptr;
-  int64_t ldc = 0, strideC = 0;
-  int64_t batch = 1;
-  bool accumulate = false, floatResult = true;
-};
 
 /// Rows of scores for `heads` query heads x `rows` queries (query i0 + r)
 /// against keys 0 .. keys-1, each row `keys` long, head after head. A key is
@@ -158,7 +143,7 @@ template <typename Ops>
 void rowsTimesKvT(Ops &ops, const AttentionProblem &p, const Chunk &c,
                   const void *perHead, const void *perKv, float *out) {
   int64_t H = p.heads.count, D = p.headDim;
-  AttentionGemm gemm;
+  RowMajorGemm gemm;
   gemm.transB = true;
   gemm.m = c.rows, gemm.n = c.keys, gemm.k = D;
   gemm.a =
@@ -179,7 +164,7 @@ template <typename Ops>
 void scoresTimesKv(Ops &ops, const AttentionProblem &p, const Chunk &c,
                    const void *perKey, const void *perKv, void *out) {
   int64_t H = p.heads.count, D = p.headDim;
-  AttentionGemm gemm;
+  RowMajorGemm gemm;
   gemm.m = c.rows, gemm.n = D, gemm.k = c.keys;
   gemm.a = perKey, gemm.lda = c.keys, gemm.strideA = c.rows * c.keys;
   gemm.b = at(perKv, (c.b * p.seq * p.kvHeads + c.kv) * D, p.elementBytes);
@@ -264,7 +249,7 @@ void chunkedAttentionGrad(Ops &ops, const AttentionProblem &p, const void *grad,
           // group adds into the same KV head.
           int64_t firstRow = ((c.b * p.seq + c.first) * H + c.h0) * D;
           for (int64_t x = 0; x < c.g; ++x) {
-            AttentionGemm dV;
+            RowMajorGemm dV;
             dV.transA = true;
             dV.m = c.keys, dV.n = D, dV.k = c.rows;
             dV.a = at(scratch.probabilities, x * c.rows * c.keys, e);
@@ -273,7 +258,7 @@ void chunkedAttentionGrad(Ops &ops, const AttentionProblem &p, const void *grad,
             dV.c = valueAcc + c.kv * D, dV.ldc = KV * D;
             dV.accumulate = true;
             ops.gemm(dV);
-            AttentionGemm dK = dV;
+            RowMajorGemm dK = dV;
             dK.a = at(scratch.scoreGrad, x * c.rows * c.keys, e);
             dK.b = at(p.q, firstRow + x * D, e);
             dK.c = keyAcc + c.kv * D;

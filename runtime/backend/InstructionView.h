@@ -12,6 +12,7 @@
 #define TWILL_RUNTIME_BACKEND_INSTRUCTIONVIEW_H
 
 #include "runtime/backend/Blocks.h"
+#include "runtime/backend/Gemm.h"
 #include "runtime/comm/Communicator.h"
 #include "runtime/executable/Executable.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
@@ -265,6 +266,29 @@ inline llvm::Expected<MatmulShape> matmulShape(const InstructionView &in) {
   if (shape.hasAddend && in.count(2) != in.count(shape.result))
     return in.fail("the addend differs from the result in size");
   return shape;
+}
+
+/// The matmul as one row-major GEMM onto `out`: a weight shared by the
+/// batch makes the batch rows one tall matrix, other batches are strided;
+/// with an addend it accumulates (the backend puts the addend in `out`
+/// first, or hands it to its library as C).
+inline RowMajorGemm matmulGemm(const MatmulShape &s, const void *lhs,
+                               const void *rhs, void *out) {
+  RowMajorGemm g;
+  g.transA = s.transposeLhs, g.transB = s.transposeRhs;
+  g.m = s.m, g.n = s.n, g.k = s.k, g.batch = s.batch;
+  g.a = lhs, g.lda = s.transposeLhs ? s.m : s.k, g.strideA = s.m * s.k;
+  g.b = rhs, g.ldb = s.transposeRhs ? s.k : s.n;
+  g.strideB = s.rhsBatched ? s.k * s.n : 0;
+  g.c = out, g.ldc = s.n, g.strideC = s.m * s.n;
+  if (!s.rhsBatched && !s.transposeLhs) {
+    g.m *= g.batch;
+    g.batch = 1;
+  }
+  g.alpha = float(s.alpha);
+  g.accumulate = s.hasAddend;
+  g.floatResult = false; // the result has the operands' type
+  return g;
 }
 
 /// A collective's axis and sizes. Along `dim` (all_to_all: the dim it

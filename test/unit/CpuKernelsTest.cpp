@@ -35,39 +35,6 @@ void expectNear(const std::vector<float> &actual,
     EXPECT_NEAR(actual[i], expected[i], tolerance) << "at " << i;
 }
 
-TEST(CpuKernels, MatmulEveryTransposeAndBatching) {
-  const int64_t batch = 3, m = 4, n = 5, k = 6;
-  for (bool transposeLhs : {false, true}) {
-    for (bool transposeRhs : {false, true}) {
-      for (bool rhsBatched : {false, true}) {
-        std::vector<float> lhs = randomValues(batch * m * k, 1);
-        std::vector<float> rhs =
-            randomValues((rhsBatched ? batch : 1) * k * n, 2);
-        std::vector<float> out(batch * m * n), expected(batch * m * n);
-        for (int64_t b = 0; b < batch; ++b)
-          for (int64_t i = 0; i < m; ++i)
-            for (int64_t j = 0; j < n; ++j) {
-              double sum = 0;
-              for (int64_t p = 0; p < k; ++p) {
-                float a = transposeLhs ? lhs[b * m * k + p * m + i]
-                                       : lhs[b * m * k + i * k + p];
-                int64_t base = rhsBatched ? b * k * n : 0;
-                float c = transposeRhs ? rhs[base + j * k + p]
-                                       : rhs[base + p * n + j];
-                sum += double(a) * c;
-              }
-              expected[(b * m + i) * n + j] = float(sum);
-            }
-        cpu::matmul(lhs.data(), rhs.data(), out.data(), batch, m, n, k,
-                    transposeLhs, transposeRhs, rhsBatched);
-        SCOPED_TRACE(::testing::Message()
-                     << transposeLhs << transposeRhs << rhsBatched);
-        expectNear(out, expected);
-      }
-    }
-  }
-}
-
 TEST(CpuKernels, TransposeMatchesIndexArithmetic) {
   const int64_t shape[] = {2, 3, 4}, permutation[] = {2, 0, 1};
   std::vector<float> x = randomValues(24, 3), out(24);

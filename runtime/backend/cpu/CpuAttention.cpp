@@ -8,7 +8,6 @@
 #include "runtime/backend/ChunkedAttention.h"
 #include "runtime/backend/cpu/CpuKernels.h"
 
-#include <cblas.h>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -28,58 +27,10 @@ struct CpuAttentionOps {
     return slots[slot].data();
   }
 
-  void gemm(const AttentionGemm &call) {
-    auto *a = static_cast<const float *>(call.a);
-    auto *b = static_cast<const float *>(call.b);
-    auto *c = static_cast<float *>(call.c);
-    for (int64_t i = 0; i < call.batch; ++i)
-      cblas_sgemm(CblasRowMajor, call.transA ? CblasTrans : CblasNoTrans,
-                  call.transB ? CblasTrans : CblasNoTrans, call.m, call.n,
-                  call.k, 1.0f, a + i * call.strideA, call.lda,
-                  b + i * call.strideB, call.ldb, call.accumulate ? 1.0f : 0.0f,
-                  c + i * call.strideC, call.ldc);
-  }
+  void gemm(const RowMajorGemm &call) { cpu::gemm(call); }
 
-  void softmaxRows(const SoftmaxRows &s) {
-#pragma omp parallel for
-    for (int64_t row = 0; row < s.heads * s.rows; ++row) {
-      int64_t query = s.firstQuery + row % s.rows;
-      const float *scores = s.scores + row * s.keys;
-      float *p = static_cast<float *>(s.probabilities) + row * s.keys;
-      double best = -std::numeric_limits<double>::infinity();
-      for (int64_t j = 0; j < s.keys; ++j)
-        if (s.visible(query, j))
-          best = std::max(best, scores[j] * s.scale);
-      double total = 0;
-      for (int64_t j = 0; j < s.keys; ++j)
-        total += s.visible(query, j) ? std::exp(scores[j] * s.scale - best) : 0;
-      double lse = best + std::log(total);
-      for (int64_t j = 0; j < s.keys; ++j)
-        p[j] = s.visible(query, j) ? float(std::exp(scores[j] * s.scale - lse))
-                                   : 0.0f;
-      s.lse[row] = float(lse);
-    }
-  }
-
-  void softmaxGradRows(const SoftmaxRows &s) {
-#pragma omp parallel for
-    for (int64_t row = 0; row < s.heads * s.rows; ++row) {
-      int64_t query = s.firstQuery + row % s.rows;
-      const float *scores = s.scores + row * s.keys;
-      const float *dP = s.probabilityGrad + row * s.keys;
-      float *dS = static_cast<float *>(s.scoreGrad) + row * s.keys;
-      auto probability = [&](int64_t j) {
-        return s.visible(query, j)
-                   ? std::exp(double(scores[j]) * s.scale - s.lse[row])
-                   : 0.0;
-      };
-      double rowDot = 0; // sum_j p_j dP_j = dO . O
-      for (int64_t j = 0; j < s.keys; ++j)
-        rowDot += probability(j) * dP[j];
-      for (int64_t j = 0; j < s.keys; ++j)
-        dS[j] = float(probability(j) * (dP[j] - rowDot) * s.scale);
-    }
-  }
+  void softmaxRows(const SoftmaxRows &rows) { cpu::softmaxRows(rows); }
+  void softmaxGradRows(const SoftmaxRows &rows) { cpu::softmaxGradRows(rows); }
 
   void zero(float *values, int64_t count) {
     std::memset(values, 0, count * sizeof(float));
@@ -93,21 +44,62 @@ AttentionProblem problem(const float *q, const float *k, const float *v,
                          const int32_t *segments, int64_t batch, int64_t seq,
                          HeadBlock heads, int64_t kvHeads, int64_t headDim,
                          double scale) {
-  return {q,     k,       v,     segments, batch,        seq,
+  return {q,       k,       v,     segments, batch,        seq,
           kvHeads, headDim, heads, scale,    sizeof(float)};
 }
 
 } // namespace
+
+void cpu::softmaxRows(const SoftmaxRows &s) {
+#pragma omp parallel for
+  for (int64_t row = 0; row < s.heads * s.rows; ++row) {
+    int64_t query = s.firstQuery + row % s.rows;
+    const float *scores = s.scores + row * s.keys;
+    float *p = static_cast<float *>(s.probabilities) + row * s.keys;
+    double best = -std::numeric_limits<double>::infinity();
+    for (int64_t j = 0; j < s.keys; ++j)
+      if (s.visible(query, j))
+        best = std::max(best, scores[j] * s.scale);
+    double total = 0;
+    for (int64_t j = 0; j < s.keys; ++j)
+      total += s.visible(query, j) ? std::exp(scores[j] * s.scale - best) : 0;
+    double lse = best + std::log(total);
+    for (int64_t j = 0; j < s.keys; ++j)
+      p[j] = s.visible(query, j) ? float(std::exp(scores[j] * s.scale - lse))
+                                 : 0.0f;
+    s.lse[row] = float(lse);
+  }
+}
+
+void cpu::softmaxGradRows(const SoftmaxRows &s) {
+#pragma omp parallel for
+  for (int64_t row = 0; row < s.heads * s.rows; ++row) {
+    int64_t query = s.firstQuery + row % s.rows;
+    const float *scores = s.scores + row * s.keys;
+    const float *dP = s.probabilityGrad + row * s.keys;
+    float *dS = static_cast<float *>(s.scoreGrad) + row * s.keys;
+    auto probability = [&](int64_t j) {
+      return s.visible(query, j)
+                 ? std::exp(double(scores[j]) * s.scale - s.lse[row])
+                 : 0.0;
+    };
+    double rowDot = 0; // sum_j p_j dP_j = dO . O
+    for (int64_t j = 0; j < s.keys; ++j)
+      rowDot += probability(j) * dP[j];
+    for (int64_t j = 0; j < s.keys; ++j)
+      dS[j] = float(probability(j) * (dP[j] - rowDot) * s.scale);
+  }
+}
 
 void cpu::attention(const float *q, const float *k, const float *v,
                     const int32_t *segments, float *out, int64_t batch,
                     int64_t seq, HeadBlock heads, int64_t kvHeads,
                     int64_t headDim, double scale, int64_t budgetBytes) {
   CpuAttentionOps ops;
-  chunkedAttention(ops,
-                   problem(q, k, v, segments, batch, seq, heads, kvHeads,
-                           headDim, scale),
-                   out, budgetBytes);
+  chunkedAttention(
+      ops,
+      problem(q, k, v, segments, batch, seq, heads, kvHeads, headDim, scale),
+      out, budgetBytes);
 }
 
 void cpu::attentionGrad(const float *q, const float *k, const float *v,
@@ -117,8 +109,8 @@ void cpu::attentionGrad(const float *q, const float *k, const float *v,
                         int64_t kvHeads, int64_t headDim, double scale,
                         int64_t budgetBytes) {
   CpuAttentionOps ops;
-  chunkedAttentionGrad(ops,
-                       problem(q, k, v, segments, batch, seq, heads, kvHeads,
-                               headDim, scale),
-                       grad, queryGrad, keyGrad, valueGrad, budgetBytes);
+  chunkedAttentionGrad(
+      ops,
+      problem(q, k, v, segments, batch, seq, heads, kvHeads, headDim, scale),
+      grad, queryGrad, keyGrad, valueGrad, budgetBytes);
 }

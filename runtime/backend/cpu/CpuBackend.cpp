@@ -41,9 +41,7 @@ llvm::Error runMatmul(const InstructionView &in) {
   float *out = in.data<float>(shape->result);
   if (shape->hasAddend)
     std::memcpy(out, in.data<float>(2), in.count(2) * sizeof(float));
-  cpu::matmul(in.data<float>(0), in.data<float>(1), out, shape->batch, shape->m,
-              shape->n, shape->k, shape->transposeLhs, shape->transposeRhs,
-              shape->rhsBatched, float(shape->alpha), shape->hasAddend);
+  cpu::gemm(matmulGemm(*shape, in.data<float>(0), in.data<float>(1), out));
   return llvm::Error::success();
 }
 

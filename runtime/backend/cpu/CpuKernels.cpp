@@ -44,24 +44,15 @@ llvm::Error cpu::embedding(const float *table, int64_t vocab, int64_t dim,
   return llvm::Error::success();
 }
 
-void cpu::matmul(const float *lhs, const float *rhs, float *out, int64_t batch,
-                 int64_t m, int64_t n, int64_t k, bool transposeLhs,
-                 bool transposeRhs, bool rhsBatched, float alpha,
-                 bool accumulate) {
-  CBLAS_TRANSPOSE opLhs = transposeLhs ? CblasTrans : CblasNoTrans;
-  CBLAS_TRANSPOSE opRhs = transposeRhs ? CblasTrans : CblasNoTrans;
-  int64_t lda = transposeLhs ? m : k, ldb = transposeRhs ? k : n;
-  float beta = accumulate ? 1.0f : 0.0f;
-  if (!rhsBatched && !transposeLhs) {
-    // A shared weight: all batch rows form one [batch * m, k] matrix.
-    cblas_sgemm(CblasRowMajor, opLhs, opRhs, batch * m, n, k, alpha, lhs, lda,
-                rhs, ldb, beta, out, n);
-    return;
-  }
-  for (int64_t b = 0; b < batch; ++b)
-    cblas_sgemm(CblasRowMajor, opLhs, opRhs, m, n, k, alpha, lhs + b * m * k,
-                lda, rhs + (rhsBatched ? b * k * n : 0), ldb, beta,
-                out + b * m * n, n);
+void cpu::gemm(const RowMajorGemm &g) {
+  auto *a = static_cast<const float *>(g.a);
+  auto *b = static_cast<const float *>(g.b);
+  auto *c = static_cast<float *>(g.c);
+  for (int64_t i = 0; i < g.batch; ++i)
+    cblas_sgemm(CblasRowMajor, g.transA ? CblasTrans : CblasNoTrans,
+                g.transB ? CblasTrans : CblasNoTrans, g.m, g.n, g.k, g.alpha,
+                a + i * g.strideA, g.lda, b + i * g.strideB, g.ldb,
+                g.accumulate ? 1.0f : 0.0f, c + i * g.strideC, g.ldc);
 }
 
 void cpu::rmsNorm(const float *x, const float *weight, float *out, int64_t rows,
@@ -173,19 +164,19 @@ static llvm::Error checkLabels(const int32_t *labels, int64_t rows,
 
 /// Per-row max and sum of exp(logit - max) over the vocab, and the label's
 /// logit, over every rank's block: the softmax of a vocab-parallel row.
-struct SoftmaxRows {
+struct LogitRowStats {
   std::vector<double> max, sum, target;
 };
 
-static llvm::Expected<SoftmaxRows>
-softmaxRows(const float *logits, const int32_t *labels, int64_t rows,
-            VocabBlock block, int64_t ignoreIndex, cpu::RowReduce reduce) {
+static llvm::Expected<LogitRowStats>
+logitRowStats(const float *logits, const int32_t *labels, int64_t rows,
+              VocabBlock block, int64_t ignoreIndex, cpu::RowReduce reduce) {
   if (llvm::Error error = checkLabels(labels, rows, block.vocab, ignoreIndex))
     return std::move(error);
   // Padding columns past the vocab are not logits.
   int64_t columns =
       std::clamp<int64_t>(block.vocab - block.first, 0, block.columns);
-  SoftmaxRows stats{
+  LogitRowStats stats{
       std::vector<double>(rows, -std::numeric_limits<double>::infinity()),
       std::vector<double>(rows, 0.0), std::vector<double>(rows, 0.0)};
 #pragma omp parallel for
@@ -218,8 +209,8 @@ llvm::Error cpu::crossEntropy(const float *logits, const int32_t *labels,
                               int64_t rows, VocabBlock block,
                               int64_t ignoreIndex, RowReduce reduce,
                               float *loss, int64_t *count) {
-  llvm::Expected<SoftmaxRows> stats =
-      softmaxRows(logits, labels, rows, block, ignoreIndex, reduce);
+  llvm::Expected<LogitRowStats> stats =
+      logitRowStats(logits, labels, rows, block, ignoreIndex, reduce);
   if (!stats)
     return stats.takeError();
   // Summed in row order: deterministic.
@@ -333,8 +324,8 @@ llvm::Error cpu::crossEntropyGrad(const float *logits, const int32_t *labels,
                                   int64_t rows, VocabBlock block,
                                   int64_t ignoreIndex, RowReduce reduce,
                                   float lossGrad, float *out) {
-  llvm::Expected<SoftmaxRows> stats =
-      softmaxRows(logits, labels, rows, block, ignoreIndex, reduce);
+  llvm::Expected<LogitRowStats> stats =
+      logitRowStats(logits, labels, rows, block, ignoreIndex, reduce);
   if (!stats)
     return stats.takeError();
   int64_t columns =

@@ -12,6 +12,7 @@
 #define TWILL_RUNTIME_BACKEND_CPU_CPUKERNELS_H
 
 #include "runtime/backend/Blocks.h"
+#include "runtime/backend/ChunkedAttention.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
 
@@ -28,13 +29,8 @@ llvm::Error embedding(const float *table, int64_t vocab, int64_t dim,
                       const int32_t *ids, int64_t count, float *out,
                       std::optional<int64_t> firstRow = std::nullopt);
 
-/// out[b] = alpha op(lhs[b]) op(rhs[b]) (+ out[b] when `accumulate`) for
-/// `batch` matrices, where op(lhs) is [m, k] and op(rhs) is [k, n];
-/// `rhsBatched` false shares one rhs.
-void matmul(const float *lhs, const float *rhs, float *out, int64_t batch,
-            int64_t m, int64_t n, int64_t k, bool transposeLhs,
-            bool transposeRhs, bool rhsBatched, float alpha = 1.0f,
-            bool accumulate = false);
+/// A row-major GEMM (Gemm.h) on fp32 values, through OpenBLAS.
+void gemm(const RowMajorGemm &g);
 
 /// Each of `rows` rows of `dim` values: x / sqrt(mean(x^2) + eps) * weight.
 void rmsNorm(const float *x, const float *weight, float *out, int64_t rows,
@@ -51,6 +47,10 @@ std::vector<double> ropeFrequencies(int64_t headDim, double theta,
 void rope(const float *x, const int32_t *positions, float *out, int64_t tokens,
           int64_t heads, int64_t headDim, double theta,
           const RopeFrequencyScaling &scaling, bool inverse = false);
+
+/// attention's row kernels (ChunkedAttention.h), on fp32 P and dS.
+void softmaxRows(const SoftmaxRows &rows);
+void softmaxGradRows(const SoftmaxRows &rows);
 
 /// The scores of one chunk of queries a cpu attention keeps at once.
 inline constexpr int64_t kAttentionBudgetBytes = 32 << 20;

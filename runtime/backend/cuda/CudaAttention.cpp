@@ -44,20 +44,19 @@ struct CudaAttentionOps {
     return *space;
   }
 
-  void gemm(const AttentionGemm &call) {
+  void gemm(const RowMajorGemm &call) {
     if (error)
       return;
-    // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T.
     cudaDataType values = bf16 ? CUDA_R_16BF : CUDA_R_32F;
     cudaDataType result = call.floatResult ? CUDA_R_32F : values;
-    float one = 1.0f, beta = call.accumulate ? 1.0f : 0.0f;
+    float beta = call.accumulate ? 1.0f : 0.0f;
+    ColumnMajorGemm g = toColumnMajor(call); // as GemmTest checks it
     keep(checkBlas(cublasGemmStridedBatchedEx(
-                       device.blas, call.transB ? CUBLAS_OP_T : CUBLAS_OP_N,
-                       call.transA ? CUBLAS_OP_T : CUBLAS_OP_N, int(call.n),
-                       int(call.m), int(call.k), &one, call.b, values,
-                       int(call.ldb), call.strideB, call.a, values,
-                       int(call.lda), call.strideA, &beta, call.c, result,
-                       int(call.ldc), call.strideC, int(call.batch),
+                       device.blas, g.transA ? CUBLAS_OP_T : CUBLAS_OP_N,
+                       g.transB ? CUBLAS_OP_T : CUBLAS_OP_N, int(g.m), int(g.n),
+                       int(g.k), &call.alpha, g.a, values, int(g.lda),
+                       g.strideA, g.b, values, int(g.ldb), g.strideB, &beta,
+                       g.c, result, int(g.ldc), g.strideC, int(g.batch),
                        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                    "cublasGemmStridedBatchedEx"));
   }

@@ -1,10 +1,10 @@
 //===- CudaMatmul.cpp - the matmul on cuBLASLt ----------------------------===//
 //
-// Row-major result = op(lhs) op(rhs) is column-major result^T = op(rhs)^T
-// op(lhs)^T: cuBLASLt's A is the rhs and its B the lhs. A weight shared by
-// the batch makes the batch rows one tall matrix; other batches are strided.
-// The algorithm cuBLASLt's heuristic picks is kept per problem, so each
-// shape asks once.
+// The instruction's GEMM (matmulGemm) in column-major form (Gemm.h: the
+// operands swap, nothing moves), its matrices described as cuBLASLt's
+// layouts: the mapping GemmTest checks on the cpu against an emulation of
+// cuBLASLt. The addend is cuBLASLt's C and the result its D. The algorithm
+// cuBLASLt's heuristic picks is kept per problem, so each shape asks once.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,17 +33,18 @@ struct LtCall {
   }
 };
 
-/// A column-major rows x columns matrix (leading dimension rows), `batch`
-/// of them `stride` elements apart.
-llvm::Error layout(cublasLtMatrixLayout_t &out, cudaDataType type, int64_t rows,
-                   int64_t columns, int64_t batch, int64_t stride) {
+/// cuBLASLt's layout of a stored matrix.
+llvm::Error layout(cublasLtMatrixLayout_t &out, cudaDataType type,
+                   const StoredMatrix &matrix) {
   if (auto error =
-          checkBlas(cublasLtMatrixLayoutCreate(&out, type, rows, columns, rows),
+          checkBlas(cublasLtMatrixLayoutCreate(&out, type, matrix.rows,
+                                               matrix.columns, matrix.ld),
                     "cublasLtMatrixLayoutCreate"))
     return error;
-  if (batch == 1)
+  if (matrix.batch == 1)
     return llvm::Error::success();
-  int32_t count = int32_t(batch);
+  int32_t count = int32_t(matrix.batch);
+  int64_t stride = matrix.stride;
   if (auto error = checkBlas(
           cublasLtMatrixLayoutSetAttribute(
               out, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)),
@@ -55,97 +56,103 @@ llvm::Error layout(cublasLtMatrixLayout_t &out, cudaDataType type, int64_t rows,
                    "cublasLtMatrixLayoutSetAttribute");
 }
 
+/// cuBLASLt's best algorithm for `call` within the workspace and alignment.
+llvm::Expected<cublasLtMatmulAlgo_t> chooseAlgorithm(Device &device,
+                                                     const LtCall &call) {
+  cublasLtMatmulPreference_t preference = nullptr;
+  if (auto error = checkBlas(cublasLtMatmulPreferenceCreate(&preference),
+                             "cublasLtMatmulPreferenceCreate"))
+    return std::move(error);
+  // The memory plan aligns values to 64 bytes, not cuBLASLt's assumed 256:
+  // only algorithms that need no more may be chosen.
+  size_t workspace = Device::kMatmulWorkspaceBytes;
+  uint32_t alignment = kAlignmentBytes;
+  cublasStatus_t status = cublasLtMatmulPreferenceSetAttribute(
+      preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
+      sizeof(workspace));
+  for (cublasLtMatmulPreferenceAttributes_t attribute :
+       {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
+    if (status == CUBLAS_STATUS_SUCCESS)
+      status = cublasLtMatmulPreferenceSetAttribute(
+          preference, attribute, &alignment, sizeof(alignment));
+  cublasLtMatmulHeuristicResult_t heuristic = {};
+  int returned = 0;
+  if (status == CUBLAS_STATUS_SUCCESS)
+    status = cublasLtMatmulAlgoGetHeuristic(device.lt, call.desc, call.a,
+                                            call.b, call.c, call.c, preference,
+                                            1, &heuristic, &returned);
+  cublasLtMatmulPreferenceDestroy(preference);
+  if (auto error = checkBlas(status, "cublasLtMatmulAlgoGetHeuristic"))
+    return std::move(error);
+  if (returned == 0)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "cuBLASLt has no algorithm for a matmul");
+  return heuristic.algo;
+}
+
 } // namespace
 
 llvm::Error cuda::runMatmul(const InstructionView &in, Device &device) {
   llvm::Expected<MatmulShape> shape = matmulShape(in);
   if (!shape)
     return shape.takeError();
-  int64_t batch = shape->batch, m = shape->m, n = shape->n, k = shape->k;
   void *result = in.data<void>(shape->result);
   size_t resultBytes = in.count(shape->result) * bytesPerElement(in.dtype(0));
   if (resultBytes == 0)
     return llvm::Error::success();
-  if (k == 0) // an empty sum: the addend, or zeros
+  if (shape->k == 0) // an empty sum: the addend, or zeros
     return checkCuda(
         shape->hasAddend
             ? cudaMemcpyAsync(result, in.data<void>(2), resultBytes,
                               cudaMemcpyDeviceToDevice, device.stream)
             : cudaMemsetAsync(result, 0, resultBytes, device.stream),
         "cudaMemcpyAsync");
-  bool transposeLhs = shape->transposeLhs, transposeRhs = shape->transposeRhs;
-  if (!shape->rhsBatched && !transposeLhs) {
-    m *= batch; // a shared weight: the batch rows are one matrix
-    batch = 1;
-  }
+  ColumnMajorGemm g = toColumnMajor(
+      matmulGemm(*shape, in.data<void>(0), in.data<void>(1), result));
+  std::array<StoredMatrix, 3> stored = storedMatrices(g);
   cudaDataType type = in.dtype(0) == BF16 ? CUDA_R_16BF : CUDA_R_32F;
-  cublasOperation_t opA = transposeRhs ? CUBLAS_OP_T : CUBLAS_OP_N;
-  cublasOperation_t opB = transposeLhs ? CUBLAS_OP_T : CUBLAS_OP_N;
 
   LtCall call;
   if (auto error = checkBlas(
           cublasLtMatmulDescCreate(&call.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F),
           "cublasLtMatmulDescCreate"))
     return error;
-  for (auto [attribute, op] : {std::pair(CUBLASLT_MATMUL_DESC_TRANSA, opA),
-                               std::pair(CUBLASLT_MATMUL_DESC_TRANSB, opB)})
+  for (auto [attribute, transposed] :
+       {std::pair(CUBLASLT_MATMUL_DESC_TRANSA, g.transA),
+        std::pair(CUBLASLT_MATMUL_DESC_TRANSB, g.transB)}) {
+    cublasOperation_t op = transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
     if (auto error = checkBlas(cublasLtMatmulDescSetAttribute(
                                    call.desc, attribute, &op, sizeof(op)),
                                "cublasLtMatmulDescSetAttribute"))
       return error;
-  // A is the rhs as stored: [k, n] row-major is n x k column-major.
-  if (auto error =
-          layout(call.a, type, transposeRhs ? k : n, transposeRhs ? n : k,
-                 batch, shape->rhsBatched ? k * n : 0))
-    return error;
-  if (auto error = layout(call.b, type, transposeLhs ? m : k,
-                          transposeLhs ? k : m, batch, m * k))
-    return error;
-  if (auto error = layout(call.c, type, n, m, batch, m * n))
-    return error;
+  }
+  for (auto [made, matrix] :
+       {std::pair(&call.a, stored[0]), std::pair(&call.b, stored[1]),
+        std::pair(&call.c, stored[2])})
+    if (auto error = layout(*made, type, matrix))
+      return error;
 
-  std::vector<int64_t> key = {
-      batch, m, n, k, transposeLhs, transposeRhs, shape->rhsBatched, type};
+  std::vector<int64_t> key = {type, g.transA, g.transB, g.m, g.n, g.k};
+  for (const StoredMatrix &matrix : stored)
+    key.insert(key.end(), {matrix.rows, matrix.columns, matrix.ld, matrix.batch,
+                           matrix.stride});
   auto found = device.matmulAlgorithms.find(key);
   if (found == device.matmulAlgorithms.end()) {
-    cublasLtMatmulPreference_t preference = nullptr;
-    if (auto error = checkBlas(cublasLtMatmulPreferenceCreate(&preference),
-                               "cublasLtMatmulPreferenceCreate"))
-      return error;
-    // The memory plan aligns values to 64 bytes, not cuBLASLt's assumed
-    // 256: only algorithms that need no more may be chosen.
-    size_t workspace = Device::kMatmulWorkspaceBytes;
-    uint32_t alignment = kAlignmentBytes;
-    cublasStatus_t status = cublasLtMatmulPreferenceSetAttribute(
-        preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
-        sizeof(workspace));
-    for (cublasLtMatmulPreferenceAttributes_t attribute :
-         {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
-          CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-          CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
-          CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
-      if (status == CUBLAS_STATUS_SUCCESS)
-        status = cublasLtMatmulPreferenceSetAttribute(
-            preference, attribute, &alignment, sizeof(alignment));
-    cublasLtMatmulHeuristicResult_t heuristic = {};
-    int returned = 0;
-    if (status == CUBLAS_STATUS_SUCCESS)
-      status = cublasLtMatmulAlgoGetHeuristic(
-          device.lt, call.desc, call.a, call.b, call.c, call.c, preference, 1,
-          &heuristic, &returned);
-    cublasLtMatmulPreferenceDestroy(preference);
-    if (auto error = checkBlas(status, "cublasLtMatmulAlgoGetHeuristic"))
-      return error;
-    if (returned == 0)
-      return in.fail("cuBLASLt has no algorithm for this product");
-    found = device.matmulAlgorithms.emplace(key, heuristic.algo).first;
+    llvm::Expected<cublasLtMatmulAlgo_t> algorithm =
+        chooseAlgorithm(device, call);
+    if (!algorithm)
+      return in.fail(llvm::toString(algorithm.takeError()));
+    found = device.matmulAlgorithms.emplace(key, *algorithm).first;
   }
   float alpha = float(shape->alpha), beta = shape->hasAddend ? 1.0f : 0.0f;
   const void *addend = shape->hasAddend ? in.data<void>(2) : result;
-  return checkBlas(cublasLtMatmul(device.lt, call.desc, &alpha,
-                                  in.data<void>(1), call.a, in.data<void>(0),
-                                  call.b, &beta, addend, call.c, result, call.c,
-                                  &found->second, device.matmulWorkspace,
+  return checkBlas(cublasLtMatmul(device.lt, call.desc, &alpha, g.a, call.a,
+                                  g.b, call.b, &beta, addend, call.c, g.c,
+                                  call.c, &found->second,
+                                  device.matmulWorkspace,
                                   Device::kMatmulWorkspaceBytes, device.stream),
                    "cublasLtMatmul");
 }
