@@ -52,7 +52,8 @@ TEST(BFloat16, WidensExactlyAndRoundsWithinHalfAnUlp) {
   widenBF16(narrow.data(), wide.data(), values.size());
   for (size_t i = 0; i < values.size(); ++i) {
     // 8 significant bits: half an ulp is 2^-8 of the value, at most.
-    EXPECT_LE(std::fabs(wide[i] - values[i]), std::ldexp(std::fabs(values[i]), -8))
+    EXPECT_LE(std::fabs(wide[i] - values[i]),
+              std::ldexp(std::fabs(values[i]), -8))
         << values[i];
     EXPECT_EQ(floatToBF16(wide[i]), narrow[i]); // exact round trip
   }

@@ -1,12 +1,12 @@
 //===- CpuKernelsTest.cpp - CPU kernels against naive loops ---------------===//
 
 #include "runtime/backend/cpu/CpuKernels.h"
+#include "test/unit/RandomValues.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 #include <cmath>
-#include <random>
 #include <vector>
 
 using namespace twill;
@@ -19,21 +19,8 @@ llvm::Error noReduce(std::vector<double> &, bool) {
   return llvm::Error::success();
 }
 
-std::vector<float> randomValues(size_t count, unsigned seed) {
-  std::mt19937 generator(seed);
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  std::vector<float> values(count);
-  for (float &value : values)
-    value = uniform(generator);
-  return values;
-}
-
-void expectNear(const std::vector<float> &actual,
-                const std::vector<float> &expected, float tolerance = 1e-5f) {
-  ASSERT_EQ(actual.size(), expected.size());
-  for (size_t i = 0; i < actual.size(); ++i)
-    EXPECT_NEAR(actual[i], expected[i], tolerance) << "at " << i;
-}
+using test::expectNear;
+using test::randomValues;
 
 TEST(CpuKernels, TransposeMatchesIndexArithmetic) {
   const int64_t shape[] = {2, 3, 4}, permutation[] = {2, 0, 1};
@@ -114,10 +101,9 @@ struct AttentionCase {
     std::vector<std::vector<float>> grads = {std::vector<float>(q.size()),
                                              std::vector<float>(k.size()),
                                              std::vector<float>(v.size())};
-    cpu::attentionGrad(q.data(), k.data(), v.data(), w.data(),
-                       segments.data(), grads[0].data(), grads[1].data(),
-                       grads[2].data(), batch, seq, heads, kvHeads, dim, scale,
-                       budget);
+    cpu::attentionGrad(q.data(), k.data(), v.data(), w.data(), segments.data(),
+                       grads[0].data(), grads[1].data(), grads[2].data(), batch,
+                       seq, heads, kvHeads, dim, scale, budget);
     return grads;
   }
 };
@@ -156,15 +142,14 @@ TEST(CpuKernels, CrossEntropySkipsIgnoredAndRejectsBadLabels) {
   const int32_t labels[] = {1, -100, 2};
   float loss;
   int64_t count;
-  ASSERT_FALSE(cpu::crossEntropy(logits, labels, 3,
-                                 VocabBlock::whole(3), -100, noReduce,
-                                 &loss, &count));
+  ASSERT_FALSE(cpu::crossEntropy(logits, labels, 3, VocabBlock::whole(3), -100,
+                                 noReduce, &loss, &count));
   EXPECT_EQ(count, 2);
   EXPECT_NEAR(loss, 2 * std::log(3.0), 1e-6);
 
   const int32_t bad[] = {1, 7, 2};
-  llvm::Error error = cpu::crossEntropy(
-      logits, bad, 3, VocabBlock::whole(3), -100, noReduce, &loss, &count);
+  llvm::Error error = cpu::crossEntropy(logits, bad, 3, VocabBlock::whole(3),
+                                        -100, noReduce, &loss, &count);
   EXPECT_THAT(llvm::toString(std::move(error)),
               HasSubstr("label 7 at position 1 is outside the vocabulary"));
 }

@@ -14,6 +14,8 @@
 #include "runtime/backend/InstructionView.h"
 #include "runtime/backend/cpu/CpuKernels.h"
 
+#include "test/unit/RandomValues.h"
+
 #include <gtest/gtest.h>
 
 #include <random>
@@ -23,21 +25,8 @@ using namespace twill;
 
 namespace {
 
-std::vector<float> randomValues(size_t count, unsigned seed) {
-  std::mt19937 generator(seed);
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  std::vector<float> values(count);
-  for (float &value : values)
-    value = uniform(generator);
-  return values;
-}
-
-void expectNear(const std::vector<float> &actual,
-                const std::vector<float> &expected, float tolerance = 1e-5f) {
-  ASSERT_EQ(actual.size(), expected.size());
-  for (size_t i = 0; i < actual.size(); ++i)
-    ASSERT_NEAR(actual[i], expected[i], tolerance) << "at " << i;
-}
+using test::expectNear;
+using test::randomValues;
 
 /// cuBLAS's cublasGemmStridedBatchedEx on fp32, element by element.
 void columnMajorGemm(const ColumnMajorGemm &g, float alpha, float beta) {
