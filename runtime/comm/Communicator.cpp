@@ -1,83 +1,33 @@
-//===- Communicator.cpp - MPI collectives on mesh axes --------------------===//
+//===- Communicator.cpp - the mesh a launch's ranks form ------------------===//
 
 #include "runtime/comm/Communicator.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
-#include <cstring>
-#include <mpi.h>
-
 using namespace twill;
 
-struct Communicator::Axis {
-  std::string name;
-  int size = 1, coordinate = 0;
-  MPI_Comm comm = MPI_COMM_NULL;
-};
-
-static llvm::Error commError(const llvm::Twine &what) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), what);
-}
-
-static llvm::Error checkMpi(int status, llvm::StringRef call) {
-  if (status == MPI_SUCCESS)
-    return llvm::Error::success();
-  char text[MPI_MAX_ERROR_STRING];
-  int length = 0;
-  MPI_Error_string(status, text, &length);
-  return commError(call + " failed: " + llvm::StringRef(text, length));
-}
-
-static int64_t product(llvm::ArrayRef<int64_t> values) {
-  int64_t result = 1;
-  for (int64_t value : values)
-    result *= value;
-  return result;
-}
-
-llvm::Expected<std::unique_ptr<Communicator>>
-Communicator::create(llvm::ArrayRef<std::string> axisNames,
-                     llvm::ArrayRef<int64_t> shape) {
-  auto communicator = std::unique_ptr<Communicator>(new Communicator());
-  MPI_Comm_rank(MPI_COMM_WORLD, &communicator->worldRank);
-  MPI_Comm_size(MPI_COMM_WORLD, &communicator->size);
-  int64_t meshSize = product(shape);
-  if (meshSize != communicator->size) {
-    std::string mesh;
-    for (size_t i = 0; i < axisNames.size(); ++i)
-      mesh += (i ? " x " : "") + axisNames[i] + "=" + std::to_string(shape[i]);
-    return commError(llvm::formatv("the job's mesh is {0} ({1} ranks) but {2} "
-                                   "ranks were started; launch with "
-                                   "mpirun -np {1}",
-                                   mesh, meshSize, communicator->size));
+llvm::Error Communicator::layOut(llvm::ArrayRef<std::string> names,
+                                 llvm::ArrayRef<int64_t> shape) {
+  int64_t meshSize = 1;
+  std::string mesh;
+  for (size_t i = 0; i < names.size(); ++i) {
+    meshSize *= shape[i];
+    mesh += (i ? " x " : "") + names[i] + "=" + std::to_string(shape[i]);
   }
-  // Row-major coordinates; an axis's communicator joins the ranks that
-  // agree on every other coordinate.
-  int remaining = communicator->worldRank;
-  std::vector<int> coordinates(shape.size());
-  for (int i = int(shape.size()) - 1; i >= 0; --i) {
-    coordinates[i] = remaining % shape[i];
-    remaining /= shape[i];
+  if (meshSize != size)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        llvm::formatv("the job's mesh is {0} ({1} ranks) but {2} ranks were "
+                      "started; launch with mpirun -np {1}",
+                      mesh, meshSize, size));
+  // Row-major coordinates, the first axis major.
+  axes.resize(names.size());
+  int remaining = worldRank;
+  for (int i = int(names.size()) - 1; i >= 0; --i) {
+    axes[i] = {names[i], int(shape[i]), int(remaining % shape[i])};
+    remaining /= int(shape[i]);
   }
-  for (size_t i = 0; i < shape.size(); ++i) {
-    int color = 0;
-    for (size_t j = 0; j < shape.size(); ++j)
-      if (j != i)
-        color = color * int(shape[j]) + coordinates[j];
-    Axis axis{axisNames[i], int(shape[i]), coordinates[i], MPI_COMM_NULL};
-    if (llvm::Error error = checkMpi(
-            MPI_Comm_split(MPI_COMM_WORLD, color, coordinates[i], &axis.comm),
-            "MPI_Comm_split"))
-      return std::move(error);
-    communicator->axes.push_back(axis);
-  }
-  return communicator;
-}
-
-Communicator::~Communicator() {
-  for (Axis &axis : axes)
-    if (axis.comm != MPI_COMM_NULL)
-      MPI_Comm_free(&axis.comm);
+  return llvm::Error::success();
 }
 
 llvm::Expected<const Communicator::Axis *>
@@ -85,7 +35,8 @@ Communicator::findAxis(llvm::StringRef name) const {
   for (const Axis &axis : axes)
     if (axis.name == name)
       return &axis;
-  return commError("the mesh has no axis '" + name + "'");
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 "the mesh has no axis '" + name + "'");
 }
 
 int Communicator::coordinate(llvm::StringRef name) const {
@@ -100,142 +51,4 @@ int Communicator::axisSize(llvm::StringRef name) const {
     if (axis.name == name)
       return axis.size;
   return -1;
-}
-
-/// A row-major tensor seen as [outer, dim, inner] around `dim`.
-struct Split {
-  int64_t outer, length, inner;
-  Split(llvm::ArrayRef<int64_t> shape, int64_t dim)
-      : outer(product(shape.take_front(dim))), length(shape[dim]),
-        inner(product(shape.drop_front(dim + 1))) {}
-};
-
-llvm::Error Communicator::allGather(llvm::StringRef name, const float *in,
-                                    float *out, llvm::ArrayRef<int64_t> inShape,
-                                    int64_t dim) {
-  llvm::Expected<const Axis *> axis = findAxis(name);
-  if (!axis)
-    return axis.takeError();
-  Split split(inShape, dim);
-  int64_t block = split.outer * split.length * split.inner;
-  std::vector<float> gathered(block * (*axis)->size);
-  if (llvm::Error error =
-          checkMpi(MPI_Allgather(in, int(block), MPI_FLOAT, gathered.data(),
-                                 int(block), MPI_FLOAT, (*axis)->comm),
-                   "MPI_Allgather"))
-    return error;
-  // gathered is [rank][outer][length * inner]; out is
-  // [outer][rank][length * inner].
-  int64_t row = split.length * split.inner;
-  for (int r = 0; r < (*axis)->size; ++r)
-    for (int64_t o = 0; o < split.outer; ++o)
-      std::memcpy(out + (o * (*axis)->size + r) * row,
-                  gathered.data() + (r * split.outer + o) * row,
-                  row * sizeof(float));
-  return llvm::Error::success();
-}
-
-llvm::Error Communicator::reduceScatter(llvm::StringRef name, const float *in,
-                                        float *out,
-                                        llvm::ArrayRef<int64_t> inShape,
-                                        int64_t dim) {
-  llvm::Expected<const Axis *> axis = findAxis(name);
-  if (!axis)
-    return axis.takeError();
-  int n = (*axis)->size;
-  Split split(inShape, dim);
-  if (split.length % n != 0)
-    return commError(llvm::formatv("reduce_scatter: dim {0} of size {1} does "
-                                   "not split over {2} ranks",
-                                   dim, split.length, n));
-  int64_t row = split.length / n * split.inner;
-  // Rearrange [outer][rank][row] into [rank][outer][row] for MPI.
-  std::vector<float> blocks(split.outer * n * row);
-  for (int64_t o = 0; o < split.outer; ++o)
-    for (int r = 0; r < n; ++r)
-      std::memcpy(blocks.data() + (r * split.outer + o) * row,
-                  in + (o * n + r) * row, row * sizeof(float));
-  return checkMpi(MPI_Reduce_scatter_block(blocks.data(), out,
-                                           int(split.outer * row), MPI_FLOAT,
-                                           MPI_SUM, (*axis)->comm),
-                  "MPI_Reduce_scatter_block");
-}
-
-/// MPI_Allreduce, in place when `in` is `out`.
-static llvm::Error reduce(const void *in, void *out, int64_t count,
-                          MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
-  return checkMpi(MPI_Allreduce(in == out ? MPI_IN_PLACE : in, out, int(count),
-                                type, op, comm),
-                  "MPI_Allreduce");
-}
-
-llvm::Error Communicator::allReduce(llvm::StringRef name, const float *in,
-                                    float *out, int64_t count) {
-  llvm::Expected<const Axis *> axis = findAxis(name);
-  if (!axis)
-    return axis.takeError();
-  return reduce(in, out, count, MPI_FLOAT, MPI_SUM, (*axis)->comm);
-}
-
-llvm::Error Communicator::allReduce(llvm::StringRef name, const int64_t *in,
-                                    int64_t *out, int64_t count) {
-  llvm::Expected<const Axis *> axis = findAxis(name);
-  if (!axis)
-    return axis.takeError();
-  return reduce(in, out, count, MPI_INT64_T, MPI_SUM, (*axis)->comm);
-}
-
-llvm::Error Communicator::allReduce(llvm::StringRef name, double *values,
-                                    int64_t count, bool max) {
-  llvm::Expected<const Axis *> axis = findAxis(name);
-  if (!axis)
-    return axis.takeError();
-  return reduce(values, values, count, MPI_DOUBLE, max ? MPI_MAX : MPI_SUM,
-                (*axis)->comm);
-}
-
-llvm::Error Communicator::barrier() {
-  return checkMpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
-}
-
-llvm::Error Communicator::sumOverWorld(float *values, int64_t count) {
-  return reduce(values, values, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-}
-
-llvm::Error Communicator::allToAll(llvm::StringRef name, const float *in,
-                                   float *out, llvm::ArrayRef<int64_t> inShape,
-                                   int64_t splitDim, int64_t concatDim) {
-  llvm::Expected<const Axis *> axis = findAxis(name);
-  if (!axis)
-    return axis.takeError();
-  int n = (*axis)->size;
-  if (inShape[splitDim] % n != 0)
-    return commError(llvm::formatv("all_to_all: dim {0} of size {1} does not "
-                                   "split over {2} ranks",
-                                   splitDim, inShape[splitDim], n));
-  // The block for rank r: the input's r-th slice along splitDim.
-  std::vector<int64_t> blockShape(inShape.begin(), inShape.end());
-  blockShape[splitDim] /= n;
-  int64_t block = product(blockShape);
-  Split source(inShape, splitDim);
-  int64_t sourceRow = source.length / n * source.inner;
-  std::vector<float> send(block * n), receive(block * n);
-  for (int r = 0; r < n; ++r)
-    for (int64_t o = 0; o < source.outer; ++o)
-      std::memcpy(send.data() + r * block + o * sourceRow,
-                  in + (o * n + r) * sourceRow, sourceRow * sizeof(float));
-  if (llvm::Error error = checkMpi(
-          MPI_Alltoall(send.data(), int(block), MPI_FLOAT, receive.data(),
-                       int(block), MPI_FLOAT, (*axis)->comm),
-          "MPI_Alltoall"))
-    return error;
-  // Block r arrived from rank r: it goes to slice r along concatDim.
-  Split target(blockShape, concatDim);
-  int64_t targetRow = target.length * target.inner;
-  for (int r = 0; r < n; ++r)
-    for (int64_t o = 0; o < target.outer; ++o)
-      std::memcpy(out + (o * n + r) * targetRow,
-                  receive.data() + r * block + o * targetRow,
-                  targetRow * sizeof(float));
-  return llvm::Error::success();
 }

@@ -6,6 +6,11 @@
 // collective on an axis runs among those. Tensors are row-major fp32 with a
 // gather or scatter dim, as the twill collective ops describe them.
 //
+// Communicator.cpp holds the mesh bookkeeping; the transport is MPI
+// (MpiTransport.cpp), or, in a build without MPI (TWILL_WITH_MPI=OFF: a
+// single-GPU machine with no MPI installed), one process
+// (SingleProcess.cpp), where a collective over one rank is a copy.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef TWILL_RUNTIME_COMM_COMMUNICATOR_H
@@ -23,12 +28,24 @@ namespace twill {
 
 class Communicator {
 public:
+  /// The process's part in the launch (MPI_Init, MPI_Finalize); before and
+  /// after everything else.
+  static void initialize(int &argc, char **&argv);
+  static void finalize();
+  /// Ends every rank of the launch: one rank's error must not leave the
+  /// others waiting in a collective.
+  [[noreturn]] static void abortAll();
+  /// How many ranks the launcher started.
+  static int launchedRanks();
+
   /// Splits MPI_COMM_WORLD (MPI must be initialised) into the axes of a
   /// mesh; fails, on every rank alike, unless the world has exactly as many
   /// ranks as the mesh.
   static llvm::Expected<std::unique_ptr<Communicator>>
   create(llvm::ArrayRef<std::string> axes, llvm::ArrayRef<int64_t> shape);
   ~Communicator();
+  Communicator(const Communicator &) = delete;
+  Communicator &operator=(const Communicator &) = delete;
 
   int rank() const { return worldRank; }
   int worldSize() const { return size; }
@@ -64,12 +81,25 @@ public:
                        llvm::ArrayRef<int64_t> inShape, int64_t splitDim,
                        int64_t concatDim);
 
+  /// Copies `bytes` at `data` from rank `root` to every rank.
+  llvm::Error broadcast(void *data, int64_t bytes, int root) const;
+
 private:
-  struct Axis;
+  Communicator() = default;
+  struct Axis {
+    std::string name;
+    int size = 1, coordinate = 0;
+  };
+  /// The transport's handles (MPI's sub-communicators), one per axis.
+  struct Transport;
   llvm::Expected<const Axis *> findAxis(llvm::StringRef name) const;
+  /// Lays the world's ranks out on the mesh; fails unless they fill it.
+  llvm::Error layOut(llvm::ArrayRef<std::string> names,
+                     llvm::ArrayRef<int64_t> shape);
 
   int worldRank = 0, size = 1;
   std::vector<Axis> axes;
+  std::unique_ptr<Transport> transport;
 };
 
 } // namespace twill

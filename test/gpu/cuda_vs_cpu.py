@@ -16,6 +16,16 @@
 
 Exits 77 (ctest: skipped, never passed) where twill-train says there is no
 GPU or no CUDA build.
+
+The programs can be compiled on one machine and run on another (a GPU
+machine without the compiler: bench/device_bundle.sh):
+
+    python cuda_vs_cpu.py --bin BIN --work DIR --config tiny.textproto \
+        --data train.jsonl --compile-only       # twillc writes DIR/*.twx
+    python cuda_vs_cpu.py --bin BIN --work DIR --data train.jsonl \
+        --precompiled                           # twill-train runs them
+
+(DIR must be the same path on both: the programs write under it.)
 """
 import argparse
 import json
@@ -40,9 +50,24 @@ def run(command):
                           text=True, timeout=900)
 
 
+STEPS = ["train.epochs=1", "train.max_steps_per_epoch=20"]
+# The 20-step training runs, fp32 and bf16.
+TRAINING = {"train": STEPS, "train-bf16": STEPS + BF16}
+
+
+def program_name(variant):
+    return variant.replace(" ", "-").lower()
+
+
 def compile_job(args, name, overrides):
+    """The program and its output folder: compiled now, or earlier with
+    --compile-only."""
     program = args.work / f"{name}.twx"
     out = args.work / f"{name}-out"
+    if args.precompiled:
+        if not program.exists():
+            sys.exit(f"{program} is missing: compile with --compile-only")
+        return program, out
     result = run([args.bin / "twillc", args.config, *JOB, *overrides,
                   f"checkpoint.output_dir={out}", "-o", program])
     if result.returncode:
@@ -92,14 +117,25 @@ def train(args, program, out, backend):
 def main():
     parser = argparse.ArgumentParser()
     for flag in ("--bin", "--work", "--config", "--data"):
-        parser.add_argument(flag, type=Path, required=True)
+        parser.add_argument(flag, type=Path,
+                            required=flag != "--config")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--compile-only", action="store_true")
+    mode.add_argument("--precompiled", action="store_true")
     args = parser.parse_args()
+    if not args.precompiled and not args.config:
+        parser.error("--config is needed to compile the programs")
     args.work.mkdir(parents=True, exist_ok=True)
+    if args.compile_only:
+        for variant, overrides in VARIANTS.items():
+            compile_job(args, program_name(variant), overrides)
+        for name, overrides in TRAINING.items():
+            compile_job(args, name, overrides)
+        return
     batch = batch_file(args.work)
     failures = []
     for variant, overrides in VARIANTS.items():
-        program, _ = compile_job(args, variant.replace(" ", "-").lower(),
-                                 overrides)
+        program, _ = compile_job(args, program_name(variant), overrides)
         cpu_loss, cpu_grads = eval_step(args, program, batch, "cpu")
         cuda_loss, cuda_grads = eval_step(args, program, batch, "cuda")
         if abs(cuda_loss - cpu_loss) > 1e-2 * abs(cpu_loss):
@@ -114,8 +150,7 @@ def main():
         print(f"{variant}: loss {cuda_loss:.6f} vs {cpu_loss:.6f}, "
               f"{len(cpu_grads)} gradients within {worst:.1e}")
 
-    steps = ["train.epochs=1", "train.max_steps_per_epoch=20"]
-    for name, overrides in {"train": steps, "train-bf16": steps + BF16}.items():
+    for name, overrides in TRAINING.items():
         program, out = compile_job(args, name, overrides)
         cpu = train(args, program, out, "cpu")
         cuda = train(args, program, out, "cuda")

@@ -28,7 +28,6 @@
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <mpi.h>
 
 namespace cl = llvm::cl;
 using namespace twill;
@@ -94,10 +93,8 @@ static void printError(const llvm::Twine &message) {
 /// waiting in a collective, so the whole job ends here rather than hang.
 static int fail(const llvm::Twine &message) {
   printError(message);
-  int ranks = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
-  if (ranks > 1)
-    MPI_Abort(MPI_COMM_WORLD, 1);
+  if (Communicator::launchedRanks() > 1)
+    Communicator::abortAll();
   return 1;
 }
 
@@ -342,11 +339,11 @@ static int runJob(Executable executable) {
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::ParseCommandLineOptions(argc, argv, "Twill job runner\n");
-  MPI_Init(&argc, &argv);
+  Communicator::initialize(argc, argv);
   llvm::Expected<Executable> executable = loadExecutable(executablePath);
   int status = executable ? runJob(std::move(*executable))
                           : fail(executable.takeError());
   // After runJob: its communicator must go before MPI does.
-  MPI_Finalize();
+  Communicator::finalize();
   return status;
 }

@@ -2,8 +2,6 @@
 
 #include "runtime/backend/cuda/NcclComm.h"
 
-#include <mpi.h>
-
 using namespace twill;
 
 llvm::Error twill::checkNccl(ncclResult_t result, llvm::StringRef call) {
@@ -21,7 +19,8 @@ NcclComm::create(const Communicator &mpi, const Mesh &mesh) {
   if (mpi.rank() == 0)
     if (llvm::Error error = checkNccl(ncclGetUniqueId(&id), "ncclGetUniqueId"))
       return std::move(error);
-  MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
+  if (llvm::Error error = mpi.broadcast(&id, sizeof(id), 0))
+    return std::move(error);
   if (llvm::Error error = checkNccl(
           ncclCommInitRank(&comm->world, mpi.worldSize(), id, mpi.rank()),
           "ncclCommInitRank"))

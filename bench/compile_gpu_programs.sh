@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Compiles every program the GPU check runs into /tmp/twill-gpu, with a
+# built twillc:
+#
+#   bench/compile_gpu_programs.sh BUILD_BIN
+#
+# gpu/: the programs of test/gpu/cuda_vs_cpu.py (--compile-only);
+# llama8b.twx: a LoRA training step of the Llama-3.1-8B shape (random bf16
+# weights, train.precision=BF16 as in the config, seq 4096, LoRA rank 16 on
+# every projection, 4 steps). The programs write under /tmp/twill-gpu, so
+# they run on another machine from the same path (bench/device_bundle.sh).
+set -euo pipefail
+bin=${1:?usage: bench/compile_gpu_programs.sh BUILD_BIN}
+cd "$(dirname "$0")/.."
+work=/tmp/twill-gpu
+mkdir -p "$work"
+python=python3
+[ -x .venv/bin/python ] && python=.venv/bin/python
+"$python" test/gpu/cuda_vs_cpu.py --bin "$bin" --work "$work/gpu" \
+    --config configs/tiny.textproto --data data/recall/train.jsonl \
+    --compile-only
+"$bin/twillc" configs/llama3_1_8b_lora.textproto parallel.tp=1 \
+    checkpoint.random_base=true checkpoint.base_dir= \
+    checkpoint.output_dir="$work/llama8b-out" checkpoint.save_every=0 \
+    lora.rank=16 lora.alpha=32 \
+    lora.target_modules=q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj \
+    train.batch_size=1 train.seq_len=4096 \
+    train.gradient_accumulation_steps=1 train.epochs=1 \
+    train.max_steps_per_epoch=4 data.packed=false -o "$work/llama8b.twx"
+echo "programs in $work"
