@@ -86,14 +86,20 @@ servedHeads(const HeadBlock &heads, int64_t kvHeads, int64_t kvHead) {
   return {begin, std::max(begin, end)};
 }
 
+/// At most this many queries per chunk: a chunk sees the keys up to its
+/// last query, so smaller chunks skip more of the causal upper triangle
+/// (all but 1/(2 x chunks) of it), while 512 rows keep every GEMM large.
+inline constexpr int64_t kMaxChunkRows = 512;
+
 /// Queries per chunk: as many as keep one chunk's fp32 scores of a KV
-/// group's heads (and what lives beside them) within `budgetBytes`.
+/// group's heads (and what lives beside them) within `budgetBytes`, and
+/// no more than kMaxChunkRows.
 inline int64_t chunkRows(const AttentionProblem &p, int64_t groupHeads,
                          int64_t budgetBytes) {
   int64_t perRow = std::max<int64_t>(groupHeads, 1) * p.seq *
                    (2 * sizeof(float) + 2 * p.elementBytes);
   return std::clamp<int64_t>(budgetBytes / std::max<int64_t>(perRow, 1), 1,
-                             p.seq);
+                             std::min(p.seq, kMaxChunkRows));
 }
 
 inline const char *at(const void *base, int64_t elements, int bytes) {

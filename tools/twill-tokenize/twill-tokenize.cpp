@@ -21,17 +21,22 @@
 namespace cl = llvm::cl;
 using namespace twill;
 
+static cl::OptionCategory options("twill-tokenize options");
+
 static cl::opt<std::string>
     tokenizerPath("tokenizer", cl::Required,
                   cl::desc("Llama 3 original/tokenizer.model"),
-                  cl::value_desc("path"));
-static cl::opt<bool> chat("chat", cl::desc("Read JSON chat messages and "
-                                           "apply Llama 3's chat format"));
+                  cl::value_desc("path"), cl::cat(options));
+static cl::opt<bool> chat("chat",
+                          cl::desc("Read JSON chat messages and "
+                                   "apply Llama 3's chat format"),
+                          cl::cat(options));
 static cl::opt<bool>
     generationPrompt("generation-prompt",
-                     cl::desc("With --chat: end with an assistant header"));
-static cl::opt<bool> decode("decode",
-                            cl::desc("Read ids and print their text"));
+                     cl::desc("With --chat: end with an assistant header"),
+                     cl::cat(options));
+static cl::opt<bool> decode("decode", cl::desc("Read ids and print their text"),
+                            cl::cat(options));
 
 static int fail(const llvm::Twine &message) {
   llvm::WithColor::error(llvm::errs(), "twill-tokenize") << message << "\n";
@@ -63,6 +68,8 @@ parseMessages(llvm::StringRef text) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  // --help lists these, not the LLVM internals linked in.
+  cl::HideUnrelatedOptions(options);
   cl::ParseCommandLineOptions(argc, argv, "Llama 3 tokenizer\n");
   llvm::Expected<std::unique_ptr<Tokenizer>> tokenizer =
       Tokenizer::load(tokenizerPath);

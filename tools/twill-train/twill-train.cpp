@@ -7,9 +7,9 @@
 //
 // Loads the Executable that twillc wrote and fills its parameters from a
 // Hugging Face checkpoint (and a PEFT adapter to start from). Then either
-// trains on JSONL (pre-tokenized, alpaca or chat) and writes the PEFT adapter to the job's
-// checkpoint.output_dir, or, with --eval, runs one batch and prints its
-// loss (and, with --gradients, the gradients of the summed loss).
+// trains on JSONL (pre-tokenized, alpaca or chat) and writes the PEFT adapter
+// to the job's checkpoint.output_dir, or, with --eval, runs one batch and
+// prints its loss (and, with --gradients, the gradients of the summed loss).
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,64 +21,67 @@
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
-#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
-
 namespace cl = llvm::cl;
 using namespace twill;
 
+static cl::OptionCategory options("twill-train options");
+
 static cl::opt<std::string> executablePath(cl::Positional, cl::Required,
-                                           cl::desc("<job.twx>"));
+                                           cl::desc("<job.twx>"),
+                                           cl::cat(options));
 static cl::opt<std::string>
     weightsPath("weights",
                 cl::desc("Hugging Face model folder or .safetensors file "
                          "(default: the job's checkpoint.base_dir)"),
-                cl::value_desc("dir"));
+                cl::value_desc("dir"), cl::cat(options));
 static cl::opt<std::string>
     adapterPath("adapter", cl::desc("PEFT adapter folder to start from"),
-                cl::value_desc("dir"));
+                cl::value_desc("dir"), cl::cat(options));
 static cl::opt<std::string>
     dataPath("data",
              cl::desc("Pre-tokenized JSONL to train on (default: the job's "
                       "data.path)"),
-             cl::value_desc("train.jsonl"));
+             cl::value_desc("train.jsonl"), cl::cat(options));
 static cl::opt<std::string> evalDataPath(
     "eval-data",
     cl::desc("Pre-tokenized JSONL to measure next-token accuracy on, before "
              "and after training"),
-    cl::value_desc("eval.jsonl"));
+    cl::value_desc("eval.jsonl"), cl::cat(options));
 static cl::opt<std::string>
     backendName("backend",
                 cl::desc("Where to compute: cpu (fp32, the reference) or "
                          "cuda (this rank's GPU, NCCL between ranks)"),
-                cl::value_desc("cpu|cuda"), cl::init("cpu"));
+                cl::value_desc("cpu|cuda"), cl::init("cpu"), cl::cat(options));
 static cl::opt<std::string> resumePath(
     "resume",
     cl::desc("Continue training from a checkpoint: a step_N folder, or an "
              "output folder (its latest complete checkpoint)"),
-    cl::value_desc("dir"));
+    cl::value_desc("dir"), cl::cat(options));
 static cl::opt<bool> eval("eval",
                           cl::desc("Run one batch instead of training and "
-                                   "print its loss"));
+                                   "print its loss"),
+                          cl::cat(options));
 static cl::opt<std::string>
     batchPath("batch",
               cl::desc("With --eval: the batch, JSON with tokens, "
                        "labels, positions and segments"),
-              cl::value_desc("batch.json"));
+              cl::value_desc("batch.json"), cl::cat(options));
 static cl::opt<std::string>
     dumpLogitsPath("dump-logits",
                    cl::desc("With --eval: write the logits as safetensors"),
-                   cl::value_desc("logits.safetensors"));
+                   cl::value_desc("logits.safetensors"), cl::cat(options));
 static cl::opt<std::string> gradientsPath(
     "gradients",
     cl::desc("With --eval: run the training step instead and write the "
              "gradient of the summed loss for every trainable parameter"),
-    cl::value_desc("grads.safetensors"));
+    cl::value_desc("grads.safetensors"), cl::cat(options));
 
 /// Prints "twill-train: error: <message>" in one write, so that the lines
 /// of several ranks sharing a terminal do not interleave.
@@ -151,8 +154,7 @@ static int runEval(Program &program) {
   int64_t tokens = *program.buffers().as<int64_t>(
       Program::outputBuffer(*entry, "token_count"));
   report() << llvm::formatv("loss {0:f6} (sum {1:f6} over {2} tokens)\n",
-                                tokens ? lossSum / tokens : 0.0f, lossSum,
-                                tokens);
+                            tokens ? lossSum / tokens : 0.0f, lossSum, tokens);
   if (!gradientsPath.empty()) {
     // The step sums gradients into "<parameter>.grad_sum" states, zero
     // before this one step: they hold its gradients.
@@ -201,9 +203,10 @@ loadTokenizer(const JobConfig &job) {
       return Tokenizer::load(path);
   return llvm::createStringError(
       llvm::inconvertibleErrorCode(),
-      "data.format " + format + " needs a tokenizer, and the base model has "
-          "none: looked for " + model + " and " + json +
-          " (or set `tokenizer` in the job)");
+      "data.format " + format +
+          " needs a tokenizer, and the base model has "
+          "none: looked for " +
+          model + " and " + json + " (or set `tokenizer` in the job)");
 }
 
 static llvm::Expected<std::vector<Row>> readRows(const JobConfig &job,
@@ -225,13 +228,12 @@ static llvm::Expected<std::vector<Row>> readRows(const JobConfig &job,
   PackResult packed =
       packExamples(*examples, job.train().seq_len(), job.data().packed());
   report() << llvm::formatv("{0}: {1} examples in {2} rows of {3}", path,
-                                examples->size(), packed.rows.size(),
-                                job.train().seq_len());
+                            examples->size(), packed.rows.size(),
+                            job.train().seq_len());
   if (packed.truncatedExamples)
     report() << llvm::formatv(" ({0} examples longer than seq_len cut, "
-                                  "{1} tokens dropped)",
-                                  packed.truncatedExamples,
-                                  packed.truncatedTokens);
+                              "{1} tokens dropped)",
+                              packed.truncatedExamples, packed.truncatedTokens);
   report() << "\n";
   return std::move(packed.rows);
 }
@@ -247,8 +249,7 @@ static int runTraining(Program &program) {
 
   TrainPosition start;
   if (!resumePath.empty()) {
-    llvm::Expected<TrainPosition> resumed =
-        loadCheckpoint(program, resumePath);
+    llvm::Expected<TrainPosition> resumed = loadCheckpoint(program, resumePath);
     if (!resumed)
       return fail(resumed.takeError());
     start = *resumed;
@@ -269,14 +270,13 @@ static int runTraining(Program &program) {
     before = *measured;
   }
 
-  llvm::Expected<TrainResult> result =
-      train(program, *rows, report(), start);
+  llvm::Expected<TrainResult> result = train(program, *rows, report(), start);
   if (!result)
     return fail(result.takeError());
   report() << llvm::formatv("trained {0} steps; {1} written to {2}\n",
-                                result->steps,
-                                job.has_full_finetune() ? "model" : "adapter",
-                                job.checkpoint().output_dir());
+                            result->steps,
+                            job.has_full_finetune() ? "model" : "adapter",
+                            job.checkpoint().output_dir());
   if (before) {
     llvm::Expected<Evaluation> after = evaluate(program, evalRows);
     if (!after)
@@ -338,6 +338,8 @@ static int runJob(Executable executable) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  // --help lists these, not the LLVM internals linked in.
+  cl::HideUnrelatedOptions(options);
   cl::ParseCommandLineOptions(argc, argv, "Twill job runner\n");
   Communicator::initialize(argc, argv);
   llvm::Expected<Executable> executable = loadExecutable(executablePath);

@@ -32,13 +32,18 @@ namespace {
 enum class Emit { Executable, Config, Mlir };
 } // namespace
 
+static cl::OptionCategory options("twillc options");
+
 static cl::opt<std::string> jobPath(cl::Positional, cl::Required,
-                                    cl::desc("<job.textproto>"));
+                                    cl::desc("<job.textproto>"),
+                                    cl::cat(options));
 static cl::list<std::string> overrides(cl::Positional,
-                                       cl::desc("[field.path=value ...]"));
+                                       cl::desc("[field.path=value ...]"),
+                                       cl::cat(options));
 static cl::opt<std::string>
     outputPath("o", cl::desc("Where to write the Executable"),
-               cl::value_desc("job.twx"), cl::init("job.twx"));
+               cl::value_desc("job.twx"), cl::init("job.twx"),
+               cl::cat(options));
 static cl::opt<Emit> emit(
     "emit", cl::desc("What to produce"), cl::init(Emit::Executable),
     cl::values(clEnumValN(Emit::Executable, "executable",
@@ -46,7 +51,8 @@ static cl::opt<Emit> emit(
                clEnumValN(Emit::Config, "config",
                           "the resolved, validated job config (textproto)"),
                clEnumValN(Emit::Mlir, "mlir",
-                          "the compiled program in the twill dialect")));
+                          "the compiled program in the twill dialect")),
+    cl::cat(options));
 
 static cl::opt<mlir::twill::Stage> stage(
     "mlir-stage", cl::desc("With --emit=mlir: how far to compile"),
@@ -57,13 +63,15 @@ static cl::opt<mlir::twill::Stage> stage(
                           "every value with its placement on the mesh"),
                clEnumValN(mlir::twill::Stage::Partitioned, "partitioned",
                           "one rank's program with its collectives (the "
-                          "default)")));
+                          "default)")),
+    cl::cat(options));
 
 static cl::opt<bool>
     report("report",
            cl::desc("Print each rank's memory (parameters, gradients, "
                     "optimizer state) and communication per step, from the "
-                    "partitioned program; needs no weights"));
+                    "partitioned program; needs no weights"),
+           cl::cat(options));
 
 static int fail(llvm::Twine message) {
   llvm::WithColor::error(llvm::errs(), "twillc") << message << "\n";
@@ -120,6 +128,8 @@ static int writeExecutable(const twill::JobConfig &config,
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  // --help lists these, not the LLVM internals linked in.
+  cl::HideUnrelatedOptions(options);
   cl::ParseCommandLineOptions(argc, argv, "Twill job compiler\n");
 
   llvm::Expected<twill::JobConfig> config =
@@ -163,8 +173,7 @@ int main(int argc, char **argv) {
   }
   case Emit::Mlir: {
     mlir::MLIRContext context;
-    mlir::OwningOpRef<mlir::ModuleOp> module =
-        compile(context, *config, stage);
+    mlir::OwningOpRef<mlir::ModuleOp> module = compile(context, *config, stage);
     if (!module)
       return fail("cannot compile the job");
     module->print(llvm::outs());
