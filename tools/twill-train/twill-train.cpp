@@ -56,8 +56,9 @@ static cl::opt<std::string> evalDataPath(
     cl::value_desc("eval.jsonl"), cl::cat(options));
 static cl::opt<std::string>
     backendName("backend",
-                cl::desc("Where to compute: cpu (fp32, the reference) or "
-                         "cuda (this rank's GPU, NCCL between ranks)"),
+                cl::desc("Where to compute: cpu (the reference: fp32 "
+                         "arithmetic, bf16 values widened) or cuda (this "
+                         "rank's GPU, NCCL between ranks)"),
                 cl::value_desc("cpu|cuda"), cl::init("cpu"), cl::cat(options));
 static cl::opt<std::string> resumePath(
     "resume",
