@@ -188,6 +188,30 @@ shardAxis(const InstructionView &in) {
   return AxisPosition{(*comm)->coordinate(axis), size};
 }
 
+/// An embedding's sizes: (table [rows, dim], ids) -> [ids..., dim]; with
+/// `shard_axis` the table holds rows [firstRow, firstRow + rows) of the
+/// vocab (vocab-parallel), otherwise all of it.
+struct EmbeddingShape {
+  int64_t rows, dim;
+  std::optional<int64_t> firstRow;
+};
+
+inline llvm::Expected<EmbeddingShape>
+embeddingShape(const InstructionView &in) {
+  DType type = in.floatType();
+  if (auto error = in.expect(2, 1, {type, I32, type}, {2, 0, 1}))
+    return std::move(error);
+  EmbeddingShape shape{in.shape(0)[0], in.dim(0, 0), std::nullopt};
+  if (in.count(2) != in.count(1) * shape.dim)
+    return in.fail("result size is not ids x hidden");
+  auto position = shardAxis(in);
+  if (!position)
+    return position.takeError();
+  if (*position)
+    shape.firstRow = (*position)->coordinate * shape.rows;
+  return shape;
+}
+
 /// The query heads of an attention op: all of them, or with `shard_axis`
 /// this rank's block over every key/value head.
 inline llvm::Expected<HeadBlock> headBlock(const InstructionView &in,

@@ -19,19 +19,12 @@ namespace {
 using Kernel = llvm::Error (*)(const InstructionView &);
 
 llvm::Error runEmbedding(const InstructionView &in) {
-  if (auto error = in.expect(2, 1, {F32, I32, F32}, {2, 0, 1}))
-    return error;
-  int64_t dim = in.dim(0, 0), rows = in.shape(0)[0];
-  if (in.count(2) != in.count(1) * dim)
-    return in.fail("result size is not ids x hidden");
-  auto position = shardAxis(in);
-  if (!position)
-    return position.takeError();
-  std::optional<int64_t> firstRow;
-  if (*position)
-    firstRow = (*position)->coordinate * rows;
-  return cpu::embedding(in.data<float>(0), rows, dim, in.data<int32_t>(1),
-                        in.count(1), in.data<float>(2), firstRow);
+  llvm::Expected<EmbeddingShape> shape = embeddingShape(in);
+  if (!shape)
+    return shape.takeError();
+  return cpu::embedding(in.data<float>(0), shape->rows, shape->dim,
+                        in.data<int32_t>(1), in.count(1), in.data<float>(2),
+                        shape->firstRow);
 }
 
 llvm::Error runMatmul(const InstructionView &in) {

@@ -32,19 +32,13 @@ namespace {
 using Kernel = llvm::Error (*)(const InstructionView &, Device &);
 
 llvm::Error runEmbedding(const InstructionView &in, Device &device) {
-  DType type = in.floatType();
-  if (auto error = in.expect(2, 1, {type, I32, type}, {2, 0, 1}))
-    return error;
-  int64_t dim = in.dim(0, 0), rows = in.shape(0)[0];
-  if (in.count(2) != in.count(1) * dim)
-    return in.fail("result size is not ids x hidden");
-  auto position = shardAxis(in);
-  if (!position)
-    return position.takeError();
-  int64_t firstRow = *position ? (*position)->coordinate * rows : 0;
-  cuda::embedding(in.data<void>(0), rows, dim, in.data<int32_t>(1), in.count(1),
-                  in.data<void>(2), firstRow, !*position, device.errors,
-                  type == BF16, device.stream);
+  llvm::Expected<EmbeddingShape> shape = embeddingShape(in);
+  if (!shape)
+    return shape.takeError();
+  cuda::embedding(in.data<void>(0), shape->rows, shape->dim,
+                  in.data<int32_t>(1), in.count(1), in.data<void>(2),
+                  shape->firstRow.value_or(0), !shape->firstRow, device.errors,
+                  in.floatType() == BF16, device.stream);
   return llvm::Error::success();
 }
 
