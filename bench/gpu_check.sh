@@ -83,7 +83,7 @@ cublas_peak = 10 * 2 * 8192**3 / (time.perf_counter() - start)
 
 memory = max(int(x) for x in (work / "memory.txt").read_text().split() if x.strip())
 rows = [
-    ("job", f"Llama-3.1-8B shape, LoRA r16 all projections, seq {seq}, 1 GPU, cuda backend, bf16 (fp32 LoRA masters)"),
+    ("job", f"Llama-3.1-8B shape, LoRA r16 all projections, seq {seq}, 1 GPU, cuda backend, bf16 (fp32 LoRA masters), no activation checkpointing"),
     ("tokens/s (mean of steps 2-4)", f"{tokens_per_second:,.0f}"),
     ("target / goal", "12,500 / 15,000 tokens/s"),
     ("FLOPs per token (4N + 12 L d T)", f"{flops_per_token:.3e}"),

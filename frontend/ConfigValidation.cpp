@@ -236,6 +236,10 @@ llvm::Error twill::validateJobConfig(const JobConfig &config) {
   // pads and masks what does not divide.
   problems.positive("parallel.dp", config.parallel().dp());
   problems.positive("parallel.tp", config.parallel().tp());
+  // Refused rather than ignored, as lora.dropout.
+  if (config.parallel().activation_checkpointing() == ParallelConfig::SELECTIVE)
+    problems.add("parallel.activation_checkpointing SELECTIVE is not "
+                 "supported yet; use FULL or NONE");
   validateTrain(config.train(), problems);
   problems.nonNegative("checkpoint.save_every",
                        config.checkpoint().save_every());

@@ -168,6 +168,30 @@ def EmitExecutable : Pass<"twill-emit-executable", "mlir::ModuleOp"> {
   ];
 }
 
+def Rematerialize : Pass<"twill-rematerialize", "mlir::ModuleOp"> {
+  let summary = "Full activation checkpointing: decoder layers recomputed in the backward";
+  let description = [{
+    Runs on the partitioned `@train_step` (parallel.activation_checkpointing
+    FULL). The forward ops of each decoder layer (by their location,
+    `model.layers.N...`, which partitioning gives the collectives it
+    inserts too) are cloned right before the first backward op that reads
+    one of their values, and the backward reads the clones. Only what
+    crosses layers is kept from the forward (each layer's input, the
+    residual stream), so a layer's activations live during its forward and
+    its backward, not in between. Partitioning ran first, so the clones
+    gather their FSDP shards again, and memory does not grow with the
+    depth.
+
+    ```mlir
+    // forward: %n = rms_norm %h ...; %q = matmul %n, %w ... (layer 3)
+    // backward, before its first use:
+    %n2 = twill.rms_norm %h, ...   // recomputed from the kept input %h
+    %q2 = twill.matmul %n2, %w ...
+    ... = twill.matmul %dq, %q2 ...
+    ```
+  }];
+}
+
 def FuseEpilogues : Pass<"twill-fuse-epilogues", "mlir::ModuleOp"> {
   let summary = "Folds scales and adds into the matmuls they follow";
   let description = [{

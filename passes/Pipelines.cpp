@@ -27,5 +27,7 @@ void mlir::twill::buildCompilePipeline(OpPassManager &pm,
   if (until == Stage::Placed)
     return;
   pm.addPass(createPartition({sequenceParallel}));
+  if (job.parallel().activation_checkpointing() == ::twill::ParallelConfig::FULL)
+    pm.addPass(createRematerialize());
   pm.addPass(createFuseEpilogues());
 }

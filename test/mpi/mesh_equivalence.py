@@ -24,8 +24,9 @@ Last, variants of the job against their own 1x1 run: full fine-tuning
 (every gradient reduce-scattered, the embedding's too), tied embeddings (one
 vocab-parallel table for the embedding and lm_head), no sequence
 parallelism (tp partial sums all-reduced, not scattered), and tp=3 (no head
-count or MLP size divides by it); and bf16 (train.precision=BF16), whose
-1x1 losses must also be within 1e-2 of fp32's.
+count or MLP size divides by it); bf16 (train.precision=BF16), whose 1x1
+losses must also be within 1e-2 of fp32's; and full activation
+checkpointing, whose 1x1 losses must equal those without it, bit for bit.
 """
 import argparse
 import json
@@ -64,6 +65,9 @@ VARIANTS = {
                          TOLERANCE),
     # bf16 weights and activations, gathered in bf16; fp32 masters.
     "bf16": (["train.precision=BF16"], [(2, 2), (1, 4)], BF16_TOLERANCE),
+    # Decoder layers recomputed in the backward, FSDP gathers included.
+    "activation checkpointing": (["parallel.activation_checkpointing=FULL"],
+                                 [(2, 2), (4, 1)], TOLERANCE),
 }
 
 
@@ -157,6 +161,10 @@ def main():
     for variant, (overrides, meshes, tolerance) in VARIANTS.items():
         alone, _, _ = train(args.bin, args.work, args.data, args.config, 1, 1,
                             variant=overrides)
+        if variant == "activation checkpointing" and alone != reference_losses:
+            # Recomputing is computing the same values again: bit-identical.
+            failures.append(f"activation checkpointing 1x1: losses {alone} "
+                            f"vs {reference_losses} without it")
         if variant == "bf16":
             worst = max(abs(a - b) / abs(b)
                         for a, b in zip(alone, reference_losses))

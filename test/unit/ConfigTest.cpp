@@ -339,6 +339,9 @@ TEST(JobConfigValidation, RangesAndSupportedVariants) {
               HasSubstr("lora.dropout must be in [0, 1)"));
   EXPECT_THAT(validationErrorAfter("lora.dropout=0.05"),
               HasSubstr("lora.dropout 0.05 is not supported yet"));
+  EXPECT_THAT(
+      validationErrorAfter("parallel.activation_checkpointing=SELECTIVE"),
+      HasSubstr("SELECTIVE is not supported yet; use FULL or NONE"));
   EXPECT_THAT(validationErrorAfter("train.beta2=1"),
               HasSubstr("train.beta2 must be in [0, 1)"));
   EXPECT_THAT(validationErrorAfter("model.rope_scaling.rope_type=linear"),
