@@ -54,10 +54,10 @@ TpStyle Propagator::styleOf(StringRef module) const {
   if ((kind == "k_proj" || kind == "v_proj") && kvHeads % tpSize != 0)
     return TpStyle::Replicated;
   return llvm::StringSwitch<TpStyle>(kind)
-      .Cases("q_proj", "k_proj", "v_proj", "gate_proj", "up_proj",
+      .Cases({"q_proj", "k_proj", "v_proj", "gate_proj", "up_proj",
+              "embed_tokens", "lm_head"},
              TpStyle::Column)
-      .Cases("embed_tokens", "lm_head", TpStyle::Column)
-      .Cases("o_proj", "down_proj", TpStyle::Row)
+      .Cases({"o_proj", "down_proj"}, TpStyle::Row)
       .Default(TpStyle::Replicated);
 }
 
