@@ -54,7 +54,7 @@ LogicalResult rematerialize(func::FuncOp function) {
       layers[*layer].push_back(&op);
   }
   auto inBackward = [&](Operation *user) {
-    return loss->isBeforeInBlock(user) || user == loss;
+    return loss->isBeforeInBlock(user);
   };
   for (auto &[layer, ops] : layers) {
     llvm::DenseSet<Operation *> members(ops.begin(), ops.end());

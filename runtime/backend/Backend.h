@@ -14,6 +14,9 @@
 #include "runtime/comm/Communicator.h"
 #include "runtime/executable/Executable.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
 #include <memory>
 #include <utility>
 
@@ -38,6 +41,20 @@ public:
   /// Makes the host copies of these buffers current.
   virtual llvm::Error download(llvm::ArrayRef<int> ids) = 0;
 };
+
+/// Runs `each` on the instructions of `entry` in order, up to the first
+/// error, which then names the entry point and the instruction.
+inline llvm::Error
+forEachInstruction(const EntryPoint &entry,
+                   llvm::function_ref<llvm::Error(const Instruction &)> each) {
+  for (int index = 0; index < entry.instructions_size(); ++index)
+    if (llvm::Error error = each(entry.instructions(index)))
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          llvm::formatv("{0}, instruction {1}: {2}", entry.name(), index,
+                        llvm::toString(std::move(error))));
+  return llvm::Error::success();
+}
 
 /// The reference backend, computing in `buffers` (the host copies).
 std::unique_ptr<Backend> createCpuBackend(BufferSet &buffers,

@@ -2,9 +2,13 @@
 
 #include "runtime/executable/Executable.h"
 
+#include "runtime/executable/BFloat16.h"
+
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
+
+#include <cstring>
 
 using namespace twill;
 
@@ -129,4 +133,41 @@ std::byte *BufferSet::data(int id) {
   if (bytes.empty())
     bytes.resize(program.buffers(id).size_bytes()); // zeros
   return bytes.data();
+}
+
+static llvm::Error notFloats(int id) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 "buffer " + std::to_string(id) +
+                                     " holds no floats");
+}
+
+llvm::Expected<std::vector<float>> BufferSet::floats(int id) {
+  std::vector<float> values(numElements(info(id)));
+  switch (info(id).dtype()) {
+  case F32:
+    std::memcpy(values.data(), data(id), values.size() * sizeof(float));
+    return values;
+  case BF16:
+    widenBF16(as<uint16_t>(id), values.data(), values.size());
+    return values;
+  default:
+    return notFloats(id);
+  }
+}
+
+llvm::Error BufferSet::setFloats(int id, llvm::ArrayRef<float> values) {
+  if ((int64_t)values.size() != numElements(info(id)))
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "buffer " + std::to_string(id) +
+                                       " holds a different count of values");
+  switch (info(id).dtype()) {
+  case F32:
+    std::memcpy(data(id), values.data(), values.size() * sizeof(float));
+    return llvm::Error::success();
+  case BF16:
+    narrowToBF16(values.data(), as<uint16_t>(id), values.size());
+    return llvm::Error::success();
+  default:
+    return notFloats(id);
+  }
 }

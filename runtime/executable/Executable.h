@@ -42,6 +42,13 @@ public:
     return reinterpret_cast<T *>(data(id));
   }
 
+  /// The host copy of a float buffer (fp32, or bf16 widened) as fp32
+  /// values; an error for any other dtype.
+  llvm::Expected<std::vector<float>> floats(int id);
+  /// Stores fp32 values (as many as the buffer holds) in a float buffer,
+  /// rounding them for a bf16 one.
+  llvm::Error setFloats(int id, llvm::ArrayRef<float> values);
+
 private:
   const Executable &program;
   MemoryPlan memoryPlan;

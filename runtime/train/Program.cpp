@@ -3,7 +3,6 @@
 #include "runtime/train/Program.h"
 
 #include "runtime/backend/Backend.h"
-#include "runtime/executable/BFloat16.h"
 
 #include <algorithm>
 #include <cstring>
@@ -45,24 +44,13 @@ llvm::Expected<std::vector<float>> Program::wholeTensor(int id) {
   if (llvm::Error error = backend->download({id}))
     return std::move(error);
   std::vector<float> whole(count, 0.0f);
-  const Buffer &buffer = program.buffers(id);
-  std::vector<float> widened;
-  if (buffer.dtype() == BF16) {
-    widened.resize(numElements(buffer));
-    widenBF16(memory->as<uint16_t>(id), widened.data(), widened.size());
-  } else if (buffer.dtype() != F32) {
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "buffer " + std::to_string(id) +
-                                       " holds no floats");
-  }
-  llvm::ArrayRef<float> local =
-      buffer.dtype() == BF16
-          ? llvm::ArrayRef<float>(widened)
-          : llvm::ArrayRef<float>(memory->as<float>(id), numElements(buffer));
+  llvm::Expected<std::vector<float>> local = memory->floats(id);
+  if (!local)
+    return local.takeError();
   // Each block once: its first holder adds it into zeros, the sum over the
   // world is the tensor.
   if (layout->primary)
-    addBlock(local, *layout, whole);
+    addBlock(*local, *layout, whole);
   if (comm && comm->worldSize() > 1)
     if (llvm::Error error = comm->sumOverWorld(whole.data(), count))
       return std::move(error);

@@ -3,7 +3,6 @@
 #include "runtime/train/Weights.h"
 
 #include "runtime/data/JsonLines.h"
-#include "runtime/executable/BFloat16.h"
 #include "runtime/io/Safetensors.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -72,8 +71,9 @@ static void initialise(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
   }
 }
 
-llvm::Expected<uint64_t> twill::loadParameters(Program &program, llvm::StringRef baseDir,
-                                  llvm::StringRef adapterDir) {
+llvm::Expected<uint64_t> twill::loadParameters(Program &program,
+                                               llvm::StringRef baseDir,
+                                               llvm::StringRef adapterDir) {
   const JobConfig &job = program.job();
   bool randomBase = baseDir.empty() && job.checkpoint().random_base();
   if (baseDir.empty() && !randomBase)
@@ -113,13 +113,7 @@ llvm::Expected<uint64_t> twill::loadParameters(Program &program, llvm::StringRef
     // Made in fp32, stored as the program keeps the parameter.
     std::vector<float> local(numElements(buffer));
     auto store = [&] {
-      if (buffer.dtype() == BF16)
-        narrowToBF16(local.data(),
-                     program.buffers().as<uint16_t>(parameter.buffer()),
-                     local.size());
-      else
-        std::copy(local.begin(), local.end(),
-                  program.buffers().as<float>(parameter.buffer()));
+      return program.buffers().setFloats(parameter.buffer(), local);
     };
     // Each rank reads only its block of the checkpoint's tensor.
     bool lora = isLoraWeight(parameter.name());
@@ -141,13 +135,15 @@ llvm::Expected<uint64_t> twill::loadParameters(Program &program, llvm::StringRef
       std::vector<float> whole(count);
       initialise(parameter.name(), block->globalShape, whole, random);
       sliceBlock<float>(whole, *block, local);
-      store();
+      if (llvm::Error stored = store())
+        return std::move(stored);
       continue;
     }
     if (error)
       return std::move(error);
     placeBlock(values, *block, local);
-    store();
+    if (llvm::Error stored = store())
+      return std::move(stored);
   }
   return (base ? base->bytesRead() : 0) + (adapter ? adapter->bytesRead() : 0);
 }

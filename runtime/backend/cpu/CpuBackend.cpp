@@ -460,22 +460,14 @@ static llvm::Error runWidened(Kernel kernel, const Instruction &instruction,
 
 llvm::Error CpuBackend::run(const EntryPoint &entry, BufferSet &buffers,
                             Communicator *comm) {
-  for (int index = 0; index < entry.instructions_size(); ++index) {
-    const Instruction &instruction = entry.instructions(index);
+  return forEachInstruction(entry, [&](const Instruction &instruction) {
     auto kernel = kernels().find(instruction.op());
-    llvm::Error error =
-        kernel == kernels().end()
-            ? llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                      "the cpu backend has no kernel for " +
-                                          instruction.op())
-            : runWidened(kernel->second, instruction, buffers, comm);
-    if (error)
-      return llvm::createStringError(
-          llvm::inconvertibleErrorCode(),
-          llvm::formatv("{0}, instruction {1}: {2}", entry.name(), index,
-                        llvm::toString(std::move(error))));
-  }
-  return llvm::Error::success();
+    if (kernel == kernels().end())
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "the cpu backend has no kernel for " +
+                                         instruction.op());
+    return runWidened(kernel->second, instruction, buffers, comm);
+  });
 }
 
 llvm::Error CpuBackend::run(const EntryPoint &entry,

@@ -581,23 +581,18 @@ llvm::Error CudaBackend::runKernel(const KernelEntry &kernel,
 llvm::Error CudaBackend::run(const EntryPoint &entry,
                              llvm::ArrayRef<WriteBack> writeBacks) {
   const Executable &executable = host.executable();
-  for (int index = 0; index < entry.instructions_size(); ++index) {
-    const Instruction &instruction = entry.instructions(index);
-    auto kernel = kernels().find(instruction.op());
-    llvm::Error error =
-        kernel == kernels().end()
-            ? llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                      "the cuda backend has no kernel for " +
-                                          instruction.op())
-            : runKernel(kernel->second, instruction);
-    if (!error)
-      error = checkCuda(cudaGetLastError(), "a kernel launch");
-    if (error)
-      return llvm::createStringError(
-          llvm::inconvertibleErrorCode(),
-          llvm::formatv("{0}, instruction {1}: {2}", entry.name(), index,
-                        llvm::toString(std::move(error))));
-  }
+  if (auto error =
+          forEachInstruction(entry, [&](const Instruction &instruction) {
+            auto kernel = kernels().find(instruction.op());
+            if (kernel == kernels().end())
+              return llvm::createStringError(
+                  llvm::inconvertibleErrorCode(),
+                  "the cuda backend has no kernel for " + instruction.op());
+            if (auto error = runKernel(kernel->second, instruction))
+              return error;
+            return checkCuda(cudaGetLastError(), "a kernel launch");
+          }))
+    return error;
   // What only the device saw (a token outside the vocabulary) fails the
   // run before any parameter or state is written back, as on the cpu; the
   // flags are cleared for the next run.
