@@ -113,7 +113,10 @@ OptimizerPass::accumulateGradients(func::FuncOp step) {
     auto type = cast<RankedTensorType>(value.getType());
     Value sum =
         function.addArgument(type, kStateAttrName, parameter + ".grad_sum");
-    function.addResult(AddOp::create(builder, loc, type, sum, value),
+    // Named after the parameter, as its gradient's matmul that this add
+    // may become (twill-fuse-epilogues): profiles tell the layer.
+    Location named = NameLoc::get(builder.getStringAttr(parameter), loc);
+    function.addResult(AddOp::create(builder, named, type, sum, value),
                        parameter + ".grad_sum");
     trainables.push_back({parameter, type});
   }
@@ -174,8 +177,9 @@ void OptimizerPass::buildOptimizerStep(func::FuncOp step,
                                        builder.getI64IntegerAttr(warmupSteps));
 
   for (auto [index, trainable] : llvm::enumerate(trainables)) {
+    Location named = NameLoc::get(builder.getStringAttr(trainable.name), loc);
     auto update = AdamWOp::create(
-        builder, loc, trainable.type, trainable.type, trainable.type,
+        builder, named, trainable.type, trainable.type, trainable.type,
         params[index], sums[index], expAvgs[index], expAvgSqs[index], lrValue,
         gradScale, stepCount, builder.getF64FloatAttr(beta1),
         builder.getF64FloatAttr(beta2), builder.getF64FloatAttr(eps),
@@ -183,7 +187,8 @@ void OptimizerPass::buildOptimizerStep(func::FuncOp step,
     function.addResult(update.getNewParam(), trainable.name);
     function.addResult(update.getNewExpAvg(), trainable.name + ".exp_avg");
     function.addResult(update.getNewExpAvgSq(), trainable.name + ".exp_avg_sq");
-    function.addResult(constant(trainable.type, 0.0),
+    function.addResult(ConstantOp::create(builder, named, trainable.type,
+                                          builder.getF64FloatAttr(0.0)),
                        trainable.name + ".grad_sum");
   }
   function.addResult(IncrementOp::create(builder, loc, i64, stepCount), "step");

@@ -13,6 +13,7 @@
 
 #include "runtime/comm/Communicator.h"
 #include "runtime/executable/Executable.h"
+#include "runtime/profile/Profiler.h"
 
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -40,15 +41,25 @@ public:
   virtual llvm::Error upload(llvm::ArrayRef<int> ids) = 0;
   /// Makes the host copies of these buffers current.
   virtual llvm::Error download(llvm::ArrayRef<int> ids) = 0;
+
+  /// From now on, records a span per instruction and per run into
+  /// `profiler` (none: records nothing).
+  void profileInto(Profiler *into) { profiler = into; }
+  /// What the backend's memory came to, where it has memory of its own
+  /// (the cuda backend's device memory); empty otherwise.
+  virtual std::string memoryReport() const { return {}; }
+
+protected:
+  Profiler *profiler = nullptr;
 };
 
 /// Runs `each` on the instructions of `entry` in order, up to the first
 /// error, which then names the entry point and the instruction.
-inline llvm::Error
-forEachInstruction(const EntryPoint &entry,
-                   llvm::function_ref<llvm::Error(const Instruction &)> each) {
+inline llvm::Error forEachInstruction(
+    const EntryPoint &entry,
+    llvm::function_ref<llvm::Error(int index, const Instruction &)> each) {
   for (int index = 0; index < entry.instructions_size(); ++index)
-    if (llvm::Error error = each(entry.instructions(index)))
+    if (llvm::Error error = each(index, entry.instructions(index)))
       return llvm::createStringError(
           llvm::inconvertibleErrorCode(),
           llvm::formatv("{0}, instruction {1}: {2}", entry.name(), index,

@@ -273,7 +273,11 @@ inline llvm::Expected<MatmulShape> matmulShape(const InstructionView &in) {
   shape.k = in.dim(0, shape.transposeLhs ? 1 : 0);
   shape.n = in.dim(1, shape.transposeRhs ? 1 : 0);
   int64_t rhsK = in.dim(1, shape.transposeRhs ? 0 : 1);
-  shape.batch = in.count(0) / std::max<int64_t>(shape.m * shape.k, 1);
+  // The batch from the dims themselves: an empty product (k = 0) still has
+  // its rows and columns.
+  shape.batch = 1;
+  for (int64_t dim : in.shape(0).drop_back(2))
+    shape.batch *= dim;
   shape.rhsBatched = in.shape(1).size() > 2;
   if (in.shape(shape.result).size() == 2 && in.shape(0).size() > 2) {
     if (!shape.transposeLhs || shape.transposeRhs)

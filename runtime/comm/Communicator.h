@@ -6,10 +6,12 @@
 // collective on an axis runs among those. Tensors are row-major fp32 with a
 // gather or scatter dim, as the twill collective ops describe them.
 //
-// Communicator.cpp holds the mesh bookkeeping; the transport is MPI
+// Communicator is the mesh bookkeeping (Communicator.cpp) and the
+// collectives' interface. The transport that implements them is MPI
 // (MpiTransport.cpp), or, in a build without MPI (TWILL_WITH_MPI=OFF: a
-// single-GPU machine with no MPI installed), one process
-// (SingleProcess.cpp), where a collective over one rank is a copy.
+// single-GPU machine with no MPI installed), one process alone
+// (LocalCommunicator.cpp), which also stands in for one rank of a larger
+// mesh where a kernel is checked by itself (twill-conformance).
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,7 +45,15 @@ public:
   /// ranks as the mesh.
   static llvm::Expected<std::unique_ptr<Communicator>>
   create(llvm::ArrayRef<std::string> axes, llvm::ArrayRef<int64_t> shape);
-  ~Communicator();
+  /// One process standing in for the rank at `coordinates` of a mesh whose
+  /// other ranks are absent: kernels that read their rank's position (a
+  /// vocab or head block) run as that rank would, an all-reduce keeps this
+  /// rank's values (the others add nothing), and a gather, scatter or
+  /// exchange over an axis of more than one rank fails. Nothing needs MPI.
+  static std::unique_ptr<Communicator>
+  standIn(llvm::ArrayRef<std::string> axes, llvm::ArrayRef<int64_t> shape,
+          llvm::ArrayRef<int64_t> coordinates);
+  virtual ~Communicator() = default;
   Communicator(const Communicator &) = delete;
   Communicator &operator=(const Communicator &) = delete;
 
@@ -55,43 +65,44 @@ public:
 
   /// out (shape with dim `dim` times the axis size) = the inputs of the
   /// axis's ranks concatenated along `dim`, in axis order.
-  llvm::Error allGather(llvm::StringRef axis, const float *in, float *out,
-                        llvm::ArrayRef<int64_t> inShape, int64_t dim);
+  virtual llvm::Error allGather(llvm::StringRef axis, const float *in,
+                                float *out, llvm::ArrayRef<int64_t> inShape,
+                                int64_t dim) = 0;
   /// out = this rank's block along `dim` of the sum of the axis's inputs.
-  llvm::Error reduceScatter(llvm::StringRef axis, const float *in, float *out,
-                            llvm::ArrayRef<int64_t> inShape, int64_t dim);
+  virtual llvm::Error reduceScatter(llvm::StringRef axis, const float *in,
+                                    float *out,
+                                    llvm::ArrayRef<int64_t> inShape,
+                                    int64_t dim) = 0;
   /// out = the sum of the axis's inputs (in may be out).
-  llvm::Error allReduce(llvm::StringRef axis, const float *in, float *out,
-                        int64_t count);
-  llvm::Error allReduce(llvm::StringRef axis, const int64_t *in, int64_t *out,
-                        int64_t count);
+  virtual llvm::Error allReduce(llvm::StringRef axis, const float *in,
+                                float *out, int64_t count) = 0;
+  virtual llvm::Error allReduce(llvm::StringRef axis, const int64_t *in,
+                                int64_t *out, int64_t count) = 0;
   /// Per element, the sum (or with `max`, the maximum) over the axis, in
   /// place.
-  llvm::Error allReduce(llvm::StringRef axis, double *values, int64_t count,
-                        bool max);
+  virtual llvm::Error allReduce(llvm::StringRef axis, double *values,
+                                int64_t count, bool max) = 0;
   /// The sum over every rank of the world, in place: how a tensor whose
   /// blocks live on different ranks is put together (each rank adds its
   /// block into zeros).
-  llvm::Error sumOverWorld(float *values, int64_t count);
+  virtual llvm::Error sumOverWorld(float *values, int64_t count) = 0;
   /// Returns once every rank of the world has called it.
-  llvm::Error barrier();
+  virtual llvm::Error barrier() = 0;
   /// Splits `splitDim` into one block per rank of the axis, sends block r to
   /// rank r, and concatenates what arrives along `concatDim`.
-  llvm::Error allToAll(llvm::StringRef axis, const float *in, float *out,
-                       llvm::ArrayRef<int64_t> inShape, int64_t splitDim,
-                       int64_t concatDim);
+  virtual llvm::Error allToAll(llvm::StringRef axis, const float *in,
+                               float *out, llvm::ArrayRef<int64_t> inShape,
+                               int64_t splitDim, int64_t concatDim) = 0;
 
   /// Copies `bytes` at `data` from rank `root` to every rank.
-  llvm::Error broadcast(void *data, int64_t bytes, int root) const;
+  virtual llvm::Error broadcast(void *data, int64_t bytes, int root) const = 0;
 
-private:
+protected:
   Communicator() = default;
   struct Axis {
     std::string name;
     int size = 1, coordinate = 0;
   };
-  /// The transport's handles (MPI's sub-communicators), one per axis.
-  struct Transport;
   llvm::Expected<const Axis *> findAxis(llvm::StringRef name) const;
   /// Lays the world's ranks out on the mesh; fails unless they fill it.
   llvm::Error layOut(llvm::ArrayRef<std::string> names,
@@ -99,7 +110,6 @@ private:
 
   int worldRank = 0, size = 1;
   std::vector<Axis> axes;
-  std::unique_ptr<Transport> transport;
 };
 
 } // namespace twill

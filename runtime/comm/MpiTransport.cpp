@@ -10,10 +10,40 @@
 
 using namespace twill;
 
-/// One sub-communicator per mesh axis, in the axes' order.
-struct Communicator::Transport {
+namespace {
+
+/// The mesh's collectives over MPI: one sub-communicator per mesh axis, in
+/// the axes' order.
+class MpiCommunicator final : public Communicator {
+public:
+  static llvm::Expected<std::unique_ptr<Communicator>>
+  create(llvm::ArrayRef<std::string> axisNames, llvm::ArrayRef<int64_t> shape);
+  ~MpiCommunicator() override;
+
+  llvm::Error allGather(llvm::StringRef axis, const float *in, float *out,
+                        llvm::ArrayRef<int64_t> inShape, int64_t dim) override;
+  llvm::Error reduceScatter(llvm::StringRef axis, const float *in, float *out,
+                            llvm::ArrayRef<int64_t> inShape,
+                            int64_t dim) override;
+  llvm::Error allReduce(llvm::StringRef axis, const float *in, float *out,
+                        int64_t count) override;
+  llvm::Error allReduce(llvm::StringRef axis, const int64_t *in, int64_t *out,
+                        int64_t count) override;
+  llvm::Error allReduce(llvm::StringRef axis, double *values, int64_t count,
+                        bool max) override;
+  llvm::Error sumOverWorld(float *values, int64_t count) override;
+  llvm::Error barrier() override;
+  llvm::Error allToAll(llvm::StringRef axis, const float *in, float *out,
+                       llvm::ArrayRef<int64_t> inShape, int64_t splitDim,
+                       int64_t concatDim) override;
+  llvm::Error broadcast(void *data, int64_t bytes, int root) const override;
+
+private:
+  MPI_Comm commOf(const Axis *axis) const { return comms[axis - axes.data()]; }
   std::vector<MPI_Comm> comms;
 };
+
+} // namespace
 
 static llvm::Error commError(const llvm::Twine &what) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), what);
@@ -55,14 +85,19 @@ int Communicator::launchedRanks() {
 llvm::Expected<std::unique_ptr<Communicator>>
 Communicator::create(llvm::ArrayRef<std::string> axisNames,
                      llvm::ArrayRef<int64_t> shape) {
-  auto communicator = std::unique_ptr<Communicator>(new Communicator());
+  return MpiCommunicator::create(axisNames, shape);
+}
+
+llvm::Expected<std::unique_ptr<Communicator>>
+MpiCommunicator::create(llvm::ArrayRef<std::string> axisNames,
+                        llvm::ArrayRef<int64_t> shape) {
+  auto communicator = std::make_unique<MpiCommunicator>();
   MPI_Comm_rank(MPI_COMM_WORLD, &communicator->worldRank);
   MPI_Comm_size(MPI_COMM_WORLD, &communicator->size);
   if (llvm::Error error = communicator->layOut(axisNames, shape))
     return std::move(error);
   // An axis's communicator joins the ranks that agree on every other
   // coordinate.
-  communicator->transport = std::make_unique<Transport>();
   const std::vector<Axis> &axes = communicator->axes;
   for (size_t i = 0; i < axes.size(); ++i) {
     int color = 0;
@@ -74,16 +109,15 @@ Communicator::create(llvm::ArrayRef<std::string> axisNames,
             MPI_Comm_split(MPI_COMM_WORLD, color, axes[i].coordinate, &comm),
             "MPI_Comm_split"))
       return std::move(error);
-    communicator->transport->comms.push_back(comm);
+    communicator->comms.push_back(comm);
   }
   return communicator;
 }
 
-Communicator::~Communicator() {
-  if (transport)
-    for (MPI_Comm &comm : transport->comms)
-      if (comm != MPI_COMM_NULL)
-        MPI_Comm_free(&comm);
+MpiCommunicator::~MpiCommunicator() {
+  for (MPI_Comm &comm : comms)
+    if (comm != MPI_COMM_NULL)
+      MPI_Comm_free(&comm);
 }
 
 /// A row-major tensor seen as [outer, dim, inner] around `dim`.
@@ -94,7 +128,7 @@ struct Split {
         inner(product(shape.drop_front(dim + 1))) {}
 };
 
-llvm::Error Communicator::allGather(llvm::StringRef name, const float *in,
+llvm::Error MpiCommunicator::allGather(llvm::StringRef name, const float *in,
                                     float *out, llvm::ArrayRef<int64_t> inShape,
                                     int64_t dim) {
   llvm::Expected<const Axis *> axis = findAxis(name);
@@ -105,7 +139,7 @@ llvm::Error Communicator::allGather(llvm::StringRef name, const float *in,
   std::vector<float> gathered(block * (*axis)->size);
   if (llvm::Error error =
           checkMpi(MPI_Allgather(in, int(block), MPI_FLOAT, gathered.data(),
-                                 int(block), MPI_FLOAT, transport->comms[*axis - axes.data()]),
+                                 int(block), MPI_FLOAT, commOf(*axis)),
                    "MPI_Allgather"))
     return error;
   // gathered is [rank][outer][length * inner]; out is
@@ -119,7 +153,7 @@ llvm::Error Communicator::allGather(llvm::StringRef name, const float *in,
   return llvm::Error::success();
 }
 
-llvm::Error Communicator::reduceScatter(llvm::StringRef name, const float *in,
+llvm::Error MpiCommunicator::reduceScatter(llvm::StringRef name, const float *in,
                                         float *out,
                                         llvm::ArrayRef<int64_t> inShape,
                                         int64_t dim) {
@@ -141,7 +175,7 @@ llvm::Error Communicator::reduceScatter(llvm::StringRef name, const float *in,
                   in + (o * n + r) * row, row * sizeof(float));
   return checkMpi(MPI_Reduce_scatter_block(blocks.data(), out,
                                            int(split.outer * row), MPI_FLOAT,
-                                           MPI_SUM, transport->comms[*axis - axes.data()]),
+                                           MPI_SUM, commOf(*axis)),
                   "MPI_Reduce_scatter_block");
 }
 
@@ -153,46 +187,46 @@ static llvm::Error reduce(const void *in, void *out, int64_t count,
                   "MPI_Allreduce");
 }
 
-llvm::Error Communicator::allReduce(llvm::StringRef name, const float *in,
+llvm::Error MpiCommunicator::allReduce(llvm::StringRef name, const float *in,
                                     float *out, int64_t count) {
   llvm::Expected<const Axis *> axis = findAxis(name);
   if (!axis)
     return axis.takeError();
-  return reduce(in, out, count, MPI_FLOAT, MPI_SUM, transport->comms[*axis - axes.data()]);
+  return reduce(in, out, count, MPI_FLOAT, MPI_SUM, commOf(*axis));
 }
 
-llvm::Error Communicator::allReduce(llvm::StringRef name, const int64_t *in,
+llvm::Error MpiCommunicator::allReduce(llvm::StringRef name, const int64_t *in,
                                     int64_t *out, int64_t count) {
   llvm::Expected<const Axis *> axis = findAxis(name);
   if (!axis)
     return axis.takeError();
-  return reduce(in, out, count, MPI_INT64_T, MPI_SUM, transport->comms[*axis - axes.data()]);
+  return reduce(in, out, count, MPI_INT64_T, MPI_SUM, commOf(*axis));
 }
 
-llvm::Error Communicator::allReduce(llvm::StringRef name, double *values,
+llvm::Error MpiCommunicator::allReduce(llvm::StringRef name, double *values,
                                     int64_t count, bool max) {
   llvm::Expected<const Axis *> axis = findAxis(name);
   if (!axis)
     return axis.takeError();
   return reduce(values, values, count, MPI_DOUBLE, max ? MPI_MAX : MPI_SUM,
-                transport->comms[*axis - axes.data()]);
+                commOf(*axis));
 }
 
-llvm::Error Communicator::broadcast(void *data, int64_t bytes,
+llvm::Error MpiCommunicator::broadcast(void *data, int64_t bytes,
                                     int root) const {
   return checkMpi(MPI_Bcast(data, int(bytes), MPI_BYTE, root, MPI_COMM_WORLD),
                   "MPI_Bcast");
 }
 
-llvm::Error Communicator::barrier() {
+llvm::Error MpiCommunicator::barrier() {
   return checkMpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
 }
 
-llvm::Error Communicator::sumOverWorld(float *values, int64_t count) {
+llvm::Error MpiCommunicator::sumOverWorld(float *values, int64_t count) {
   return reduce(values, values, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
 }
 
-llvm::Error Communicator::allToAll(llvm::StringRef name, const float *in,
+llvm::Error MpiCommunicator::allToAll(llvm::StringRef name, const float *in,
                                    float *out, llvm::ArrayRef<int64_t> inShape,
                                    int64_t splitDim, int64_t concatDim) {
   llvm::Expected<const Axis *> axis = findAxis(name);
@@ -216,7 +250,7 @@ llvm::Error Communicator::allToAll(llvm::StringRef name, const float *in,
                   in + (o * n + r) * sourceRow, sourceRow * sizeof(float));
   if (llvm::Error error = checkMpi(
           MPI_Alltoall(send.data(), int(block), MPI_FLOAT, receive.data(),
-                       int(block), MPI_FLOAT, transport->comms[*axis - axes.data()]),
+                       int(block), MPI_FLOAT, commOf(*axis)),
           "MPI_Alltoall"))
     return error;
   // Block r arrived from rank r: it goes to slice r along concatDim.

@@ -3,6 +3,7 @@
 #include "runtime/executable/Executable.h"
 
 #include "runtime/executable/BFloat16.h"
+#include "runtime/executable/InstructionKinds.h"
 
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -103,6 +104,9 @@ llvm::Error twill::verifyExecutable(const Executable &executable) {
                              instruction.op())
             .str();
       };
+      if (!isInstructionKind(instruction.op()))
+        return invalid(where() + " is no instruction this runtime knows: "
+                                 "compiled by a newer twillc?");
       for (int operand : instruction.operands())
         if (!inRange(operand) || !written[operand])
           return invalid(where() + " reads a buffer not yet written");

@@ -101,6 +101,9 @@ MemoryPlan twill::planMemory(const Executable &executable,
     }
     plan.arenaBytes = std::max(plan.arenaBytes, arena.highWater());
   }
+  for (int id = 0; id < executable.buffers_size(); ++id)
+    if (plan.offsets[id] < 0)
+      plan.ownBytes += executable.buffers(id).size_bytes();
   return plan;
 }
 

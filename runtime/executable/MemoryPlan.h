@@ -29,6 +29,9 @@ struct MemoryPlan {
   int64_t arenaBytes = 0;
   /// What the arena's values would take each with memory of its own.
   int64_t unsharedBytes = 0;
+  /// The buffers with memory of their own (parameters, states, inputs,
+  /// outputs, host-read values): with the arena, all the program needs.
+  int64_t ownBytes = 0;
 };
 
 MemoryPlan planMemory(const Executable &executable,

@@ -66,6 +66,10 @@ public:
   /// Runs on the backend named `name` ("cpu", the default, or "cuda").
   llvm::Error useBackend(llvm::StringRef name);
   llvm::StringRef backendName() const { return backend->name(); }
+  /// The backend's runs are recorded into `profiler` from now on (until
+  /// another backend is chosen).
+  void profileInto(Profiler *profiler) { backend->profileInto(profiler); }
+  std::string memoryReport() const { return backend->memoryReport(); }
   /// Hands the host buffers of every parameter, state and input to the
   /// backend: after loading weights, before the first run.
   llvm::Error uploadState();

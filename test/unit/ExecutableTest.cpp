@@ -64,6 +64,12 @@ TEST(Executable, RejectsInconsistentPrograms) {
   EXPECT_THAT(problemOf(executable), HasSubstr("reads a buffer not yet"));
 
   executable = validProgram();
+  executable.mutable_entry_points(0)->mutable_instructions(0)->set_op(
+      "twill.fft");
+  EXPECT_THAT(problemOf(executable),
+              HasSubstr("(twill.fft) is no instruction this runtime knows"));
+
+  executable = validProgram();
   executable.mutable_inputs(0)->set_buffer(-1);
   EXPECT_THAT(problemOf(executable), HasSubstr("input 'x' has a bad buffer"));
 }

@@ -78,6 +78,12 @@ static cl::opt<std::string>
     dumpLogitsPath("dump-logits",
                    cl::desc("With --eval: write the logits as safetensors"),
                    cl::value_desc("logits.safetensors"), cl::cat(options));
+static cl::opt<std::string> profilePath(
+    "profile",
+    cl::desc("Record every instruction's time: write a Chrome trace (open it "
+             "in Perfetto or chrome://tracing; with several ranks, one file "
+             "per rank) and print where the time went at the end"),
+    cl::value_desc("trace.json"), cl::cat(options));
 static cl::opt<std::string> gradientsPath(
     "gradients",
     cl::desc("With --eval: run the training step instead and write the "
@@ -291,6 +297,22 @@ static int runTraining(Program &program) {
   return 0;
 }
 
+/// Writes this rank's trace to --profile's path; with several ranks, rank
+/// r's goes beside it as NAME.rank<r>.json.
+static llvm::Error writeProfile(const Profiler &profiler, int rank,
+                                int worldSize) {
+  llvm::SmallString<256> path(profilePath);
+  if (worldSize > 1) {
+    std::string extension = llvm::sys::path::extension(path).str();
+    llvm::sys::path::replace_extension(
+        path, llvm::formatv(".rank{0}{1}", rank, extension).str());
+  }
+  if (llvm::Error error = profiler.writeTrace(path, rank))
+    return error;
+  report() << "profile: trace written to " << path << "\n";
+  return llvm::Error::success();
+}
+
 /// The communicator of the executable's mesh (1 x 1 when it has none).
 static llvm::Expected<std::unique_ptr<Communicator>>
 makeCommunicator(const Executable &executable) {
@@ -317,11 +339,18 @@ static int runJob(Executable executable) {
                             : weightsPath.getValue();
   const MemoryPlan &plan = program.buffers().plan();
   report() << llvm::formatv("memory: {0:f1} MiB of computed values share a "
-                            "{1:f1} MiB arena\n",
+                            "{1:f1} MiB arena; with the rest the program "
+                            "needs {2:f1} MiB\n",
                             plan.unsharedBytes / 1048576.0,
-                            plan.arenaBytes / 1048576.0);
+                            plan.arenaBytes / 1048576.0,
+                            (plan.arenaBytes + plan.ownBytes) / 1048576.0);
   if (llvm::Error error = program.useBackend(backendName))
     return fail(std::move(error));
+  std::optional<Profiler> profiler;
+  if (!profilePath.empty()) {
+    profiler.emplace(program.executable());
+    program.profileInto(&*profiler);
+  }
   llvm::Expected<uint64_t> bytesRead =
       loadParameters(program, baseDir, adapterPath);
   if (!bytesRead)
@@ -334,7 +363,18 @@ static int runJob(Executable executable) {
                                   (*comm)->rank(), (*comm)->worldSize(),
                                   *bytesRead)
                         .str();
-  return eval ? runEval(program) : runTraining(program);
+  int status = eval ? runEval(program) : runTraining(program);
+  if (status == 0) {
+    if (std::string memory = program.memoryReport(); !memory.empty())
+      report() << memory << "\n";
+    if (profiler) {
+      if (llvm::Error error = writeProfile(*profiler, (*comm)->rank(),
+                                           (*comm)->worldSize()))
+        return fail(std::move(error));
+      profiler->printSummary(report());
+    }
+  }
+  return status;
 }
 
 int main(int argc, char **argv) {

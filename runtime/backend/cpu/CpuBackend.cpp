@@ -5,6 +5,7 @@
 #include "runtime/backend/InstructionView.h"
 #include "runtime/backend/cpu/CpuKernels.h"
 #include "runtime/executable/BFloat16.h"
+#include "runtime/executable/InstructionKinds.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -459,24 +460,39 @@ static llvm::Error runWidened(Kernel kernel, const Instruction &instruction,
 }
 
 llvm::Error CpuBackend::run(const EntryPoint &entry, BufferSet &buffers,
-                            Communicator *comm) {
-  return forEachInstruction(entry, [&](const Instruction &instruction) {
+                            Communicator *comm, Profiler *profiler) {
+  return forEachInstruction(entry, [&](int index,
+                                       const Instruction &instruction)
+                                       -> llvm::Error {
     auto kernel = kernels().find(instruction.op());
     if (kernel == kernels().end())
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                      "the cpu backend has no kernel for " +
                                          instruction.op());
-    return runWidened(kernel->second, instruction, buffers, comm);
+    if (!profiler)
+      return runWidened(kernel->second, instruction, buffers, comm);
+    double start = profiler->now();
+    llvm::Error error = runWidened(kernel->second, instruction, buffers, comm);
+    double end = profiler->now();
+    // One thread does everything: a collective occupies both tracks.
+    profiler->record({Profiler::Compute, &entry, index, start, end});
+    if (isCollective(instruction.op()))
+      profiler->record({Profiler::Communication, &entry, index, start, end});
+    return error;
   });
 }
 
 llvm::Error CpuBackend::run(const EntryPoint &entry,
                             llvm::ArrayRef<WriteBack> writeBacks) {
-  if (llvm::Error error = run(entry, buffers, comm))
+  double start = profiler ? profiler->now() : 0;
+  if (llvm::Error error = run(entry, buffers, comm, profiler))
     return error;
   for (auto [source, target] : writeBacks)
     std::memcpy(buffers.data(target), buffers.data(source),
                 buffers.info(target).size_bytes());
+  if (profiler)
+    profiler->record({Profiler::EntryPoints, &entry, -1, start,
+                      profiler->now()});
   return llvm::Error::success();
 }
 

@@ -22,8 +22,9 @@ public:
 
   /// Runs `entry` over `buffers` (parameters and inputs already filled);
   /// collectives go through `comm` (none: a program without collectives).
+  /// With a profiler, each instruction's wall-clock time is recorded.
   static llvm::Error run(const EntryPoint &entry, BufferSet &buffers,
-                         Communicator *comm);
+                         Communicator *comm, Profiler *profiler = nullptr);
 
   llvm::Error run(const EntryPoint &entry,
                   llvm::ArrayRef<WriteBack> writeBacks) override;

@@ -48,6 +48,15 @@ void cpu::gemm(const RowMajorGemm &g) {
   auto *a = static_cast<const float *>(g.a);
   auto *b = static_cast<const float *>(g.b);
   auto *c = static_cast<float *>(g.c);
+  if (g.m == 0 || g.n == 0)
+    return;
+  if (g.k == 0) { // an empty sum (BLAS refuses its leading dims): C or zeros
+    if (!g.accumulate)
+      for (int64_t i = 0; i < g.batch; ++i)
+        for (int64_t row = 0; row < g.m; ++row)
+          std::fill_n(c + i * g.strideC + row * g.ldc, g.n, 0.0f);
+    return;
+  }
   for (int64_t i = 0; i < g.batch; ++i)
     cblas_sgemm(CblasRowMajor, g.transA ? CblasTrans : CblasNoTrans,
                 g.transB ? CblasTrans : CblasNoTrans, g.m, g.n, g.k, g.alpha,

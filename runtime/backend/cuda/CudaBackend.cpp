@@ -21,6 +21,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -416,10 +417,18 @@ public:
                   llvm::ArrayRef<WriteBack> writeBacks) override;
   llvm::Error upload(llvm::ArrayRef<int> ids) override;
   llvm::Error download(llvm::ArrayRef<int> ids) override;
+  std::string memoryReport() const override;
 
 private:
   llvm::Error runKernel(const KernelEntry &kernel,
                         const Instruction &instruction);
+  llvm::Error runInstructions(const EntryPoint &entry);
+  /// After a run: its timeline into the profiler, from `hostStart` (the
+  /// host's clock when the idle GPU got the run's first event).
+  llvm::Error recordTimeline(const EntryPoint &entry, double hostStart);
+  /// Samples the device's memory in use (every process's, as
+  /// cudaMemGetInfo sees it) after a run.
+  void sampleDeviceMemory();
 
   BufferSet &host;
   Communicator *comm;
@@ -427,6 +436,8 @@ private:
   std::unique_ptr<NcclComm> nccl;
   std::vector<void *> memory; // where each buffer is
   std::vector<void *> owned;  // what was allocated
+  size_t plannedBytes = 0;    // the buffers' memory, as the plan lays it out
+  size_t peakDeviceUsed = 0;  // cudaMemGetInfo's total - free, at most
 };
 
 } // namespace
@@ -461,6 +472,7 @@ llvm::Error CudaBackend::initialise() {
           cudaMalloc(&device.matmulWorkspace, Device::kMatmulWorkspaceBytes),
           "cudaMalloc"))
     return error;
+  device.allocated(Device::kMatmulWorkspaceBytes);
   if (auto error =
           checkCuda(cudaMalloc(&device.errors, sizeof(int)), "cudaMalloc"))
     return error;
@@ -477,6 +489,8 @@ llvm::Error CudaBackend::initialise() {
           "cannot hold " + what + " (" + std::to_string(bytes) +
               " bytes) on the GPU: " + llvm::toString(std::move(error)));
     owned.push_back(pointer);
+    plannedBytes += bytes;
+    device.allocated(bytes);
     return checkCuda(cudaMemset(pointer, 0, bytes), "cudaMemset");
   };
   void *arena = nullptr;
@@ -493,7 +507,14 @@ llvm::Error CudaBackend::initialise() {
       return error;
     memory.push_back(pointer);
   }
-  if (comm && comm->worldSize() > 1 && executable.meshes_size()) {
+  // NCCL wherever the mesh has an axis of several ranks: across the ranks
+  // of a launch, or for a process standing in for one rank (its
+  // communicators then hold it alone, as the Communicator's axes do).
+  bool meshOfSeveral =
+      executable.meshes_size() &&
+      llvm::any_of(executable.meshes(0).shape(),
+                   [](int64_t size) { return size > 1; });
+  if (comm && meshOfSeveral) {
     llvm::Expected<std::unique_ptr<NcclComm>> created =
         NcclComm::create(*comm, executable.meshes(0));
     if (!created)
@@ -516,6 +537,8 @@ CudaBackend::~CudaBackend() {
         cudaFree(pointer);
   for (auto &[key, table] : device.ropeTables)
     cudaFree(table);
+  for (cudaEvent_t event : device.timeline.pool)
+    cudaEventDestroy(event);
   if (device.errors)
     cudaFree(device.errors);
   if (device.blas)
@@ -578,20 +601,77 @@ llvm::Error CudaBackend::runKernel(const KernelEntry &kernel,
   return llvm::Error::success();
 }
 
+/// Queues every instruction of `entry` on the streams, each between two
+/// timing events when profiling.
+llvm::Error CudaBackend::runInstructions(const EntryPoint &entry) {
+  return forEachInstruction(entry, [&](int index,
+                                       const Instruction &instruction)
+                                       -> llvm::Error {
+    auto kernel = kernels().find(instruction.op());
+    if (kernel == kernels().end())
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "the cuda backend has no kernel for " +
+                                         instruction.op());
+    device.timeline.instruction = index;
+    llvm::Expected<cudaEvent_t> start = device.timeline.record(device.stream);
+    if (!start)
+      return start.takeError();
+    if (auto error = runKernel(kernel->second, instruction))
+      return error;
+    if (auto error = checkCuda(cudaGetLastError(), "a kernel launch"))
+      return error;
+    llvm::Expected<cudaEvent_t> end = device.timeline.record(device.stream);
+    if (!end)
+      return end.takeError();
+    device.timeline.add(Profiler::Compute, *start, *end);
+    return llvm::Error::success();
+  });
+}
+
+llvm::Error CudaBackend::recordTimeline(const EntryPoint &entry,
+                                        double hostStart) {
+  const std::vector<Timeline::Mark> &marks = device.timeline.marks;
+  if (marks.empty())
+    return llvm::Error::success();
+  cudaEvent_t base = marks.front().start;
+  for (const Timeline::Mark &mark : marks) {
+    float start = 0, end = 0;
+    if (auto error = checkCuda(cudaEventElapsedTime(&start, base, mark.start),
+                               "cudaEventElapsedTime"))
+      return error;
+    if (auto error = checkCuda(cudaEventElapsedTime(&end, base, mark.end),
+                               "cudaEventElapsedTime"))
+      return error;
+    profiler->record({mark.track, &entry, mark.instruction,
+                      hostStart + start / 1e3, hostStart + end / 1e3});
+  }
+  return llvm::Error::success();
+}
+
+void CudaBackend::sampleDeviceMemory() {
+  size_t free = 0, total = 0;
+  if (cudaMemGetInfo(&free, &total) == cudaSuccess)
+    peakDeviceUsed = std::max(peakDeviceUsed, total - free);
+}
+
+std::string CudaBackend::memoryReport() const {
+  constexpr double GiB = 1 << 30;
+  return llvm::formatv(
+      "cuda: device memory in use at most {0:f2} GiB (cudaMemGetInfo after "
+      "each run, every process on the GPU); Twill's own allocations at most "
+      "{1:f2} GiB: {2:f2} GiB of buffers as planned, the rest scratch and "
+      "the matmul workspace",
+      peakDeviceUsed / GiB, device.peakAllocatedBytes / GiB,
+      plannedBytes / GiB);
+}
+
 llvm::Error CudaBackend::run(const EntryPoint &entry,
                              llvm::ArrayRef<WriteBack> writeBacks) {
   const Executable &executable = host.executable();
-  if (auto error =
-          forEachInstruction(entry, [&](const Instruction &instruction) {
-            auto kernel = kernels().find(instruction.op());
-            if (kernel == kernels().end())
-              return llvm::createStringError(
-                  llvm::inconvertibleErrorCode(),
-                  "the cuda backend has no kernel for " + instruction.op());
-            if (auto error = runKernel(kernel->second, instruction))
-              return error;
-            return checkCuda(cudaGetLastError(), "a kernel launch");
-          }))
+  // Every run ends with the GPU idle, so its first event runs at once.
+  double hostStart = profiler ? profiler->now() : 0;
+  device.timeline.restart(profiler != nullptr);
+  if (auto error = runInstructions(entry))
     return error;
   // What only the device saw (a token outside the vocabulary) fails the
   // run before any parameter or state is written back, as on the cpu; the
@@ -620,8 +700,17 @@ llvm::Error CudaBackend::run(const EntryPoint &entry,
                                       cudaMemcpyDeviceToDevice, device.stream),
                       "cudaMemcpyAsync"))
       return error;
-  return checkCuda(cudaStreamSynchronize(device.stream),
-                   entry.name() + " on the GPU");
+  if (auto error = checkCuda(cudaStreamSynchronize(device.stream),
+                             entry.name() + " on the GPU"))
+    return error;
+  sampleDeviceMemory();
+  if (!profiler)
+    return llvm::Error::success();
+  if (auto error = recordTimeline(entry, hostStart))
+    return error;
+  profiler->record(
+      {Profiler::EntryPoints, &entry, -1, hostStart, profiler->now()});
+  return llvm::Error::success();
 }
 
 llvm::Error CudaBackend::upload(llvm::ArrayRef<int> ids) {

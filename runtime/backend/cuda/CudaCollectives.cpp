@@ -104,9 +104,12 @@ llvm::Error cuda::runCollective(const InstructionView &in, Device &device) {
   }
   if (!device.nccl)
     return in.fail("needs NCCL");
-  llvm::Expected<ncclComm_t> comm = device.nccl->axis(shape->axis);
+  // An all-reduce sums over the ranks present; the rest need all of them.
+  llvm::Expected<ncclComm_t> comm =
+      op == "twill.all_reduce" ? device.nccl->axis(shape->axis)
+                               : device.nccl->wholeAxis(shape->axis, size);
   if (!comm)
-    return comm.takeError();
+    return in.fail(llvm::toString(comm.takeError()));
   if (op == "twill.all_reduce")
     return device.communicate([&](cudaStream_t stream) {
       return checkNccl(ncclAllReduce(in.data<void>(0), in.data<void>(1),

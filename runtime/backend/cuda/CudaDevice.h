@@ -9,6 +9,7 @@
 #define TWILL_RUNTIME_BACKEND_CUDA_CUDADEVICE_H
 
 #include "runtime/backend/cuda/NcclComm.h"
+#include "runtime/profile/Profiler.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
 
@@ -16,6 +17,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <map>
 #include <utility>
 #include <vector>
@@ -38,6 +40,51 @@ inline llvm::Error checkBlas(cublasStatus_t status, llvm::StringRef call) {
       call + " failed: " + cublasGetStatusString(status));
 }
 
+/// CUDA events that time a run's work on both streams when profiling:
+/// taken from a pool that every run reuses, read once the run has ended,
+/// so timing never makes the host wait for the GPU.
+struct Timeline {
+  struct Mark {
+    Profiler::Track track;
+    int instruction;
+    cudaEvent_t start, end;
+  };
+  bool enabled = false;
+  int instruction = -1; // the instruction being queued
+  std::vector<Mark> marks;
+  std::vector<cudaEvent_t> pool;
+  size_t used = 0;
+
+  /// Starts a run: the pool's events are free again.
+  void restart(bool timing) {
+    enabled = timing;
+    marks.clear();
+    used = 0;
+  }
+  /// An event recorded on `stream` now, or none when not timing.
+  llvm::Expected<cudaEvent_t> record(cudaStream_t stream) {
+    if (!enabled)
+      return nullptr;
+    if (used == pool.size()) {
+      cudaEvent_t event = nullptr;
+      if (auto error = checkCuda(cudaEventCreate(&event), "cudaEventCreate"))
+        return std::move(error);
+      pool.push_back(event);
+    }
+    cudaEvent_t event = pool[used++];
+    if (auto error = checkCuda(cudaEventRecord(event, stream),
+                               "cudaEventRecord"))
+      return std::move(error);
+    return event;
+  }
+  /// The span between two recorded events, on `track`, for the current
+  /// instruction.
+  void add(Profiler::Track track, cudaEvent_t start, cudaEvent_t end) {
+    if (enabled)
+      marks.push_back({track, instruction, start, end});
+  }
+};
+
 /// What the kernels of one run share.
 struct Device {
   cudaStream_t stream = nullptr;     // compute
@@ -57,6 +104,15 @@ struct Device {
   /// Rope frequency tables on the device, by (head dim, theta, scaling):
   /// made once, not at every rope.
   std::map<std::vector<double>, double *> ropeTables;
+  Timeline timeline;
+  /// Device memory the backend holds (buffers, scratch, workspace), now
+  /// and at most.
+  size_t allocatedBytes = 0, peakAllocatedBytes = 0;
+
+  void allocated(size_t bytes) {
+    allocatedBytes += bytes;
+    peakAllocatedBytes = std::max(peakAllocatedBytes, allocatedBytes);
+  }
 
   /// Runs `collective` on the communication stream: it starts once the
   /// compute stream has written its inputs, and the compute stream waits for
@@ -69,8 +125,15 @@ struct Device {
     if (auto error = checkCuda(cudaStreamWaitEvent(commStream, inputsReady),
                                "cudaStreamWaitEvent"))
       return error;
+    llvm::Expected<cudaEvent_t> start = timeline.record(commStream);
+    if (!start)
+      return start.takeError();
     if (auto error = collective(commStream))
       return error;
+    llvm::Expected<cudaEvent_t> end = timeline.record(commStream);
+    if (!end)
+      return end.takeError();
+    timeline.add(Profiler::Communication, *start, *end);
     if (auto error = checkCuda(cudaEventRecord(collectiveDone, commStream),
                                "cudaEventRecord"))
       return error;
@@ -90,6 +153,7 @@ struct Device {
       // The slot holds nothing until the new allocation succeeds: a failed
       // one must not leave the freed pointer for a later, smaller request.
       void *old = pointer;
+      allocatedBytes -= size;
       pointer = nullptr;
       size = 0;
       if (old)
@@ -99,6 +163,7 @@ struct Device {
               checkCuda(cudaMallocAsync(&pointer, bytes, stream), "cudaMalloc"))
         return std::move(error);
       size = bytes;
+      allocated(bytes);
     }
     return pointer;
   }

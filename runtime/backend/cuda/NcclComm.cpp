@@ -2,6 +2,8 @@
 
 #include "runtime/backend/cuda/NcclComm.h"
 
+#include "llvm/Support/FormatVariadic.h"
+
 using namespace twill;
 
 llvm::Error twill::checkNccl(ncclResult_t result, llvm::StringRef call) {
@@ -57,4 +59,23 @@ llvm::Expected<ncclComm_t> NcclComm::axis(llvm::StringRef name) const {
       return comm;
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                  "the mesh has no axis '" + name + "'");
+}
+
+llvm::Expected<ncclComm_t> NcclComm::wholeAxis(llvm::StringRef name,
+                                               int64_t ranks) const {
+  llvm::Expected<ncclComm_t> comm = axis(name);
+  if (!comm)
+    return comm.takeError();
+  int count = 0;
+  if (llvm::Error error = checkNccl(ncclCommCount(*comm, &count),
+                                    "ncclCommCount"))
+    return std::move(error);
+  if (count != ranks)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        llvm::formatv("cannot gather or scatter over axis '{0}' of {1} "
+                      "ranks: its NCCL communicator holds {2}, the others "
+                      "are absent",
+                      name, ranks, count));
+  return comm;
 }

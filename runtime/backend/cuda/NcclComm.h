@@ -30,6 +30,11 @@ public:
 
   /// The communicator of mesh axis `name`.
   llvm::Expected<ncclComm_t> axis(llvm::StringRef name) const;
+  /// The communicator of mesh axis `name`, checked to hold all `ranks` of
+  /// it: a gather or scatter needs every block (a stand-in rank's
+  /// communicators hold it alone).
+  llvm::Expected<ncclComm_t> wholeAxis(llvm::StringRef name,
+                                       int64_t ranks) const;
 
 private:
   ncclComm_t world = nullptr;

@@ -1,0 +1,586 @@
+//===- ConformanceSuite.cpp - the cases of twill-conformance --------------===//
+
+#include "tools/twill-conformance/ConformanceSuite.h"
+
+#include "runtime/executable/Executable.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+
+using namespace twill;
+using namespace twill::conformance;
+
+namespace {
+
+// Tolerances: the largest |cuda - cpu| over the largest |cpu| of a result.
+// Copies, casts and integer arithmetic must agree bit for bit (kExact).
+// fp32 kernels agree to a few ulps of the largest term: libraries sum in
+// another order, and exp or rsqrt differ in their last bit (kSummed). A
+// bf16 result is rounded once from fp32, so two fp32 values a hair apart
+// may land one bf16 step (2^-8 of the value) apart (kBF16); attention in
+// bf16 also rounds its probabilities for the second GEMM (kBF16Attention).
+constexpr double kExact = 0, kSummed = 1e-5, kBF16 = 1e-2,
+                 kBF16Attention = 3e-2;
+
+const char *dtypeName(DType dtype) {
+  switch (dtype) {
+  case F32:
+    return "f32";
+  case BF16:
+    return "bf16";
+  case F16:
+    return "f16";
+  case I32:
+    return "i32";
+  case I64:
+    return "i64";
+  }
+  return "?";
+}
+
+using Shape = std::vector<int64_t>;
+
+Fill normal(double sigma = 1) { return {Fill::Normal, sigma}; }
+Fill uniform(double low, double high) { return {Fill::Uniform, low, high}; }
+Fill integers(int64_t low, int64_t high) {
+  return {Fill::Integers, double(low), double(high)};
+}
+Fill labels(int64_t vocab) { return {Fill::Labels, double(vocab), -100}; }
+Fill positions(int64_t seq) { return {Fill::Positions, 0, double(seq)}; }
+Fill segments(int64_t seq) { return {Fill::Segments, 0, double(seq)}; }
+Fill value(double v) { return {Fill::Value, v}; }
+
+/// Builds one case: its operands and results in instruction order, its
+/// attributes; add() makes it an entry point of the suite.
+class CaseBuilder {
+public:
+  CaseBuilder(Suite &suite, llvm::StringRef op, DType type, double tolerance)
+      : suite(suite), type(type) {
+    current.op = ("twill." + op).str();
+    current.dtype = dtypeName(type);
+    // A bf16 result computed in fp32 is rounded; a copy is not.
+    current.tolerance =
+        type == BF16 && tolerance > 0 ? std::max(tolerance, kBF16) : tolerance;
+  }
+
+  /// An operand or result of the case's float type.
+  int in(Shape shape, Fill fill = normal()) { return operand(type, shape, fill); }
+  int out(Shape shape) { return result(type, shape); }
+
+  int operand(DType dtype, Shape shape, Fill fill = normal()) {
+    int id = buffer(dtype, shape, shapes);
+    Input &input = *suite.executable.add_inputs();
+    input.set_name(llvm::formatv("case {0} operand {1}", suite.cases.size(),
+                                 instruction.operands_size())
+                       .str());
+    input.set_buffer(id);
+    instruction.add_operands(id);
+    current.operands.push_back({id, fill});
+    return id;
+  }
+  int result(DType dtype, Shape shape) {
+    int id = buffer(dtype, shape, resultShapes);
+    instruction.add_results(id);
+    current.results.push_back(id);
+    return id;
+  }
+
+  CaseBuilder &attr(llvm::StringRef name, int64_t number) {
+    (*instruction.mutable_attributes())[name.str()].set_int_value(number);
+    return *this;
+  }
+  CaseBuilder &attr(llvm::StringRef name, double number) {
+    (*instruction.mutable_attributes())[name.str()].set_float_value(number);
+    return *this;
+  }
+  CaseBuilder &flag(llvm::StringRef name) {
+    (*instruction.mutable_attributes())[name.str()].set_bool_value(true);
+    return *this;
+  }
+  CaseBuilder &attr(llvm::StringRef name, const char *text) {
+    (*instruction.mutable_attributes())[name.str()].set_string_value(text);
+    return *this;
+  }
+  CaseBuilder &list(llvm::StringRef name, Shape values) {
+    IntList &list =
+        *(*instruction.mutable_attributes())[name.str()].mutable_int_list();
+    for (int64_t v : values)
+      list.add_values(v);
+    return *this;
+  }
+  CaseBuilder &note(llvm::StringRef text) {
+    current.note = text.str();
+    return *this;
+  }
+  CaseBuilder &refused() {
+    current.refused = true;
+    return *this;
+  }
+
+  void add() {
+    current.entry = suite.executable.entry_points_size();
+    current.shapes = shapes + " ->" + resultShapes;
+    instruction.set_op(current.op);
+    EntryPoint &entry = *suite.executable.add_entry_points();
+    entry.set_name(llvm::formatv("case {0}: {1}", suite.cases.size(),
+                                 current.op)
+                       .str());
+    *entry.add_instructions() = instruction;
+    for (int id : current.results)
+      entry.add_outputs(id);
+    suite.cases.push_back(std::move(current));
+  }
+
+private:
+  int buffer(DType dtype, const Shape &shape, std::string &described) {
+    Buffer &buffer = *suite.executable.add_buffers();
+    buffer.set_dtype(dtype);
+    for (int64_t dim : shape)
+      buffer.add_shape(dim);
+    buffer.set_size_bytes(numElements(buffer) * bytesPerElement(dtype));
+    described += " [" + llvm::join(llvm::map_range(shape, [](int64_t dim) {
+                                     return std::to_string(dim);
+                                   }),
+                                   ",") +
+                 "]";
+    if (dtype != type)
+      described += dtypeName(dtype);
+    return suite.executable.buffers_size() - 1;
+  }
+
+  Suite &suite;
+  DType type;
+  Case current;
+  Instruction instruction;
+  std::string shapes, resultShapes;
+};
+
+constexpr DType kFloats[] = {F32, BF16};
+
+//===----------------------------------------------------------------------===//
+// The forward pass
+//===----------------------------------------------------------------------===//
+
+void embeddingCases(Suite &suite) {
+  // A 97-token vocab: whole, and the middle and the padded last of three
+  // blocks of 33 rows (ids anywhere in the vocab; other blocks' are zero).
+  for (DType type : kFloats) {
+    for (const char *axis : {"", "mid", "last"}) {
+      CaseBuilder c(suite, "embedding", type, kExact);
+      c.in({*axis ? 33 : 97, 45});
+      c.operand(I32, {3, 11}, integers(0, 97));
+      c.out({3, 11, 45});
+      if (*axis)
+        c.attr("shard_axis", axis).note(std::string("vocab block of ") + axis);
+      c.add();
+    }
+    CaseBuilder c(suite, "embedding", type, kExact);
+    c.in({97, 45});
+    c.operand(I32, {2, 5}, integers(90, 98)); // some ids past the vocab
+    c.out({2, 5, 45});
+    c.note("token outside the vocab").refused().add();
+  }
+}
+
+/// A matmul of lhs and rhs (and an addend) with its flags.
+void matmul(Suite &suite, DType type, Shape lhs, Shape rhs, Shape result,
+            llvm::ArrayRef<const char *> flags, const char *note,
+            bool addend = false, double alpha = 1) {
+  CaseBuilder c(suite, "matmul", type, kSummed);
+  c.in(lhs);
+  c.in(rhs);
+  if (addend)
+    c.in(result);
+  c.out(result);
+  for (const char *flag : flags)
+    c.flag(flag);
+  c.attr("alpha", alpha).note(note).add();
+}
+
+void matmulCases(Suite &suite) {
+  for (DType type : kFloats) {
+    matmul(suite, type, {37, 53}, {53, 29}, {37, 29}, {}, "plain");
+    matmul(suite, type, {3, 13, 45}, {29, 45}, {3, 13, 29}, {"transpose_rhs"},
+           "weight shared by the batch");
+    matmul(suite, type, {53, 37}, {53, 29}, {37, 29}, {"transpose_lhs"},
+           "transposed lhs");
+    matmul(suite, type, {53, 37}, {29, 53}, {37, 29},
+           {"transpose_lhs", "transpose_rhs"}, "both transposed");
+    matmul(suite, type, {3, 11, 19}, {3, 19, 7}, {3, 11, 7}, {},
+           "batched rhs");
+    matmul(suite, type, {3, 13, 45}, {3, 13, 29}, {45, 29}, {"transpose_lhs"},
+           "sum over the batch (weight gradient)");
+    matmul(suite, type, {3, 13, 5}, {29, 5}, {3, 13, 29}, {"transpose_rhs"},
+           "addend and alpha (LoRA's B)", /*addend=*/true, 0.37);
+    matmul(suite, type, {515, 1027}, {771, 1027}, {515, 771},
+           {"transpose_rhs"}, "large");
+    matmul(suite, type, {7, 0}, {0, 9}, {7, 9}, {}, "empty sum (k = 0)");
+    matmul(suite, type, {7, 0}, {0, 9}, {7, 9}, {},
+           "empty sum with an addend", /*addend=*/true, 2.0);
+    matmul(suite, type, {0, 5}, {5, 3}, {0, 3}, {}, "no rows (m = 0)");
+  }
+}
+
+void normCases(Suite &suite) {
+  for (DType type : kFloats)
+    for (Shape x : {Shape{3, 7, 45}, Shape{2, 4097}}) {
+      int64_t dim = x.back();
+      CaseBuilder norm(suite, "rms_norm", type, kSummed);
+      norm.in(x);
+      norm.in({dim});
+      norm.out(x);
+      norm.attr("epsilon", 1e-5).add();
+
+      CaseBuilder grad(suite, "rms_norm_grad", type, kSummed);
+      grad.in(x);
+      grad.in({dim});
+      grad.in(x);
+      grad.out(x);
+      grad.attr("epsilon", 1e-5).add();
+
+      CaseBuilder weight(suite, "rms_norm_weight_grad", type, kSummed);
+      weight.in(x);
+      weight.in(x);
+      weight.out({dim});
+      weight.attr("epsilon", 1e-5).add();
+    }
+}
+
+void ropeCases(Suite &suite) {
+  for (DType type : kFloats)
+    for (const char *op : {"rope", "rope_grad"}) {
+      // Llama 3.1's scaled frequencies, packed documents.
+      CaseBuilder scaled(suite, op, type, kSummed);
+      scaled.in({2, 17, 3, 10});
+      scaled.operand(I32, {2, 17}, positions(17));
+      scaled.out({2, 17, 3, 10});
+      scaled.attr("theta", 500000.0)
+          .attr("scaling_factor", 8.0)
+          .attr("low_freq_factor", 1.0)
+          .attr("high_freq_factor", 4.0)
+          .attr("original_max_position", int64_t(8192))
+          .note("Llama 3.1 scaling, packed positions")
+          .add();
+      // Positions far along a 128k context, where angles are large.
+      CaseBuilder far(suite, op, type, kSummed);
+      far.in({1, 5, 2, 128});
+      far.operand(I32, {1, 5}, integers(100000, 131072));
+      far.out({1, 5, 2, 128});
+      far.attr("theta", 10000.0).note("positions past 100k").add();
+    }
+}
+
+/// attention and attention_grad over q [batch, seq, heads, dim] and k, v
+/// [batch, seq, kvHeads, dim], with packed documents or not, on one rank's
+/// block of heads (`axis`) or all of them.
+void attention(Suite &suite, DType type, int64_t batch, int64_t seq,
+               int64_t heads, int64_t kvHeads, int64_t dim, bool packed,
+               const char *axis, const char *note) {
+  Shape q = {batch, seq, heads, dim}, kv = {batch, seq, kvHeads, dim};
+  double tolerance = type == BF16 ? kBF16Attention : kSummed;
+  for (bool gradient : {false, true}) {
+    CaseBuilder c(suite, gradient ? "attention_grad" : "attention", type,
+                  tolerance);
+    c.in(q);
+    c.in(kv);
+    c.in(kv);
+    if (gradient) {
+      c.in(q); // the forward's output: both backends recompute it
+      c.in(q);
+    }
+    if (packed)
+      c.operand(I32, {batch, seq}, segments(seq));
+    c.out(q);
+    if (gradient) {
+      c.out(kv);
+      c.out(kv);
+    }
+    c.attr("scale", 1 / std::sqrt(double(dim)));
+    if (*axis)
+      c.attr("shard_axis", axis);
+    c.note(note).add();
+  }
+}
+
+void attentionCases(Suite &suite) {
+  for (DType type : kFloats) {
+    attention(suite, type, 2, 17, 3, 3, 10, false, "", "MHA");
+    attention(suite, type, 3, 1, 6, 2, 12, false, "", "GQA, seq 1");
+    attention(suite, type, 2, 17, 6, 2, 12, true, "", "GQA, packed");
+    attention(suite, type, 1, 513, 4, 2, 20, true, "",
+              "GQA, packed, two chunks");
+    // Query heads 2-3 of 6 (middle block): they straddle two KV heads.
+    attention(suite, type, 2, 17, 2, 2, 12, true, "mid",
+              "heads 2-3 of 6, GQA");
+    // Query head 2 of 3 over all 3 KV heads: KV heads replicated.
+    attention(suite, type, 2, 17, 1, 3, 12, false, "last",
+              "head 2 of 3, replicated KV heads");
+    attention(suite, type, 1, 4096, 2, 1, 16, true, "",
+              "seq 4096, MQA, packed");
+  }
+}
+
+void elementwiseCases(Suite &suite) {
+  for (DType type : kFloats)
+    for (Shape shape : {Shape{1001}, Shape{3, 7, 45}}) {
+      for (const char *op : {"add", "mul", "swiglu", "div"}) {
+        CaseBuilder c(suite, op, type, kSummed);
+        c.in(shape);
+        c.in(shape, llvm::StringRef(op) == "div" ? uniform(0.5, 2)
+                                                  : normal());
+        c.out(shape);
+        c.add();
+      }
+      CaseBuilder scale(suite, "scale", type, kSummed);
+      scale.in(shape);
+      scale.out(shape);
+      scale.attr("factor", 0.37).add();
+
+      CaseBuilder swiglu(suite, "swiglu_grad", type, kSummed);
+      for (int i = 0; i < 3; ++i)
+        swiglu.in(shape);
+      swiglu.out(shape);
+      swiglu.out(shape);
+      swiglu.add();
+    }
+}
+
+void crossEntropyCases(Suite &suite) {
+  // A 97-token vocab, whole or in blocks of 33 columns (the last padded);
+  // about a fifth of the labels ignored (-100); and a wide vocab.
+  struct Logits {
+    int64_t rows, columns, vocab;
+    const char *axis;
+  };
+  for (DType type : kFloats)
+    for (Logits logits : {Logits{23, 97, 97, ""}, Logits{23, 33, 97, "mid"},
+                          Logits{23, 33, 97, "last"},
+                          Logits{7, 4099, 4099, ""}})
+      for (bool gradient : {false, true}) {
+        CaseBuilder c(suite, gradient ? "cross_entropy_grad" : "cross_entropy",
+                      type, kSummed);
+        c.in({logits.rows, logits.columns}, normal(3));
+        c.operand(I32, {logits.rows}, labels(logits.vocab));
+        if (gradient) {
+          c.operand(F32, {}, value(0.37));
+          c.out({logits.rows, logits.columns});
+        } else {
+          c.result(F32, {});
+          c.result(I64, {});
+        }
+        c.attr("ignore_index", int64_t(-100));
+        if (*logits.axis)
+          c.attr("shard_axis", logits.axis)
+              .attr("vocab_size", logits.vocab)
+              .note(std::string("vocab block of ") + logits.axis);
+        c.add();
+      }
+  for (bool gradient : {false, true}) {
+    CaseBuilder c(suite, gradient ? "cross_entropy_grad" : "cross_entropy",
+                  F32, kSummed);
+    c.in({5, 97});
+    c.operand(I32, {5}, integers(95, 100)); // some labels past the vocab
+    if (gradient) {
+      c.operand(F32, {}, value(1));
+      c.out({5, 97});
+    } else {
+      c.result(F32, {});
+      c.result(I64, {});
+    }
+    c.attr("ignore_index", int64_t(-100))
+        .note("label outside the vocab")
+        .refused()
+        .add();
+  }
+}
+
+void layoutCases(Suite &suite) {
+  for (DType type : kFloats) {
+    CaseBuilder reshape(suite, "reshape", type, kExact);
+    reshape.in({3, 7, 45});
+    reshape.out({21, 45});
+    reshape.add();
+    for (auto [shape, permutation] :
+         {std::pair(Shape{2, 5, 3, 7}, Shape{0, 2, 1, 3}),
+          std::pair(Shape{3, 5, 7}, Shape{2, 0, 1})}) {
+      Shape result;
+      for (int64_t dim : permutation)
+        result.push_back(shape[dim]);
+      CaseBuilder c(suite, "transpose", type, kExact);
+      c.in(shape);
+      c.out(result);
+      c.list("permutation", permutation).add();
+    }
+    for (Shape shape : {Shape{3, 7, 45}, Shape{}}) {
+      CaseBuilder c(suite, "constant", type, kExact);
+      c.out(shape);
+      c.attr("value", 0.37).add();
+    }
+  }
+  // Casts between the float types and from the integer ones.
+  for (auto [from, to] : {std::pair(F32, BF16), std::pair(BF16, F32),
+                          std::pair(F32, F32), std::pair(I32, F32),
+                          std::pair(I64, F32), std::pair(I32, BF16)}) {
+    CaseBuilder c(suite, "cast", to, kExact);
+    c.operand(from, {1001},
+              from == F32 || from == BF16 ? normal(100) : integers(-5000, 5000));
+    c.result(to, {1001});
+    c.note(std::string("from ") + dtypeName(from)).add();
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Gradients of the embedding; the optimizer step
+//===----------------------------------------------------------------------===//
+
+void embeddingGradCases(Suite &suite) {
+  for (DType type : kFloats) {
+    CaseBuilder c(suite, "embedding_grad", type, kSummed);
+    c.operand(I32, {3, 11}, integers(0, 29)); // repeated ids add up
+    c.in({3, 11, 19});
+    c.out({29, 19});
+    c.add();
+  }
+  CaseBuilder c(suite, "embedding_grad", F32, kSummed);
+  c.operand(I32, {2, 5}, integers(25, 31));
+  c.in({2, 5, 19});
+  c.out({29, 19});
+  c.note("token outside the vocab").refused().add();
+}
+
+void optimizerCases(Suite &suite) {
+  for (const char *op : {"global_norm", "sum_squares"}) {
+    CaseBuilder c(suite, op, F32, kSummed);
+    c.in({1001});
+    c.in({3, 7, 45});
+    c.in({});
+    c.out({});
+    c.add();
+  }
+  CaseBuilder root(suite, "sqrt", F32, kSummed);
+  root.in({}, uniform(0.5, 20));
+  root.out({});
+  root.add();
+  for (double norm : {3.7, 0.2}) {
+    CaseBuilder clip(suite, "clip_coefficient", F32, kSummed);
+    clip.in({}, value(norm));
+    clip.out({});
+    clip.attr("max_norm", 1.0)
+        .note(norm > 1 ? "clipped" : "under the limit")
+        .add();
+  }
+  for (int64_t step : {1, 7}) {
+    CaseBuilder lr(suite, "lr_schedule", F32, kSummed);
+    lr.operand(I64, {}, value(double(step)));
+    lr.operand(I64, {}, value(10));
+    lr.out({});
+    lr.attr("lr", 1e-4)
+        .attr("warmup_steps", int64_t(3))
+        .note(step < 3 ? "warming up" : "cosine")
+        .add();
+  }
+  CaseBuilder increment(suite, "increment", I64, kExact);
+  increment.operand(I64, {}, value(41));
+  increment.result(I64, {});
+  increment.add();
+
+  CaseBuilder adamw(suite, "adamw", F32, kSummed);
+  adamw.in({1001});                        // param
+  adamw.in({1001});                        // grad
+  adamw.in({1001}, normal(0.1));           // exp_avg
+  adamw.in({1001}, uniform(1e-4, 1e-2));   // exp_avg_sq
+  adamw.in({}, value(1e-3));               // lr
+  adamw.in({}, value(0.5));                // grad_scale
+  adamw.operand(I64, {}, value(4));        // step
+  for (int i = 0; i < 3; ++i)
+    adamw.out({1001});
+  adamw.attr("beta1", 0.9)
+      .attr("beta2", 0.999)
+      .attr("eps", 1e-8)
+      .attr("weight_decay", 0.01)
+      .add();
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+void collectiveCases(Suite &suite) {
+  for (DType type : kFloats) {
+    Shape shape = {3, 7, 45};
+    for (const char *op : {"all_gather", "reduce_scatter"}) {
+      CaseBuilder c(suite, op, type, kExact);
+      c.in(shape);
+      c.out(shape);
+      c.attr("axis", "one").attr("dim", int64_t(1)).note("one rank").add();
+    }
+    CaseBuilder reduce(suite, "all_reduce", type, kExact);
+    reduce.in(shape);
+    reduce.out(shape);
+    reduce.attr("axis", "one").note("one rank").add();
+
+    CaseBuilder mid(suite, "all_reduce", type, kExact);
+    mid.in(shape);
+    mid.out(shape);
+    mid.attr("axis", "mid").note("middle of 3, the others absent").add();
+
+    CaseBuilder exchange(suite, "all_to_all", type, kExact);
+    exchange.in(shape);
+    exchange.out(shape);
+    exchange.attr("axis", "one")
+        .attr("split_dim", int64_t(1))
+        .attr("concat_dim", int64_t(2))
+        .note("one rank")
+        .add();
+
+    CaseBuilder absent(suite, "all_gather", type, kExact);
+    absent.in({3, 3, 45});
+    absent.out({3, 7, 45});
+    absent.attr("axis", "mid")
+        .attr("dim", int64_t(1))
+        .note("over 3 ranks, 2 absent")
+        .refused()
+        .add();
+  }
+  CaseBuilder counts(suite, "all_reduce", I64, kExact);
+  counts.operand(I64, {3}, integers(0, 1000));
+  counts.result(I64, {3});
+  counts.attr("axis", "one").note("token counts").add();
+  // This rank's block of 10 along dim 1 over 3 ranks: 4, 4 and 2 + padding.
+  for (DType type : {F32, BF16, I32})
+    for (const char *axis : {"mid", "last"}) {
+      CaseBuilder c(suite, "local_slice", type, kExact);
+      c.operand(type, {3, 10, 5},
+                type == I32 ? integers(0, 1000) : normal());
+      c.result(type, {3, 4, 5});
+      c.attr("axis", axis)
+          .attr("dim", int64_t(1))
+          .note(std::string("block of ") + axis)
+          .add();
+    }
+}
+
+} // namespace
+
+Suite conformance::conformanceSuite() {
+  Suite suite;
+  Mesh &mesh = *suite.executable.add_meshes();
+  mesh.set_name("mesh");
+  for (auto [axis, size] : llvm::zip_equal(kMeshAxes, kMeshShape)) {
+    mesh.add_axes(axis);
+    mesh.add_shape(size);
+  }
+  embeddingCases(suite);
+  matmulCases(suite);
+  normCases(suite);
+  ropeCases(suite);
+  attentionCases(suite);
+  elementwiseCases(suite);
+  crossEntropyCases(suite);
+  layoutCases(suite);
+  embeddingGradCases(suite);
+  optimizerCases(suite);
+  collectiveCases(suite);
+  return suite;
+}
