@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Compiles every program the GPU check runs into /tmp/twill-gpu, with a
+# Compiles every program the device check runs into /tmp/twill-gpu, with a
 # built twillc:
 #
 #   bench/compile_gpu_programs.sh BUILD_BIN
 #
 # gpu/: the programs of test/gpu/cuda_vs_cpu.py (--compile-only);
-# llama8b.twx: a LoRA training step of the Llama-3.1-8B shape (random bf16
-# weights, train.precision=BF16 as in the config, seq 4096, LoRA rank 16 on
-# every projection, no activation checkpointing, 4 steps). The programs write under /tmp/twill-gpu, so
-# they run on another machine from the same path (bench/device_bundle.sh).
+# llama8b-SEQ.twx for SEQ 4096 and 16384: a LoRA training step of the
+# Llama-3.1-8B shape (random bf16 weights, train.precision=BF16 as in the
+# config, LoRA rank 16 on every projection, batch 1, pre-tokenized rows, no
+# activation checkpointing, 4 steps). The programs write under
+# /tmp/twill-gpu, so they run on another machine from the same path
+# (bench/device_bundle.sh).
 set -euo pipefail
 bin=${1:?usage: bench/compile_gpu_programs.sh BUILD_BIN}
 cd "$(dirname "$0")/.."
@@ -20,15 +22,18 @@ python=python3
     --config configs/tiny.textproto --data data/recall/train.jsonl \
     --compile-only
 # No activation checkpointing (the config asks for FULL, for 8 GPUs and seq
-# 8192): on one H200 the step's activations fit (a 20.5 GB arena), and the
-# MFU formula counts no recomputation.
-"$bin/twillc" configs/llama3_1_8b_lora.textproto parallel.tp=1 \
-    parallel.activation_checkpointing=NONE \
-    checkpoint.random_base=true checkpoint.base_dir= \
-    checkpoint.output_dir="$work/llama8b-out" checkpoint.save_every=0 \
-    lora.rank=16 lora.alpha=32 \
-    lora.target_modules=q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj \
-    train.batch_size=1 train.seq_len=4096 \
-    train.gradient_accumulation_steps=1 train.epochs=1 \
-    train.max_steps_per_epoch=4 data.packed=false -o "$work/llama8b.twx"
+# 8192): on one H200 the step's activations fit (a 20 GB arena at seq 4096,
+# 78 GB at 16384), and the MFU formula counts no recomputation.
+for seq in 4096 16384; do
+  "$bin/twillc" configs/llama3_1_8b_lora.textproto parallel.tp=1 \
+      parallel.activation_checkpointing=NONE \
+      checkpoint.random_base=true checkpoint.base_dir= \
+      checkpoint.output_dir="$work/llama8b-$seq-out" checkpoint.save_every=0 \
+      lora.rank=16 lora.alpha=32 \
+      lora.target_modules=q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj \
+      train.batch_size=1 train.seq_len=$seq \
+      train.gradient_accumulation_steps=1 train.epochs=1 \
+      train.max_steps_per_epoch=4 data.format=TOKENIZED data.packed=false \
+      -o "$work/llama8b-$seq.twx"
+done
 echo "programs in $work"

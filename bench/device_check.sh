@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# The GPU check of the cuda backend, in one run on a machine with an H100 or
-# H200 (Debian/Ubuntu with the CUDA toolkit and the network):
+# The device check on a GPU machine that can build Twill (Debian/Ubuntu with
+# the CUDA toolkit and the network):
 #
 #   bench/device_check.sh OUT_DIR
 #
 # Sets up and builds (scripts/setup.sh), compiles the programs
-# (bench/compile_gpu_programs.sh), then runs bench/gpu_check.sh: the GPU
-# tests, then the timed Llama-3.1-8B LoRA step; its log and results table
-# land in OUT_DIR. A GPU machine without the compiler's dependencies (or
-# without the network) runs the same check from bench/device_bundle.sh.
+# (bench/compile_gpu_programs.sh), then runs bench/device_check.py: the
+# conformance of every instruction, the GPU tests, the timed Llama-3.1-8B
+# LoRA steps; its files land in OUT_DIR. A GPU machine without the
+# compiler's dependencies or the network runs the same check from
+# bench/device_bundle.sh.
 set -euo pipefail
 out=${1:?usage: bench/device_check.sh OUT_DIR}
 mkdir -p "$out"
@@ -17,4 +18,6 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 ninja -C build
 bench/compile_gpu_programs.sh build/bin
-bench/gpu_check.sh build/bin "$out"
+python=python3
+[ -x .venv/bin/python ] && python=.venv/bin/python
+"$python" bench/device_check.py --bin build/bin --out "$out"

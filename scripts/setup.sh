@@ -15,6 +15,7 @@ DEBIAN_PACKAGES=(
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
   libprotobuf-dev protobuf-compiler libgtest-dev libgmock-dev
   libopenmpi-dev openmpi-bin libopenblas-dev libpcre2-dev
+  libzstd-dev  # LLVM Support's CMake package names it (the device bundle)
 )
 PYTHON_PACKAGES=(torch transformers peft safetensors tiktoken llama-models)
 PYTHON_MODULES="torch, transformers, peft, safetensors, tiktoken, llama_models"

@@ -245,15 +245,35 @@ static llvm::Expected<std::vector<Row>> readRows(const JobConfig &job,
   return std::move(packed.rows);
 }
 
-static int runTraining(Program &program) {
-  const JobConfig &job = program.job();
+/// What a training run reads before any weight: its rows, and the rows it
+/// evaluates on (if any), so a bad file fails in seconds, not after the
+/// weights have loaded.
+struct TrainingData {
+  std::vector<Row> rows, evalRows;
+};
+
+static llvm::Expected<TrainingData> readTrainingData(const JobConfig &job) {
   std::string path = dataPath.empty() ? job.data().path() : dataPath.getValue();
   if (path.empty())
-    return fail("no data: set data.path in the job or pass --data");
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "no data: set data.path in the job or pass --data");
+  TrainingData data;
   llvm::Expected<std::vector<Row>> rows = readRows(job, path);
   if (!rows)
-    return fail(rows.takeError());
+    return rows.takeError();
+  data.rows = std::move(*rows);
+  if (!evalDataPath.empty()) {
+    llvm::Expected<std::vector<Row>> read = readRows(job, evalDataPath);
+    if (!read)
+      return read.takeError();
+    data.evalRows = std::move(*read);
+  }
+  return std::move(data);
+}
 
+static int runTraining(Program &program, const TrainingData &data) {
+  const JobConfig &job = program.job();
   TrainPosition start;
   if (!resumePath.empty()) {
     llvm::Expected<TrainPosition> resumed = loadCheckpoint(program, resumePath);
@@ -264,20 +284,17 @@ static int runTraining(Program &program) {
                               "of it next)\n",
                               start.steps, start.epoch + 1, start.index + 1);
   }
-  std::vector<Row> evalRows;
+  const std::vector<Row> &evalRows = data.evalRows;
   std::optional<Evaluation> before;
   if (!evalDataPath.empty()) {
-    llvm::Expected<std::vector<Row>> read = readRows(job, evalDataPath);
-    if (!read)
-      return fail(read.takeError());
-    evalRows = std::move(*read);
     llvm::Expected<Evaluation> measured = evaluate(program, evalRows);
     if (!measured)
       return fail(measured.takeError());
     before = *measured;
   }
 
-  llvm::Expected<TrainResult> result = train(program, *rows, report(), start);
+  llvm::Expected<TrainResult> result =
+      train(program, data.rows, report(), start);
   if (!result)
     return fail(result.takeError());
   report() << llvm::formatv("trained {0} steps; {1} written to {2}\n",
@@ -346,6 +363,13 @@ static int runJob(Executable executable) {
                             (plan.arenaBytes + plan.ownBytes) / 1048576.0);
   if (llvm::Error error = program.useBackend(backendName))
     return fail(std::move(error));
+  TrainingData data;
+  if (!eval) {
+    llvm::Expected<TrainingData> read = readTrainingData(program.job());
+    if (!read)
+      return fail(read.takeError());
+    data = std::move(*read);
+  }
   std::optional<Profiler> profiler;
   if (!profilePath.empty()) {
     profiler.emplace(program.executable());
@@ -363,7 +387,7 @@ static int runJob(Executable executable) {
                                   (*comm)->rank(), (*comm)->worldSize(),
                                   *bytesRead)
                         .str();
-  int status = eval ? runEval(program) : runTraining(program);
+  int status = eval ? runEval(program) : runTraining(program, data);
   if (status == 0) {
     if (std::string memory = program.memoryReport(); !memory.empty())
       report() << memory << "\n";

@@ -630,11 +630,8 @@ llvm::Error CudaBackend::runInstructions(const EntryPoint &entry) {
 
 llvm::Error CudaBackend::recordTimeline(const EntryPoint &entry,
                                         double hostStart) {
-  const std::vector<Timeline::Mark> &marks = device.timeline.marks;
-  if (marks.empty())
-    return llvm::Error::success();
-  cudaEvent_t base = marks.front().start;
-  for (const Timeline::Mark &mark : marks) {
+  cudaEvent_t base = device.timeline.base;
+  for (const Timeline::Mark &mark : device.timeline.marks) {
     float start = 0, end = 0;
     if (auto error = checkCuda(cudaEventElapsedTime(&start, base, mark.start),
                                "cudaEventElapsedTime"))
@@ -670,7 +667,8 @@ llvm::Error CudaBackend::run(const EntryPoint &entry,
   const Executable &executable = host.executable();
   // Every run ends with the GPU idle, so its first event runs at once.
   double hostStart = profiler ? profiler->now() : 0;
-  device.timeline.restart(profiler != nullptr);
+  if (auto error = device.timeline.restart(profiler != nullptr, device.stream))
+    return error;
   if (auto error = runInstructions(entry))
     return error;
   // What only the device saw (a token outside the vocabulary) fails the

@@ -51,15 +51,22 @@ struct Timeline {
   };
   bool enabled = false;
   int instruction = -1; // the instruction being queued
+  cudaEvent_t base = nullptr; // the run's start, which marks are timed from
   std::vector<Mark> marks;
   std::vector<cudaEvent_t> pool;
   size_t used = 0;
 
-  /// Starts a run: the pool's events are free again.
-  void restart(bool timing) {
+  /// Starts a run on `stream` (the pool's events are free again), timed or
+  /// not.
+  llvm::Error restart(bool timing, cudaStream_t stream) {
     enabled = timing;
     marks.clear();
     used = 0;
+    llvm::Expected<cudaEvent_t> start = record(stream);
+    if (!start)
+      return start.takeError();
+    base = *start;
+    return llvm::Error::success();
   }
   /// An event recorded on `stream` now, or none when not timing.
   llvm::Expected<cudaEvent_t> record(cudaStream_t stream) {

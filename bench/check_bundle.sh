@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Proves a device bundle (bench/device_bundle.sh DIR) self-contained:
+#
+#   bench/check_bundle.sh DIR
+#
+# 1. every shared library that its programs and libraries need resolves
+#    inside DIR, or is one a CUDA machine's image has anyway: glibc's,
+#    libstdc++ and libgcc_s, CUDA's (the driver, the runtime, cuBLAS,
+#    NCCL);
+# 2. its cpu parts run from it with an empty environment: the conformance
+#    harness against the cpu backend, a 20-step training run of the tiny
+#    job, and the cuda conformance saying it is skipped (no GPU here).
+# Exits 1 at the first thing that is not so.
+set -euo pipefail
+dir=$(cd "${1:?usage: bench/check_bundle.sh DIR}" && pwd)
+system='^(linux-vdso\.so\.1|ld-linux-x86-64\.so\.2|libc\.so\.6|libm\.so\.6|libdl\.so\.2|libpthread\.so\.0|librt\.so\.1|libgcc_s\.so\.1|libstdc\+\+\.so\.6|libcuda\.so\.1|libcudart\.so\.[0-9]+|libcublas\.so\.[0-9]+|libcublasLt\.so\.[0-9]+|libnccl\.so\.[0-9]+)$'
+status=0
+# The programs find lib/ through their run path ($ORIGIN/../lib); the
+# libraries there are loaded by them, so theirs is lib/ too.
+for file in "$dir"/bin/* "$dir"/lib/*; do
+  search=
+  [[ "$file" == "$dir"/lib/* ]] && search="LD_LIBRARY_PATH=$dir/lib"
+  while read -r name arrow path rest; do
+    [ "$arrow" = "=>" ] || { path=$name; name=$(basename "$name"); }
+    if [[ "$path" == "$dir"/* ]]; then
+      continue
+    elif [[ "$name" =~ $system ]]; then
+      continue
+    fi
+    echo "check_bundle: $(basename "$file") needs $name ($path), which is neither in the bundle nor a system or CUDA library"
+    status=1
+  done < <(env -i $search ldd "$file" | sed 's/(0x[0-9a-f]*)//')
+done
+[ $status = 0 ] || exit 1
+echo "check_bundle: every library resolves inside the bundle or to glibc, libstdc++ or CUDA"
+
+env -i "$dir/bin/twill-conformance" --backend=cpu > /tmp/check_bundle.txt ||
+  { tail -3 /tmp/check_bundle.txt; echo "check_bundle: the cpu conformance failed"; exit 1; }
+tail -1 /tmp/check_bundle.txt
+env -i "$dir/bin/twill-train" "$dir/programs/gpu/train.twx" \
+    --data "$dir/data/recall/train.jsonl" > /tmp/check_bundle.txt ||
+  { tail -3 /tmp/check_bundle.txt; echo "check_bundle: cpu training failed"; exit 1; }
+grep "^trained" /tmp/check_bundle.txt
+set +e
+env -i "$dir/bin/twill-conformance" --backend=cuda > /dev/null 2>&1
+code=$?
+set -e
+[ $code = 77 ] || { echo "check_bundle: the cuda conformance exited $code, not 77 (skipped)"; exit 1; }
+echo "check_bundle: with an empty environment the cpu parts run, and the cuda conformance is skipped (77) without a GPU"
