@@ -134,6 +134,7 @@ llvm::Expected<TrainResult> twill::train(Program &program,
                            "{4:f4} | {5:f0} tokens/s | {6:f1}s\n",
                            result.steps, totalSteps, result.lastLoss, lr,
                            gradNorm, tokensPerSecond, elapsed);
+      report.flush(); // each step's line out as it happens
       metrics << llvm::json::Value(
                      llvm::json::Object{{"step", result.steps},
                                         {"epoch", epoch},

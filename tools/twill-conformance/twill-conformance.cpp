@@ -248,6 +248,7 @@ bool check(const Executable &executable, const Case &c, Side &reference,
                                 c.dtype, c.shapes,
                                 c.note.empty() ? "" : " (" + c.note + ")",
                                 verdict, counted ? "PASS" : "FAIL");
+  llvm::outs().flush(); // every line out before a crash could lose it
   return counted;
 }
 

@@ -464,15 +464,14 @@ llvm::Error CpuBackend::run(const EntryPoint &entry, BufferSet &buffers,
   return forEachInstruction(entry, [&](int index,
                                        const Instruction &instruction)
                                        -> llvm::Error {
-    auto kernel = kernels().find(instruction.op());
-    if (kernel == kernels().end())
-      return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     "the cpu backend has no kernel for " +
-                                         instruction.op());
+    llvm::Expected<const Kernel *> kernel =
+        kernelFor(kernels(), instruction, "cpu");
+    if (!kernel)
+      return kernel.takeError();
     if (!profiler)
-      return runWidened(kernel->second, instruction, buffers, comm);
+      return runWidened(**kernel, instruction, buffers, comm);
     double start = profiler->now();
-    llvm::Error error = runWidened(kernel->second, instruction, buffers, comm);
+    llvm::Error error = runWidened(**kernel, instruction, buffers, comm);
     double end = profiler->now();
     // One thread does everything: a collective occupies both tracks.
     profiler->record({Profiler::Compute, &entry, index, start, end});

@@ -121,6 +121,7 @@ llvm::Error runRope(const InstructionView &in, Device &device) {
       return error;
     }
     table = made; // cached only once it holds the frequencies
+    device.allocated(bytes);
   }
   cuda::rope(in.data<void>(0), in.data<int32_t>(1), in.data<void>(2),
              shape->tokens, shape->heads, shape->headDim, table, Inverse,
@@ -239,9 +240,10 @@ llvm::Error reduceRows(const InstructionView &in, Device &device, double *rows,
   std::string axis = in.stringAttr("shard_axis");
   if (axis.empty())
     return llvm::Error::success();
-  if (!device.nccl)
-    return in.fail("needs NCCL for its shard_axis");
-  llvm::Expected<ncclComm_t> comm = device.nccl->axis(axis);
+  llvm::Expected<NcclComm *> nccl = device.nccl();
+  if (!nccl)
+    return in.fail("its shard_axis " + llvm::toString(nccl.takeError()));
+  llvm::Expected<ncclComm_t> comm = (*nccl)->axis(axis);
   if (!comm)
     return comm.takeError();
   return device.communicate([&](cudaStream_t stream) {
@@ -433,7 +435,6 @@ private:
   BufferSet &host;
   Communicator *comm;
   Device device;
-  std::unique_ptr<NcclComm> nccl;
   std::vector<void *> memory; // where each buffer is
   std::vector<void *> owned;  // what was allocated
   size_t plannedBytes = 0;    // the buffers' memory, as the plan lays it out
@@ -514,14 +515,10 @@ llvm::Error CudaBackend::initialise() {
       executable.meshes_size() &&
       llvm::any_of(executable.meshes(0).shape(),
                    [](int64_t size) { return size > 1; });
-  if (comm && meshOfSeveral) {
-    llvm::Expected<std::unique_ptr<NcclComm>> created =
-        NcclComm::create(*comm, executable.meshes(0));
-    if (!created)
-      return created.takeError();
-    nccl = std::move(*created);
-    device.nccl = nccl.get();
-  }
+  if (comm && meshOfSeveral)
+    device.makeNccl = [this] {
+      return NcclComm::create(*comm, host.executable().meshes(0));
+    };
   return llvm::Error::success();
 }
 
@@ -547,7 +544,7 @@ CudaBackend::~CudaBackend() {
     cublasLtDestroy(device.lt);
   if (device.matmulWorkspace)
     cudaFree(device.matmulWorkspace);
-  nccl.reset();
+  device.ncclComms.reset();
   for (cudaEvent_t event : {device.inputsReady, device.collectiveDone})
     if (event)
       cudaEventDestroy(event);
@@ -607,16 +604,15 @@ llvm::Error CudaBackend::runInstructions(const EntryPoint &entry) {
   return forEachInstruction(entry, [&](int index,
                                        const Instruction &instruction)
                                        -> llvm::Error {
-    auto kernel = kernels().find(instruction.op());
-    if (kernel == kernels().end())
-      return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     "the cuda backend has no kernel for " +
-                                         instruction.op());
+    llvm::Expected<const KernelEntry *> kernel =
+        kernelFor(kernels(), instruction, name());
+    if (!kernel)
+      return kernel.takeError();
     device.timeline.instruction = index;
     llvm::Expected<cudaEvent_t> start = device.timeline.record(device.stream);
     if (!start)
       return start.takeError();
-    if (auto error = runKernel(kernel->second, instruction))
+    if (auto error = runKernel(**kernel, instruction))
       return error;
     if (auto error = checkCuda(cudaGetLastError(), "a kernel launch"))
       return error;
@@ -669,8 +665,14 @@ llvm::Error CudaBackend::run(const EntryPoint &entry,
   double hostStart = profiler ? profiler->now() : 0;
   if (auto error = device.timeline.restart(profiler != nullptr, device.stream))
     return error;
-  if (auto error = runInstructions(entry))
+  if (auto error = runInstructions(entry)) {
+    // What was queued before the failure finishes, and any flag it raised
+    // is dropped: the next run starts clean and idle.
+    cudaStreamSynchronize(device.commStream);
+    cudaMemsetAsync(device.errors, 0, sizeof(int), device.stream);
+    cudaStreamSynchronize(device.stream);
     return error;
+  }
   // What only the device saw (a token outside the vocabulary) fails the
   // run before any parameter or state is written back, as on the cpu; the
   // flags are cleared for the next run.
@@ -713,7 +715,9 @@ llvm::Error CudaBackend::run(const EntryPoint &entry,
 
 llvm::Error CudaBackend::upload(llvm::ArrayRef<int> ids) {
   for (int id : ids)
-    if (auto error =
+    if (host.info(id).size_bytes() == 0)
+      continue;
+    else if (auto error =
             checkCuda(cudaMemcpyAsync(memory[id], host.data(id),
                                       host.info(id).size_bytes(),
                                       cudaMemcpyHostToDevice, device.stream),
@@ -725,7 +729,9 @@ llvm::Error CudaBackend::upload(llvm::ArrayRef<int> ids) {
 
 llvm::Error CudaBackend::download(llvm::ArrayRef<int> ids) {
   for (int id : ids)
-    if (auto error =
+    if (host.info(id).size_bytes() == 0)
+      continue;
+    else if (auto error =
             checkCuda(cudaMemcpyAsync(host.data(id), memory[id],
                                       host.info(id).size_bytes(),
                                       cudaMemcpyDeviceToHost, device.stream),

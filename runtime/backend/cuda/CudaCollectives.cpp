@@ -102,12 +102,13 @@ llvm::Error cuda::runCollective(const InstructionView &in, Device &device) {
                        device.stream);
     return llvm::Error::success();
   }
-  if (!device.nccl)
-    return in.fail("needs NCCL");
+  llvm::Expected<NcclComm *> nccl = device.nccl();
+  if (!nccl)
+    return in.fail(llvm::toString(nccl.takeError()));
   // An all-reduce sums over the ranks present; the rest need all of them.
   llvm::Expected<ncclComm_t> comm =
-      op == "twill.all_reduce" ? device.nccl->axis(shape->axis)
-                               : device.nccl->wholeAxis(shape->axis, size);
+      op == "twill.all_reduce" ? (*nccl)->axis(shape->axis)
+                               : (*nccl)->wholeAxis(shape->axis, size);
   if (!comm)
     return in.fail(llvm::toString(comm.takeError()));
   if (op == "twill.all_reduce")

@@ -18,6 +18,9 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <functional>
+#include <memory>
+#include <string>
 #include <map>
 #include <utility>
 #include <vector>
@@ -104,7 +107,11 @@ struct Device {
   /// cuBLASLt's choice per matmul problem (sizes, transposes, dtype).
   std::map<std::vector<int64_t>, cublasLtMatmulAlgo_t> matmulAlgorithms;
   int *errors = nullptr; // ErrorBit flags raised by kernels
-  NcclComm *nccl = nullptr;
+  /// How NCCL's communicators are made, where the mesh has an axis of
+  /// several ranks (none: NCCL is never needed).
+  std::function<llvm::Expected<std::unique_ptr<NcclComm>>()> makeNccl;
+  std::unique_ptr<NcclComm> ncclComms;
+  std::string ncclFailure; // why making them failed, said again after
   using Pool = std::vector<std::pair<void *, size_t>>;
   Pool scratch; // kernels' own temporaries, reused between ops
   Pool widened; // fp32 copies of bf16 values, for kernels without bf16 form
@@ -119,6 +126,25 @@ struct Device {
   void allocated(size_t bytes) {
     allocatedBytes += bytes;
     peakAllocatedBytes = std::max(peakAllocatedBytes, allocatedBytes);
+  }
+
+  /// NCCL's communicators, made at the first collective that needs them:
+  /// a run without collectives never starts NCCL, and a failure to start it
+  /// fails the collectives alone. Every rank reaches its first collective
+  /// at the same instruction, so they start NCCL together.
+  llvm::Expected<NcclComm *> nccl() {
+    if (!ncclComms && ncclFailure.empty()) {
+      if (!makeNccl)
+        ncclFailure = "needs NCCL, and the program's mesh has one rank";
+      else if (auto made = makeNccl())
+        ncclComms = std::move(*made);
+      else
+        ncclFailure = llvm::toString(made.takeError());
+    }
+    if (!ncclComms)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     ncclFailure);
+    return ncclComms.get();
   }
 
   /// Runs `collective` on the communication stream: it starts once the
