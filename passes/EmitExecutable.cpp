@@ -8,6 +8,8 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/ToolOutputFile.h"
 
 namespace mlir::twill {
@@ -39,8 +41,6 @@ private:
   FailureOr<int> sharedBuffer(BlockArgument argument, func::FuncOp function,
                               StringRef name, bool &isNew);
   LogicalResult emitArgument(BlockArgument argument, func::FuncOp function);
-  LogicalResult emitAttribute(Operation *op, NamedAttribute attribute,
-                              ::twill::Instruction &instruction);
 
   Executable executable;
   llvm::DenseMap<Value, int> buffers;
@@ -170,32 +170,153 @@ LogicalResult ExecutableEmitter::emitArgument(BlockArgument argument,
          << mlir::twill::kInputAttrName << ")";
 }
 
-LogicalResult
-ExecutableEmitter::emitAttribute(Operation *op, NamedAttribute attribute,
-                                 ::twill::Instruction &instruction) {
-  ::twill::AttributeValue value;
-  Attribute attr = attribute.getValue();
-  if (auto boolean = dyn_cast<BoolAttr>(attr)) {
-    value.set_bool_value(boolean.getValue());
-  } else if (auto integer = dyn_cast<IntegerAttr>(attr)) {
-    value.set_int_value(integer.getInt());
-  } else if (auto real = dyn_cast<FloatAttr>(attr)) {
-    value.set_float_value(real.getValueAsDouble());
-  } else if (isa<UnitAttr>(attr)) {
-    value.set_bool_value(true);
-  } else if (auto text = dyn_cast<StringAttr>(attr)) {
-    value.set_string_value(text.str());
-  } else if (auto symbol = dyn_cast<FlatSymbolRefAttr>(attr)) {
-    value.set_string_value(symbol.getValue().str());
-  } else if (auto list = dyn_cast<DenseI64ArrayAttr>(attr)) {
-    for (int64_t element : list.asArrayRef())
-      value.mutable_int_list()->add_values(element);
-  } else {
-    return op->emitError("cannot emit attribute '")
-           << attribute.getName() << "' (" << attr << ")";
-  }
-  (*instruction.mutable_attributes())[attribute.getName().str()] = value;
-  return success();
+/// An optional shard_axis, written out: empty for none.
+static std::string axisName(std::optional<StringRef> axis) {
+  return axis ? axis->str() : std::string();
+}
+
+/// The instruction's opcode and every attribute the runtime reads, from the
+/// op's own accessors: renaming an ODS attribute breaks this function's
+/// build instead of silently changing what the runtime reads.
+static LogicalResult describe(Operation *op, ::twill::Instruction &out) {
+  namespace tw = mlir::twill;
+  auto opcode = [&](::twill::Opcode code) {
+    out.set_opcode(code);
+    return success();
+  };
+  auto rope = [&](auto op, ::twill::Opcode code) {
+    ::twill::RopeAttributes &a = *out.mutable_rope();
+    a.set_theta(op.getTheta().convertToDouble());
+    a.set_scaling_factor(op.getScalingFactor().value_or(llvm::APFloat(0.0))
+                             .convertToDouble());
+    a.set_low_freq_factor(op.getLowFreqFactor().value_or(llvm::APFloat(0.0))
+                              .convertToDouble());
+    a.set_high_freq_factor(op.getHighFreqFactor()
+                               .value_or(llvm::APFloat(0.0))
+                               .convertToDouble());
+    a.set_original_max_position(op.getOriginalMaxPosition().value_or(0));
+    return opcode(code);
+  };
+  auto attention = [&](auto op, ::twill::Opcode code) {
+    ::twill::AttentionAttributes &a = *out.mutable_attention();
+    a.set_scale(op.getScale().convertToDouble());
+    a.set_shard_axis(axisName(op.getShardAxis()));
+    return opcode(code);
+  };
+  auto crossEntropy = [&](auto op, ::twill::Opcode code) {
+    ::twill::CrossEntropyAttributes &a = *out.mutable_cross_entropy();
+    a.set_ignore_index(op.getIgnoreIndex());
+    a.set_shard_axis(axisName(op.getShardAxis()));
+    a.set_vocab_size(op.getVocabSize().value_or(0));
+    return opcode(code);
+  };
+  auto norm = [&](auto op, ::twill::Opcode code) {
+    out.mutable_rms_norm()->set_epsilon(op.getEpsilon().convertToDouble());
+    return opcode(code);
+  };
+  auto gather = [&](auto op, ::twill::Opcode code) {
+    out.mutable_gather()->set_axis(op.getAxis().str());
+    out.mutable_gather()->set_dim(op.getDim());
+    return opcode(code);
+  };
+  return TypeSwitch<Operation *, LogicalResult>(op)
+      .Case([&](tw::EmbeddingOp op) {
+        out.mutable_embedding()->set_shard_axis(axisName(op.getShardAxis()));
+        return opcode(::twill::EMBEDDING);
+      })
+      .Case([&](tw::MatmulOp op) {
+        ::twill::MatmulAttributes &a = *out.mutable_matmul();
+        a.set_transpose_lhs(op.getTransposeLhs());
+        a.set_transpose_rhs(op.getTransposeRhs());
+        a.set_alpha(op.getAlpha().convertToDouble());
+        return opcode(::twill::MATMUL);
+      })
+      .Case([&](tw::RmsNormOp op) { return norm(op, ::twill::RMS_NORM); })
+      .Case([&](tw::RopeOp op) { return rope(op, ::twill::ROPE); })
+      .Case([&](tw::AttentionOp op) {
+        return attention(op, ::twill::ATTENTION);
+      })
+      .Case([&](tw::AddOp) { return opcode(::twill::ADD); })
+      .Case([&](tw::MulOp) { return opcode(::twill::MUL); })
+      .Case([&](tw::DivOp) { return opcode(::twill::DIV); })
+      .Case([&](tw::SwigluOp) { return opcode(::twill::SWIGLU); })
+      .Case([&](tw::ScaleOp op) {
+        out.mutable_scale()->set_factor(op.getFactor().convertToDouble());
+        return opcode(::twill::SCALE);
+      })
+      .Case([&](tw::CrossEntropyOp op) {
+        return crossEntropy(op, ::twill::CROSS_ENTROPY);
+      })
+      .Case([&](tw::ReshapeOp) { return opcode(::twill::RESHAPE); })
+      .Case([&](tw::TransposeOp op) {
+        for (int64_t dim : op.getPermutation())
+          out.mutable_transpose()->add_permutation(dim);
+        return opcode(::twill::TRANSPOSE);
+      })
+      .Case([&](tw::CastOp) { return opcode(::twill::CAST); })
+      .Case([&](tw::ConstantOp op) {
+        out.mutable_constant()->set_value(op.getValue().convertToDouble());
+        return opcode(::twill::CONSTANT);
+      })
+      .Case([&](tw::EmbeddingGradOp) { return opcode(::twill::EMBEDDING_GRAD); })
+      .Case([&](tw::RmsNormGradOp op) {
+        return norm(op, ::twill::RMS_NORM_GRAD);
+      })
+      .Case([&](tw::RmsNormWeightGradOp op) {
+        return norm(op, ::twill::RMS_NORM_WEIGHT_GRAD);
+      })
+      .Case([&](tw::RopeGradOp op) { return rope(op, ::twill::ROPE_GRAD); })
+      .Case([&](tw::AttentionGradOp op) {
+        return attention(op, ::twill::ATTENTION_GRAD);
+      })
+      .Case([&](tw::SwigluGradOp) { return opcode(::twill::SWIGLU_GRAD); })
+      .Case([&](tw::CrossEntropyGradOp op) {
+        return crossEntropy(op, ::twill::CROSS_ENTROPY_GRAD);
+      })
+      .Case([&](tw::GlobalNormOp) { return opcode(::twill::GLOBAL_NORM); })
+      .Case([&](tw::SumSquaresOp) { return opcode(::twill::SUM_SQUARES); })
+      .Case([&](tw::SqrtOp) { return opcode(::twill::SQRT); })
+      .Case([&](tw::ClipCoefficientOp op) {
+        out.mutable_clip_coefficient()->set_max_norm(
+            op.getMaxNorm().convertToDouble());
+        return opcode(::twill::CLIP_COEFFICIENT);
+      })
+      .Case([&](tw::LrScheduleOp op) {
+        out.mutable_lr_schedule()->set_lr(op.getLr().convertToDouble());
+        out.mutable_lr_schedule()->set_warmup_steps(op.getWarmupSteps());
+        return opcode(::twill::LR_SCHEDULE);
+      })
+      .Case([&](tw::AdamWOp op) {
+        ::twill::AdamWAttributes &a = *out.mutable_adamw();
+        a.set_beta1(op.getBeta1().convertToDouble());
+        a.set_beta2(op.getBeta2().convertToDouble());
+        a.set_eps(op.getEps().convertToDouble());
+        a.set_weight_decay(op.getWeightDecay().convertToDouble());
+        return opcode(::twill::ADAMW);
+      })
+      .Case([&](tw::IncrementOp) { return opcode(::twill::INCREMENT); })
+      .Case([&](tw::AllGatherOp op) { return gather(op, ::twill::ALL_GATHER); })
+      .Case([&](tw::ReduceScatterOp op) {
+        return gather(op, ::twill::REDUCE_SCATTER);
+      })
+      .Case([&](tw::LocalSliceOp op) {
+        return gather(op, ::twill::LOCAL_SLICE);
+      })
+      .Case([&](tw::AllReduceOp op) {
+        out.mutable_all_reduce()->set_axis(op.getAxis().str());
+        return opcode(::twill::ALL_REDUCE);
+      })
+      .Case([&](tw::AllToAllOp op) {
+        ::twill::AllToAllAttributes &a = *out.mutable_all_to_all();
+        a.set_axis(op.getAxis().str());
+        a.set_split_dim(op.getSplitDim());
+        a.set_concat_dim(op.getConcatDim());
+        return opcode(::twill::ALL_TO_ALL);
+      })
+      .Default([](Operation *op) {
+        return op->emitError("cannot emit ")
+               << op->getName() << ": the Executable has no opcode for it";
+      });
 }
 
 LogicalResult ExecutableEmitter::emitFunction(func::FuncOp function) {
@@ -208,6 +329,11 @@ LogicalResult ExecutableEmitter::emitFunction(func::FuncOp function) {
 
   ::twill::EntryPoint &entry = *executable.add_entry_points();
   entry.set_name(function.getSymName().str());
+  entry.set_role(llvm::StringSwitch<::twill::EntryRole>(function.getSymName())
+                     .Case("forward", ::twill::FORWARD)
+                     .Case("train_step", ::twill::TRAIN_STEP)
+                     .Case("optimizer_step", ::twill::OPTIMIZER_STEP)
+                     .Default(::twill::ROLE_UNSPECIFIED));
   for (Operation &op : body) {
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
       for (auto [index, output] : llvm::enumerate(ret.getOperands())) {
@@ -221,7 +347,8 @@ LogicalResult ExecutableEmitter::emitFunction(func::FuncOp function) {
     if (op.getNumRegions() != 0)
       return op.emitError("cannot emit ops with regions");
     ::twill::Instruction &instruction = *entry.add_instructions();
-    instruction.set_op(op.getName().getStringRef().str());
+    if (failed(describe(&op, instruction)))
+      return failure();
     for (Value operand : op.getOperands())
       instruction.add_operands(buffers.lookup(operand));
     auto globals =
@@ -231,17 +358,13 @@ LogicalResult ExecutableEmitter::emitFunction(func::FuncOp function) {
       if (failed(id))
         return failure();
       instruction.add_results(*id);
+      if (op.hasAttr(mlir::twill::kHostReadAttrName))
+        executable.mutable_buffers(*id)->set_host_read(true);
       if (globals && index < globals.size())
         recordSplit(cast<RankedTensorType>(
                         cast<TypeAttr>(globals[index]).getValue()),
                     *executable.mutable_buffers(*id));
     }
-    // Attributes in the twill. namespace annotate the IR for the compiler;
-    // the kernels read the op's own.
-    for (NamedAttribute attribute : op.getAttrs())
-      if (!attribute.getName().strref().starts_with("twill.") &&
-          failed(emitAttribute(&op, attribute, instruction)))
-        return failure();
   }
   return success();
 }

@@ -16,7 +16,6 @@
 #include "runtime/profile/Profiler.h"
 
 #include "llvm/ADT/STLFunctionalExtras.h"
-#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <memory>
@@ -66,20 +65,6 @@ inline llvm::Error forEachInstruction(
           llvm::formatv("{0}, instruction {1}: {2}", entry.name(), index,
                         llvm::toString(std::move(error))));
   return llvm::Error::success();
-}
-
-/// `backend`'s kernel for `instruction` in its table of kernels by op.
-template <typename Kernel>
-llvm::Expected<const Kernel *> kernelFor(const llvm::StringMap<Kernel> &table,
-                                         const Instruction &instruction,
-                                         llvm::StringRef backend) {
-  auto found = table.find(instruction.op());
-  if (found == table.end())
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "the " + backend +
-                                       " backend has no kernel for " +
-                                       instruction.op());
-  return &found->second;
 }
 
 /// The reference backend, computing in `buffers` (the host copies).

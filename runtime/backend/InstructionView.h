@@ -15,6 +15,7 @@
 #include "runtime/backend/Gemm.h"
 #include "runtime/comm/Communicator.h"
 #include "runtime/executable/Executable.h"
+#include "runtime/executable/Opcodes.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -40,7 +41,7 @@ public:
 
   llvm::Error fail(const llvm::Twine &what) const {
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   instruction.op() + ": " + what);
+                                   opcodeName(opcode()) + ": " + what);
   }
 
   /// The buffer of operand (or, after the operands, result) `index`.
@@ -49,7 +50,10 @@ public:
                ? instruction.operands(index)
                : instruction.results(index - instruction.operands_size());
   }
-  llvm::StringRef op() const { return instruction.op(); }
+  Opcode opcode() const { return instruction.opcode(); }
+  /// The instruction itself: its attributes, by kind.
+  const Instruction &operator*() const { return instruction; }
+  const Instruction *operator->() const { return &instruction; }
   int numOperands() const { return instruction.operands_size(); }
   int numResults() const { return instruction.results_size(); }
   const Buffer &info(int index) const {
@@ -108,31 +112,11 @@ public:
     return fail(llvm::formatv("values {0} and {1} differ in size", a, b));
   }
 
-  const AttributeValue *attribute(llvm::StringRef name) const {
-    auto it = instruction.attributes().find(name.str());
-    return it == instruction.attributes().end() ? nullptr : &it->second;
-  }
-  double floatAttr(llvm::StringRef name, double otherwise) const {
-    const AttributeValue *value = attribute(name);
-    return value ? value->float_value() : otherwise;
-  }
-  int64_t intAttr(llvm::StringRef name, int64_t otherwise) const {
-    const AttributeValue *value = attribute(name);
-    return value ? value->int_value() : otherwise;
-  }
-  std::string stringAttr(llvm::StringRef name) const {
-    const AttributeValue *value = attribute(name);
-    return value ? value->string_value() : std::string();
-  }
   /// The communicator, or an error for a program run without one.
   llvm::Expected<Communicator *> communicator() const {
     if (comm)
       return comm;
     return fail("needs a communicator: run it under twill-train");
-  }
-  bool flag(llvm::StringRef name) const {
-    const AttributeValue *value = attribute(name);
-    return value && value->bool_value();
   }
 
 private:
@@ -171,12 +155,11 @@ struct AxisPosition {
   int coordinate = 0, size = 1;
 };
 
-/// Where this rank is along the instruction's `shard_axis`, if it has one:
-/// partitioning gave it for ops that hold one rank's block and need its
-/// offset.
+/// Where this rank is along an op's `shard_axis`, if it has one (not
+/// empty): partitioning gave it for ops that hold one rank's block and need
+/// its offset.
 inline llvm::Expected<std::optional<AxisPosition>>
-shardAxis(const InstructionView &in) {
-  std::string axis = in.stringAttr("shard_axis");
+shardAxis(const InstructionView &in, const std::string &axis) {
   if (axis.empty())
     return std::nullopt;
   llvm::Expected<Communicator *> comm = in.communicator();
@@ -204,7 +187,7 @@ embeddingShape(const InstructionView &in) {
   EmbeddingShape shape{in.shape(0)[0], in.dim(0, 0), std::nullopt};
   if (in.count(2) != in.count(1) * shape.dim)
     return in.fail("result size is not ids x hidden");
-  auto position = shardAxis(in);
+  auto position = shardAxis(in, in->embedding().shard_axis());
   if (!position)
     return position.takeError();
   if (*position)
@@ -216,7 +199,7 @@ embeddingShape(const InstructionView &in) {
 /// this rank's block over every key/value head.
 inline llvm::Expected<HeadBlock> headBlock(const InstructionView &in,
                                            int64_t heads, int64_t kvHeads) {
-  auto position = shardAxis(in);
+  auto position = shardAxis(in, in->attention().shard_axis());
   if (!position)
     return position.takeError();
   HeadBlock block = HeadBlock::whole(heads);
@@ -231,12 +214,12 @@ inline llvm::Expected<HeadBlock> headBlock(const InstructionView &in,
 /// block of a `vocab_size` vocab.
 inline llvm::Expected<VocabBlock> vocabBlock(const InstructionView &in,
                                              int64_t columns) {
-  auto position = shardAxis(in);
+  auto position = shardAxis(in, in->cross_entropy().shard_axis());
   if (!position)
     return position.takeError();
   if (!*position)
     return VocabBlock::whole(columns);
-  int64_t vocab = in.intAttr("vocab_size", -1);
+  int64_t vocab = in->cross_entropy().vocab_size();
   if (vocab <= 0 || vocab > columns * (*position)->size)
     return in.fail("needs a vocab_size its blocks cover");
   return VocabBlock{columns, (*position)->coordinate * columns, vocab};
@@ -265,10 +248,10 @@ inline llvm::Expected<MatmulShape> matmulShape(const InstructionView &in) {
     return std::move(error);
   MatmulShape shape;
   shape.hasAddend = operands == 3;
-  shape.alpha = in.floatAttr("alpha", 1.0);
+  shape.alpha = in->matmul().alpha();
   shape.result = operands;
-  shape.transposeLhs = in.flag("transpose_lhs");
-  shape.transposeRhs = in.flag("transpose_rhs");
+  shape.transposeLhs = in->matmul().transpose_lhs();
+  shape.transposeRhs = in->matmul().transpose_rhs();
   shape.m = in.dim(0, shape.transposeLhs ? 0 : 1);
   shape.k = in.dim(0, shape.transposeLhs ? 1 : 0);
   shape.n = in.dim(1, shape.transposeRhs ? 1 : 0);
@@ -335,48 +318,59 @@ struct CollectiveShape {
 /// i64 counts are summed, i32 positions sliced), its dims, and block sizes.
 inline llvm::Expected<CollectiveShape>
 collectiveShape(const InstructionView &in) {
-  llvm::StringRef op = in.op();
-  bool known = op == "twill.all_gather" || op == "twill.reduce_scatter" ||
-               op == "twill.all_reduce" || op == "twill.all_to_all" ||
-               op == "twill.local_slice";
-  if (!known)
+  Opcode op = in.opcode();
+  std::string axis;
+  switch (in->attributes_case()) {
+  case Instruction::kAllReduce:
+    axis = in->all_reduce().axis();
+    break;
+  case Instruction::kGather:
+    axis = in->gather().axis();
+    break;
+  case Instruction::kAllToAll:
+    axis = in->all_to_all().axis();
+    break;
+  default:
     return in.fail("is no collective");
+  }
   DType dtype = in.dtype(0);
-  bool integer = (op == "twill.all_reduce" && dtype == I64) ||
-                 (op == "twill.local_slice" && dtype == I32);
+  bool integer = (op == ALL_REDUCE && dtype == I64) ||
+                 (op == LOCAL_SLICE && dtype == I32);
   DType expected = integer ? dtype : in.floatType();
   if (auto error = in.expect(1, 1, {expected, expected}, {0, 0}))
     return std::move(error);
   llvm::Expected<Communicator *> comm = in.communicator();
   if (!comm)
     return comm.takeError();
-  CollectiveShape shape{*comm, in.stringAttr("axis"), 0, 0, dtype};
+  CollectiveShape shape{*comm, axis, 0, 0, dtype};
   int size = (*comm)->axisSize(shape.axis);
   if (size < 0)
     return in.fail("the mesh has no axis '" + shape.axis + "'");
   shape.size = size;
   shape.coordinate = (*comm)->coordinate(shape.axis);
-  if (op == "twill.all_reduce" || op == "twill.all_to_all") {
+  if (op == ALL_REDUCE || op == ALL_TO_ALL) {
     if (in.count(0) != in.count(1))
       return in.fail("result size differs from the input's");
-    if (op == "twill.all_reduce")
+    if (op == ALL_REDUCE)
       return shape;
   }
   llvm::ArrayRef<int64_t> inShape = in.shape(0), outShape = in.shape(1);
   int64_t rank = inShape.size();
-  auto dimAttr = [&](llvm::StringRef name) -> llvm::Expected<int64_t> {
-    int64_t dim = in.intAttr(name, -1);
+  auto checkDim = [&](int64_t dim,
+                      llvm::StringRef name) -> llvm::Expected<int64_t> {
     if (dim < 0 || dim >= rank || (int64_t)outShape.size() != rank)
       return in.fail(name + " is not a dim of the input and result");
     return dim;
   };
   llvm::Expected<int64_t> dim =
-      dimAttr(op == "twill.all_to_all" ? "concat_dim" : "dim");
+      op == ALL_TO_ALL ? checkDim(in->all_to_all().concat_dim(), "concat_dim")
+                       : checkDim(in->gather().dim(), "dim");
   if (!dim)
     return dim.takeError();
   shape.dim = *dim;
-  if (op == "twill.all_to_all") {
-    llvm::Expected<int64_t> split = dimAttr("split_dim");
+  if (op == ALL_TO_ALL) {
+    llvm::Expected<int64_t> split =
+        checkDim(in->all_to_all().split_dim(), "split_dim");
     if (!split)
       return split.takeError();
     shape.splitDim = *split;
@@ -387,7 +381,7 @@ collectiveShape(const InstructionView &in) {
       shape.outer *= inShape[d];
     else if (d > shape.dim)
       shape.inner *= inShape[d];
-  bool gather = op == "twill.all_gather";
+  bool gather = op == ALL_GATHER;
   shape.whole = gather ? outShape[shape.dim] : inShape[shape.dim];
   shape.block = (shape.whole + size - 1) / size;
   if ((gather ? inShape[shape.dim] : outShape[shape.dim]) != shape.block)
@@ -442,7 +436,7 @@ inline llvm::Expected<AttentionShape> attentionShape(const InstructionView &in,
   if (!heads)
     return heads.takeError();
   return AttentionShape{
-      q[0],       q[1], k[2], q[3], *heads, first, in.floatAttr("scale", 1),
+      q[0], q[1], k[2], q[3], *heads, first, in->attention().scale(),
       hasSegments};
 }
 
@@ -467,11 +461,12 @@ inline llvm::Expected<RopeShape> ropeShape(const InstructionView &in) {
     return in.fail("positions do not match the tokens");
   if (auto error = in.expectSameCount(0, 2))
     return std::move(error);
-  shape.theta = in.floatAttr("theta", 10000);
-  shape.scaling.factor = in.floatAttr("scaling_factor", 0);
-  shape.scaling.lowFreqFactor = in.floatAttr("low_freq_factor", 0);
-  shape.scaling.highFreqFactor = in.floatAttr("high_freq_factor", 0);
-  shape.scaling.originalMaxPosition = in.intAttr("original_max_position", 0);
+  const RopeAttributes &rope = in->rope();
+  shape.theta = rope.theta();
+  shape.scaling.factor = rope.scaling_factor();
+  shape.scaling.lowFreqFactor = rope.low_freq_factor();
+  shape.scaling.highFreqFactor = rope.high_freq_factor();
+  shape.scaling.originalMaxPosition = rope.original_max_position();
   return shape;
 }
 
@@ -482,21 +477,19 @@ transposePermutation(const InstructionView &in) {
   DType type = in.floatType();
   if (auto error = in.expect(1, 1, {type, type}, {0, 0}))
     return std::move(error);
-  const AttributeValue *permutation = in.attribute("permutation");
+  const auto &permutation = in->transpose().permutation();
   llvm::ArrayRef<int64_t> shape = in.shape(0);
-  if (!permutation ||
-      permutation->int_list().values_size() != (int)shape.size())
+  if (permutation.size() != (int)shape.size())
     return in.fail("needs a permutation of every dim");
   std::vector<bool> seen(shape.size(), false);
-  for (int64_t dim : permutation->int_list().values()) {
+  for (int64_t dim : permutation) {
     if (dim < 0 || dim >= (int64_t)shape.size() || seen[dim])
       return in.fail("permutation is not a permutation");
     seen[dim] = true;
   }
   if (auto error = in.expectSameCount(0, 1))
     return std::move(error);
-  return llvm::ArrayRef<int64_t>(permutation->int_list().values().data(),
-                                 shape.size());
+  return llvm::ArrayRef<int64_t>(permutation.data(), shape.size());
 }
 
 /// adamw (param, grad, exp_avg, exp_avg_sq, lr, grad_scale, step) ->
@@ -511,9 +504,9 @@ inline llvm::Expected<AdamWSettings> adamwSettings(const InstructionView &in) {
       return std::move(error);
   if (in.count(4) != 1 || in.count(5) != 1 || in.count(6) != 1)
     return in.fail("lr, grad_scale and step must be scalars");
-  return AdamWSettings{in.floatAttr("beta1", 0.9), in.floatAttr("beta2", 0.999),
-                       in.floatAttr("eps", 1e-8),
-                       in.floatAttr("weight_decay", 0)};
+  const AdamWAttributes &adamw = in->adamw();
+  return AdamWSettings{adamw.beta1(), adamw.beta2(), adamw.eps(),
+                       adamw.weight_decay()};
 }
 
 } // namespace twill

@@ -3,7 +3,9 @@
 #include "runtime/executable/Executable.h"
 
 #include "runtime/executable/BFloat16.h"
-#include "runtime/executable/InstructionKinds.h"
+#include "runtime/executable/Opcodes.h"
+
+#include "google/protobuf/descriptor.h"
 
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -60,6 +62,39 @@ llvm::Expected<Executable> twill::loadExecutable(llvm::StringRef path) {
   return executable;
 }
 
+static llvm::Error problem(const llvm::Twine &what) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), what);
+}
+
+/// Fails unless the instruction has an opcode this runtime knows and every
+/// attribute its kind carries.
+static llvm::Error checkInstruction(const Instruction &instruction) {
+  if (!instruction.has_opcode() ||
+      instruction.opcode() == OPCODE_UNSPECIFIED)
+    return problem("has no opcode this runtime knows: compiled by a newer "
+                   "twillc?");
+  Instruction::AttributesCase expected = attributesOf(instruction.opcode());
+  if (instruction.attributes_case() != expected)
+    return problem(expected == Instruction::ATTRIBUTES_NOT_SET
+                       ? "carries attributes its kind has none of"
+                       : "lacks its attributes");
+  if (expected == Instruction::ATTRIBUTES_NOT_SET)
+    return llvm::Error::success();
+  // Every attribute is written by the emitter: a missing one is an error,
+  // never a default.
+  const google::protobuf::Reflection &reflection = *instruction.GetReflection();
+  const google::protobuf::Message &attributes = reflection.GetMessage(
+      instruction, instruction.GetDescriptor()->FindFieldByNumber(expected));
+  const google::protobuf::Descriptor &kind = *attributes.GetDescriptor();
+  for (int i = 0; i < kind.field_count(); ++i) {
+    const google::protobuf::FieldDescriptor &field = *kind.field(i);
+    if (!field.is_repeated() &&
+        !attributes.GetReflection()->HasField(attributes, &field))
+      return problem("lacks attribute " + field.name());
+  }
+  return llvm::Error::success();
+}
+
 llvm::Error twill::verifyExecutable(const Executable &executable) {
   int numBuffers = executable.buffers_size();
   for (int id = 0; id < numBuffers; ++id) {
@@ -101,12 +136,11 @@ llvm::Error twill::verifyExecutable(const Executable &executable) {
          llvm::enumerate(entry.instructions())) {
       auto where = [&, index = index] {
         return llvm::formatv("{0}: instruction {1} ({2})", entry.name(), index,
-                             instruction.op())
+                             opcodeName(instruction.opcode()))
             .str();
       };
-      if (!isInstructionKind(instruction.op()))
-        return invalid(where() + " is no instruction this runtime knows: "
-                                 "compiled by a newer twillc?");
+      if (llvm::Error error = checkInstruction(instruction))
+        return invalid(where() + " " + llvm::toString(std::move(error)));
       for (int operand : instruction.operands())
         if (!inRange(operand) || !written[operand])
           return invalid(where() + " reads a buffer not yet written");

@@ -110,7 +110,7 @@ MemoryPlan twill::planMemory(const Executable &executable,
 std::vector<int> twill::hostReadBuffers(const Executable &executable) {
   std::vector<int> ids;
   for (int id = 0; id < executable.buffers_size(); ++id)
-    if (llvm::is_contained(kHostReadValues, executable.buffers(id).name()))
+    if (executable.buffers(id).host_read())
       ids.push_back(id);
   return ids;
 }

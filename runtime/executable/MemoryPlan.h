@@ -37,9 +37,8 @@ struct MemoryPlan {
 MemoryPlan planMemory(const Executable &executable,
                       llvm::ArrayRef<int> pinned);
 
-/// Values the host reads by name after a run (Program::valueBuffer), which
-/// the plan must leave in memory of their own.
-inline constexpr llvm::StringLiteral kHostReadValues[] = {"logits"};
+/// The values the host reads after a run (their buffers' host_read: the
+/// logits), which the plan must leave in memory of their own.
 std::vector<int> hostReadBuffers(const Executable &executable);
 
 } // namespace twill

@@ -37,8 +37,8 @@ double twill::bytesOf(const Executable &executable,
 
 double twill::flopsOf(const Executable &executable,
                       const Instruction &instruction) {
-  llvm::StringRef op = instruction.op();
-  if (op == "twill.matmul") {
+  Opcode op = instruction.opcode();
+  if (op == MATMUL) {
     InstructionView in(
         executable, instruction, [](int) -> void * { return nullptr; },
         nullptr);
@@ -49,14 +49,14 @@ double twill::flopsOf(const Executable &executable,
     }
     return 2.0 * shape->batch * shape->m * shape->n * shape->k;
   }
-  if (op == "twill.attention" || op == "twill.attention_grad") {
+  if (op == ATTENTION || op == ATTENTION_GRAD) {
     const Buffer &query = executable.buffers(instruction.operands(0));
     if (query.shape_size() != 4)
       return 0;
     double batch = query.shape(0), seq = query.shape(1),
            heads = query.shape(2), dim = query.shape(3);
     double forward = 2 * batch * heads * seq * seq * dim;
-    return op == "twill.attention" ? forward : 2.5 * forward;
+    return op == ATTENTION ? forward : 2.5 * forward;
   }
   return 0;
 }
@@ -90,11 +90,6 @@ static llvm::StringRef valueName(const Executable &executable,
   return id < 0 ? llvm::StringRef() : executable.buffers(id).name();
 }
 
-static llvm::StringRef kindOf(const Instruction &instruction) {
-  llvm::StringRef op = instruction.op();
-  op.consume_front("twill.");
-  return op;
-}
 
 llvm::Error Profiler::writeTrace(llvm::StringRef path, int rank) const {
   std::error_code error;
@@ -129,7 +124,7 @@ llvm::Error Profiler::writeTrace(llvm::StringRef path, int rank) const {
           }
           const Instruction &instruction =
               span.entry->instructions(span.instruction);
-          json.attribute("name", kindOf(instruction));
+          json.attribute("name", opcodeName(instruction.opcode()));
           json.attributeObject("args", [&] {
             json.attribute("shapes", shapesOf(executable, instruction));
             json.attribute("layer",
@@ -164,7 +159,7 @@ void Profiler::printSummary(llvm::raw_ostream &os) const {
   // Leave out the runs up to the first optimizer step when others follow.
   double from = 0;
   for (const Span &span : spans)
-    if (span.track == EntryPoints && span.entry->name() == "optimizer_step") {
+    if (span.track == EntryPoints && span.entry->role() == OPTIMIZER_STEP) {
       from = span.end;
       break;
     }
@@ -179,7 +174,7 @@ void Profiler::printSummary(llvm::raw_ostream &os) const {
     double seconds = 0, flops = 0, bytes = 0;
   };
   llvm::MapVector<llvm::StringRef, int64_t> runs;
-  llvm::MapVector<llvm::StringRef, Totals> kinds;
+  llvm::MapVector<Opcode, Totals> kinds;
   // In order of first appearance.
   llvm::MapVector<std::string, double, std::map<std::string, unsigned>> layers;
   double runSeconds = 0, computeSeconds = 0, communicationSeconds = 0;
@@ -197,7 +192,7 @@ void Profiler::printSummary(llvm::raw_ostream &os) const {
       continue;
     }
     const Instruction &instruction = span.entry->instructions(span.instruction);
-    Totals &kind = kinds[kindOf(instruction)];
+    Totals &kind = kinds[instruction.opcode()];
     ++kind.calls;
     kind.seconds += seconds;
     kind.flops += flopsOf(executable, instruction);
@@ -217,16 +212,17 @@ void Profiler::printSummary(llvm::raw_ostream &os) const {
                       from > 0 ? ", after the first step" : "",
                       1e3 * runSeconds);
   auto share = [&](double seconds) { return 100 * seconds / runSeconds; };
-  llvm::SmallVector<std::pair<llvm::StringRef, Totals>> sorted(kinds.begin(),
-                                                               kinds.end());
+  llvm::SmallVector<std::pair<Opcode, Totals>> sorted(kinds.begin(),
+                                                       kinds.end());
   llvm::stable_sort(sorted, [](const auto &a, const auto &b) {
     return a.second.seconds > b.second.seconds;
   });
   os << llvm::formatv("  {0,-26} {1,8} {2,12} {3,7}  {4}\n", "op kind",
                       "calls", "ms", "share", "rate");
-  for (const auto &[name, kind] : sorted)
+  for (const auto &[opcode, kind] : sorted)
     os << llvm::formatv(
-        "  {0,-26} {1,8} {2,12:f3} {3,6:f1}%  {4}\n", name, kind.calls,
+        "  {0,-26} {1,8} {2,12:f3} {3,6:f1}%  {4}\n", opcodeName(opcode),
+        kind.calls,
         1e3 * kind.seconds, share(kind.seconds),
         kind.seconds <= 0 ? std::string("-")
         : kind.flops > 0  ? rate(kind.flops / kind.seconds, "FLOP")

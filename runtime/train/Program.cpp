@@ -57,9 +57,9 @@ llvm::Expected<std::vector<float>> Program::wholeTensor(int id) {
   return whole;
 }
 
-const EntryPoint *Program::entryPoint(llvm::StringRef name) const {
+const EntryPoint *Program::entryPoint(EntryRole role) const {
   for (const EntryPoint &entry : program.entry_points())
-    if (entry.name() == name)
+    if (entry.role() == role)
       return &entry;
   return nullptr;
 }
@@ -71,10 +71,10 @@ int Program::outputBuffer(const EntryPoint &entry, llvm::StringRef name) {
   return -1;
 }
 
-int Program::valueBuffer(const EntryPoint &entry, llvm::StringRef name) const {
+int Program::hostReadBuffer(const EntryPoint &entry) const {
   for (const Instruction &instruction : entry.instructions())
     for (int result : instruction.results())
-      if (program.buffers(result).name() == name)
+      if (program.buffers(result).host_read())
         return result;
   return -1;
 }

@@ -34,7 +34,8 @@ public:
     auto it = named.find(name);
     return it == named.end() ? -1 : it->second;
   }
-  const EntryPoint *entryPoint(llvm::StringRef name) const;
+  /// The entry point of `role`; none if the program has none.
+  const EntryPoint *entryPoint(EntryRole role) const;
 
   /// This rank's block of the parameter, state or input in buffer `id`.
   llvm::Expected<BufferBlock> block(int id) const;
@@ -76,9 +77,9 @@ public:
 
   /// The buffer of `entry`'s output `name` (as of its last run); -1 if none.
   static int outputBuffer(const EntryPoint &entry, llvm::StringRef name);
-  /// The buffer of the value `entry` computes and names `name` (such as
-  /// "logits"); -1 if none.
-  int valueBuffer(const EntryPoint &entry, llvm::StringRef name) const;
+  /// The buffer of the value `entry` computes for the host to read after
+  /// it (the logits); -1 if none.
+  int hostReadBuffer(const EntryPoint &entry) const;
 
 private:
   Executable program;

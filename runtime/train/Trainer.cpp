@@ -47,8 +47,8 @@ llvm::Expected<TrainResult> twill::train(Program &program,
                                          const TrainPosition &start) {
   const JobConfig &job = program.job();
   const TrainConfig &settings = job.train();
-  const EntryPoint *step = program.entryPoint("train_step");
-  const EntryPoint *update = program.entryPoint("optimizer_step");
+  const EntryPoint *step = program.entryPoint(TRAIN_STEP);
+  const EntryPoint *update = program.entryPoint(OPTIMIZER_STEP);
   if (!step || !update)
     return trainError("the executable has no train_step and optimizer_step: "
                       "compile it with twillc");
@@ -171,8 +171,8 @@ llvm::Expected<TrainResult> twill::train(Program &program,
 
 llvm::Expected<Evaluation> twill::evaluate(Program &program,
                                            llvm::ArrayRef<Row> rows) {
-  const EntryPoint *forward = program.entryPoint("forward");
-  int logitsId = forward ? program.valueBuffer(*forward, "logits") : -1;
+  const EntryPoint *forward = program.entryPoint(FORWARD);
+  int logitsId = forward ? program.hostReadBuffer(*forward) : -1;
   if (logitsId < 0)
     return trainError("the executable has no forward pass with logits");
   const TrainConfig &settings = program.job().train();

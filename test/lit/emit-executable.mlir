@@ -1,5 +1,6 @@
 // twill-emit-executable writes one buffer per value and one instruction per
-// op, with the parameter table and the inputs; attributes become values.
+// op, with the parameter table and the inputs; each op becomes its opcode
+// and every attribute its kind carries, defaults written out.
 // RUN: twill-opt %s --twill-emit-executable=output=%t.txtpb -split-input-file -verify-diagnostics
 // RUN: FileCheck %s < %t.txtpb
 
@@ -34,32 +35,27 @@ func.func @forward(%w: tensor<4x8xf32> {twill.param = "layer.weight"},
 // CHECK:      entry_points {
 // CHECK-NEXT:   name: "forward"
 // CHECK-NEXT:   instructions {
-// CHECK-NEXT:     op: "twill.matmul"
+// CHECK-NEXT:     opcode: MATMUL
 // CHECK-NEXT:     operands: 2
 // CHECK-NEXT:     operands: 0
 // CHECK-NEXT:     results: 3
-// CHECK-NEXT:     attributes {
-// CHECK-NEXT:       key: "alpha"
-// CHECK-NEXT:       value {
-// CHECK-NEXT:         float_value: 1
-// CHECK:          attributes {
-// CHECK-NEXT:       key: "transpose_rhs"
-// CHECK-NEXT:       value {
-// CHECK-NEXT:         bool_value: true
+// CHECK-NEXT:     matmul {
+// CHECK-NEXT:       transpose_lhs: false
+// CHECK-NEXT:       transpose_rhs: true
+// CHECK-NEXT:       alpha: 1
 // CHECK:        instructions {
-// CHECK-NEXT:     op: "twill.scale"
+// CHECK-NEXT:     opcode: SCALE
 // CHECK-NEXT:     operands: 3
 // CHECK-NEXT:     results: 4
-// CHECK-NEXT:     attributes {
-// CHECK-NEXT:       key: "factor"
-// CHECK-NEXT:       value {
-// CHECK-NEXT:         float_value: 0.5
+// CHECK-NEXT:     scale {
+// CHECK-NEXT:       factor: 0.5
 // CHECK:        instructions {
-// CHECK-NEXT:     op: "twill.transpose"
-// CHECK:              int_list {
-// CHECK-NEXT:           values: 1
-// CHECK-NEXT:           values: 0
+// CHECK-NEXT:     opcode: TRANSPOSE
+// CHECK:          transpose {
+// CHECK-NEXT:       permutation: 1
+// CHECK-NEXT:       permutation: 0
 // CHECK:        outputs: 6
+// CHECK:        role: FORWARD
 
 // -----
 

@@ -166,16 +166,16 @@ TEST_F(CommTest, BackendRunsCollectiveInstructions) {
   EntryPoint &entry = *executable.add_entry_points();
   entry.set_name("forward");
   Instruction &gather = *entry.add_instructions();
-  gather.set_op("twill.all_gather");
+  gather.set_opcode(ALL_GATHER);
   gather.add_operands(0);
   gather.add_results(1);
-  (*gather.mutable_attributes())["axis"].set_string_value("tp");
-  (*gather.mutable_attributes())["dim"].set_int_value(1);
+  gather.mutable_gather()->set_axis("tp");
+  gather.mutable_gather()->set_dim(1);
   Instruction &reduce = *entry.add_instructions();
-  reduce.set_op("twill.all_reduce");
+  reduce.set_opcode(ALL_REDUCE);
   reduce.add_operands(1);
   reduce.add_results(2);
-  (*reduce.mutable_attributes())["axis"].set_string_value("dp");
+  reduce.mutable_all_reduce()->set_axis("dp");
   entry.add_outputs(2);
   ASSERT_FALSE(verifyExecutable(executable));
 

@@ -26,9 +26,10 @@ Executable validProgram() {
   EntryPoint &entry = *executable.add_entry_points();
   entry.set_name("forward");
   Instruction &scale = *entry.add_instructions();
-  scale.set_op("twill.scale");
+  scale.set_opcode(SCALE);
   scale.add_operands(0);
   scale.add_results(1);
+  scale.mutable_scale()->set_factor(2);
   entry.add_outputs(1);
   return executable;
 }
@@ -63,11 +64,30 @@ TEST(Executable, RejectsInconsistentPrograms) {
                                                                             7);
   EXPECT_THAT(problemOf(executable), HasSubstr("reads a buffer not yet"));
 
+  // An opcode from a newer compiler (99): protobuf keeps it aside, unknown.
   executable = validProgram();
-  executable.mutable_entry_points(0)->mutable_instructions(0)->set_op(
-      "twill.fft");
+  Instruction future;
+  ASSERT_TRUE(future.ParseFromString(std::string("\x08\x63", 2)));
+  future.add_operands(0);
+  future.add_results(1);
+  *executable.mutable_entry_points(0)->mutable_instructions(0) = future;
   EXPECT_THAT(problemOf(executable),
-              HasSubstr("(twill.fft) is no instruction this runtime knows"));
+              HasSubstr("forward: instruction 0 (opcode_unspecified) has no "
+                        "opcode this runtime knows"));
+
+  executable = validProgram();
+  executable.mutable_entry_points(0)
+      ->mutable_instructions(0)
+      ->mutable_scale()
+      ->clear_factor();
+  EXPECT_THAT(problemOf(executable),
+              HasSubstr("forward: instruction 0 (scale) lacks attribute "
+                        "factor"));
+
+  executable = validProgram();
+  executable.mutable_entry_points(0)->mutable_instructions(0)->mutable_matmul();
+  EXPECT_THAT(problemOf(executable),
+              HasSubstr("forward: instruction 0 (scale) lacks its attributes"));
 
   executable = validProgram();
   executable.mutable_inputs(0)->set_buffer(-1);

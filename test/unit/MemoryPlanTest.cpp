@@ -22,12 +22,13 @@ Executable chain() {
   EntryPoint &entry = *executable.add_entry_points();
   for (int result = 1; result < 7; ++result) {
     Instruction &instruction = *entry.add_instructions();
-    instruction.set_op("twill.scale");
+    instruction.set_opcode(SCALE);
+    instruction.mutable_scale()->set_factor(2);
     instruction.add_operands(result - 1);
     instruction.add_results(result);
   }
   Instruction &last = *entry.add_instructions();
-  last.set_op("twill.add");
+  last.set_opcode(ADD);
   last.add_operands(6);
   last.add_operands(1);
   last.add_results(7);
@@ -48,8 +49,9 @@ TEST(MemoryPlan, LiveValuesNeverShareAndDeadOnesDo) {
     for (int b = a + 1; b < 7; ++b) {
       auto [firstA, lastA] = lifetimes[a - 1];
       auto [firstB, lastB] = lifetimes[b - 1];
-      if (firstA <= lastB && firstB <= lastA)
+      if (firstA <= lastB && firstB <= lastA) {
         EXPECT_NE(plan.offsets[a], plan.offsets[b]) << a << " and " << b;
+      }
     }
   EXPECT_EQ(plan.unsharedBytes, 6 * 1024);
   EXPECT_EQ(plan.arenaBytes, 3 * 1024); // v1 and two values in flight

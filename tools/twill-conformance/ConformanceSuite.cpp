@@ -3,6 +3,7 @@
 #include "tools/twill-conformance/ConformanceSuite.h"
 
 #include "runtime/executable/Executable.h"
+#include "runtime/executable/Opcodes.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -55,14 +56,18 @@ Fill value(double v) { return {Fill::Value, v}; }
 /// attributes; add() makes it an entry point of the suite.
 class CaseBuilder {
 public:
-  CaseBuilder(Suite &suite, llvm::StringRef op, DType type, double tolerance)
+  CaseBuilder(Suite &suite, Opcode opcode, DType type, double tolerance)
       : suite(suite), type(type) {
-    current.op = ("twill." + op).str();
+    current.opcode = opcode;
     current.dtype = dtypeName(type);
     // A bf16 result computed in fp32 is rounded; a copy is not.
     current.tolerance =
         type == BF16 && tolerance > 0 ? std::max(tolerance, kBF16) : tolerance;
+    instruction.set_opcode(opcode);
   }
+
+  /// The instruction, to set its attributes.
+  Instruction *operator->() { return &instruction; }
 
   /// An operand or result of the case's float type.
   int in(Shape shape, Fill fill = normal()) { return operand(type, shape, fill); }
@@ -86,29 +91,6 @@ public:
     return id;
   }
 
-  CaseBuilder &attr(llvm::StringRef name, int64_t number) {
-    (*instruction.mutable_attributes())[name.str()].set_int_value(number);
-    return *this;
-  }
-  CaseBuilder &attr(llvm::StringRef name, double number) {
-    (*instruction.mutable_attributes())[name.str()].set_float_value(number);
-    return *this;
-  }
-  CaseBuilder &flag(llvm::StringRef name) {
-    (*instruction.mutable_attributes())[name.str()].set_bool_value(true);
-    return *this;
-  }
-  CaseBuilder &attr(llvm::StringRef name, const char *text) {
-    (*instruction.mutable_attributes())[name.str()].set_string_value(text);
-    return *this;
-  }
-  CaseBuilder &list(llvm::StringRef name, Shape values) {
-    IntList &list =
-        *(*instruction.mutable_attributes())[name.str()].mutable_int_list();
-    for (int64_t v : values)
-      list.add_values(v);
-    return *this;
-  }
   CaseBuilder &note(llvm::StringRef text) {
     current.note = text.str();
     return *this;
@@ -121,10 +103,9 @@ public:
   void add() {
     current.entry = suite.executable.entry_points_size();
     current.shapes = shapes + " ->" + resultShapes;
-    instruction.set_op(current.op);
     EntryPoint &entry = *suite.executable.add_entry_points();
     entry.set_name(llvm::formatv("case {0}: {1}", suite.cases.size(),
-                                 current.op)
+                                 opcodeName(current.opcode))
                        .str());
     *entry.add_instructions() = instruction;
     for (int id : current.results)
@@ -167,58 +148,62 @@ void embeddingCases(Suite &suite) {
   // blocks of 33 rows (ids anywhere in the vocab; other blocks' are zero).
   for (DType type : kFloats) {
     for (const char *axis : {"", "mid", "last"}) {
-      CaseBuilder c(suite, "embedding", type, kExact);
+      CaseBuilder c(suite, EMBEDDING, type, kExact);
       c.in({*axis ? 33 : 97, 45});
       c.operand(I32, {3, 11}, integers(0, 97));
       c.out({3, 11, 45});
+      c->mutable_embedding()->set_shard_axis(axis);
       if (*axis)
-        c.attr("shard_axis", axis).note(std::string("vocab block of ") + axis);
+        c.note(std::string("vocab block of ") + axis);
       c.add();
     }
-    CaseBuilder c(suite, "embedding", type, kExact);
+    CaseBuilder c(suite, EMBEDDING, type, kExact);
     c.in({97, 45});
     c.operand(I32, {2, 5}, integers(90, 98)); // some ids past the vocab
     c.out({2, 5, 45});
+    c->mutable_embedding()->set_shard_axis("");
     c.note("token outside the vocab").refused().add();
   }
 }
 
 /// A matmul of lhs and rhs (and an addend) with its flags.
+enum Transposed { kNeither, kLhs, kRhs, kBoth };
+
 void matmul(Suite &suite, DType type, Shape lhs, Shape rhs, Shape result,
-            llvm::ArrayRef<const char *> flags, const char *note,
-            bool addend = false, double alpha = 1) {
-  CaseBuilder c(suite, "matmul", type, kSummed);
+            Transposed transposed, const char *note, bool addend = false,
+            double alpha = 1) {
+  CaseBuilder c(suite, MATMUL, type, kSummed);
   c.in(lhs);
   c.in(rhs);
   if (addend)
     c.in(result);
   c.out(result);
-  for (const char *flag : flags)
-    c.flag(flag);
-  c.attr("alpha", alpha).note(note).add();
+  MatmulAttributes &attributes = *c->mutable_matmul();
+  attributes.set_transpose_lhs(transposed == kLhs || transposed == kBoth);
+  attributes.set_transpose_rhs(transposed == kRhs || transposed == kBoth);
+  attributes.set_alpha(alpha);
+  c.note(note).add();
 }
 
 void matmulCases(Suite &suite) {
   for (DType type : kFloats) {
-    matmul(suite, type, {37, 53}, {53, 29}, {37, 29}, {}, "plain");
-    matmul(suite, type, {3, 13, 45}, {29, 45}, {3, 13, 29}, {"transpose_rhs"},
+    matmul(suite, type, {37, 53}, {53, 29}, {37, 29}, kNeither, "plain");
+    matmul(suite, type, {3, 13, 45}, {29, 45}, {3, 13, 29}, kRhs,
            "weight shared by the batch");
-    matmul(suite, type, {53, 37}, {53, 29}, {37, 29}, {"transpose_lhs"},
-           "transposed lhs");
-    matmul(suite, type, {53, 37}, {29, 53}, {37, 29},
-           {"transpose_lhs", "transpose_rhs"}, "both transposed");
-    matmul(suite, type, {3, 11, 19}, {3, 19, 7}, {3, 11, 7}, {},
+    matmul(suite, type, {53, 37}, {53, 29}, {37, 29}, kLhs, "transposed lhs");
+    matmul(suite, type, {53, 37}, {29, 53}, {37, 29}, kBoth,
+           "both transposed");
+    matmul(suite, type, {3, 11, 19}, {3, 19, 7}, {3, 11, 7}, kNeither,
            "batched rhs");
-    matmul(suite, type, {3, 13, 45}, {3, 13, 29}, {45, 29}, {"transpose_lhs"},
+    matmul(suite, type, {3, 13, 45}, {3, 13, 29}, {45, 29}, kLhs,
            "sum over the batch (weight gradient)");
-    matmul(suite, type, {3, 13, 5}, {29, 5}, {3, 13, 29}, {"transpose_rhs"},
+    matmul(suite, type, {3, 13, 5}, {29, 5}, {3, 13, 29}, kRhs,
            "addend and alpha (LoRA's B)", /*addend=*/true, 0.37);
-    matmul(suite, type, {515, 1027}, {771, 1027}, {515, 771},
-           {"transpose_rhs"}, "large");
-    matmul(suite, type, {7, 0}, {0, 9}, {7, 9}, {}, "empty sum (k = 0)");
-    matmul(suite, type, {7, 0}, {0, 9}, {7, 9}, {},
+    matmul(suite, type, {515, 1027}, {771, 1027}, {515, 771}, kRhs, "large");
+    matmul(suite, type, {7, 0}, {0, 9}, {7, 9}, kNeither, "empty sum (k = 0)");
+    matmul(suite, type, {7, 0}, {0, 9}, {7, 9}, kNeither,
            "empty sum with an addend", /*addend=*/true, 2.0);
-    matmul(suite, type, {0, 5}, {5, 3}, {0, 3}, {}, "no rows (m = 0)");
+    matmul(suite, type, {0, 5}, {5, 3}, {0, 3}, kNeither, "no rows (m = 0)");
   }
 }
 
@@ -226,48 +211,57 @@ void normCases(Suite &suite) {
   for (DType type : kFloats)
     for (Shape x : {Shape{3, 7, 45}, Shape{2, 4097}}) {
       int64_t dim = x.back();
-      CaseBuilder norm(suite, "rms_norm", type, kSummed);
+      CaseBuilder norm(suite, RMS_NORM, type, kSummed);
       norm.in(x);
       norm.in({dim});
       norm.out(x);
-      norm.attr("epsilon", 1e-5).add();
+      norm->mutable_rms_norm()->set_epsilon(1e-5);
+      norm.add();
 
-      CaseBuilder grad(suite, "rms_norm_grad", type, kSummed);
+      CaseBuilder grad(suite, RMS_NORM_GRAD, type, kSummed);
       grad.in(x);
       grad.in({dim});
       grad.in(x);
       grad.out(x);
-      grad.attr("epsilon", 1e-5).add();
+      grad->mutable_rms_norm()->set_epsilon(1e-5);
+      grad.add();
 
-      CaseBuilder weight(suite, "rms_norm_weight_grad", type, kSummed);
+      CaseBuilder weight(suite, RMS_NORM_WEIGHT_GRAD, type, kSummed);
       weight.in(x);
       weight.in(x);
       weight.out({dim});
-      weight.attr("epsilon", 1e-5).add();
+      weight->mutable_rms_norm()->set_epsilon(1e-5);
+      weight.add();
     }
 }
 
 void ropeCases(Suite &suite) {
   for (DType type : kFloats)
-    for (const char *op : {"rope", "rope_grad"}) {
+    for (Opcode op : {ROPE, ROPE_GRAD}) {
       // Llama 3.1's scaled frequencies, packed documents.
       CaseBuilder scaled(suite, op, type, kSummed);
       scaled.in({2, 17, 3, 10});
       scaled.operand(I32, {2, 17}, positions(17));
       scaled.out({2, 17, 3, 10});
-      scaled.attr("theta", 500000.0)
-          .attr("scaling_factor", 8.0)
-          .attr("low_freq_factor", 1.0)
-          .attr("high_freq_factor", 4.0)
-          .attr("original_max_position", int64_t(8192))
-          .note("Llama 3.1 scaling, packed positions")
-          .add();
+      RopeAttributes &llama31 = *scaled->mutable_rope();
+      llama31.set_theta(500000);
+      llama31.set_scaling_factor(8);
+      llama31.set_low_freq_factor(1);
+      llama31.set_high_freq_factor(4);
+      llama31.set_original_max_position(8192);
+      scaled.note("Llama 3.1 scaling, packed positions").add();
       // Positions far along a 128k context, where angles are large.
       CaseBuilder far(suite, op, type, kSummed);
       far.in({1, 5, 2, 128});
       far.operand(I32, {1, 5}, integers(100000, 131072));
       far.out({1, 5, 2, 128});
-      far.attr("theta", 10000.0).note("positions past 100k").add();
+      RopeAttributes &unscaled = *far->mutable_rope();
+      unscaled.set_theta(10000);
+      unscaled.set_scaling_factor(0);
+      unscaled.set_low_freq_factor(0);
+      unscaled.set_high_freq_factor(0);
+      unscaled.set_original_max_position(0);
+      far.note("positions past 100k").add();
     }
 }
 
@@ -280,7 +274,7 @@ void attention(Suite &suite, DType type, int64_t batch, int64_t seq,
   Shape q = {batch, seq, heads, dim}, kv = {batch, seq, kvHeads, dim};
   double tolerance = type == BF16 ? kBF16Attention : kSummed;
   for (bool gradient : {false, true}) {
-    CaseBuilder c(suite, gradient ? "attention_grad" : "attention", type,
+    CaseBuilder c(suite, gradient ? ATTENTION_GRAD : ATTENTION, type,
                   tolerance);
     c.in(q);
     c.in(kv);
@@ -296,9 +290,8 @@ void attention(Suite &suite, DType type, int64_t batch, int64_t seq,
       c.out(kv);
       c.out(kv);
     }
-    c.attr("scale", 1 / std::sqrt(double(dim)));
-    if (*axis)
-      c.attr("shard_axis", axis);
+    c->mutable_attention()->set_scale(1 / std::sqrt(double(dim)));
+    c->mutable_attention()->set_shard_axis(axis);
     c.note(note).add();
   }
 }
@@ -324,20 +317,20 @@ void attentionCases(Suite &suite) {
 void elementwiseCases(Suite &suite) {
   for (DType type : kFloats)
     for (Shape shape : {Shape{1001}, Shape{3, 7, 45}}) {
-      for (const char *op : {"add", "mul", "swiglu", "div"}) {
+      for (Opcode op : {ADD, MUL, SWIGLU, DIV}) {
         CaseBuilder c(suite, op, type, kSummed);
         c.in(shape);
-        c.in(shape, llvm::StringRef(op) == "div" ? uniform(0.5, 2)
-                                                  : normal());
+        c.in(shape, op == DIV ? uniform(0.5, 2) : normal());
         c.out(shape);
         c.add();
       }
-      CaseBuilder scale(suite, "scale", type, kSummed);
+      CaseBuilder scale(suite, SCALE, type, kSummed);
       scale.in(shape);
       scale.out(shape);
-      scale.attr("factor", 0.37).add();
+      scale->mutable_scale()->set_factor(0.37);
+      scale.add();
 
-      CaseBuilder swiglu(suite, "swiglu_grad", type, kSummed);
+      CaseBuilder swiglu(suite, SWIGLU_GRAD, type, kSummed);
       for (int i = 0; i < 3; ++i)
         swiglu.in(shape);
       swiglu.out(shape);
@@ -358,7 +351,7 @@ void crossEntropyCases(Suite &suite) {
                           Logits{23, 33, 97, "last"},
                           Logits{7, 4099, 4099, ""}})
       for (bool gradient : {false, true}) {
-        CaseBuilder c(suite, gradient ? "cross_entropy_grad" : "cross_entropy",
+        CaseBuilder c(suite, gradient ? CROSS_ENTROPY_GRAD : CROSS_ENTROPY,
                       type, kSummed);
         c.in({logits.rows, logits.columns}, normal(3));
         c.operand(I32, {logits.rows}, labels(logits.vocab));
@@ -369,16 +362,17 @@ void crossEntropyCases(Suite &suite) {
           c.result(F32, {});
           c.result(I64, {});
         }
-        c.attr("ignore_index", int64_t(-100));
+        CrossEntropyAttributes &attributes = *c->mutable_cross_entropy();
+        attributes.set_ignore_index(-100);
+        attributes.set_shard_axis(logits.axis);
+        attributes.set_vocab_size(*logits.axis ? logits.vocab : 0);
         if (*logits.axis)
-          c.attr("shard_axis", logits.axis)
-              .attr("vocab_size", logits.vocab)
-              .note(std::string("vocab block of ") + logits.axis);
+          c.note(std::string("vocab block of ") + logits.axis);
         c.add();
       }
   for (bool gradient : {false, true}) {
-    CaseBuilder c(suite, gradient ? "cross_entropy_grad" : "cross_entropy",
-                  F32, kSummed);
+    CaseBuilder c(suite, gradient ? CROSS_ENTROPY_GRAD : CROSS_ENTROPY, F32,
+                  kSummed);
     c.in({5, 97});
     c.operand(I32, {5}, integers(95, 100)); // some labels past the vocab
     if (gradient) {
@@ -388,16 +382,17 @@ void crossEntropyCases(Suite &suite) {
       c.result(F32, {});
       c.result(I64, {});
     }
-    c.attr("ignore_index", int64_t(-100))
-        .note("label outside the vocab")
-        .refused()
-        .add();
+    CrossEntropyAttributes &attributes = *c->mutable_cross_entropy();
+    attributes.set_ignore_index(-100);
+    attributes.set_shard_axis("");
+    attributes.set_vocab_size(0);
+    c.note("label outside the vocab").refused().add();
   }
 }
 
 void layoutCases(Suite &suite) {
   for (DType type : kFloats) {
-    CaseBuilder reshape(suite, "reshape", type, kExact);
+    CaseBuilder reshape(suite, RESHAPE, type, kExact);
     reshape.in({3, 7, 45});
     reshape.out({21, 45});
     reshape.add();
@@ -407,22 +402,25 @@ void layoutCases(Suite &suite) {
       Shape result;
       for (int64_t dim : permutation)
         result.push_back(shape[dim]);
-      CaseBuilder c(suite, "transpose", type, kExact);
+      CaseBuilder c(suite, TRANSPOSE, type, kExact);
       c.in(shape);
       c.out(result);
-      c.list("permutation", permutation).add();
+      for (int64_t dim : permutation)
+        c->mutable_transpose()->add_permutation(dim);
+      c.add();
     }
     for (Shape shape : {Shape{3, 7, 45}, Shape{}}) {
-      CaseBuilder c(suite, "constant", type, kExact);
+      CaseBuilder c(suite, CONSTANT, type, kExact);
       c.out(shape);
-      c.attr("value", 0.37).add();
+      c->mutable_constant()->set_value(0.37);
+      c.add();
     }
   }
   // Casts between the float types and from the integer ones.
   for (auto [from, to] : {std::pair(F32, BF16), std::pair(BF16, F32),
                           std::pair(F32, F32), std::pair(I32, F32),
                           std::pair(I64, F32), std::pair(I32, BF16)}) {
-    CaseBuilder c(suite, "cast", to, kExact);
+    CaseBuilder c(suite, CAST, to, kExact);
     c.operand(from, {1001},
               from == F32 || from == BF16 ? normal(100) : integers(-5000, 5000));
     c.result(to, {1001});
@@ -436,13 +434,13 @@ void layoutCases(Suite &suite) {
 
 void embeddingGradCases(Suite &suite) {
   for (DType type : kFloats) {
-    CaseBuilder c(suite, "embedding_grad", type, kSummed);
+    CaseBuilder c(suite, EMBEDDING_GRAD, type, kSummed);
     c.operand(I32, {3, 11}, integers(0, 29)); // repeated ids add up
     c.in({3, 11, 19});
     c.out({29, 19});
     c.add();
   }
-  CaseBuilder c(suite, "embedding_grad", F32, kSummed);
+  CaseBuilder c(suite, EMBEDDING_GRAD, F32, kSummed);
   c.operand(I32, {2, 5}, integers(25, 31));
   c.in({2, 5, 19});
   c.out({29, 19});
@@ -450,7 +448,7 @@ void embeddingGradCases(Suite &suite) {
 }
 
 void optimizerCases(Suite &suite) {
-  for (const char *op : {"global_norm", "sum_squares"}) {
+  for (Opcode op : {GLOBAL_NORM, SUM_SQUARES}) {
     CaseBuilder c(suite, op, F32, kSummed);
     c.in({1001});
     c.in({3, 7, 45});
@@ -458,34 +456,32 @@ void optimizerCases(Suite &suite) {
     c.out({});
     c.add();
   }
-  CaseBuilder root(suite, "sqrt", F32, kSummed);
+  CaseBuilder root(suite, SQRT, F32, kSummed);
   root.in({}, uniform(0.5, 20));
   root.out({});
   root.add();
   for (double norm : {3.7, 0.2}) {
-    CaseBuilder clip(suite, "clip_coefficient", F32, kSummed);
+    CaseBuilder clip(suite, CLIP_COEFFICIENT, F32, kSummed);
     clip.in({}, value(norm));
     clip.out({});
-    clip.attr("max_norm", 1.0)
-        .note(norm > 1 ? "clipped" : "under the limit")
-        .add();
+    clip->mutable_clip_coefficient()->set_max_norm(1);
+    clip.note(norm > 1 ? "clipped" : "under the limit").add();
   }
   for (int64_t step : {1, 7}) {
-    CaseBuilder lr(suite, "lr_schedule", F32, kSummed);
+    CaseBuilder lr(suite, LR_SCHEDULE, F32, kSummed);
     lr.operand(I64, {}, value(double(step)));
     lr.operand(I64, {}, value(10));
     lr.out({});
-    lr.attr("lr", 1e-4)
-        .attr("warmup_steps", int64_t(3))
-        .note(step < 3 ? "warming up" : "cosine")
-        .add();
+    lr->mutable_lr_schedule()->set_lr(1e-4);
+    lr->mutable_lr_schedule()->set_warmup_steps(3);
+    lr.note(step < 3 ? "warming up" : "cosine").add();
   }
-  CaseBuilder increment(suite, "increment", I64, kExact);
+  CaseBuilder increment(suite, INCREMENT, I64, kExact);
   increment.operand(I64, {}, value(41));
   increment.result(I64, {});
   increment.add();
 
-  CaseBuilder adamw(suite, "adamw", F32, kSummed);
+  CaseBuilder adamw(suite, ADAMW, F32, kSummed);
   adamw.in({1001});                        // param
   adamw.in({1001});                        // grad
   adamw.in({1001}, normal(0.1));           // exp_avg
@@ -495,11 +491,12 @@ void optimizerCases(Suite &suite) {
   adamw.operand(I64, {}, value(4));        // step
   for (int i = 0; i < 3; ++i)
     adamw.out({1001});
-  adamw.attr("beta1", 0.9)
-      .attr("beta2", 0.999)
-      .attr("eps", 1e-8)
-      .attr("weight_decay", 0.01)
-      .add();
+  AdamWAttributes &settings = *adamw->mutable_adamw();
+  settings.set_beta1(0.9);
+  settings.set_beta2(0.999);
+  settings.set_eps(1e-8);
+  settings.set_weight_decay(0.01);
+  adamw.add();
 }
 
 //===----------------------------------------------------------------------===//
@@ -509,55 +506,57 @@ void optimizerCases(Suite &suite) {
 void collectiveCases(Suite &suite) {
   for (DType type : kFloats) {
     Shape shape = {3, 7, 45};
-    for (const char *op : {"all_gather", "reduce_scatter"}) {
+    for (Opcode op : {ALL_GATHER, REDUCE_SCATTER}) {
       CaseBuilder c(suite, op, type, kExact);
       c.in(shape);
       c.out(shape);
-      c.attr("axis", "one").attr("dim", int64_t(1)).note("one rank").add();
+      c->mutable_gather()->set_axis("one");
+      c->mutable_gather()->set_dim(1);
+      c.note("one rank").add();
     }
-    CaseBuilder reduce(suite, "all_reduce", type, kExact);
+    CaseBuilder reduce(suite, ALL_REDUCE, type, kExact);
     reduce.in(shape);
     reduce.out(shape);
-    reduce.attr("axis", "one").note("one rank").add();
+    reduce->mutable_all_reduce()->set_axis("one");
+    reduce.note("one rank").add();
 
-    CaseBuilder mid(suite, "all_reduce", type, kExact);
+    CaseBuilder mid(suite, ALL_REDUCE, type, kExact);
     mid.in(shape);
     mid.out(shape);
-    mid.attr("axis", "mid").note("middle of 3, the others absent").add();
+    mid->mutable_all_reduce()->set_axis("mid");
+    mid.note("middle of 3, the others absent").add();
 
-    CaseBuilder exchange(suite, "all_to_all", type, kExact);
+    CaseBuilder exchange(suite, ALL_TO_ALL, type, kExact);
     exchange.in(shape);
     exchange.out(shape);
-    exchange.attr("axis", "one")
-        .attr("split_dim", int64_t(1))
-        .attr("concat_dim", int64_t(2))
-        .note("one rank")
-        .add();
+    AllToAllAttributes &dims = *exchange->mutable_all_to_all();
+    dims.set_axis("one");
+    dims.set_split_dim(1);
+    dims.set_concat_dim(2);
+    exchange.note("one rank").add();
 
-    CaseBuilder absent(suite, "all_gather", type, kExact);
+    CaseBuilder absent(suite, ALL_GATHER, type, kExact);
     absent.in({3, 3, 45});
     absent.out({3, 7, 45});
-    absent.attr("axis", "mid")
-        .attr("dim", int64_t(1))
-        .note("over 3 ranks, 2 absent")
-        .refused()
-        .add();
+    absent->mutable_gather()->set_axis("mid");
+    absent->mutable_gather()->set_dim(1);
+    absent.note("over 3 ranks, 2 absent").refused().add();
   }
-  CaseBuilder counts(suite, "all_reduce", I64, kExact);
+  CaseBuilder counts(suite, ALL_REDUCE, I64, kExact);
   counts.operand(I64, {3}, integers(0, 1000));
   counts.result(I64, {3});
-  counts.attr("axis", "one").note("token counts").add();
+  counts->mutable_all_reduce()->set_axis("one");
+  counts.note("token counts").add();
   // This rank's block of 10 along dim 1 over 3 ranks: 4, 4 and 2 + padding.
   for (DType type : {F32, BF16, I32})
     for (const char *axis : {"mid", "last"}) {
-      CaseBuilder c(suite, "local_slice", type, kExact);
+      CaseBuilder c(suite, LOCAL_SLICE, type, kExact);
       c.operand(type, {3, 10, 5},
                 type == I32 ? integers(0, 1000) : normal());
       c.result(type, {3, 4, 5});
-      c.attr("axis", axis)
-          .attr("dim", int64_t(1))
-          .note(std::string("block of ") + axis)
-          .add();
+      c->mutable_gather()->set_axis(axis);
+      c->mutable_gather()->set_dim(1);
+      c.note(std::string("block of ") + axis).add();
     }
 }
 

@@ -45,7 +45,7 @@ struct Fill {
 };
 
 struct Case {
-  std::string op;    // e.g. "twill.matmul"
+  Opcode opcode = OPCODE_UNSPECIFIED;
   std::string dtype; // the float type it computes in ("f32", "bf16", "i64")
   std::string shapes, note;
   /// The largest |test - reference| allowed, over the largest |reference|

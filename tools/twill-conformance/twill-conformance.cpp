@@ -19,7 +19,7 @@
 #include "tools/twill-conformance/ConformanceSuite.h"
 
 #include "runtime/backend/Backend.h"
-#include "runtime/executable/InstructionKinds.h"
+#include "runtime/executable/Opcodes.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
@@ -244,7 +244,8 @@ bool check(const Executable &executable, const Case &c, Side &reference,
   }
   // Under --perturb a case passes when its comparison catches the shift.
   bool counted = perturb ? !passed : passed;
-  llvm::outs() << llvm::formatv("{0,-26} {1,-4} {2}{3}: {4} {5}\n", c.op,
+  llvm::outs() << llvm::formatv("{0,-26} {1,-4} {2}{3}: {4} {5}\n",
+                                opcodeName(c.opcode),
                                 c.dtype, c.shapes,
                                 c.note.empty() ? "" : " (" + c.note + ")",
                                 verdict, counted ? "PASS" : "FAIL");
@@ -304,7 +305,7 @@ int main(int argc, char **argv) {
   auto began = std::chrono::steady_clock::now();
   int passed = 0, run = 0;
   for (const Case &c : suite.cases) {
-    if (!llvm::StringRef(c.op).contains(filter.getValue()))
+    if (!llvm::StringRef(opcodeName(c.opcode)).contains(filter.getValue()))
       continue;
     // A perturbation needs a result with elements to shift.
     if (perturb && (c.refused || llvm::all_of(c.results, [&](int id) {
@@ -316,12 +317,12 @@ int main(int argc, char **argv) {
   }
   // Every kind must have a case the checked backend ran and compared.
   int missing = 0;
-  for (llvm::StringRef kind : kInstructionKinds)
+  for (Opcode kind : allOpcodes())
     if (filter.empty() && llvm::none_of(suite.cases, [&](const Case &c) {
-          return c.op == kind && !c.refused;
+          return c.opcode == kind && !c.refused;
         })) {
       llvm::outs() << llvm::formatv("{0,-26} has no conformance case FAIL\n",
-                                    kind);
+                                    opcodeName(kind));
       ++missing;
     }
   double seconds = std::chrono::duration<double>(

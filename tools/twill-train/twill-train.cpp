@@ -148,10 +148,12 @@ writeBuffers(Program &program, llvm::StringRef path,
 static int runEval(Program &program) {
   if (batchPath.empty())
     return fail("--eval needs --batch batch.json");
-  llvm::StringRef name = gradientsPath.empty() ? "forward" : "train_step";
-  const EntryPoint *entry = program.entryPoint(name);
+  EntryRole role = gradientsPath.empty() ? FORWARD : TRAIN_STEP;
+  const EntryPoint *entry = program.entryPoint(role);
   if (!entry)
-    return fail(executablePath + ": has no " + name + " entry point");
+    return fail(executablePath + ": has no " +
+                llvm::StringRef(EntryRole_Name(role)).lower() +
+                " entry point");
   if (llvm::Error error = loadBatchJson(program, batchPath))
     return fail(std::move(error));
   if (llvm::Error error = program.run(*entry))
@@ -176,9 +178,10 @@ static int runEval(Program &program) {
       return fail(std::move(error));
   }
   if (!dumpLogitsPath.empty()) {
-    int logits = program.valueBuffer(*entry, "logits");
+    int logits = program.hostReadBuffer(*entry);
     if (logits < 0)
-      return fail(executablePath + ": " + name + " has no value named logits");
+      return fail(executablePath + ": " + entry->name() +
+                  " computes no logits for the host to read");
     if (llvm::Error error = writeBuffers(program, dumpLogitsPath, [&](int id) {
           return id == logits ? std::string("logits") : std::string();
         }))

@@ -5,9 +5,8 @@
 #include "runtime/backend/InstructionView.h"
 #include "runtime/backend/cpu/CpuKernels.h"
 #include "runtime/executable/BFloat16.h"
-#include "runtime/executable/InstructionKinds.h"
+#include "runtime/executable/Opcodes.h"
 #include "llvm/ADT/DenseMap.h"
-#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
@@ -49,7 +48,7 @@ llvm::Error runRmsNorm(const InstructionView &in) {
     return error;
   cpu::rmsNorm(in.data<float>(0), in.data<float>(1), in.data<float>(2),
                in.count(0) / std::max<int64_t>(dim, 1), dim,
-               in.floatAttr("epsilon", 0));
+               in->rms_norm().epsilon());
   return llvm::Error::success();
 }
 
@@ -92,7 +91,7 @@ llvm::Error runScale(const InstructionView &in) {
     return error;
   if (auto error = in.expectSameCount(0, 1))
     return error;
-  cpu::scale(in.data<float>(0), in.floatAttr("factor", 1), in.data<float>(1),
+  cpu::scale(in.data<float>(0), in->scale().factor(), in.data<float>(1),
              in.count(0));
   return llvm::Error::success();
 }
@@ -100,7 +99,7 @@ llvm::Error runScale(const InstructionView &in) {
 /// Row statistics summed (or maxed) over the `shard_axis` ranks.
 auto rowReduce(const InstructionView &in) {
   return [&in](std::vector<double> &rows, bool max) -> llvm::Error {
-    std::string axis = in.stringAttr("shard_axis");
+    const std::string &axis = in->cross_entropy().shard_axis();
     if (axis.empty())
       return llvm::Error::success();
     llvm::Expected<Communicator *> comm = in.communicator();
@@ -121,7 +120,7 @@ llvm::Error runCrossEntropy(const InstructionView &in) {
   if (!block)
     return block.takeError();
   return cpu::crossEntropy(in.data<float>(0), in.data<int32_t>(1), in.count(1),
-                           *block, in.intAttr("ignore_index", -100),
+                           *block, in->cross_entropy().ignore_index(),
                            rowReduce(in), in.data<float>(2),
                            in.data<int64_t>(3));
 }
@@ -167,7 +166,7 @@ llvm::Error runCast(const InstructionView &in) {
 llvm::Error runConstant(const InstructionView &in) {
   if (auto error = in.expect(0, 1, {F32}, {0}))
     return error;
-  cpu::fill(in.data<float>(0), in.count(0), in.floatAttr("value", 0));
+  cpu::fill(in.data<float>(0), in.count(0), in->constant().value());
   return llvm::Error::success();
 }
 
@@ -190,7 +189,7 @@ llvm::Error runRmsNormGrad(const InstructionView &in) {
     return in.fail("input, weight, grad and result do not agree");
   cpu::rmsNormGrad(in.data<float>(0), in.data<float>(1), in.data<float>(2),
                    in.data<float>(3), in.count(0) / std::max<int64_t>(dim, 1),
-                   dim, in.floatAttr("epsilon", 0));
+                   dim, in->rms_norm().epsilon());
   return llvm::Error::success();
 }
 
@@ -202,7 +201,7 @@ llvm::Error runRmsNormWeightGrad(const InstructionView &in) {
     return in.fail("input, grad and result do not agree");
   cpu::rmsNormWeightGrad(
       in.data<float>(0), in.data<float>(1), in.data<float>(2),
-      in.count(0) / std::max<int64_t>(dim, 1), dim, in.floatAttr("epsilon", 0));
+      in.count(0) / std::max<int64_t>(dim, 1), dim, in->rms_norm().epsilon());
   return llvm::Error::success();
 }
 
@@ -242,7 +241,8 @@ llvm::Error runCrossEntropyGrad(const InstructionView &in) {
     return block.takeError();
   return cpu::crossEntropyGrad(in.data<float>(0), in.data<int32_t>(1),
                                in.count(1), *block,
-                               in.intAttr("ignore_index", -100), rowReduce(in),
+                               in->cross_entropy().ignore_index(),
+                               rowReduce(in),
                                *in.data<float>(2), in.data<float>(3));
 }
 
@@ -281,7 +281,7 @@ llvm::Error runClipCoefficient(const InstructionView &in) {
   if (in.count(0) != 1 || in.count(1) != 1)
     return in.fail("expects scalars");
   *in.data<float>(1) =
-      cpu::clipCoefficient(*in.data<float>(0), in.floatAttr("max_norm", 1));
+      cpu::clipCoefficient(*in.data<float>(0), in->clip_coefficient().max_norm());
   return llvm::Error::success();
 }
 
@@ -292,7 +292,8 @@ llvm::Error runLrSchedule(const InstructionView &in) {
     return in.fail("expects scalars");
   *in.data<float>(2) =
       cpu::scheduledLr(*in.data<int64_t>(0), *in.data<int64_t>(1),
-                       in.floatAttr("lr", 0), in.intAttr("warmup_steps", 0));
+                       in->lr_schedule().lr(),
+                       in->lr_schedule().warmup_steps());
   return llvm::Error::success();
 }
 
@@ -345,19 +346,19 @@ llvm::Error runCollective(const InstructionView &in) {
     return shape.takeError();
   Communicator &comm = *shape->comm;
   const std::string &axis = shape->axis;
-  llvm::StringRef op = in.op();
-  if (op == "twill.all_reduce")
+  Opcode op = in.opcode();
+  if (op == ALL_REDUCE)
     return shape->dtype == I64
                ? comm.allReduce(axis, in.data<int64_t>(0), in.data<int64_t>(1),
                                 in.count(0))
                : comm.allReduce(axis, in.data<float>(0), in.data<float>(1),
                                 in.count(0));
-  if (op == "twill.all_to_all")
+  if (op == ALL_TO_ALL)
     return comm.allToAll(axis, in.data<float>(0), in.data<float>(1),
                          in.shape(0), shape->splitDim, shape->dim);
   int64_t whole = shape->whole, block = shape->block;
   int64_t outer = shape->outer, inner = shape->inner;
-  if (op == "twill.local_slice") {
+  if (op == LOCAL_SLICE) {
     int64_t first = std::min(whole, shape->coordinate * block);
     int64_t length = std::min(block, whole - first);
     if (shape->dtype == I32)
@@ -375,7 +376,7 @@ llvm::Error runCollective(const InstructionView &in) {
   llvm::SmallVector<int64_t> paddedShape(in.shape(0));
   paddedShape[shape->dim] = block * size;
   std::vector<float> padded(outer * block * size * inner);
-  if (op == "twill.all_gather") {
+  if (op == ALL_GATHER) {
     if (auto error =
             comm.allGather(axis, input, padded.data(), in.shape(0), shape->dim))
       return error;
@@ -389,44 +390,77 @@ llvm::Error runCollective(const InstructionView &in) {
                             shape->dim);
 }
 
-const llvm::StringMap<Kernel> &kernels() {
-  static const llvm::StringMap<Kernel> table = {
-      {"twill.embedding", runEmbedding},
-      {"twill.matmul", runMatmul},
-      {"twill.rms_norm", runRmsNorm},
-      {"twill.rope", runRope<false>},
-      {"twill.attention", runAttention},
-      {"twill.add", runElementwise<cpu::add>},
-      {"twill.mul", runElementwise<cpu::mul>},
-      {"twill.swiglu", runElementwise<cpu::swiglu>},
-      {"twill.div", runElementwise<cpu::div>},
-      {"twill.scale", runScale},
-      {"twill.cross_entropy", runCrossEntropy},
-      {"twill.reshape", runReshape},
-      {"twill.transpose", runTranspose},
-      {"twill.cast", runCast},
-      {"twill.constant", runConstant},
-      {"twill.embedding_grad", runEmbeddingGrad},
-      {"twill.rms_norm_grad", runRmsNormGrad},
-      {"twill.rms_norm_weight_grad", runRmsNormWeightGrad},
-      {"twill.rope_grad", runRope<true>},
-      {"twill.attention_grad", runAttentionGrad},
-      {"twill.swiglu_grad", runSwigluGrad},
-      {"twill.cross_entropy_grad", runCrossEntropyGrad},
-      {"twill.global_norm", runSumOfSquares<true>},
-      {"twill.sum_squares", runSumOfSquares<false>},
-      {"twill.sqrt", runSqrt},
-      {"twill.clip_coefficient", runClipCoefficient},
-      {"twill.lr_schedule", runLrSchedule},
-      {"twill.adamw", runAdamW},
-      {"twill.increment", runIncrement},
-      {"twill.all_gather", runCollective},
-      {"twill.reduce_scatter", runCollective},
-      {"twill.all_reduce", runCollective},
-      {"twill.all_to_all", runCollective},
-      {"twill.local_slice", runCollective},
-  };
-  return table;
+/// The kernel of each opcode: a switch over every one of them.
+Kernel kernelOf(Opcode opcode) {
+  switch (opcode) {
+  case EMBEDDING:
+    return runEmbedding;
+  case MATMUL:
+    return runMatmul;
+  case RMS_NORM:
+    return runRmsNorm;
+  case ROPE:
+    return runRope<false>;
+  case ATTENTION:
+    return runAttention;
+  case ADD:
+    return runElementwise<cpu::add>;
+  case MUL:
+    return runElementwise<cpu::mul>;
+  case SWIGLU:
+    return runElementwise<cpu::swiglu>;
+  case DIV:
+    return runElementwise<cpu::div>;
+  case SCALE:
+    return runScale;
+  case CROSS_ENTROPY:
+    return runCrossEntropy;
+  case RESHAPE:
+    return runReshape;
+  case TRANSPOSE:
+    return runTranspose;
+  case CAST:
+    return runCast;
+  case CONSTANT:
+    return runConstant;
+  case EMBEDDING_GRAD:
+    return runEmbeddingGrad;
+  case RMS_NORM_GRAD:
+    return runRmsNormGrad;
+  case RMS_NORM_WEIGHT_GRAD:
+    return runRmsNormWeightGrad;
+  case ROPE_GRAD:
+    return runRope<true>;
+  case ATTENTION_GRAD:
+    return runAttentionGrad;
+  case SWIGLU_GRAD:
+    return runSwigluGrad;
+  case CROSS_ENTROPY_GRAD:
+    return runCrossEntropyGrad;
+  case GLOBAL_NORM:
+    return runSumOfSquares<true>;
+  case SUM_SQUARES:
+    return runSumOfSquares<false>;
+  case SQRT:
+    return runSqrt;
+  case CLIP_COEFFICIENT:
+    return runClipCoefficient;
+  case LR_SCHEDULE:
+    return runLrSchedule;
+  case ADAMW:
+    return runAdamW;
+  case INCREMENT:
+    return runIncrement;
+  case ALL_GATHER:
+  case REDUCE_SCATTER:
+  case ALL_REDUCE:
+  case ALL_TO_ALL:
+  case LOCAL_SLICE:
+    return runCollective;
+  case OPCODE_UNSPECIFIED:
+    break;
+  }
+  return nullptr;
 }
 
 } // namespace
@@ -464,18 +498,18 @@ llvm::Error CpuBackend::run(const EntryPoint &entry, BufferSet &buffers,
   return forEachInstruction(entry, [&](int index,
                                        const Instruction &instruction)
                                        -> llvm::Error {
-    llvm::Expected<const Kernel *> kernel =
-        kernelFor(kernels(), instruction, "cpu");
-    if (!kernel)
-      return kernel.takeError();
+    Kernel kernel = kernelOf(instruction.opcode());
+    if (!kernel) // the loader refuses such a program
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "no opcode");
     if (!profiler)
-      return runWidened(**kernel, instruction, buffers, comm);
+      return runWidened(kernel, instruction, buffers, comm);
     double start = profiler->now();
-    llvm::Error error = runWidened(**kernel, instruction, buffers, comm);
+    llvm::Error error = runWidened(kernel, instruction, buffers, comm);
     double end = profiler->now();
     // One thread does everything: a collective occupies both tracks.
     profiler->record({Profiler::Compute, &entry, index, start, end});
-    if (isCollective(instruction.op()))
+    if (isCollective(instruction.opcode()))
       profiler->record({Profiler::Communication, &entry, index, start, end});
     return error;
   });

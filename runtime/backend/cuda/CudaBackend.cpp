@@ -19,8 +19,6 @@
 #include "runtime/backend/cuda/CudaOps.h"
 #include "runtime/backend/cuda/NcclComm.h"
 #include "llvm/ADT/DenseMap.h"
-#include "llvm/ADT/StringMap.h"
-#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cublas_v2.h>
@@ -58,9 +56,8 @@ llvm::Error runEmbeddingGrad(const InstructionView &in, Device &device) {
 /// rms_norm (operands x, weight), rms_norm_grad (x, weight, grad) and
 /// rms_norm_weight_grad (x, grad): rows of the last dim.
 llvm::Error runRmsNormFamily(const InstructionView &in, Device &device) {
-  llvm::StringRef op = in.op();
-  bool grad = op == "twill.rms_norm_grad";
-  bool weightGrad = op == "twill.rms_norm_weight_grad";
+  bool grad = in.opcode() == RMS_NORM_GRAD;
+  bool weightGrad = in.opcode() == RMS_NORM_WEIGHT_GRAD;
   int operands = grad ? 3 : 2;
   DType type = in.floatType();
   bool bf16 = type == BF16;
@@ -69,7 +66,7 @@ llvm::Error runRmsNormFamily(const InstructionView &in, Device &device) {
                     std::vector<int>(operands + 1, 1)))
     return error;
   int64_t dim = in.dim(0, 0), rows = in.count(0) / std::max<int64_t>(dim, 1);
-  double eps = in.floatAttr("epsilon", 0);
+  double eps = in->rms_norm().epsilon();
   int result = operands;
   bool agree = weightGrad
                    ? in.count(1) == in.count(0) && in.count(2) == dim
@@ -131,7 +128,7 @@ llvm::Error runRope(const InstructionView &in, Device &device) {
 
 /// Elementwise ops: operands and results of one size.
 llvm::Error runElementwise(const InstructionView &in, Device &device) {
-  llvm::StringRef op = in.op();
+  Opcode op = in.opcode();
   int operands = in.numOperands(), results = in.numResults();
   DType type = in.floatType();
   bool bf16 = type == BF16;
@@ -143,24 +140,26 @@ llvm::Error runElementwise(const InstructionView &in, Device &device) {
     if (auto error = in.expectSameCount(0, index))
       return error;
   int64_t count = in.count(0);
-  if (op == "twill.scale" && operands == 1 && results == 1) {
-    cuda::scale(in.data<void>(0), in.floatAttr("factor", 1), in.data<void>(1),
+  if (op == SCALE && operands == 1 && results == 1) {
+    cuda::scale(in.data<void>(0), in->scale().factor(), in.data<void>(1),
                 count, bf16, device.stream);
     return llvm::Error::success();
   }
-  if (op == "twill.swiglu_grad" && operands == 3 && results == 2) {
+  if (op == SWIGLU_GRAD && operands == 3 && results == 2) {
     cuda::swigluGrad(in.data<void>(0), in.data<void>(1), in.data<void>(2),
                      in.data<void>(3), in.data<void>(4), count, bf16,
                      device.stream);
     return llvm::Error::success();
   }
-  std::optional<cuda::Binary> binary =
-      llvm::StringSwitch<std::optional<cuda::Binary>>(op)
-          .Case("twill.add", cuda::Binary::Add)
-          .Case("twill.mul", cuda::Binary::Mul)
-          .Case("twill.div", cuda::Binary::Div)
-          .Case("twill.swiglu", cuda::Binary::Swiglu)
-          .Default(std::nullopt);
+  std::optional<cuda::Binary> binary;
+  if (op == ADD)
+    binary = cuda::Binary::Add;
+  else if (op == MUL)
+    binary = cuda::Binary::Mul;
+  else if (op == DIV)
+    binary = cuda::Binary::Div;
+  else if (op == SWIGLU)
+    binary = cuda::Binary::Swiglu;
   if (!binary || operands != 2 || results != 1)
     return in.fail("expects two operands and one result");
   cuda::binary(*binary, in.data<void>(0), in.data<void>(1), in.data<void>(2),
@@ -229,7 +228,7 @@ llvm::Error runConstant(const InstructionView &in, Device &device) {
   DType type = in.floatType();
   if (auto error = in.expect(0, 1, {type}, {0}))
     return error;
-  cuda::fill(in.data<void>(0), in.count(0), float(in.floatAttr("value", 0)),
+  cuda::fill(in.data<void>(0), in.count(0), float(in->constant().value()),
              type == BF16, device.stream);
   return llvm::Error::success();
 }
@@ -237,7 +236,7 @@ llvm::Error runConstant(const InstructionView &in, Device &device) {
 /// Sums per row of a vocab-parallel loss over the axis that splits it.
 llvm::Error reduceRows(const InstructionView &in, Device &device, double *rows,
                        int64_t count, bool max) {
-  std::string axis = in.stringAttr("shard_axis");
+  const std::string &axis = in->cross_entropy().shard_axis();
   if (axis.empty())
     return llvm::Error::success();
   llvm::Expected<NcclComm *> nccl = device.nccl();
@@ -256,7 +255,7 @@ llvm::Error reduceRows(const InstructionView &in, Device &device, double *rows,
 /// cross_entropy (logits, labels) -> (loss, count) and cross_entropy_grad
 /// (logits, labels, loss grad) -> dlogits.
 llvm::Error runCrossEntropyFamily(const InstructionView &in, Device &device) {
-  bool grad = in.op() == "twill.cross_entropy_grad";
+  bool grad = in.opcode() == CROSS_ENTROPY_GRAD;
   DType type = in.floatType(); // the logits', read as stored
   bool bf16 = type == BF16;
   llvm::Error shapes =
@@ -271,7 +270,7 @@ llvm::Error runCrossEntropyFamily(const InstructionView &in, Device &device) {
   llvm::Expected<VocabBlock> block = vocabBlock(in, columns);
   if (!block)
     return block.takeError();
-  int64_t ignore = in.intAttr("ignore_index", -100);
+  int64_t ignore = in->cross_entropy().ignore_index();
   llvm::Expected<void *> space =
       device.scratchSpace(0, 3 * std::max<int64_t>(rows, 1) * sizeof(double));
   if (!space)
@@ -317,34 +316,34 @@ llvm::Error runSquares(const InstructionView &in, Device &device) {
     cuda::accumulateSquares(in.data<float>(i), in.count(i), accumulator,
                             device.stream);
   }
-  cuda::finishSquares(accumulator, in.op() == "twill.global_norm",
+  cuda::finishSquares(accumulator, in.opcode() == GLOBAL_NORM,
                       in.data<float>(inputs), device.stream);
   return llvm::Error::success();
 }
 
 /// The scalar ops of the optimizer step.
 llvm::Error runScalar(const InstructionView &in, Device &device) {
-  llvm::StringRef op = in.op();
+  Opcode op = in.opcode();
   for (int i = 0; i < in.numOperands() + in.numResults(); ++i)
     if (in.count(i) != 1)
       return in.fail("expects scalars");
-  if (op == "twill.lr_schedule") {
+  if (op == LR_SCHEDULE) {
     if (auto error = in.expect(2, 1, {I64, I64, F32}, {0, 0, 0}))
       return error;
     cuda::scheduledLr(in.data<int64_t>(0), in.data<int64_t>(1),
-                      in.floatAttr("lr", 0), in.intAttr("warmup_steps", 0),
+                      in->lr_schedule().lr(), in->lr_schedule().warmup_steps(),
                       in.data<float>(2), device.stream);
-  } else if (op == "twill.increment") {
+  } else if (op == INCREMENT) {
     if (auto error = in.expect(1, 1, {I64, I64}, {0, 0}))
       return error;
     cuda::increment(in.data<int64_t>(0), in.data<int64_t>(1), device.stream);
   } else {
     if (auto error = in.expect(1, 1, {F32, F32}, {0, 0}))
       return error;
-    if (op == "twill.sqrt")
+    if (op == SQRT)
       cuda::sqrtScalar(in.data<float>(0), in.data<float>(1), device.stream);
     else
-      cuda::clipCoefficient(in.data<float>(0), in.floatAttr("max_norm", 1),
+      cuda::clipCoefficient(in.data<float>(0), in->clip_coefficient().max_norm(),
                             in.data<float>(1), device.stream);
   }
   return llvm::Error::success();
@@ -368,44 +367,65 @@ struct KernelEntry {
   bool bf16 = false;
 };
 
-const llvm::StringMap<KernelEntry> &kernels() {
-  static const llvm::StringMap<KernelEntry> table = {
-      {"twill.embedding", {runEmbedding, /*bf16=*/true}},
-      {"twill.embedding_grad", {runEmbeddingGrad}},
-      {"twill.matmul", {cuda::runMatmul, /*bf16=*/true}},
-      {"twill.reshape", {runReshape, /*bf16=*/true}},
-      {"twill.cast", {runCast, /*bf16=*/true}},
-      {"twill.rms_norm", {runRmsNormFamily, /*bf16=*/true}},
-      {"twill.rms_norm_grad", {runRmsNormFamily, /*bf16=*/true}},
-      {"twill.rms_norm_weight_grad", {runRmsNormFamily, /*bf16=*/true}},
-      {"twill.rope", {runRope<false>, /*bf16=*/true}},
-      {"twill.rope_grad", {runRope<true>, /*bf16=*/true}},
-      {"twill.attention", {cuda::runAttention, /*bf16=*/true}},
-      {"twill.attention_grad", {cuda::runAttentionGrad, /*bf16=*/true}},
-      {"twill.add", {runElementwise, /*bf16=*/true}},
-      {"twill.mul", {runElementwise, /*bf16=*/true}},
-      {"twill.div", {runElementwise, /*bf16=*/true}},
-      {"twill.swiglu", {runElementwise, /*bf16=*/true}},
-      {"twill.scale", {runElementwise, /*bf16=*/true}},
-      {"twill.swiglu_grad", {runElementwise, /*bf16=*/true}},
-      {"twill.transpose", {runTranspose, /*bf16=*/true}},
-      {"twill.constant", {runConstant, /*bf16=*/true}},
-      {"twill.cross_entropy", {runCrossEntropyFamily, /*bf16=*/true}},
-      {"twill.cross_entropy_grad", {runCrossEntropyFamily, /*bf16=*/true}},
-      {"twill.global_norm", {runSquares}},
-      {"twill.sum_squares", {runSquares}},
-      {"twill.sqrt", {runScalar}},
-      {"twill.clip_coefficient", {runScalar}},
-      {"twill.lr_schedule", {runScalar}},
-      {"twill.increment", {runScalar}},
-      {"twill.adamw", {runAdamW}},
-      {"twill.all_gather", {cuda::runCollective, /*bf16=*/true}},
-      {"twill.reduce_scatter", {cuda::runCollective, /*bf16=*/true}},
-      {"twill.all_reduce", {cuda::runCollective, /*bf16=*/true}},
-      {"twill.all_to_all", {cuda::runCollective, /*bf16=*/true}},
-      {"twill.local_slice", {cuda::runCollective, /*bf16=*/true}},
-  };
-  return table;
+/// The kernel of each opcode: a switch over every one of them.
+KernelEntry kernelOf(Opcode opcode) {
+  switch (opcode) {
+  case EMBEDDING:
+    return {runEmbedding, /*bf16=*/true};
+  case EMBEDDING_GRAD:
+    return {runEmbeddingGrad};
+  case MATMUL:
+    return {cuda::runMatmul, /*bf16=*/true};
+  case RESHAPE:
+    return {runReshape, /*bf16=*/true};
+  case CAST:
+    return {runCast, /*bf16=*/true};
+  case RMS_NORM:
+  case RMS_NORM_GRAD:
+  case RMS_NORM_WEIGHT_GRAD:
+    return {runRmsNormFamily, /*bf16=*/true};
+  case ROPE:
+    return {runRope<false>, /*bf16=*/true};
+  case ROPE_GRAD:
+    return {runRope<true>, /*bf16=*/true};
+  case ATTENTION:
+    return {cuda::runAttention, /*bf16=*/true};
+  case ATTENTION_GRAD:
+    return {cuda::runAttentionGrad, /*bf16=*/true};
+  case ADD:
+  case MUL:
+  case DIV:
+  case SWIGLU:
+  case SCALE:
+  case SWIGLU_GRAD:
+    return {runElementwise, /*bf16=*/true};
+  case TRANSPOSE:
+    return {runTranspose, /*bf16=*/true};
+  case CONSTANT:
+    return {runConstant, /*bf16=*/true};
+  case CROSS_ENTROPY:
+  case CROSS_ENTROPY_GRAD:
+    return {runCrossEntropyFamily, /*bf16=*/true};
+  case GLOBAL_NORM:
+  case SUM_SQUARES:
+    return {runSquares};
+  case SQRT:
+  case CLIP_COEFFICIENT:
+  case LR_SCHEDULE:
+  case INCREMENT:
+    return {runScalar};
+  case ADAMW:
+    return {runAdamW};
+  case ALL_GATHER:
+  case REDUCE_SCATTER:
+  case ALL_REDUCE:
+  case ALL_TO_ALL:
+  case LOCAL_SLICE:
+    return {cuda::runCollective, /*bf16=*/true};
+  case OPCODE_UNSPECIFIED:
+    break;
+  }
+  return {nullptr};
 }
 
 class CudaBackend : public Backend {
@@ -604,15 +624,15 @@ llvm::Error CudaBackend::runInstructions(const EntryPoint &entry) {
   return forEachInstruction(entry, [&](int index,
                                        const Instruction &instruction)
                                        -> llvm::Error {
-    llvm::Expected<const KernelEntry *> kernel =
-        kernelFor(kernels(), instruction, name());
-    if (!kernel)
-      return kernel.takeError();
+    KernelEntry kernel = kernelOf(instruction.opcode());
+    if (!kernel.run) // the loader refuses such a program
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "no opcode");
     device.timeline.instruction = index;
     llvm::Expected<cudaEvent_t> start = device.timeline.record(device.stream);
     if (!start)
       return start.takeError();
-    if (auto error = runKernel(**kernel, instruction))
+    if (auto error = runKernel(kernel, instruction))
       return error;
     if (auto error = checkCuda(cudaGetLastError(), "a kernel launch"))
       return error;

@@ -91,10 +91,10 @@ llvm::Error cuda::runCollective(const InstructionView &in, Device &device) {
   llvm::Expected<CollectiveShape> shape = collectiveShape(in);
   if (!shape)
     return shape.takeError();
-  llvm::StringRef op = in.op();
+  Opcode op = in.opcode();
   int64_t whole = shape->whole, block = shape->block, size = shape->size;
   int64_t outer = shape->outer, inner = shape->inner;
-  if (op == "twill.local_slice") {
+  if (op == LOCAL_SLICE) {
     int64_t first = std::min(whole, shape->coordinate * block);
     size_t element = bytesPerElement(shape->dtype);
     cuda::copyAlongDim(in.data<void>(0), whole, first, in.data<void>(1), block,
@@ -107,18 +107,18 @@ llvm::Error cuda::runCollective(const InstructionView &in, Device &device) {
     return in.fail(llvm::toString(nccl.takeError()));
   // An all-reduce sums over the ranks present; the rest need all of them.
   llvm::Expected<ncclComm_t> comm =
-      op == "twill.all_reduce" ? (*nccl)->axis(shape->axis)
+      op == ALL_REDUCE ? (*nccl)->axis(shape->axis)
                                : (*nccl)->wholeAxis(shape->axis, size);
   if (!comm)
     return in.fail(llvm::toString(comm.takeError()));
-  if (op == "twill.all_reduce")
+  if (op == ALL_REDUCE)
     return device.communicate([&](cudaStream_t stream) {
       return checkNccl(ncclAllReduce(in.data<void>(0), in.data<void>(1),
                                      in.count(0), ncclTypeOf(shape->dtype),
                                      ncclSum, *comm, stream),
                        "ncclAllReduce");
     });
-  if (op == "twill.all_to_all")
+  if (op == ALL_TO_ALL)
     return runAllToAll(in, *shape, *comm, device);
   int64_t blocked = size * outer * block * inner;
   bool bf16 = shape->dtype == BF16;
@@ -128,7 +128,7 @@ llvm::Error cuda::runCollective(const InstructionView &in, Device &device) {
   if (!space)
     return space.takeError();
   void *padded = *space;
-  if (op == "twill.all_gather") {
+  if (op == ALL_GATHER) {
     if (auto error = device.communicate([&](cudaStream_t stream) {
           return checkNccl(ncclAllGather(in.data<void>(0), padded,
                                          outer * block * inner, type, *comm,
