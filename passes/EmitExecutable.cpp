@@ -34,6 +34,7 @@ public:
     for (int64_t size : mesh.getAxisSizes())
       out.add_shape(size);
   }
+  void setArenaBytes(int64_t bytes) { executable.set_arena_bytes(bytes); }
   Executable take() { return std::move(executable); }
 
 private:
@@ -360,6 +361,10 @@ LogicalResult ExecutableEmitter::emitFunction(func::FuncOp function) {
       instruction.add_results(*id);
       if (op.hasAttr(mlir::twill::kHostReadAttrName))
         executable.mutable_buffers(*id)->set_host_read(true);
+      if (auto offsets = op.getAttrOfType<DenseI64ArrayAttr>(
+              mlir::twill::kArenaOffsetsAttrName);
+          offsets && offsets[index] >= 0)
+        executable.mutable_buffers(*id)->set_arena_offset(offsets[index]);
       if (globals && index < globals.size())
         recordSplit(cast<RankedTensorType>(
                         cast<TypeAttr>(globals[index]).getValue()),
@@ -371,6 +376,9 @@ LogicalResult ExecutableEmitter::emitFunction(func::FuncOp function) {
 
 FailureOr<Executable> mlir::twill::emitExecutable(ModuleOp module) {
   ExecutableEmitter emitter;
+  if (auto arena = module->getAttrOfType<IntegerAttr>(
+          mlir::twill::kArenaBytesAttrName))
+    emitter.setArenaBytes(arena.getInt());
   for (auto mesh : module.getOps<mlir::twill::MeshOp>())
     emitter.emitMesh(mesh);
   for (auto function : module.getOps<func::FuncOp>())

@@ -12,15 +12,16 @@ namespace mlir::twill {
 #define GEN_PASS_DECL
 #include "passes/Passes.h.inc"
 
+/// How far twillc compiles: the global program with its train step and
+/// optimizer, with every value placed on the mesh, partitioned into one
+/// rank's program, or with that program's memory planned (what is
+/// emitted).
+enum class Stage { Differentiated, Placed, Partitioned, Planned };
+
 /// The passes between the traced model and emission, in order, set up for
 /// the job's training settings.
-/// How far twillc compiles: the global program with its train step and
-/// optimizer, with every value placed on the mesh, or partitioned into
-/// one rank's program.
-enum class Stage { Differentiated, Placed, Partitioned };
-
 void buildCompilePipeline(OpPassManager &pm, const ::twill::JobConfig &job,
-                          Stage until = Stage::Partitioned);
+                          Stage until = Stage::Planned);
 
 /// The Executable for `module`; diagnostics on the offending op otherwise.
 FailureOr<::twill::Executable> emitExecutable(ModuleOp module);

@@ -213,4 +213,29 @@ def FuseEpilogues : Pass<"twill-fuse-epilogues", "mlir::ModuleOp"> {
   }];
 }
 
+def PlanMemory : Pass<"twill-plan-memory", "mlir::ModuleOp"> {
+  let summary = "Places the values each entry point computes in one arena";
+  let description = [{
+    The last pass. A value lives from the op that writes it to the last op
+    that reads it; values whose lives do not overlap share memory. Each
+    entry point (function) plans the one arena of the program from empty,
+    since entry points never run at once: first fit, in program order, a
+    result placed before the operands read for the last time are freed (so
+    a result never shares memory with its own operands), a result nothing
+    reads freed at once. Function arguments (parameters, states, inputs),
+    returned values and `twill.host_read` values keep memory of their own.
+    Offsets are multiples of 64 bytes.
+
+    Each op gets `twill.arena_offsets`, one per result (-1: memory of its
+    own), and the module `twill.arena_bytes`, the arena's size; the
+    Executable carries both, and the runtime checks them before it
+    allocates.
+
+    ```mlir
+    %0 = twill.scale %x by 2.0 {twill.arena_offsets = array<i64: 0>} : tensor<256xf32>
+    %1 = twill.scale %0 by 2.0 {twill.arena_offsets = array<i64: 1024>} : tensor<256xf32>
+    ```
+  }];
+}
+
 #endif // TWILL_PASSES_TD

@@ -30,4 +30,7 @@ void mlir::twill::buildCompilePipeline(OpPassManager &pm,
   if (job.parallel().activation_checkpointing() == ::twill::ParallelConfig::FULL)
     pm.addPass(createRematerialize());
   pm.addPass(createFuseEpilogues());
+  if (until == Stage::Partitioned)
+    return;
+  pm.addPass(createPlanMemory());
 }

@@ -45,6 +45,9 @@ static std::pair<StringRef, int64_t> sentBytes(Operation *op, int64_t ranks) {
 FailureOr<ResourceReport> mlir::twill::reportResources(ModuleOp module,
                                                        int64_t microSteps) {
   ResourceReport report;
+  // The arena twill-plan-memory laid out, when it has run.
+  if (auto arena = module->getAttrOfType<IntegerAttr>(kArenaBytesAttrName))
+    report.arenaBytes = arena.getInt();
   llvm::StringMap<int64_t> axisSizes;
   for (MeshOp mesh : module.getOps<MeshOp>())
     for (auto [index, axis] : llvm::enumerate(mesh.getAxes())) {
@@ -117,7 +120,7 @@ void ResourceReport::print(llvm::raw_ostream &os) const {
   os << "  computed values:      " << bytesText(valueBytes) << "\n";
   if (arenaBytes)
     os << "    sharing an arena of " << bytesText(arenaBytes)
-       << " (the runtime's memory plan)\n";
+       << " (the memory plan)\n";
   os << "Sent per optimizer step, per rank (ring algorithms):\n";
   if (traffic.empty())
     os << "  nothing: one rank\n";

@@ -29,6 +29,11 @@ inline constexpr llvm::StringLiteral kGlobalAttrName = "twill.global";
 /// placements in kGlobalResultsAttrName, so the runtime can put them
 /// together from every rank's block.
 inline constexpr llvm::StringLiteral kHostReadAttrName = "twill.host_read";
+/// twill-plan-memory's: per result of an op, its offset in the arena (-1:
+/// memory of its own); on the module, the arena's size in bytes.
+inline constexpr llvm::StringLiteral kArenaOffsetsAttrName =
+    "twill.arena_offsets";
+inline constexpr llvm::StringLiteral kArenaBytesAttrName = "twill.arena_bytes";
 inline constexpr llvm::StringLiteral kGlobalResultsAttrName =
     "twill.global_results";
 } // namespace mlir::twill

@@ -154,15 +154,17 @@ llvm::Error twill::verifyExecutable(const Executable &executable) {
       if (!inRange(output) || !written[output])
         return invalid(entry.name() + " returns a buffer it never writes");
   }
+  if (llvm::Error error = checkMemoryPlan(executable))
+    return invalid(llvm::toString(std::move(error)));
   return llvm::Error::success();
 }
 
-BufferSet::BufferSet(const Executable &executable, MemoryPlan plan)
-    : program(executable), memoryPlan(std::move(plan)),
+BufferSet::BufferSet(const Executable &executable)
+    : program(executable), memoryPlan(memoryPlanOf(executable)),
       storage(executable.buffers_size()) {}
 
 std::byte *BufferSet::data(int id) {
-  if (!memoryPlan.offsets.empty() && memoryPlan.offsets[id] >= 0) {
+  if (memoryPlan.offsets[id] >= 0) {
     if (arena.empty())
       arena.resize(memoryPlan.arenaBytes);
     return arena.data() + memoryPlan.offsets[id];

@@ -17,18 +17,19 @@ namespace twill {
 llvm::Expected<Executable> loadExecutable(llvm::StringRef path);
 
 /// Checks what the runtime relies on: sizes agree with shapes and dtypes,
-/// every buffer index is in range, every buffer is written once, and every
-/// operand is written before it is read.
+/// every buffer index is in range, every buffer is written once, every
+/// operand is written before it is read, every instruction has a known
+/// opcode and all its attributes, and the memory plan is sound.
 llvm::Error verifyExecutable(const Executable &executable);
 
 int64_t numElements(const Buffer &buffer);
 int64_t bytesPerElement(DType dtype);
 
-/// The memory of every buffer of an Executable: the values `plan` places
-/// share one arena, the others have their own.
+/// The memory of every buffer of an Executable: the values its memory plan
+/// places share one arena, the others have their own.
 class BufferSet {
 public:
-  explicit BufferSet(const Executable &executable, MemoryPlan plan = {});
+  explicit BufferSet(const Executable &executable);
 
   const Executable &executable() const { return program; }
   const Buffer &info(int id) const { return program.buffers(id); }

@@ -1,116 +1,117 @@
-//===- MemoryPlan.cpp - values that share memory --------------------------===//
+//===- MemoryPlan.cpp - the arena the compiler planned --------------------===//
 
 #include "runtime/executable/MemoryPlan.h"
 
-#include "llvm/ADT/STLExtras.h"
+#include "runtime/executable/Executable.h"
+#include "llvm/Support/FormatVariadic.h"
 
-#include <algorithm>
-#include <iterator>
 #include <map>
 
 using namespace twill;
 
-namespace {
-/// First-fit allocation in an arena that grows as needed, with freed blocks
-/// merged with their free neighbours.
-class Arena {
-public:
-  int64_t allocate(int64_t bytes) {
-    for (auto it = free.begin(); it != free.end(); ++it)
-      if (it->second >= bytes) {
-        int64_t offset = it->first, left = it->second - bytes;
-        free.erase(it);
-        if (left)
-          free[offset + bytes] = left;
-        return offset;
-      }
-    int64_t offset = end;
-    end += bytes;
-    high = std::max(high, end);
-    return offset;
-  }
-  void release(int64_t offset, int64_t bytes) {
-    auto next = free.lower_bound(offset);
-    if (next != free.end() && offset + bytes == next->first) {
-      bytes += next->second;
-      next = free.erase(next);
-    }
-    if (next != free.begin()) {
-      auto previous = std::prev(next);
-      if (previous->first + previous->second == offset) {
-        offset = previous->first;
-        bytes += previous->second;
-        free.erase(previous);
-      }
-    }
-    if (offset + bytes == end)
-      end = offset; // the top of the arena is free again
-    else
-      free[offset] = bytes;
-  }
-  int64_t highWater() const { return high; }
-
-private:
-  std::map<int64_t, int64_t> free; // offset -> size
-  int64_t end = 0, high = 0;
-};
-} // namespace
-
-MemoryPlan twill::planMemory(const Executable &executable,
-                             llvm::ArrayRef<int> pinned) {
-  constexpr int64_t kAlignment = 64;
+MemoryPlan twill::memoryPlanOf(const Executable &executable) {
   MemoryPlan plan;
-  plan.offsets.assign(executable.buffers_size(), -1);
-  std::vector<bool> keep(executable.buffers_size(), false);
-  for (int id : pinned)
-    keep[id] = true;
-  for (const EntryPoint &entry : executable.entry_points())
-    for (int output : entry.outputs())
-      keep[output] = true;
-  auto bytesOf = [&](int id) {
-    return (executable.buffers(id).size_bytes() + kAlignment - 1) /
-           kAlignment * kAlignment;
-  };
-
-  // Entry points never run at once: each plans the arena from empty.
-  for (const EntryPoint &entry : executable.entry_points()) {
-    std::vector<int> lastUse(executable.buffers_size(), -1);
-    for (int index = 0; index < entry.instructions_size(); ++index)
-      for (int operand : entry.instructions(index).operands())
-        lastUse[operand] = index;
-    Arena arena;
-    for (int index = 0; index < entry.instructions_size(); ++index) {
-      const Instruction &instruction = entry.instructions(index);
-      // Results first, then the operands read for the last time go: a
-      // result never shares memory with its own operands.
-      for (int result : instruction.results())
-        if (!keep[result]) {
-          plan.offsets[result] = arena.allocate(bytesOf(result));
-          plan.unsharedBytes += executable.buffers(result).size_bytes();
-        }
-      auto release = [&](int id) {
-        if (plan.offsets[id] >= 0 && !keep[id])
-          arena.release(plan.offsets[id], bytesOf(id));
-      };
-      for (int operand : instruction.operands())
-        if (lastUse[operand] == index)
-          release(operand);
-      for (int result : instruction.results())
-        if (lastUse[result] < 0) // never read
-          release(result);
-    }
-    plan.arenaBytes = std::max(plan.arenaBytes, arena.highWater());
+  plan.arenaBytes = executable.arena_bytes();
+  for (const Buffer &buffer : executable.buffers()) {
+    int64_t offset = buffer.has_arena_offset() ? buffer.arena_offset() : -1;
+    plan.offsets.push_back(offset);
+    (offset >= 0 ? plan.unsharedBytes : plan.ownBytes) += buffer.size_bytes();
   }
-  for (int id = 0; id < executable.buffers_size(); ++id)
-    if (plan.offsets[id] < 0)
-      plan.ownBytes += executable.buffers(id).size_bytes();
   return plan;
 }
 
-std::vector<int> twill::hostReadBuffers(const Executable &executable) {
-  std::vector<int> ids;
-  for (int id = 0; id < executable.buffers_size(); ++id)
-    if (executable.buffers(id).host_read())
-      ids.push_back(id);
-  return ids;
+static llvm::Error badPlan(const llvm::Twine &what) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 "its memory plan is unsound: " + what);
+}
+
+llvm::Error twill::checkMemoryPlan(const Executable &executable) {
+  constexpr int64_t kAlignment = 64;
+  int64_t arena = executable.arena_bytes();
+  int numBuffers = executable.buffers_size();
+  if (arena < 0)
+    return badPlan("the arena has a negative size");
+  auto planned = [&](int id) {
+    return executable.buffers(id).has_arena_offset();
+  };
+  for (int id = 0; id < numBuffers; ++id) {
+    const Buffer &buffer = executable.buffers(id);
+    if (!planned(id))
+      continue;
+    int64_t offset = buffer.arena_offset();
+    if (offset < 0 || offset % kAlignment != 0 ||
+        offset > arena - buffer.size_bytes())
+      return badPlan(llvm::formatv(
+          "buffer {0} ({1} bytes) at offset {2} is not aligned inside the "
+          "{3}-byte arena",
+          id, buffer.size_bytes(), offset, arena));
+    if (buffer.host_read())
+      return badPlan(llvm::formatv("buffer {0} is read by the host after a "
+                                   "run, and the arena would overwrite it",
+                                   id));
+  }
+  // Parameters, states, inputs and outputs outlive a run.
+  auto mustPersist = [&](int id, llvm::StringRef what) -> llvm::Error {
+    if (id >= 0 && id < numBuffers && planned(id))
+      return badPlan(llvm::formatv("buffer {0} is {1}, and the arena "
+                                   "would overwrite it",
+                                   id, what));
+    return llvm::Error::success();
+  };
+  for (const Parameter &parameter : executable.parameters())
+    if (auto error = mustPersist(parameter.buffer(), "a parameter"))
+      return error;
+  for (const State &state : executable.states())
+    if (auto error = mustPersist(state.buffer(), "a state"))
+      return error;
+  for (const Input &input : executable.inputs())
+    if (auto error = mustPersist(input.buffer(), "an input"))
+      return error;
+  for (const EntryPoint &entry : executable.entry_points())
+    for (int output : entry.outputs())
+      if (auto error = mustPersist(output, "an output"))
+        return error;
+
+  // No two values live at once overlap: each entry point in program order,
+  // with the planned values alive, by offset.
+  for (const EntryPoint &entry : executable.entry_points()) {
+    std::vector<int> lastUse(numBuffers, -1);
+    for (int index = 0; index < entry.instructions_size(); ++index)
+      for (int operand : entry.instructions(index).operands())
+        lastUse[operand] = index;
+    std::map<int64_t, std::pair<int64_t, int>> live; // start -> (end, id)
+    auto release = [&](int id) {
+      auto found = live.find(executable.buffers(id).arena_offset());
+      if (found != live.end() && found->second.second == id)
+        live.erase(found);
+    };
+    for (int index = 0; index < entry.instructions_size(); ++index) {
+      const Instruction &instruction = entry.instructions(index);
+      for (int id : instruction.results()) {
+        if (!planned(id) || executable.buffers(id).size_bytes() == 0)
+          continue;
+        int64_t start = executable.buffers(id).arena_offset();
+        int64_t end = start + executable.buffers(id).size_bytes();
+        auto next = live.lower_bound(start);
+        int other = -1;
+        if (next != live.end() && next->first < end)
+          other = next->second.second;
+        else if (next != live.begin() && std::prev(next)->second.first > start)
+          other = std::prev(next)->second.second;
+        if (other >= 0)
+          return badPlan(llvm::formatv(
+              "{0}: instruction {1} writes buffer {2} over buffer {3}, "
+              "which is still to be read",
+              entry.name(), index, id, other));
+        live[start] = {end, id};
+      }
+      for (int id : instruction.operands())
+        if (lastUse[id] == index && planned(id))
+          release(id);
+      for (int id : instruction.results())
+        if (lastUse[id] < 0 && planned(id))
+          release(id);
+    }
+  }
+  return llvm::Error::success();
 }

@@ -1,13 +1,11 @@
-//===- MemoryPlan.h - values that share memory ------------------*- C++ -*-===//
+//===- MemoryPlan.h - the arena the compiler planned ------------*- C++ -*-===//
 //
-// The values an entry point computes live from the instruction that writes
-// them to the last one that reads them; values whose lifetimes do not
-// overlap share memory, in one arena for the whole program (entry points
-// never run at once). Parameters, states, inputs, the entry points' outputs
-// and the values the host reads after a run (`pinned`) keep their own
-// memory. Allocation follows the program: first fit when a value is
-// written, freed after its last reader, so a value never overlaps the
-// operands of the instruction that writes it.
+// twill-plan-memory places the values each entry point computes in one
+// arena: values whose lives (from the instruction that writes them to the
+// last that reads them) do not overlap share memory. The Executable carries
+// each planned buffer's offset and the arena's size; parameters, states,
+// inputs, outputs and host-read values keep memory of their own. The
+// runtime checks the plan before it allocates anything.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,8 +13,7 @@
 #define TWILL_RUNTIME_EXECUTABLE_MEMORYPLAN_H
 
 #include "proto/executable.pb.h"
-#include "llvm/ADT/ArrayRef.h"
-#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
 
 #include <cstdint>
 #include <vector>
@@ -34,12 +31,15 @@ struct MemoryPlan {
   int64_t ownBytes = 0;
 };
 
-MemoryPlan planMemory(const Executable &executable,
-                      llvm::ArrayRef<int> pinned);
+/// The plan `executable` carries, and what it comes to (checked by
+/// checkMemoryPlan).
+MemoryPlan memoryPlanOf(const Executable &executable);
 
-/// The values the host reads after a run (their buffers' host_read: the
-/// logits), which the plan must leave in memory of their own.
-std::vector<int> hostReadBuffers(const Executable &executable);
+/// Fails unless the plan is sound: every planned buffer is a value an
+/// instruction computes (no parameter, state, input, output or host-read
+/// value), starts on a 64-byte boundary and ends inside the arena, and no
+/// two values live at once overlap.
+llvm::Error checkMemoryPlan(const Executable &executable);
 
 } // namespace twill
 

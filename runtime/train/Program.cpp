@@ -11,8 +11,7 @@ using namespace twill;
 
 Program::Program(Executable executable, Communicator *comm)
     : program(std::move(executable)), comm(comm) {
-  memory = std::make_unique<BufferSet>(
-      program, planMemory(program, hostReadBuffers(program)));
+  memory = std::make_unique<BufferSet>(program);
   for (const Parameter &parameter : program.parameters())
     named[parameter.name()] = parameter.buffer();
   for (const State &state : program.states())

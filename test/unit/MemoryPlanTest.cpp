@@ -1,25 +1,40 @@
-//===- MemoryPlanTest.cpp - values that share memory ----------------------===//
+//===- MemoryPlanTest.cpp - the runtime's check of a compiled plan --------===//
+//
+// twill-plan-memory writes the plan (its lit test, plan-memory.mlir, shows
+// how it lays values out); the runtime refuses a plan that would let two
+// live values share bytes, spill out of the arena, or put a value that
+// must outlive a run in it.
+//
+//===----------------------------------------------------------------------===//
 
-#include "runtime/executable/MemoryPlan.h"
+#include "runtime/executable/Executable.h"
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 using namespace twill;
+using ::testing::HasSubstr;
 
 namespace {
 
 /// A chain x -> v1 -> v2 -> ... -> v6 -> out of 1 KiB values, where v1 is
-/// read again by the last instruction.
+/// read again by the last instruction, planned as twill-plan-memory plans
+/// it: v1 at 0 for the whole run, the others taking turns at 1024 and 2048.
 Executable chain() {
   Executable executable;
-  for (int i = 0; i < 8; ++i) {
+  const int64_t offsets[8] = {-1, 0, 1024, 2048, 1024, 2048, 1024, -1};
+  for (int64_t offset : offsets) {
     Buffer &buffer = *executable.add_buffers();
     buffer.set_dtype(F32);
     buffer.add_shape(256);
     buffer.set_size_bytes(1024);
+    if (offset >= 0)
+      buffer.set_arena_offset(offset);
   }
+  executable.set_arena_bytes(3 * 1024);
   executable.add_inputs()->set_buffer(0);
   EntryPoint &entry = *executable.add_entry_points();
+  entry.set_name("forward");
   for (int result = 1; result < 7; ++result) {
     Instruction &instruction = *entry.add_instructions();
     instruction.set_opcode(SCALE);
@@ -36,31 +51,66 @@ Executable chain() {
   return executable;
 }
 
-TEST(MemoryPlan, LiveValuesNeverShareAndDeadOnesDo) {
-  Executable executable = chain();
-  MemoryPlan plan = planMemory(executable, {});
-  EXPECT_EQ(plan.offsets[0], -1); // the input
-  EXPECT_EQ(plan.offsets[7], -1); // the output
-  // v1 lives to the end: nothing else may take its place. Each other value
-  // lives from its writer to its one reader.
-  std::vector<std::pair<int, int>> lifetimes = {
-      {0, 6}, {1, 2}, {2, 3}, {3, 4}, {4, 5}, {5, 6}};
-  for (int a = 1; a < 7; ++a)
-    for (int b = a + 1; b < 7; ++b) {
-      auto [firstA, lastA] = lifetimes[a - 1];
-      auto [firstB, lastB] = lifetimes[b - 1];
-      if (firstA <= lastB && firstB <= lastA) {
-        EXPECT_NE(plan.offsets[a], plan.offsets[b]) << a << " and " << b;
-      }
-    }
-  EXPECT_EQ(plan.unsharedBytes, 6 * 1024);
-  EXPECT_EQ(plan.arenaBytes, 3 * 1024); // v1 and two values in flight
+std::string problemOf(const Executable &executable) {
+  llvm::Error error = checkMemoryPlan(executable);
+  EXPECT_TRUE(bool(error));
+  return llvm::toString(std::move(error));
 }
 
-TEST(MemoryPlan, PinnedValuesKeepTheirMemory) {
-  MemoryPlan plan = planMemory(chain(), {3});
-  EXPECT_EQ(plan.offsets[3], -1);
-  EXPECT_GE(plan.offsets[4], 0);
+TEST(MemoryPlan, ASoundPlanIsTakenAsItIs) {
+  Executable executable = chain();
+  EXPECT_FALSE(verifyExecutable(executable));
+  MemoryPlan plan = memoryPlanOf(executable);
+  EXPECT_EQ(plan.offsets[0], -1); // the input
+  EXPECT_EQ(plan.offsets[3], 2048);
+  EXPECT_EQ(plan.offsets[7], -1); // the output
+  EXPECT_EQ(plan.arenaBytes, 3 * 1024);
+  EXPECT_EQ(plan.unsharedBytes, 6 * 1024);
+  EXPECT_EQ(plan.ownBytes, 2 * 1024);
+  BufferSet buffers(executable);
+  EXPECT_EQ(buffers.data(4) - buffers.data(1), 1024);
+}
+
+TEST(MemoryPlan, LiveValuesMayNotShare) {
+  Executable executable = chain();
+  executable.mutable_buffers(3)->set_arena_offset(1024); // over v2, its input
+  EXPECT_THAT(problemOf(executable),
+              HasSubstr("forward: instruction 2 writes buffer 3 over buffer "
+                        "2, which is still to be read"));
+
+  executable = chain();
+  executable.mutable_buffers(6)->set_arena_offset(0); // over v1, read last
+  EXPECT_THAT(problemOf(executable), HasSubstr("over buffer 1"));
+
+  // The loader says so too.
+  llvm::Error error = verifyExecutable(executable);
+  EXPECT_THAT(llvm::toString(std::move(error)),
+              HasSubstr("invalid executable: its memory plan is unsound"));
+}
+
+TEST(MemoryPlan, ValuesStayInsideTheArena) {
+  Executable executable = chain();
+  executable.mutable_buffers(5)->set_arena_offset(3 * 1024);
+  EXPECT_THAT(problemOf(executable),
+              HasSubstr("buffer 5 (1024 bytes) at offset 3072 is not aligned "
+                        "inside the 3072-byte arena"));
+  executable = chain();
+  executable.mutable_buffers(5)->set_arena_offset(1000);
+  EXPECT_THAT(problemOf(executable), HasSubstr("at offset 1000 is not"));
+}
+
+TEST(MemoryPlan, WhatOutlivesARunKeepsItsMemory) {
+  Executable executable = chain();
+  executable.mutable_buffers(7)->set_arena_offset(0);
+  executable.set_arena_bytes(4 * 1024);
+  EXPECT_THAT(problemOf(executable), HasSubstr("buffer 7 is an output"));
+  executable = chain();
+  executable.mutable_buffers(0)->set_arena_offset(0);
+  EXPECT_THAT(problemOf(executable), HasSubstr("buffer 0 is an input"));
+  executable = chain();
+  executable.mutable_buffers(4)->set_host_read(true);
+  EXPECT_THAT(problemOf(executable),
+              HasSubstr("buffer 4 is read by the host after a run"));
 }
 
 } // namespace

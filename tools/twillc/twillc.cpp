@@ -18,7 +18,6 @@
 #include "mlir/Pass/PassManager.h"
 #include "passes/Passes.h"
 #include "passes/ResourceReport.h"
-#include "runtime/executable/MemoryPlan.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -63,7 +62,9 @@ static cl::opt<mlir::twill::Stage> stage(
                           "every value with its placement on the mesh"),
                clEnumValN(mlir::twill::Stage::Partitioned, "partitioned",
                           "one rank's program with its collectives (the "
-                          "default)")),
+                          "default)"),
+               clEnumValN(mlir::twill::Stage::Planned, "planned",
+                          "with its memory plan: what is emitted")),
     cl::cat(options));
 
 static cl::opt<bool>
@@ -81,7 +82,7 @@ static int fail(llvm::Twine message) {
 /// Traces `config` and runs the compile pipeline on it.
 static mlir::OwningOpRef<mlir::ModuleOp>
 compile(mlir::MLIRContext &context, const twill::JobConfig &config,
-        mlir::twill::Stage until = mlir::twill::Stage::Partitioned) {
+        mlir::twill::Stage until = mlir::twill::Stage::Planned) {
   mlir::OwningOpRef<mlir::ModuleOp> module =
       twill::buildLlamaModule(context, config);
   mlir::PassManager pm(&context);
@@ -147,14 +148,6 @@ int main(int argc, char **argv) {
             *module, config->train().gradient_accumulation_steps());
     if (mlir::failed(figures))
       return fail("cannot report on the job");
-    // The arena twill-train will place the computed values in.
-    mlir::FailureOr<twill::Executable> executable =
-        mlir::twill::emitExecutable(*module);
-    if (mlir::failed(executable))
-      return fail("cannot compile the job");
-    figures->arenaBytes =
-        twill::planMemory(*executable, twill::hostReadBuffers(*executable))
-            .arenaBytes;
     figures->print(llvm::outs());
     return 0;
   }

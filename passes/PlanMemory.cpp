@@ -1,0 +1,142 @@
+//===- PlanMemory.cpp - the twill-plan-memory pass ------------------------===//
+
+#include "passes/Passes.h"
+
+#include "dialects/twill/TwillDialect.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+
+#include <map>
+
+namespace mlir::twill {
+#define GEN_PASS_DEF_PLANMEMORY
+#include "passes/Passes.h.inc"
+} // namespace mlir::twill
+
+using namespace mlir;
+using namespace mlir::twill;
+
+namespace {
+
+constexpr int64_t kAlignment = 64;
+
+/// First-fit allocation in an arena that grows as needed, with freed blocks
+/// merged with their free neighbours.
+class Arena {
+public:
+  int64_t allocate(int64_t bytes) {
+    for (auto it = free.begin(); it != free.end(); ++it)
+      if (it->second >= bytes) {
+        int64_t offset = it->first, left = it->second - bytes;
+        free.erase(it);
+        if (left)
+          free[offset + bytes] = left;
+        return offset;
+      }
+    int64_t offset = end;
+    end += bytes;
+    high = std::max(high, end);
+    return offset;
+  }
+  void release(int64_t offset, int64_t bytes) {
+    auto next = free.lower_bound(offset);
+    if (next != free.end() && offset + bytes == next->first) {
+      bytes += next->second;
+      next = free.erase(next);
+    }
+    if (next != free.begin()) {
+      auto previous = std::prev(next);
+      if (previous->first + previous->second == offset) {
+        offset = previous->first;
+        bytes += previous->second;
+        free.erase(previous);
+      }
+    }
+    if (offset + bytes == end)
+      end = offset; // the top of the arena is free again
+    else
+      free[offset] = bytes;
+  }
+  int64_t highWater() const { return high; }
+
+private:
+  std::map<int64_t, int64_t> free; // offset -> size
+  int64_t end = 0, high = 0;
+};
+
+/// A value's bytes in the arena: its tensor's, rounded up to the alignment.
+int64_t arenaBytesOf(Value value) {
+  auto type = cast<RankedTensorType>(value.getType());
+  int64_t bytes =
+      type.getNumElements() * int64_t(type.getElementTypeBitWidth() / 8);
+  return (bytes + kAlignment - 1) / kAlignment * kAlignment;
+}
+
+/// Plans one entry point in an empty arena; returns its high water mark.
+int64_t planFunction(func::FuncOp function) {
+  Block &body = function.getBody().front();
+  // Values that keep memory of their own: what is returned, and what the
+  // host reads after the run. (Arguments are never planned.)
+  llvm::DenseSet<Value> kept;
+  llvm::DenseMap<Value, Operation *> lastUse;
+  for (Operation &op : body) {
+    if (isa<func::ReturnOp>(op))
+      kept.insert(op.getOperands().begin(), op.getOperands().end());
+    if (op.hasAttr(kHostReadAttrName))
+      kept.insert(op.getResults().begin(), op.getResults().end());
+    for (Value operand : op.getOperands())
+      lastUse[operand] = &op;
+  }
+  Builder builder(function.getContext());
+  Arena arena;
+  llvm::DenseMap<Value, int64_t> offsets;
+  for (Operation &op : body) {
+    if (op.getNumResults() == 0)
+      continue;
+    // Results first, then the operands read for the last time go: a
+    // result never shares memory with its own operands.
+    SmallVector<int64_t> placed;
+    for (Value result : op.getResults()) {
+      int64_t offset = -1;
+      if (!kept.contains(result))
+        offsets[result] = offset = arena.allocate(arenaBytesOf(result));
+      placed.push_back(offset);
+    }
+    op.setAttr(kArenaOffsetsAttrName, builder.getDenseI64ArrayAttr(placed));
+    auto release = [&](Value value) {
+      auto found = offsets.find(value); // once, if an op reads it twice
+      if (found != offsets.end()) {
+        arena.release(found->second, arenaBytesOf(value));
+        offsets.erase(found);
+      }
+    };
+    for (Value operand : op.getOperands())
+      if (lastUse.lookup(operand) == &op)
+        release(operand);
+    for (Value result : op.getResults())
+      if (!lastUse.count(result)) // never read
+        release(result);
+  }
+  return arena.highWater();
+}
+
+struct PlanMemoryPass
+    : public mlir::twill::impl::PlanMemoryBase<PlanMemoryPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    int64_t arenaBytes = 0;
+    for (auto function : module.getOps<func::FuncOp>()) {
+      if (!function.getBody().hasOneBlock()) {
+        function.emitError("twill-plan-memory needs one block per function");
+        return signalPassFailure();
+      }
+      arenaBytes = std::max(arenaBytes, planFunction(function));
+    }
+    module->setAttr(kArenaBytesAttrName,
+                    Builder(module.getContext()).getI64IntegerAttr(arenaBytes));
+  }
+};
+
+} // namespace

@@ -1,0 +1,54 @@
+// twill-plan-memory: values share one arena when their lives do not
+// overlap; a result never shares its operands' memory; arguments, returned
+// values and host-read values keep memory of their own.
+// RUN: twill-opt %s --twill-plan-memory -split-input-file | FileCheck %s
+
+// A chain of 1 KiB values where %v1 is read again at the end: %v1 keeps
+// offset 0, the others take turns at 1024 and 2048.
+// CHECK: module attributes {twill.arena_bytes = 3072 : i64}
+// CHECK-LABEL: func.func @chain
+func.func @chain(%x: tensor<256xf32> {twill.input = "x"}) -> tensor<256xf32> {
+  // CHECK: twill.scale {{.*}} {twill.arena_offsets = array<i64: 0>}
+  %v1 = twill.scale %x by 2.0 : tensor<256xf32>
+  // CHECK: twill.scale {{.*}} {twill.arena_offsets = array<i64: 1024>}
+  %v2 = twill.scale %v1 by 2.0 : tensor<256xf32>
+  // CHECK: twill.scale {{.*}} {twill.arena_offsets = array<i64: 2048>}
+  %v3 = twill.scale %v2 by 2.0 : tensor<256xf32>
+  // CHECK: twill.scale {{.*}} {twill.arena_offsets = array<i64: 1024>}
+  %v4 = twill.scale %v3 by 2.0 : tensor<256xf32>
+  // CHECK: twill.scale {{.*}} {twill.arena_offsets = array<i64: 2048>}
+  %v5 = twill.scale %v4 by 2.0 : tensor<256xf32>
+  // CHECK: twill.add {{.*}} {twill.arena_offsets = array<i64: -1>}
+  %out = twill.add %v5, %v1 : (tensor<256xf32>, tensor<256xf32>) -> tensor<256xf32>
+  return %out : tensor<256xf32>
+}
+
+// -----
+
+// A value nothing reads is freed at once; a value the host reads after the
+// run keeps its own memory; a value read twice by one op is freed once.
+// Sizes round up to 64 bytes. Entry points plan the same arena from empty:
+// the module's is the larger of the two.
+// CHECK: module attributes {twill.arena_bytes = 192 : i64}
+// CHECK-LABEL: func.func @dead_and_host_read
+func.func @dead_and_host_read(%x: tensor<8xf32> {twill.input = "x"}) -> tensor<8xf32> {
+  // CHECK: twill.scale {{.*}} {twill.arena_offsets = array<i64: 0>}
+  %dead = twill.scale %x by 2.0 : tensor<8xf32>
+  // CHECK: twill.scale {{.*}} {twill.arena_offsets = array<i64: -1>, twill.host_read}
+  %logits = twill.scale %x by 3.0 {twill.host_read} : tensor<8xf32>
+  // CHECK: twill.mul {{.*}} {twill.arena_offsets = array<i64: 0>}
+  %square = twill.mul %logits, %logits : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  // CHECK: twill.mul {{.*}} {twill.arena_offsets = array<i64: 64>}
+  %fourth = twill.mul %square, %square : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  // CHECK: twill.add {{.*}} {twill.arena_offsets = array<i64: -1>}
+  %out = twill.add %fourth, %x : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  return %out : tensor<8xf32>
+}
+// CHECK-LABEL: func.func @other_entry
+func.func @other_entry(%x: tensor<40xf32> {twill.input = "y"}) -> tensor<40xf32> {
+  // CHECK: twill.scale {{.*}} {twill.arena_offsets = array<i64: 0>}
+  %a = twill.scale %x by 2.0 : tensor<40xf32>
+  // CHECK: twill.scale {{.*}} {twill.arena_offsets = array<i64: -1>}
+  %b = twill.scale %a by 2.0 : tensor<40xf32>
+  return %b : tensor<40xf32>
+}
