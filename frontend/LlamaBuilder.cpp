@@ -6,6 +6,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
@@ -18,13 +19,35 @@ using ::twill::RopeScaling;
 
 namespace {
 
+/// How tensor parallelism splits a weight (#twill.tp): what the model's
+/// author knows, stated here so that the sharding passes need no names.
+struct Split {
+  TensorParallelStyle style;
+  int64_t heads = 0; // the attention heads the split dim holds, if any
+};
+
+/// Marks every op a builder inserts with the decoder layer being traced.
+struct LayerMarker : public OpBuilder::Listener {
+  std::optional<int64_t> layer;
+  void notifyOperationInserted(Operation *op, OpBuilder::InsertPoint) override {
+    if (layer)
+      op->setAttr(kLayerAttrName,
+                  IntegerAttr::get(IntegerType::get(op->getContext(), 64),
+                                   *layer));
+  }
+};
+
 /// Traces one model. Parameters become function arguments as they are first
-/// used, so the signature lists them in model order.
+/// used, so the signature lists them in model order. Each parameter states
+/// how tensor parallelism splits it, and each op and parameter of a decoder
+/// layer its layer.
 class LlamaTracer {
 public:
   LlamaTracer(MLIRContext &context, const JobConfig &job)
       : job(job), model(job.model()), builder(&context),
-        batch(job.train().batch_size()), seq(job.train().seq_len()) {}
+        batch(job.train().batch_size()), seq(job.train().seq_len()) {
+    builder.setListener(&layerMarker);
+  }
 
   OwningOpRef<ModuleOp> trace();
 
@@ -38,8 +61,9 @@ private:
     return RankedTensorType::get(shape, builder.getF32Type());
   }
 
-  /// Appends a parameter argument named `name`.
-  Value param(const Twine &name, ArrayRef<int64_t> shape, bool trainable);
+  /// Appends a parameter argument named `name`, split as `split`.
+  Value param(const Twine &name, ArrayRef<int64_t> shape, bool trainable,
+              Split split);
   /// Appends an input argument (tokens, labels, positions, segments).
   Value input(StringRef name, Type elementType);
 
@@ -51,11 +75,12 @@ private:
 
   /// A new `[out, in]` weight named `path`.weight applied by linearWith.
   Value linear(Value x, const std::string &path, StringRef target, int64_t in,
-               int64_t out);
+               int64_t out, Split split);
   /// `x W^T`, plus PEFT's `(alpha / rank) * (x A^T) B^T` when `target` is
-  /// adapted, with A and B named after `path`.
+  /// adapted, with A and B named after `path` and split as the base weight
+  /// (`split`) asks: the rank never splits.
   Value linearWith(Value x, Value weight, const std::string &path,
-                   StringRef target);
+                   StringRef target, Split split);
   /// `x W^T` over the last dim of `x`.
   Value matmulTransposed(Value x, Value weight, Location at);
 
@@ -69,6 +94,7 @@ private:
   const JobConfig &job;
   const ModelConfig &model;
   OpBuilder builder;
+  LayerMarker layerMarker;
   int64_t batch, seq;
 
   Block *body = nullptr;
@@ -80,14 +106,21 @@ private:
 } // namespace
 
 Value LlamaTracer::param(const Twine &name, ArrayRef<int64_t> shape,
-                         bool trainable) {
+                         bool trainable, Split split) {
   std::string hfName = name.str();
   Value arg = body->insertArgument(numParams++, floatType(shape), loc(hfName));
-  SmallVector<NamedAttribute, 2> attrs{
-      builder.getNamedAttr(kParamAttrName, builder.getStringAttr(hfName))};
+  SmallVector<NamedAttribute, 4> attrs{
+      builder.getNamedAttr(kParamAttrName, builder.getStringAttr(hfName)),
+      builder.getNamedAttr(
+          kTensorParallelAttrName,
+          TensorParallelAttr::get(builder.getContext(), split.style,
+                                  split.heads))};
   if (trainable)
     attrs.push_back(
         builder.getNamedAttr(kTrainableAttrName, builder.getUnitAttr()));
+  if (layerMarker.layer)
+    attrs.push_back(builder.getNamedAttr(
+        kLayerAttrName, builder.getI64IntegerAttr(*layerMarker.layer)));
   paramAttrs.push_back(builder.getDictionaryAttr(attrs));
   return arg;
 }
@@ -106,20 +139,26 @@ Value LlamaTracer::matmulTransposed(Value x, Value weight, Location at) {
 }
 
 Value LlamaTracer::linear(Value x, const std::string &path, StringRef target,
-                          int64_t in, int64_t out) {
-  Value weight = param(path + ".weight", {out, in}, baseTrainable());
-  return linearWith(x, weight, path, target);
+                          int64_t in, int64_t out, Split split) {
+  Value weight = param(path + ".weight", {out, in}, baseTrainable(), split);
+  return linearWith(x, weight, path, target, split);
 }
 
 Value LlamaTracer::linearWith(Value x, Value weight, const std::string &path,
-                              StringRef target) {
+                              StringRef target, Split split) {
   Value y = matmulTransposed(x, weight, loc(path));
   if (!isLoraTarget(target))
     return y;
   ArrayRef<int64_t> outIn = cast<RankedTensorType>(weight.getType()).getShape();
   int64_t rank = job.lora().rank();
-  Value a = param(path + ".lora_A.weight", {rank, outIn[1]}, true);
-  Value b = param(path + ".lora_B.weight", {outIn[0], rank}, true);
+  // A takes the base's input dim, B its output dim: each follows the base
+  // where the base splits that dim, and is whole otherwise.
+  Split whole{TensorParallelStyle::Replicate};
+  bool splitsInput = split.style == TensorParallelStyle::Row;
+  Value a = param(path + ".lora_A.weight", {rank, outIn[1]}, true,
+                  splitsInput ? split : whole);
+  Value b = param(path + ".lora_B.weight", {outIn[0], rank}, true,
+                  splitsInput ? whole : split);
   Location at = loc(path + ".lora");
   Value up = matmulTransposed(matmulTransposed(x, a, at), b, at);
   Value scaled =
@@ -130,8 +169,8 @@ Value LlamaTracer::linearWith(Value x, Value weight, const std::string &path,
 
 Value LlamaTracer::rmsNorm(Value x, const Twine &path) {
   std::string module = path.str();
-  Value weight =
-      param(module + ".weight", {model.hidden_size()}, baseTrainable());
+  Value weight = param(module + ".weight", {model.hidden_size()},
+                       baseTrainable(), {TensorParallelStyle::Replicate});
   return RmsNormOp::create(builder, loc(module), x.getType(), x, weight,
                            builder.getF64FloatAttr(model.rms_norm_eps()));
 }
@@ -162,7 +201,8 @@ Value LlamaTracer::attention(Value normed, const std::string &prefix) {
   // Project, split into heads, rotate queries and keys.
   auto project = [&](StringRef name, int64_t numHeads, bool rotate) {
     std::string path = attn + "." + name.str();
-    Value flat = linear(normed, path, name, hidden, numHeads * headDim);
+    Value flat = linear(normed, path, name, hidden, numHeads * headDim,
+                        {TensorParallelStyle::Column, numHeads});
     Value split = ReshapeOp::create(
         builder, loc(path), floatType({batch, seq, numHeads, headDim}), flat);
     if (!rotate)
@@ -179,19 +219,24 @@ Value LlamaTracer::attention(Value normed, const std::string &prefix) {
       /*shard_axis=*/nullptr);
   Value merged = ReshapeOp::create(
       builder, loc(attn), floatType({batch, seq, heads * headDim}), context);
-  return linear(merged, attn + ".o_proj", "o_proj", heads * headDim, hidden);
+  return linear(merged, attn + ".o_proj", "o_proj", heads * headDim, hidden,
+                {TensorParallelStyle::Row, heads});
 }
 
 Value LlamaTracer::mlp(Value normed, const std::string &prefix) {
   int64_t hidden = model.hidden_size(), inner = model.intermediate_size();
   std::string path = prefix + ".mlp";
-  Value gate = linear(normed, path + ".gate_proj", "gate_proj", hidden, inner);
-  Value up = linear(normed, path + ".up_proj", "up_proj", hidden, inner);
+  Split column{TensorParallelStyle::Column}, row{TensorParallelStyle::Row};
+  Value gate =
+      linear(normed, path + ".gate_proj", "gate_proj", hidden, inner, column);
+  Value up = linear(normed, path + ".up_proj", "up_proj", hidden, inner, column);
   Value act = SwigluOp::create(builder, loc(path), gate.getType(), gate, up);
-  return linear(act, path + ".down_proj", "down_proj", inner, hidden);
+  return linear(act, path + ".down_proj", "down_proj", inner, hidden, row);
 }
 
 Value LlamaTracer::decoderLayer(Value hidden, int64_t layer) {
+  layerMarker.layer = layer;
+  auto done = llvm::make_scope_exit([&] { layerMarker.layer.reset(); });
   std::string prefix = llvm::formatv("model.layers.{0}", layer).str();
   Value attnOut =
       attention(rmsNorm(hidden, prefix + ".input_layernorm"), prefix);
@@ -223,8 +268,9 @@ OwningOpRef<ModuleOp> LlamaTracer::trace() {
   segments = input("segments", i32);
 
   int64_t vocab = model.vocab_size(), hidden = model.hidden_size();
-  Value embedTable =
-      param("model.embed_tokens.weight", {vocab, hidden}, baseTrainable());
+  Split vocabRows{TensorParallelStyle::Vocab};
+  Value embedTable = param("model.embed_tokens.weight", {vocab, hidden},
+                           baseTrainable(), vocabRows);
   Value h =
       EmbeddingOp::create(builder, loc("model.embed_tokens"),
                           floatType({batch, seq, hidden}), embedTable, tokens,
@@ -234,9 +280,10 @@ OwningOpRef<ModuleOp> LlamaTracer::trace() {
   h = rmsNorm(h, "model.norm");
 
   // A tied lm_head reads the embedding table; PEFT adapts it all the same.
-  Value logits = model.tie_word_embeddings()
-                     ? linearWith(h, embedTable, "lm_head", "lm_head")
-                     : linear(h, "lm_head", "lm_head", hidden, vocab);
+  Value logits =
+      model.tie_word_embeddings()
+          ? linearWith(h, embedTable, "lm_head", "lm_head", vocabRows)
+          : linear(h, "lm_head", "lm_head", hidden, vocab, vocabRows);
   // Named, so that the runtime can dump it.
   logits.getDefiningOp()->setLoc(loc("logits"));
   logits.getDefiningOp()->setAttr(mlir::twill::kHostReadAttrName,

@@ -41,6 +41,9 @@ void lowerPrecision(func::FuncOp function) {
     }
     // A trainable fp32 master (or a float input), cast once for every use.
     auto cast = CastOp::create(builder, argument.getLoc(), bf16, argument);
+    // The cast belongs to the parameter's layer.
+    if (Attribute layer = function.getArgAttr(index, kLayerAttrName))
+      cast->setAttr(kLayerAttrName, layer);
     argument.replaceAllUsesExcept(cast, cast);
     masterCasts.insert(cast);
   }

@@ -25,14 +25,18 @@ public:
       : builder(builder), function(function),
         body(&function.getBody().front()) {}
 
+  /// An argument named `name` as `attrName` says, with `structure` (the
+  /// frontend's twill.tp and twill.layer of the parameter it stands for).
   Value addArgument(Type type, StringRef attrName, StringRef name,
-                    bool trainable = false) {
+                    bool trainable = false,
+                    ArrayRef<NamedAttribute> structure = {}) {
     Value argument = body->addArgument(type, function.getLoc());
-    SmallVector<NamedAttribute, 2> attrs{
+    SmallVector<NamedAttribute, 4> attrs{
         builder.getNamedAttr(attrName, builder.getStringAttr(name))};
     if (trainable)
       attrs.push_back(
           builder.getNamedAttr(kTrainableAttrName, builder.getUnitAttr()));
+    attrs.append(structure.begin(), structure.end());
     argAttrs.push_back(builder.getDictionaryAttr(attrs));
     return argument;
   }
@@ -67,7 +71,27 @@ public:
 struct Trainable {
   std::string name;
   RankedTensorType type;
+  /// What the frontend said of its structure (twill.tp, twill.layer): its
+  /// gradient sum and optimizer state are split as it is.
+  SmallVector<NamedAttribute, 2> structure;
 };
+
+/// A parameter's twill.tp and twill.layer, by the parameter's name.
+llvm::StringMap<SmallVector<NamedAttribute, 2>>
+structureOfParameters(func::FuncOp function) {
+  llvm::StringMap<SmallVector<NamedAttribute, 2>> structure;
+  for (unsigned index = 0; index < function.getNumArguments(); ++index) {
+    auto name = function.getArgAttrOfType<StringAttr>(index, kParamAttrName);
+    if (!name)
+      continue;
+    for (StringRef attrName : {kTensorParallelAttrName, kLayerAttrName})
+      if (Attribute value = function.getArgAttr(index, attrName))
+        structure[name.getValue()].push_back(
+            NamedAttribute(StringAttr::get(function.getContext(), attrName),
+                           value));
+  }
+  return structure;
+}
 
 struct OptimizerPass : public mlir::twill::impl::OptimizerBase<OptimizerPass> {
   using OptimizerBase::OptimizerBase;
@@ -89,6 +113,8 @@ OptimizerPass::accumulateGradients(func::FuncOp step) {
   Location loc = step.getLoc();
 
   SmallVector<Trainable> trainables;
+  llvm::StringMap<SmallVector<NamedAttribute, 2>> parameters =
+      structureOfParameters(step);
   for (auto [index, value] : llvm::enumerate(ret.getOperands())) {
     auto name = step.getResultAttrOfType<StringAttr>(index, kOutputAttrName);
     if (!name)
@@ -111,14 +137,16 @@ OptimizerPass::accumulateGradients(func::FuncOp step) {
     }
     std::string parameter = name.getValue().drop_back(kGradSuffix.size()).str();
     auto type = cast<RankedTensorType>(value.getType());
-    Value sum =
-        function.addArgument(type, kStateAttrName, parameter + ".grad_sum");
+    SmallVector<NamedAttribute, 2> structure = parameters.lookup(parameter);
+    Value sum = function.addArgument(type, kStateAttrName,
+                                     parameter + ".grad_sum",
+                                     /*trainable=*/false, structure);
     // Named after the parameter, as its gradient's matmul that this add
     // may become (twill-fuse-epilogues): profiles tell the layer.
     Location named = NameLoc::get(builder.getStringAttr(parameter), loc);
     function.addResult(AddOp::create(builder, named, type, sum, value),
                        parameter + ".grad_sum");
-    trainables.push_back({parameter, type});
+    trainables.push_back({parameter, type, structure});
   }
   function.finish(ret.getLoc());
   return trainables;
@@ -142,14 +170,17 @@ void OptimizerPass::buildOptimizerStep(func::FuncOp step,
   SmallVector<Value> params, sums, expAvgs, expAvgSqs;
   for (const Trainable &trainable : trainables)
     params.push_back(function.addArgument(trainable.type, kParamAttrName,
-                                          trainable.name, /*trainable=*/true));
+                                          trainable.name, /*trainable=*/true,
+                                          trainable.structure));
   for (const Trainable &trainable : trainables) {
-    sums.push_back(function.addArgument(trainable.type, kStateAttrName,
-                                        trainable.name + ".grad_sum"));
-    expAvgs.push_back(function.addArgument(trainable.type, kStateAttrName,
-                                           trainable.name + ".exp_avg"));
-    expAvgSqs.push_back(function.addArgument(trainable.type, kStateAttrName,
-                                             trainable.name + ".exp_avg_sq"));
+    auto state = [&](StringRef suffix) {
+      return function.addArgument(trainable.type, kStateAttrName,
+                                  trainable.name + suffix.str(),
+                                  /*trainable=*/false, trainable.structure);
+    };
+    sums.push_back(state(".grad_sum"));
+    expAvgs.push_back(state(".exp_avg"));
+    expAvgSqs.push_back(state(".exp_avg_sq"));
   }
   Value stepCount = function.addArgument(i64, kStateAttrName, "step");
   Value tokenCount =

@@ -33,10 +33,23 @@ struct OpPlan {
   int offsetAxis = -1;             // the axis of the op's shard_axis
 };
 
+/// Marks what partitioning inserts for an op with the op's twill.layer:
+/// the collectives a layer's ops need are the layer's (activation
+/// checkpointing recomputes them with it).
+struct LayerInheritance : public OpBuilder::Listener {
+  Attribute layer;
+  void notifyOperationInserted(Operation *op, OpBuilder::InsertPoint) override {
+    if (layer)
+      op->setAttr(kLayerAttrName, layer);
+  }
+};
+
 class Partitioner {
 public:
   Partitioner(MeshPlan plan, MLIRContext *context)
-      : plan(std::move(plan)), builder(context) {}
+      : plan(std::move(plan)), builder(context) {
+    builder.setListener(&inheritance);
+  }
 
   LogicalResult run(ModuleOp module);
 
@@ -59,6 +72,7 @@ private:
 
   MeshPlan plan;
   OpBuilder builder;
+  LayerInheritance inheritance;
   /// Every value's placed type, from before the rewrite.
   DenseMap<Value, RankedTensorType> placed;
   DenseMap<Operation *, OpPlan> plans;
@@ -255,6 +269,7 @@ void Partitioner::rewriteGlobalNorm(GlobalNormOp op) {
 }
 
 LogicalResult Partitioner::rewriteOp(Operation *op) {
+  inheritance.layer = op->getAttr(kLayerAttrName);
   if (auto norm = dyn_cast<GlobalNormOp>(op)) {
     rewriteGlobalNorm(norm);
     return success();

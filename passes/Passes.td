@@ -86,15 +86,19 @@ def PropagateSharding : Pass<"twill-propagate-sharding", "mlir::ModuleOp"> {
     Seeds the placements of the job's parallel plan and propagates them
     through every op's ShardingRuleOpInterface rule, in program order:
 
-    - parameters and optimizer state: FSDP `shard<0>` on `dp` (storage
-      only: compute sees them whole on dp, partitioning gathers them before
-      use); on `tp` the Megatron plan: q/k/v/gate/up column-parallel
-      (`shard<0>`), o/down row-parallel (`shard<1>`), embedding and lm_head
-      vocab-parallel (`shard<0>`), norms replicated; k/v replicated when the
-      KV heads do not divide over tp; LoRA follows its base layer without
-      splitting the rank (column: A replicated, B `shard<0>`; row: A
-      `shard<1>`, B replicated);
+    - parameters, and state carrying a parameter's `twill.tp` (optimizer
+      moments, gradient sums): FSDP `shard<0>` on `dp` (storage only:
+      compute sees them whole on dp, partitioning gathers them before use);
+      on `tp` what their `#twill.tp` says, which the frontend states (the
+      Megatron plan for Llama): `column` and `vocab` split `shard<0>`,
+      `row` `shard<1>`, `replicate` nothing; a weight whose split dim holds
+      `heads` that tp does not divide stays whole (k/v when the KV heads do
+      not divide, everything of attention when the query heads do not).
+      LoRA factors carry their own styles, so the rank never splits;
+    - other state (counts, the step): whole;
     - per-step inputs: the batch `shard<0>` on dp.
+
+    The pass knows no model: no parameter name is read.
 
     Conflict rule (passes/ShardingPlan.cpp, shared with twill-partition):
     per op and axis, the factor of a parameter's sharded dim wins (its
@@ -172,9 +176,9 @@ def Rematerialize : Pass<"twill-rematerialize", "mlir::ModuleOp"> {
   let summary = "Full activation checkpointing: decoder layers recomputed in the backward";
   let description = [{
     Runs on the partitioned `@train_step` (parallel.activation_checkpointing
-    FULL). The forward ops of each decoder layer (by their location,
-    `model.layers.N...`, which partitioning gives the collectives it
-    inserts too) are cloned right before the first backward op that reads
+    FULL). The forward ops of each layer (by their `twill.layer`, which
+    the frontend states and partitioning gives the collectives it inserts
+    for a layer's ops) are cloned right before the first backward op that reads
     one of their values, and the backward reads the clones. Only what
     crosses layers is kept from the forward (each layer's input, the
     residual stream), so a layer's activations live during its forward and

@@ -3,10 +3,8 @@
 #include "passes/Passes.h"
 #include "passes/ShardingPlan.h"
 
-#include "dialects/twill/ShapeChecks.h"
 #include "dialects/twill/TwillOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "llvm/ADT/StringSwitch.h"
 
 namespace mlir::twill {
 #define GEN_PASS_DEF_PROPAGATESHARDING
@@ -18,12 +16,8 @@ using namespace mlir::twill;
 
 namespace {
 
-/// How a module of the Megatron plan splits its weight on tp.
-enum class TpStyle { Replicated, Column, Row };
-
 struct Propagator {
   MeshPlan plan;
-  int64_t heads = 0, kvHeads = 0;
 
   void setPlacement(Value value, ArrayRef<AxisPlacement> entries) {
     auto type = cast<RankedTensorType>(value.getType());
@@ -32,57 +26,37 @@ struct Propagator {
         PlacementAttr::get(type.getContext(), plan.mesh, entries)));
   }
 
-  TpStyle styleOf(StringRef module) const;
-  Placement parameterPlacement(StringRef name, ArrayRef<int64_t> shape) const;
+  Placement parameterPlacement(TensorParallelAttr split,
+                               ArrayRef<int64_t> shape) const;
   void seed(func::FuncOp function);
   void propagate(Operation *op, ShardingRule rule);
 };
 
 } // namespace
 
-TpStyle Propagator::styleOf(StringRef module) const {
-  StringRef kind =
-      module.rsplit('.').second.empty() ? module : module.rsplit('.').second;
-  int64_t tpSize = plan.axisSizes[plan.tp];
-  // Query heads that do not split over tp: attention runs whole on every
-  // rank. Key/value heads that do not (fewer than the ranks): k and v are
-  // replicated while the query heads split.
-  bool attention = kind == "q_proj" || kind == "k_proj" ||
-                   kind == "v_proj" || kind == "o_proj";
-  if (attention && heads % tpSize != 0)
-    return TpStyle::Replicated;
-  if ((kind == "k_proj" || kind == "v_proj") && kvHeads % tpSize != 0)
-    return TpStyle::Replicated;
-  return llvm::StringSwitch<TpStyle>(kind)
-      .Cases({"q_proj", "k_proj", "v_proj", "gate_proj", "up_proj",
-              "embed_tokens", "lm_head"},
-             TpStyle::Column)
-      .Cases({"o_proj", "down_proj"}, TpStyle::Row)
-      .Default(TpStyle::Replicated);
-}
-
-Placement Propagator::parameterPlacement(StringRef name,
+/// A parameter's placement, or its state's: stored split over dp (FSDP),
+/// and over tp as the frontend's twill.tp says, unless tp does not divide
+/// the heads its split dim holds.
+Placement Propagator::parameterPlacement(TensorParallelAttr split,
                                          ArrayRef<int64_t> shape) const {
   Placement placement(plan.axes(), AxisPlacement::replicate());
   if (plan.dp >= 0 && !shape.empty())
     placement[plan.dp] = AxisPlacement::shard(0); // FSDP storage
   int tp = plan.tp;
-  if (tp < 0)
+  if (tp < 0 || !split || shape.empty())
     return placement;
-  bool loraA = name.consume_back(".lora_A.weight");
-  bool loraB = !loraA && name.consume_back(".lora_B.weight");
-  if (!loraA && !loraB)
-    name.consume_back(".weight");
-  switch (styleOf(name)) {
-  case TpStyle::Column: // [out, in]: out split; LoRA's B follows, A whole
-    if (!loraA)
-      placement[tp] = AxisPlacement::shard(0);
+  if (split.getHeads() > 0 && split.getHeads() % plan.axisSizes[tp] != 0)
+    return placement; // heads that do not split: attention runs whole
+  switch (split.getStyle()) {
+  case TensorParallelStyle::Column: // [out, in]: out split
+  case TensorParallelStyle::Vocab:  // [vocab, hidden]: vocab split
+    placement[tp] = AxisPlacement::shard(0);
     break;
-  case TpStyle::Row: // [out, in]: in split; LoRA's A follows, B whole
-    if (!loraB)
+  case TensorParallelStyle::Row: // [out, in]: in split
+    if (shape.size() > 1)
       placement[tp] = AxisPlacement::shard(1);
     break;
-  case TpStyle::Replicated:
+  case TensorParallelStyle::Replicate:
     break;
   }
   return placement;
@@ -94,16 +68,15 @@ void Propagator::seed(func::FuncOp function) {
     ArrayRef<int64_t> shape =
         cast<RankedTensorType>(argument.getType()).getShape();
     Placement placement(plan.axes(), AxisPlacement::replicate());
-    if (auto name =
-            function.getArgAttrOfType<StringAttr>(index, kParamAttrName)) {
-      placement = parameterPlacement(name, shape);
-    } else if (auto state = function.getArgAttrOfType<StringAttr>(
-                   index, kStateAttrName)) {
-      // Optimizer state and gradient sums live where their parameter does.
-      StringRef parameter = state.getValue();
-      for (StringRef suffix : {".grad_sum", ".exp_avg_sq", ".exp_avg"})
-        if (parameter.consume_back(suffix))
-          placement = parameterPlacement(parameter, shape);
+    auto split =
+        function.getArgAttrOfType<TensorParallelAttr>(index,
+                                                      kTensorParallelAttrName);
+    if (function.getArgAttr(index, kParamAttrName) || split) {
+      // A parameter, or state that lives where its parameter does
+      // (optimizer moments, gradient sums: they carry its twill.tp).
+      placement = parameterPlacement(split, shape);
+    } else if (function.getArgAttr(index, kStateAttrName)) {
+      // Scalars of the step (counts, the step number): whole everywhere.
     } else if (!shape.empty() && plan.dp >= 0) {
       placement[plan.dp] = AxisPlacement::shard(0); // the batch
     }
@@ -138,10 +111,6 @@ struct PropagateShardingPass
       return signalPassFailure();
     Propagator propagator;
     propagator.plan = *plan;
-    module.walk([&](AttentionOp attention) {
-      propagator.heads = shapeOf(attention.getQuery())[2];
-      propagator.kvHeads = shapeOf(attention.getKey())[2];
-    });
 
     for (auto function : module.getOps<func::FuncOp>()) {
       propagator.seed(function);

@@ -21,18 +21,13 @@ using namespace mlir::twill;
 
 namespace {
 
-/// The decoder layer an op belongs to: N of a `model.layers.N...` location.
+/// The layer an op belongs to, as the frontend (or the pass that made the
+/// op for one of the layer's) says in its twill.layer.
 std::optional<int64_t> layerOf(Operation *op) {
-  auto name = dyn_cast<NameLoc>(op->getLoc());
-  if (!name)
+  auto layer = op->getAttrOfType<IntegerAttr>(kLayerAttrName);
+  if (!layer)
     return std::nullopt;
-  StringRef rest = name.getName().getValue();
-  if (!rest.consume_front("model.layers."))
-    return std::nullopt;
-  int64_t layer;
-  if (rest.consumeInteger(10, layer))
-    return std::nullopt;
-  return layer;
+  return layer.getInt();
 }
 
 LogicalResult rematerialize(func::FuncOp function) {

@@ -1,14 +1,17 @@
-//===- TwillAttrs.cpp - the placement attribute ---------------------------===//
+//===- TwillAttrs.cpp - placements and tensor-parallel styles -------------===//
 
 #include "dialects/twill/TwillAttrs.h"
 
 #include "dialects/twill/TwillOps.h"
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 using namespace mlir::twill;
+
+#include "dialects/twill/TwillEnums.cpp.inc"
 
 #define GET_ATTRDEF_CLASSES
 #include "dialects/twill/TwillAttrs.cpp.inc"
@@ -148,5 +151,19 @@ mlir::twill::verifyPlacementSymbols(Operation *op,
        llvm::concat<const Type>(op->getOperandTypes(), op->getResultTypes()))
     if (failed(verifyPlacementOf(op, type, symbolTable)))
       return failure();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// TensorParallelAttr: #twill.tp<column, heads = 32>
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+TensorParallelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                           TensorParallelStyle style, int64_t heads) {
+  if (heads < 0)
+    return emitError() << "heads must not be negative, got " << heads;
+  if (heads > 0 && style == TensorParallelStyle::Replicate)
+    return emitError() << "a replicated weight splits into no heads";
   return success();
 }

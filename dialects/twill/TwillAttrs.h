@@ -1,4 +1,4 @@
-//===- TwillAttrs.h - the placement attribute -------------------*- C++ -*-===//
+//===- TwillAttrs.h - placements and tensor-parallel styles -----*- C++ -*-===//
 
 #ifndef TWILL_DIALECTS_TWILL_TWILLATTRS_H
 #define TWILL_DIALECTS_TWILL_TWILLATTRS_H
@@ -44,6 +44,8 @@ LogicalResult verifyCollective(Operation *op,
                                SymbolTableCollection &symbolTable);
 
 } // namespace mlir::twill
+
+#include "dialects/twill/TwillEnums.h.inc"
 
 #define GET_ATTRDEF_CLASSES
 #include "dialects/twill/TwillAttrs.h.inc"

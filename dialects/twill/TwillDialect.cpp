@@ -17,3 +17,38 @@ void TwillDialect::initialize() {
 #include "dialects/twill/TwillOps.cpp.inc"
       >();
 }
+
+/// twill.layer: a layer index, on an op or a parameter.
+static LogicalResult verifyLayer(NamedAttribute attribute,
+                                 function_ref<InFlightDiagnostic()> emitError) {
+  auto layer = dyn_cast<IntegerAttr>(attribute.getValue());
+  if (!layer || layer.getInt() < 0)
+    return emitError() << "'" << kLayerAttrName
+                       << "' must be a non-negative integer layer index";
+  return success();
+}
+
+LogicalResult TwillDialect::verifyOperationAttribute(Operation *op,
+                                                     NamedAttribute attribute) {
+  if (attribute.getName() == kLayerAttrName)
+    return verifyLayer(attribute, [&] { return op->emitOpError(); });
+  if (attribute.getName() == kTensorParallelAttrName)
+    return op->emitOpError() << "'" << kTensorParallelAttrName
+                             << "' belongs on a parameter, not an op";
+  return success();
+}
+
+LogicalResult TwillDialect::verifyRegionArgAttribute(Operation *op, unsigned,
+                                                     unsigned argIndex,
+                                                     NamedAttribute attribute) {
+  auto emitError = [&] {
+    return op->emitOpError() << "argument " << argIndex << ": ";
+  };
+  if (attribute.getName() == kLayerAttrName)
+    return verifyLayer(attribute, emitError);
+  if (attribute.getName() == kTensorParallelAttrName &&
+      !isa<TensorParallelAttr>(attribute.getValue()))
+    return emitError() << "'" << kTensorParallelAttrName
+                       << "' must be a #twill.tp<...> style";
+  return success();
+}

@@ -21,6 +21,14 @@ inline constexpr llvm::StringLiteral kStateAttrName = "twill.state";
 /// "token_count", "<parameter>.grad"); a result named after a parameter or
 /// a state is its new value.
 inline constexpr llvm::StringLiteral kOutputAttrName = "twill.output";
+/// Function argument attribute: how tensor parallelism splits the
+/// parameter (#twill.tp), stated by the frontend; states carry their
+/// parameter's.
+inline constexpr llvm::StringLiteral kTensorParallelAttrName = "twill.tp";
+/// Op and parameter attribute: the index of the model layer (a decoder
+/// layer) it belongs to, stated by the frontend; activation checkpointing
+/// recomputes by layer.
+inline constexpr llvm::StringLiteral kLayerAttrName = "twill.layer";
 /// Function argument attribute set by twill-partition: the argument's whole
 /// type with its placement (the argument itself is the local block).
 inline constexpr llvm::StringLiteral kGlobalAttrName = "twill.global";
@@ -29,13 +37,13 @@ inline constexpr llvm::StringLiteral kGlobalAttrName = "twill.global";
 /// placements in kGlobalResultsAttrName, so the runtime can put them
 /// together from every rank's block.
 inline constexpr llvm::StringLiteral kHostReadAttrName = "twill.host_read";
+inline constexpr llvm::StringLiteral kGlobalResultsAttrName =
+    "twill.global_results";
 /// twill-plan-memory's: per result of an op, its offset in the arena (-1:
 /// memory of its own); on the module, the arena's size in bytes.
 inline constexpr llvm::StringLiteral kArenaOffsetsAttrName =
     "twill.arena_offsets";
 inline constexpr llvm::StringLiteral kArenaBytesAttrName = "twill.arena_bytes";
-inline constexpr llvm::StringLiteral kGlobalResultsAttrName =
-    "twill.global_results";
 } // namespace mlir::twill
 
 #endif // TWILL_DIALECTS_TWILL_TWILLDIALECT_H

@@ -29,6 +29,9 @@ def Twill_Dialect : Dialect {
     Before partitioning, shapes are global; after it, they are local shards.
   }];
   let useDefaultAttributePrinterParser = 1;
+  // twill.tp on parameters, twill.layer on ops and parameters.
+  let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
   let extraClassDeclaration = [{
     /// Defined beside the attribute storage classes (TwillAttrs.cpp).
     void registerAttributes();

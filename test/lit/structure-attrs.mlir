@@ -1,0 +1,62 @@
+// What the frontend states of a model's structure: #twill.tp on parameters
+// (how tensor parallelism splits them) and twill.layer on ops and
+// parameters. They round-trip; the dialect refuses malformed ones.
+// RUN: twill-opt %s -split-input-file -verify-diagnostics | FileCheck %s
+
+// CHECK-LABEL: func.func @styles(
+// CHECK-SAME: twill.tp = #twill.tp<column, heads = 32>
+// CHECK-SAME: twill.tp = #twill.tp<row>
+// CHECK-SAME: twill.tp = #twill.tp<vocab>
+// CHECK-SAME: twill.layer = 3 : i64, twill.tp = #twill.tp<replicate>
+func.func @styles(%q: tensor<8x8xf32> {twill.tp = #twill.tp<column, heads = 32>},
+                  %o: tensor<8x8xf32> {twill.tp = #twill.tp<row>},
+                  %e: tensor<8x8xf32> {twill.tp = #twill.tp<vocab>},
+                  %n: tensor<8xf32> {twill.layer = 3 : i64, twill.tp = #twill.tp<replicate>}) -> tensor<8x8xf32> {
+  // CHECK: twill.add {{.*}} {twill.layer = 3 : i64}
+  %s = twill.add %q, %o {twill.layer = 3 : i64} : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+  return %s : tensor<8x8xf32>
+}
+
+// -----
+
+// expected-error @+1 {{heads must not be negative, got -2}}
+func.func @negative_heads(%w: tensor<8x8xf32> {twill.tp = #twill.tp<column, heads = -2>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{a replicated weight splits into no heads}}
+func.func @replicated_heads(%w: tensor<8x8xf32> {twill.tp = #twill.tp<replicate, heads = 4>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{argument 0: 'twill.tp' must be a #twill.tp<...> style}}
+func.func @not_a_style(%w: tensor<8x8xf32> {twill.tp = "column"}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{argument 0: 'twill.layer' must be a non-negative integer layer index}}
+func.func @bad_parameter_layer(%w: tensor<8x8xf32> {twill.layer = -1 : i64}) {
+  return
+}
+
+// -----
+
+func.func @bad_op_layer(%x: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'twill.layer' must be a non-negative integer layer index}}
+  %y = twill.scale %x by 2.0 {twill.layer = "first"} : tensor<8xf32>
+  return %y : tensor<8xf32>
+}
+
+// -----
+
+func.func @style_on_an_op(%x: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'twill.tp' belongs on a parameter, not an op}}
+  %y = twill.scale %x by 2.0 {twill.tp = #twill.tp<row>} : tensor<8xf32>
+  return %y : tensor<8xf32>
+}
