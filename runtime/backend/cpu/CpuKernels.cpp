@@ -2,6 +2,8 @@
 
 #include "runtime/backend/cpu/CpuKernels.h"
 
+#include "runtime/backend/RopeFrequencies.h"
+
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
@@ -76,29 +78,6 @@ void cpu::rmsNorm(const float *x, const float *weight, float *out, int64_t rows,
     for (int64_t i = 0; i < dim; ++i)
       out[row * dim + i] = weight[i] * (in[i] * inverse);
   }
-}
-
-/// Llama's inverse frequencies, with Llama 3.1 scaling when asked for.
-std::vector<double> cpu::ropeFrequencies(int64_t headDim, double theta,
-                                         const RopeFrequencyScaling &scaling) {
-  std::vector<double> frequencies(headDim / 2);
-  for (int64_t i = 0; i < headDim / 2; ++i) {
-    double frequency = 1.0 / std::pow(theta, double(2 * i) / headDim);
-    if (scaling.factor > 0) {
-      double wavelength = 2 * M_PI / frequency;
-      double original = double(scaling.originalMaxPosition);
-      if (wavelength > original / scaling.lowFreqFactor) {
-        frequency /= scaling.factor;
-      } else if (wavelength >= original / scaling.highFreqFactor) {
-        double smooth = (original / wavelength - scaling.lowFreqFactor) /
-                        (scaling.highFreqFactor - scaling.lowFreqFactor);
-        frequency =
-            (1 - smooth) * frequency / scaling.factor + smooth * frequency;
-      }
-    }
-    frequencies[i] = frequency;
-  }
-  return frequencies;
 }
 
 void cpu::rope(const float *x, const int32_t *positions, float *out,

@@ -36,11 +36,6 @@ void gemm(const RowMajorGemm &g);
 void rmsNorm(const float *x, const float *weight, float *out, int64_t rows,
              int64_t dim, double eps);
 
-/// The rotation frequency of each of the headDim / 2 pairs, with Llama 3.1
-/// scaling when `scaling.factor` is set (shared with the cuda backend).
-std::vector<double> ropeFrequencies(int64_t headDim, double theta,
-                                    const RopeFrequencyScaling &scaling);
-
 /// Rotary embedding of x [tokens, heads, headDim], token t at positions[t],
 /// pairing element i with i + headDim / 2 (Hugging Face's rotate_half).
 /// `inverse` rotates by the negated angles: rope's gradient.

@@ -13,7 +13,7 @@
 #include "runtime/backend/Backend.h"
 
 #include "runtime/backend/InstructionView.h"
-#include "runtime/backend/cpu/CpuKernels.h"
+#include "runtime/backend/RopeFrequencies.h"
 #include "runtime/backend/cuda/CudaDevice.h"
 #include "runtime/backend/cuda/CudaKernels.h"
 #include "runtime/backend/cuda/CudaOps.h"
@@ -105,7 +105,7 @@ llvm::Error runRope(const InstructionView &in, Device &device) {
   double *&table = device.ropeTables[key];
   if (!table) {
     std::vector<double> frequencies =
-        cpu::ropeFrequencies(shape->headDim, shape->theta, scaling);
+        ropeFrequencies(shape->headDim, shape->theta, scaling);
     size_t bytes = frequencies.size() * sizeof(double);
     double *made = nullptr;
     if (auto error = checkCuda(cudaMalloc(&made, std::max<size_t>(bytes, 1)),
