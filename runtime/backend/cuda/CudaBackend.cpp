@@ -1,7 +1,8 @@
 //===- CudaBackend.cpp - runs an Executable on a GPU ----------------------===//
 //
 // Every buffer lives in device memory; instructions run in order on the
-// compute stream (cuBLAS for matmuls, CudaKernels.cu for the rest); NCCL
+// compute stream, each through its runner (CudaOps.h: cuBLASLt for
+// matmuls, the kernels of Cuda*Kernels.cu for the rest); NCCL
 // collectives run on a communication stream, started by an event once
 // their inputs are written and waited for by the compute stream before
 // anything after them runs, so no collective's result is read unwaited.
@@ -13,7 +14,6 @@
 #include "runtime/backend/Backend.h"
 
 #include "runtime/backend/InstructionView.h"
-#include "runtime/backend/RopeFrequencies.h"
 #include "runtime/backend/cuda/CudaDevice.h"
 #include "runtime/backend/cuda/CudaKernels.h"
 #include "runtime/backend/cuda/CudaOps.h"
@@ -25,340 +25,11 @@
 #include <cuda_runtime.h>
 
 using namespace twill;
+using namespace twill::cuda;
 
 namespace {
 
 using Kernel = llvm::Error (*)(const InstructionView &, Device &);
-
-llvm::Error runEmbedding(const InstructionView &in, Device &device) {
-  llvm::Expected<EmbeddingShape> shape = embeddingShape(in);
-  if (!shape)
-    return shape.takeError();
-  cuda::embedding(in.data<void>(0), shape->rows, shape->dim,
-                  in.data<int32_t>(1), in.count(1), in.data<void>(2),
-                  shape->firstRow.value_or(0), !shape->firstRow, device.errors,
-                  in.floatType() == BF16, device.stream);
-  return llvm::Error::success();
-}
-
-llvm::Error runEmbeddingGrad(const InstructionView &in, Device &device) {
-  if (auto error = in.expect(2, 1, {I32, F32, F32}, {0, 1, 2}))
-    return error;
-  int64_t dim = in.dim(2, 0);
-  if (in.count(1) != in.count(0) * dim)
-    return in.fail("grad size is not ids x hidden");
-  cuda::embeddingGrad(in.data<int32_t>(0), in.count(0), in.data<float>(1),
-                      in.shape(2)[0], dim, in.data<float>(2), device.errors,
-                      device.stream);
-  return llvm::Error::success();
-}
-
-/// rms_norm (operands x, weight), rms_norm_grad (x, weight, grad) and
-/// rms_norm_weight_grad (x, grad): rows of the last dim.
-llvm::Error runRmsNormFamily(const InstructionView &in, Device &device) {
-  bool grad = in.opcode() == RMS_NORM_GRAD;
-  bool weightGrad = in.opcode() == RMS_NORM_WEIGHT_GRAD;
-  int operands = grad ? 3 : 2;
-  DType type = in.floatType();
-  bool bf16 = type == BF16;
-  if (auto error =
-          in.expect(operands, 1, std::vector<DType>(operands + 1, type),
-                    std::vector<int>(operands + 1, 1)))
-    return error;
-  int64_t dim = in.dim(0, 0), rows = in.count(0) / std::max<int64_t>(dim, 1);
-  double eps = in->rms_norm().epsilon();
-  int result = operands;
-  bool agree = weightGrad
-                   ? in.count(1) == in.count(0) && in.count(2) == dim
-                   : in.count(1) == dim && in.count(result) == in.count(0) &&
-                         (!grad || in.count(2) == in.count(0));
-  if (!agree)
-    return in.fail("input, weight, grad and result do not agree");
-  if (weightGrad) {
-    llvm::Expected<void *> inverse =
-        device.scratchSpace(0, rows * sizeof(double));
-    if (!inverse)
-      return inverse.takeError();
-    cuda::rmsNormWeightGrad(
-        in.data<void>(0), in.data<void>(1), in.data<void>(2), rows, dim, eps,
-        static_cast<double *>(*inverse), bf16, device.stream);
-  } else if (grad) {
-    cuda::rmsNormGrad(in.data<void>(0), in.data<void>(1), in.data<void>(2),
-                      in.data<void>(3), rows, dim, eps, bf16, device.stream);
-  } else {
-    cuda::rmsNorm(in.data<void>(0), in.data<void>(1), in.data<void>(2), rows,
-                  dim, eps, bf16, device.stream);
-  }
-  return llvm::Error::success();
-}
-
-template <bool Inverse>
-llvm::Error runRope(const InstructionView &in, Device &device) {
-  llvm::Expected<RopeShape> shape = ropeShape(in);
-  if (!shape)
-    return shape.takeError();
-  const RopeFrequencyScaling &scaling = shape->scaling;
-  std::vector<double> key = {
-      double(shape->headDim), shape->theta,
-      scaling.factor,         scaling.lowFreqFactor,
-      scaling.highFreqFactor, double(scaling.originalMaxPosition)};
-  double *&table = device.ropeTables[key];
-  if (!table) {
-    std::vector<double> frequencies =
-        ropeFrequencies(shape->headDim, shape->theta, scaling);
-    size_t bytes = frequencies.size() * sizeof(double);
-    double *made = nullptr;
-    if (auto error = checkCuda(cudaMalloc(&made, std::max<size_t>(bytes, 1)),
-                               "cudaMalloc"))
-      return error;
-    if (auto error = checkCuda(
-            cudaMemcpy(made, frequencies.data(), bytes, cudaMemcpyHostToDevice),
-            "cudaMemcpy")) {
-      cudaFree(made);
-      return error;
-    }
-    table = made; // cached only once it holds the frequencies
-    device.allocated(bytes);
-  }
-  cuda::rope(in.data<void>(0), in.data<int32_t>(1), in.data<void>(2),
-             shape->tokens, shape->heads, shape->headDim, table, Inverse,
-             in.floatType() == BF16, device.stream);
-  return llvm::Error::success();
-}
-
-/// Elementwise ops: operands and results of one size.
-llvm::Error runElementwise(const InstructionView &in, Device &device) {
-  Opcode op = in.opcode();
-  int operands = in.numOperands(), results = in.numResults();
-  DType type = in.floatType();
-  bool bf16 = type == BF16;
-  if (auto error = in.expect(operands, results,
-                             std::vector<DType>(operands + results, type),
-                             std::vector<int>(operands + results, 0)))
-    return error;
-  for (int index = 1; index < operands + results; ++index)
-    if (auto error = in.expectSameCount(0, index))
-      return error;
-  int64_t count = in.count(0);
-  if (op == SCALE && operands == 1 && results == 1) {
-    cuda::scale(in.data<void>(0), in->scale().factor(), in.data<void>(1),
-                count, bf16, device.stream);
-    return llvm::Error::success();
-  }
-  if (op == SWIGLU_GRAD && operands == 3 && results == 2) {
-    cuda::swigluGrad(in.data<void>(0), in.data<void>(1), in.data<void>(2),
-                     in.data<void>(3), in.data<void>(4), count, bf16,
-                     device.stream);
-    return llvm::Error::success();
-  }
-  std::optional<cuda::Binary> binary;
-  if (op == ADD)
-    binary = cuda::Binary::Add;
-  else if (op == MUL)
-    binary = cuda::Binary::Mul;
-  else if (op == DIV)
-    binary = cuda::Binary::Div;
-  else if (op == SWIGLU)
-    binary = cuda::Binary::Swiglu;
-  if (!binary || operands != 2 || results != 1)
-    return in.fail("expects two operands and one result");
-  cuda::binary(*binary, in.data<void>(0), in.data<void>(1), in.data<void>(2),
-               count, bf16, device.stream);
-  return llvm::Error::success();
-}
-
-/// reshape: the same bytes, whatever their dtype.
-llvm::Error runReshape(const InstructionView &in, Device &device) {
-  if (in.numOperands() != 1 || in.numResults() != 1 ||
-      in.dtype(0) != in.dtype(1))
-    return in.fail("expects one value and a result of its dtype");
-  if (auto error = in.expectSameCount(0, 1))
-    return error;
-  return checkCuda(cudaMemcpyAsync(in.data<void>(1), in.data<void>(0),
-                                   in.count(0) * bytesPerElement(in.dtype(0)),
-                                   cudaMemcpyDeviceToDevice, device.stream),
-                   "cudaMemcpyAsync");
-}
-
-/// cast from a float or integer dtype to a float one.
-llvm::Error runCast(const InstructionView &in, Device &device) {
-  if (in.numOperands() != 1 || in.numResults() != 1)
-    return in.fail("expects one value and one result");
-  if (auto error = in.expectSameCount(0, 1))
-    return error;
-  DType from = in.dtype(0), to = in.dtype(1);
-  std::optional<cuda::CastSource> source;
-  switch (from) {
-  case F32:
-    source = cuda::CastSource::F32;
-    break;
-  case BF16:
-    source = cuda::CastSource::BF16;
-    break;
-  case I32:
-    source = cuda::CastSource::I32;
-    break;
-  case I64:
-    source = cuda::CastSource::I64;
-    break;
-  default:
-    break;
-  }
-  if ((to != F32 && to != BF16) || !source)
-    return in.fail("casts floats and integers to f32 or bf16 only");
-  cuda::cast(in.data<void>(0), *source, in.data<void>(1), to == BF16,
-             in.count(0), device.stream);
-  return llvm::Error::success();
-}
-
-llvm::Error runTranspose(const InstructionView &in, Device &device) {
-  llvm::Expected<llvm::ArrayRef<int64_t>> permutation =
-      transposePermutation(in);
-  if (!permutation)
-    return permutation.takeError();
-  if (permutation->size() > 8)
-    return in.fail("transposes at most 8 dims");
-  cuda::transpose(in.data<void>(0), in.shape(0).data(), permutation->data(),
-                  permutation->size(), in.data<void>(1), in.floatType() == BF16,
-                  device.stream);
-  return llvm::Error::success();
-}
-
-llvm::Error runConstant(const InstructionView &in, Device &device) {
-  DType type = in.floatType();
-  if (auto error = in.expect(0, 1, {type}, {0}))
-    return error;
-  cuda::fill(in.data<void>(0), in.count(0), float(in->constant().value()),
-             type == BF16, device.stream);
-  return llvm::Error::success();
-}
-
-/// Sums per row of a vocab-parallel loss over the axis that splits it.
-llvm::Error reduceRows(const InstructionView &in, Device &device, double *rows,
-                       int64_t count, bool max) {
-  const std::string &axis = in->cross_entropy().shard_axis();
-  if (axis.empty())
-    return llvm::Error::success();
-  llvm::Expected<NcclComm *> nccl = device.nccl();
-  if (!nccl)
-    return in.fail("its shard_axis " + llvm::toString(nccl.takeError()));
-  llvm::Expected<ncclComm_t> comm = (*nccl)->axis(axis);
-  if (!comm)
-    return comm.takeError();
-  return device.communicate([&](cudaStream_t stream) {
-    return checkNccl(ncclAllReduce(rows, rows, count, ncclDouble,
-                                   max ? ncclMax : ncclSum, *comm, stream),
-                     "ncclAllReduce");
-  });
-}
-
-/// cross_entropy (logits, labels) -> (loss, count) and cross_entropy_grad
-/// (logits, labels, loss grad) -> dlogits.
-llvm::Error runCrossEntropyFamily(const InstructionView &in, Device &device) {
-  bool grad = in.opcode() == CROSS_ENTROPY_GRAD;
-  DType type = in.floatType(); // the logits', read as stored
-  bool bf16 = type == BF16;
-  llvm::Error shapes =
-      grad ? in.expect(3, 1, {type, I32, F32, type}, {1, 0, 0, 1})
-           : in.expect(2, 2, {type, I32, F32, I64}, {1, 0, 0, 0});
-  if (shapes)
-    return shapes;
-  int64_t columns = in.dim(0, 0), rows = in.count(1);
-  if (rows * columns != in.count(0) || in.count(2) != 1 ||
-      in.count(3) != (grad ? in.count(0) : 1))
-    return in.fail("logits, labels and results do not agree");
-  llvm::Expected<VocabBlock> block = vocabBlock(in, columns);
-  if (!block)
-    return block.takeError();
-  int64_t ignore = in->cross_entropy().ignore_index();
-  llvm::Expected<void *> space =
-      device.scratchSpace(0, 3 * std::max<int64_t>(rows, 1) * sizeof(double));
-  if (!space)
-    return space.takeError();
-  double *max = static_cast<double *>(*space), *sum = max + rows,
-         *target = sum + rows;
-  const void *logits = in.data<void>(0);
-  const int32_t *labels = in.data<int32_t>(1);
-  cuda::softmaxMaxAndTarget(logits, labels, rows, *block, ignore, max, target,
-                            device.errors, bf16, device.stream);
-  if (auto error = reduceRows(in, device, max, rows, true))
-    return error;
-  cuda::softmaxSum(logits, rows, *block, max, sum, bf16, device.stream);
-  if (auto error = reduceRows(in, device, sum, rows, false))
-    return error;
-  if (grad) {
-    cuda::crossEntropyGrad(logits, labels, rows, *block, ignore, max, sum,
-                           in.data<float>(2), in.data<void>(3), bf16,
-                           device.stream);
-    return llvm::Error::success();
-  }
-  if (auto error = reduceRows(in, device, target, rows, false))
-    return error;
-  cuda::crossEntropyLoss(labels, rows, ignore, max, sum, target,
-                         in.data<float>(2), in.data<int64_t>(3), device.stream);
-  return llvm::Error::success();
-}
-
-/// global_norm and sum_squares: one scalar from every element of every
-/// input.
-llvm::Error runSquares(const InstructionView &in, Device &device) {
-  int inputs = in.numOperands();
-  if (in.numResults() != 1 || in.dtype(inputs) != F32 || in.count(inputs) != 1)
-    return in.fail("expects inputs and one f32 scalar result");
-  llvm::Expected<void *> space = device.scratchSpace(0, sizeof(double));
-  if (!space)
-    return space.takeError();
-  double *accumulator = static_cast<double *>(*space);
-  cudaMemsetAsync(accumulator, 0, sizeof(double), device.stream);
-  for (int i = 0; i < inputs; ++i) {
-    if (in.dtype(i) != F32)
-      return in.fail("inputs must be f32");
-    cuda::accumulateSquares(in.data<float>(i), in.count(i), accumulator,
-                            device.stream);
-  }
-  cuda::finishSquares(accumulator, in.opcode() == GLOBAL_NORM,
-                      in.data<float>(inputs), device.stream);
-  return llvm::Error::success();
-}
-
-/// The scalar ops of the optimizer step.
-llvm::Error runScalar(const InstructionView &in, Device &device) {
-  Opcode op = in.opcode();
-  for (int i = 0; i < in.numOperands() + in.numResults(); ++i)
-    if (in.count(i) != 1)
-      return in.fail("expects scalars");
-  if (op == LR_SCHEDULE) {
-    if (auto error = in.expect(2, 1, {I64, I64, F32}, {0, 0, 0}))
-      return error;
-    cuda::scheduledLr(in.data<int64_t>(0), in.data<int64_t>(1),
-                      in->lr_schedule().lr(), in->lr_schedule().warmup_steps(),
-                      in.data<float>(2), device.stream);
-  } else if (op == INCREMENT) {
-    if (auto error = in.expect(1, 1, {I64, I64}, {0, 0}))
-      return error;
-    cuda::increment(in.data<int64_t>(0), in.data<int64_t>(1), device.stream);
-  } else {
-    if (auto error = in.expect(1, 1, {F32, F32}, {0, 0}))
-      return error;
-    if (op == SQRT)
-      cuda::sqrtScalar(in.data<float>(0), in.data<float>(1), device.stream);
-    else
-      cuda::clipCoefficient(in.data<float>(0), in->clip_coefficient().max_norm(),
-                            in.data<float>(1), device.stream);
-  }
-  return llvm::Error::success();
-}
-
-llvm::Error runAdamW(const InstructionView &in, Device &device) {
-  llvm::Expected<AdamWSettings> settings = adamwSettings(in);
-  if (!settings)
-    return settings.takeError();
-  cuda::adamw(in.data<float>(0), in.data<float>(1), in.data<float>(2),
-              in.data<float>(3), in.data<float>(4), in.data<float>(5),
-              in.data<int64_t>(6), *settings, in.data<float>(7),
-              in.data<float>(8), in.data<float>(9), in.count(0), device.stream);
-  return llvm::Error::success();
-}
 
 /// A kernel, and whether it reads and writes bf16 values as they are
 /// stored; the others get them widened to fp32 (Device::widened).
@@ -375,7 +46,7 @@ KernelEntry kernelOf(Opcode opcode) {
   case EMBEDDING_GRAD:
     return {runEmbeddingGrad};
   case MATMUL:
-    return {cuda::runMatmul, /*bf16=*/true};
+    return {runMatmul, /*bf16=*/true};
   case RESHAPE:
     return {runReshape, /*bf16=*/true};
   case CAST:
@@ -385,9 +56,9 @@ KernelEntry kernelOf(Opcode opcode) {
   case RMS_NORM_WEIGHT_GRAD:
     return {runRmsNormFamily, /*bf16=*/true};
   case ROPE:
-    return {runRope<false>, /*bf16=*/true};
+    return {runRope, /*bf16=*/true};
   case ROPE_GRAD:
-    return {runRope<true>, /*bf16=*/true};
+    return {runRope, /*bf16=*/true};
   case ATTENTION:
     return {cuda::runAttention, /*bf16=*/true};
   case ATTENTION_GRAD:

@@ -1,6 +1,6 @@
 //===- CudaOps.h - instructions run outside CudaBackend.cpp -----*- C++ -*-===//
 //
-// The cuda backend's runners that have files of their own: each checks its
+// The cuda backend's runners, one file per idea: each checks its
 // instruction and queues its work on the device's streams.
 //
 //===----------------------------------------------------------------------===//
@@ -12,6 +12,31 @@
 #include "runtime/backend/cuda/CudaDevice.h"
 
 namespace twill::cuda {
+
+/// embedding, embedding_grad, the rms_norm family, and rope and rope_grad
+/// (CudaLayers.cpp).
+llvm::Error runEmbedding(const InstructionView &in, Device &device);
+llvm::Error runEmbeddingGrad(const InstructionView &in, Device &device);
+llvm::Error runRmsNormFamily(const InstructionView &in, Device &device);
+llvm::Error runRope(const InstructionView &in, Device &device);
+
+/// add, mul, div, swiglu, scale, swiglu_grad; reshape, cast, transpose,
+/// constant (CudaElementwise.cpp).
+llvm::Error runElementwise(const InstructionView &in, Device &device);
+llvm::Error runReshape(const InstructionView &in, Device &device);
+llvm::Error runCast(const InstructionView &in, Device &device);
+llvm::Error runTranspose(const InstructionView &in, Device &device);
+llvm::Error runConstant(const InstructionView &in, Device &device);
+
+/// cross_entropy and cross_entropy_grad, vocab-parallel
+/// (CudaCrossEntropy.cpp).
+llvm::Error runCrossEntropyFamily(const InstructionView &in, Device &device);
+
+/// global_norm and sum_squares; sqrt, clip_coefficient, lr_schedule and
+/// increment; adamw (CudaOptimizer.cpp).
+llvm::Error runSquares(const InstructionView &in, Device &device);
+llvm::Error runScalar(const InstructionView &in, Device &device);
+llvm::Error runAdamW(const InstructionView &in, Device &device);
 
 /// result = alpha op(lhs) op(rhs) (+ addend): one cuBLASLt call, bf16 or
 /// fp32 values, fp32 accumulation; the addend is cuBLASLt's C and the result

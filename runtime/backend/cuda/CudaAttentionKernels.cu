@@ -1,0 +1,74 @@
+//===- CudaAttentionKernels.cu - attention's row kernels ------------------===//
+//
+// The masked softmax of a chunk's score rows and its gradient
+// (ChunkedAttention.h); the products are cuBLAS GEMMs (CudaAttention.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/backend/cuda/CudaKernelSupport.cuh"
+
+namespace twill::cuda {
+namespace {
+
+/// One block per row of scores (ChunkedAttention.h): P = softmax over the
+/// visible keys of the scaled scores, and the row's log-sum-exp.
+template <typename T> __global__ void softmaxRowsKernel(SoftmaxRows s) {
+  int64_t row = blockIdx.x, query = s.firstQuery + row % s.rows;
+  const float *scores = s.scores + row * s.keys;
+  T *p = static_cast<T *>(s.probabilities) + row * s.keys;
+  double best = -INFINITY;
+  for (int64_t j = threadIdx.x; j < s.keys; j += blockDim.x)
+    if (s.visible(query, j))
+      best = fmax(best, double(scores[j]) * s.scale);
+  best = blockMax(best);
+  double total = 0;
+  for (int64_t j = threadIdx.x; j < s.keys; j += blockDim.x)
+    if (s.visible(query, j))
+      total += exp(double(scores[j]) * s.scale - best);
+  double lse = best + log(blockSum(total));
+  for (int64_t j = threadIdx.x; j < s.keys; j += blockDim.x)
+    p[j] = storeAs<T>(s.visible(query, j)
+                          ? float(exp(double(scores[j]) * s.scale - lse))
+                          : 0.0f);
+  if (threadIdx.x == 0)
+    s.lse[row] = float(lse);
+}
+
+/// One block per row: dS = P (dP - sum_j P_j dP_j) scale, P recomputed
+/// from the scores and the row's log-sum-exp.
+template <typename T> __global__ void softmaxGradRowsKernel(SoftmaxRows s) {
+  int64_t row = blockIdx.x, query = s.firstQuery + row % s.rows;
+  const float *scores = s.scores + row * s.keys;
+  const float *dP = s.probabilityGrad + row * s.keys;
+  T *dS = static_cast<T *>(s.scoreGrad) + row * s.keys;
+  double lse = s.lse[row];
+  auto probability = [&](int64_t j) {
+    return s.visible(query, j) ? exp(double(scores[j]) * s.scale - lse) : 0.0;
+  };
+  double rowDot = 0;
+  for (int64_t j = threadIdx.x; j < s.keys; j += blockDim.x)
+    rowDot += probability(j) * dP[j];
+  rowDot = blockSum(rowDot);
+  for (int64_t j = threadIdx.x; j < s.keys; j += blockDim.x)
+    dS[j] = storeAs<T>(float(probability(j) * (dP[j] - rowDot) * s.scale));
+}
+
+} // namespace
+
+void softmaxRows(const SoftmaxRows &rows, bool bf16, cudaStream_t stream) {
+  if (rows.heads * rows.rows)
+    stored(bf16, [&](auto *tag) {
+      softmaxRowsKernel<STORED(tag)>
+          <<<rows.heads * rows.rows, kThreads, 0, stream>>>(rows);
+    });
+}
+
+void softmaxGradRows(const SoftmaxRows &rows, bool bf16, cudaStream_t stream) {
+  if (rows.heads * rows.rows)
+    stored(bf16, [&](auto *tag) {
+      softmaxGradRowsKernel<STORED(tag)>
+          <<<rows.heads * rows.rows, kThreads, 0, stream>>>(rows);
+    });
+}
+
+} // namespace twill::cuda

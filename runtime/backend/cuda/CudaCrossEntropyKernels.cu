@@ -1,0 +1,141 @@
+//===- CudaCrossEntropyKernels.cu - the vocab-parallel loss ---------------===//
+//
+// Row statistics (maximum, target logit, sum of exponentials) over the
+// block of the vocab this rank holds, all-reduced by the backend between
+// kernels, then the loss or its gradient.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/backend/cuda/CudaKernelSupport.cuh"
+
+namespace twill::cuda {
+namespace {
+
+/// The columns of a row that hold logits (not padding).
+__device__ int64_t validColumns(VocabBlock vocab) {
+  int64_t valid = vocab.vocab - vocab.first;
+  return valid < 0 ? 0 : (valid > vocab.columns ? vocab.columns : valid);
+}
+
+template <typename T>
+__global__ void
+softmaxMaxAndTargetKernel(const T *logits, const int32_t *labels,
+                          VocabBlock vocab, int64_t ignoreIndex, double *max,
+                          double *target, int *errors) {
+  int64_t row = blockIdx.x, columns = validColumns(vocab);
+  const T *z = logits + row * vocab.columns;
+  double best = -INFINITY;
+  for (int64_t i = threadIdx.x; i < columns; i += blockDim.x)
+    best = fmax(best, double(load(z[i])));
+  best = blockMax(best);
+  if (threadIdx.x == 0) {
+    int64_t label = labels[row];
+    if (label != ignoreIndex && (label < 0 || label >= vocab.vocab))
+      atomicOr(errors, kLabelOutsideVocab);
+    int64_t local = label - vocab.first;
+    max[row] = best;
+    target[row] = label != ignoreIndex && local >= 0 && local < columns
+                      ? double(load(z[local]))
+                      : 0.0;
+  }
+}
+
+template <typename T>
+__global__ void softmaxSumKernel(const T *logits, VocabBlock vocab,
+                                 const double *max, double *sum) {
+  int64_t row = blockIdx.x, columns = validColumns(vocab);
+  const T *z = logits + row * vocab.columns;
+  double total = 0;
+  for (int64_t i = threadIdx.x; i < columns; i += blockDim.x)
+    total += exp(double(load(z[i])) - max[row]);
+  total = blockSum(total);
+  if (threadIdx.x == 0)
+    sum[row] = total;
+}
+
+__global__ void crossEntropyLossKernel(const int32_t *labels, int64_t rows,
+                                       int64_t ignoreIndex, const double *max,
+                                       const double *sum, const double *target,
+                                       float *loss, int64_t *count) {
+  double total = 0, counted = 0;
+  for (int64_t row = threadIdx.x; row < rows; row += blockDim.x)
+    if (labels[row] != ignoreIndex) {
+      total += log(sum[row]) + max[row] - target[row];
+      counted += 1;
+    }
+  total = blockSum(total);
+  counted = blockSum(counted);
+  if (threadIdx.x == 0) {
+    *loss = float(total);
+    *count = int64_t(counted);
+  }
+}
+
+template <typename T>
+__global__ void
+crossEntropyGradKernel(const T *logits, const int32_t *labels, int64_t rows,
+                       VocabBlock vocab, int64_t ignoreIndex, const double *max,
+                       const double *sum, const float *lossGrad, T *out) {
+  int64_t columns = validColumns(vocab);
+  GRID_STRIDE(i, rows * vocab.columns) {
+    int64_t row = i / vocab.columns, column = i % vocab.columns;
+    int64_t label = labels[row];
+    float value = 0.0f;
+    if (label != ignoreIndex && column < columns) {
+      value =
+          float(exp(double(load(logits[i])) - max[row]) / sum[row] * *lossGrad);
+      if (column == label - vocab.first)
+        value -= *lossGrad;
+    }
+    out[i] = storeAs<T>(value);
+  }
+}
+
+} // namespace
+
+void softmaxMaxAndTarget(const void *logits, const int32_t *labels,
+                         int64_t rows, VocabBlock vocab, int64_t ignoreIndex,
+                         double *max, double *target, int *errors, bool bf16,
+                         cudaStream_t stream) {
+  if (!rows)
+    return;
+  stored(bf16, [&](auto *tag) {
+    softmaxMaxAndTargetKernel<<<rows, kThreads, 0, stream>>>(
+        static_cast<const STORED(tag) *>(logits), labels, vocab, ignoreIndex,
+        max, target, errors);
+  });
+}
+
+void softmaxSum(const void *logits, int64_t rows, VocabBlock vocab,
+                const double *max, double *sum, bool bf16,
+                cudaStream_t stream) {
+  if (!rows)
+    return;
+  stored(bf16, [&](auto *tag) {
+    softmaxSumKernel<<<rows, kThreads, 0, stream>>>(
+        static_cast<const STORED(tag) *>(logits), vocab, max, sum);
+  });
+}
+
+void crossEntropyLoss(const int32_t *labels, int64_t rows, int64_t ignoreIndex,
+                      const double *max, const double *sum,
+                      const double *target, float *loss, int64_t *count,
+                      cudaStream_t stream) {
+  crossEntropyLossKernel<<<1, kThreads, 0, stream>>>(
+      labels, rows, ignoreIndex, max, sum, target, loss, count);
+}
+
+void crossEntropyGrad(const void *logits, const int32_t *labels, int64_t rows,
+                      VocabBlock vocab, int64_t ignoreIndex, const double *max,
+                      const double *sum, const float *lossGrad, void *out,
+                      bool bf16, cudaStream_t stream) {
+  stored(bf16, [&](auto *tag) {
+    using T = STORED(tag);
+    crossEntropyGradKernel<<<blocksFor(rows * vocab.columns), kThreads, 0,
+                             stream>>>(static_cast<const T *>(logits), labels,
+                                       rows, vocab, ignoreIndex, max, sum,
+                                       lossGrad, static_cast<T *>(out));
+  });
+}
+
+} // namespace twill::cuda

@@ -1,0 +1,121 @@
+//===- CudaElementwise.cpp - elementwise ops and layouts ------------------===//
+//
+// Ops over values of one size, reshapes, casts, transposes and constants
+// (CudaElementwiseKernels.cu).
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/backend/cuda/CudaOps.h"
+
+#include "runtime/backend/cuda/CudaKernels.h"
+
+#include <optional>
+
+using namespace twill;
+
+/// Elementwise ops: operands and results of one size.
+llvm::Error cuda::runElementwise(const InstructionView &in, Device &device) {
+  Opcode op = in.opcode();
+  int operands = in.numOperands(), results = in.numResults();
+  DType type = in.floatType();
+  bool bf16 = type == BF16;
+  if (auto error = in.expect(operands, results,
+                             std::vector<DType>(operands + results, type),
+                             std::vector<int>(operands + results, 0)))
+    return error;
+  for (int index = 1; index < operands + results; ++index)
+    if (auto error = in.expectSameCount(0, index))
+      return error;
+  int64_t count = in.count(0);
+  if (op == SCALE && operands == 1 && results == 1) {
+    cuda::scale(in.data<void>(0), in->scale().factor(), in.data<void>(1),
+                count, bf16, device.stream);
+    return llvm::Error::success();
+  }
+  if (op == SWIGLU_GRAD && operands == 3 && results == 2) {
+    cuda::swigluGrad(in.data<void>(0), in.data<void>(1), in.data<void>(2),
+                     in.data<void>(3), in.data<void>(4), count, bf16,
+                     device.stream);
+    return llvm::Error::success();
+  }
+  std::optional<cuda::Binary> binary;
+  if (op == ADD)
+    binary = cuda::Binary::Add;
+  else if (op == MUL)
+    binary = cuda::Binary::Mul;
+  else if (op == DIV)
+    binary = cuda::Binary::Div;
+  else if (op == SWIGLU)
+    binary = cuda::Binary::Swiglu;
+  if (!binary || operands != 2 || results != 1)
+    return in.fail("expects two operands and one result");
+  cuda::binary(*binary, in.data<void>(0), in.data<void>(1), in.data<void>(2),
+               count, bf16, device.stream);
+  return llvm::Error::success();
+}
+
+/// reshape: the same bytes, whatever their dtype.
+llvm::Error cuda::runReshape(const InstructionView &in, Device &device) {
+  if (in.numOperands() != 1 || in.numResults() != 1 ||
+      in.dtype(0) != in.dtype(1))
+    return in.fail("expects one value and a result of its dtype");
+  if (auto error = in.expectSameCount(0, 1))
+    return error;
+  return checkCuda(cudaMemcpyAsync(in.data<void>(1), in.data<void>(0),
+                                   in.count(0) * bytesPerElement(in.dtype(0)),
+                                   cudaMemcpyDeviceToDevice, device.stream),
+                   "cudaMemcpyAsync");
+}
+
+/// cast from a float or integer dtype to a float one.
+llvm::Error cuda::runCast(const InstructionView &in, Device &device) {
+  if (in.numOperands() != 1 || in.numResults() != 1)
+    return in.fail("expects one value and one result");
+  if (auto error = in.expectSameCount(0, 1))
+    return error;
+  DType from = in.dtype(0), to = in.dtype(1);
+  std::optional<cuda::CastSource> source;
+  switch (from) {
+  case F32:
+    source = cuda::CastSource::F32;
+    break;
+  case BF16:
+    source = cuda::CastSource::BF16;
+    break;
+  case I32:
+    source = cuda::CastSource::I32;
+    break;
+  case I64:
+    source = cuda::CastSource::I64;
+    break;
+  default:
+    break;
+  }
+  if ((to != F32 && to != BF16) || !source)
+    return in.fail("casts floats and integers to f32 or bf16 only");
+  cuda::cast(in.data<void>(0), *source, in.data<void>(1), to == BF16,
+             in.count(0), device.stream);
+  return llvm::Error::success();
+}
+
+llvm::Error cuda::runTranspose(const InstructionView &in, Device &device) {
+  llvm::Expected<llvm::ArrayRef<int64_t>> permutation =
+      transposePermutation(in);
+  if (!permutation)
+    return permutation.takeError();
+  if (permutation->size() > 8)
+    return in.fail("transposes at most 8 dims");
+  cuda::transpose(in.data<void>(0), in.shape(0).data(), permutation->data(),
+                  permutation->size(), in.data<void>(1), in.floatType() == BF16,
+                  device.stream);
+  return llvm::Error::success();
+}
+
+llvm::Error cuda::runConstant(const InstructionView &in, Device &device) {
+  DType type = in.floatType();
+  if (auto error = in.expect(0, 1, {type}, {0}))
+    return error;
+  cuda::fill(in.data<void>(0), in.count(0), float(in->constant().value()),
+             type == BF16, device.stream);
+  return llvm::Error::success();
+}

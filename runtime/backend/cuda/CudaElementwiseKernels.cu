@@ -1,0 +1,174 @@
+//===- CudaElementwiseKernels.cu - elementwise ops, casts, transposes -----===//
+//
+// One thread per element (grid-stride), bf16 or fp32 values computed in
+// fp32, as the cpu kernels compute them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/backend/cuda/CudaKernelSupport.cuh"
+
+namespace twill::cuda {
+namespace {
+
+template <typename T>
+__global__ void fillKernel(T *out, int64_t count, float value) {
+  GRID_STRIDE(i, count) out[i] = storeAs<T>(value);
+}
+
+template <typename T>
+__global__ void castKernel(const void *in, CastSource from, T *out,
+                           int64_t count) {
+  GRID_STRIDE(i, count) {
+    float value = 0;
+    switch (from) {
+    case CastSource::F32:
+      value = static_cast<const float *>(in)[i];
+      break;
+    case CastSource::I32:
+      value = float(static_cast<const int32_t *>(in)[i]);
+      break;
+    case CastSource::I64:
+      value = float(static_cast<const int64_t *>(in)[i]);
+      break;
+    case CastSource::BF16:
+      value = load(static_cast<const __nv_bfloat16 *>(in)[i]);
+      break;
+    }
+    out[i] = storeAs<T>(value);
+  }
+}
+
+template <typename T>
+__global__ void binaryKernel(Binary op, const T *lhs, const T *rhs, T *out,
+                             int64_t count) {
+  GRID_STRIDE(i, count) {
+    float a = load(lhs[i]), b = load(rhs[i]), value = 0;
+    switch (op) {
+    case Binary::Add:
+      value = a + b;
+      break;
+    case Binary::Mul:
+      value = a * b;
+      break;
+    case Binary::Div:
+      value = a / b;
+      break;
+    case Binary::Swiglu:
+      value = a / (1.0f + expf(-a)) * b;
+      break;
+    }
+    out[i] = storeAs<T>(value);
+  }
+}
+
+template <typename T>
+__global__ void scaleKernel(const T *x, float factor, T *out, int64_t count) {
+  GRID_STRIDE(i, count) out[i] = storeAs<T>(load(x[i]) * factor);
+}
+
+template <typename T>
+__global__ void swigluGradKernel(const T *gateIn, const T *upIn,
+                                 const T *gradIn, T *gateGrad, T *upGrad,
+                                 int64_t count) {
+  GRID_STRIDE(i, count) {
+    float gate = load(gateIn[i]), up = load(upIn[i]), grad = load(gradIn[i]);
+    float sigmoid = 1.0f / (1.0f + expf(-gate));
+    float silu = gate * sigmoid;
+    upGrad[i] = storeAs<T>(grad * silu);
+    gateGrad[i] =
+        storeAs<T>(grad * up * sigmoid * (1.0f + gate * (1.0f - sigmoid)));
+  }
+}
+
+struct Permutation {
+  int64_t shape[8], permutation[8];
+  int rank;
+};
+
+template <typename T>
+__global__ void transposeKernel(const T *x, Permutation p, T *out,
+                                int64_t count) {
+  GRID_STRIDE(i, count) {
+    // Output index -> input index: output dim d is input dim permutation[d].
+    int64_t remaining = i, source = 0, stride[8];
+    int64_t running = 1;
+    for (int d = p.rank - 1; d >= 0; --d) {
+      stride[d] = running;
+      running *= p.shape[d];
+    }
+    for (int d = p.rank - 1; d >= 0; --d) {
+      int64_t size = p.shape[p.permutation[d]];
+      source += (remaining % size) * stride[p.permutation[d]];
+      remaining /= size;
+    }
+    out[i] = x[source];
+  }
+}
+
+} // namespace
+
+void fill(void *out, int64_t count, float value, bool bf16,
+          cudaStream_t stream) {
+  stored(bf16, [&](auto *tag) {
+    fillKernel<<<blocksFor(count), kThreads, 0, stream>>>(
+        static_cast<STORED(tag) *>(out), count, value);
+  });
+}
+
+void cast(const void *in, CastSource from, void *out, bool toBF16,
+          int64_t count, cudaStream_t stream) {
+  stored(toBF16, [&](auto *tag) {
+    castKernel<<<blocksFor(count), kThreads, 0, stream>>>(
+        in, from, static_cast<STORED(tag) *>(out), count);
+  });
+}
+
+void binary(Binary op, const void *lhs, const void *rhs, void *out,
+            int64_t count, bool bf16, cudaStream_t stream) {
+  stored(bf16, [&](auto *tag) {
+    using T = STORED(tag);
+    binaryKernel<<<blocksFor(count), kThreads, 0, stream>>>(
+        op, static_cast<const T *>(lhs), static_cast<const T *>(rhs),
+        static_cast<T *>(out), count);
+  });
+}
+
+void scale(const void *x, double factor, void *out, int64_t count, bool bf16,
+           cudaStream_t stream) {
+  stored(bf16, [&](auto *tag) {
+    using T = STORED(tag);
+    scaleKernel<<<blocksFor(count), kThreads, 0, stream>>>(
+        static_cast<const T *>(x), float(factor), static_cast<T *>(out), count);
+  });
+}
+
+void swigluGrad(const void *gate, const void *up, const void *grad,
+                void *gateGrad, void *upGrad, int64_t count, bool bf16,
+                cudaStream_t stream) {
+  stored(bf16, [&](auto *tag) {
+    using T = STORED(tag);
+    swigluGradKernel<<<blocksFor(count), kThreads, 0, stream>>>(
+        static_cast<const T *>(gate), static_cast<const T *>(up),
+        static_cast<const T *>(grad), static_cast<T *>(gateGrad),
+        static_cast<T *>(upGrad), count);
+  });
+}
+
+void transpose(const void *x, const int64_t *shape, const int64_t *permutation,
+               int rank, void *out, bool bf16, cudaStream_t stream) {
+  Permutation p{};
+  p.rank = rank;
+  int64_t count = 1;
+  for (int d = 0; d < rank; ++d) {
+    p.shape[d] = shape[d];
+    p.permutation[d] = permutation[d];
+    count *= shape[d];
+  }
+  stored(bf16, [&](auto *tag) {
+    using T = STORED(tag);
+    transposeKernel<<<blocksFor(count), kThreads, 0, stream>>>(
+        static_cast<const T *>(x), p, static_cast<T *>(out), count);
+  });
+}
+
+} // namespace twill::cuda

@@ -1,0 +1,68 @@
+//===- CudaLayoutKernels.cu - collectives' data movement ------------------===//
+//
+// Slices along a dim, and blocks rearranged between a tensor's layout and
+// the one NCCL moves.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/backend/cuda/CudaKernelSupport.cuh"
+
+namespace twill::cuda {
+namespace {
+
+__global__ void copyAlongDimKernel(const char *from, int64_t fromSize,
+                                   int64_t first, char *to, int64_t toSize,
+                                   int64_t length, int64_t outer,
+                                   int64_t sliceBytes) {
+  GRID_STRIDE(i, outer * toSize * sliceBytes) {
+    int64_t byte = i % sliceBytes, slice = (i / sliceBytes) % toSize;
+    int64_t o = i / (sliceBytes * toSize);
+    to[i] = slice < length
+                ? from[(o * fromSize + first + slice) * sliceBytes + byte]
+                : 0;
+  }
+}
+
+template <typename T>
+__global__ void arrangeBlocksKernel(const T *from, T *to, int64_t ranks,
+                                    int64_t outer, int64_t block, int64_t whole,
+                                    int64_t inner, bool toWhole) {
+  GRID_STRIDE(i, ranks * outer * block * inner) {
+    // i indexes the blocked layout [ranks][outer][block][inner].
+    int64_t e = i % inner, r = (i / inner) % block;
+    int64_t o = (i / (inner * block)) % outer, c = i / (inner * block * outer);
+    int64_t position = c * block + r;
+    int64_t wholeIndex = (o * whole + position) * inner + e;
+    if (toWhole) {
+      if (position < whole)
+        to[wholeIndex] = from[i];
+    } else {
+      to[i] = position < whole ? from[wholeIndex] : storeAs<T>(0.0f);
+    }
+  }
+}
+
+} // namespace
+
+void copyAlongDim(const void *from, int64_t fromSize, int64_t first, void *to,
+                  int64_t toSize, int64_t length, int64_t outer,
+                  int64_t sliceBytes, cudaStream_t stream) {
+  copyAlongDimKernel<<<blocksFor(outer * toSize * sliceBytes), kThreads, 0,
+                       stream>>>(static_cast<const char *>(from), fromSize,
+                                 first, static_cast<char *>(to), toSize, length,
+                                 outer, sliceBytes);
+}
+
+void arrangeBlocks(const void *from, void *to, int64_t ranks, int64_t outer,
+                   int64_t block, int64_t whole, int64_t inner, bool toWhole,
+                   bool bf16, cudaStream_t stream) {
+  stored(bf16, [&](auto *tag) {
+    using T = STORED(tag);
+    arrangeBlocksKernel<<<blocksFor(ranks * outer * block * inner), kThreads, 0,
+                          stream>>>(static_cast<const T *>(from),
+                                    static_cast<T *>(to), ranks, outer, block,
+                                    whole, inner, toWhole);
+  });
+}
+
+} // namespace twill::cuda
