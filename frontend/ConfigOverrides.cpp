@@ -2,9 +2,11 @@
 
 #include "frontend/JobConfig.h"
 
+#include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <limits>
 
@@ -59,6 +61,20 @@ static std::string enumValues(const pb::FieldDescriptor &field) {
   return values;
 }
 
+namespace {
+/// Keeps a text-format parser's complaints for the override's own error
+/// (protobuf would otherwise log them raw to stderr).
+class QuietErrors : public pb::io::ErrorCollector {
+public:
+  void AddError(int line, pb::io::ColumnNumber column,
+                const std::string &message) override {
+    if (first.empty())
+      first = llvm::formatv("{0}:{1}: {2}", line + 1, column + 1, message);
+  }
+  std::string first;
+};
+} // namespace
+
 /// Sets (or, for a repeated field, appends) one value written as text.
 static llvm::Error setOneValue(pb::Message &message,
                                const pb::FieldDescriptor &field,
@@ -71,7 +87,10 @@ static llvm::Error setOneValue(pb::Message &message,
       reflection.SetString(&message, &field, value.str());
     return llvm::Error::success();
   }
-  if (pb::TextFormat::ParseFieldValueFromString(value.str(), &field, &message))
+  QuietErrors errors;
+  pb::TextFormat::Parser parser;
+  parser.RecordErrorsTo(&errors);
+  if (parser.ParseFieldValueFromString(value.str(), &field, &message))
     return llvm::Error::success();
   if (field.enum_type())
     return overrideError(key + ": '" + value + "' is not one of " +
@@ -97,10 +116,13 @@ static llvm::Error setField(pb::Message &message,
                            key + ".<field>=...) or write " + key +
                            "={field: value ...}");
     pb::Message *section = reflection.MutableMessage(&message, &field);
+    QuietErrors errors;
     pb::TextFormat::Parser parser;
+    parser.RecordErrorsTo(&errors);
     if (!parser.MergeFromString(value.str(), section))
       return overrideError(key + ": cannot parse '{" + value + "}' as " +
-                           field.message_type()->name());
+                           field.message_type()->name() + ": " +
+                           errors.first);
     return llvm::Error::success();
   }
   if (!field.is_repeated())

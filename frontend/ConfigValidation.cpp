@@ -7,6 +7,8 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <cmath>
+
 using namespace twill;
 namespace pb = google::protobuf;
 
@@ -84,16 +86,36 @@ namespace {
 class Problems {
 public:
   template <typename... Args> void add(const char *format, Args &&...args) {
-    lines.push_back(llvm::formatv(format, std::forward<Args>(args)...).str());
+    std::string line = llvm::formatv(format, std::forward<Args>(args)...).str();
+    // One line per problem, however often a config repeats it.
+    if (seen.insert(line).second)
+      lines.push_back(std::move(line));
   }
 
+  // Real numbers must be finite too: "positive" admits no infinity.
   template <typename T> void positive(llvm::StringRef field, T value) {
-    if (!(value > 0))
+    if (value > 0 && isFinite(value))
+      return;
+    if constexpr (std::is_integral_v<T>)
       add("{0} must be positive, got {1}", field, numberText(value));
+    else
+      add("{0} must be a positive finite number, got {1}", field,
+          numberText(value));
   }
   template <typename T> void nonNegative(llvm::StringRef field, T value) {
-    if (!(value >= 0))
+    if (value >= 0 && isFinite(value))
+      return;
+    if constexpr (std::is_integral_v<T>)
       add("{0} must be zero or positive, got {1}", field, numberText(value));
+    else
+      add("{0} must be zero or a positive finite number, got {1}", field,
+          numberText(value));
+  }
+  template <typename T> static bool isFinite(T value) {
+    if constexpr (std::is_integral_v<T>)
+      return true;
+    else
+      return std::isfinite(double(value));
   }
 
 private:
@@ -116,12 +138,18 @@ public:
   llvm::Error takeError() {
     if (lines.empty())
       return llvm::Error::success();
+    constexpr size_t kShown = 20;
+    size_t hidden = lines.size() > kShown ? lines.size() - kShown : 0;
+    lines.resize(lines.size() - hidden);
+    if (hidden)
+      lines.push_back(llvm::formatv("... and {0} more problems", hidden));
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    llvm::join(lines, "\n"));
   }
 
 private:
   std::vector<std::string> lines;
+  llvm::StringSet<> seen;
 };
 } // namespace
 
@@ -173,11 +201,13 @@ static void validateModel(const ModelConfig &model, Problems &problems) {
   const RopeScaling &scaling = model.rope_scaling();
   problems.oneOf("model.rope_scaling.rope_type", scaling.rope_type(),
                  {"llama3"});
-  if (!(scaling.factor() >= 1))
-    problems.add("model.rope_scaling.factor must be at least 1, got {0}",
+  if (!(scaling.factor() >= 1) || !std::isfinite(scaling.factor()))
+    problems.add("model.rope_scaling.factor must be a finite number of at "
+                 "least 1, got {0}",
                  scaling.factor());
   if (!(scaling.low_freq_factor() > 0 &&
-        scaling.high_freq_factor() > scaling.low_freq_factor()))
+        scaling.high_freq_factor() > scaling.low_freq_factor() &&
+        std::isfinite(scaling.high_freq_factor())))
     problems.add("model.rope_scaling needs 0 < low_freq_factor ({0}) < "
                  "high_freq_factor ({1})",
                  scaling.low_freq_factor(), scaling.high_freq_factor());
@@ -236,6 +266,8 @@ llvm::Error twill::validateJobConfig(const JobConfig &config) {
   // pads and masks what does not divide.
   problems.positive("parallel.dp", config.parallel().dp());
   problems.positive("parallel.tp", config.parallel().tp());
+  problems.positive("parallel.collective_timeout_s",
+                    config.parallel().collective_timeout_s());
   // Refused rather than ignored, as lora.dropout.
   if (config.parallel().activation_checkpointing() == ParallelConfig::SELECTIVE)
     problems.add("parallel.activation_checkpointing SELECTIVE is not "

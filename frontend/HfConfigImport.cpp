@@ -8,6 +8,8 @@
 
 #include "frontend/JobConfig.h"
 
+#include "support/Json.h"
+
 #include "google/protobuf/util/json_util.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -44,14 +46,9 @@ static void normaliseRope(json::Object &config) {
 
 llvm::Expected<ModelConfig>
 twill::importHfConfig(llvm::StringRef configJsonPath) {
-  auto buffer = llvm::MemoryBuffer::getFile(configJsonPath, /*IsText=*/true);
-  if (!buffer)
-    return importError(configJsonPath,
-                       "cannot read: " + buffer.getError().message());
-  llvm::Expected<json::Value> parsed = json::parse((*buffer)->getBuffer());
+  llvm::Expected<json::Value> parsed = readJsonFile(configJsonPath);
   if (!parsed)
-    return importError(configJsonPath,
-                       "not valid JSON: " + llvm::toString(parsed.takeError()));
+    return parsed.takeError();
   json::Object *config = parsed->getAsObject();
   if (!config)
     return importError(configJsonPath, "expected a JSON object");

@@ -57,6 +57,11 @@ public:
   Communicator(const Communicator &) = delete;
   Communicator &operator=(const Communicator &) = delete;
 
+  /// How long a collective waits for the axis's other ranks before it
+  /// fails, naming them (parallel.collective_timeout_s).
+  void setTimeout(double seconds) { timeoutSeconds = seconds; }
+  double timeout() const { return timeoutSeconds; }
+
   int rank() const { return worldRank; }
   int worldSize() const { return size; }
   /// This rank's index along `axis`, and the axis size; -1 for no such axis.
@@ -110,6 +115,7 @@ protected:
 
   int worldRank = 0, size = 1;
   std::vector<Axis> axes;
+  double timeoutSeconds = 600;
 };
 
 } // namespace twill

@@ -4,9 +4,11 @@
 
 #include "llvm/Support/FormatVariadic.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <mpi.h>
+#include <thread>
 
 using namespace twill;
 
@@ -40,6 +42,16 @@ public:
 
 private:
   MPI_Comm commOf(const Axis *axis) const { return comms[axis - axes.data()]; }
+  /// Waits for `request`, a collective (`what`) over `comm`, up to the
+  /// timeout; past it, fails naming the ranks of `comm` that did not
+  /// arrive.
+  llvm::Error complete(MPI_Request request, const llvm::Twine &what,
+                       MPI_Comm comm) const;
+  llvm::Error timedOut(const llvm::Twine &what, MPI_Comm comm) const;
+  llvm::Error reduce(const void *in, void *out, int64_t count,
+                     MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                     const llvm::Twine &what) const;
+
   std::vector<MPI_Comm> comms;
 };
 
@@ -137,10 +149,16 @@ llvm::Error MpiCommunicator::allGather(llvm::StringRef name, const float *in,
   Split split(inShape, dim);
   int64_t block = split.outer * split.length * split.inner;
   std::vector<float> gathered(block * (*axis)->size);
+  MPI_Request request;
   if (llvm::Error error =
-          checkMpi(MPI_Allgather(in, int(block), MPI_FLOAT, gathered.data(),
-                                 int(block), MPI_FLOAT, commOf(*axis)),
-                   "MPI_Allgather"))
+          checkMpi(MPI_Iallgather(in, int(block), MPI_FLOAT, gathered.data(),
+                                  int(block), MPI_FLOAT, commOf(*axis),
+                                  &request),
+                   "MPI_Iallgather"))
+    return error;
+  if (llvm::Error error = complete(request, "all_gather over axis '" + name +
+                                                "'",
+                                   commOf(*axis)))
     return error;
   // gathered is [rank][outer][length * inner]; out is
   // [outer][rank][length * inner].
@@ -173,18 +191,31 @@ llvm::Error MpiCommunicator::reduceScatter(llvm::StringRef name, const float *in
     for (int r = 0; r < n; ++r)
       std::memcpy(blocks.data() + (r * split.outer + o) * row,
                   in + (o * n + r) * row, row * sizeof(float));
-  return checkMpi(MPI_Reduce_scatter_block(blocks.data(), out,
-                                           int(split.outer * row), MPI_FLOAT,
-                                           MPI_SUM, commOf(*axis)),
-                  "MPI_Reduce_scatter_block");
+  MPI_Request request;
+  if (llvm::Error error = checkMpi(
+          MPI_Ireduce_scatter_block(blocks.data(), out, int(split.outer * row),
+                                    MPI_FLOAT, MPI_SUM, commOf(*axis),
+                                    &request),
+          "MPI_Ireduce_scatter_block"))
+    return error;
+  return complete(request, "reduce_scatter over axis '" + name + "'",
+                  commOf(*axis));
 }
 
-/// MPI_Allreduce, in place when `in` is `out`.
-static llvm::Error reduce(const void *in, void *out, int64_t count,
-                          MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
-  return checkMpi(MPI_Allreduce(in == out ? MPI_IN_PLACE : in, out, int(count),
-                                type, op, comm),
-                  "MPI_Allreduce");
+
+/// MPI_Iallreduce, in place when `in` is `out`, as `communicator` waits
+/// for its requests.
+llvm::Error MpiCommunicator::reduce(const void *in, void *out, int64_t count,
+                                    MPI_Datatype type, MPI_Op op,
+                                    MPI_Comm comm,
+                                    const llvm::Twine &what) const {
+  MPI_Request request;
+  if (llvm::Error error =
+          checkMpi(MPI_Iallreduce(in == out ? MPI_IN_PLACE : in, out,
+                                  int(count), type, op, comm, &request),
+                   "MPI_Iallreduce"))
+    return error;
+  return complete(request, what, comm);
 }
 
 llvm::Error MpiCommunicator::allReduce(llvm::StringRef name, const float *in,
@@ -192,7 +223,8 @@ llvm::Error MpiCommunicator::allReduce(llvm::StringRef name, const float *in,
   llvm::Expected<const Axis *> axis = findAxis(name);
   if (!axis)
     return axis.takeError();
-  return reduce(in, out, count, MPI_FLOAT, MPI_SUM, commOf(*axis));
+  return reduce(in, out, count, MPI_FLOAT, MPI_SUM, commOf(*axis),
+                "all_reduce over axis '" + name + "'");
 }
 
 llvm::Error MpiCommunicator::allReduce(llvm::StringRef name, const int64_t *in,
@@ -200,7 +232,8 @@ llvm::Error MpiCommunicator::allReduce(llvm::StringRef name, const int64_t *in,
   llvm::Expected<const Axis *> axis = findAxis(name);
   if (!axis)
     return axis.takeError();
-  return reduce(in, out, count, MPI_INT64_T, MPI_SUM, commOf(*axis));
+  return reduce(in, out, count, MPI_INT64_T, MPI_SUM, commOf(*axis),
+                "all_reduce over axis '" + name + "'");
 }
 
 llvm::Error MpiCommunicator::allReduce(llvm::StringRef name, double *values,
@@ -209,21 +242,32 @@ llvm::Error MpiCommunicator::allReduce(llvm::StringRef name, double *values,
   if (!axis)
     return axis.takeError();
   return reduce(values, values, count, MPI_DOUBLE, max ? MPI_MAX : MPI_SUM,
-                commOf(*axis));
+                commOf(*axis), "the loss's row statistics over axis '" + name +
+                                   "'");
 }
 
 llvm::Error MpiCommunicator::broadcast(void *data, int64_t bytes,
                                     int root) const {
-  return checkMpi(MPI_Bcast(data, int(bytes), MPI_BYTE, root, MPI_COMM_WORLD),
-                  "MPI_Bcast");
+  MPI_Request request;
+  if (llvm::Error error = checkMpi(MPI_Ibcast(data, int(bytes), MPI_BYTE, root,
+                                              MPI_COMM_WORLD, &request),
+                                   "MPI_Ibcast"))
+    return error;
+  return complete(request, "a broadcast from rank " + llvm::Twine(root),
+                  MPI_COMM_WORLD);
 }
 
 llvm::Error MpiCommunicator::barrier() {
-  return checkMpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+  MPI_Request request;
+  if (llvm::Error error =
+          checkMpi(MPI_Ibarrier(MPI_COMM_WORLD, &request), "MPI_Ibarrier"))
+    return error;
+  return complete(request, "a barrier of every rank", MPI_COMM_WORLD);
 }
 
 llvm::Error MpiCommunicator::sumOverWorld(float *values, int64_t count) {
-  return reduce(values, values, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+  return reduce(values, values, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
+                "a sum over every rank");
 }
 
 llvm::Error MpiCommunicator::allToAll(llvm::StringRef name, const float *in,
@@ -248,10 +292,15 @@ llvm::Error MpiCommunicator::allToAll(llvm::StringRef name, const float *in,
     for (int64_t o = 0; o < source.outer; ++o)
       std::memcpy(send.data() + r * block + o * sourceRow,
                   in + (o * n + r) * sourceRow, sourceRow * sizeof(float));
+  MPI_Request request;
   if (llvm::Error error = checkMpi(
-          MPI_Alltoall(send.data(), int(block), MPI_FLOAT, receive.data(),
-                       int(block), MPI_FLOAT, commOf(*axis)),
-          "MPI_Alltoall"))
+          MPI_Ialltoall(send.data(), int(block), MPI_FLOAT, receive.data(),
+                        int(block), MPI_FLOAT, commOf(*axis), &request),
+          "MPI_Ialltoall"))
+    return error;
+  if (llvm::Error error = complete(request, "all_to_all over axis '" + name +
+                                                "'",
+                                   commOf(*axis)))
     return error;
   // Block r arrived from rank r: it goes to slice r along concatDim.
   Split target(blockShape, concatDim);
@@ -262,4 +311,82 @@ llvm::Error MpiCommunicator::allToAll(llvm::StringRef name, const float *in,
                   receive.data() + r * block + o * targetRow,
                   targetRow * sizeof(float));
   return llvm::Error::success();
+}
+
+llvm::Error MpiCommunicator::complete(MPI_Request request,
+                                      const llvm::Twine &what,
+                                      MPI_Comm comm) const {
+  auto began = std::chrono::steady_clock::now();
+  for (int polls = 0;; ++polls) {
+    int done = 0;
+    if (llvm::Error error =
+            checkMpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test"))
+      return error;
+    if (done)
+      return llvm::Error::success();
+    // Poll at once first (collectives are usually quick), then calmly.
+    if (polls < 1000)
+      continue;
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                      began)
+            .count() > timeoutSeconds)
+      return timedOut(what, comm);
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+}
+
+/// Past the timeout, every rank that waits says so to every rank, then
+/// listens a few seconds: the ranks of the collective not heard from are
+/// the ones that did not arrive (stopped, stuck, or elsewhere).
+llvm::Error MpiCommunicator::timedOut(const llvm::Twine &what,
+                                      MPI_Comm comm) const {
+  constexpr int kTag = 7411;
+  static int announced; // the sends read it after this returns
+  announced = worldRank;
+  for (int rank = 0; rank < size; ++rank)
+    if (rank != worldRank) {
+      MPI_Request send;
+      if (MPI_Isend(&announced, 1, MPI_INT, rank, kTag, MPI_COMM_WORLD,
+                    &send) == MPI_SUCCESS)
+        MPI_Request_free(&send);
+    }
+  std::vector<bool> heard(size, false);
+  heard[worldRank] = true;
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  while (std::chrono::steady_clock::now() < until) {
+    int arrived = 0;
+    MPI_Status status;
+    MPI_Iprobe(MPI_ANY_SOURCE, kTag, MPI_COMM_WORLD, &arrived, &status);
+    if (!arrived) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      continue;
+    }
+    int rank = -1;
+    MPI_Recv(&rank, 1, MPI_INT, status.MPI_SOURCE, kTag, MPI_COMM_WORLD,
+             MPI_STATUS_IGNORE);
+    if (rank >= 0 && rank < size)
+      heard[rank] = true;
+  }
+  // The collective's ranks, as ranks of the world.
+  MPI_Group group, world;
+  MPI_Comm_group(comm, &group);
+  MPI_Comm_group(MPI_COMM_WORLD, &world);
+  int members = 0;
+  MPI_Group_size(group, &members);
+  std::vector<int> local(members), global(members);
+  for (int i = 0; i < members; ++i)
+    local[i] = i;
+  MPI_Group_translate_ranks(group, members, local.data(), world,
+                            global.data());
+  MPI_Group_free(&group);
+  MPI_Group_free(&world);
+  std::string missing;
+  for (int rank : global)
+    if (rank >= 0 && !heard[rank])
+      missing += (missing.empty() ? "" : ", ") + std::to_string(rank);
+  return commError(llvm::formatv(
+      "{0} waited {1} s (parallel.collective_timeout_s) and rank(s) {2} of "
+      "it did not arrive: stopped, stuck, or elsewhere in the program",
+      what.str(), timeoutSeconds,
+      missing.empty() ? std::string("(none answered late)") : missing));
 }

@@ -6,24 +6,10 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 
-llvm::Expected<llvm::json::Value> twill::readJsonFile(llvm::StringRef path) {
-  auto fail = [&](const llvm::Twine &what) {
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   path + ": " + what);
-  };
-  auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
-  if (!file)
-    return fail("cannot read: " + file.getError().message());
-  llvm::Expected<llvm::json::Value> parsed =
-      llvm::json::parse((*file)->getBuffer());
-  if (!parsed)
-    return fail("not valid JSON: " + llvm::toString(parsed.takeError()));
-  return parsed;
-}
-
 llvm::Error twill::readJsonLines(
     llvm::StringRef path,
-    llvm::function_ref<llvm::Error(const llvm::json::Object &)> read) {
+    llvm::function_ref<llvm::Error(const llvm::json::Object &, int64_t line)>
+        read) {
   auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
   if (!file)
     return llvm::createStringError(file.getError(), "cannot read %s: %s",
@@ -39,13 +25,14 @@ llvm::Error twill::readJsonLines(
     };
     if (text.trim().empty())
       continue;
-    llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(text);
+    llvm::Expected<llvm::json::Value> parsed =
+        parseJson(text, llvm::formatv("{0}:{1}", path, index + 1));
     if (!parsed)
-      return fail("not valid JSON: " + llvm::toString(parsed.takeError()));
+      return parsed.takeError();
     const llvm::json::Object *line = parsed->getAsObject();
     if (!line)
       return fail("expected a JSON object");
-    if (llvm::Error error = read(*line))
+    if (llvm::Error error = read(*line, int64_t(index) + 1))
       return fail(llvm::toString(std::move(error)));
   }
   return llvm::Error::success();

@@ -72,7 +72,8 @@ llvm::Expected<std::vector<Example>>
 twill::readAlpacaJsonl(llvm::StringRef path, const Tokenizer &tokenizer,
                        bool trainOnInput) {
   std::vector<Example> examples;
-  llvm::Error error = readJsonLines(path, [&](const json::Object &line)
+  llvm::Error error = readJsonLines(path, [&](const json::Object &line,
+                                                  int64_t lineNumber)
                                               -> llvm::Error {
     llvm::Expected<std::string> instruction = stringField(line, "instruction");
     if (!instruction)
@@ -87,6 +88,7 @@ twill::readAlpacaJsonl(llvm::StringRef path, const Tokenizer &tokenizer,
                               {"assistant", *output}};
     bool trained[] = {trainOnInput, true};
     examples.push_back(tokenizeConversation(tokenizer, messages, trained));
+    examples.back().line = lineNumber;
     return llvm::Error::success();
   });
   if (error)
@@ -130,7 +132,8 @@ llvm::Expected<std::vector<Example>>
 twill::readChatJsonl(llvm::StringRef path, const Tokenizer &tokenizer,
                      bool trainOnInput) {
   std::vector<Example> examples;
-  llvm::Error error = readJsonLines(path, [&](const json::Object &line)
+  llvm::Error error = readJsonLines(path, [&](const json::Object &line,
+                                                  int64_t lineNumber)
                                               -> llvm::Error {
     const json::Array *list = line.getArray("messages");
     if (!list)
@@ -154,6 +157,7 @@ twill::readChatJsonl(llvm::StringRef path, const Tokenizer &tokenizer,
     if (llvm::Error error = checkConversation(messages))
       return error;
     examples.push_back(tokenizeConversation(tokenizer, messages, trained));
+    examples.back().line = lineNumber;
     return llvm::Error::success();
   });
   if (error)

@@ -42,7 +42,8 @@ twill::readTokenizedJsonl(llvm::StringRef path) {
   auto fail = [](const llvm::Twine &what) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), what);
   };
-  llvm::Error error = readJsonLines(path, [&](const json::Object &line)
+  llvm::Error error = readJsonLines(path, [&](const json::Object &line,
+                                                  int64_t lineNumber)
                                               -> llvm::Error {
     Example example;
     llvm::Expected<std::vector<int32_t>> ids = readIds(line, "input_ids");
@@ -63,6 +64,7 @@ twill::readTokenizedJsonl(llvm::StringRef path) {
     }
     if (example.inputIds.empty())
       return fail("'input_ids' is empty");
+    example.line = lineNumber;
     examples.push_back(std::move(example));
     return llvm::Error::success();
   });
@@ -117,4 +119,27 @@ PackResult twill::packExamples(llvm::ArrayRef<Example> examples, int64_t seqLen,
   }
   finishRow();
   return result;
+}
+
+llvm::Error twill::checkVocabulary(llvm::ArrayRef<Example> examples,
+                                   llvm::StringRef path, int64_t vocab) {
+  for (const Example &example : examples) {
+    auto outside = [&](int32_t id) { return id < 0 || id >= vocab; };
+    auto check = [&](llvm::ArrayRef<int32_t> ids,
+                     llvm::StringRef what) -> llvm::Error {
+      for (auto [position, id] : llvm::enumerate(ids))
+        if (outside(id) && !(what == "label" && id == kIgnoreLabel))
+          return llvm::createStringError(
+              llvm::inconvertibleErrorCode(),
+              llvm::formatv("{0}:{1}: {2} {3} at position {4} is outside the "
+                            "model's vocabulary [0, {5})",
+                            path, example.line, what, id, position, vocab));
+      return llvm::Error::success();
+    };
+    if (llvm::Error error = check(example.inputIds, "token id"))
+      return error;
+    if (llvm::Error error = check(example.labels, "label"))
+      return error;
+  }
+  return llvm::Error::success();
 }

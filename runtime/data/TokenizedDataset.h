@@ -22,7 +22,14 @@ namespace twill {
 
 struct Example {
   std::vector<int32_t> inputIds, labels;
+  int64_t line = 0; // where its file holds it, from 1 (0: not from a file)
 };
+
+/// Fails, naming `path` and the example's line, unless every token id and
+/// every label (but -100) of `examples` is inside a `vocab`-token vocabulary:
+/// found when the data loads, not by a kernel hours into training.
+llvm::Error checkVocabulary(llvm::ArrayRef<Example> examples,
+                            llvm::StringRef path, int64_t vocab);
 
 /// Reads every line of `path`; a malformed line is an error naming the file
 /// and the line.

@@ -78,12 +78,20 @@ Tokenizer::loadTiktoken(llvm::StringRef path) {
     tokenizer->ranks[token] = rank;
     tokenizer->tokens.push_back(std::move(token));
   }
-  return finish(std::move(tokenizer), llama3Specials());
+  return finish(std::move(tokenizer), llama3Specials(), path);
 }
 
 llvm::Expected<std::unique_ptr<Tokenizer>>
 Tokenizer::finish(std::unique_ptr<Tokenizer> tokenizer,
-                  std::vector<std::string> specials) {
+                  std::vector<std::string> specials, llvm::StringRef path) {
+  for (int byte = 0; byte < 256; ++byte)
+    if (!tokenizer->ranks.count(std::string(1, char(byte))))
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          llvm::formatv("{0}: has no token for byte {1:x2}: a byte-level "
+                        "vocabulary needs all 256 (an empty or truncated "
+                        "file?)",
+                        path, byte));
   for (std::string &special : specials) {
     tokenizer->ranks[special] = tokenizer->tokens.size();
     tokenizer->tokens.push_back(special);
@@ -192,7 +200,8 @@ Tokenizer::loadHuggingFace(llvm::StringRef path) {
       specials.push_back(content->str());
     }
   return finish(std::move(tokenizer),
-                specials.empty() ? llama3Specials() : std::move(specials));
+                specials.empty() ? llama3Specials() : std::move(specials),
+                path);
 }
 
 llvm::Expected<std::unique_ptr<Tokenizer>>

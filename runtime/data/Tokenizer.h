@@ -59,10 +59,12 @@ public:
 
 private:
   Tokenizer() = default;
-  /// Adds `specials` after the vocab and compiles the pattern.
+  /// Checks that every byte has a token (byte-level BPE needs them all:
+  /// without one, text would have no encoding), adds `specials` after the
+  /// vocab and compiles the pattern; `path` names the file in errors.
   static llvm::Expected<std::unique_ptr<Tokenizer>>
   finish(std::unique_ptr<Tokenizer> tokenizer,
-         std::vector<std::string> specials);
+         std::vector<std::string> specials, llvm::StringRef path);
   void encodeOrdinary(llvm::StringRef text, std::vector<int32_t> &ids) const;
   void bytePairEncode(llvm::StringRef piece, std::vector<int32_t> &ids) const;
 

@@ -55,6 +55,11 @@ llvm::Expected<Executable> twill::loadExecutable(llvm::StringRef path) {
         llvm::inconvertibleErrorCode(),
         "%s is not an Executable written by twillc (corrupt or truncated)",
         path.str().c_str());
+  if (!executable.has_job() || executable.entry_points_size() == 0)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "%s holds no program (an empty file?): compile one with twillc",
+        path.str().c_str());
   if (llvm::Error error = verifyExecutable(executable))
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    path + ": " +

@@ -2,8 +2,10 @@
 
 #include "runtime/io/Safetensors.h"
 
+
 #include "runtime/io/AtomicFile.h"
 #include "runtime/executable/BFloat16.h"
+#include "support/Json.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Endian.h"
@@ -118,7 +120,12 @@ static llvm::Expected<TensorInfo> parseEntry(llvm::StringRef path,
     return bad(llvm::formatv("data_offsets [{0}, {1}] run past the {2} data "
                              "bytes of the file (truncated?)",
                              info.begin, info.end, dataSize));
-  uint64_t expected = info.numElements() * bytesPerElement(info.dtype);
+  // Sizes that overflow 64 bits are no size: no file holds them.
+  uint64_t expected = bytesPerElement(info.dtype);
+  for (int64_t dim : info.shape)
+    if (__builtin_mul_overflow(expected, uint64_t(dim), &expected))
+      return bad("shape " + shapeText(info.shape) +
+                 " has more elements than any file holds");
   if (info.end - info.begin != expected)
     return bad(llvm::formatv("{0} {1} needs {2} bytes, data_offsets give {3}",
                              *dtypeName, shapeText(info.shape), expected,
@@ -148,10 +155,10 @@ SafetensorsFile::open(llvm::StringRef path) {
                                          "{1} bytes: truncated or not a "
                                          "safetensors file",
                                          headerSize, bytes.size()));
-  llvm::Expected<json::Value> header = json::parse(bytes.substr(8, headerSize));
+  llvm::Expected<json::Value> header =
+      parseJson(bytes.substr(8, headerSize), path + ": corrupt header");
   if (!header)
-    return fileError(path,
-                     "corrupt header: " + llvm::toString(header.takeError()));
+    return header.takeError();
   const json::Object *entries = header->getAsObject();
   if (!entries)
     return fileError(path, "corrupt header: not a JSON object");
@@ -166,6 +173,26 @@ SafetensorsFile::open(llvm::StringRef path) {
       return info.takeError();
     file->tensors[key] = std::move(*info);
   }
+  // Tensors own disjoint bytes (as the safetensors library insists): one
+  // tensor's write would otherwise be another's value.
+  std::vector<std::pair<const TensorInfo *, llvm::StringRef>> byOffset;
+  for (const auto &entry : file->tensors)
+    if (entry.second.end > entry.second.begin)
+      byOffset.push_back({&entry.second, entry.getKey()});
+  llvm::sort(byOffset, [](const auto &a, const auto &b) {
+    return a.first->begin < b.first->begin;
+  });
+  for (size_t i = 1; i < byOffset.size(); ++i)
+    if (byOffset[i].first->begin < byOffset[i - 1].first->end)
+      return fileError(path, llvm::formatv("tensors '{0}' and '{1}' overlap "
+                                           "in the data (data_offsets [{2}, "
+                                           "{3}] and [{4}, {5}])",
+                                           byOffset[i - 1].second,
+                                           byOffset[i].second,
+                                           byOffset[i - 1].first->begin,
+                                           byOffset[i - 1].first->end,
+                                           byOffset[i].first->begin,
+                                           byOffset[i].first->end));
   return file;
 }
 
@@ -295,8 +322,25 @@ SafetensorsCheckpoint::open(llvm::StringRef path) {
   llvm::SmallString<256> index(path), single(path);
   llvm::sys::path::append(index, "model.safetensors.index.json");
   llvm::sys::path::append(single, "model.safetensors");
-  if (!llvm::sys::fs::exists(index)) {
-    if (!llvm::sys::fs::exists(single))
+  // Whether a file is there; a path that cannot be looked at (a symlink
+  // loop, no permission) is an error of its own, not an absent file.
+  auto present = [](llvm::StringRef file) -> llvm::Expected<bool> {
+    llvm::sys::fs::file_status status;
+    std::error_code error = llvm::sys::fs::status(file, status);
+    if (error == std::errc::no_such_file_or_directory)
+      return false;
+    if (error)
+      return fileError(file, "cannot open: " + error.message());
+    return true;
+  };
+  llvm::Expected<bool> hasIndex = present(index);
+  if (!hasIndex)
+    return hasIndex.takeError();
+  if (!*hasIndex) {
+    llvm::Expected<bool> hasSingle = present(single);
+    if (!hasSingle)
+      return hasSingle.takeError();
+    if (!*hasSingle)
       return fileError(path, "no model.safetensors or "
                              "model.safetensors.index.json in this folder");
     llvm::Expected<const SafetensorsFile *> file = addFile(single);
@@ -308,13 +352,9 @@ SafetensorsCheckpoint::open(llvm::StringRef path) {
   }
   checkpoint.description = std::string(index);
 
-  auto indexBuffer = llvm::MemoryBuffer::getFile(index, /*IsText=*/true);
-  if (!indexBuffer)
-    return fileError(index, "cannot read: " + indexBuffer.getError().message());
-  llvm::Expected<json::Value> parsed = json::parse((*indexBuffer)->getBuffer());
+  llvm::Expected<json::Value> parsed = readJsonFile(index);
   if (!parsed)
-    return fileError(index,
-                     "not valid JSON: " + llvm::toString(parsed.takeError()));
+    return parsed.takeError();
   const json::Object *weightMap =
       parsed->getAsObject() ? parsed->getAsObject()->getObject("weight_map")
                             : nullptr;
@@ -326,6 +366,13 @@ SafetensorsCheckpoint::open(llvm::StringRef path) {
     if (!shard)
       return fileError(index, "weight_map entry '" + llvm::StringRef(name) +
                                   "' is not a file name");
+    // A shard is a file of the model folder, never a path out of it.
+    if (shard->empty() || *shard == "." || *shard == ".." ||
+        shard->find_first_of("/\\") != llvm::StringRef::npos)
+      return fileError(index, "weight_map entry '" + llvm::StringRef(name) +
+                                  "' names '" + *shard +
+                                  "': shards must be files of the model "
+                                  "folder, named without a path");
     auto [it, isNew] = shards.try_emplace(*shard, nullptr);
     if (isNew) {
       llvm::SmallString<256> shardPath(path);

@@ -86,6 +86,12 @@ public:
                            llvm::ArrayRef<int64_t> extent,
                            llvm::MutableArrayRef<float> out) const;
   bool contains(llvm::StringRef name) const { return owner.count(name); }
+  /// The file that holds `name` (the index, for a name it lacks).
+  llvm::StringRef fileOf(llvm::StringRef name) const {
+    auto it = owner.find(name);
+    return it == owner.end() ? llvm::StringRef(description)
+                             : it->second->path();
+  }
   /// Bytes of tensor data read so far, over every file.
   uint64_t bytesRead() const;
 

@@ -6,6 +6,7 @@
 #include "runtime/io/AtomicFile.h"
 #include "runtime/io/Safetensors.h"
 #include "runtime/train/Adapter.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -178,6 +179,11 @@ llvm::Expected<TrainPosition> twill::loadCheckpoint(Program &program,
   if (!steps || !epoch || !index || !mesh || !integers)
     return checkpointError(trainerPath + ": needs steps, epoch, index, mesh "
                                          "and integer_states");
+  if (*steps < 0 || *epoch < 0 || *index < 0)
+    return checkpointError(llvm::formatv("{0}: steps ({1}), epoch ({2}) and "
+                                         "index ({3}) must not be negative",
+                                         trainerPath, *steps, *epoch, *index)
+                               .str());
   if (*mesh != meshText(program.executable()))
     return checkpointError(llvm::formatv("{0}: written on mesh {1}; this job "
                                          "runs on {2}: resume on the mesh "
@@ -192,8 +198,20 @@ llvm::Expected<TrainPosition> twill::loadCheckpoint(Program &program,
       io::SafetensorsFile::open(rankFile);
   if (!file)
     return file.takeError();
+  std::vector<std::pair<std::string, int>> saved = savedBuffers(program);
+  // Every tensor of the file is state of this job: one written by a job
+  // with other LoRA targets (or another model) is not resumed in part.
+  llvm::StringSet<> expected;
+  for (const auto &[name, id] : saved)
+    expected.insert(name);
+  for (const std::string &name : (*file)->names())
+    if (!expected.contains(name))
+      return checkpointError(
+          rankFile + ": holds '" + name +
+          "', which this job does not have: the checkpoint was written by a "
+          "job with other LoRA targets or another model");
   std::vector<int> ids;
-  for (const auto &[name, id] : savedBuffers(program)) {
+  for (const auto &[name, id] : saved) {
     const Buffer &buffer = program.executable().buffers(id);
     ids.push_back(id);
     if (buffer.dtype() == I64) {

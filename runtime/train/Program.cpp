@@ -3,9 +3,12 @@
 #include "runtime/train/Program.h"
 
 #include "runtime/backend/Backend.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 using namespace twill;
 
@@ -128,4 +131,56 @@ llvm::Error Program::uploadState() {
     ids.push_back(state.buffer());
   ids.insert(ids.end(), inputIds.begin(), inputIds.end());
   return backend->upload(ids);
+}
+
+/// The host memory a new allocation can have: /proc/meminfo's MemAvailable,
+/// within the cgroup's limit where there is one; none where neither says.
+static std::optional<int64_t> availableHostBytes() {
+  std::optional<int64_t> available;
+  if (auto meminfo = llvm::MemoryBuffer::getFileAsStream("/proc/meminfo")) {
+    llvm::SmallVector<llvm::StringRef> lines;
+    (*meminfo)->getBuffer().split(lines, '\n');
+    for (llvm::StringRef line : lines) {
+      int64_t kib = 0;
+      if (line.consume_front("MemAvailable:") &&
+          !line.trim().split(' ').first.getAsInteger(10, kib))
+        available = kib * 1024;
+    }
+  }
+  auto readBytes = [](const char *path) -> std::optional<int64_t> {
+    auto file = llvm::MemoryBuffer::getFileAsStream(path);
+    int64_t bytes = 0;
+    if (!file || (*file)->getBuffer().trim().getAsInteger(10, bytes))
+      return std::nullopt; // absent, or "max"
+    return bytes;
+  };
+  std::optional<int64_t> limit = readBytes("/sys/fs/cgroup/memory.max");
+  std::optional<int64_t> used = readBytes("/sys/fs/cgroup/memory.current");
+  if (limit && used)
+    available = std::min(available.value_or(*limit - *used), *limit - *used);
+  return available;
+}
+
+llvm::Error Program::checkHostMemory() const {
+  const MemoryPlan &plan = memory->plan();
+  bool hostComputes = backend->name() == "cpu";
+  int64_t needed = plan.ownBytes + (hostComputes ? plan.arenaBytes : 0);
+  std::optional<int64_t> available = availableHostBytes();
+  if (!available || needed <= *available)
+    return llvm::Error::success();
+  constexpr double GiB = 1 << 30;
+  return llvm::createStringError(
+      llvm::inconvertibleErrorCode(),
+      llvm::formatv("the program needs {0:f2} GiB of host memory ({1:f2} GiB "
+                    "of parameters, state and inputs{2}), and this machine "
+                    "has {3:f2} GiB available: lower train.seq_len or "
+                    "train.batch_size, turn on "
+                    "parallel.activation_checkpointing, or use more ranks",
+                    needed / GiB, plan.ownBytes / GiB,
+                    hostComputes ? llvm::formatv(", a {0:f2} GiB arena of "
+                                                 "computed values",
+                                                 plan.arenaBytes / GiB)
+                                       .str()
+                                 : std::string(),
+                    *available / GiB));
 }

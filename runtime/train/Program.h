@@ -71,6 +71,12 @@ public:
   /// another backend is chosen).
   void profileInto(Profiler *profiler) { backend->profileInto(profiler); }
   std::string memoryReport() const { return backend->memoryReport(); }
+  /// Fails, saying how much is needed and how much there is, unless the
+  /// host has the memory the backend needs there: the whole plan for the
+  /// cpu backend, the buffers of their own for one that computes elsewhere.
+  /// Before any weight is loaded.
+  llvm::Error checkHostMemory() const;
+
   /// Hands the host buffers of every parameter, state and input to the
   /// backend: after loading weights, before the first run.
   llvm::Error uploadState();

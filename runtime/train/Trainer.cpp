@@ -11,6 +11,7 @@
 #include "llvm/Support/Path.h"
 
 #include <chrono>
+#include <cmath>
 
 using namespace twill;
 
@@ -34,6 +35,25 @@ static std::vector<Row> microBatch(llvm::ArrayRef<Row> rows,
   return batch;
 }
 
+/// `error`, which step `step` met.
+static llvm::Error atStep(int64_t step, llvm::Error error) {
+  return trainError(llvm::formatv("step {0}: {1}", step,
+                                  llvm::toString(std::move(error))));
+}
+
+/// The error that ends a diverged run at `step`: `what` came out
+/// non-finite.
+static llvm::Error diverged(int64_t step, llvm::StringRef what, double value,
+                            llvm::StringRef lastCheckpoint) {
+  return trainError(llvm::formatv(
+      "step {0}: {1} is {2}: training diverged (lower train.lr, or check the "
+      "data); nothing of this step is written{3}",
+      step, what, value,
+      lastCheckpoint.empty()
+          ? std::string("; no checkpoint was saved before it")
+          : "; the last good checkpoint is " + lastCheckpoint.str()));
+}
+
 template <typename T>
 static T scalarOutput(Program &program, const EntryPoint &entry,
                       llvm::StringRef name) {
@@ -43,6 +63,7 @@ static T scalarOutput(Program &program, const EntryPoint &entry,
 
 llvm::Expected<TrainResult> twill::train(Program &program,
                                          llvm::ArrayRef<Row> rows,
+                                         llvm::StringRef source,
                                          llvm::raw_ostream &log,
                                          const TrainPosition &start) {
   const JobConfig &job = program.job();
@@ -61,10 +82,19 @@ llvm::Expected<TrainResult> twill::train(Program &program,
     stepsPerEpoch = std::min(stepsPerEpoch, settings.max_steps_per_epoch());
   if (stepsPerEpoch == 0)
     return trainError(llvm::formatv(
-        "the data makes {0} rows: fewer than one step of batch_size {1} x "
-        "gradient_accumulation_steps {2}",
-        rows.size(), batchSize, accumulation));
+        "{0}: makes {1} rows of seq_len {2}: fewer than one step of "
+        "batch_size {3} x gradient_accumulation_steps {4}",
+        source, rows.size(), seqLen, batchSize, accumulation));
   int64_t totalSteps = stepsPerEpoch * settings.epochs();
+  // A resumed run continues the schedule it was on: the data must make at
+  // least the steps it already took.
+  if (start.steps > totalSteps || start.epoch > settings.epochs() ||
+      start.index > stepsPerEpoch)
+    return trainError(llvm::formatv(
+        "the checkpoint is after step {0} (epoch {1}, step {2} of it), but "
+        "with this data the job has {3} steps in all ({4} per epoch): resume "
+        "with the data and settings it was trained with",
+        start.steps, start.epoch + 1, start.index, totalSteps, stepsPerEpoch));
   int totalStepsBuffer = program.bufferOf("total_steps");
   if (totalStepsBuffer < 0)
     return trainError("the executable has no total_steps input");
@@ -73,12 +103,21 @@ llvm::Expected<TrainResult> twill::train(Program &program,
   // Every rank computes the same (all-reduced) figures; rank 0 reports.
   const std::string &outputDir = job.checkpoint().output_dir();
   std::unique_ptr<llvm::raw_fd_ostream> metricsFile;
+  llvm::SmallString<256> metricsPath(outputDir);
+  llvm::sys::path::append(metricsPath, "metrics.jsonl");
+  // A write that failed (a full disk) is an error naming the file, never
+  // the stream's fatal error when it closes.
+  auto metricsWritten = [&]() -> llvm::Error {
+    if (!metricsFile || !metricsFile->has_error())
+      return llvm::Error::success();
+    std::error_code error = metricsFile->error();
+    metricsFile->clear_error();
+    return trainError("cannot write " + metricsPath + ": " + error.message());
+  };
   if (program.writesFiles()) {
     if (std::error_code error = llvm::sys::fs::create_directories(outputDir))
       return trainError("cannot create " + outputDir + ": " +
                         error.message());
-    llvm::SmallString<256> metricsPath(outputDir);
-    llvm::sys::path::append(metricsPath, "metrics.jsonl");
     std::error_code metricsError;
     // A resumed run continues the metrics of the steps before it.
     metricsFile = std::make_unique<llvm::raw_fd_ostream>(
@@ -92,6 +131,7 @@ llvm::Expected<TrainResult> twill::train(Program &program,
   llvm::raw_ostream &report = program.writesFiles() ? log : llvm::nulls();
 
   auto began = std::chrono::steady_clock::now();
+  std::string lastCheckpoint; // the last one this run saved
   TrainResult result;
   result.steps = start.steps;
   for (int64_t epoch = start.epoch; epoch < settings.epochs(); ++epoch) {
@@ -108,11 +148,15 @@ llvm::Expected<TrainResult> twill::train(Program &program,
         if (llvm::Error error = fillBatch(program, batch))
           return std::move(error);
         if (llvm::Error error = program.run(*step))
-          return std::move(error);
+          return atStep(result.steps + 1, std::move(error));
         lossSum += scalarOutput<float>(program, *step, "loss_sum");
         tokens += scalarOutput<int64_t>(program, *step, "token_count");
       }
       ++result.steps;
+      // A non-finite loss stops the run before the update it would spread
+      // (nothing of this step is applied, nothing non-finite is written).
+      if (!std::isfinite(lossSum))
+        return diverged(result.steps, "the loss", lossSum, lastCheckpoint);
       if (tokens == 0) {
         // Nothing to learn from: the sums are zero, so skip the update
         // rather than divide by zero.
@@ -121,7 +165,7 @@ llvm::Expected<TrainResult> twill::train(Program &program,
         continue;
       }
       if (llvm::Error error = program.run(*update))
-        return std::move(error);
+        return atStep(result.steps, std::move(error));
       auto now = std::chrono::steady_clock::now();
       double elapsed = std::chrono::duration<double>(now - began).count();
       double stepSeconds =
@@ -130,6 +174,10 @@ llvm::Expected<TrainResult> twill::train(Program &program,
       result.lastLoss = lossSum / tokens;
       float lr = scalarOutput<float>(program, *update, "lr");
       float gradNorm = scalarOutput<float>(program, *update, "grad_norm");
+      // The update is made: stop before anything is written from it.
+      if (!std::isfinite(gradNorm))
+        return diverged(result.steps, "the gradient norm", gradNorm,
+                        lastCheckpoint);
       report << llvm::formatv("step {0}/{1} | loss {2:f4} | lr {3:e2} | grad norm "
                            "{4:f4} | {5:f0} tokens/s | {6:f1}s\n",
                            result.steps, totalSteps, result.lastLoss, lr,
@@ -146,6 +194,8 @@ llvm::Expected<TrainResult> twill::train(Program &program,
                                         {"elapsed_seconds", elapsed}})
               << "\n";
       metrics.flush();
+      if (llvm::Error error = metricsWritten())
+        return std::move(error);
       int64_t saveEvery = job.checkpoint().save_every();
       if (saveEvery > 0 && result.steps % saveEvery == 0 &&
           result.steps != totalSteps) {
@@ -154,6 +204,7 @@ llvm::Expected<TrainResult> twill::train(Program &program,
           next = {result.steps, epoch + 1, 0};
         if (llvm::Error error = saveCheckpoint(program, outputDir, next))
           return std::move(error);
+        lastCheckpoint = llvm::formatv("step_{0}", result.steps).str();
       }
     }
   }

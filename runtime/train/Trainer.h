@@ -25,9 +25,11 @@ struct TrainResult {
   double lastLoss = 0;
 };
 
-/// Trains `program` on `rows` from `start` (a resumed checkpoint's
-/// position); `log` gets the per-step lines.
+/// Trains `program` on `rows` (read from `source`, named in errors) from
+/// `start` (a resumed checkpoint's position); `log` gets the per-step
+/// lines.
 llvm::Expected<TrainResult> train(Program &program, llvm::ArrayRef<Row> rows,
+                                  llvm::StringRef source,
                                   llvm::raw_ostream &log,
                                   const TrainPosition &start = {});
 

@@ -4,6 +4,7 @@
 
 #include "runtime/data/JsonLines.h"
 #include "runtime/io/Safetensors.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -94,6 +95,23 @@ static void initialise(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
   }
 }
 
+/// Fails naming the tensor and the file where `values` hold a NaN or an
+/// infinity: training from them would only spread it.
+static llvm::Error checkFinite(llvm::ArrayRef<float> values,
+                               llvm::StringRef tensor, llvm::StringRef file) {
+  int64_t count = values.size(), first = count;
+#pragma omp parallel for reduction(min : first)
+  for (int64_t i = 0; i < count; ++i)
+    if (!std::isfinite(values[i]))
+      first = std::min(first, i);
+  if (first == count)
+    return llvm::Error::success();
+  return weightError(llvm::formatv("{0}: tensor '{1}' holds {2} at element "
+                                   "{3} of this rank's block: a checkpoint "
+                                   "must hold finite numbers",
+                                   file, tensor, values[first], first));
+}
+
 llvm::Expected<uint64_t> twill::loadParameters(Program &program,
                                                llvm::StringRef baseDir,
                                                llvm::StringRef adapterDir) {
@@ -123,6 +141,19 @@ llvm::Expected<uint64_t> twill::loadParameters(Program &program,
     if (!opened)
       return opened.takeError();
     adapter = std::move(*opened);
+    // The adapter adapts exactly the job's modules: one trained with other
+    // targets is not loaded in part. (PEFT may also save base layers beside
+    // the LoRA weights, lm_head's say; those are not Twill's to load.)
+    llvm::StringSet<> expected;
+    for (const Parameter &parameter : program.executable().parameters())
+      if (isLoraWeight(parameter.name()))
+        expected.insert(peftAdapterKey(parameter.name()));
+    for (const std::string &name : adapter->names())
+      if (llvm::StringRef(name).contains(".lora_") && !expected.contains(name))
+        return weightError(
+            path + ": holds '" + name +
+            "', which this job does not adapt: the adapter was trained with "
+            "other lora.target_modules (or for another model)");
   }
 
   // Scratch reused by every parameter: the largest is allocated once.
@@ -149,6 +180,10 @@ llvm::Expected<uint64_t> twill::loadParameters(Program &program,
                                     block->offset, block->extent, values);
       if (error)
         return std::move(error);
+      if (llvm::Error error = checkFinite(
+              values, parameter.name(),
+              lora ? adapter->path() : base->fileOf(parameter.name())))
+        return error;
       placeBlock(values, *block, local);
     } else if (block->globalShape == block->localShape &&
                block->extentElements() == int64_t(local.size())) {

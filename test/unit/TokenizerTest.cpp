@@ -7,6 +7,7 @@
 
 #include "runtime/data/Tokenizer.h"
 
+#include "llvm/Support/Base64.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 #include "gmock/gmock.h"
@@ -33,22 +34,43 @@ std::string errorOf(llvm::StringRef contents) {
   return tokenizer ? "" : llvm::toString(tokenizer.takeError());
 }
 
+/// A tiktoken file: every byte (ranks 0-255, as byte-level BPE needs), then
+/// `merged` tokens.
+std::string vocabulary(llvm::ArrayRef<std::string> merged) {
+  std::string text;
+  int rank = 0;
+  for (int byte = 0; byte < 256; ++byte)
+    text += llvm::encodeBase64(std::string(1, char(byte))) + " " +
+            std::to_string(rank++) + "\n";
+  for (const std::string &token : merged)
+    text += llvm::encodeBase64(token) + " " + std::to_string(rank++) + "\n";
+  return text;
+}
+
 TEST(Tokenizer, TinyVocabularyEncodesAndDecodes) {
-  // "a", "b", "ab" and the special tokens after them.
-  std::string path = writeModel("YQ== 0\nYg== 1\nYWI= 2\n");
+  // The 256 bytes, "ab", and the special tokens after them.
+  std::string path = writeModel(vocabulary({"ab"}));
   auto tokenizer = Tokenizer::loadTiktoken(path);
   ASSERT_TRUE(bool(tokenizer)) << llvm::toString(tokenizer.takeError());
-  EXPECT_EQ((*tokenizer)->vocabSize(), 3 + 256);
-  EXPECT_EQ((*tokenizer)->specialId("<|begin_of_text|>"), 3);
-  EXPECT_EQ((*tokenizer)->specialId("<|eot_id|>"), 12);
+  EXPECT_EQ((*tokenizer)->vocabSize(), 257 + 256);
+  EXPECT_EQ((*tokenizer)->specialId("<|begin_of_text|>"), 257);
+  EXPECT_EQ((*tokenizer)->specialId("<|eot_id|>"), 266);
   EXPECT_EQ((*tokenizer)->specialId("ab"), -1);
   EXPECT_THAT((*tokenizer)->encode("abab<|eot_id|>", true),
-              ::testing::ElementsAre(2, 2, 12));
-  auto text = (*tokenizer)->decode({2, 0, 12});
+              ::testing::ElementsAre(256, 256, 266));
+  auto text = (*tokenizer)->decode({256, 'a', 266});
   ASSERT_TRUE(bool(text));
   EXPECT_EQ(*text, "aba<|eot_id|>");
   EXPECT_THAT(llvm::toString((*tokenizer)->decode({999}).takeError()),
               HasSubstr("token id 999 is outside the vocabulary"));
+}
+
+TEST(Tokenizer, AVocabularyWithoutEveryByteIsRefused) {
+  // An empty or truncated file: some byte would have no encoding.
+  EXPECT_THAT(errorOf(""), HasSubstr("has no token for byte 0x00"));
+  std::string truncated = vocabulary({});
+  truncated.resize(truncated.find(llvm::encodeBase64(std::string("z"))));
+  EXPECT_THAT(errorOf(truncated), HasSubstr("has no token for byte 0x7a"));
 }
 
 TEST(Tokenizer, BadLinesAreNamed) {

@@ -3,7 +3,7 @@
 // twill-conformance's cases: each is one instruction, its own entry point
 // of a single Executable, with operands the harness fills with random
 // values and results it compares between two backends. Every instruction
-// kind (InstructionKinds.h) has cases, in fp32 and bf16 where it takes
+// kind (every Opcode) has cases, in fp32 and bf16 where it takes
 // floats, at sizes that are multiples of nothing in particular.
 //
 // The program's mesh has three axes for the one process that runs it:

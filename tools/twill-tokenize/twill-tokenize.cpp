@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/data/Tokenizer.h"
+#include "support/Json.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
@@ -45,7 +46,7 @@ static int fail(const llvm::Twine &message) {
 
 static llvm::Expected<std::vector<ChatMessage>>
 parseMessages(llvm::StringRef text) {
-  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(text);
+  llvm::Expected<llvm::json::Value> parsed = parseJson(text, "the messages");
   if (!parsed)
     return parsed.takeError();
   std::vector<ChatMessage> messages;

@@ -235,6 +235,9 @@ static llvm::Expected<std::vector<Row>> readRows(const JobConfig &job,
   }
   if (!examples)
     return examples.takeError();
+  if (llvm::Error error =
+          checkVocabulary(*examples, path, job.model().vocab_size()))
+    return std::move(error);
   PackResult packed =
       packExamples(*examples, job.train().seq_len(), job.data().packed());
   report() << llvm::formatv("{0}: {1} examples in {2} rows of {3}", path,
@@ -252,6 +255,7 @@ static llvm::Expected<std::vector<Row>> readRows(const JobConfig &job,
 /// evaluates on (if any), so a bad file fails in seconds, not after the
 /// weights have loaded.
 struct TrainingData {
+  std::string source; // the training file
   std::vector<Row> rows, evalRows;
 };
 
@@ -262,6 +266,7 @@ static llvm::Expected<TrainingData> readTrainingData(const JobConfig &job) {
         llvm::inconvertibleErrorCode(),
         "no data: set data.path in the job or pass --data");
   TrainingData data;
+  data.source = path;
   llvm::Expected<std::vector<Row>> rows = readRows(job, path);
   if (!rows)
     return rows.takeError();
@@ -297,7 +302,7 @@ static int runTraining(Program &program, const TrainingData &data) {
   }
 
   llvm::Expected<TrainResult> result =
-      train(program, data.rows, report(), start);
+      train(program, data.rows, data.source, report(), start);
   if (!result)
     return fail(result.takeError());
   report() << llvm::formatv("trained {0} steps; {1} written to {2}\n",
@@ -353,6 +358,7 @@ static int runJob(Executable executable) {
     return 1;
   }
   isFirstRank = (*comm)->rank() == 0;
+  (*comm)->setTimeout(executable.job().parallel().collective_timeout_s());
   Program program(std::move(executable), comm->get());
   std::string baseDir = weightsPath.empty()
                             ? program.job().checkpoint().base_dir()
@@ -365,6 +371,8 @@ static int runJob(Executable executable) {
                             plan.arenaBytes / 1048576.0,
                             (plan.arenaBytes + plan.ownBytes) / 1048576.0);
   if (llvm::Error error = program.useBackend(backendName))
+    return fail(std::move(error));
+  if (llvm::Error error = program.checkHostMemory())
     return fail(std::move(error));
   TrainingData data;
   if (!eval) {

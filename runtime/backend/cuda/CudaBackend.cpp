@@ -21,8 +21,10 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <chrono>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <thread>
 
 using namespace twill;
 using namespace twill::cuda;
@@ -116,6 +118,7 @@ private:
   llvm::Error runKernel(const KernelEntry &kernel,
                         const Instruction &instruction);
   llvm::Error runInstructions(const EntryPoint &entry);
+  llvm::Error finish(const EntryPoint &entry);
   /// After a run: its timeline into the profiler, from `hostStart` (the
   /// host's clock when the idle GPU got the run's first event).
   llvm::Error recordTimeline(const EntryPoint &entry, double hostStart);
@@ -349,6 +352,36 @@ std::string CudaBackend::memoryReport() const {
       plannedBytes / GiB);
 }
 
+/// Waits for the run's work. With NCCL, no longer than the collective
+/// timeout: a collective whose peer never arrives would hold the stream
+/// forever, so past it the communicators are aborted (which ends the wait)
+/// and the run fails.
+llvm::Error CudaBackend::finish(const EntryPoint &entry) {
+  if (!device.ncclComms)
+    return checkCuda(cudaStreamSynchronize(device.stream),
+                     entry.name() + " on the GPU");
+  auto began = std::chrono::steady_clock::now();
+  double limit = comm ? comm->timeout() : 600;
+  while (true) {
+    cudaError_t state = cudaStreamQuery(device.stream);
+    if (state != cudaErrorNotReady)
+      return checkCuda(state, entry.name() + " on the GPU");
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                      began)
+            .count() > limit)
+      break;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  device.ncclComms->abort();
+  return llvm::createStringError(
+      llvm::inconvertibleErrorCode(),
+      llvm::formatv("{0} did not finish on the GPU within {1} s "
+                    "(parallel.collective_timeout_s): a collective waits for "
+                    "a rank that does not arrive; its NCCL communicators are "
+                    "aborted",
+                    entry.name(), limit));
+}
+
 llvm::Error CudaBackend::run(const EntryPoint &entry,
                              llvm::ArrayRef<WriteBack> writeBacks) {
   const Executable &executable = host.executable();
@@ -373,8 +406,7 @@ llvm::Error CudaBackend::run(const EntryPoint &entry,
                                     cudaMemcpyDeviceToHost, device.stream),
                     "cudaMemcpyAsync"))
     return error;
-  if (auto error = checkCuda(cudaStreamSynchronize(device.stream),
-                             entry.name() + " on the GPU"))
+  if (auto error = finish(entry))
     return error;
   if (errors) {
     cudaMemsetAsync(device.errors, 0, sizeof(int), device.stream);

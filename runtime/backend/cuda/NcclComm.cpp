@@ -46,6 +46,16 @@ NcclComm::create(const Communicator &mpi, const Mesh &mesh) {
   return comm;
 }
 
+void NcclComm::abort() {
+  for (auto &[name, comm] : axes)
+    if (comm)
+      ncclCommAbort(comm);
+  if (world)
+    ncclCommAbort(world);
+  axes.clear();
+  world = nullptr;
+}
+
 NcclComm::~NcclComm() {
   for (auto &[name, comm] : axes)
     ncclCommDestroy(comm);

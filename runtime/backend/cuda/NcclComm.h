@@ -28,6 +28,10 @@ public:
   create(const Communicator &mpi, const Mesh &mesh);
   ~NcclComm();
 
+  /// Ends every communicator at once, with whatever it has in flight (a
+  /// collective waiting for a rank that never comes): NCCL's way out.
+  void abort();
+
   /// The communicator of mesh axis `name`.
   llvm::Expected<ncclComm_t> axis(llvm::StringRef name) const;
   /// The communicator of mesh axis `name`, checked to hold all `ranks` of
