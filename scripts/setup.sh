@@ -4,7 +4,8 @@
 # leaves an existing build alone.
 #
 #   Debian packages   the toolchain, MLIR/LLVM 22, protobuf, GoogleTest,
-#                     OpenMPI, OpenBLAS, PCRE2 (CUDA is used if present)
+#                     OpenMPI, OpenBLAS, PCRE2, clang 22 for the fuzz
+#                     targets (CUDA is used if present)
 #   Python (.venv)    the test oracles: torch, transformers, peft,
 #                     safetensors, tiktoken, llama-models
 set -euo pipefail
@@ -16,6 +17,7 @@ DEBIAN_PACKAGES=(
   libprotobuf-dev protobuf-compiler libgtest-dev libgmock-dev
   libopenmpi-dev openmpi-bin libopenblas-dev libpcre2-dev
   libzstd-dev  # LLVM Support's CMake package names it (the device bundle)
+  clang-22 libclang-rt-22-dev  # the fuzz targets (fuzz/run.sh): libFuzzer, ASan
 )
 PYTHON_PACKAGES=(torch transformers peft safetensors tiktoken llama-models)
 PYTHON_MODULES="torch, transformers, peft, safetensors, tiktoken, llama_models"

@@ -108,7 +108,9 @@ static llvm::Error checkConversation(llvm::ArrayRef<ChatMessage> messages) {
                                      "system, user, assistant, ipython",
                                      index, role)
                            .str());
-    llvm::StringRef previous = index ? messages[index - 1].role : "";
+    // Not `cond ? role : ""`: that makes a temporary std::string.
+    llvm::StringRef previous =
+        index ? llvm::StringRef(messages[index - 1].role) : llvm::StringRef();
     if (role == "system" && index != 0)
       return lineError(llvm::formatv("message {0}: a system message must "
                                      "come first",

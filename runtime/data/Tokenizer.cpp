@@ -75,7 +75,11 @@ Tokenizer::loadTiktoken(llvm::StringRef path) {
       return fail("expected rank " + std::to_string(tokenizer->tokens.size()) +
                   ", got '" + rankText + "'");
     std::string token(bytes.begin(), bytes.end());
-    tokenizer->ranks[token] = rank;
+    // One rank per token: a second would leave the first undecodable.
+    auto [existing, added] = tokenizer->ranks.try_emplace(token, rank);
+    if (!added)
+      return fail(llvm::formatv("the token of rank {0} again", existing->second)
+                      .str());
     tokenizer->tokens.push_back(std::move(token));
   }
   return finish(std::move(tokenizer), llama3Specials(), path);
@@ -93,7 +97,12 @@ Tokenizer::finish(std::unique_ptr<Tokenizer> tokenizer,
                         "file?)",
                         path, byte));
   for (std::string &special : specials) {
-    tokenizer->ranks[special] = tokenizer->tokens.size();
+    // A special token is not also text: its id must mean one thing.
+    if (!tokenizer->ranks.try_emplace(special, tokenizer->tokens.size()).second)
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          path + ": special token '" + special + "' is also a token of the "
+                                                  "vocabulary or named twice");
     tokenizer->tokens.push_back(special);
     tokenizer->specials.push_back(std::move(special));
   }
@@ -168,11 +177,17 @@ Tokenizer::loadHuggingFace(llvm::StringRef path) {
   // in rank order, so merging by rank is merging by the merges' priority.
   auto tokenizer = std::unique_ptr<Tokenizer>(new Tokenizer());
   tokenizer->tokens.resize(vocab->size());
+  std::vector<bool> assigned(vocab->size());
   for (const auto &[text, value] : *vocab) {
     std::optional<int64_t> id = value.getAsInteger();
     if (!id || *id < 0 || *id >= (int64_t)vocab->size())
       return fail("token '" + text.str() +
                   "' has no id in [0, vocab size)");
+    if (assigned[*id])
+      return fail(llvm::formatv("two tokens have id {0} (one is '{1}')", *id,
+                                text.str())
+                      .str());
+    assigned[*id] = true;
     std::optional<std::string> bytes = tokenBytes(text.str());
     if (!bytes)
       return fail("token '" + text.str() +
@@ -181,7 +196,7 @@ Tokenizer::loadHuggingFace(llvm::StringRef path) {
     tokenizer->tokens[*id] = std::move(*bytes);
   }
   if (tokenizer->ranks.size() != vocab->size())
-    return fail("two tokens share an id or bytes");
+    return fail("two tokens stand for the same bytes");
   // The special tokens follow the vocab, in id order.
   std::vector<std::string> specials;
   if (const llvm::json::Array *added = root->getArray("added_tokens"))

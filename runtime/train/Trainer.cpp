@@ -204,7 +204,7 @@ llvm::Expected<TrainResult> twill::train(Program &program,
           next = {result.steps, epoch + 1, 0};
         if (llvm::Error error = saveCheckpoint(program, outputDir, next))
           return std::move(error);
-        lastCheckpoint = llvm::formatv("step_{0}", result.steps).str();
+        lastCheckpoint = (outputDir + "/step_" + llvm::Twine(result.steps)).str();
       }
     }
   }

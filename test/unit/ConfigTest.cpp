@@ -1,6 +1,6 @@
 //===- ConfigTest.cpp - job config loading, overrides, import, checks -----===//
 
-#include "frontend/JobConfig.h"
+#include "frontend/config/JobConfig.h"
 
 #include "google/protobuf/util/message_differencer.h"
 #include "llvm/Support/FileSystem.h"

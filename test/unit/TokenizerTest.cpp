@@ -1,7 +1,7 @@
-//===- TokenizerTest.cpp - loading a tokenizer.model ----------------------===//
+//===- TokenizerTest.cpp - loading a tokenizer ----------------------------===//
 //
 // Encoding itself is checked against tiktoken (test/oracle); these are the
-// file errors.
+// file errors, of tiktoken's .model and Hugging Face's tokenizer.json.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,9 +18,10 @@ using ::testing::HasSubstr;
 
 namespace {
 
-std::string writeModel(llvm::StringRef contents) {
+std::string writeModel(llvm::StringRef contents,
+                       llvm::StringRef suffix = "model") {
   llvm::SmallString<128> path;
-  EXPECT_FALSE(llvm::sys::fs::createTemporaryFile("twill-tok", "model", path));
+  EXPECT_FALSE(llvm::sys::fs::createTemporaryFile("twill-tok", suffix, path));
   std::error_code error;
   llvm::raw_fd_ostream os(path, error);
   os << contents;
@@ -81,6 +82,21 @@ TEST(Tokenizer, BadLinesAreNamed) {
       llvm::toString(
           Tokenizer::loadTiktoken("/nonexistent/tokenizer.model").takeError()),
       HasSubstr("/nonexistent/tokenizer.model"));
+}
+
+TEST(Tokenizer, ATokenOrIdTwiceIsRefused) {
+  // Found by fuzz/tokenizer_hf: two tokens of one id loaded, and text
+  // encoded to that id decoded as the other token.
+  auto hugging = Tokenizer::loadHuggingFace(writeModel(
+      R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 0}}})", "json"));
+  ASSERT_FALSE(bool(hugging));
+  EXPECT_THAT(llvm::toString(hugging.takeError()),
+              HasSubstr("two tokens have id 0"));
+  EXPECT_THAT(errorOf(vocabulary({"a"})),
+              HasSubstr(":257: the token of rank 97 again"));
+  EXPECT_THAT(errorOf(vocabulary({"<|eot_id|>"})),
+              HasSubstr("special token '<|eot_id|>' is also a token of the "
+                        "vocabulary"));
 }
 
 } // namespace

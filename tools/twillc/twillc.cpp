@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "frontend/JobConfig.h"
+#include "frontend/config/JobConfig.h"
 #include "frontend/LlamaBuilder.h"
 
 #include "google/protobuf/text_format.h"

@@ -1,6 +1,6 @@
 //===- ConfigValidation.cpp - defaults and checks for a job ---------------===//
 
-#include "frontend/JobConfig.h"
+#include "frontend/config/JobConfig.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"

@@ -1,6 +1,6 @@
 //===- ConfigLoader.cpp - job textproto and the layering of sources -------===//
 
-#include "frontend/JobConfig.h"
+#include "frontend/config/JobConfig.h"
 
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"

@@ -1,6 +1,6 @@
 //===- ConfigOverrides.cpp - key=value overrides through reflection -------===//
 
-#include "frontend/JobConfig.h"
+#include "frontend/config/JobConfig.h"
 
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"

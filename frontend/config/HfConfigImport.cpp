@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "frontend/JobConfig.h"
+#include "frontend/config/JobConfig.h"
 
 #include "support/Json.h"
 

@@ -10,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TWILL_FRONTEND_JOBCONFIG_H
-#define TWILL_FRONTEND_JOBCONFIG_H
+#ifndef TWILL_FRONTEND_CONFIG_JOBCONFIG_H
+#define TWILL_FRONTEND_CONFIG_JOBCONFIG_H
 
 #include "proto/job_config.pb.h"
 #include "llvm/ADT/ArrayRef.h"
@@ -59,4 +59,4 @@ std::string closestFieldPath(const google::protobuf::Descriptor &root,
 
 } // namespace twill
 
-#endif // TWILL_FRONTEND_JOBCONFIG_H
+#endif // TWILL_FRONTEND_CONFIG_JOBCONFIG_H

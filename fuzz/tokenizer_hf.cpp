@@ -1,0 +1,14 @@
+// A Hugging Face tokenizer.json; a tokenizer it makes encodes and decodes a
+// text with special tokens.
+#include "fuzz/FuzzInput.h"
+#include "fuzz/TokenizerRoundTrip.h"
+
+using namespace twill;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  auto tokenizer = Tokenizer::loadHuggingFace(
+      fuzz::writeFile("tokenizer.json", data, size));
+  if (std::unique_ptr<Tokenizer> *loaded = fuzz::valueOrNull(tokenizer))
+    fuzz::roundTrip(**loaded);
+  return 0;
+}
