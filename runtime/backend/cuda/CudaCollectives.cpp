@@ -35,7 +35,7 @@ ncclDataType_t ncclTypeOf(DType dtype) {
 /// arrive are concatenated along the other dim; grouped NCCL sends and
 /// receives between two rearrangements.
 llvm::Error runAllToAll(const InstructionView &in, const CollectiveShape &shape,
-                        ncclComm_t comm, Device &device) {
+                        NcclComm &nccl, ncclComm_t comm, Device &device) {
   llvm::ArrayRef<int64_t> inShape = in.shape(0);
   int64_t ranks = shape.size, split = shape.splitDim, concat = shape.dim;
   if (inShape[split] % ranks != 0)
@@ -72,7 +72,7 @@ llvm::Error runAllToAll(const InstructionView &in, const CollectiveShape &shape,
           (void)ended;
           return error;
         }
-        return checkNccl(ended, "ncclGroupEnd");
+        return nccl.settle(comm, ended, "ncclGroupEnd");
       }))
     return error;
   auto [concatOuter, concatInner] = around(blockShape, concat);
@@ -113,13 +113,14 @@ llvm::Error cuda::runCollective(const InstructionView &in, Device &device) {
     return in.fail(llvm::toString(comm.takeError()));
   if (op == ALL_REDUCE)
     return device.communicate([&](cudaStream_t stream) {
-      return checkNccl(ncclAllReduce(in.data<void>(0), in.data<void>(1),
-                                     in.count(0), ncclTypeOf(shape->dtype),
-                                     ncclSum, *comm, stream),
-                       "ncclAllReduce");
+      return (*nccl)->settle(*comm,
+                             ncclAllReduce(in.data<void>(0), in.data<void>(1),
+                                           in.count(0), ncclTypeOf(shape->dtype),
+                                           ncclSum, *comm, stream),
+                             "ncclAllReduce");
     });
   if (op == ALL_TO_ALL)
-    return runAllToAll(in, *shape, *comm, device);
+    return runAllToAll(in, *shape, **nccl, *comm, device);
   int64_t blocked = size * outer * block * inner;
   bool bf16 = shape->dtype == BF16;
   ncclDataType_t type = ncclTypeOf(shape->dtype);
@@ -130,10 +131,11 @@ llvm::Error cuda::runCollective(const InstructionView &in, Device &device) {
   void *padded = *space;
   if (op == ALL_GATHER) {
     if (auto error = device.communicate([&](cudaStream_t stream) {
-          return checkNccl(ncclAllGather(in.data<void>(0), padded,
-                                         outer * block * inner, type, *comm,
-                                         stream),
-                           "ncclAllGather");
+          return (*nccl)->settle(*comm,
+                                 ncclAllGather(in.data<void>(0), padded,
+                                               outer * block * inner, type,
+                                               *comm, stream),
+                                 "ncclAllGather");
         }))
       return error;
     cuda::arrangeBlocks(padded, in.data<void>(1), size, outer, block, whole,
@@ -143,9 +145,10 @@ llvm::Error cuda::runCollective(const InstructionView &in, Device &device) {
   cuda::arrangeBlocks(in.data<void>(0), padded, size, outer, block, whole,
                       inner, /*toWhole=*/false, bf16, device.stream);
   return device.communicate([&](cudaStream_t stream) {
-    return checkNccl(ncclReduceScatter(padded, in.data<void>(1),
-                                       outer * block * inner, type, ncclSum,
-                                       *comm, stream),
-                     "ncclReduceScatter");
+    return (*nccl)->settle(*comm,
+                           ncclReduceScatter(padded, in.data<void>(1),
+                                             outer * block * inner, type,
+                                             ncclSum, *comm, stream),
+                           "ncclReduceScatter");
   });
 }

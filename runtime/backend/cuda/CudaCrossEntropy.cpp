@@ -27,9 +27,10 @@ llvm::Error reduceRows(const InstructionView &in, Device &device, double *rows,
   if (!comm)
     return comm.takeError();
   return device.communicate([&](cudaStream_t stream) {
-    return checkNccl(ncclAllReduce(rows, rows, count, ncclDouble,
-                                   max ? ncclMax : ncclSum, *comm, stream),
-                     "ncclAllReduce");
+    return (*nccl)->settle(*comm,
+                           ncclAllReduce(rows, rows, count, ncclDouble,
+                                         max ? ncclMax : ncclSum, *comm, stream),
+                           "ncclAllReduce");
   });
 }
 

@@ -4,6 +4,9 @@
 
 #include "llvm/Support/FormatVariadic.h"
 
+#include <chrono>
+#include <thread>
+
 using namespace twill;
 
 llvm::Error twill::checkNccl(ncclResult_t result, llvm::StringRef call) {
@@ -17,18 +20,25 @@ llvm::Error twill::checkNccl(ncclResult_t result, llvm::StringRef call) {
 llvm::Expected<std::unique_ptr<NcclComm>>
 NcclComm::create(const Communicator &mpi, const Mesh &mesh) {
   auto comm = std::unique_ptr<NcclComm>(new NcclComm);
+  comm->timeout = mpi.timeout();
   ncclUniqueId id;
   if (mpi.rank() == 0)
     if (llvm::Error error = checkNccl(ncclGetUniqueId(&id), "ncclGetUniqueId"))
       return std::move(error);
   if (llvm::Error error = mpi.broadcast(&id, sizeof(id), 0))
     return std::move(error);
-  if (llvm::Error error = checkNccl(
-          ncclCommInitRank(&comm->world, mpi.worldSize(), id, mpi.rank()),
-          "ncclCommInitRank"))
+  // Non-blocking: no NCCL call waits for another rank inside NCCL, so a
+  // rank that never comes is seen by settle() and the job ends.
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  if (llvm::Error error = comm->settle(
+          comm->world,
+          ncclCommInitRankConfig(&comm->world, mpi.worldSize(), id,
+                                 mpi.rank(), &config),
+          "ncclCommInitRankConfig"))
     return std::move(error);
   // One communicator per axis: the color is the rank's place on the other
-  // axes, the key its coordinate on this one.
+  // axes, the key its coordinate on this one. They inherit non-blocking.
   for (int axis = 0; axis < mesh.axes_size(); ++axis) {
     int color = 0;
     for (int other = 0; other < mesh.axes_size(); ++other)
@@ -36,14 +46,37 @@ NcclComm::create(const Communicator &mpi, const Mesh &mesh) {
         color = color * int(mesh.shape(other)) +
                 mpi.coordinate(mesh.axes(other));
     ncclComm_t split = nullptr;
-    if (llvm::Error error = checkNccl(
-            ncclCommSplit(comm->world, color, mpi.coordinate(mesh.axes(axis)),
-                          &split, nullptr),
-            "ncclCommSplit"))
-      return std::move(error);
+    ncclResult_t result =
+        ncclCommSplit(comm->world, color, mpi.coordinate(mesh.axes(axis)),
+                      &split, nullptr);
     comm->axes.push_back({mesh.axes(axis), split});
+    if (llvm::Error error =
+            comm->settle(split ? split : comm->world, result, "ncclCommSplit"))
+      return std::move(error);
   }
   return comm;
+}
+
+llvm::Error NcclComm::settle(ncclComm_t comm, ncclResult_t result,
+                             llvm::StringRef call) {
+  auto began = std::chrono::steady_clock::now();
+  while (result == ncclInProgress) {
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - began)
+            .count() > timeout) {
+      abort();
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          llvm::formatv("{0} did not complete within {1} s "
+                        "(parallel.collective_timeout_s): a rank did not "
+                        "arrive; the NCCL communicators are aborted",
+                        call, timeout));
+    }
+    std::this_thread::yield();
+    if (llvm::Error error = checkNccl(ncclCommGetAsyncError(comm, &result),
+                                      "ncclCommGetAsyncError"))
+      return error;
+  }
+  return checkNccl(result, call);
 }
 
 void NcclComm::abort() {
@@ -57,10 +90,23 @@ void NcclComm::abort() {
 }
 
 NcclComm::~NcclComm() {
+  std::vector<ncclComm_t> all;
   for (auto &[name, comm] : axes)
-    ncclCommDestroy(comm);
+    if (comm)
+      all.push_back(comm);
   if (world)
-    ncclCommDestroy(world);
+    all.push_back(world);
+  // Finalizing is collective: bounded like every other wait; past it, or on
+  // an error, everything is aborted instead.
+  for (ncclComm_t comm : all)
+    if (llvm::Error error =
+            settle(comm, ncclCommFinalize(comm), "ncclCommFinalize")) {
+      llvm::consumeError(std::move(error));
+      abort();
+      return;
+    }
+  for (ncclComm_t comm : all)
+    ncclCommDestroy(comm);
 }
 
 llvm::Expected<ncclComm_t> NcclComm::axis(llvm::StringRef name) const {

@@ -4,7 +4,8 @@
 // unique id and broadcasts it, every rank joins the world communicator, and
 // each mesh axis gets its own communicator split from it (the ranks that
 // differ only along that axis, ordered by their coordinate on it), as the
-// MPI Communicator splits MPI_COMM_WORLD.
+// MPI Communicator splits MPI_COMM_WORLD. All of them are non-blocking,
+// so that no wait for another rank is unbounded (settle()).
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,6 +33,13 @@ public:
   /// collective waiting for a rank that never comes): NCCL's way out.
   void abort();
 
+  /// The communicators are non-blocking: a call may return ncclInProgress
+  /// and finish later. This waits for `call`'s `result` on `comm` no longer
+  /// than parallel.collective_timeout_s, then aborts every communicator and
+  /// fails; an error result names the call.
+  llvm::Error settle(ncclComm_t comm, ncclResult_t result,
+                     llvm::StringRef call);
+
   /// The communicator of mesh axis `name`.
   llvm::Expected<ncclComm_t> axis(llvm::StringRef name) const;
   /// The communicator of mesh axis `name`, checked to hold all `ranks` of
@@ -41,6 +49,7 @@ public:
                                        int64_t ranks) const;
 
 private:
+  double timeout = 600; // seconds, from the Communicator
   ncclComm_t world = nullptr;
   std::vector<std::pair<std::string, ncclComm_t>> axes;
 };
