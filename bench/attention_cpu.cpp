@@ -4,7 +4,7 @@
 //   g++ -O3 -DNDEBUG -fopenmp -std=gnu++17 -I. -I/usr/lib/llvm-22/include \
 //       -L/usr/lib/llvm-22/lib bench/attention_cpu.cpp \
 //       runtime/backend/cpu/CpuKernels.cpp runtime/backend/cpu/CpuAttention.cpp \
-//       -o /tmp/attention_cpu -lopenblas -lLLVM && /tmp/attention_cpu 2048
+//       -o /tmp/attention_cpu -ldnnl -lLLVM && /tmp/attention_cpu 2048
 //
 // Built with -DOLD against an older CpuKernels.{h,cpp} (before chunked
 // attention) it times that one: bench/results/attention.md.

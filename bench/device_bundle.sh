@@ -10,9 +10,9 @@
 # where size counts; there, `tar -xzf DIR.tar.gz` gives DIR back.
 #
 # DIR gets twill-train and twill-conformance built without MPI (one rank:
-# TWILL_WITH_MPI=OFF), with LLVM Support and OpenBLAS linked in
-# (TWILL_RUNTIME_ONLY) and $ORIGIN/../lib as their library path; the few
-# shared libraries they need beyond glibc, libstdc++ and CUDA's, in lib/;
+# TWILL_WITH_MPI=OFF), with LLVM Support linked in (TWILL_RUNTIME_ONLY)
+# and $ORIGIN/../lib as their library path; the few shared libraries they
+# need beyond glibc, libstdc++ and CUDA's (oneDNN among them), in lib/;
 # the programs of bench/compile_gpu_programs.sh; and the scripts and data
 # the check reads. bench/check_bundle.sh DIR proves it self-contained.
 set -euo pipefail
@@ -29,7 +29,8 @@ rm -rf "$dir"
 mkdir -p "$dir/bin" "$dir/lib" "$dir/data/recall" "$dir/test/gpu" "$dir/bench"
 cp build-device/bin/twill-train build-device/bin/twill-conformance "$dir/bin/"
 # What they link beyond glibc, libstdc++ and CUDA's libraries.
-for lib in libgomp.so.1 libprotobuf.so.32 libpcre2-8.so.0 libz.so.1; do
+for lib in libgomp.so.1 libprotobuf.so.32 libpcre2-8.so.0 libz.so.1 \
+    libdnnl.so.2 libOpenCL.so.1; do
   cp -L "$(ldconfig -p | awk -v l=$lib '$1 == l {print $NF; exit}')" \
       "$dir/lib/"
 done

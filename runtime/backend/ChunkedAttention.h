@@ -6,7 +6,7 @@
 // the scores of one chunk against the keys it can see (keys 0 .. its last
 // query: causality halves the work) are the only scores that ever exist, so
 // memory is bounded by the chunk size, never seq^2 x heads, and every FLOP
-// of QK^T, PV and their gradients runs in the backend's GEMM (OpenBLAS,
+// of QK^T, PV and their gradients runs in the backend's GEMM (oneDNN,
 // cuBLAS on tensor cores). One schedule for every backend: the cpu backend
 // checks it against the reference and PyTorch, the cuda backend runs the
 // same calls.
@@ -15,16 +15,29 @@
 // log-sum-exp), so the forward keeps nothing; key and value gradients of a
 // KV head accumulate in fp32 over chunks and query heads, in a fixed order.
 //
+// A group (one batch row's KV head and the query heads it serves) shares
+// nothing with another: the backend may run groups concurrently
+// (Ops::forEachGroup), each with scratch of its own, and the results do not
+// depend on how it does.
+//
 // Values are [batch, seq, heads, headDim] of the backend's storage type;
 // scores, their gradients and the accumulators are fp32.
 //
 // `Ops` supplies (duck-typed):
 //   void gemm(const RowMajorGemm &);            // Gemm.h
 //   void softmaxRows(const SoftmaxRows &);      // scores -> P (storage), lse
-//   void softmaxGradRows(const SoftmaxRows &);  // scores, lse, dP -> dS
+//   void softmaxGradRows(const SoftmaxRows &);  // dP, and P as softmaxRows
+//                                               // left it (or scores and
+//                                               // lse to remake it) -> dS
 //   void zero(float *, int64_t count);
 //   void store(const float *from, void *to, int64_t count); // to storage
-//   void *scratch(int slot, int64_t bytes);
+//   void *scratch(int slot, int64_t bytes);     // slots 0-4: the calling
+//                                               // group's own; 5 and 6:
+//                                               // the whole call's
+//   void forEachGroup(int64_t groups, F each);  // each(group) for every
+//                                               // group, in any order or
+//                                               // concurrently
+//   static constexpr int64_t kMaxChunkRows;     // see chunkRows
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,7 +66,7 @@ namespace twill {
 struct SoftmaxRows {
   const float *scores = nullptr; // [heads][rows][keys]
   float *lse = nullptr;          // [heads][rows]: log-sum-exp of scaled rows
-  void *probabilities = nullptr; // softmaxRows: P, storage type
+  void *probabilities = nullptr; // P, storage type: softmaxRows writes it
   const float *probabilityGrad = nullptr; // softmaxGradRows: dP
   void *scoreGrad = nullptr; // softmaxGradRows: dS (scaled), storage type
   const int32_t *segments = nullptr; // this batch row's, or null
@@ -86,20 +99,18 @@ servedHeads(const HeadBlock &heads, int64_t kvHeads, int64_t kvHead) {
   return {begin, std::max(begin, end)};
 }
 
-/// At most this many queries per chunk: a chunk sees the keys up to its
-/// last query, so smaller chunks skip more of the causal upper triangle
-/// (all but 1/(2 x chunks) of it), while 512 rows keep every GEMM large.
-inline constexpr int64_t kMaxChunkRows = 512;
-
 /// Queries per chunk: as many as keep one chunk's fp32 scores of a KV
-/// group's heads (and what lives beside them) within `budgetBytes`, and
-/// no more than kMaxChunkRows.
+/// group's heads (and what lives beside them) within `budgetBytes`, and no
+/// more than the backend's `maxRows`. A chunk sees the keys up to its last
+/// query, so smaller chunks skip more of the causal upper triangle (all but
+/// 1/(2 x chunks) of it) while larger ones make larger GEMMs: the balance
+/// is each backend's (Ops::kMaxChunkRows).
 inline int64_t chunkRows(const AttentionProblem &p, int64_t groupHeads,
-                         int64_t budgetBytes) {
+                         int64_t budgetBytes, int64_t maxRows) {
   int64_t perRow = std::max<int64_t>(groupHeads, 1) * p.seq *
                    (2 * sizeof(float) + 2 * p.elementBytes);
   return std::clamp<int64_t>(budgetBytes / std::max<int64_t>(perRow, 1), 1,
-                             std::min(p.seq, kMaxChunkRows));
+                             std::min(p.seq, maxRows));
 }
 
 inline const char *at(const void *base, int64_t elements, int bytes) {
@@ -122,7 +133,8 @@ struct ChunkScratch {
 template <typename Ops>
 ChunkScratch chunkScratch(Ops &ops, const AttentionProblem &p, int64_t g,
                           int64_t budgetBytes, bool gradient) {
-  int64_t rows = chunkRows(p, g, budgetBytes), scores = g * rows * p.seq;
+  int64_t rows = chunkRows(p, g, budgetBytes, Ops::kMaxChunkRows),
+          scores = g * rows * p.seq;
   ChunkScratch scratch{
       rows, static_cast<float *>(ops.scratch(0, scores * sizeof(float))),
       static_cast<float *>(ops.scratch(1, g * rows * sizeof(float))),
@@ -195,15 +207,16 @@ inline SoftmaxRows scoreRows(const AttentionProblem &p, const Chunk &c,
   return rows;
 }
 
-/// Calls `each(chunk, scratch)` for every chunk of every KV group of batch
-/// row `b`, after S = Q K^T and P = softmax(S) (with its lse) are made.
+/// Calls `each(chunk, scratch)` for every chunk of every group (batch row
+/// and KV head), after S = Q K^T and P = softmax(S) (with its lse) are made.
 template <typename Ops, typename Each>
-void forEachChunk(Ops &ops, const AttentionProblem &p, int64_t b,
-                  int64_t budgetBytes, bool gradient, Each each) {
-  for (int64_t kv = 0; kv < p.kvHeads; ++kv) {
+void forEachChunk(Ops &ops, const AttentionProblem &p, int64_t budgetBytes,
+                  bool gradient, Each each) {
+  ops.forEachGroup(p.batch * p.kvHeads, [&](int64_t group) {
+    int64_t b = group / p.kvHeads, kv = group % p.kvHeads;
     auto [h0, h1] = servedHeads(p.heads, p.kvHeads, kv);
     if (h1 == h0)
-      continue;
+      return;
     ChunkScratch scratch = chunkScratch(ops, p, h1 - h0, budgetBytes, gradient);
     for (int64_t first = 0; first < p.seq; first += scratch.rows) {
       int64_t rows = std::min(scratch.rows, p.seq - first);
@@ -212,7 +225,7 @@ void forEachChunk(Ops &ops, const AttentionProblem &p, int64_t b,
       ops.softmaxRows(scoreRows(p, chunk, scratch));
       each(chunk, scratch);
     }
-  }
+  });
 }
 
 } // namespace detail
@@ -222,11 +235,10 @@ template <typename Ops>
 void chunkedAttention(Ops &ops, const AttentionProblem &p, void *out,
                       int64_t budgetBytes) {
   using namespace detail;
-  for (int64_t b = 0; b < p.batch; ++b)
-    forEachChunk(ops, p, b, budgetBytes, false,
-                 [&](const Chunk &c, const ChunkScratch &scratch) {
-                   scoresTimesKv(ops, p, c, scratch.probabilities, p.v, out);
-                 });
+  forEachChunk(ops, p, budgetBytes, false,
+               [&](const Chunk &c, const ChunkScratch &scratch) {
+                 scoresTimesKv(ops, p, c, scratch.probabilities, p.v, out);
+               });
 }
 
 /// dQ, dK, dV of chunkedAttention given dL/dout (`grad`).
@@ -236,44 +248,44 @@ void chunkedAttentionGrad(Ops &ops, const AttentionProblem &p, const void *grad,
                           int64_t budgetBytes) {
   using namespace detail;
   int64_t H = p.heads.count, D = p.headDim, KV = p.kvHeads;
-  int64_t kvValues = p.seq * KV * D;
+  int64_t kvValues = p.batch * p.seq * KV * D;
   int e = p.elementBytes;
-  // Key and value gradients of one batch row, all KV heads, in fp32.
+  // Key and value gradients in fp32, [batch, seq, KV, D] like the results:
+  // each group adds into its own KV head's columns.
   auto *keyAcc = static_cast<float *>(ops.scratch(5, kvValues * sizeof(float)));
   auto *valueAcc =
       static_cast<float *>(ops.scratch(6, kvValues * sizeof(float)));
-  for (int64_t b = 0; b < p.batch; ++b) {
-    ops.zero(keyAcc, kvValues);
-    ops.zero(valueAcc, kvValues);
-    forEachChunk(
-        ops, p, b, budgetBytes, true,
-        [&](const Chunk &c, const ChunkScratch &scratch) {
-          rowsTimesKvT(ops, p, c, grad, p.v, scratch.probabilityGrad); // dP
-          ops.softmaxGradRows(scoreRows(p, c, scratch));               // dS
-          scoresTimesKv(ops, p, c, scratch.scoreGrad, p.k, queryGrad); // dQ
-          // dV += P^T dO and dK += dS^T Q, head by head: every head of the
-          // group adds into the same KV head.
-          int64_t firstRow = ((c.b * p.seq + c.first) * H + c.h0) * D;
-          for (int64_t x = 0; x < c.g; ++x) {
-            RowMajorGemm dV;
-            dV.transA = true;
-            dV.m = c.keys, dV.n = D, dV.k = c.rows;
-            dV.a = at(scratch.probabilities, x * c.rows * c.keys, e);
-            dV.lda = c.keys;
-            dV.b = at(grad, firstRow + x * D, e), dV.ldb = H * D;
-            dV.c = valueAcc + c.kv * D, dV.ldc = KV * D;
-            dV.accumulate = true;
-            ops.gemm(dV);
-            RowMajorGemm dK = dV;
-            dK.a = at(scratch.scoreGrad, x * c.rows * c.keys, e);
-            dK.b = at(p.q, firstRow + x * D, e);
-            dK.c = keyAcc + c.kv * D;
-            ops.gemm(dK);
-          }
-        });
-    ops.store(keyAcc, at(keyGrad, b * kvValues, e), kvValues);
-    ops.store(valueAcc, at(valueGrad, b * kvValues, e), kvValues);
-  }
+  ops.zero(keyAcc, kvValues);
+  ops.zero(valueAcc, kvValues);
+  forEachChunk(
+      ops, p, budgetBytes, true,
+      [&](const Chunk &c, const ChunkScratch &scratch) {
+        rowsTimesKvT(ops, p, c, grad, p.v, scratch.probabilityGrad); // dP
+        ops.softmaxGradRows(scoreRows(p, c, scratch));               // dS
+        scoresTimesKv(ops, p, c, scratch.scoreGrad, p.k, queryGrad); // dQ
+        // dV += P^T dO and dK += dS^T Q, head by head: every head of the
+        // group adds into the same KV head.
+        int64_t firstRow = ((c.b * p.seq + c.first) * H + c.h0) * D;
+        int64_t kvColumn = c.b * p.seq * KV * D + c.kv * D;
+        for (int64_t x = 0; x < c.g; ++x) {
+          RowMajorGemm dV;
+          dV.transA = true;
+          dV.m = c.keys, dV.n = D, dV.k = c.rows;
+          dV.a = at(scratch.probabilities, x * c.rows * c.keys, e);
+          dV.lda = c.keys;
+          dV.b = at(grad, firstRow + x * D, e), dV.ldb = H * D;
+          dV.c = valueAcc + kvColumn, dV.ldc = KV * D;
+          dV.accumulate = true;
+          ops.gemm(dV);
+          RowMajorGemm dK = dV;
+          dK.a = at(scratch.scoreGrad, x * c.rows * c.keys, e);
+          dK.b = at(p.q, firstRow + x * D, e);
+          dK.c = keyAcc + kvColumn;
+          ops.gemm(dK);
+        }
+      });
+  ops.store(keyAcc, keyGrad, kvValues);
+  ops.store(valueAcc, valueGrad, kvValues);
 }
 
 } // namespace twill

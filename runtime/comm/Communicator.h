@@ -37,8 +37,10 @@ public:
   /// Ends every rank of the launch: one rank's error must not leave the
   /// others waiting in a collective.
   [[noreturn]] static void abortAll();
-  /// How many ranks the launcher started.
+  /// How many ranks the launcher started, and how many of them share this
+  /// rank's machine (they share its cores).
   static int launchedRanks();
+  static int ranksOnThisNode();
 
   /// Splits MPI_COMM_WORLD (MPI must be initialised) into the axes of a
   /// mesh; fails, on every rank alike, unless the world has exactly as many

@@ -77,9 +77,19 @@ static int64_t product(llvm::ArrayRef<int64_t> values) {
   return result;
 }
 
+static int ranksSharingThisNode = 1; // known once MPI is initialised
+
 void Communicator::initialize(int &argc, char **&argv) {
   MPI_Init(&argc, &argv);
+  MPI_Comm node = MPI_COMM_NULL;
+  if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0,
+                          MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+    MPI_Comm_size(node, &ranksSharingThisNode);
+    MPI_Comm_free(&node);
+  }
 }
+
+int Communicator::ranksOnThisNode() { return ranksSharingThisNode; }
 
 void Communicator::finalize() { MPI_Finalize(); }
 

@@ -15,6 +15,7 @@ void Communicator::initialize(int &, char **&) {}
 void Communicator::finalize() {}
 void Communicator::abortAll() { std::_Exit(1); }
 int Communicator::launchedRanks() { return 1; }
+int Communicator::ranksOnThisNode() { return 1; }
 
 llvm::Expected<std::unique_ptr<Communicator>>
 Communicator::create(llvm::ArrayRef<std::string> axisNames,

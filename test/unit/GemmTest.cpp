@@ -150,6 +150,7 @@ TEST(Gemm, ABatchContractedMatmulMapsTheSame) {
 /// The cpu attention operations with their GEMMs done as the cuda backend
 /// hands them to cuBLAS.
 struct ColumnMajorAttentionOps {
+  static constexpr int64_t kMaxChunkRows = 512; // the cuda backend's
   std::vector<std::vector<float>> slots;
   void *scratch(int slot, int64_t bytes) {
     if ((int)slots.size() <= slot)
@@ -162,6 +163,10 @@ struct ColumnMajorAttentionOps {
   }
   void softmaxRows(const SoftmaxRows &rows) { cpu::softmaxRows(rows); }
   void softmaxGradRows(const SoftmaxRows &rows) { cpu::softmaxGradRows(rows); }
+  template <typename Each> void forEachGroup(int64_t groups, Each each) {
+    for (int64_t group = 0; group < groups; ++group) // as the cuda backend
+      each(group);
+  }
   void zero(float *values, int64_t count) { std::fill_n(values, count, 0.0f); }
   void store(const float *from, void *to, int64_t count) {
     std::copy_n(from, count, static_cast<float *>(to));

@@ -9,7 +9,12 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <omp.h>
+#include <sched.h>
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 using namespace twill;
@@ -33,7 +38,7 @@ llvm::Error runMatmul(const InstructionView &in) {
     return shape.takeError();
   float *out = in.data<float>(shape->result);
   if (shape->hasAddend)
-    std::memcpy(out, in.data<float>(2), in.count(2) * sizeof(float));
+    cpu::copy(in.data<float>(2), out, in.count(2));
   cpu::gemm(matmulGemm(*shape, in.data<float>(0), in.data<float>(1), out));
   return llvm::Error::success();
 }
@@ -130,8 +135,7 @@ llvm::Error runReshape(const InstructionView &in) {
     return error;
   if (auto error = in.expectSameCount(0, 1))
     return error;
-  std::memcpy(in.data<float>(1), in.data<float>(0),
-              in.count(0) * sizeof(float));
+  cpu::copy(in.data<float>(0), in.data<float>(1), in.count(0));
   return llvm::Error::success();
 }
 
@@ -529,7 +533,29 @@ llvm::Error CpuBackend::run(const EntryPoint &entry,
   return llvm::Error::success();
 }
 
+/// The threads of this rank's kernels and GEMMs (one OpenMP pool: oneDNN
+/// runs on OpenMP too): OMP_NUM_THREADS if set; else the cores the
+/// launcher bound this rank to; else the machine's cores shared among the
+/// ranks on it, so that ranks never oversubscribe them.
+static int threadsPerRank() {
+  if (std::getenv("OMP_NUM_THREADS"))
+    return omp_get_max_threads();
+  cpu_set_t allowed;
+  int usable = sched_getaffinity(0, sizeof(allowed), &allowed) == 0
+                   ? CPU_COUNT(&allowed)
+                   : int(sysconf(_SC_NPROCESSORS_ONLN));
+  if (usable < sysconf(_SC_NPROCESSORS_ONLN))
+    return std::max(usable, 1);
+  return std::max(usable / Communicator::ranksOnThisNode(), 1);
+}
+
 std::unique_ptr<Backend> twill::createCpuBackend(BufferSet &buffers,
                                                  Communicator *comm) {
+  static const int threads = [] {
+    int count = threadsPerRank();
+    omp_set_num_threads(count);
+    return count;
+  }();
+  (void)threads;
   return std::make_unique<CpuBackend>(buffers, comm);
 }

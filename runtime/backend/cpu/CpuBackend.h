@@ -1,6 +1,6 @@
 //===- CpuBackend.h - runs an Executable on the CPU -------------*- C++ -*-===//
 //
-// The reference backend: fp32, OpenBLAS GEMMs, OpenMP loops. It executes the
+// The reference backend: fp32, oneDNN GEMMs, OpenMP loops. It executes the
 // instructions of an entry point in order over a BufferSet, checking each
 // instruction's operands against what its kernel needs before running it
 // (so a corrupt Executable is an error, never an out-of-bounds access).

@@ -3,11 +3,14 @@
 #include "runtime/backend/cpu/CpuKernels.h"
 
 #include "runtime/backend/RopeFrequencies.h"
+#include "runtime/backend/cpu/VectorMath.h"
 
+#include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <oneapi/dnnl/dnnl.h>
+
 #include <algorithm>
-#include <cblas.h>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -59,22 +62,35 @@ void cpu::gemm(const RowMajorGemm &g) {
           std::fill_n(c + i * g.strideC + row * g.ldc, g.n, 0.0f);
     return;
   }
-  for (int64_t i = 0; i < g.batch; ++i)
-    cblas_sgemm(CblasRowMajor, g.transA ? CblasTrans : CblasNoTrans,
-                g.transB ? CblasTrans : CblasNoTrans, g.m, g.n, g.k, g.alpha,
-                a + i * g.strideA, g.lda, b + i * g.strideB, g.ldb,
-                g.accumulate ? 1.0f : 0.0f, c + i * g.strideC, g.ldc);
+  for (int64_t i = 0; i < g.batch; ++i) {
+    dnnl_status_t status = dnnl_sgemm(
+        g.transA ? 'T' : 'N', g.transB ? 'T' : 'N', g.m, g.n, g.k, g.alpha,
+        a + i * g.strideA, g.lda, b + i * g.strideB, g.ldb,
+        g.accumulate ? 1.0f : 0.0f, c + i * g.strideC, g.ldc);
+    // The compiler's shapes make every call valid; one that is not is a
+    // bug, never bad input.
+    if (status != dnnl_success)
+      llvm::report_fatal_error(llvm::Twine(llvm::formatv(
+          "oneDNN refused a {0}x{1}x{2} GEMM (status {3})", g.m, g.n, g.k,
+          int(status))));
+  }
 }
 
-void cpu::rmsNorm(const float *x, const float *weight, float *out, int64_t rows,
-                  int64_t dim, double eps) {
-#pragma omp parallel for
+/// 1 / sqrt(mean(x^2) + eps) of one row.
+static inline double inverseRms(const float *row, int64_t dim, double eps) {
+  double sumSquares =
+      cpu::sumInBlocks(dim, [&](int64_t i) { return row[i] * row[i]; });
+  return 1.0 / std::sqrt(sumSquares / dim + eps);
+}
+
+TWILL_CPU_CLONES void cpu::rmsNorm(const float *x, const float *weight,
+                                   float *out, int64_t rows, int64_t dim,
+                                   double eps) {
+#pragma omp parallel for schedule(static)
   for (int64_t row = 0; row < rows; ++row) {
     const float *in = x + row * dim;
-    double sumSquares = 0;
-    for (int64_t i = 0; i < dim; ++i)
-      sumSquares += double(in[i]) * in[i];
-    float inverse = float(1.0 / std::sqrt(sumSquares / dim + eps));
+    float inverse = float(inverseRms(in, dim, eps));
+#pragma omp simd
     for (int64_t i = 0; i < dim; ++i)
       out[row * dim + i] = weight[i] * (in[i] * inverse);
   }
@@ -105,11 +121,21 @@ void cpu::rope(const float *x, const int32_t *positions, float *out,
   }
 }
 
-void cpu::swiglu(const float *gate, const float *up, float *out,
-                 int64_t count) {
-#pragma omp parallel for
+TWILL_CPU_CLONES void cpu::swiglu(const float *gate, const float *up,
+                                  float *out, int64_t count) {
+#pragma omp parallel for simd schedule(static)
   for (int64_t i = 0; i < count; ++i)
-    out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+    out[i] = gate[i] / (1.0f + expApprox(-gate[i])) * up[i];
+}
+
+void cpu::copy(const float *from, float *to, int64_t count) {
+  if (from == to)
+    return;
+  constexpr int64_t kBlock = 1 << 16; // values: 256 KiB a memcpy
+#pragma omp parallel for schedule(static)
+  for (int64_t first = 0; first < count; first += kBlock)
+    std::memcpy(to + first, from + first,
+                std::min(kBlock, count - first) * sizeof(float));
 }
 
 void cpu::add(const float *lhs, const float *rhs, float *out, int64_t count) {
@@ -156,6 +182,22 @@ struct LogitRowStats {
   std::vector<double> max, sum, target;
 };
 
+/// The largest of `count` logits (-inf for none).
+TWILL_CPU_CLONES static float rowMax(const float *z, int64_t count) {
+  float best = -std::numeric_limits<float>::infinity();
+#pragma omp simd reduction(max : best)
+  for (int64_t i = 0; i < count; ++i)
+    best = std::max(best, z[i]);
+  return best;
+}
+
+/// sum exp(z - max) over `count` logits.
+TWILL_CPU_CLONES static double rowExpSum(const float *z, int64_t count,
+                                         float max) {
+  return cpu::sumInBlocks(count,
+                          [&](int64_t i) { return cpu::expApprox(z[i] - max); });
+}
+
 static llvm::Expected<LogitRowStats>
 logitRowStats(const float *logits, const int32_t *labels, int64_t rows,
               VocabBlock block, int64_t ignoreIndex, cpu::RowReduce reduce) {
@@ -167,25 +209,22 @@ logitRowStats(const float *logits, const int32_t *labels, int64_t rows,
   LogitRowStats stats{
       std::vector<double>(rows, -std::numeric_limits<double>::infinity()),
       std::vector<double>(rows, 0.0), std::vector<double>(rows, 0.0)};
-#pragma omp parallel for
+#pragma omp parallel for schedule(static)
   for (int64_t row = 0; row < rows; ++row) {
     const float *z = logits + row * block.columns;
     if (columns > 0)
-      stats.max[row] = *std::max_element(z, z + columns);
+      stats.max[row] = rowMax(z, columns);
     int64_t label = int64_t(labels[row]) - block.first;
     if (labels[row] != ignoreIndex && label >= 0 && label < columns)
       stats.target[row] = z[label];
   }
   if (llvm::Error error = reduce(stats.max, /*max=*/true))
     return std::move(error);
-#pragma omp parallel for
-  for (int64_t row = 0; row < rows; ++row) {
-    const float *z = logits + row * block.columns;
-    double sum = 0;
-    for (int64_t i = 0; i < columns; ++i)
-      sum += std::exp(double(z[i]) - stats.max[row]);
-    stats.sum[row] = sum;
-  }
+  // Every rank's max is one of the float logits: exact as a float.
+#pragma omp parallel for schedule(static)
+  for (int64_t row = 0; row < rows; ++row)
+    stats.sum[row] = rowExpSum(logits + row * block.columns, columns,
+                               float(stats.max[row]));
   if (llvm::Error error = reduce(stats.sum, /*max=*/false))
     return std::move(error);
   if (llvm::Error error = reduce(stats.target, /*max=*/false))
@@ -261,26 +300,19 @@ llvm::Error cpu::embeddingGrad(const int32_t *ids, int64_t count,
   return llvm::Error::success();
 }
 
-/// 1 / sqrt(mean(x^2) + eps) of one row.
-static double inverseRms(const float *row, int64_t dim, double eps) {
-  double sumSquares = 0;
-  for (int64_t i = 0; i < dim; ++i)
-    sumSquares += double(row[i]) * row[i];
-  return 1.0 / std::sqrt(sumSquares / dim + eps);
-}
-
-void cpu::rmsNormGrad(const float *x, const float *weight, const float *grad,
-                      float *out, int64_t rows, int64_t dim, double eps) {
-#pragma omp parallel for
+TWILL_CPU_CLONES void cpu::rmsNormGrad(const float *x, const float *weight,
+                                       const float *grad, float *out,
+                                       int64_t rows, int64_t dim, double eps) {
+#pragma omp parallel for schedule(static)
   for (int64_t row = 0; row < rows; ++row) {
     const float *in = x + row * dim, *dy = grad + row * dim;
     double r = inverseRms(in, dim, eps);
-    double dot = 0; // sum of weight * dy * x
+    double dot = cpu::sumInBlocks( // sum of weight * dy * x
+        dim, [&](int64_t i) { return weight[i] * dy[i] * in[i]; });
+    float scale = float(r), correction = float(r * r * r * dot / dim);
+#pragma omp simd
     for (int64_t i = 0; i < dim; ++i)
-      dot += double(weight[i]) * dy[i] * in[i];
-    double correction = r * r * r * dot / dim;
-    for (int64_t i = 0; i < dim; ++i)
-      out[row * dim + i] = float(r * weight[i] * dy[i] - correction * in[i]);
+      out[row * dim + i] = scale * weight[i] * dy[i] - correction * in[i];
   }
 }
 
@@ -296,15 +328,41 @@ void cpu::rmsNormWeightGrad(const float *x, const float *grad, float *out,
     out[i] = float(sums[i]);
 }
 
-void cpu::swigluGrad(const float *gate, const float *up, const float *grad,
-                     float *gateGrad, float *upGrad, int64_t count) {
-#pragma omp parallel for
+TWILL_CPU_CLONES void cpu::swigluGrad(const float *gate, const float *up,
+                                      const float *grad, float *gateGrad,
+                                      float *upGrad, int64_t count) {
+#pragma omp parallel for simd schedule(static)
   for (int64_t i = 0; i < count; ++i) {
-    float sigmoid = 1.0f / (1.0f + std::exp(-gate[i]));
+    float sigmoid = 1.0f / (1.0f + expApprox(-gate[i]));
     float silu = gate[i] * sigmoid;
     upGrad[i] = grad[i] * silu;
     gateGrad[i] =
         grad[i] * up[i] * sigmoid * (1.0f + gate[i] * (1.0f - sigmoid));
+  }
+}
+
+/// dz = (softmax(z) - onehot(label)) * lossGrad row by row, zero past the
+/// vocab and in ignored rows.
+TWILL_CPU_CLONES static void
+crossEntropyGradRows(const float *logits, const int32_t *labels, int64_t rows,
+                     VocabBlock block, int64_t ignoreIndex,
+                     const LogitRowStats &stats, float lossGrad, float *out) {
+  int64_t columns =
+      std::clamp<int64_t>(block.vocab - block.first, 0, block.columns);
+#pragma omp parallel for schedule(static)
+  for (int64_t row = 0; row < rows; ++row) {
+    float *dz = out + row * block.columns;
+    const float *z = logits + row * block.columns;
+    int64_t end = labels[row] == ignoreIndex ? 0 : columns;
+    float max = float(stats.max[row]);
+    float scale = float(double(lossGrad) / stats.sum[row]);
+#pragma omp simd
+    for (int64_t i = 0; i < end; ++i)
+      dz[i] = cpu::expApprox(z[i] - max) * scale;
+    std::fill(dz + end, dz + block.columns, 0.0f);
+    int64_t label = int64_t(labels[row]) - block.first;
+    if (end > 0 && label >= 0 && label < columns)
+      dz[label] -= lossGrad;
   }
 }
 
@@ -316,22 +374,8 @@ llvm::Error cpu::crossEntropyGrad(const float *logits, const int32_t *labels,
       logitRowStats(logits, labels, rows, block, ignoreIndex, reduce);
   if (!stats)
     return stats.takeError();
-  int64_t columns =
-      std::clamp<int64_t>(block.vocab - block.first, 0, block.columns);
-#pragma omp parallel for
-  for (int64_t row = 0; row < rows; ++row) {
-    float *dz = out + row * block.columns;
-    std::fill(dz, dz + block.columns, 0.0f);
-    if (labels[row] == ignoreIndex)
-      continue;
-    const float *z = logits + row * block.columns;
-    for (int64_t i = 0; i < columns; ++i)
-      dz[i] = float(std::exp(double(z[i]) - stats->max[row]) / stats->sum[row] *
-                    lossGrad);
-    int64_t label = int64_t(labels[row]) - block.first;
-    if (label >= 0 && label < columns)
-      dz[label] -= lossGrad;
-  }
+  crossEntropyGradRows(logits, labels, rows, block, ignoreIndex, *stats,
+                       lossGrad, out);
   return llvm::Error::success();
 }
 

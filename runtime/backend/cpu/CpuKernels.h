@@ -2,9 +2,12 @@
 //
 // One function per twill op, on raw row-major fp32 arrays with explicit
 // sizes: the CPU backend's instruction set and the reference every other
-// backend is checked against. Reductions run in a fixed order, so results
-// do not depend on the thread count. Shapes are checked by the caller;
-// values that come from data (token ids, labels) are checked here.
+// backend is checked against. Its own reductions run in a fixed order, so
+// their results do not depend on the thread count; oneDNN's GEMMs split a
+// sum across threads only for small products on many threads (seen at 16
+// threads, an 8 x 512 x 1024 product, never at 2 or 4), which then differ
+// in the last bits. Shapes are checked by the caller; values that come
+// from data (token ids, labels) are checked here.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,7 +32,7 @@ llvm::Error embedding(const float *table, int64_t vocab, int64_t dim,
                       const int32_t *ids, int64_t count, float *out,
                       std::optional<int64_t> firstRow = std::nullopt);
 
-/// A row-major GEMM (Gemm.h) on fp32 values, through OpenBLAS.
+/// A row-major GEMM (Gemm.h) on fp32 values, through oneDNN.
 void gemm(const RowMajorGemm &g);
 
 /// Each of `rows` rows of `dim` values: x / sqrt(mean(x^2) + eps) * weight.
@@ -47,7 +50,7 @@ void rope(const float *x, const int32_t *positions, float *out, int64_t tokens,
 void softmaxRows(const SoftmaxRows &rows);
 void softmaxGradRows(const SoftmaxRows &rows);
 
-/// The scores of one chunk of queries a cpu attention keeps at once.
+/// The scores of one chunk of queries a cpu attention thread keeps at once.
 inline constexpr int64_t kAttentionBudgetBytes = 32 << 20;
 
 /// Causal grouped-query attention over [batch, seq, heads, headDim] inputs;
@@ -58,6 +61,10 @@ void attention(const float *q, const float *k, const float *v,
                const int32_t *segments, float *out, int64_t batch, int64_t seq,
                HeadBlock heads, int64_t kvHeads, int64_t headDim, double scale,
                int64_t budgetBytes = kAttentionBudgetBytes);
+
+/// to = from over `count` values, on every thread (nothing when they are
+/// the same values).
+void copy(const float *from, float *to, int64_t count);
 
 /// out = silu(gate) * up over `count` values.
 void swiglu(const float *gate, const float *up, float *out, int64_t count);

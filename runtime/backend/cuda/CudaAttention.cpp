@@ -21,6 +21,8 @@ constexpr int64_t kBudgetBytes = int64_t(1) << 30;
 /// Runs the schedule's calls on the compute stream; the first failing call
 /// is kept and the rest are skipped.
 struct CudaAttentionOps {
+  // Large GEMMs for the tensor cores (not yet measured on a GPU).
+  static constexpr int64_t kMaxChunkRows = 512;
   Device &device;
   bool bf16;
   llvm::Error error = llvm::Error::success();
@@ -59,6 +61,12 @@ struct CudaAttentionOps {
                        g.c, result, int(g.ldc), g.strideC, int(g.batch),
                        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                    "cublasGemmStridedBatchedEx"));
+  }
+
+  /// One stream: groups run one after another, sharing the scratch.
+  template <typename Each> void forEachGroup(int64_t groups, Each each) {
+    for (int64_t group = 0; group < groups && !error; ++group)
+      each(group);
   }
 
   void softmaxRows(const SoftmaxRows &rows) {
