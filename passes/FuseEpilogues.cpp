@@ -41,15 +41,42 @@ void refuse(MatmulOp matmul, Operation *at, double alpha, Value addend) {
     matmul->erase();
 }
 
+/// A scale that only matmuls read, each as one operand (not as the addend,
+/// not as both): (s X) W = s (X W), so the factor moves into each reader's
+/// alpha and the scale never runs. LoRA's backward scales the output
+/// gradient once for two products (B's gradient and the one through B).
+bool foldIntoReaders(ScaleOp scale) {
+  Value scaled = scale.getResult();
+  if (!scale->getDiscardableAttrs().empty() || scaled.use_empty())
+    return false;
+  for (Operation *reader : scaled.getUsers()) {
+    auto matmul = dyn_cast<MatmulOp>(reader);
+    if (!matmul || matmul.getAddend() == scaled ||
+        matmul.getLhs() == matmul.getRhs())
+      return false;
+  }
+  double factor = scale.getFactor().convertToDouble();
+  for (Operation *reader : llvm::make_early_inc_range(scaled.getUsers())) {
+    auto matmul = cast<MatmulOp>(reader);
+    matmul.setAlpha(APFloat(matmul.getAlpha().convertToDouble() * factor));
+  }
+  scaled.replaceAllUsesWith(scale.getInput());
+  scale->erase();
+  return true;
+}
+
 void fuse(func::FuncOp function) {
   // Scales first, so that an add then finds the scaled matmul.
   SmallVector<ScaleOp> scales(function.getOps<ScaleOp>());
-  for (ScaleOp scale : scales)
+  for (ScaleOp scale : scales) {
     if (MatmulOp matmul = soleMatmul(scale.getInput()))
       refuse(matmul, scale,
              matmul.getAlpha().convertToDouble() *
                  scale.getFactor().convertToDouble(),
              Value());
+    else
+      foldIntoReaders(scale);
+  }
   SmallVector<AddOp> adds(function.getOps<AddOp>());
   for (AddOp add : adds) {
     // The later operand's matmul takes the other as its addend, which is

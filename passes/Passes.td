@@ -197,11 +197,13 @@ def Rematerialize : Pass<"twill-rematerialize", "mlir::ModuleOp"> {
 }
 
 def FuseEpilogues : Pass<"twill-fuse-epilogues", "mlir::ModuleOp"> {
-  let summary = "Folds scales and adds into the matmuls they follow";
+  let summary = "Folds scales and adds into the matmuls around them";
   let description = [{
     Runs on the partitioned program. A `scale` of a matmul's result that
-    nothing else reads becomes the matmul's `alpha`; an `add` of such a
-    result and another value becomes the matmul's `addend`. LoRA's
+    nothing else reads becomes the matmul's `alpha`; a `scale` that only
+    matmuls read, each as one operand, moves into each reader's `alpha`
+    instead; an `add` of a matmul's result and another value becomes the
+    matmul's `addend`. LoRA's
     `W x + s B(A x)` is then two GEMMs whose second adds `W x` in its
     epilogue, and the backward's summed input gradients likewise: the
     scale and add passes over every projection's output are gone.
@@ -226,7 +228,9 @@ def PlanMemory : Pass<"twill-plan-memory", "mlir::ModuleOp"> {
     since entry points never run at once: first fit, in program order, a
     result placed before the operands read for the last time are freed (so
     a result never shares memory with its own operands), a result nothing
-    reads freed at once. Function arguments (parameters, states, inputs),
+    reads freed at once. The one exception: a matmul whose addend it reads
+    for the last time (and not as a factor) computes in place, its result
+    over the addend, so the addend is never copied. Function arguments (parameters, states, inputs),
     returned values and `twill.host_read` values keep memory of their own.
     Offsets are multiples of 64 bytes.
 

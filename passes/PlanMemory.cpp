@@ -3,6 +3,7 @@
 #include "passes/Passes.h"
 
 #include "dialects/twill/TwillDialect.h"
+#include "dialects/twill/TwillOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
@@ -74,6 +75,22 @@ int64_t arenaBytesOf(Value value) {
   return (bytes + kAlignment - 1) / kAlignment * kAlignment;
 }
 
+/// The operand whose memory `op`'s result may take: a matmul's addend that
+/// it reads for the last time and not also as a factor. The GEMM reads each
+/// element of the addend before it writes that element of the result
+/// (beta = 1), so computing in place saves copying the addend over.
+Value inPlaceOperand(Operation &op,
+                     const llvm::DenseMap<Value, Operation *> &lastUse) {
+  auto matmul = dyn_cast<MatmulOp>(op);
+  if (!matmul || !matmul.getAddend())
+    return {};
+  Value addend = matmul.getAddend();
+  if (lastUse.lookup(addend) != &op || addend == matmul.getLhs() ||
+      addend == matmul.getRhs())
+    return {};
+  return addend;
+}
+
 /// Plans one entry point in an empty arena; returns its high water mark.
 int64_t planFunction(func::FuncOp function) {
   Block &body = function.getBody().front();
@@ -96,12 +113,22 @@ int64_t planFunction(func::FuncOp function) {
     if (op.getNumResults() == 0)
       continue;
     // Results first, then the operands read for the last time go: a
-    // result never shares memory with its own operands.
+    // result never shares memory with its own operands, but for a matmul
+    // that computes in place over its addend.
     SmallVector<int64_t> placed;
+    Value inPlace = inPlaceOperand(op, lastUse);
     for (Value result : op.getResults()) {
       int64_t offset = -1;
-      if (!kept.contains(result))
-        offsets[result] = offset = arena.allocate(arenaBytesOf(result));
+      if (!kept.contains(result)) {
+        auto operand = inPlace ? offsets.find(inPlace) : offsets.end();
+        if (operand != offsets.end()) { // the result takes its memory
+          offset = operand->second;
+          offsets.erase(operand);
+        } else {
+          offset = arena.allocate(arenaBytesOf(result));
+        }
+        offsets[result] = offset;
+      }
       placed.push_back(offset);
     }
     op.setAttr(kArenaOffsetsAttrName, builder.getDenseI64ArrayAttr(placed));

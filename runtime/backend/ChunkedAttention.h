@@ -1,9 +1,9 @@
 //===- ChunkedAttention.h - attention as GEMMs over query chunks -*- C++
 //-*-===//
 //
-// Causal grouped-query attention (and its gradient) as a schedule of
-// strided-batched GEMMs and two row kernels, run chunk of queries by chunk:
-// the scores of one chunk against the keys it can see (keys 0 .. its last
+// Causal grouped-query attention (and its gradient) as a schedule of GEMMs
+// and two row kernels, run chunk of queries by chunk: the scores of one
+// chunk against the keys it can see (keys 0 .. its last
 // query: causality halves the work) are the only scores that ever exist, so
 // memory is bounded by the chunk size, never seq^2 x heads, and every FLOP
 // of QK^T, PV and their gradients runs in the backend's GEMM (oneDNN,
@@ -11,9 +11,12 @@
 // checks it against the reference and PyTorch, the cuda backend runs the
 // same calls.
 //
+// The query heads that share a KV head are stacked (their chunk rows copied
+// head after head), so each product is one GEMM for all of them.
+//
 // The gradient recomputes the chunk's softmax (from its scores and row
 // log-sum-exp), so the forward keeps nothing; key and value gradients of a
-// KV head accumulate in fp32 over chunks and query heads, in a fixed order.
+// KV head accumulate in fp32 over chunks, in a fixed order.
 //
 // A group (one batch row's KV head and the query heads it serves) shares
 // nothing with another: the backend may run groups concurrently
@@ -31,9 +34,12 @@
 //                                               // lse to remake it) -> dS
 //   void zero(float *, int64_t count);
 //   void store(const float *from, void *to, int64_t count); // to storage
-//   void *scratch(int slot, int64_t bytes);     // slots 0-4: the calling
-//                                               // group's own; 5 and 6:
-//                                               // the whole call's
+//   void *scratch(int slot, int64_t bytes);     // slots 0-4, 7-9: the
+//                                               // calling group's own; 5
+//                                               // and 6: the whole call's
+//   void copyRows(const void *from, int64_t fromStride, void *to,
+//                 int64_t toStride, int64_t rows, int64_t width);
+//                                               // storage-type rows
 //   void forEachGroup(int64_t groups, F each);  // each(group) for every
 //                                               // group, in any order or
 //                                               // concurrently
@@ -120,29 +126,35 @@ inline char *at(void *base, int64_t elements, int bytes) {
   return static_cast<char *>(base) + elements * bytes;
 }
 
-/// The scratch of one KV group's chunks: scores, row log-sum-exps and P,
-/// and for the gradient dP and dS.
+/// The scratch of one KV group's chunks: scores, row log-sum-exps and P;
+/// the chunk's query rows of the group's heads stacked (head after head)
+/// and a stacked result; for the gradient dP, dS and the stacked output
+/// gradients.
 struct ChunkScratch {
   int64_t rows; // queries per chunk
   float *scores, *lse;
-  void *probabilities;
+  void *probabilities, *queries, *result;
   float *probabilityGrad = nullptr;
-  void *scoreGrad = nullptr;
+  void *scoreGrad = nullptr, *outputGrads = nullptr;
 };
 
 template <typename Ops>
 ChunkScratch chunkScratch(Ops &ops, const AttentionProblem &p, int64_t g,
                           int64_t budgetBytes, bool gradient) {
   int64_t rows = chunkRows(p, g, budgetBytes, Ops::kMaxChunkRows),
-          scores = g * rows * p.seq;
+          scores = g * rows * p.seq, stacked = g * rows * p.headDim;
   ChunkScratch scratch{
-      rows, static_cast<float *>(ops.scratch(0, scores * sizeof(float))),
+      rows,
+      static_cast<float *>(ops.scratch(0, scores * sizeof(float))),
       static_cast<float *>(ops.scratch(1, g * rows * sizeof(float))),
-      ops.scratch(2, scores * p.elementBytes)};
+      ops.scratch(2, scores * p.elementBytes),
+      ops.scratch(7, stacked * p.elementBytes),
+      ops.scratch(8, stacked * p.elementBytes)};
   if (gradient) {
     scratch.probabilityGrad =
         static_cast<float *>(ops.scratch(3, scores * sizeof(float)));
     scratch.scoreGrad = ops.scratch(4, scores * p.elementBytes);
+    scratch.outputGrads = ops.scratch(9, stacked * p.elementBytes);
   }
   return scratch;
 }
@@ -154,42 +166,65 @@ struct Chunk {
   int64_t b, kv, h0, g, first, rows, keys;
 };
 
-/// out [g][rows][keys] (fp32) = each head's rows of `perHead` (a
-/// [batch, seq, heads, D] tensor: queries or output gradients) times the KV
-/// head's first `keys` rows of `perKv` (keys or values), transposed.
+/// Where the chunk's first query row of its first head is in a
+/// [batch, seq, heads, D] tensor, in elements.
+inline int64_t firstHeadRow(const AttentionProblem &p, const Chunk &c) {
+  return ((c.b * p.seq + c.first) * p.heads.count + c.h0) * p.headDim;
+}
+
+/// Copies the chunk's rows of the group's heads from a [batch, seq, heads,
+/// D] tensor (queries or output gradients) into [g][rows][D] stacked rows
+/// (`stack`), or from stacked rows back into such a tensor: the GQA heads
+/// of a group share their KV head, so stacked they make one GEMM of
+/// g x rows rows instead of g GEMMs of `rows`.
+template <typename Ops>
+void copyHeadRows(Ops &ops, const AttentionProblem &p, const Chunk &c,
+                  const void *from, void *to, bool stack) {
+  int64_t D = p.headDim, tensorStride = p.heads.count * D;
+  int e = p.elementBytes;
+  for (int64_t x = 0; x < c.g; ++x) {
+    int64_t inTensor = firstHeadRow(p, c) + x * D, inStack = x * c.rows * D;
+    if (stack)
+      ops.copyRows(at(from, inTensor, e), tensorStride, at(to, inStack, e), D,
+                   c.rows, D);
+    else
+      ops.copyRows(at(from, inStack, e), D, at(to, inTensor, e), tensorStride,
+                   c.rows, D);
+  }
+}
+
+/// The KV head's first `keys` rows of `perKv` ([batch, seq, kvHeads, D]:
+/// keys or values) as a GEMM operand.
+inline const void *kvRows(const AttentionProblem &p, const Chunk &c,
+                          const void *perKv) {
+  return at(perKv, (c.b * p.seq * p.kvHeads + c.kv) * p.headDim,
+            p.elementBytes);
+}
+
+/// out [g x rows][keys] (fp32) = `stacked` rows [g x rows][D] (queries or
+/// output gradients) times the KV head's keys or values, transposed.
 template <typename Ops>
 void rowsTimesKvT(Ops &ops, const AttentionProblem &p, const Chunk &c,
-                  const void *perHead, const void *perKv, float *out) {
-  int64_t H = p.heads.count, D = p.headDim;
+                  const void *stacked, const void *perKv, float *out) {
   RowMajorGemm gemm;
   gemm.transB = true;
-  gemm.m = c.rows, gemm.n = c.keys, gemm.k = D;
-  gemm.a =
-      at(perHead, ((c.b * p.seq + c.first) * H + c.h0) * D, p.elementBytes);
-  gemm.lda = H * D, gemm.strideA = D;
-  gemm.b = at(perKv, (c.b * p.seq * p.kvHeads + c.kv) * D, p.elementBytes);
-  gemm.ldb = p.kvHeads * D, gemm.strideB = 0;
-  gemm.c = out, gemm.ldc = c.keys, gemm.strideC = c.rows * c.keys;
-  gemm.batch = c.g;
+  gemm.m = c.g * c.rows, gemm.n = c.keys, gemm.k = p.headDim;
+  gemm.a = stacked, gemm.lda = p.headDim;
+  gemm.b = kvRows(p, c, perKv), gemm.ldb = p.kvHeads * p.headDim;
+  gemm.c = out, gemm.ldc = c.keys;
   ops.gemm(gemm);
 }
 
-/// Each head's rows of `out` ([batch, seq, heads, D], storage type) =
-/// `perKey` [g][rows][keys] (P or dS) times the KV head's first `keys` rows
-/// of `perKv` (values or keys). Each query row is in one chunk only, so
-/// this writes, never accumulates.
+/// out [g x rows][D] (storage type) = `perKey` [g x rows][keys] (P or dS)
+/// times the KV head's values or keys.
 template <typename Ops>
 void scoresTimesKv(Ops &ops, const AttentionProblem &p, const Chunk &c,
                    const void *perKey, const void *perKv, void *out) {
-  int64_t H = p.heads.count, D = p.headDim;
   RowMajorGemm gemm;
-  gemm.m = c.rows, gemm.n = D, gemm.k = c.keys;
-  gemm.a = perKey, gemm.lda = c.keys, gemm.strideA = c.rows * c.keys;
-  gemm.b = at(perKv, (c.b * p.seq * p.kvHeads + c.kv) * D, p.elementBytes);
-  gemm.ldb = p.kvHeads * D, gemm.strideB = 0;
-  gemm.c = at(out, ((c.b * p.seq + c.first) * H + c.h0) * D, p.elementBytes);
-  gemm.ldc = H * D, gemm.strideC = D;
-  gemm.batch = c.g, gemm.floatResult = false;
+  gemm.m = c.g * c.rows, gemm.n = p.headDim, gemm.k = c.keys;
+  gemm.a = perKey, gemm.lda = c.keys;
+  gemm.b = kvRows(p, c, perKv), gemm.ldb = p.kvHeads * p.headDim;
+  gemm.c = out, gemm.ldc = p.headDim, gemm.floatResult = false;
   ops.gemm(gemm);
 }
 
@@ -208,7 +243,8 @@ inline SoftmaxRows scoreRows(const AttentionProblem &p, const Chunk &c,
 }
 
 /// Calls `each(chunk, scratch)` for every chunk of every group (batch row
-/// and KV head), after S = Q K^T and P = softmax(S) (with its lse) are made.
+/// and KV head), after the chunk's queries are stacked and S = Q K^T and
+/// P = softmax(S) (with its lse) are made.
 template <typename Ops, typename Each>
 void forEachChunk(Ops &ops, const AttentionProblem &p, int64_t budgetBytes,
                   bool gradient, Each each) {
@@ -221,7 +257,8 @@ void forEachChunk(Ops &ops, const AttentionProblem &p, int64_t budgetBytes,
     for (int64_t first = 0; first < p.seq; first += scratch.rows) {
       int64_t rows = std::min(scratch.rows, p.seq - first);
       Chunk chunk{b, kv, h0, h1 - h0, first, rows, first + rows};
-      rowsTimesKvT(ops, p, chunk, p.q, p.k, scratch.scores);
+      copyHeadRows(ops, p, chunk, p.q, scratch.queries, /*stack=*/true);
+      rowsTimesKvT(ops, p, chunk, scratch.queries, p.k, scratch.scores);
       ops.softmaxRows(scoreRows(p, chunk, scratch));
       each(chunk, scratch);
     }
@@ -237,7 +274,9 @@ void chunkedAttention(Ops &ops, const AttentionProblem &p, void *out,
   using namespace detail;
   forEachChunk(ops, p, budgetBytes, false,
                [&](const Chunk &c, const ChunkScratch &scratch) {
-                 scoresTimesKv(ops, p, c, scratch.probabilities, p.v, out);
+                 scoresTimesKv(ops, p, c, scratch.probabilities, p.v,
+                               scratch.result);
+                 copyHeadRows(ops, p, c, scratch.result, out, /*stack=*/false);
                });
 }
 
@@ -247,9 +286,8 @@ void chunkedAttentionGrad(Ops &ops, const AttentionProblem &p, const void *grad,
                           void *queryGrad, void *keyGrad, void *valueGrad,
                           int64_t budgetBytes) {
   using namespace detail;
-  int64_t H = p.heads.count, D = p.headDim, KV = p.kvHeads;
+  int64_t D = p.headDim, KV = p.kvHeads;
   int64_t kvValues = p.batch * p.seq * KV * D;
-  int e = p.elementBytes;
   // Key and value gradients in fp32, [batch, seq, KV, D] like the results:
   // each group adds into its own KV head's columns.
   auto *keyAcc = static_cast<float *>(ops.scratch(5, kvValues * sizeof(float)));
@@ -260,29 +298,26 @@ void chunkedAttentionGrad(Ops &ops, const AttentionProblem &p, const void *grad,
   forEachChunk(
       ops, p, budgetBytes, true,
       [&](const Chunk &c, const ChunkScratch &scratch) {
-        rowsTimesKvT(ops, p, c, grad, p.v, scratch.probabilityGrad); // dP
-        ops.softmaxGradRows(scoreRows(p, c, scratch));               // dS
-        scoresTimesKv(ops, p, c, scratch.scoreGrad, p.k, queryGrad); // dQ
-        // dV += P^T dO and dK += dS^T Q, head by head: every head of the
-        // group adds into the same KV head.
-        int64_t firstRow = ((c.b * p.seq + c.first) * H + c.h0) * D;
-        int64_t kvColumn = c.b * p.seq * KV * D + c.kv * D;
-        for (int64_t x = 0; x < c.g; ++x) {
-          RowMajorGemm dV;
-          dV.transA = true;
-          dV.m = c.keys, dV.n = D, dV.k = c.rows;
-          dV.a = at(scratch.probabilities, x * c.rows * c.keys, e);
-          dV.lda = c.keys;
-          dV.b = at(grad, firstRow + x * D, e), dV.ldb = H * D;
-          dV.c = valueAcc + kvColumn, dV.ldc = KV * D;
-          dV.accumulate = true;
-          ops.gemm(dV);
-          RowMajorGemm dK = dV;
-          dK.a = at(scratch.scoreGrad, x * c.rows * c.keys, e);
-          dK.b = at(p.q, firstRow + x * D, e);
-          dK.c = keyAcc + kvColumn;
-          ops.gemm(dK);
-        }
+        copyHeadRows(ops, p, c, grad, scratch.outputGrads, /*stack=*/true);
+        rowsTimesKvT(ops, p, c, scratch.outputGrads, p.v,
+                     scratch.probabilityGrad);         // dP
+        ops.softmaxGradRows(scoreRows(p, c, scratch)); // dS
+        scoresTimesKv(ops, p, c, scratch.scoreGrad, p.k, scratch.result);
+        copyHeadRows(ops, p, c, scratch.result, queryGrad, false); // dQ
+        // dV += P^T dO and dK += dS^T Q over the group's heads at once:
+        // stacked, the heads' rows are one sum.
+        RowMajorGemm dV;
+        dV.transA = true;
+        dV.m = c.keys, dV.n = D, dV.k = c.g * c.rows;
+        dV.a = scratch.probabilities, dV.lda = c.keys;
+        dV.b = scratch.outputGrads, dV.ldb = D;
+        dV.c = valueAcc + c.b * p.seq * KV * D + c.kv * D, dV.ldc = KV * D;
+        dV.accumulate = true;
+        ops.gemm(dV);
+        RowMajorGemm dK = dV;
+        dK.a = scratch.scoreGrad, dK.b = scratch.queries;
+        dK.c = keyAcc + c.b * p.seq * KV * D + c.kv * D;
+        ops.gemm(dK);
       });
   ops.store(keyAcc, keyGrad, kvValues);
   ops.store(valueAcc, valueGrad, kvValues);

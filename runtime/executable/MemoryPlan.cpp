@@ -87,6 +87,20 @@ llvm::Error twill::checkMemoryPlan(const Executable &executable) {
     };
     for (int index = 0; index < entry.instructions_size(); ++index) {
       const Instruction &instruction = entry.instructions(index);
+      // A matmul may compute in place: its result exactly over its addend,
+      // which it reads for the last time and not as a factor.
+      if (instruction.opcode() == MATMUL && instruction.operands_size() == 3 &&
+          instruction.results_size() == 1) {
+        int addend = instruction.operands(2), result = instruction.results(0);
+        if (lastUse[addend] == index && planned(addend) && planned(result) &&
+            addend != instruction.operands(0) &&
+            addend != instruction.operands(1) &&
+            executable.buffers(addend).arena_offset() ==
+                executable.buffers(result).arena_offset() &&
+            executable.buffers(addend).size_bytes() ==
+                executable.buffers(result).size_bytes())
+          release(addend);
+      }
       for (int id : instruction.results()) {
         if (!planned(id) || executable.buffers(id).size_bytes() == 0)
           continue;

@@ -2,7 +2,8 @@
 //
 // twill-plan-memory places the values each entry point computes in one
 // arena: values whose lives (from the instruction that writes them to the
-// last that reads them) do not overlap share memory. The Executable carries
+// last that reads them) do not overlap share memory, and a matmul whose
+// addend dies with it computes in place over it. The Executable carries
 // each planned buffer's offset and the arena's size; parameters, states,
 // inputs, outputs and host-read values keep memory of their own. The
 // runtime checks the plan before it allocates anything.
@@ -38,7 +39,8 @@ MemoryPlan memoryPlanOf(const Executable &executable);
 /// Fails unless the plan is sound: every planned buffer is a value an
 /// instruction computes (no parameter, state, input, output or host-read
 /// value), starts on a 64-byte boundary and ends inside the arena, and no
-/// two values live at once overlap.
+/// two values live at once overlap (a matmul's result may lie exactly over
+/// the addend it reads for the last time: it computes in place).
 llvm::Error checkMemoryPlan(const Executable &executable);
 
 } // namespace twill

@@ -42,6 +42,31 @@ func.func @kept(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>, %v: tensor<4x4xf32>) -
 
 // -----
 
+// A scale that only matmuls read, as an operand, moves into their alphas
+// (LoRA's backward: the scaled output gradient feeds B's gradient and the
+// product through B). A scale read as an addend or as both operands stays,
+// as does one that anything else reads (@kept).
+// CHECK-LABEL: func.func @readers(
+// CHECK-NEXT: %[[P:.*]] = twill.matmul %arg0, %arg1 {alpha = 2.000000e+00 : f64} :
+// CHECK-NEXT: %[[Q:.*]] = twill.matmul %arg2, %arg0 {alpha = 6.000000e+00 : f64, transpose_lhs} :
+// CHECK-NEXT: %[[S:.*]] = twill.scale %arg0 by 5.000000e-01
+// CHECK-NEXT: %[[R:.*]] = twill.matmul %arg1, %arg1 plus %[[S]] :
+// CHECK-NEXT: %[[T:.*]] = twill.scale %arg0 by 4.000000e+00
+// CHECK-NEXT: %[[U:.*]] = twill.matmul %[[T]], %[[T]] :
+// CHECK-NEXT: return %[[P]], %[[Q]], %[[R]], %[[U]]
+func.func @readers(%g: tensor<4x4xf32>, %b: tensor<4x4xf32>, %x: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>) {
+  %s = twill.scale %g by 2.0 : tensor<4x4xf32>
+  %p = twill.matmul %s, %b : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  %q = twill.matmul %x, %s {transpose_lhs, alpha = 3.0 : f64} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  %h = twill.scale %g by 0.5 : tensor<4x4xf32>
+  %r = twill.matmul %b, %b plus %h : (tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  %t = twill.scale %g by 4.0 : tensor<4x4xf32>
+  %u = twill.matmul %t, %t : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  return %p, %q, %r, %u : tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>
+}
+
+// -----
+
 // The addend must have the result's type.
 func.func @bad(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>, %c: tensor<4x5xf32>) -> tensor<4x4xf32> {
   // expected-error @+1 {{addend must have the result's type}}

@@ -1,6 +1,7 @@
 // twill-plan-memory: values share one arena when their lives do not
-// overlap; a result never shares its operands' memory; arguments, returned
-// values and host-read values keep memory of their own.
+// overlap; a result never shares its operands' memory (but for a matmul
+// computing in place over its addend); arguments, returned values and
+// host-read values keep memory of their own.
 // RUN: twill-opt %s --twill-plan-memory -split-input-file | FileCheck %s
 
 // A chain of 1 KiB values where %v1 is read again at the end: %v1 keeps
@@ -51,4 +52,27 @@ func.func @other_entry(%x: tensor<40xf32> {twill.input = "y"}) -> tensor<40xf32>
   // CHECK: twill.scale {{.*}} {twill.arena_offsets = array<i64: -1>}
   %b = twill.scale %a by 2.0 : tensor<40xf32>
   return %b : tensor<40xf32>
+}
+
+// -----
+
+// A matmul computes in place over an addend it reads for the last time (and
+// not as a factor): its result takes the addend's offset. An addend read
+// again later, or also a factor, keeps its own.
+// CHECK: module attributes {twill.arena_bytes = 192 : i64}
+// CHECK-LABEL: func.func @in_place
+func.func @in_place(%x: tensor<4x4xf32> {twill.input = "x"}) -> (tensor<4x4xf32>, tensor<4x4xf32>) {
+  // CHECK: twill.scale {{.*}} {twill.arena_offsets = array<i64: 0>}
+  %a = twill.scale %x by 2.0 : tensor<4x4xf32>
+  // CHECK: twill.matmul {{.*}} {twill.arena_offsets = array<i64: 0>}
+  %b = twill.matmul %x, %x plus %a : (tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  // CHECK: twill.matmul {{.*}} {twill.arena_offsets = array<i64: 64>}
+  %c = twill.matmul %x, %x plus %b : (tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  // CHECK: twill.matmul {{.*}} {twill.arena_offsets = array<i64: 128>}
+  %d = twill.matmul %c, %x plus %c : (tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  // CHECK: twill.add {{.*}} {twill.arena_offsets = array<i64: -1>}
+  %e = twill.add %d, %b : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  // CHECK: twill.scale {{.*}} {twill.arena_offsets = array<i64: -1>}
+  %f = twill.scale %d by 2.0 : tensor<4x4xf32>
+  return %e, %f : tensor<4x4xf32>, tensor<4x4xf32>
 }

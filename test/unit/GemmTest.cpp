@@ -167,6 +167,12 @@ struct ColumnMajorAttentionOps {
     for (int64_t group = 0; group < groups; ++group) // as the cuda backend
       each(group);
   }
+  void copyRows(const void *from, int64_t fromStride, void *to,
+                int64_t toStride, int64_t rows, int64_t width) {
+    for (int64_t r = 0; r < rows; ++r) // as cudaMemcpy2DAsync
+      std::copy_n(static_cast<const float *>(from) + r * fromStride, width,
+                  static_cast<float *>(to) + r * toStride);
+  }
   void zero(float *values, int64_t count) { std::fill_n(values, count, 0.0f); }
   void store(const float *from, void *to, int64_t count) {
     std::copy_n(from, count, static_cast<float *>(to));

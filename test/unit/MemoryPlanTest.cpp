@@ -2,8 +2,9 @@
 //
 // twill-plan-memory writes the plan (its lit test, plan-memory.mlir, shows
 // how it lays values out); the runtime refuses a plan that would let two
-// live values share bytes, spill out of the arena, or put a value that
-// must outlive a run in it.
+// live values share bytes (but a matmul computing in place over its
+// addend), spill out of the arena, or put a value that must outlive a run
+// in it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -86,6 +87,57 @@ TEST(MemoryPlan, LiveValuesMayNotShare) {
   llvm::Error error = verifyExecutable(executable);
   EXPECT_THAT(llvm::toString(std::move(error)),
               HasSubstr("invalid executable: its memory plan is unsound"));
+}
+
+/// x -> a = 2x at 0 -> m = x x + a, also at 0 (in place over its addend)
+/// -> out = 2m; `extra` reads a once more at the end, `factor` makes a the
+/// matmul's left factor too.
+Executable inPlace(bool extra, bool factor) {
+  Executable executable;
+  for (int64_t offset : {-1, 0, 0, -1, -1}) {
+    Buffer &buffer = *executable.add_buffers();
+    buffer.set_dtype(F32);
+    buffer.add_shape(4);
+    buffer.add_shape(4);
+    buffer.set_size_bytes(64);
+    if (offset >= 0)
+      buffer.set_arena_offset(offset);
+  }
+  executable.set_arena_bytes(64);
+  executable.add_inputs()->set_buffer(0);
+  EntryPoint &entry = *executable.add_entry_points();
+  entry.set_name("forward");
+  auto add = [&](Opcode opcode, std::initializer_list<int> operands,
+                 int result) -> Instruction & {
+    Instruction &instruction = *entry.add_instructions();
+    instruction.set_opcode(opcode);
+    for (int operand : operands)
+      instruction.add_operands(operand);
+    instruction.add_results(result);
+    return instruction;
+  };
+  add(SCALE, {0}, 1).mutable_scale()->set_factor(2);
+  MatmulAttributes &matmul =
+      *add(MATMUL, {factor ? 1 : 0, 0, 1}, 2).mutable_matmul();
+  matmul.set_transpose_lhs(false);
+  matmul.set_transpose_rhs(false);
+  matmul.set_alpha(1);
+  add(SCALE, {2}, 3).mutable_scale()->set_factor(2);
+  entry.add_outputs(3);
+  if (extra) {
+    add(ADD, {3, 1}, 4);
+    entry.add_outputs(4);
+  }
+  return executable;
+}
+
+TEST(MemoryPlan, AMatmulMayComputeInPlaceOverItsLastReadAddend) {
+  llvm::Error error = verifyExecutable(inPlace(false, false));
+  EXPECT_FALSE(bool(error)) << llvm::toString(std::move(error));
+  EXPECT_THAT(problemOf(inPlace(true, false)),
+              HasSubstr("instruction 1 writes buffer 2 over buffer 1"));
+  EXPECT_THAT(problemOf(inPlace(false, true)),
+              HasSubstr("instruction 1 writes buffer 2 over buffer 1"));
 }
 
 TEST(MemoryPlan, ValuesStayInsideTheArena) {

@@ -41,13 +41,21 @@ struct CpuAttentionOps {
   /// GEMM. With fewer groups than threads, the groups run in turn and each
   /// call inside uses every thread.
   template <typename Each> void forEachGroup(int64_t groups, Each each) {
-#pragma omp parallel for schedule(dynamic, 1)                                 \
-    if (groups >= omp_get_max_threads())
+#pragma omp parallel for schedule(dynamic,                                     \
+                                  1) if (groups >= omp_get_max_threads())
     for (int64_t group = 0; group < groups; ++group)
       each(group);
   }
 
   void gemm(const RowMajorGemm &call) { cpu::gemm(call); }
+
+  void copyRows(const void *from, int64_t fromStride, void *to,
+                int64_t toStride, int64_t rows, int64_t width) {
+    for (int64_t r = 0; r < rows; ++r)
+      std::memcpy(static_cast<float *>(to) + r * toStride,
+                  static_cast<const float *>(from) + r * fromStride,
+                  width * sizeof(float));
+  }
 
   void softmaxRows(const SoftmaxRows &rows) { cpu::softmaxRows(rows); }
   void softmaxGradRows(const SoftmaxRows &rows) { cpu::softmaxGradRows(rows); }
@@ -110,11 +118,10 @@ TWILL_CPU_CLONES void cpu::softmaxRows(const SoftmaxRows &s) {
     int64_t query = s.firstQuery + row % s.rows, end = visibleEnd(s, row);
     const float *scores = s.scores + row * s.keys;
     float *p = static_cast<float *>(s.probabilities) + row * s.keys;
-    s.lse[row] =
-        s.segments
-            ? softmaxRow<true>(scores, p, end, scale, s.segments,
-                               s.segments[query])
-            : softmaxRow<false>(scores, p, end, scale, nullptr, 0);
+    s.lse[row] = s.segments
+                     ? softmaxRow<true>(scores, p, end, scale, s.segments,
+                                        s.segments[query])
+                     : softmaxRow<false>(scores, p, end, scale, nullptr, 0);
     std::fill(p + end, p + s.keys, 0.0f);
   }
 }

@@ -243,11 +243,10 @@ llvm::Error runCrossEntropyGrad(const InstructionView &in) {
   llvm::Expected<VocabBlock> block = vocabBlock(in, vocab);
   if (!block)
     return block.takeError();
-  return cpu::crossEntropyGrad(in.data<float>(0), in.data<int32_t>(1),
-                               in.count(1), *block,
-                               in->cross_entropy().ignore_index(),
-                               rowReduce(in),
-                               *in.data<float>(2), in.data<float>(3));
+  return cpu::crossEntropyGrad(
+      in.data<float>(0), in.data<int32_t>(1), in.count(1), *block,
+      in->cross_entropy().ignore_index(), rowReduce(in), *in.data<float>(2),
+      in.data<float>(3));
 }
 
 //===----------------------------------------------------------------------===//
@@ -284,8 +283,8 @@ llvm::Error runClipCoefficient(const InstructionView &in) {
     return error;
   if (in.count(0) != 1 || in.count(1) != 1)
     return in.fail("expects scalars");
-  *in.data<float>(1) =
-      cpu::clipCoefficient(*in.data<float>(0), in->clip_coefficient().max_norm());
+  *in.data<float>(1) = cpu::clipCoefficient(*in.data<float>(0),
+                                            in->clip_coefficient().max_norm());
   return llvm::Error::success();
 }
 
@@ -294,10 +293,9 @@ llvm::Error runLrSchedule(const InstructionView &in) {
     return error;
   if (in.count(0) != 1 || in.count(1) != 1 || in.count(2) != 1)
     return in.fail("expects scalars");
-  *in.data<float>(2) =
-      cpu::scheduledLr(*in.data<int64_t>(0), *in.data<int64_t>(1),
-                       in->lr_schedule().lr(),
-                       in->lr_schedule().warmup_steps());
+  *in.data<float>(2) = cpu::scheduledLr(
+      *in.data<int64_t>(0), *in.data<int64_t>(1), in->lr_schedule().lr(),
+      in->lr_schedule().warmup_steps());
   return llvm::Error::success();
 }
 
@@ -499,24 +497,24 @@ static llvm::Error runWidened(Kernel kernel, const Instruction &instruction,
 
 llvm::Error CpuBackend::run(const EntryPoint &entry, BufferSet &buffers,
                             Communicator *comm, Profiler *profiler) {
-  return forEachInstruction(entry, [&](int index,
-                                       const Instruction &instruction)
-                                       -> llvm::Error {
-    Kernel kernel = kernelOf(instruction.opcode());
-    if (!kernel) // the loader refuses such a program
-      return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     "no opcode");
-    if (!profiler)
-      return runWidened(kernel, instruction, buffers, comm);
-    double start = profiler->now();
-    llvm::Error error = runWidened(kernel, instruction, buffers, comm);
-    double end = profiler->now();
-    // One thread does everything: a collective occupies both tracks.
-    profiler->record({Profiler::Compute, &entry, index, start, end});
-    if (isCollective(instruction.opcode()))
-      profiler->record({Profiler::Communication, &entry, index, start, end});
-    return error;
-  });
+  return forEachInstruction(
+      entry, [&](int index, const Instruction &instruction) -> llvm::Error {
+        Kernel kernel = kernelOf(instruction.opcode());
+        if (!kernel) // the loader refuses such a program
+          return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                         "no opcode");
+        if (!profiler)
+          return runWidened(kernel, instruction, buffers, comm);
+        double start = profiler->now();
+        llvm::Error error = runWidened(kernel, instruction, buffers, comm);
+        double end = profiler->now();
+        // One thread does everything: a collective occupies both tracks.
+        profiler->record({Profiler::Compute, &entry, index, start, end});
+        if (isCollective(instruction.opcode()))
+          profiler->record(
+              {Profiler::Communication, &entry, index, start, end});
+        return error;
+      });
 }
 
 llvm::Error CpuBackend::run(const EntryPoint &entry,
@@ -528,8 +526,8 @@ llvm::Error CpuBackend::run(const EntryPoint &entry,
     std::memcpy(buffers.data(target), buffers.data(source),
                 buffers.info(target).size_bytes());
   if (profiler)
-    profiler->record({Profiler::EntryPoints, &entry, -1, start,
-                      profiler->now()});
+    profiler->record(
+        {Profiler::EntryPoints, &entry, -1, start, profiler->now()});
   return llvm::Error::success();
 }
 

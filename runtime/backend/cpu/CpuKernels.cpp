@@ -63,16 +63,16 @@ void cpu::gemm(const RowMajorGemm &g) {
     return;
   }
   for (int64_t i = 0; i < g.batch; ++i) {
-    dnnl_status_t status = dnnl_sgemm(
-        g.transA ? 'T' : 'N', g.transB ? 'T' : 'N', g.m, g.n, g.k, g.alpha,
-        a + i * g.strideA, g.lda, b + i * g.strideB, g.ldb,
-        g.accumulate ? 1.0f : 0.0f, c + i * g.strideC, g.ldc);
+    dnnl_status_t status =
+        dnnl_sgemm(g.transA ? 'T' : 'N', g.transB ? 'T' : 'N', g.m, g.n, g.k,
+                   g.alpha, a + i * g.strideA, g.lda, b + i * g.strideB, g.ldb,
+                   g.accumulate ? 1.0f : 0.0f, c + i * g.strideC, g.ldc);
     // The compiler's shapes make every call valid; one that is not is a
     // bug, never bad input.
     if (status != dnnl_success)
-      llvm::report_fatal_error(llvm::Twine(llvm::formatv(
-          "oneDNN refused a {0}x{1}x{2} GEMM (status {3})", g.m, g.n, g.k,
-          int(status))));
+      llvm::report_fatal_error(llvm::Twine(
+          llvm::formatv("oneDNN refused a {0}x{1}x{2} GEMM (status {3})", g.m,
+                        g.n, g.k, int(status))));
   }
 }
 
@@ -194,8 +194,8 @@ TWILL_CPU_CLONES static float rowMax(const float *z, int64_t count) {
 /// sum exp(z - max) over `count` logits.
 TWILL_CPU_CLONES static double rowExpSum(const float *z, int64_t count,
                                          float max) {
-  return cpu::sumInBlocks(count,
-                          [&](int64_t i) { return cpu::expApprox(z[i] - max); });
+  return cpu::sumInBlocks(
+      count, [&](int64_t i) { return cpu::expApprox(z[i] - max); });
 }
 
 static llvm::Expected<LogitRowStats>
@@ -220,11 +220,11 @@ logitRowStats(const float *logits, const int32_t *labels, int64_t rows,
   }
   if (llvm::Error error = reduce(stats.max, /*max=*/true))
     return std::move(error);
-  // Every rank's max is one of the float logits: exact as a float.
+    // Every rank's max is one of the float logits: exact as a float.
 #pragma omp parallel for schedule(static)
   for (int64_t row = 0; row < rows; ++row)
-    stats.sum[row] = rowExpSum(logits + row * block.columns, columns,
-                               float(stats.max[row]));
+    stats.sum[row] =
+        rowExpSum(logits + row * block.columns, columns, float(stats.max[row]));
   if (llvm::Error error = reduce(stats.sum, /*max=*/false))
     return std::move(error);
   if (llvm::Error error = reduce(stats.target, /*max=*/false))

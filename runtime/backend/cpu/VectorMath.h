@@ -12,14 +12,13 @@
 #ifndef TWILL_RUNTIME_BACKEND_CPU_VECTORMATH_H
 #define TWILL_RUNTIME_BACKEND_CPU_VECTORMATH_H
 
-#include <cstdint>
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define TWILL_CPU_CLONES                                                       \
-  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3",            \
-                               "default")))
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define TWILL_CPU_CLONES
 #endif

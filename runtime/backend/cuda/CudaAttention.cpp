@@ -69,6 +69,17 @@ struct CudaAttentionOps {
       each(group);
   }
 
+  void copyRows(const void *from, int64_t fromStride, void *to,
+                int64_t toStride, int64_t rows, int64_t width) {
+    if (error)
+      return;
+    size_t e = bf16 ? 2 : 4;
+    keep(checkCuda(cudaMemcpy2DAsync(to, toStride * e, from, fromStride * e,
+                                     width * e, rows, cudaMemcpyDeviceToDevice,
+                                     device.stream),
+                   "cudaMemcpy2DAsync"));
+  }
+
   void softmaxRows(const SoftmaxRows &rows) {
     if (!error)
       cuda::softmaxRows(rows, bf16, device.stream);
