@@ -1,7 +1,7 @@
 //===- GemmTest.cpp - the GEMMs the backends hand their libraries ---------===//
 //
 // Every matmul shape and every GEMM of the attention schedule, computed
-// three ways against a plain reference: by OpenBLAS from the row-major
+// three ways against a plain reference: by oneDNN from the row-major
 // description (the cpu backend), and by two emulations of column-major
 // libraries reading exactly the arguments the cuda backend passes: cuBLAS's
 // strided-batched GEMM (toColumnMajor) and cuBLASLt's matrix layouts
