@@ -196,6 +196,42 @@ def Rematerialize : Pass<"twill-rematerialize", "mlir::ModuleOp"> {
   }];
 }
 
+def Schedule : Pass<"twill-schedule", "mlir::ModuleOp"> {
+  let summary = "Collectives in flight while compute runs: start early, wait late";
+  let description = [{
+    Runs on the partitioned program, after twill-rematerialize. Every
+    collective that communicates becomes a start and a wait
+    (TwillAsyncOps.td), which the verifier then proves safe:
+
+    - the wait goes right before the first op that reads the result; when
+      every reader only feeds the function's results (a gradient summed into
+      its state), the readers and the wait move to the end, so a gradient
+      reduce-scatter is waited as late as the step allows;
+    - the start goes as early as its input allows, but a collective of a
+      layer starts no more than `prefetch-layers` layers ahead, counted in
+      program order (the backward counts down): an FSDP gather of layer L's
+      shard runs while layer L - 1 (forward) or L + 1 (backward) computes,
+      and only that many layers' gathered weights are in flight at once.
+
+    twill-plan-memory then keeps a collective's input from its start and
+    its result from the start to the last reader. No op is reordered
+    otherwise, so the losses do not change.
+
+    ```mlir
+    // before
+    %w = twill.all_gather %shard over @mesh["dp"] dim 0 : ... (layer 3)
+    // after: started where layer 2 begins, waited where layer 3 reads it
+    %h = twill.all_gather_start %shard over @mesh["dp"] dim 0 : ...
+    ...layer 2...
+    %w = twill.wait %h : ...
+    ```
+  }];
+  let options = [
+    Option<"prefetchLayers", "prefetch-layers", "int64_t", "1",
+           "How many layers ahead a layer's collectives may start">
+  ];
+}
+
 def FuseEpilogues : Pass<"twill-fuse-epilogues", "mlir::ModuleOp"> {
   let summary = "Folds scales and adds into the matmuls around them";
   let description = [{

@@ -105,21 +105,38 @@ int64_t planFunction(func::FuncOp function) {
       kept.insert(op.getResults().begin(), op.getResults().end());
     for (Value operand : op.getOperands())
       lastUse[operand] = &op;
+    // A collective in flight reads its input until its wait.
+    if (auto wait = dyn_cast<WaitOp>(op))
+      lastUse[wait.getHandle().getDefiningOp()->getOperand(0)] = &op;
   }
   Builder builder(function.getContext());
   Arena arena;
   llvm::DenseMap<Value, int64_t> offsets;
+  // The memory of each collective in flight, by handle: taken at its start
+  // (it is written until the wait), its wait's result from then on.
+  llvm::DenseMap<Value, int64_t> inFlight;
   for (Operation &op : body) {
     if (op.getNumResults() == 0)
       continue;
     // Results first, then the operands read for the last time go: a
     // result never shares memory with its own operands, but for a matmul
-    // that computes in place over its addend.
+    // that computes in place over its addend. A start places the result
+    // in flight (its handle has no memory of its own); its wait keeps it.
     SmallVector<int64_t> placed;
     Value inPlace = inPlaceOperand(op, lastUse);
     for (Value result : op.getResults()) {
       int64_t offset = -1;
-      if (!kept.contains(result)) {
+      if (auto wait = dyn_cast<WaitOp>(op)) {
+        offset = inFlight.lookup(wait.getHandle());
+        if (offset >= 0)
+          offsets[result] = offset;
+      } else if (auto pending = dyn_cast<PendingType>(result.getType())) {
+        auto wait = cast<WaitOp>(*result.getUsers().begin());
+        offset = kept.contains(wait.getResult())
+                     ? -1
+                     : arena.allocate(arenaBytesOf(wait.getResult()));
+        inFlight[result] = offset;
+      } else if (!kept.contains(result)) {
         auto operand = inPlace ? offsets.find(inPlace) : offsets.end();
         if (operand != offsets.end()) { // the result takes its memory
           offset = operand->second;
@@ -139,7 +156,10 @@ int64_t planFunction(func::FuncOp function) {
         offsets.erase(found);
       }
     };
-    for (Value operand : op.getOperands())
+    SmallVector<Value> read(op.getOperands());
+    if (auto wait = dyn_cast<WaitOp>(op))
+      read.push_back(wait.getHandle().getDefiningOp()->getOperand(0));
+    for (Value operand : read)
       if (lastUse.lookup(operand) == &op)
         release(operand);
     for (Value result : op.getResults())

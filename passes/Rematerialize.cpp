@@ -21,15 +21,6 @@ using namespace mlir::twill;
 
 namespace {
 
-/// The layer an op belongs to, as the frontend (or the pass that made the
-/// op for one of the layer's) says in its twill.layer.
-std::optional<int64_t> layerOf(Operation *op) {
-  auto layer = op->getAttrOfType<IntegerAttr>(kLayerAttrName);
-  if (!layer)
-    return std::nullopt;
-  return layer.getInt();
-}
-
 LogicalResult rematerialize(func::FuncOp function) {
   Block &body = function.getBody().front();
   // The forward is everything up to the loss; the backward follows it.

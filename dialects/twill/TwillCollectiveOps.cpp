@@ -61,26 +61,29 @@ mlir::twill::verifyCollective(Operation *op,
 
   // A block is ceil(whole / ranks) long: the last one may be padded.
   auto block = [&](int64_t whole) { return (whole + size - 1) / size; };
+  auto dimAttr = [&](StringRef name) {
+    return op->getAttrOfType<IntegerAttr>(name).getInt();
+  };
   ArrayRef<int64_t> input = shapeOf(op->getOperand(0));
-  ArrayRef<int64_t> result = shapeOf(op->getResult(0));
+  ArrayRef<int64_t> result = collectiveResultType(op).getShape();
   SmallVector<int64_t> expected(input);
-  if (auto gather = dyn_cast<AllGatherOp>(op)) {
-    int64_t dim = gather.getDim();
+  if (isa<AllGatherOp, AllGatherStartOp>(op)) {
+    int64_t dim = dimAttr("dim");
     if (result.size() == input.size() && block(result[dim]) == input[dim])
       expected[dim] = result[dim];
     else
       expected[dim] *= size;
-  } else if (isa<ReduceScatterOp, LocalSliceOp>(op)) {
-    int64_t dim = op->getAttrOfType<IntegerAttr>("dim").getInt();
+  } else if (isa<ReduceScatterOp, ReduceScatterStartOp, LocalSliceOp>(op)) {
+    int64_t dim = dimAttr("dim");
     expected[dim] = block(expected[dim]);
-  } else if (auto exchange = dyn_cast<AllToAllOp>(op)) {
-    if (expected[exchange.getSplitDim()] % size != 0)
+  } else if (isa<AllToAllOp, AllToAllStartOp>(op)) {
+    int64_t split = dimAttr("split_dim"), concat = dimAttr("concat_dim");
+    if (expected[split] % size != 0)
       return op->emitOpError()
-             << "split dim " << exchange.getSplitDim() << " of size "
-             << expected[exchange.getSplitDim()] << " does not split over the "
-             << size << " ranks of " << axisName;
-    expected[exchange.getSplitDim()] /= size;
-    expected[exchange.getConcatDim()] *= size;
+             << "split dim " << split << " of size " << expected[split]
+             << " does not split over the " << size << " ranks of " << axisName;
+    expected[split] /= size;
+    expected[concat] *= size;
   }
   return expectShape(op, "result", result, expected);
 }

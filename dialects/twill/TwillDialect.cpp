@@ -12,6 +12,7 @@ using namespace mlir::twill;
 
 void TwillDialect::initialize() {
   registerAttributes();
+  registerTypes();
   addOperations<
 #define GET_OP_LIST
 #include "dialects/twill/TwillOps.cpp.inc"

@@ -29,12 +29,15 @@ def Twill_Dialect : Dialect {
     Before partitioning, shapes are global; after it, they are local shards.
   }];
   let useDefaultAttributePrinterParser = 1;
+  let useDefaultTypePrinterParser = 1;
   // twill.tp on parameters, twill.layer on ops and parameters.
   let hasOperationAttrVerify = 1;
   let hasRegionArgAttrVerify = 1;
   let extraClassDeclaration = [{
     /// Defined beside the attribute storage classes (TwillAttrs.cpp).
     void registerAttributes();
+    /// Defined beside the async collectives (TwillAsyncOps.cpp).
+    void registerTypes();
   }];
 }
 

@@ -339,5 +339,6 @@ def Twill_CastOp : Twill_ComputeOp<"cast", [Pure, DeclareOpInterfaceMethods<Twil
 include "dialects/twill/TwillGradOps.td"
 include "dialects/twill/TwillOptimizerOps.td"
 include "dialects/twill/TwillCollectiveOps.td"
+include "dialects/twill/TwillAsyncOps.td"
 
 #endif // TWILL_OPS_TD

@@ -76,3 +76,29 @@ func.func @in_place(%x: tensor<4x4xf32> {twill.input = "x"}) -> (tensor<4x4xf32>
   %f = twill.scale %d by 2.0 : tensor<4x4xf32>
   return %e, %f : tensor<4x4xf32>, tensor<4x4xf32>
 }
+
+// -----
+
+// A collective in flight: its result is placed at the start (written until
+// the wait) and its input kept until the wait, so the scales in between
+// take other memory. The handle has none of its own.
+// CHECK: module attributes {twill.arena_bytes = 256 : i64}
+// CHECK-LABEL: func.func @in_flight
+twill.mesh @mesh {axes = ["dp"], shape = [2]}
+func.func @in_flight(%x: tensor<16xf32> {twill.input = "x"}) -> tensor<16xf32> {
+  // CHECK: twill.scale {{.*}} {twill.arena_offsets = array<i64: 0>}
+  %in = twill.scale %x by 2.0 : tensor<16xf32>
+  // CHECK: twill.all_reduce_start {{.*}} {twill.arena_offsets = array<i64: 64>}
+  %h = twill.all_reduce_start %in over @mesh["dp"] : tensor<16xf32> -> !twill.pending<tensor<16xf32>>
+  // CHECK: twill.scale {{.*}} {twill.arena_offsets = array<i64: 128>}
+  %a = twill.scale %x by 3.0 : tensor<16xf32>
+  // CHECK: twill.scale {{.*}} {twill.arena_offsets = array<i64: 192>}
+  %b = twill.scale %a by 3.0 : tensor<16xf32>
+  // CHECK: twill.wait {{.*}} {twill.arena_offsets = array<i64: 64>}
+  %sum = twill.wait %h : !twill.pending<tensor<16xf32>>
+  // CHECK: twill.add {{.*}} {twill.arena_offsets = array<i64: 0>}
+  %c = twill.add %sum, %b : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
+  // CHECK: twill.add {{.*}} {twill.arena_offsets = array<i64: -1>}
+  %d = twill.add %c, %x : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
+  return %d : tensor<16xf32>
+}

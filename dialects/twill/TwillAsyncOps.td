@@ -1,0 +1,94 @@
+//===- TwillAsyncOps.td - collectives in flight ------------*- tablegen -*-===//
+//
+// A collective split in two: a start op that begins it and returns a
+// handle, and the one wait that ends it and yields its tensor. Between the
+// two, compute runs while the collective is in flight. The verifier proves
+// each schedule safe: every handle is waited exactly once, in the block
+// that starts it (so on every path), and once values have arena offsets,
+// nothing between a start and its wait is written over the collective's
+// input or result.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TWILL_ASYNC_OPS_TD
+#define TWILL_ASYNC_OPS_TD
+
+include "mlir/IR/AttrTypeBase.td"
+
+def Twill_PendingType : TypeDef<Twill_Dialect, "Pending"> {
+  let mnemonic = "pending";
+  let summary = "A collective in flight: the tensor its wait will yield";
+  let parameters = (ins "::mlir::RankedTensorType":$value);
+  let assemblyFormat = "`<` $value `>`";
+}
+
+// The start of a collective: its operands and attributes are the blocking
+// collective's, its result a handle to the tensor that one returns. Not
+// Pure: two identical starts are two transfers, and an unused one is an
+// error (it is never waited), not dead code.
+class Twill_StartOp<string collective, dag collectiveArguments>
+    : Twill_Op<collective # "_start"> {
+  let summary = "Begins " # collective # "; twill.wait ends it";
+  let arguments = collectiveArguments;
+  let results = (outs Twill_PendingType:$handle);
+  let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult
+    $cppClass::verifySymbolUses(::mlir::SymbolTableCollection &symbolTable) {
+      return ::mlir::twill::verifyCollective(getOperation(), symbolTable);
+    }
+  }];
+}
+
+def Twill_AllGatherStartOp : Twill_StartOp<"all_gather",
+    (ins Twill_FloatTensor:$input, FlatSymbolRefAttr:$mesh, StrAttr:$axis,
+         I64Attr:$dim)> {
+  let description = [{
+    ```mlir
+    %h = twill.all_gather_start %w over @mesh["dp"] dim 0 : tensor<64x64xf32> -> !twill.pending<tensor<128x64xf32>>
+    %full = twill.wait %h : !twill.pending<tensor<128x64xf32>>
+    ```
+  }];
+  let assemblyFormat = [{
+    $input `over` $mesh `[` $axis `]` `dim` $dim attr-dict `:` type($input)
+    `->` type($handle)
+  }];
+}
+
+def Twill_ReduceScatterStartOp : Twill_StartOp<"reduce_scatter",
+    (ins Twill_FloatTensor:$input, FlatSymbolRefAttr:$mesh, StrAttr:$axis,
+         I64Attr:$dim)> {
+  let assemblyFormat = [{
+    $input `over` $mesh `[` $axis `]` `dim` $dim attr-dict `:` type($input)
+    `->` type($handle)
+  }];
+}
+
+def Twill_AllReduceStartOp : Twill_StartOp<"all_reduce",
+    (ins StaticShapeTensorOf<[AnyFloat, AnySignlessInteger]>:$input,
+         FlatSymbolRefAttr:$mesh, StrAttr:$axis)> {
+  let assemblyFormat = [{
+    $input `over` $mesh `[` $axis `]` attr-dict `:` type($input) `->`
+    type($handle)
+  }];
+}
+
+def Twill_AllToAllStartOp : Twill_StartOp<"all_to_all",
+    (ins Twill_FloatTensor:$input, FlatSymbolRefAttr:$mesh, StrAttr:$axis,
+         I64Attr:$split_dim, I64Attr:$concat_dim)> {
+  let assemblyFormat = [{
+    $input `over` $mesh `[` $axis `]` `split` $split_dim `concat` $concat_dim
+    attr-dict `:` type($input) `->` type($handle)
+  }];
+}
+
+def Twill_WaitOp : Twill_Op<"wait", [TypesMatchWith<
+    "result is the tensor the handle is pending", "handle", "result",
+    "::llvm::cast<::mlir::twill::PendingType>($_self).getValue()">]> {
+  let summary = "Ends a collective in flight and yields its tensor";
+  let arguments = (ins Twill_PendingType:$handle);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$handle attr-dict `:` type($handle)";
+}
+
+#endif // TWILL_ASYNC_OPS_TD
