@@ -346,7 +346,8 @@ def sigterm_keeps_the_log(s):
 def stopped_rank(s):
     """A rank that stops (SIGSTOP) ends the job on every rank within the
     collective timeout plus a few seconds, naming what waited for whom."""
-    program, _ = s.compile("stopped", "parallel.dp=2",
+    # Long enough (epochs) that the stop lands while it trains.
+    program, _ = s.compile("stopped", "parallel.dp=2", "train.epochs=100",
                            "parallel.collective_timeout_s=5")
     launch = subprocess.Popen(
         ["mpirun", "-np", "2", "--oversubscribe", s.tool("twill-train"),

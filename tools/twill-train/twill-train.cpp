@@ -400,6 +400,10 @@ static int runJob(Executable executable) {
                         .str();
   int status = eval ? runEval(program) : runTraining(program, data);
   if (status == 0) {
+    // Every rank reaches the end before MPI_Finalize, which would wait
+    // without a deadline for a rank that stopped late in the job.
+    if (llvm::Error error = (*comm)->barrier())
+      return fail(std::move(error));
     if (std::string memory = program.memoryReport(); !memory.empty())
       report() << memory << "\n";
     if (profiler) {
