@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Builds the fuzz targets (clang, libFuzzer, ASan+UBSan) in BUILD and runs
-# each for SECONDS from its seed corpus (fuzz/corpus/<target>/), inputs up
-# to 1 MB. Fails on the first finding: its log is printed and the input
-# that found it is left in BUILD/findings/<target>/ (rerun it with
-# BUILD/bin/fuzz-<target> FILE).
+# each for SECONDS from its seeds, inputs up to 1 MB: the corpus in the
+# repository (fuzz/corpus/<target>/) and, for the Executable loader, the
+# tiny job compiled on 1x1 and 2x2 by the main build's twillc (TWILLC,
+# default build/bin/twillc; an Executable is a build output, so it is made
+# here rather than kept). Fails on the first finding: its log is printed
+# and the input that found it is left in BUILD/findings/<target>/ (rerun
+# it with BUILD/bin/fuzz-<target> FILE).
 #
 #   fuzz/run.sh [BUILD [SECONDS]]      (default: build-fuzz, 30)
 set -euo pipefail
@@ -18,8 +21,24 @@ cmake -S "$root" -B "$build" -G Ninja -DTWILL_FUZZ=ON \
   { cat "$build/configure.log"; exit 1; }
 cmake --build "$build"
 
-for seeds in "$root"/fuzz/corpus/*/; do
-  target=$(basename "$seeds")
+twillc=${TWILLC:-$root/build/bin/twillc}
+if [ ! -x "$twillc" ]; then
+  echo "fuzz/run.sh: no twillc at $twillc to compile the Executable seeds" \
+    "(build the main build first, or set TWILLC)" >&2
+  exit 1
+fi
+made="$build/seeds/executable"
+mkdir -p "$made"
+"$twillc" "$root/configs/tiny.textproto" -o "$made/tiny.twx"
+"$twillc" "$root/configs/tiny.textproto" parallel.dp=2 parallel.tp=2 \
+  -o "$made/tiny-2x2.twx"
+
+for binary in "$build"/bin/fuzz-*; do
+  target=${binary##*/fuzz-}
+  seeds=()
+  for folder in "$root/fuzz/corpus/$target" "$build/seeds/$target"; do
+    [ -d "$folder" ] && seeds+=("$folder")
+  done
   corpus="$build/corpus/$target" findings="$build/findings/$target"
   mkdir -p "$corpus" "$findings"
   log="$build/$target.log"
@@ -28,7 +47,7 @@ for seeds in "$root"/fuzz/corpus/*/; do
   if ! "$build/bin/fuzz-$target" -max_total_time="$seconds" \
       -max_len=1048576 -timeout=30 -rss_limit_mb=4096 \
       -artifact_prefix="$findings/" -print_final_stats=1 \
-      "$corpus" "$seeds" > "$log" 2>&1; then
+      "$corpus" "${seeds[@]}" > "$log" 2>&1; then
     tail -n 80 "$log"
     echo "fuzz-$target: a finding; the input is in $findings/" >&2
     exit 1
