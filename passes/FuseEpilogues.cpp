@@ -45,15 +45,15 @@ void refuse(MatmulOp matmul, Operation *at, double alpha, Value addend) {
 /// not as both): (s X) W = s (X W), so the factor moves into each reader's
 /// alpha and the scale never runs. LoRA's backward scales the output
 /// gradient once for two products (B's gradient and the one through B).
-bool foldIntoReaders(ScaleOp scale) {
+void foldIntoReaders(ScaleOp scale) {
   Value scaled = scale.getResult();
   if (!scale->getDiscardableAttrs().empty() || scaled.use_empty())
-    return false;
+    return;
   for (Operation *reader : scaled.getUsers()) {
     auto matmul = dyn_cast<MatmulOp>(reader);
     if (!matmul || matmul.getAddend() == scaled ||
         matmul.getLhs() == matmul.getRhs())
-      return false;
+      return;
   }
   double factor = scale.getFactor().convertToDouble();
   for (Operation *reader : llvm::make_early_inc_range(scaled.getUsers())) {
@@ -62,7 +62,6 @@ bool foldIntoReaders(ScaleOp scale) {
   }
   scaled.replaceAllUsesWith(scale.getInput());
   scale->erase();
-  return true;
 }
 
 void fuse(func::FuncOp function) {

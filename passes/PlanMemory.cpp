@@ -91,6 +91,13 @@ Value inPlaceOperand(Operation &op,
   return addend;
 }
 
+/// What a wait reads besides its handle: the input of its collective, in
+/// flight until the wait.
+Value inFlightInput(Operation &op) {
+  auto wait = dyn_cast<WaitOp>(op);
+  return wait ? wait.getHandle().getDefiningOp()->getOperand(0) : Value();
+}
+
 /// Plans one entry point in an empty arena; returns its high water mark.
 int64_t planFunction(func::FuncOp function) {
   Block &body = function.getBody().front();
@@ -105,9 +112,8 @@ int64_t planFunction(func::FuncOp function) {
       kept.insert(op.getResults().begin(), op.getResults().end());
     for (Value operand : op.getOperands())
       lastUse[operand] = &op;
-    // A collective in flight reads its input until its wait.
-    if (auto wait = dyn_cast<WaitOp>(op))
-      lastUse[wait.getHandle().getDefiningOp()->getOperand(0)] = &op;
+    if (Value input = inFlightInput(op))
+      lastUse[input] = &op;
   }
   Builder builder(function.getContext());
   Arena arena;
@@ -127,7 +133,7 @@ int64_t planFunction(func::FuncOp function) {
     for (Value result : op.getResults()) {
       int64_t offset = -1;
       if (auto wait = dyn_cast<WaitOp>(op)) {
-        offset = inFlight.lookup(wait.getHandle());
+        offset = inFlight.at(wait.getHandle());
         if (offset >= 0)
           offsets[result] = offset;
       } else if (auto pending = dyn_cast<PendingType>(result.getType())) {
@@ -157,8 +163,8 @@ int64_t planFunction(func::FuncOp function) {
       }
     };
     SmallVector<Value> read(op.getOperands());
-    if (auto wait = dyn_cast<WaitOp>(op))
-      read.push_back(wait.getHandle().getDefiningOp()->getOperand(0));
+    if (Value input = inFlightInput(op))
+      read.push_back(input);
     for (Value operand : read)
       if (lastUse.lookup(operand) == &op)
         release(operand);

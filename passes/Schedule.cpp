@@ -101,10 +101,9 @@ void schedule(func::FuncOp function, int64_t prefetch) {
     builder.setInsertionPoint(firstReader);
     auto wait = WaitOp::create(builder, collective->getLoc(), result.getType(),
                                start->getResult(0));
-    if (std::optional<int64_t> layer = layerOf(collective)) {
-      start->setAttr(kLayerAttrName, collective->getAttr(kLayerAttrName));
-      wait->setAttr(kLayerAttrName, collective->getAttr(kLayerAttrName));
-    }
+    // The start has the collective's attributes, its layer among them.
+    if (Attribute layer = collective->getAttr(kLayerAttrName))
+      wait->setAttr(kLayerAttrName, layer);
     result.replaceAllUsesWith(wait.getResult());
     collective->erase();
   }

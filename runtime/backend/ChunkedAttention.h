@@ -3,11 +3,11 @@
 //
 // Causal grouped-query attention (and its gradient) as a schedule of GEMMs
 // and two row kernels, run chunk of queries by chunk: the scores of one
-// chunk against the keys it can see (keys 0 .. its last
-// query: causality halves the work) are the only scores that ever exist, so
-// memory is bounded by the chunk size, never seq^2 x heads, and every FLOP
-// of QK^T, PV and their gradients runs in the backend's GEMM (oneDNN,
-// cuBLAS on tensor cores). One schedule for every backend: the cpu backend
+// chunk against the keys it can see (keys 0 .. its last query: causality
+// halves the work) are the only scores that ever exist, so memory is
+// bounded by the chunk size, never seq^2 x heads, and every FLOP of QK^T,
+// PV and their gradients runs in the backend's GEMM (oneDNN, cuBLAS on
+// tensor cores). One schedule for every backend: the cpu backend
 // checks it against the reference and PyTorch, the cuda backend runs the
 // same calls.
 //

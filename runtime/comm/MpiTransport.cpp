@@ -42,11 +42,12 @@ public:
 
 private:
   MPI_Comm commOf(const Axis *axis) const { return comms[axis - axes.data()]; }
-  /// Waits for `request`, a collective (`what`) over `comm`, up to the
+  /// Waits for `request`, the collective `what` over `comm` that `call`
+  /// (an MPI_I* function, which returned `started`) began, up to the
   /// timeout; past it, fails naming the ranks of `comm` that did not
   /// arrive.
-  llvm::Error complete(MPI_Request request, const llvm::Twine &what,
-                       MPI_Comm comm) const;
+  llvm::Error complete(int started, llvm::StringRef call, MPI_Request &request,
+                       const llvm::Twine &what, MPI_Comm comm) const;
   llvm::Error timedOut(const llvm::Twine &what, MPI_Comm comm) const;
   llvm::Error reduce(const void *in, void *out, int64_t count,
                      MPI_Datatype type, MPI_Op op, MPI_Comm comm,
@@ -151,8 +152,9 @@ struct Split {
 };
 
 llvm::Error MpiCommunicator::allGather(llvm::StringRef name, const float *in,
-                                    float *out, llvm::ArrayRef<int64_t> inShape,
-                                    int64_t dim) {
+                                       float *out,
+                                       llvm::ArrayRef<int64_t> inShape,
+                                       int64_t dim) {
   llvm::Expected<const Axis *> axis = findAxis(name);
   if (!axis)
     return axis.takeError();
@@ -160,15 +162,11 @@ llvm::Error MpiCommunicator::allGather(llvm::StringRef name, const float *in,
   int64_t block = split.outer * split.length * split.inner;
   std::vector<float> gathered(block * (*axis)->size);
   MPI_Request request;
-  if (llvm::Error error =
-          checkMpi(MPI_Iallgather(in, int(block), MPI_FLOAT, gathered.data(),
-                                  int(block), MPI_FLOAT, commOf(*axis),
-                                  &request),
-                   "MPI_Iallgather"))
-    return error;
-  if (llvm::Error error = complete(request, "all_gather over axis '" + name +
-                                                "'",
-                                   commOf(*axis)))
+  if (llvm::Error error = complete(
+          MPI_Iallgather(in, int(block), MPI_FLOAT, gathered.data(), int(block),
+                         MPI_FLOAT, commOf(*axis), &request),
+          "MPI_Iallgather", request, "all_gather over axis '" + name + "'",
+          commOf(*axis)))
     return error;
   // gathered is [rank][outer][length * inner]; out is
   // [outer][rank][length * inner].
@@ -181,10 +179,10 @@ llvm::Error MpiCommunicator::allGather(llvm::StringRef name, const float *in,
   return llvm::Error::success();
 }
 
-llvm::Error MpiCommunicator::reduceScatter(llvm::StringRef name, const float *in,
-                                        float *out,
-                                        llvm::ArrayRef<int64_t> inShape,
-                                        int64_t dim) {
+llvm::Error MpiCommunicator::reduceScatter(llvm::StringRef name,
+                                           const float *in, float *out,
+                                           llvm::ArrayRef<int64_t> inShape,
+                                           int64_t dim) {
   llvm::Expected<const Axis *> axis = findAxis(name);
   if (!axis)
     return axis.takeError();
@@ -202,34 +200,26 @@ llvm::Error MpiCommunicator::reduceScatter(llvm::StringRef name, const float *in
       std::memcpy(blocks.data() + (r * split.outer + o) * row,
                   in + (o * n + r) * row, row * sizeof(float));
   MPI_Request request;
-  if (llvm::Error error = checkMpi(
-          MPI_Ireduce_scatter_block(blocks.data(), out, int(split.outer * row),
-                                    MPI_FLOAT, MPI_SUM, commOf(*axis),
-                                    &request),
-          "MPI_Ireduce_scatter_block"))
-    return error;
-  return complete(request, "reduce_scatter over axis '" + name + "'",
-                  commOf(*axis));
+  return complete(MPI_Ireduce_scatter_block(blocks.data(), out,
+                                            int(split.outer * row), MPI_FLOAT,
+                                            MPI_SUM, commOf(*axis), &request),
+                  "MPI_Ireduce_scatter_block", request,
+                  "reduce_scatter over axis '" + name + "'", commOf(*axis));
 }
 
-
-/// MPI_Iallreduce, in place when `in` is `out`, as `communicator` waits
-/// for its requests.
+/// MPI_Iallreduce, in place when `in` is `out`, waited as every collective
+/// is.
 llvm::Error MpiCommunicator::reduce(const void *in, void *out, int64_t count,
-                                    MPI_Datatype type, MPI_Op op,
-                                    MPI_Comm comm,
+                                    MPI_Datatype type, MPI_Op op, MPI_Comm comm,
                                     const llvm::Twine &what) const {
   MPI_Request request;
-  if (llvm::Error error =
-          checkMpi(MPI_Iallreduce(in == out ? MPI_IN_PLACE : in, out,
-                                  int(count), type, op, comm, &request),
-                   "MPI_Iallreduce"))
-    return error;
-  return complete(request, what, comm);
+  return complete(MPI_Iallreduce(in == out ? MPI_IN_PLACE : in, out, int(count),
+                                 type, op, comm, &request),
+                  "MPI_Iallreduce", request, what, comm);
 }
 
 llvm::Error MpiCommunicator::allReduce(llvm::StringRef name, const float *in,
-                                    float *out, int64_t count) {
+                                       float *out, int64_t count) {
   llvm::Expected<const Axis *> axis = findAxis(name);
   if (!axis)
     return axis.takeError();
@@ -238,7 +228,7 @@ llvm::Error MpiCommunicator::allReduce(llvm::StringRef name, const float *in,
 }
 
 llvm::Error MpiCommunicator::allReduce(llvm::StringRef name, const int64_t *in,
-                                    int64_t *out, int64_t count) {
+                                       int64_t *out, int64_t count) {
   llvm::Expected<const Axis *> axis = findAxis(name);
   if (!axis)
     return axis.takeError();
@@ -247,32 +237,28 @@ llvm::Error MpiCommunicator::allReduce(llvm::StringRef name, const int64_t *in,
 }
 
 llvm::Error MpiCommunicator::allReduce(llvm::StringRef name, double *values,
-                                    int64_t count, bool max) {
+                                       int64_t count, bool max) {
   llvm::Expected<const Axis *> axis = findAxis(name);
   if (!axis)
     return axis.takeError();
   return reduce(values, values, count, MPI_DOUBLE, max ? MPI_MAX : MPI_SUM,
-                commOf(*axis), "the loss's row statistics over axis '" + name +
-                                   "'");
+                commOf(*axis),
+                "the loss's row statistics over axis '" + name + "'");
 }
 
 llvm::Error MpiCommunicator::broadcast(void *data, int64_t bytes,
-                                    int root) const {
+                                       int root) const {
   MPI_Request request;
-  if (llvm::Error error = checkMpi(MPI_Ibcast(data, int(bytes), MPI_BYTE, root,
-                                              MPI_COMM_WORLD, &request),
-                                   "MPI_Ibcast"))
-    return error;
-  return complete(request, "a broadcast from rank " + llvm::Twine(root),
-                  MPI_COMM_WORLD);
+  return complete(
+      MPI_Ibcast(data, int(bytes), MPI_BYTE, root, MPI_COMM_WORLD, &request),
+      "MPI_Ibcast", request, "a broadcast from rank " + llvm::Twine(root),
+      MPI_COMM_WORLD);
 }
 
 llvm::Error MpiCommunicator::barrier() {
   MPI_Request request;
-  if (llvm::Error error =
-          checkMpi(MPI_Ibarrier(MPI_COMM_WORLD, &request), "MPI_Ibarrier"))
-    return error;
-  return complete(request, "a barrier of every rank", MPI_COMM_WORLD);
+  return complete(MPI_Ibarrier(MPI_COMM_WORLD, &request), "MPI_Ibarrier",
+                  request, "a barrier of every rank", MPI_COMM_WORLD);
 }
 
 llvm::Error MpiCommunicator::sumOverWorld(float *values, int64_t count) {
@@ -281,8 +267,9 @@ llvm::Error MpiCommunicator::sumOverWorld(float *values, int64_t count) {
 }
 
 llvm::Error MpiCommunicator::allToAll(llvm::StringRef name, const float *in,
-                                   float *out, llvm::ArrayRef<int64_t> inShape,
-                                   int64_t splitDim, int64_t concatDim) {
+                                      float *out,
+                                      llvm::ArrayRef<int64_t> inShape,
+                                      int64_t splitDim, int64_t concatDim) {
   llvm::Expected<const Axis *> axis = findAxis(name);
   if (!axis)
     return axis.takeError();
@@ -303,14 +290,11 @@ llvm::Error MpiCommunicator::allToAll(llvm::StringRef name, const float *in,
       std::memcpy(send.data() + r * block + o * sourceRow,
                   in + (o * n + r) * sourceRow, sourceRow * sizeof(float));
   MPI_Request request;
-  if (llvm::Error error = checkMpi(
+  if (llvm::Error error = complete(
           MPI_Ialltoall(send.data(), int(block), MPI_FLOAT, receive.data(),
                         int(block), MPI_FLOAT, commOf(*axis), &request),
-          "MPI_Ialltoall"))
-    return error;
-  if (llvm::Error error = complete(request, "all_to_all over axis '" + name +
-                                                "'",
-                                   commOf(*axis)))
+          "MPI_Ialltoall", request, "all_to_all over axis '" + name + "'",
+          commOf(*axis)))
     return error;
   // Block r arrived from rank r: it goes to slice r along concatDim.
   Split target(blockShape, concatDim);
@@ -323,9 +307,12 @@ llvm::Error MpiCommunicator::allToAll(llvm::StringRef name, const float *in,
   return llvm::Error::success();
 }
 
-llvm::Error MpiCommunicator::complete(MPI_Request request,
+llvm::Error MpiCommunicator::complete(int started, llvm::StringRef call,
+                                      MPI_Request &request,
                                       const llvm::Twine &what,
                                       MPI_Comm comm) const {
+  if (llvm::Error error = checkMpi(started, call))
+    return error;
   auto began = std::chrono::steady_clock::now();
   for (int polls = 0;; ++polls) {
     int done = 0;
@@ -337,8 +324,7 @@ llvm::Error MpiCommunicator::complete(MPI_Request request,
     // Poll at once first (collectives are usually quick), then calmly.
     if (polls < 1000)
       continue;
-    if (std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                      began)
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - began)
             .count() > timeoutSeconds)
       return timedOut(what, comm);
     std::this_thread::sleep_for(std::chrono::microseconds(100));
@@ -386,8 +372,7 @@ llvm::Error MpiCommunicator::timedOut(const llvm::Twine &what,
   std::vector<int> local(members), global(members);
   for (int i = 0; i < members; ++i)
     local[i] = i;
-  MPI_Group_translate_ranks(group, members, local.data(), world,
-                            global.data());
+  MPI_Group_translate_ranks(group, members, local.data(), world, global.data());
   MPI_Group_free(&group);
   MPI_Group_free(&world);
   std::string missing;

@@ -13,7 +13,6 @@
 using namespace twill;
 namespace json = llvm::json;
 
-
 /// The integers of `key` in `line`, or an error.
 static llvm::Expected<std::vector<int32_t>> readIds(const json::Object &line,
                                                     llvm::StringRef key) {
@@ -42,32 +41,32 @@ twill::readTokenizedJsonl(llvm::StringRef path) {
   auto fail = [](const llvm::Twine &what) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), what);
   };
-  llvm::Error error = readJsonLines(path, [&](const json::Object &line,
-                                                  int64_t lineNumber)
-                                              -> llvm::Error {
-    Example example;
-    llvm::Expected<std::vector<int32_t>> ids = readIds(line, "input_ids");
-    if (!ids)
-      return ids.takeError();
-    example.inputIds = std::move(*ids);
-    if (line.get("labels")) {
-      llvm::Expected<std::vector<int32_t>> labels = readIds(line, "labels");
-      if (!labels)
-        return labels.takeError();
-      if (labels->size() != example.inputIds.size())
-        return fail(llvm::formatv("'labels' has {0} entries, 'input_ids' {1}",
-                                  labels->size(), example.inputIds.size())
-                        .str());
-      example.labels = std::move(*labels);
-    } else {
-      example.labels = example.inputIds;
-    }
-    if (example.inputIds.empty())
-      return fail("'input_ids' is empty");
-    example.line = lineNumber;
-    examples.push_back(std::move(example));
-    return llvm::Error::success();
-  });
+  llvm::Error error = readJsonLines(
+      path, [&](const json::Object &line, int64_t lineNumber) -> llvm::Error {
+        Example example;
+        llvm::Expected<std::vector<int32_t>> ids = readIds(line, "input_ids");
+        if (!ids)
+          return ids.takeError();
+        example.inputIds = std::move(*ids);
+        if (line.get("labels")) {
+          llvm::Expected<std::vector<int32_t>> labels = readIds(line, "labels");
+          if (!labels)
+            return labels.takeError();
+          if (labels->size() != example.inputIds.size())
+            return fail(
+                llvm::formatv("'labels' has {0} entries, 'input_ids' {1}",
+                              labels->size(), example.inputIds.size())
+                    .str());
+          example.labels = std::move(*labels);
+        } else {
+          example.labels = example.inputIds;
+        }
+        if (example.inputIds.empty())
+          return fail("'input_ids' is empty");
+        example.line = lineNumber;
+        examples.push_back(std::move(example));
+        return llvm::Error::success();
+      });
   if (error)
     return std::move(error);
   return examples;
@@ -111,7 +110,8 @@ PackResult twill::packExamples(llvm::ArrayRef<Example> examples, int64_t seqLen,
     for (int64_t i = 0; i < length; ++i) {
       row.tokens.push_back(example.inputIds[i]);
       // Position i predicts the next token of its example.
-      row.labels.push_back(i + 1 < length ? example.labels[i + 1] : kIgnoreLabel);
+      row.labels.push_back(i + 1 < length ? example.labels[i + 1]
+                                          : kIgnoreLabel);
       row.positions.push_back(int32_t(i));
       row.segments.push_back(segment);
     }
@@ -124,11 +124,11 @@ PackResult twill::packExamples(llvm::ArrayRef<Example> examples, int64_t seqLen,
 llvm::Error twill::checkVocabulary(llvm::ArrayRef<Example> examples,
                                    llvm::StringRef path, int64_t vocab) {
   for (const Example &example : examples) {
-    auto outside = [&](int32_t id) { return id < 0 || id >= vocab; };
-    auto check = [&](llvm::ArrayRef<int32_t> ids,
-                     llvm::StringRef what) -> llvm::Error {
+    // Labels may also be the ignore index; token ids may not.
+    auto check = [&](llvm::ArrayRef<int32_t> ids, llvm::StringRef what,
+                     bool ignorable) -> llvm::Error {
       for (auto [position, id] : llvm::enumerate(ids))
-        if (outside(id) && !(what == "label" && id == kIgnoreLabel))
+        if ((id < 0 || id >= vocab) && !(ignorable && id == kIgnoreLabel))
           return llvm::createStringError(
               llvm::inconvertibleErrorCode(),
               llvm::formatv("{0}:{1}: {2} {3} at position {4} is outside the "
@@ -136,9 +136,9 @@ llvm::Error twill::checkVocabulary(llvm::ArrayRef<Example> examples,
                             path, example.line, what, id, position, vocab));
       return llvm::Error::success();
     };
-    if (llvm::Error error = check(example.inputIds, "token id"))
+    if (llvm::Error error = check(example.inputIds, "token id", false))
       return error;
-    if (llvm::Error error = check(example.labels, "label"))
+    if (llvm::Error error = check(example.labels, "label", true))
       return error;
   }
   return llvm::Error::success();

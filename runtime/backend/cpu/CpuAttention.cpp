@@ -41,8 +41,8 @@ struct CpuAttentionOps {
   /// GEMM. With fewer groups than threads, the groups run in turn and each
   /// call inside uses every thread.
   template <typename Each> void forEachGroup(int64_t groups, Each each) {
-#pragma omp parallel for schedule(dynamic,                                     \
-                                  1) if (groups >= omp_get_max_threads())
+    bool spread = groups >= omp_get_max_threads();
+#pragma omp parallel for schedule(dynamic, 1) if (spread)
     for (int64_t group = 0; group < groups; ++group)
       each(group);
   }

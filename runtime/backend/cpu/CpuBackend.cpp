@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 using namespace twill;
 
@@ -549,11 +550,7 @@ static int threadsPerRank() {
 
 std::unique_ptr<Backend> twill::createCpuBackend(BufferSet &buffers,
                                                  Communicator *comm) {
-  static const int threads = [] {
-    int count = threadsPerRank();
-    omp_set_num_threads(count);
-    return count;
-  }();
-  (void)threads;
+  static std::once_flag threadsSet;
+  std::call_once(threadsSet, [] { omp_set_num_threads(threadsPerRank()); });
   return std::make_unique<CpuBackend>(buffers, comm);
 }
