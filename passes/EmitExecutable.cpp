@@ -76,7 +76,11 @@ static std::optional<::twill::DType> dtypeOf(Type type) {
 }
 
 FailureOr<int> ExecutableEmitter::newBuffer(Value value, Operation *where) {
-  auto type = dyn_cast<RankedTensorType>(value.getType());
+  // A collective's handle is the buffer its result is written into.
+  Type valueType = value.getType();
+  if (auto pending = dyn_cast<mlir::twill::PendingType>(valueType))
+    valueType = pending.getValue();
+  auto type = dyn_cast<RankedTensorType>(valueType);
   if (!type || !type.hasStaticShape())
     return where->emitError("cannot emit a value of type ")
            << value.getType() << ": buffers need static tensor shapes";
@@ -188,13 +192,12 @@ static LogicalResult describe(Operation *op, ::twill::Instruction &out) {
   auto rope = [&](auto op, ::twill::Opcode code) {
     ::twill::RopeAttributes &a = *out.mutable_rope();
     a.set_theta(op.getTheta().convertToDouble());
-    a.set_scaling_factor(op.getScalingFactor().value_or(llvm::APFloat(0.0))
-                             .convertToDouble());
-    a.set_low_freq_factor(op.getLowFreqFactor().value_or(llvm::APFloat(0.0))
-                              .convertToDouble());
-    a.set_high_freq_factor(op.getHighFreqFactor()
-                               .value_or(llvm::APFloat(0.0))
-                               .convertToDouble());
+    a.set_scaling_factor(
+        op.getScalingFactor().value_or(llvm::APFloat(0.0)).convertToDouble());
+    a.set_low_freq_factor(
+        op.getLowFreqFactor().value_or(llvm::APFloat(0.0)).convertToDouble());
+    a.set_high_freq_factor(
+        op.getHighFreqFactor().value_or(llvm::APFloat(0.0)).convertToDouble());
     a.set_original_max_position(op.getOriginalMaxPosition().value_or(0));
     return opcode(code);
   };
@@ -220,6 +223,17 @@ static LogicalResult describe(Operation *op, ::twill::Instruction &out) {
     out.mutable_gather()->set_dim(op.getDim());
     return opcode(code);
   };
+  auto allReduce = [&](auto op, ::twill::Opcode code) {
+    out.mutable_all_reduce()->set_axis(op.getAxis().str());
+    return opcode(code);
+  };
+  auto allToAll = [&](auto op, ::twill::Opcode code) {
+    ::twill::AllToAllAttributes &a = *out.mutable_all_to_all();
+    a.set_axis(op.getAxis().str());
+    a.set_split_dim(op.getSplitDim());
+    a.set_concat_dim(op.getConcatDim());
+    return opcode(code);
+  };
   return TypeSwitch<Operation *, LogicalResult>(op)
       .Case([&](tw::EmbeddingOp op) {
         out.mutable_embedding()->set_shard_axis(axisName(op.getShardAxis()));
@@ -234,9 +248,8 @@ static LogicalResult describe(Operation *op, ::twill::Instruction &out) {
       })
       .Case([&](tw::RmsNormOp op) { return norm(op, ::twill::RMS_NORM); })
       .Case([&](tw::RopeOp op) { return rope(op, ::twill::ROPE); })
-      .Case([&](tw::AttentionOp op) {
-        return attention(op, ::twill::ATTENTION);
-      })
+      .Case(
+          [&](tw::AttentionOp op) { return attention(op, ::twill::ATTENTION); })
       .Case([&](tw::AddOp) { return opcode(::twill::ADD); })
       .Case([&](tw::MulOp) { return opcode(::twill::MUL); })
       .Case([&](tw::DivOp) { return opcode(::twill::DIV); })
@@ -259,7 +272,8 @@ static LogicalResult describe(Operation *op, ::twill::Instruction &out) {
         out.mutable_constant()->set_value(op.getValue().convertToDouble());
         return opcode(::twill::CONSTANT);
       })
-      .Case([&](tw::EmbeddingGradOp) { return opcode(::twill::EMBEDDING_GRAD); })
+      .Case(
+          [&](tw::EmbeddingGradOp) { return opcode(::twill::EMBEDDING_GRAD); })
       .Case([&](tw::RmsNormGradOp op) {
         return norm(op, ::twill::RMS_NORM_GRAD);
       })
@@ -300,20 +314,26 @@ static LogicalResult describe(Operation *op, ::twill::Instruction &out) {
       .Case([&](tw::ReduceScatterOp op) {
         return gather(op, ::twill::REDUCE_SCATTER);
       })
-      .Case([&](tw::LocalSliceOp op) {
-        return gather(op, ::twill::LOCAL_SLICE);
-      })
+      .Case(
+          [&](tw::LocalSliceOp op) { return gather(op, ::twill::LOCAL_SLICE); })
       .Case([&](tw::AllReduceOp op) {
-        out.mutable_all_reduce()->set_axis(op.getAxis().str());
-        return opcode(::twill::ALL_REDUCE);
+        return allReduce(op, ::twill::ALL_REDUCE);
       })
-      .Case([&](tw::AllToAllOp op) {
-        ::twill::AllToAllAttributes &a = *out.mutable_all_to_all();
-        a.set_axis(op.getAxis().str());
-        a.set_split_dim(op.getSplitDim());
-        a.set_concat_dim(op.getConcatDim());
-        return opcode(::twill::ALL_TO_ALL);
+      .Case(
+          [&](tw::AllToAllOp op) { return allToAll(op, ::twill::ALL_TO_ALL); })
+      .Case([&](tw::AllGatherStartOp op) {
+        return gather(op, ::twill::ALL_GATHER_START);
       })
+      .Case([&](tw::ReduceScatterStartOp op) {
+        return gather(op, ::twill::REDUCE_SCATTER_START);
+      })
+      .Case([&](tw::AllReduceStartOp op) {
+        return allReduce(op, ::twill::ALL_REDUCE_START);
+      })
+      .Case([&](tw::AllToAllStartOp op) {
+        return allToAll(op, ::twill::ALL_TO_ALL_START);
+      })
+      .Case([&](tw::WaitOp) { return opcode(::twill::WAIT); })
       .Default([](Operation *op) {
         return op->emitError("cannot emit ")
                << op->getName() << ": the Executable has no opcode for it";
@@ -352,6 +372,11 @@ LogicalResult ExecutableEmitter::emitFunction(func::FuncOp function) {
       return failure();
     for (Value operand : op.getOperands())
       instruction.add_operands(buffers.lookup(operand));
+    // A wait writes nothing: its result is the buffer its start fills.
+    if (auto wait = dyn_cast<mlir::twill::WaitOp>(op)) {
+      buffers[wait.getResult()] = buffers.lookup(wait.getHandle());
+      continue;
+    }
     auto globals =
         op.getAttrOfType<ArrayAttr>(mlir::twill::kGlobalResultsAttrName);
     for (auto [index, result] : llvm::enumerate(op.getResults())) {
@@ -366,9 +391,9 @@ LogicalResult ExecutableEmitter::emitFunction(func::FuncOp function) {
           offsets && offsets[index] >= 0)
         executable.mutable_buffers(*id)->set_arena_offset(offsets[index]);
       if (globals && index < globals.size())
-        recordSplit(cast<RankedTensorType>(
-                        cast<TypeAttr>(globals[index]).getValue()),
-                    *executable.mutable_buffers(*id));
+        recordSplit(
+            cast<RankedTensorType>(cast<TypeAttr>(globals[index]).getValue()),
+            *executable.mutable_buffers(*id));
     }
   }
   return success();
@@ -376,8 +401,8 @@ LogicalResult ExecutableEmitter::emitFunction(func::FuncOp function) {
 
 FailureOr<Executable> mlir::twill::emitExecutable(ModuleOp module) {
   ExecutableEmitter emitter;
-  if (auto arena = module->getAttrOfType<IntegerAttr>(
-          mlir::twill::kArenaBytesAttrName))
+  if (auto arena =
+          module->getAttrOfType<IntegerAttr>(mlir::twill::kArenaBytesAttrName))
     emitter.setArenaBytes(arena.getInt());
   for (auto mesh : module.getOps<mlir::twill::MeshOp>())
     emitter.emitMesh(mesh);

@@ -32,5 +32,7 @@ void mlir::twill::buildCompilePipeline(OpPassManager &pm,
   pm.addPass(createFuseEpilogues());
   if (until == Stage::Partitioned)
     return;
+  if (job.parallel().overlap_communication())
+    pm.addPass(createSchedule({job.parallel().prefetch_layers()}));
   pm.addPass(createPlanMemory());
 }

@@ -138,7 +138,7 @@ int64_t planFunction(func::FuncOp function) {
           offsets[result] = offset;
       } else if (auto pending = dyn_cast<PendingType>(result.getType())) {
         auto wait = cast<WaitOp>(*result.getUsers().begin());
-        offset = kept.contains(wait.getResult())
+        offset = kept.contains(wait.getResult()) || kept.contains(result)
                      ? -1
                      : arena.allocate(arenaBytesOf(wait.getResult()));
         inFlight[result] = offset;

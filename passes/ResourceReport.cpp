@@ -10,7 +10,10 @@
 using namespace mlir;
 using namespace mlir::twill;
 
+/// The bytes of a tensor, or of the tensor a collective in flight yields.
 static int64_t bytesOf(Type type) {
+  if (auto pending = dyn_cast<PendingType>(type))
+    type = pending.getValue();
   auto tensor = cast<RankedTensorType>(type);
   return tensor.getNumElements() *
          ((tensor.getElementTypeBitWidth() + 7) / 8);
@@ -24,13 +27,13 @@ static std::pair<StringRef, int64_t> sentBytes(Operation *op, int64_t ranks) {
   int64_t input = bytesOf(op->getOperand(0).getType());
   int64_t result = op->getNumResults() ? bytesOf(op->getResult(0).getType())
                                        : 0;
-  if (isa<AllGatherOp>(op))
+  if (isa<AllGatherOp, AllGatherStartOp>(op))
     return {"all_gather", input * (ranks - 1)};
-  if (isa<ReduceScatterOp>(op))
+  if (isa<ReduceScatterOp, ReduceScatterStartOp>(op))
     return {"reduce_scatter", result * (ranks - 1)};
-  if (isa<AllReduceOp>(op))
+  if (isa<AllReduceOp, AllReduceStartOp>(op))
     return {"all_reduce", 2 * input * (ranks - 1) / ranks};
-  if (isa<AllToAllOp>(op))
+  if (isa<AllToAllOp, AllToAllStartOp>(op))
     return {"all_to_all", input * (ranks - 1) / ranks};
   if (isa<CrossEntropyOp, CrossEntropyGradOp>(op)) {
     // A vocab-parallel loss all-reduces three fp64 statistics per row.

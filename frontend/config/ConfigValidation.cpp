@@ -268,6 +268,8 @@ llvm::Error twill::validateJobConfig(const JobConfig &config) {
   problems.positive("parallel.tp", config.parallel().tp());
   problems.positive("parallel.collective_timeout_s",
                     config.parallel().collective_timeout_s());
+  problems.nonNegative("parallel.prefetch_layers",
+                       config.parallel().prefetch_layers());
   // Refused rather than ignored, as lora.dropout.
   if (config.parallel().activation_checkpointing() == ParallelConfig::SELECTIVE)
     problems.add("parallel.activation_checkpointing SELECTIVE is not "

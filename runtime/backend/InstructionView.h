@@ -314,11 +314,12 @@ struct CollectiveShape {
   int64_t dim = 0, splitDim = 0, whole = 0, block = 0, outer = 1, inner = 1;
 };
 
-/// Checks a collective against its axis: the dtypes it moves (f32 or bf16;
-/// i64 counts are summed, i32 positions sliced), its dims, and block sizes.
+/// Checks a collective (or its start) against its axis: the dtypes it moves
+/// (f32 or bf16; i64 counts are summed, i32 positions sliced), its dims,
+/// and block sizes.
 inline llvm::Expected<CollectiveShape>
 collectiveShape(const InstructionView &in) {
-  Opcode op = in.opcode();
+  Opcode op = collectiveOf(in.opcode());
   std::string axis;
   switch (in->attributes_case()) {
   case Instruction::kAllReduce:

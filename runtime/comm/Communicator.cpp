@@ -52,3 +52,19 @@ int Communicator::axisSize(llvm::StringRef name) const {
       return axis.size;
   return -1;
 }
+
+llvm::Error Communicator::Pending::wait() {
+  if (llvm::Error error = complete())
+    return error;
+  for (std::function<void()> &step : steps)
+    step();
+  steps.clear();
+  return llvm::Error::success();
+}
+
+std::unique_ptr<Communicator::Pending> Communicator::completed() {
+  struct Completed final : Pending {
+    llvm::Error complete() override { return llvm::Error::success(); }
+  };
+  return std::make_unique<Completed>();
+}

@@ -6,6 +6,10 @@
 // collective on an axis runs among those. Tensors are row-major fp32 with a
 // gather or scatter dim, as the twill collective ops describe them.
 //
+// The program's collectives are started and later waited (Pending), so
+// compute can run while they are in flight; every start is waited, and the
+// runtime waits at once where the program has a blocking collective.
+//
 // Communicator is the mesh bookkeeping (Communicator.cpp) and the
 // collectives' interface. The transport that implements them is MPI
 // (MpiTransport.cpp), or, in a build without MPI (TWILL_WITH_MPI=OFF: a
@@ -22,6 +26,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -70,21 +75,59 @@ public:
   int coordinate(llvm::StringRef axis) const;
   int axisSize(llvm::StringRef axis) const;
 
-  /// out (shape with dim `dim` times the axis size) = the inputs of the
-  /// axis's ranks concatenated along `dim`, in axis order.
-  virtual llvm::Error allGather(llvm::StringRef axis, const float *in,
+  /// A collective in flight, from its start to its wait. Until wait()
+  /// returns, the memory it reads and writes stays as it is.
+  class Pending {
+  public:
+    virtual ~Pending() = default;
+    /// Moves the transfer on without blocking: MPI advances a non-blocking
+    /// collective only inside MPI calls, so the runtime calls this between
+    /// instructions.
+    virtual llvm::Error progress() { return llvm::Error::success(); }
+    /// Blocks until the transfer completes (at most the communicator's
+    /// timeout), then runs the steps then() added, in order. Once only.
+    llvm::Error wait();
+    /// `step` runs once the transfer is complete: it puts the result in
+    /// place (out of staging memory, or narrowed to bf16).
+    void then(std::function<void()> step) { steps.push_back(std::move(step)); }
+    /// Memory the transfer reads or writes, kept with it until it ends
+    /// (and beyond, where it is abandoned in flight: see ~MpiPending).
+    void keep(std::vector<float> memory) { held.push_back(std::move(memory)); }
+
+  protected:
+    virtual llvm::Error complete() = 0;
+    std::vector<std::vector<float>> held;
+
+  private:
+    std::vector<std::function<void()>> steps;
+  };
+  using Started = llvm::Expected<std::unique_ptr<Pending>>;
+  /// A collective that completed as it started (a process alone).
+  static std::unique_ptr<Pending> completed();
+
+  /// Starts out (shape with dim `dim` times the axis size) = the inputs of
+  /// the axis's ranks concatenated along `dim`, in axis order.
+  virtual Started startAllGather(llvm::StringRef axis, const float *in,
+                                 float *out, llvm::ArrayRef<int64_t> inShape,
+                                 int64_t dim) = 0;
+  /// Starts out = this rank's block along `dim` of the sum of the axis's
+  /// inputs.
+  virtual Started startReduceScatter(llvm::StringRef axis, const float *in,
+                                     float *out,
+                                     llvm::ArrayRef<int64_t> inShape,
+                                     int64_t dim) = 0;
+  /// Starts out = the sum of the axis's inputs (in may be out).
+  virtual Started startAllReduce(llvm::StringRef axis, const float *in,
+                                 float *out, int64_t count) = 0;
+  virtual Started startAllReduce(llvm::StringRef axis, const int64_t *in,
+                                 int64_t *out, int64_t count) = 0;
+  /// Starts splitting `splitDim` into one block per rank of the axis,
+  /// sending block r to rank r, and concatenating what arrives along
+  /// `concatDim`.
+  virtual Started startAllToAll(llvm::StringRef axis, const float *in,
                                 float *out, llvm::ArrayRef<int64_t> inShape,
-                                int64_t dim) = 0;
-  /// out = this rank's block along `dim` of the sum of the axis's inputs.
-  virtual llvm::Error reduceScatter(llvm::StringRef axis, const float *in,
-                                    float *out,
-                                    llvm::ArrayRef<int64_t> inShape,
-                                    int64_t dim) = 0;
-  /// out = the sum of the axis's inputs (in may be out).
-  virtual llvm::Error allReduce(llvm::StringRef axis, const float *in,
-                                float *out, int64_t count) = 0;
-  virtual llvm::Error allReduce(llvm::StringRef axis, const int64_t *in,
-                                int64_t *out, int64_t count) = 0;
+                                int64_t splitDim, int64_t concatDim) = 0;
+
   /// Per element, the sum (or with `max`, the maximum) over the axis, in
   /// place.
   virtual llvm::Error allReduce(llvm::StringRef axis, double *values,
@@ -95,11 +138,6 @@ public:
   virtual llvm::Error sumOverWorld(float *values, int64_t count) = 0;
   /// Returns once every rank of the world has called it.
   virtual llvm::Error barrier() = 0;
-  /// Splits `splitDim` into one block per rank of the axis, sends block r to
-  /// rank r, and concatenates what arrives along `concatDim`.
-  virtual llvm::Error allToAll(llvm::StringRef axis, const float *in,
-                               float *out, llvm::ArrayRef<int64_t> inShape,
-                               int64_t splitDim, int64_t concatDim) = 0;
 
   /// Copies `bytes` at `data` from rank `root` to every rank.
   virtual llvm::Error broadcast(void *data, int64_t bytes, int root) const = 0;

@@ -14,6 +14,8 @@ using namespace twill;
 
 namespace {
 
+class MpiPending;
+
 /// The mesh's collectives over MPI: one sub-communicator per mesh axis, in
 /// the axes' order.
 class MpiCommunicator final : public Communicator {
@@ -22,38 +24,74 @@ public:
   create(llvm::ArrayRef<std::string> axisNames, llvm::ArrayRef<int64_t> shape);
   ~MpiCommunicator() override;
 
-  llvm::Error allGather(llvm::StringRef axis, const float *in, float *out,
-                        llvm::ArrayRef<int64_t> inShape, int64_t dim) override;
-  llvm::Error reduceScatter(llvm::StringRef axis, const float *in, float *out,
-                            llvm::ArrayRef<int64_t> inShape,
-                            int64_t dim) override;
-  llvm::Error allReduce(llvm::StringRef axis, const float *in, float *out,
-                        int64_t count) override;
-  llvm::Error allReduce(llvm::StringRef axis, const int64_t *in, int64_t *out,
-                        int64_t count) override;
+  Started startAllGather(llvm::StringRef axis, const float *in, float *out,
+                         llvm::ArrayRef<int64_t> inShape, int64_t dim) override;
+  Started startReduceScatter(llvm::StringRef axis, const float *in, float *out,
+                             llvm::ArrayRef<int64_t> inShape,
+                             int64_t dim) override;
+  Started startAllReduce(llvm::StringRef axis, const float *in, float *out,
+                         int64_t count) override;
+  Started startAllReduce(llvm::StringRef axis, const int64_t *in, int64_t *out,
+                         int64_t count) override;
+  Started startAllToAll(llvm::StringRef axis, const float *in, float *out,
+                        llvm::ArrayRef<int64_t> inShape, int64_t splitDim,
+                        int64_t concatDim) override;
   llvm::Error allReduce(llvm::StringRef axis, double *values, int64_t count,
                         bool max) override;
   llvm::Error sumOverWorld(float *values, int64_t count) override;
   llvm::Error barrier() override;
-  llvm::Error allToAll(llvm::StringRef axis, const float *in, float *out,
-                       llvm::ArrayRef<int64_t> inShape, int64_t splitDim,
-                       int64_t concatDim) override;
   llvm::Error broadcast(void *data, int64_t bytes, int root) const override;
+
+  /// Waits for `request`, the collective `what` over `comm`, up to the
+  /// timeout; past it, fails naming the ranks of `comm` that did not
+  /// arrive.
+  llvm::Error complete(MPI_Request &request, const llvm::Twine &what,
+                       MPI_Comm comm) const;
 
 private:
   MPI_Comm commOf(const Axis *axis) const { return comms[axis - axes.data()]; }
-  /// Waits for `request`, the collective `what` over `comm` that `call`
-  /// (an MPI_I* function, which returned `started`) began, up to the
-  /// timeout; past it, fails naming the ranks of `comm` that did not
-  /// arrive.
-  llvm::Error complete(int started, llvm::StringRef call, MPI_Request &request,
-                       const llvm::Twine &what, MPI_Comm comm) const;
+  /// The collective `call` (an MPI_I* function, which returned `started`)
+  /// began in `pending`, unless it failed to start.
+  static Started inFlight(int started, llvm::StringRef call,
+                          std::unique_ptr<MpiPending> pending);
+  /// `pending`'s description and communicator: the collective `what` on
+  /// axis `name`.
+  llvm::Expected<std::unique_ptr<MpiPending>>
+  pendingOn(llvm::StringRef name, llvm::StringRef what) const;
   llvm::Error timedOut(const llvm::Twine &what, MPI_Comm comm) const;
-  llvm::Error reduce(const void *in, void *out, int64_t count,
-                     MPI_Datatype type, MPI_Op op, MPI_Comm comm,
-                     const llvm::Twine &what) const;
+  Started reduce(const void *in, void *out, int64_t count, MPI_Datatype type,
+                 MPI_Op op, MPI_Comm comm, const llvm::Twine &what) const;
+  llvm::Error blocking(Started started) const;
 
   std::vector<MPI_Comm> comms;
+};
+
+/// A collective of MPI's in flight: its request, its staging memory (kept
+/// by the base class), and what it is, for the timeout's message.
+class MpiPending final : public Communicator::Pending {
+public:
+  MpiPending(const MpiCommunicator &owner, MPI_Comm comm, std::string what)
+      : comm(comm), owner(owner), what(std::move(what)) {}
+  /// Abandoned in flight (its run failed, and the job is ending): MPI may
+  /// still read or write its staging, so that memory is never freed.
+  ~MpiPending() override {
+    if (request != MPI_REQUEST_NULL)
+      for (std::vector<float> &memory : held)
+        new std::vector<float>(std::move(memory)); // deliberately kept
+  }
+  llvm::Error progress() override;
+
+  MPI_Request request = MPI_REQUEST_NULL;
+  MPI_Comm comm;
+
+protected:
+  llvm::Error complete() override {
+    return owner.complete(request, what, comm);
+  }
+
+private:
+  const MpiCommunicator &owner;
+  std::string what;
 };
 
 } // namespace
@@ -151,42 +189,63 @@ struct Split {
         inner(product(shape.drop_front(dim + 1))) {}
 };
 
-llvm::Error MpiCommunicator::allGather(llvm::StringRef name, const float *in,
-                                       float *out,
-                                       llvm::ArrayRef<int64_t> inShape,
-                                       int64_t dim) {
+llvm::Expected<std::unique_ptr<MpiPending>>
+MpiCommunicator::pendingOn(llvm::StringRef name, llvm::StringRef what) const {
   llvm::Expected<const Axis *> axis = findAxis(name);
   if (!axis)
     return axis.takeError();
-  Split split(inShape, dim);
-  int64_t block = split.outer * split.length * split.inner;
-  std::vector<float> gathered(block * (*axis)->size);
-  MPI_Request request;
-  if (llvm::Error error = complete(
-          MPI_Iallgather(in, int(block), MPI_FLOAT, gathered.data(), int(block),
-                         MPI_FLOAT, commOf(*axis), &request),
-          "MPI_Iallgather", request, "all_gather over axis '" + name + "'",
-          commOf(*axis)))
-    return error;
-  // gathered is [rank][outer][length * inner]; out is
-  // [outer][rank][length * inner].
-  int64_t row = split.length * split.inner;
-  for (int r = 0; r < (*axis)->size; ++r)
-    for (int64_t o = 0; o < split.outer; ++o)
-      std::memcpy(out + (o * (*axis)->size + r) * row,
-                  gathered.data() + (r * split.outer + o) * row,
-                  row * sizeof(float));
-  return llvm::Error::success();
+  return std::make_unique<MpiPending>(
+      *this, commOf(*axis), (what + " over axis '" + name + "'").str());
 }
 
-llvm::Error MpiCommunicator::reduceScatter(llvm::StringRef name,
-                                           const float *in, float *out,
-                                           llvm::ArrayRef<int64_t> inShape,
-                                           int64_t dim) {
-  llvm::Expected<const Axis *> axis = findAxis(name);
-  if (!axis)
-    return axis.takeError();
-  int n = (*axis)->size;
+Communicator::Started
+MpiCommunicator::inFlight(int started, llvm::StringRef call,
+                          std::unique_ptr<MpiPending> pending) {
+  if (llvm::Error error = checkMpi(started, call))
+    return std::move(error);
+  return std::move(pending);
+}
+
+llvm::Error MpiPending::progress() {
+  int done = 0;
+  return checkMpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+}
+
+Communicator::Started
+MpiCommunicator::startAllGather(llvm::StringRef name, const float *in,
+                                float *out, llvm::ArrayRef<int64_t> inShape,
+                                int64_t dim) {
+  auto pending = pendingOn(name, "all_gather");
+  if (!pending)
+    return pending.takeError();
+  int ranks = axisSize(name);
+  Split split(inShape, dim);
+  int64_t block = split.outer * split.length * split.inner;
+  std::vector<float> gathered(block * ranks);
+  int started =
+      MPI_Iallgather(in, int(block), MPI_FLOAT, gathered.data(), int(block),
+                     MPI_FLOAT, (*pending)->comm, &(*pending)->request);
+  // gathered is [rank][outer][length * inner]; out is
+  // [outer][rank][length * inner].
+  (*pending)->then([=, from = gathered.data()] {
+    int64_t row = split.length * split.inner;
+    for (int r = 0; r < ranks; ++r)
+      for (int64_t o = 0; o < split.outer; ++o)
+        std::memcpy(out + (o * ranks + r) * row,
+                    from + (r * split.outer + o) * row, row * sizeof(float));
+  });
+  (*pending)->keep(std::move(gathered));
+  return inFlight(started, "MPI_Iallgather", std::move(*pending));
+}
+
+Communicator::Started
+MpiCommunicator::startReduceScatter(llvm::StringRef name, const float *in,
+                                    float *out, llvm::ArrayRef<int64_t> inShape,
+                                    int64_t dim) {
+  auto pending = pendingOn(name, "reduce_scatter");
+  if (!pending)
+    return pending.takeError();
+  int n = axisSize(name);
   Split split(inShape, dim);
   if (split.length % n != 0)
     return commError(llvm::formatv("reduce_scatter: dim {0} of size {1} does "
@@ -199,27 +258,35 @@ llvm::Error MpiCommunicator::reduceScatter(llvm::StringRef name,
     for (int r = 0; r < n; ++r)
       std::memcpy(blocks.data() + (r * split.outer + o) * row,
                   in + (o * n + r) * row, row * sizeof(float));
-  MPI_Request request;
-  return complete(MPI_Ireduce_scatter_block(blocks.data(), out,
-                                            int(split.outer * row), MPI_FLOAT,
-                                            MPI_SUM, commOf(*axis), &request),
-                  "MPI_Ireduce_scatter_block", request,
-                  "reduce_scatter over axis '" + name + "'", commOf(*axis));
+  int started = MPI_Ireduce_scatter_block(
+      blocks.data(), out, int(split.outer * row), MPI_FLOAT, MPI_SUM,
+      (*pending)->comm, &(*pending)->request);
+  (*pending)->keep(std::move(blocks));
+  return inFlight(started, "MPI_Ireduce_scatter_block", std::move(*pending));
 }
 
-/// MPI_Iallreduce, in place when `in` is `out`, waited as every collective
-/// is.
-llvm::Error MpiCommunicator::reduce(const void *in, void *out, int64_t count,
-                                    MPI_Datatype type, MPI_Op op, MPI_Comm comm,
-                                    const llvm::Twine &what) const {
-  MPI_Request request;
-  return complete(MPI_Iallreduce(in == out ? MPI_IN_PLACE : in, out, int(count),
-                                 type, op, comm, &request),
-                  "MPI_Iallreduce", request, what, comm);
+/// MPI_Iallreduce, in place when `in` is `out`.
+Communicator::Started MpiCommunicator::reduce(const void *in, void *out,
+                                              int64_t count, MPI_Datatype type,
+                                              MPI_Op op, MPI_Comm comm,
+                                              const llvm::Twine &what) const {
+  auto pending = std::make_unique<MpiPending>(*this, comm, what.str());
+  int started = MPI_Iallreduce(in == out ? MPI_IN_PLACE : in, out, int(count),
+                               type, op, comm, &pending->request);
+  return inFlight(started, "MPI_Iallreduce", std::move(pending));
 }
 
-llvm::Error MpiCommunicator::allReduce(llvm::StringRef name, const float *in,
-                                       float *out, int64_t count) {
+/// Waits for a collective as soon as it has started.
+llvm::Error MpiCommunicator::blocking(Started started) const {
+  if (!started)
+    return started.takeError();
+  return (*started)->wait();
+}
+
+Communicator::Started MpiCommunicator::startAllReduce(llvm::StringRef name,
+                                                      const float *in,
+                                                      float *out,
+                                                      int64_t count) {
   llvm::Expected<const Axis *> axis = findAxis(name);
   if (!axis)
     return axis.takeError();
@@ -227,8 +294,10 @@ llvm::Error MpiCommunicator::allReduce(llvm::StringRef name, const float *in,
                 "all_reduce over axis '" + name + "'");
 }
 
-llvm::Error MpiCommunicator::allReduce(llvm::StringRef name, const int64_t *in,
-                                       int64_t *out, int64_t count) {
+Communicator::Started MpiCommunicator::startAllReduce(llvm::StringRef name,
+                                                      const int64_t *in,
+                                                      int64_t *out,
+                                                      int64_t count) {
   llvm::Expected<const Axis *> axis = findAxis(name);
   if (!axis)
     return axis.takeError();
@@ -241,39 +310,40 @@ llvm::Error MpiCommunicator::allReduce(llvm::StringRef name, double *values,
   llvm::Expected<const Axis *> axis = findAxis(name);
   if (!axis)
     return axis.takeError();
-  return reduce(values, values, count, MPI_DOUBLE, max ? MPI_MAX : MPI_SUM,
-                commOf(*axis),
-                "the loss's row statistics over axis '" + name + "'");
+  return blocking(reduce(values, values, count, MPI_DOUBLE,
+                         max ? MPI_MAX : MPI_SUM, commOf(*axis),
+                         "the loss's row statistics over axis '" + name + "'"));
 }
 
 llvm::Error MpiCommunicator::broadcast(void *data, int64_t bytes,
                                        int root) const {
-  MPI_Request request;
-  return complete(
-      MPI_Ibcast(data, int(bytes), MPI_BYTE, root, MPI_COMM_WORLD, &request),
-      "MPI_Ibcast", request, "a broadcast from rank " + llvm::Twine(root),
-      MPI_COMM_WORLD);
+  auto pending = std::make_unique<MpiPending>(
+      *this, MPI_COMM_WORLD, "a broadcast from rank " + std::to_string(root));
+  int started = MPI_Ibcast(data, int(bytes), MPI_BYTE, root, MPI_COMM_WORLD,
+                           &pending->request);
+  return blocking(inFlight(started, "MPI_Ibcast", std::move(pending)));
 }
 
 llvm::Error MpiCommunicator::barrier() {
-  MPI_Request request;
-  return complete(MPI_Ibarrier(MPI_COMM_WORLD, &request), "MPI_Ibarrier",
-                  request, "a barrier of every rank", MPI_COMM_WORLD);
+  auto pending = std::make_unique<MpiPending>(*this, MPI_COMM_WORLD,
+                                              "a barrier of every rank");
+  int started = MPI_Ibarrier(MPI_COMM_WORLD, &pending->request);
+  return blocking(inFlight(started, "MPI_Ibarrier", std::move(pending)));
 }
 
 llvm::Error MpiCommunicator::sumOverWorld(float *values, int64_t count) {
-  return reduce(values, values, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
-                "a sum over every rank");
+  return blocking(reduce(values, values, count, MPI_FLOAT, MPI_SUM,
+                         MPI_COMM_WORLD, "a sum over every rank"));
 }
 
-llvm::Error MpiCommunicator::allToAll(llvm::StringRef name, const float *in,
-                                      float *out,
-                                      llvm::ArrayRef<int64_t> inShape,
-                                      int64_t splitDim, int64_t concatDim) {
-  llvm::Expected<const Axis *> axis = findAxis(name);
-  if (!axis)
-    return axis.takeError();
-  int n = (*axis)->size;
+Communicator::Started
+MpiCommunicator::startAllToAll(llvm::StringRef name, const float *in,
+                               float *out, llvm::ArrayRef<int64_t> inShape,
+                               int64_t splitDim, int64_t concatDim) {
+  auto pending = pendingOn(name, "all_to_all");
+  if (!pending)
+    return pending.takeError();
+  int n = axisSize(name);
   if (inShape[splitDim] % n != 0)
     return commError(llvm::formatv("all_to_all: dim {0} of size {1} does not "
                                    "split over {2} ranks",
@@ -289,30 +359,27 @@ llvm::Error MpiCommunicator::allToAll(llvm::StringRef name, const float *in,
     for (int64_t o = 0; o < source.outer; ++o)
       std::memcpy(send.data() + r * block + o * sourceRow,
                   in + (o * n + r) * sourceRow, sourceRow * sizeof(float));
-  MPI_Request request;
-  if (llvm::Error error = complete(
-          MPI_Ialltoall(send.data(), int(block), MPI_FLOAT, receive.data(),
-                        int(block), MPI_FLOAT, commOf(*axis), &request),
-          "MPI_Ialltoall", request, "all_to_all over axis '" + name + "'",
-          commOf(*axis)))
-    return error;
+  int started = MPI_Ialltoall(send.data(), int(block), MPI_FLOAT,
+                              receive.data(), int(block), MPI_FLOAT,
+                              (*pending)->comm, &(*pending)->request);
   // Block r arrived from rank r: it goes to slice r along concatDim.
   Split target(blockShape, concatDim);
-  int64_t targetRow = target.length * target.inner;
-  for (int r = 0; r < n; ++r)
-    for (int64_t o = 0; o < target.outer; ++o)
-      std::memcpy(out + (o * n + r) * targetRow,
-                  receive.data() + r * block + o * targetRow,
-                  targetRow * sizeof(float));
-  return llvm::Error::success();
+  (*pending)->then([=, from = receive.data()] {
+    int64_t targetRow = target.length * target.inner;
+    for (int r = 0; r < n; ++r)
+      for (int64_t o = 0; o < target.outer; ++o)
+        std::memcpy(out + (o * n + r) * targetRow,
+                    from + r * block + o * targetRow,
+                    targetRow * sizeof(float));
+  });
+  (*pending)->keep(std::move(send));
+  (*pending)->keep(std::move(receive));
+  return inFlight(started, "MPI_Ialltoall", std::move(*pending));
 }
 
-llvm::Error MpiCommunicator::complete(int started, llvm::StringRef call,
-                                      MPI_Request &request,
+llvm::Error MpiCommunicator::complete(MPI_Request &request,
                                       const llvm::Twine &what,
                                       MPI_Comm comm) const {
-  if (llvm::Error error = checkMpi(started, call))
-    return error;
   auto began = std::chrono::steady_clock::now();
   for (int polls = 0;; ++polls) {
     int done = 0;

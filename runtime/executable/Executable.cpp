@@ -158,6 +158,8 @@ llvm::Error twill::verifyExecutable(const Executable &executable) {
     for (int output : entry.outputs())
       if (!inRange(output) || !written[output])
         return invalid(entry.name() + " returns a buffer it never writes");
+    if (auto paired = pairStartsWithWaits(entry); !paired)
+      return invalid(llvm::toString(paired.takeError()));
   }
   if (llvm::Error error = checkMemoryPlan(executable))
     return invalid(llvm::toString(std::move(error)));

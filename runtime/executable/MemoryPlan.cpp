@@ -3,6 +3,7 @@
 #include "runtime/executable/MemoryPlan.h"
 
 #include "runtime/executable/Executable.h"
+#include "runtime/executable/Opcodes.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <map>
@@ -75,10 +76,18 @@ llvm::Error twill::checkMemoryPlan(const Executable &executable) {
   // No two values live at once overlap: each entry point in program order,
   // with the planned values alive, by offset.
   for (const EntryPoint &entry : executable.entry_points()) {
+    // A collective in flight reads its input until its wait.
+    llvm::Expected<std::vector<int>> partner = pairStartsWithWaits(entry);
+    if (!partner)
+      return badPlan(llvm::toString(partner.takeError()));
     std::vector<int> lastUse(numBuffers, -1);
-    for (int index = 0; index < entry.instructions_size(); ++index)
-      for (int operand : entry.instructions(index).operands())
+    for (int index = 0; index < entry.instructions_size(); ++index) {
+      const Instruction &instruction = entry.instructions(index);
+      for (int operand : instruction.operands())
         lastUse[operand] = index;
+      if (instruction.opcode() == WAIT)
+        lastUse[entry.instructions((*partner)[index]).operands(0)] = index;
+    }
     std::map<int64_t, std::pair<int64_t, int>> live; // start -> (end, id)
     auto release = [&](int id) {
       auto found = live.find(executable.buffers(id).arena_offset());
@@ -119,7 +128,11 @@ llvm::Error twill::checkMemoryPlan(const Executable &executable) {
               entry.name(), index, id, other));
         live[start] = {end, id};
       }
-      for (int id : instruction.operands())
+      std::vector<int> read(instruction.operands().begin(),
+                            instruction.operands().end());
+      if (instruction.opcode() == WAIT)
+        read.push_back(entry.instructions((*partner)[index]).operands(0));
+      for (int id : read)
         if (lastUse[id] == index && planned(id))
           release(id);
       for (int id : instruction.results())

@@ -40,7 +40,9 @@ MemoryPlan memoryPlanOf(const Executable &executable);
 /// instruction computes (no parameter, state, input, output or host-read
 /// value), starts on a 64-byte boundary and ends inside the arena, and no
 /// two values live at once overlap (a matmul's result may lie exactly over
-/// the addend it reads for the last time: it computes in place).
+/// the addend it reads for the last time: it computes in place). A
+/// collective in flight holds its input and its result from its start to
+/// its wait.
 llvm::Error checkMemoryPlan(const Executable &executable);
 
 } // namespace twill

@@ -2,7 +2,9 @@
 
 #include "runtime/executable/Opcodes.h"
 
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
 
 using namespace twill;
 
@@ -50,12 +52,16 @@ Instruction::AttributesCase twill::attributesOf(Opcode opcode) {
   case ADAMW:
     return Instruction::kAdamw;
   case ALL_REDUCE:
+  case ALL_REDUCE_START:
     return Instruction::kAllReduce;
   case ALL_GATHER:
+  case ALL_GATHER_START:
   case REDUCE_SCATTER:
+  case REDUCE_SCATTER_START:
   case LOCAL_SLICE:
     return Instruction::kGather;
   case ALL_TO_ALL:
+  case ALL_TO_ALL_START:
     return Instruction::kAllToAll;
   case OPCODE_UNSPECIFIED:
   case ADD:
@@ -70,19 +76,87 @@ Instruction::AttributesCase twill::attributesOf(Opcode opcode) {
   case SUM_SQUARES:
   case SQRT:
   case INCREMENT:
+  case WAIT:
     return Instruction::ATTRIBUTES_NOT_SET;
   }
   return Instruction::ATTRIBUTES_NOT_SET;
 }
 
 bool twill::isCollective(Opcode opcode) {
-  switch (opcode) {
+  return isStart(opcode) || startOf(opcode) != OPCODE_UNSPECIFIED;
+}
+
+Opcode twill::startOf(Opcode collective) {
+  switch (collective) {
   case ALL_GATHER:
+    return ALL_GATHER_START;
   case REDUCE_SCATTER:
+    return REDUCE_SCATTER_START;
   case ALL_REDUCE:
+    return ALL_REDUCE_START;
   case ALL_TO_ALL:
-    return true;
+    return ALL_TO_ALL_START;
   default:
-    return false;
+    return OPCODE_UNSPECIFIED;
   }
+}
+
+Opcode twill::collectiveOf(Opcode opcode) {
+  switch (opcode) {
+  case ALL_GATHER_START:
+    return ALL_GATHER;
+  case REDUCE_SCATTER_START:
+    return REDUCE_SCATTER;
+  case ALL_REDUCE_START:
+    return ALL_REDUCE;
+  case ALL_TO_ALL_START:
+    return ALL_TO_ALL;
+  default:
+    return opcode;
+  }
+}
+
+bool twill::isStart(Opcode opcode) { return collectiveOf(opcode) != opcode; }
+
+llvm::Expected<std::vector<int>>
+twill::pairStartsWithWaits(const EntryPoint &entry) {
+  auto problem = [&](int index, const llvm::Twine &what) {
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        llvm::formatv("{0}: instruction {1} ({2}) {3}", entry.name(), index,
+                      opcodeName(entry.instructions(index).opcode()),
+                      what.str()));
+  };
+  std::vector<int> partner(entry.instructions_size(), -1);
+  llvm::DenseMap<int, int> inFlight; // result buffer -> its start
+  for (int index = 0; index < entry.instructions_size(); ++index) {
+    const Instruction &instruction = entry.instructions(index);
+    for (int operand : instruction.operands())
+      if (instruction.opcode() != WAIT && inFlight.count(operand))
+        return problem(index, llvm::formatv("reads buffer {0} while the "
+                                            "collective writing it is in "
+                                            "flight (before its wait)",
+                                            operand));
+    if (instruction.opcode() == WAIT) {
+      if (instruction.operands_size() != 1 || instruction.results_size() != 0)
+        return problem(index, "must name one started result and write none");
+      auto started = inFlight.find(instruction.operands(0));
+      if (started == inFlight.end())
+        return problem(index, "waits for a collective that is not in flight");
+      partner[index] = started->second;
+      partner[started->second] = index;
+      inFlight.erase(started);
+    } else if (isStart(instruction.opcode())) {
+      if (instruction.operands_size() != 1 || instruction.results_size() != 1)
+        return problem(index, "must read one buffer and write one");
+      inFlight[instruction.results(0)] = index;
+    }
+  }
+  if (!inFlight.empty()) {
+    int first = entry.instructions_size();
+    for (auto [buffer, start] : inFlight)
+      first = std::min(first, start);
+    return problem(first, "is never waited");
+  }
+  return partner;
 }

@@ -1,4 +1,5 @@
-//===- Opcodes.h - what the runtime knows of each instruction kind -*- C++ -*-===//
+//===- Opcodes.h - what the runtime knows of each instruction kind -*- C++
+//-*-===//
 //
 // The Opcode enum (proto/executable.proto) is the one list of instruction
 // kinds. What is decided per kind (the attributes it carries here, the
@@ -11,6 +12,7 @@
 #define TWILL_RUNTIME_EXECUTABLE_OPCODES_H
 
 #include "proto/executable.pb.h"
+#include "llvm/Support/Error.h"
 
 #include <string>
 #include <vector>
@@ -27,8 +29,23 @@ std::vector<Opcode> allOpcodes();
 /// The attributes an instruction of this kind carries (none: it has none).
 Instruction::AttributesCase attributesOf(Opcode opcode);
 
-/// The kinds that move values between ranks (local_slice only slices).
+/// The kinds that move values between ranks, blocking or started
+/// (local_slice only slices).
 bool isCollective(Opcode opcode);
+
+/// ALL_GATHER_START for ALL_GATHER, ...; OPCODE_UNSPECIFIED for a kind that
+/// is no collective.
+Opcode startOf(Opcode collective);
+/// ALL_GATHER for ALL_GATHER_START, ...; any other kind itself.
+Opcode collectiveOf(Opcode opcode);
+bool isStart(Opcode opcode);
+
+/// Per instruction of `entry`, the index of its partner: a start's wait, a
+/// wait's start (-1 for the rest). Fails unless every start (one operand,
+/// one result) is waited exactly once later in the entry, every wait (its
+/// one operand a start's result, no result of its own) ends a collective
+/// in flight, and nothing but its wait reads a result in flight.
+llvm::Expected<std::vector<int>> pairStartsWithWaits(const EntryPoint &entry);
 
 } // namespace twill
 

@@ -53,8 +53,8 @@ double twill::flopsOf(const Executable &executable,
     const Buffer &query = executable.buffers(instruction.operands(0));
     if (query.shape_size() != 4)
       return 0;
-    double batch = query.shape(0), seq = query.shape(1),
-           heads = query.shape(2), dim = query.shape(3);
+    double batch = query.shape(0), seq = query.shape(1), heads = query.shape(2),
+           dim = query.shape(3);
     double forward = 2 * batch * heads * seq * seq * dim;
     return op == ATTENTION ? forward : 2.5 * forward;
   }
@@ -90,7 +90,6 @@ static llvm::StringRef valueName(const Executable &executable,
   return id < 0 ? llvm::StringRef() : executable.buffers(id).name();
 }
 
-
 llvm::Error Profiler::writeTrace(llvm::StringRef path, int rank) const {
   std::error_code error;
   llvm::raw_fd_ostream file(path, error);
@@ -124,7 +123,12 @@ llvm::Error Profiler::writeTrace(llvm::StringRef path, int rank) const {
           }
           const Instruction &instruction =
               span.entry->instructions(span.instruction);
-          json.attribute("name", opcodeName(instruction.opcode()));
+          // A transfer is named by its collective, whether it was started
+          // and waited apart or at once.
+          json.attribute("name",
+                         opcodeName(span.track == Communication
+                                        ? collectiveOf(instruction.opcode())
+                                        : instruction.opcode()));
           json.attributeObject("args", [&] {
             json.attribute("shapes", shapesOf(executable, instruction));
             json.attribute("layer",
@@ -206,35 +210,34 @@ void Profiler::printSummary(llvm::raw_ostream &os) const {
   }
   std::string counted;
   for (auto [name, count] : runs)
-    counted += llvm::formatv("{0}{1} {2}", counted.empty() ? "" : ", ", count,
-                             name);
+    counted +=
+        llvm::formatv("{0}{1} {2}", counted.empty() ? "" : ", ", count, name);
   os << llvm::formatv("profile: {0} run(s){1}: {2:f3} ms\n", counted,
                       from > 0 ? ", after the first step" : "",
                       1e3 * runSeconds);
   auto share = [&](double seconds) { return 100 * seconds / runSeconds; };
   llvm::SmallVector<std::pair<Opcode, Totals>> sorted(kinds.begin(),
-                                                       kinds.end());
+                                                      kinds.end());
   llvm::stable_sort(sorted, [](const auto &a, const auto &b) {
     return a.second.seconds > b.second.seconds;
   });
-  os << llvm::formatv("  {0,-26} {1,8} {2,12} {3,7}  {4}\n", "op kind",
-                      "calls", "ms", "share", "rate");
+  os << llvm::formatv("  {0,-26} {1,8} {2,12} {3,7}  {4}\n", "op kind", "calls",
+                      "ms", "share", "rate");
   for (const auto &[opcode, kind] : sorted)
     os << llvm::formatv(
         "  {0,-26} {1,8} {2,12:f3} {3,6:f1}%  {4}\n", opcodeName(opcode),
-        kind.calls,
-        1e3 * kind.seconds, share(kind.seconds),
+        kind.calls, 1e3 * kind.seconds, share(kind.seconds),
         kind.seconds <= 0 ? std::string("-")
         : kind.flops > 0  ? rate(kind.flops / kind.seconds, "FLOP")
                           : rate(kind.bytes / kind.seconds, "B"));
   auto line = [&](llvm::StringRef what, double seconds) {
-    os << llvm::formatv("  {0,-35} {1,12:f3} {2,6:f1}%\n", what,
-                        1e3 * seconds, share(seconds));
+    os << llvm::formatv("  {0,-35} {1,12:f3} {2,6:f1}%\n", what, 1e3 * seconds,
+                        share(seconds));
   };
   line("all instructions", computeSeconds);
   line("outside instructions", runSeconds - computeSeconds);
   if (communicationSeconds > 0)
-    line("communication stream busy", communicationSeconds);
+    line("collectives in flight (summed)", communicationSeconds);
   os << llvm::formatv("  {0,-35} {1,12} {2,7}\n", "layer", "ms", "share");
   for (const auto &[name, seconds] : layers)
     line(name, seconds);

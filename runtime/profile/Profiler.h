@@ -28,7 +28,9 @@ public:
     /// What the compute stream does: every instruction (a collective's
     /// span is the compute stream waiting for it).
     Compute,
-    /// What the communication stream does: the collectives' transfers.
+    /// The collectives' transfers: on cuda, what the communication stream
+    /// does; on the cpu, each collective from its start to its wait (MPI
+    /// moves it on between instructions).
     Communication,
     /// Each entry point's run, from the host's call to its end.
     EntryPoints,

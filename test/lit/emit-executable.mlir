@@ -71,15 +71,3 @@ twill.mesh @mesh {axes = ["tp"], shape = [2]}
 func.func @unpartitioned(%x: tensor<3x8xf32, #twill.placement<@mesh, [shard<0>]>> {twill.input = "x"}) {
   return
 }
-
-// -----
-
-// Collectives in flight have no opcode yet: the runtime runs only blocking
-// collectives, and twill-emit-executable says so instead of emitting them.
-twill.mesh @mesh {axes = ["dp"], shape = [2]}
-func.func @in_flight(%x: tensor<16xf32> {twill.input = "x"}) -> tensor<16xf32> {
-  // expected-error @+1 {{cannot emit twill.all_reduce_start: the Executable has no opcode for it}}
-  %h = twill.all_reduce_start %x over @mesh["dp"] : tensor<16xf32> -> !twill.pending<tensor<16xf32>>
-  %sum = twill.wait %h : !twill.pending<tensor<16xf32>>
-  return %sum : tensor<16xf32>
-}

@@ -30,6 +30,13 @@ std::vector<int64_t> meshShape() {
   return shape;
 }
 
+/// Runs a collective to the end: its start, then its wait.
+llvm::Error finished(Communicator::Started started) {
+  if (!started)
+    return started.takeError();
+  return (*started)->wait();
+}
+
 /// Rank `rank`'s input: distinct everywhere, so a misplaced value shows.
 std::vector<float> inputOf(int rank, int64_t count) {
   std::vector<float> values(count);
@@ -73,7 +80,8 @@ TEST_F(CommTest, AllGatherConcatenatesAlongAnyDim) {
     int n = int(shape[axis]);
     for (int64_t dim = 0; dim < 3; ++dim) {
       std::vector<float> x = inputOf(comm->rank(), 24), out(24 * n);
-      ASSERT_FALSE(comm->allGather(name, x.data(), out.data(), in, dim));
+      ASSERT_FALSE(
+          finished(comm->startAllGather(name, x.data(), out.data(), in, dim)));
       // out[.., r * in[dim] + j, ..] = input of rank r at [.., j, ..].
       int64_t outer = 1, inner = 1;
       for (int64_t d = 0; d < dim; ++d)
@@ -99,7 +107,8 @@ TEST_F(CommTest, ReduceScatterSumsThenKeepsOurBlock) {
     int n = int(shape[axis]);
     const int64_t in[] = {3, 2 * n};
     std::vector<float> x = inputOf(comm->rank(), 6 * n), out(6);
-    ASSERT_FALSE(comm->reduceScatter(name, x.data(), out.data(), in, 1));
+    ASSERT_FALSE(
+        finished(comm->startReduceScatter(name, x.data(), out.data(), in, 1)));
     int me = comm->coordinate(name);
     for (int64_t row = 0; row < 3; ++row)
       for (int64_t j = 0; j < 2; ++j) {
@@ -115,7 +124,7 @@ TEST_F(CommTest, AllReduceSums) {
   for (int axis = 0; axis < 2; ++axis) {
     const char *name = axis == 0 ? "dp" : "tp";
     std::vector<float> x = inputOf(comm->rank(), 5), out(5);
-    ASSERT_FALSE(comm->allReduce(name, x.data(), out.data(), 5));
+    ASSERT_FALSE(finished(comm->startAllReduce(name, x.data(), out.data(), 5)));
     for (int64_t i = 0; i < 5; ++i) {
       float sum = 0;
       for (int r = 0; r < shape[axis]; ++r)
@@ -130,7 +139,8 @@ TEST_F(CommTest, AllToAllMovesAShardFromOneDimToAnother) {
   int n = int(shape[1]);
   const int64_t in[] = {4 * n, 2};
   std::vector<float> x = inputOf(comm->rank(), 8 * n), out(8 * n);
-  ASSERT_FALSE(comm->allToAll("tp", x.data(), out.data(), in, 0, 1));
+  ASSERT_FALSE(
+      finished(comm->startAllToAll("tp", x.data(), out.data(), in, 0, 1)));
   // Our output [4, 2n]: column block r comes from rank r's rows of our
   // block along dim 0.
   int me = comm->coordinate("tp");
@@ -142,10 +152,40 @@ TEST_F(CommTest, AllToAllMovesAShardFromOneDimToAnother) {
   }
 }
 
-/// The CPU backend runs collective instructions through the communicator:
-/// all_gather over tp, then all_reduce over dp, as an Executable says.
-TEST_F(CommTest, BackendRunsCollectiveInstructions) {
+/// Collectives on both axes in flight at once, waited in the other order
+/// than they started: each completes with its own values.
+TEST_F(CommTest, CollectivesInFlightCompleteInAnyOrder) {
   int tp = int(shape[1]), dp = int(shape[0]);
+  const int64_t in[] = {2, 3};
+  std::vector<float> x = inputOf(comm->rank(), 6);
+  std::vector<float> gathered(6 * tp), summed(6), counts(6);
+  auto gather = comm->startAllGather("tp", x.data(), gathered.data(), in, 0);
+  auto sum = comm->startAllReduce("dp", x.data(), summed.data(), 6);
+  auto count = comm->startAllReduce("tp", x.data(), counts.data(), 6);
+  ASSERT_TRUE(gather && sum && count);
+  for (auto *pending : {&*count, &*sum, &*gather})
+    ASSERT_FALSE((*pending)->progress());
+  ASSERT_FALSE((*count)->wait());
+  ASSERT_FALSE((*sum)->wait());
+  ASSERT_FALSE((*gather)->wait());
+  for (int r = 0; r < tp; ++r)
+    for (int64_t i = 0; i < 6; ++i)
+      ASSERT_EQ(gathered[r * 6 + i], inputOf(rankAlong(1, r), 6)[i]);
+  for (int64_t i = 0; i < 6; ++i) {
+    float overDp = 0, overTp = 0;
+    for (int d = 0; d < dp; ++d)
+      overDp += inputOf(rankAlong(0, d), 6)[i];
+    for (int t = 0; t < tp; ++t)
+      overTp += inputOf(rankAlong(1, t), 6)[i];
+    ASSERT_EQ(summed[i], overDp);
+    ASSERT_EQ(counts[i], overTp);
+  }
+}
+
+/// all_gather over tp, then all_reduce over dp, as an Executable says:
+/// blocking, or (`started`) each started and waited later, with the
+/// reduce's input also read by an add while the reduce is in flight.
+Executable collectiveProgram(int tp, bool started) {
   Executable executable;
   auto addBuffer = [&](std::initializer_list<int64_t> dims) {
     Buffer &buffer = *executable.add_buffers();
@@ -160,38 +200,69 @@ TEST_F(CommTest, BackendRunsCollectiveInstructions) {
   addBuffer({2, 3});
   addBuffer({2, 3 * tp});
   addBuffer({2, 3 * tp});
+  addBuffer({2, 3 * tp});
   Input &input = *executable.add_inputs();
   input.set_name("x");
   input.set_buffer(0);
   EntryPoint &entry = *executable.add_entry_points();
   entry.set_name("forward");
+  auto wait = [&](int result) {
+    Instruction &wait = *entry.add_instructions();
+    wait.set_opcode(WAIT);
+    wait.add_operands(result);
+  };
   Instruction &gather = *entry.add_instructions();
-  gather.set_opcode(ALL_GATHER);
+  gather.set_opcode(started ? ALL_GATHER_START : ALL_GATHER);
   gather.add_operands(0);
   gather.add_results(1);
   gather.mutable_gather()->set_axis("tp");
   gather.mutable_gather()->set_dim(1);
+  if (started)
+    wait(1);
   Instruction &reduce = *entry.add_instructions();
-  reduce.set_opcode(ALL_REDUCE);
+  reduce.set_opcode(started ? ALL_REDUCE_START : ALL_REDUCE);
   reduce.add_operands(1);
   reduce.add_results(2);
   reduce.mutable_all_reduce()->set_axis("dp");
+  Instruction &add = *entry.add_instructions();
+  add.set_opcode(ADD);
+  add.add_operands(1);
+  add.add_operands(1);
+  add.add_results(3);
+  if (started)
+    wait(2);
   entry.add_outputs(2);
-  ASSERT_FALSE(verifyExecutable(executable));
+  entry.add_outputs(3);
+  return executable;
+}
 
-  BufferSet buffers(executable);
-  std::vector<float> mine = inputOf(comm->rank(), 6);
-  std::copy(mine.begin(), mine.end(), buffers.as<float>(0));
-  ASSERT_FALSE(CpuBackend::run(entry, buffers, comm.get()));
-  const float *out = buffers.as<float>(2);
-  for (int64_t row = 0; row < 2; ++row)
-    for (int r = 0; r < tp; ++r)
-      for (int64_t j = 0; j < 3; ++j) {
-        float sum = 0;
-        for (int d = 0; d < dp; ++d)
-          sum += inputOf(d * tp + r, 6)[row * 3 + j];
-        ASSERT_EQ(out[row * 3 * tp + r * 3 + j], sum);
-      }
+/// The CPU backend runs collective instructions through the communicator,
+/// blocking or started and waited, to the same values.
+TEST_F(CommTest, BackendRunsCollectiveInstructions) {
+  int tp = int(shape[1]), dp = int(shape[0]);
+  for (bool started : {false, true}) {
+    Executable executable = collectiveProgram(tp, started);
+    ASSERT_FALSE(verifyExecutable(executable));
+    BufferSet buffers(executable);
+    std::vector<float> mine = inputOf(comm->rank(), 6);
+    std::copy(mine.begin(), mine.end(), buffers.as<float>(0));
+    ASSERT_FALSE(
+        CpuBackend::run(executable.entry_points(0), buffers, comm.get()));
+    const float *out = buffers.as<float>(2), *twice = buffers.as<float>(3);
+    for (int64_t row = 0; row < 2; ++row)
+      for (int r = 0; r < tp; ++r)
+        for (int64_t j = 0; j < 3; ++j) {
+          float sum = 0;
+          for (int d = 0; d < dp; ++d)
+            sum += inputOf(d * tp + r, 6)[row * 3 + j];
+          ASSERT_EQ(out[row * 3 * tp + r * 3 + j], sum) << started;
+          ASSERT_EQ(twice[row * 3 * tp + r * 3 + j],
+                    2 * inputOf(rankAlong(0, comm->coordinate("dp")) -
+                                    comm->coordinate("tp") + r,
+                                6)[row * 3 + j])
+              << started;
+        }
+  }
 }
 
 TEST(CommMesh, AWrongRankCountIsAnErrorOnEveryRank) {

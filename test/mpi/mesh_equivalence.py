@@ -20,6 +20,11 @@ read only its blocks of the checkpoint: on 4x1 (FSDP alone) the ranks
 together read every tensor byte exactly once; on every mesh each rank reads
 at most 1/dp of it (and tp splits most of that again).
 
+On every mesh of more than one rank (the variants' too), the job also
+trains with parallel.overlap_communication=false (each collective waited
+where it starts): twill-schedule only moves when collectives start and are
+waited, so the losses and the adapter must be the same, bit for bit.
+
 Last, variants of the job against their own 1x1 run: full fine-tuning
 (every gradient reduce-scattered, the embedding's too), tied embeddings (one
 vocab-parallel table for the embedding and lm_head), no sequence
@@ -101,6 +106,23 @@ def train(bin_dir, work, data, config, dp, tp, weights=None, variant=()):
     return losses, load_file(adapter) if adapter.exists() else None, read
 
 
+def check_unscheduled(bin_dir, work, data, config, dp, tp, losses, adapter,
+                      variant, failures):
+    """Trains again with every collective waited where it starts: the same
+    losses and adapter, bit for bit, as with collectives in flight."""
+    blocking = [*variant, "parallel.overlap_communication=false"]
+    waited, waited_adapter, _ = train(bin_dir, work, data, config, dp, tp,
+                                      variant=blocking)
+    same = waited == losses and (adapter is None) == (waited_adapter is None)
+    if same and adapter is not None:
+        same = adapter.keys() == waited_adapter.keys() and all(
+            np.array_equal(adapter[k], waited_adapter[k]) for k in adapter)
+    if not same:
+        failures.append(f"{dp}x{tp} {' '.join(variant)}: collectives in "
+                        f"flight change the results: losses {losses} vs "
+                        f"{waited} waited at once")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--bin", type=Path, required=True)
@@ -131,6 +153,8 @@ def main():
             failures.append(f"{dp}x{tp}: adapter differs by {worst:.2e}")
         print(f"{dp}x{tp}: losses within {worst_loss:.1e}, adapter within "
               f"{worst:.1e} of 1x1")
+        check_unscheduled(args.bin, args.work, args.data, args.config, dp, tp,
+                          losses, adapter, [], failures)
 
     # Again from the 1x1 run's base checkpoint: the same start, and each
     # rank reads only its blocks.
@@ -173,8 +197,10 @@ def main():
                                 f"{reference_losses}")
             print(f"bf16, 1x1: losses within {worst:.1e} of fp32")
         for dp, tp in meshes:
-            losses, _, _ = train(args.bin, args.work, args.data, args.config,
-                                 dp, tp, variant=overrides)
+            losses, adapter, _ = train(args.bin, args.work, args.data,
+                                       args.config, dp, tp, variant=overrides)
+            check_unscheduled(args.bin, args.work, args.data, args.config, dp,
+                              tp, losses, adapter, overrides, failures)
             worst = max(abs(a - b) / abs(b) for a, b in zip(losses, alone))
             if len(losses) != len(alone) or worst > tolerance:
                 failures.append(f"{variant}, {dp}x{tp}: losses {losses} vs "

@@ -94,6 +94,58 @@ TEST(Executable, RejectsInconsistentPrograms) {
   EXPECT_THAT(problemOf(executable), HasSubstr("input 'x' has a bad buffer"));
 }
 
+/// x (input) -> all_reduce_start -> (scale of x) -> wait -> scale of the
+/// sum, returned; `order` lists the instructions by name.
+Executable inFlight(std::initializer_list<llvm::StringRef> order) {
+  Executable executable = validProgram();
+  for (int i = 0; i < 2; ++i)
+    *executable.add_buffers() = executable.buffers(1);
+  EntryPoint &entry = *executable.mutable_entry_points(0);
+  entry.clear_instructions();
+  entry.clear_outputs();
+  for (llvm::StringRef name : order) {
+    Instruction &instruction = *entry.add_instructions();
+    if (name == "start") {
+      instruction.set_opcode(ALL_REDUCE_START);
+      instruction.mutable_all_reduce()->set_axis("dp");
+      instruction.add_operands(0);
+      instruction.add_results(2);
+    } else if (name == "wait") {
+      instruction.set_opcode(WAIT);
+      instruction.add_operands(2);
+    } else {
+      // "compute" scales x into buffer 1; "use" the sum into buffer 3.
+      instruction.set_opcode(SCALE);
+      instruction.mutable_scale()->set_factor(2);
+      instruction.add_operands(name == "use" ? 2 : 0);
+      instruction.add_results(name == "use" ? 3 : 1);
+    }
+  }
+  entry.add_outputs(3);
+  return executable;
+}
+
+TEST(Executable, EveryCollectiveInFlightIsWaitedOnceBeforeItsResultIsRead) {
+  EXPECT_FALSE(verifyExecutable(inFlight({"start", "compute", "wait", "use"})));
+  EXPECT_THAT(problemOf(inFlight({"start", "compute", "use", "wait"})),
+              HasSubstr("forward: instruction 2 (scale) reads buffer 2 while "
+                        "the collective writing it is in flight"));
+  EXPECT_THAT(problemOf(inFlight({"start", "wait", "wait", "use"})),
+              HasSubstr("instruction 2 (wait) waits for a collective that is "
+                        "not in flight"));
+  EXPECT_THAT(problemOf(inFlight({"wait", "start", "use"})),
+              HasSubstr("instruction 0 (wait) reads a buffer not yet"));
+  Executable unwaited = inFlight({"start", "compute"});
+  unwaited.mutable_entry_points(0)->set_outputs(0, 1);
+  EXPECT_THAT(problemOf(unwaited),
+              HasSubstr("forward: instruction 0 (all_reduce_start) is never "
+                        "waited"));
+  Executable twoOperands = inFlight({"start", "wait", "use"});
+  twoOperands.mutable_entry_points(0)->mutable_instructions(1)->add_operands(0);
+  EXPECT_THAT(problemOf(twoOperands),
+              HasSubstr("must name one started result and write none"));
+}
+
 TEST(Executable, GarbageFileIsNamed) {
   std::string path = ::testing::TempDir() + "/garbage.twx";
   FILE *file = fopen(path.c_str(), "wb");

@@ -140,6 +140,53 @@ TEST(MemoryPlan, AMatmulMayComputeInPlaceOverItsLastReadAddend) {
               HasSubstr("instruction 1 writes buffer 2 over buffer 1"));
 }
 
+/// x -> a = 2x at 0 -> all_reduce_start a -> s at 64 -> b = 2x at
+/// `bOffset` -> wait s -> out = 2s + b: the sum reads a until its wait.
+Executable sumInFlight(int64_t bOffset) {
+  Executable executable;
+  for (int64_t offset : {int64_t(-1), int64_t(0), int64_t(64), bOffset,
+                         int64_t(-1), int64_t(-1)}) {
+    Buffer &buffer = *executable.add_buffers();
+    buffer.set_dtype(F32);
+    buffer.add_shape(16);
+    buffer.set_size_bytes(64);
+    if (offset >= 0)
+      buffer.set_arena_offset(offset);
+  }
+  executable.set_arena_bytes(192);
+  executable.add_inputs()->set_buffer(0);
+  EntryPoint &entry = *executable.add_entry_points();
+  entry.set_name("forward");
+  auto add = [&](Opcode opcode, std::initializer_list<int> operands,
+                 std::initializer_list<int> results) -> Instruction & {
+    Instruction &instruction = *entry.add_instructions();
+    instruction.set_opcode(opcode);
+    for (int operand : operands)
+      instruction.add_operands(operand);
+    for (int result : results)
+      instruction.add_results(result);
+    return instruction;
+  };
+  add(SCALE, {0}, {1}).mutable_scale()->set_factor(2);
+  add(ALL_REDUCE_START, {1}, {2}).mutable_all_reduce()->set_axis("dp");
+  add(SCALE, {0}, {3}).mutable_scale()->set_factor(2);
+  add(WAIT, {2}, {});
+  add(SCALE, {2}, {4}).mutable_scale()->set_factor(2);
+  add(ADD, {4, 3}, {5});
+  entry.add_outputs(5);
+  return executable;
+}
+
+TEST(MemoryPlan, ACollectiveInFlightHoldsItsInputAndResultUntilItsWait) {
+  llvm::Error error = verifyExecutable(sumInFlight(128));
+  EXPECT_FALSE(bool(error)) << llvm::toString(std::move(error));
+  // Its input is read by nothing after the start, but by MPI until the wait.
+  EXPECT_THAT(problemOf(sumInFlight(0)),
+              HasSubstr("instruction 2 writes buffer 3 over buffer 1"));
+  EXPECT_THAT(problemOf(sumInFlight(64)),
+              HasSubstr("instruction 2 writes buffer 3 over buffer 2"));
+}
+
 TEST(MemoryPlan, ValuesStayInsideTheArena) {
   Executable executable = chain();
   executable.mutable_buffers(5)->set_arena_offset(3 * 1024);

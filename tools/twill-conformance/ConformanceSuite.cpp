@@ -70,7 +70,9 @@ public:
   Instruction *operator->() { return &instruction; }
 
   /// An operand or result of the case's float type.
-  int in(Shape shape, Fill fill = normal()) { return operand(type, shape, fill); }
+  int in(Shape shape, Fill fill = normal()) {
+    return operand(type, shape, fill);
+  }
   int out(Shape shape) { return result(type, shape); }
 
   int operand(DType dtype, Shape shape, Fill fill = normal()) {
@@ -108,6 +110,11 @@ public:
                                  opcodeName(current.opcode))
                        .str());
     *entry.add_instructions() = instruction;
+    if (isStart(current.opcode)) { // and the wait that ends it
+      Instruction &wait = *entry.add_instructions();
+      wait.set_opcode(WAIT);
+      wait.add_operands(current.results.front());
+    }
     for (int id : current.results)
       entry.add_outputs(id);
     suite.cases.push_back(std::move(current));
@@ -120,11 +127,12 @@ private:
     for (int64_t dim : shape)
       buffer.add_shape(dim);
     buffer.set_size_bytes(numElements(buffer) * bytesPerElement(dtype));
-    described += " [" + llvm::join(llvm::map_range(shape, [](int64_t dim) {
-                                     return std::to_string(dim);
-                                   }),
-                                   ",") +
-                 "]";
+    described +=
+        " [" +
+        llvm::join(llvm::map_range(
+                       shape, [](int64_t dim) { return std::to_string(dim); }),
+                   ",") +
+        "]";
     if (dtype != type)
       described += dtypeName(dtype);
     return suite.executable.buffers_size() - 1;
@@ -191,8 +199,7 @@ void matmulCases(Suite &suite) {
     matmul(suite, type, {3, 13, 45}, {29, 45}, {3, 13, 29}, kRhs,
            "weight shared by the batch");
     matmul(suite, type, {53, 37}, {53, 29}, {37, 29}, kLhs, "transposed lhs");
-    matmul(suite, type, {53, 37}, {29, 53}, {37, 29}, kBoth,
-           "both transposed");
+    matmul(suite, type, {53, 37}, {29, 53}, {37, 29}, kBoth, "both transposed");
     matmul(suite, type, {3, 11, 19}, {3, 19, 7}, {3, 11, 7}, kNeither,
            "batched rhs");
     matmul(suite, type, {3, 13, 45}, {3, 13, 29}, {45, 29}, kLhs,
@@ -304,8 +311,7 @@ void attentionCases(Suite &suite) {
     attention(suite, type, 1, 513, 4, 2, 20, true, "",
               "GQA, packed, two chunks");
     // Query heads 2-3 of 6 (middle block): they straddle two KV heads.
-    attention(suite, type, 2, 17, 2, 2, 12, true, "mid",
-              "heads 2-3 of 6, GQA");
+    attention(suite, type, 2, 17, 2, 2, 12, true, "mid", "heads 2-3 of 6, GQA");
     // Query head 2 of 3 over all 3 KV heads: KV heads replicated.
     attention(suite, type, 2, 17, 1, 3, 12, false, "last",
               "head 2 of 3, replicated KV heads");
@@ -347,9 +353,9 @@ void crossEntropyCases(Suite &suite) {
     const char *axis;
   };
   for (DType type : kFloats)
-    for (Logits logits : {Logits{23, 97, 97, ""}, Logits{23, 33, 97, "mid"},
-                          Logits{23, 33, 97, "last"},
-                          Logits{7, 4099, 4099, ""}})
+    for (Logits logits :
+         {Logits{23, 97, 97, ""}, Logits{23, 33, 97, "mid"},
+          Logits{23, 33, 97, "last"}, Logits{7, 4099, 4099, ""}})
       for (bool gradient : {false, true}) {
         CaseBuilder c(suite, gradient ? CROSS_ENTROPY_GRAD : CROSS_ENTROPY,
                       type, kSummed);
@@ -417,12 +423,13 @@ void layoutCases(Suite &suite) {
     }
   }
   // Casts between the float types and from the integer ones.
-  for (auto [from, to] : {std::pair(F32, BF16), std::pair(BF16, F32),
-                          std::pair(F32, F32), std::pair(I32, F32),
-                          std::pair(I64, F32), std::pair(I32, BF16)}) {
+  for (auto [from, to] :
+       {std::pair(F32, BF16), std::pair(BF16, F32), std::pair(F32, F32),
+        std::pair(I32, F32), std::pair(I64, F32), std::pair(I32, BF16)}) {
     CaseBuilder c(suite, CAST, to, kExact);
     c.operand(from, {1001},
-              from == F32 || from == BF16 ? normal(100) : integers(-5000, 5000));
+              from == F32 || from == BF16 ? normal(100)
+                                          : integers(-5000, 5000));
     c.result(to, {1001});
     c.note(std::string("from ") + dtypeName(from)).add();
   }
@@ -482,13 +489,13 @@ void optimizerCases(Suite &suite) {
   increment.add();
 
   CaseBuilder adamw(suite, ADAMW, F32, kSummed);
-  adamw.in({1001});                        // param
-  adamw.in({1001});                        // grad
-  adamw.in({1001}, normal(0.1));           // exp_avg
-  adamw.in({1001}, uniform(1e-4, 1e-2));   // exp_avg_sq
-  adamw.in({}, value(1e-3));               // lr
-  adamw.in({}, value(0.5));                // grad_scale
-  adamw.operand(I64, {}, value(4));        // step
+  adamw.in({1001});                      // param
+  adamw.in({1001});                      // grad
+  adamw.in({1001}, normal(0.1));         // exp_avg
+  adamw.in({1001}, uniform(1e-4, 1e-2)); // exp_avg_sq
+  adamw.in({}, value(1e-3));             // lr
+  adamw.in({}, value(0.5));              // grad_scale
+  adamw.operand(I64, {}, value(4));      // step
   for (int i = 0; i < 3; ++i)
     adamw.out({1001});
   AdamWAttributes &settings = *adamw->mutable_adamw();
@@ -506,7 +513,9 @@ void optimizerCases(Suite &suite) {
 void collectiveCases(Suite &suite) {
   for (DType type : kFloats) {
     Shape shape = {3, 7, 45};
-    for (Opcode op : {ALL_GATHER, REDUCE_SCATTER}) {
+    // Each collective blocking, and started then waited.
+    for (Opcode op :
+         {ALL_GATHER, REDUCE_SCATTER, ALL_GATHER_START, REDUCE_SCATTER_START}) {
       CaseBuilder c(suite, op, type, kExact);
       c.in(shape);
       c.out(shape);
@@ -514,11 +523,13 @@ void collectiveCases(Suite &suite) {
       c->mutable_gather()->set_dim(1);
       c.note("one rank").add();
     }
-    CaseBuilder reduce(suite, ALL_REDUCE, type, kExact);
-    reduce.in(shape);
-    reduce.out(shape);
-    reduce->mutable_all_reduce()->set_axis("one");
-    reduce.note("one rank").add();
+    for (Opcode op : {ALL_REDUCE, ALL_REDUCE_START}) {
+      CaseBuilder reduce(suite, op, type, kExact);
+      reduce.in(shape);
+      reduce.out(shape);
+      reduce->mutable_all_reduce()->set_axis("one");
+      reduce.note("one rank").add();
+    }
 
     CaseBuilder mid(suite, ALL_REDUCE, type, kExact);
     mid.in(shape);
@@ -526,14 +537,16 @@ void collectiveCases(Suite &suite) {
     mid->mutable_all_reduce()->set_axis("mid");
     mid.note("middle of 3, the others absent").add();
 
-    CaseBuilder exchange(suite, ALL_TO_ALL, type, kExact);
-    exchange.in(shape);
-    exchange.out(shape);
-    AllToAllAttributes &dims = *exchange->mutable_all_to_all();
-    dims.set_axis("one");
-    dims.set_split_dim(1);
-    dims.set_concat_dim(2);
-    exchange.note("one rank").add();
+    for (Opcode op : {ALL_TO_ALL, ALL_TO_ALL_START}) {
+      CaseBuilder exchange(suite, op, type, kExact);
+      exchange.in(shape);
+      exchange.out(shape);
+      AllToAllAttributes &dims = *exchange->mutable_all_to_all();
+      dims.set_axis("one");
+      dims.set_split_dim(1);
+      dims.set_concat_dim(2);
+      exchange.note("one rank").add();
+    }
 
     CaseBuilder absent(suite, ALL_GATHER, type, kExact);
     absent.in({3, 3, 45});
@@ -551,8 +564,7 @@ void collectiveCases(Suite &suite) {
   for (DType type : {F32, BF16, I32})
     for (const char *axis : {"mid", "last"}) {
       CaseBuilder c(suite, LOCAL_SLICE, type, kExact);
-      c.operand(type, {3, 10, 5},
-                type == I32 ? integers(0, 1000) : normal());
+      c.operand(type, {3, 10, 5}, type == I32 ? integers(0, 1000) : normal());
       c.result(type, {3, 4, 5});
       c->mutable_gather()->set_axis(axis);
       c->mutable_gather()->set_dim(1);

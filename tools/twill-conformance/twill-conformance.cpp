@@ -64,7 +64,9 @@ std::vector<double> draw(const Fill &fill, int64_t count, int64_t rowLength,
   std::normal_distribution<double> gaussian(0, fill.a);
   std::vector<double> values(count);
   // A document boundary at about one position in six.
-  auto boundary = [&](int64_t i) { return i % rowLength && unit(random) < 1.0 / 6; };
+  auto boundary = [&](int64_t i) {
+    return i % rowLength && unit(random) < 1.0 / 6;
+  };
   int64_t position = 0, document = 0;
   for (int64_t i = 0; i < count; ++i) {
     double &v = values[i];
@@ -109,7 +111,8 @@ llvm::Error store(BufferSet &buffers, int id, llvm::ArrayRef<double> values) {
       buffers.as<int64_t>(id)[i] = int64_t(v);
     return llvm::Error::success();
   default:
-    return buffers.setFloats(id, std::vector<float>(values.begin(), values.end()));
+    return buffers.setFloats(id,
+                             std::vector<float>(values.begin(), values.end()));
   }
 }
 
@@ -144,9 +147,10 @@ struct Side {
     std::vector<int> ids;
     for (const auto &[id, fill] : c.operands) {
       const Buffer &info = buffers->info(id);
-      int64_t rowLength = info.shape_size() ? info.shape(info.shape_size() - 1) : 1;
-      if (auto error = store(*buffers, id,
-                             draw(fill, numElements(info), rowLength, id)))
+      int64_t rowLength =
+          info.shape_size() ? info.shape(info.shape_size() - 1) : 1;
+      if (auto error =
+              store(*buffers, id, draw(fill, numElements(info), rowLength, id)))
         return error;
       ids.push_back(id);
     }
@@ -193,15 +197,15 @@ llvm::Expected<Comparison> compare(Side &reference, Side &checked,
     }
     if (perturb && !actual->empty()) {
       double shift = 4 * std::max(c.tolerance, 1e-6) * (scale > 0 ? scale : 1);
-      (*actual)[actual->size() / 2] += isFloat(checked.buffers->info(id).dtype())
-                                           ? shift
-                                           : 1;
+      (*actual)[actual->size() / 2] +=
+          isFloat(checked.buffers->info(id).dtype()) ? shift : 1;
     }
     for (auto [want, got] : llvm::zip_equal(*expected, *actual)) {
       double difference = std::abs(got - want);
       if (std::isnan(got) && !std::isnan(want))
         difference = std::numeric_limits<double>::infinity();
-      result.error = std::max(result.error, difference / (scale > 0 ? scale : 1));
+      result.error =
+          std::max(result.error, difference / (scale > 0 ? scale : 1));
     }
   }
   return result;
@@ -216,18 +220,18 @@ bool check(const Executable &executable, const Case &c, Side &reference,
   bool passed = false;
   if (c.refused) {
     passed = referenceError && checkedError;
-    verdict = llvm::formatv("cpu {0}, {1} {2}",
-                            referenceError ? "refuses" : "runs it",
-                            backendName.getValue(),
-                            checkedError ? "refuses" : "runs it")
+    verdict = llvm::formatv(
+                  "cpu {0}, {1} {2}", referenceError ? "refuses" : "runs it",
+                  backendName.getValue(), checkedError ? "refuses" : "runs it")
                   .str();
     if (checkedError)
       verdict += " (" + llvm::toString(std::move(checkedError)) + ")";
     llvm::consumeError(std::move(referenceError));
   } else if (referenceError || checkedError) {
-    verdict = "error: " + (referenceError
-                               ? "cpu: " + llvm::toString(std::move(referenceError))
-                               : llvm::toString(std::move(checkedError)));
+    verdict =
+        "error: " + (referenceError
+                         ? "cpu: " + llvm::toString(std::move(referenceError))
+                         : llvm::toString(std::move(checkedError)));
     llvm::consumeError(std::move(checkedError));
   } else if (llvm::Expected<Comparison> comparison =
                  compare(reference, checked, c)) {
@@ -245,16 +249,15 @@ bool check(const Executable &executable, const Case &c, Side &reference,
   // Under --perturb a case passes when its comparison catches the shift.
   bool counted = perturb ? !passed : passed;
   llvm::outs() << llvm::formatv("{0,-26} {1,-4} {2}{3}: {4} {5}\n",
-                                opcodeName(c.opcode),
-                                c.dtype, c.shapes,
+                                opcodeName(c.opcode), c.dtype, c.shapes,
                                 c.note.empty() ? "" : " (" + c.note + ")",
                                 verdict, counted ? "PASS" : "FAIL");
   llvm::outs().flush(); // every line out before a crash could lose it
   return counted;
 }
 
-llvm::Expected<Side> makeSide(const Executable &executable,
-                              Communicator &comm, llvm::StringRef name) {
+llvm::Expected<Side> makeSide(const Executable &executable, Communicator &comm,
+                              llvm::StringRef name) {
   Side side;
   side.buffers = std::make_unique<BufferSet>(executable);
   if (name == "cpu") {
@@ -315,19 +318,21 @@ int main(int argc, char **argv) {
     ++run;
     passed += check(suite.executable, c, *reference, *checked);
   }
-  // Every kind must have a case the checked backend ran and compared.
+  // Every kind must have a case the checked backend ran and compared (a
+  // start's case runs its wait too).
   int missing = 0;
   for (Opcode kind : allOpcodes())
     if (filter.empty() && llvm::none_of(suite.cases, [&](const Case &c) {
-          return c.opcode == kind && !c.refused;
+          return !c.refused &&
+                 (c.opcode == kind || (kind == WAIT && isStart(c.opcode)));
         })) {
       llvm::outs() << llvm::formatv("{0,-26} has no conformance case FAIL\n",
                                     opcodeName(kind));
       ++missing;
     }
-  double seconds = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - began)
-                       .count();
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - began)
+          .count();
   llvm::outs() << llvm::formatv(
       "conformance{0}: {1} of {2} cases passed, {3} failed, {4} instruction "
       "kinds without a case; {5} against cpu in {6:f1} s\n",

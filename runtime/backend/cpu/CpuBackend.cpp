@@ -3,6 +3,7 @@
 #include "runtime/backend/cpu/CpuBackend.h"
 
 #include "runtime/backend/InstructionView.h"
+#include "runtime/backend/cpu/CpuCollectives.h"
 #include "runtime/backend/cpu/CpuKernels.h"
 #include "runtime/executable/BFloat16.h"
 #include "runtime/executable/Opcodes.h"
@@ -320,79 +321,6 @@ llvm::Error runIncrement(const InstructionView &in) {
   return llvm::Error::success();
 }
 
-//===----------------------------------------------------------------------===//
-// Collectives
-//===----------------------------------------------------------------------===//
-
-/// Copies, for every index of the dims before `dim`, `length` slices of
-/// `dim` from `from` (starting at slice `first` of `fromSize`) into the
-/// start of `to` (`toSize` slices), zero-filling the rest of `to`; a slice
-/// is `inner` elements of `T`.
-template <typename T>
-void copyAlongDim(const T *from, int64_t fromSize, int64_t first, T *to,
-                  int64_t toSize, int64_t length, int64_t outer,
-                  int64_t inner) {
-  for (int64_t o = 0; o < outer; ++o) {
-    T *row = to + o * toSize * inner;
-    std::fill(row, row + toSize * inner, T());
-    if (length > 0)
-      std::copy_n(from + (o * fromSize + first) * inner, length * inner, row);
-  }
-}
-
-/// The collectives: blocks along a dim are ceil(size / ranks) long; a
-/// gather drops the last block's padding, a scatter or slice pads with
-/// zeros, so no size has to divide by the axis.
-llvm::Error runCollective(const InstructionView &in) {
-  llvm::Expected<CollectiveShape> shape = collectiveShape(in);
-  if (!shape)
-    return shape.takeError();
-  Communicator &comm = *shape->comm;
-  const std::string &axis = shape->axis;
-  Opcode op = in.opcode();
-  if (op == ALL_REDUCE)
-    return shape->dtype == I64
-               ? comm.allReduce(axis, in.data<int64_t>(0), in.data<int64_t>(1),
-                                in.count(0))
-               : comm.allReduce(axis, in.data<float>(0), in.data<float>(1),
-                                in.count(0));
-  if (op == ALL_TO_ALL)
-    return comm.allToAll(axis, in.data<float>(0), in.data<float>(1),
-                         in.shape(0), shape->splitDim, shape->dim);
-  int64_t whole = shape->whole, block = shape->block;
-  int64_t outer = shape->outer, inner = shape->inner;
-  if (op == LOCAL_SLICE) {
-    int64_t first = std::min(whole, shape->coordinate * block);
-    int64_t length = std::min(block, whole - first);
-    if (shape->dtype == I32)
-      copyAlongDim(in.data<int32_t>(0), whole, first, in.data<int32_t>(1),
-                   block, length, outer, inner);
-    else
-      copyAlongDim(in.data<float>(0), whole, first, in.data<float>(1), block,
-                   length, outer, inner);
-    return llvm::Error::success();
-  }
-  const float *input = in.data<float>(0);
-  float *output = in.data<float>(1);
-  // The padded whole: `size` blocks.
-  int64_t size = shape->size;
-  llvm::SmallVector<int64_t> paddedShape(in.shape(0));
-  paddedShape[shape->dim] = block * size;
-  std::vector<float> padded(outer * block * size * inner);
-  if (op == ALL_GATHER) {
-    if (auto error =
-            comm.allGather(axis, input, padded.data(), in.shape(0), shape->dim))
-      return error;
-    copyAlongDim(padded.data(), block * size, 0, output, whole, whole, outer,
-                 inner);
-    return llvm::Error::success();
-  }
-  copyAlongDim(input, whole, 0, padded.data(), block * size, whole, outer,
-               inner);
-  return comm.reduceScatter(axis, padded.data(), output, paddedShape,
-                            shape->dim);
-}
-
 /// The kernel of each opcode: a switch over every one of them.
 Kernel kernelOf(Opcode opcode) {
   switch (opcode) {
@@ -454,12 +382,17 @@ Kernel kernelOf(Opcode opcode) {
     return runAdamW;
   case INCREMENT:
     return runIncrement;
+  case LOCAL_SLICE:
+    return runLocalSlice;
   case ALL_GATHER:
   case REDUCE_SCATTER:
   case ALL_REDUCE:
   case ALL_TO_ALL:
-  case LOCAL_SLICE:
-    return runCollective;
+  case ALL_GATHER_START:
+  case REDUCE_SCATTER_START:
+  case ALL_REDUCE_START:
+  case ALL_TO_ALL_START:
+  case WAIT: // CpuCollectives runs these
   case OPCODE_UNSPECIFIED:
     break;
   }
@@ -496,24 +429,54 @@ static llvm::Error runWidened(Kernel kernel, const Instruction &instruction,
   return llvm::Error::success();
 }
 
+/// Runs one instruction that is not a collective, its start or its wait.
+static llvm::Error runKernel(const Instruction &instruction, BufferSet &buffers,
+                             Communicator *comm) {
+  Kernel kernel = kernelOf(instruction.opcode());
+  if (!kernel) // the loader refuses such a program
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), "no opcode");
+  return runWidened(kernel, instruction, buffers, comm);
+}
+
 llvm::Error CpuBackend::run(const EntryPoint &entry, BufferSet &buffers,
                             Communicator *comm, Profiler *profiler) {
+  CpuCollectives collectives(buffers, comm);
+  // When each collective in flight started, by its result, for the
+  // profile: its span on the communication track runs to its wait.
+  llvm::DenseMap<int, std::pair<int, double>> started;
   return forEachInstruction(
       entry, [&](int index, const Instruction &instruction) -> llvm::Error {
-        Kernel kernel = kernelOf(instruction.opcode());
-        if (!kernel) // the loader refuses such a program
-          return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                         "no opcode");
-        if (!profiler)
-          return runWidened(kernel, instruction, buffers, comm);
-        double start = profiler->now();
-        llvm::Error error = runWidened(kernel, instruction, buffers, comm);
-        double end = profiler->now();
-        // One thread does everything: a collective occupies both tracks.
-        profiler->record({Profiler::Compute, &entry, index, start, end});
-        if (isCollective(instruction.opcode()))
+        Opcode opcode = instruction.opcode();
+        double start = profiler ? profiler->now() : 0;
+        llvm::Error error = llvm::Error::success();
+        if (opcode == WAIT || isCollective(opcode)) {
+          // The result in flight: a start's, or the one a wait ends.
+          const auto &ids =
+              opcode == WAIT ? instruction.operands() : instruction.results();
+          if (ids.size() != 1)
+            return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                           opcodeName(opcode) +
+                                               ": needs one result in flight");
+          int result = ids[0];
+          if (opcode != WAIT) {
+            error = collectives.start(instruction);
+            started[result] = {index, start};
+          }
+          if (!error && !isStart(opcode))
+            error = collectives.wait(result);
+          if (profiler && !isStart(opcode)) {
+            auto [first, since] = started.lookup(result);
+            profiler->record({Profiler::Communication, &entry, first, since,
+                              profiler->now()});
+          }
+        } else {
+          error = runKernel(instruction, buffers, comm);
+        }
+        if (!error)
+          error = collectives.progress();
+        if (profiler)
           profiler->record(
-              {Profiler::Communication, &entry, index, start, end});
+              {Profiler::Compute, &entry, index, start, profiler->now()});
         return error;
       });
 }

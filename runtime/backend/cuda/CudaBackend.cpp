@@ -4,8 +4,9 @@
 // compute stream, each through its runner (CudaOps.h: cuBLASLt for
 // matmuls, the kernels of Cuda*Kernels.cu for the rest); NCCL
 // collectives run on a communication stream, started by an event once
-// their inputs are written and waited for by the compute stream before
-// anything after them runs, so no collective's result is read unwaited.
+// their inputs are written; the compute stream waits for each (its own
+// event) at its wait, right after a blocking one, so no collective's result
+// is read unwaited and compute runs while a started one is in flight.
 // Shapes are checked on the host with the cpu backend's decoders before
 // anything is launched.
 //
@@ -93,8 +94,14 @@ KernelEntry kernelOf(Opcode opcode) {
   case REDUCE_SCATTER:
   case ALL_REDUCE:
   case ALL_TO_ALL:
+  case ALL_GATHER_START:
+  case REDUCE_SCATTER_START:
+  case ALL_REDUCE_START:
+  case ALL_TO_ALL_START:
   case LOCAL_SLICE:
     return {cuda::runCollective, /*bf16=*/true};
+  case WAIT:
+    return {cuda::runWait, /*bf16=*/true};
   case OPCODE_UNSPECIFIED:
     break;
   }
@@ -151,11 +158,10 @@ llvm::Error CudaBackend::initialise() {
   for (cudaStream_t *stream : {&device.stream, &device.commStream})
     if (auto error = checkCuda(cudaStreamCreate(stream), "cudaStreamCreate"))
       return error;
-  for (cudaEvent_t *event : {&device.inputsReady, &device.collectiveDone})
-    if (auto error =
-            checkCuda(cudaEventCreateWithFlags(event, cudaEventDisableTiming),
-                      "cudaEventCreate"))
-      return error;
+  if (auto error = checkCuda(cudaEventCreateWithFlags(&device.inputsReady,
+                                                     cudaEventDisableTiming),
+                             "cudaEventCreate"))
+    return error;
   if (auto error = checkBlas(cublasCreate(&device.blas), "cublasCreate"))
     return error;
   if (auto error = checkBlas(cublasSetStream(device.blas, device.stream),
@@ -222,7 +228,8 @@ CudaBackend::~CudaBackend() {
   cudaDeviceSynchronize();
   for (void *pointer : owned)
     cudaFree(pointer);
-  for (Device::Pool *pool : {&device.scratch, &device.widened})
+  for (Device::Pool *pool :
+       {&device.scratch, &device.widened, &device.flightStaging})
     for (auto &[pointer, size] : *pool)
       if (pointer)
         cudaFree(pointer);
@@ -239,9 +246,11 @@ CudaBackend::~CudaBackend() {
   if (device.matmulWorkspace)
     cudaFree(device.matmulWorkspace);
   device.ncclComms.reset();
-  for (cudaEvent_t event : {device.inputsReady, device.collectiveDone})
-    if (event)
-      cudaEventDestroy(event);
+  device.forgetFlights();
+  for (cudaEvent_t event : device.spareEvents)
+    cudaEventDestroy(event);
+  if (device.inputsReady)
+    cudaEventDestroy(device.inputsReady);
   for (cudaStream_t stream : {device.stream, device.commStream})
     if (stream)
       cudaStreamDestroy(stream);
@@ -393,6 +402,7 @@ llvm::Error CudaBackend::run(const EntryPoint &entry,
     // What was queued before the failure finishes, and any flag it raised
     // is dropped: the next run starts clean and idle.
     cudaStreamSynchronize(device.commStream);
+    device.forgetFlights();
     cudaMemsetAsync(device.errors, 0, sizeof(int), device.stream);
     cudaStreamSynchronize(device.stream);
     return error;

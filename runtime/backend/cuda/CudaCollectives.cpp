@@ -33,9 +33,10 @@ ncclDataType_t ncclTypeOf(DType dtype) {
 
 /// all_to_all: block r of the split dim goes to rank r, and the blocks that
 /// arrive are concatenated along the other dim; grouped NCCL sends and
-/// receives between two rearrangements.
-llvm::Error runAllToAll(const InstructionView &in, const CollectiveShape &shape,
-                        NcclComm &nccl, ncclComm_t comm, Device &device) {
+/// receives between two rearrangements, through staging slot `slot`.
+llvm::Error launchAllToAll(const InstructionView &in,
+                           const CollectiveShape &shape, NcclComm &nccl,
+                           ncclComm_t comm, Device &device, size_t slot) {
   llvm::ArrayRef<int64_t> inShape = in.shape(0);
   int64_t ranks = shape.size, split = shape.splitDim, concat = shape.dim;
   if (inShape[split] % ranks != 0)
@@ -46,7 +47,7 @@ llvm::Error runAllToAll(const InstructionView &in, const CollectiveShape &shape,
   bool bf16 = shape.dtype == BF16;
   size_t element = bytesPerElement(shape.dtype);
   llvm::Expected<void *> space =
-      device.scratchSpace(1, 2 * in.count(0) * element);
+      device.space(device.flightStaging, slot, 2 * in.count(0) * element);
   if (!space)
     return space.takeError();
   char *send = static_cast<char *>(*space);
@@ -55,7 +56,8 @@ llvm::Error runAllToAll(const InstructionView &in, const CollectiveShape &shape,
   cuda::arrangeBlocks(in.data<void>(0), send, ranks, splitOuter,
                       blockShape[split], inShape[split], splitInner,
                       /*toWhole=*/false, bf16, device.stream);
-  if (auto error = device.communicate([&](cudaStream_t stream) {
+  return device.launch(
+      in.bufferId(1), slot, [&](cudaStream_t stream) -> llvm::Error {
         if (auto error = checkNccl(ncclGroupStart(), "ncclGroupStart"))
           return error;
         ncclResult_t result = ncclSuccess;
@@ -72,26 +74,26 @@ llvm::Error runAllToAll(const InstructionView &in, const CollectiveShape &shape,
           (void)ended;
           return error;
         }
-        return nccl.settle(comm, ended, "ncclGroupEnd");
-      }))
-    return error;
-  auto [concatOuter, concatInner] = around(blockShape, concat);
-  cuda::arrangeBlocks(receive, in.data<void>(1), ranks, concatOuter,
-                      blockShape[concat], ranks * blockShape[concat],
-                      concatInner, /*toWhole=*/true, bf16, device.stream);
-  return llvm::Error::success();
+        if (auto error = nccl.settle(comm, ended, "ncclGroupEnd"))
+          return error;
+        auto [concatOuter, concatInner] = around(blockShape, concat);
+        cuda::arrangeBlocks(receive, in.data<void>(1), ranks, concatOuter,
+                            blockShape[concat], ranks * blockShape[concat],
+                            concatInner, /*toWhole=*/true, bf16, stream);
+        return llvm::Error::success();
+      });
 }
 
-/// The collectives, through NCCL on the compute stream: NCCL moves whole
-/// buffers, so a gather or scatter along a dim other than the first
-/// rearranges blocks through a scratch buffer.
 } // namespace
 
+/// The collectives, through NCCL on the communication stream: NCCL moves
+/// whole buffers, so a gather or scatter along a dim other than the first
+/// rearranges blocks through staging memory of the collective's own.
 llvm::Error cuda::runCollective(const InstructionView &in, Device &device) {
   llvm::Expected<CollectiveShape> shape = collectiveShape(in);
   if (!shape)
     return shape.takeError();
-  Opcode op = in.opcode();
+  Opcode op = collectiveOf(in.opcode());
   int64_t whole = shape->whole, block = shape->block, size = shape->size;
   int64_t outer = shape->outer, inner = shape->inner;
   if (op == LOCAL_SLICE) {
@@ -106,49 +108,64 @@ llvm::Error cuda::runCollective(const InstructionView &in, Device &device) {
   if (!nccl)
     return in.fail(llvm::toString(nccl.takeError()));
   // An all-reduce sums over the ranks present; the rest need all of them.
-  llvm::Expected<ncclComm_t> comm =
-      op == ALL_REDUCE ? (*nccl)->axis(shape->axis)
-                               : (*nccl)->wholeAxis(shape->axis, size);
+  llvm::Expected<ncclComm_t> comm = op == ALL_REDUCE
+                                        ? (*nccl)->axis(shape->axis)
+                                        : (*nccl)->wholeAxis(shape->axis, size);
   if (!comm)
     return in.fail(llvm::toString(comm.takeError()));
-  if (op == ALL_REDUCE)
-    return device.communicate([&](cudaStream_t stream) {
-      return (*nccl)->settle(*comm,
-                             ncclAllReduce(in.data<void>(0), in.data<void>(1),
-                                           in.count(0), ncclTypeOf(shape->dtype),
-                                           ncclSum, *comm, stream),
-                             "ncclAllReduce");
-    });
-  if (op == ALL_TO_ALL)
-    return runAllToAll(in, *shape, **nccl, *comm, device);
-  int64_t blocked = size * outer * block * inner;
-  bool bf16 = shape->dtype == BF16;
-  ncclDataType_t type = ncclTypeOf(shape->dtype);
-  llvm::Expected<void *> space =
-      device.scratchSpace(0, blocked * bytesPerElement(shape->dtype));
-  if (!space)
-    return space.takeError();
-  void *padded = *space;
-  if (op == ALL_GATHER) {
-    if (auto error = device.communicate([&](cudaStream_t stream) {
+  int result = in.bufferId(1);
+  size_t slot = device.freeFlightSlot();
+  if (auto error = [&]() -> llvm::Error {
+        if (op == ALL_REDUCE)
+          return device.launch(result, slot, [&](cudaStream_t stream) {
+            return (*nccl)->settle(
+                *comm,
+                ncclAllReduce(in.data<void>(0), in.data<void>(1), in.count(0),
+                              ncclTypeOf(shape->dtype), ncclSum, *comm, stream),
+                "ncclAllReduce");
+          });
+        if (op == ALL_TO_ALL)
+          return launchAllToAll(in, *shape, **nccl, *comm, device, slot);
+        int64_t blocked = size * outer * block * inner;
+        bool bf16 = shape->dtype == BF16;
+        ncclDataType_t type = ncclTypeOf(shape->dtype);
+        llvm::Expected<void *> space =
+            device.space(device.flightStaging, slot,
+                         blocked * bytesPerElement(shape->dtype));
+        if (!space)
+          return space.takeError();
+        void *padded = *space;
+        if (op == ALL_GATHER)
+          return device.launch(
+              result, slot, [&](cudaStream_t stream) -> llvm::Error {
+                if (auto error =
+                        (*nccl)->settle(*comm,
+                                        ncclAllGather(in.data<void>(0), padded,
+                                                      outer * block * inner,
+                                                      type, *comm, stream),
+                                        "ncclAllGather"))
+                  return error;
+                cuda::arrangeBlocks(padded, in.data<void>(1), size, outer,
+                                    block, whole, inner, /*toWhole=*/true, bf16,
+                                    stream);
+                return llvm::Error::success();
+              });
+        cuda::arrangeBlocks(in.data<void>(0), padded, size, outer, block, whole,
+                            inner, /*toWhole=*/false, bf16, device.stream);
+        return device.launch(result, slot, [&](cudaStream_t stream) {
           return (*nccl)->settle(*comm,
-                                 ncclAllGather(in.data<void>(0), padded,
-                                               outer * block * inner, type,
-                                               *comm, stream),
-                                 "ncclAllGather");
-        }))
-      return error;
-    cuda::arrangeBlocks(padded, in.data<void>(1), size, outer, block, whole,
-                        inner, /*toWhole=*/true, bf16, device.stream);
-    return llvm::Error::success();
-  }
-  cuda::arrangeBlocks(in.data<void>(0), padded, size, outer, block, whole,
-                      inner, /*toWhole=*/false, bf16, device.stream);
-  return device.communicate([&](cudaStream_t stream) {
-    return (*nccl)->settle(*comm,
-                           ncclReduceScatter(padded, in.data<void>(1),
-                                             outer * block * inner, type,
-                                             ncclSum, *comm, stream),
-                           "ncclReduceScatter");
-  });
+                                 ncclReduceScatter(padded, in.data<void>(1),
+                                                   outer * block * inner, type,
+                                                   ncclSum, *comm, stream),
+                                 "ncclReduceScatter");
+        });
+      }())
+    return error;
+  return isStart(in.opcode()) ? llvm::Error::success() : device.land(result);
+}
+
+llvm::Error cuda::runWait(const InstructionView &in, Device &device) {
+  if (in.numOperands() != 1 || in.numResults() != 0)
+    return in.fail("needs one result in flight");
+  return device.land(in.bufferId(0));
 }

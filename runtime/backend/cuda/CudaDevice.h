@@ -19,9 +19,9 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
-#include <map>
 #include <utility>
 #include <vector>
 
@@ -53,7 +53,7 @@ struct Timeline {
     cudaEvent_t start, end;
   };
   bool enabled = false;
-  int instruction = -1; // the instruction being queued
+  int instruction = -1;       // the instruction being queued
   cudaEvent_t base = nullptr; // the run's start, which marks are timed from
   std::vector<Mark> marks;
   std::vector<cudaEvent_t> pool;
@@ -82,8 +82,8 @@ struct Timeline {
       pool.push_back(event);
     }
     cudaEvent_t event = pool[used++];
-    if (auto error = checkCuda(cudaEventRecord(event, stream),
-                               "cudaEventRecord"))
+    if (auto error =
+            checkCuda(cudaEventRecord(event, stream), "cudaEventRecord"))
       return std::move(error);
     return event;
   }
@@ -99,7 +99,7 @@ struct Timeline {
 struct Device {
   cudaStream_t stream = nullptr;     // compute
   cudaStream_t commStream = nullptr; // NCCL
-  cudaEvent_t inputsReady = nullptr, collectiveDone = nullptr;
+  cudaEvent_t inputsReady = nullptr;
   cublasHandle_t blas = nullptr; // attention's batched GEMMs
   cublasLtHandle_t lt = nullptr; // matmuls, with their epilogues
   static constexpr size_t kMatmulWorkspaceBytes = 32 << 20;
@@ -114,6 +114,15 @@ struct Device {
   std::string ncclFailure; // why making them failed, said again after
   using Pool = std::vector<std::pair<void *, size_t>>;
   Pool scratch; // kernels' own temporaries, reused between ops
+  /// A collective in flight: the event its work on the communication
+  /// stream ends with, and its slot in `flightStaging`.
+  struct Flight {
+    cudaEvent_t done = nullptr;
+    size_t slot = 0;
+  };
+  std::map<int, Flight> inFlight; // by the buffer each writes
+  std::vector<cudaEvent_t> spareEvents;
+  Pool flightStaging; // each collective in flight's own staging memory
   Pool widened; // fp32 copies of bf16 values, for kernels without bf16 form
   /// Rope frequency tables on the device, by (head dim, theta, scaling):
   /// made once, not at every rope.
@@ -147,11 +156,20 @@ struct Device {
     return ncclComms.get();
   }
 
-  /// Runs `collective` on the communication stream: it starts once the
-  /// compute stream has written its inputs, and the compute stream waits for
-  /// it before anything after it runs, so no result is read unwaited.
-  llvm::Error
-  communicate(llvm::function_ref<llvm::Error(cudaStream_t)> collective) {
+  /// A staging slot that no collective in flight holds.
+  size_t freeFlightSlot() const {
+    for (size_t slot = 0;; ++slot)
+      if (std::none_of(
+              inFlight.begin(), inFlight.end(),
+              [&](const auto &flight) { return flight.second.slot == slot; }))
+        return slot;
+  }
+
+  /// Queues `collective` on the communication stream, to start once the
+  /// compute stream has written its inputs. It is in flight, writing buffer
+  /// `result` (and using staging slot `slot`), until land(result).
+  llvm::Error launch(int result, size_t slot,
+                     llvm::function_ref<llvm::Error(cudaStream_t)> collective) {
     if (auto error =
             checkCuda(cudaEventRecord(inputsReady, stream), "cudaEventRecord"))
       return error;
@@ -167,11 +185,50 @@ struct Device {
     if (!end)
       return end.takeError();
     timeline.add(Profiler::Communication, *start, *end);
-    if (auto error = checkCuda(cudaEventRecord(collectiveDone, commStream),
-                               "cudaEventRecord"))
+    Flight flight{nullptr, slot};
+    if (!spareEvents.empty()) {
+      flight.done = spareEvents.back();
+      spareEvents.pop_back();
+    } else if (auto error = checkCuda(cudaEventCreateWithFlags(
+                                          &flight.done, cudaEventDisableTiming),
+                                      "cudaEventCreate")) {
       return error;
-    return checkCuda(cudaStreamWaitEvent(stream, collectiveDone),
-                     "cudaStreamWaitEvent");
+    }
+    inFlight[result] = flight;
+    return checkCuda(cudaEventRecord(flight.done, commStream),
+                     "cudaEventRecord");
+  }
+
+  /// The compute stream waits for the collective that writes `result`
+  /// before anything after this runs: no result is read unwaited.
+  llvm::Error land(int result) {
+    auto found = inFlight.find(result);
+    if (found == inFlight.end()) // the loader refuses such a program
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "wait: nothing in flight writes buffer " +
+                                         std::to_string(result));
+    cudaEvent_t done = found->second.done;
+    inFlight.erase(found);
+    spareEvents.push_back(done);
+    return checkCuda(cudaStreamWaitEvent(stream, done), "cudaStreamWaitEvent");
+  }
+
+  /// Runs a kernel's own collective (no buffer of the program's: the
+  /// loss's row sums) on the communication stream, waited at once.
+  llvm::Error
+  communicate(llvm::function_ref<llvm::Error(cudaStream_t)> collective) {
+    constexpr int kKernelsOwn = -1;
+    if (auto error = launch(kKernelsOwn, freeFlightSlot(), collective))
+      return error;
+    return land(kKernelsOwn);
+  }
+
+  /// After a run that failed part way (its queued work finished): nothing
+  /// is in flight any more.
+  void forgetFlights() {
+    for (auto &[result, flight] : inFlight)
+      spareEvents.push_back(flight.done);
+    inFlight.clear();
   }
 
   /// Device scratch slot `slot` of at least `bytes`.

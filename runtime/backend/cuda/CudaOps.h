@@ -49,10 +49,12 @@ llvm::Error runMatmul(const InstructionView &in, Device &device);
 llvm::Error runAttention(const InstructionView &in, Device &device);
 llvm::Error runAttentionGrad(const InstructionView &in, Device &device);
 
-/// all_gather, reduce_scatter, all_reduce, all_to_all and local_slice
-/// through NCCL on the communication stream, in the dtype the values are
-/// stored in (CudaCollectives.cpp).
+/// all_gather, reduce_scatter, all_reduce, all_to_all (or their starts)
+/// and local_slice through NCCL on the communication stream, in the dtype
+/// the values are stored in (CudaCollectives.cpp); a start leaves the
+/// collective in flight until its wait (runWait).
 llvm::Error runCollective(const InstructionView &in, Device &device);
+llvm::Error runWait(const InstructionView &in, Device &device);
 
 } // namespace twill::cuda
 
