@@ -4,6 +4,7 @@
 
 #include "dialects/twill/TwillOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -15,8 +16,7 @@ static int64_t bytesOf(Type type) {
   if (auto pending = dyn_cast<PendingType>(type))
     type = pending.getValue();
   auto tensor = cast<RankedTensorType>(type);
-  return tensor.getNumElements() *
-         ((tensor.getElementTypeBitWidth() + 7) / 8);
+  return tensor.getNumElements() * ((tensor.getElementTypeBitWidth() + 7) / 8);
 }
 
 /// The bytes one rank sends for `op` (ring algorithms), and the name the
@@ -25,8 +25,8 @@ static std::pair<StringRef, int64_t> sentBytes(Operation *op, int64_t ranks) {
   if (ranks <= 1)
     return {"", 0};
   int64_t input = bytesOf(op->getOperand(0).getType());
-  int64_t result = op->getNumResults() ? bytesOf(op->getResult(0).getType())
-                                       : 0;
+  int64_t result =
+      op->getNumResults() ? bytesOf(op->getResult(0).getType()) : 0;
   if (isa<AllGatherOp, AllGatherStartOp>(op))
     return {"all_gather", input * (ranks - 1)};
   if (isa<ReduceScatterOp, ReduceScatterStartOp>(op))
@@ -37,17 +37,90 @@ static std::pair<StringRef, int64_t> sentBytes(Operation *op, int64_t ranks) {
     return {"all_to_all", input * (ranks - 1) / ranks};
   if (isa<CrossEntropyOp, CrossEntropyGradOp>(op)) {
     // A vocab-parallel loss all-reduces three fp64 statistics per row.
-    int64_t rows = cast<RankedTensorType>(op->getOperand(1).getType())
-                       .getNumElements();
+    int64_t rows =
+        cast<RankedTensorType>(op->getOperand(1).getType()).getNumElements();
     return {"all_reduce (vocab-parallel loss)",
             2 * 3 * rows * 8 * (ranks - 1) / ranks};
   }
   return {"", 0};
 }
 
-FailureOr<ResourceReport> mlir::twill::reportResources(ModuleOp module,
-                                                       int64_t microSteps) {
+/// The FLOPs of the ops that dominate compute: matmuls (2 m n k) and
+/// causal attention (half of 2 b h s^2 d for each of its two products; its
+/// gradient's four products, and a recomputed score matrix, 2.5 times that).
+static double flopsOf(Operation *op) {
+  if (auto matmul = dyn_cast<MatmulOp>(op)) {
+    ArrayRef<int64_t> lhs =
+        cast<RankedTensorType>(matmul.getLhs().getType()).getShape();
+    int64_t k = matmul.getTransposeLhs() ? lhs[lhs.size() - 2] : lhs.back();
+    return 2.0 * cast<RankedTensorType>(matmul.getType()).getNumElements() * k;
+  }
+  if (isa<AttentionOp, AttentionGradOp>(op)) {
+    ArrayRef<int64_t> query =
+        cast<RankedTensorType>(op->getOperand(0).getType()).getShape();
+    double forward = 2.0 * query[0] * query[2] * query[1] * query[1] * query[3];
+    return isa<AttentionGradOp>(op) ? 2.5 * forward : forward;
+  }
+  return 0;
+}
+
+/// The axis a collective (or its start, or a vocab-parallel loss) runs on.
+static StringAttr axisOf(Operation *op) {
+  return op->getAttrOfType<StringAttr>(
+      isa<CrossEntropyOp, CrossEntropyGradOp>(op) ? "shard_axis" : "axis");
+}
+
+namespace {
+/// One entry point run on the estimate's compute stream and links, one per
+/// mesh axis (tensor parallelism within a node, data parallelism across
+/// them: separate wires).
+struct Timeline {
+  double compute = 0, computing = 0, communicating = 0;
+  llvm::StringMap<double> links;      // an axis -> when its link is free
+  llvm::DenseMap<Value, double> done; // a handle -> when its transfer ends
+
+  double end() const {
+    double last = compute;
+    for (const auto &link : links)
+      last = std::max(last, link.second);
+    return last;
+  }
+
+  void run(func::FuncOp function, const llvm::StringMap<int64_t> &axisSizes,
+           const ResourceReport::Rates &rates) {
+    for (Operation &op : function.getBody().front()) {
+      if (auto wait = dyn_cast<WaitOp>(op)) {
+        compute = std::max(compute, done.lookup(wait.getHandle()));
+        continue;
+      }
+      StringAttr axis = axisOf(&op);
+      int64_t bytes =
+          axis ? sentBytes(&op, axisSizes.lookup(axis.getValue())).second : 0;
+      if (bytes > 0) {
+        double seconds = bytes / rates.bytesPerSecond;
+        double &link = links[axis.getValue()];
+        link = std::max(compute, link) + seconds;
+        communicating += seconds;
+        bool started = op.getNumResults() == 1 &&
+                       isa<PendingType>(op.getResult(0).getType());
+        if (started)
+          done[op.getResult(0)] = link;
+        else
+          compute = link;
+      }
+      double seconds = flopsOf(&op) / rates.flopsPerSecond;
+      compute += seconds;
+      computing += seconds;
+    }
+  }
+};
+} // namespace
+
+FailureOr<ResourceReport>
+mlir::twill::reportResources(ModuleOp module, int64_t microSteps,
+                             ResourceReport::Rates rates) {
   ResourceReport report;
+  report.rates = rates;
   // The arena twill-plan-memory laid out, when it has run.
   if (auto arena = module->getAttrOfType<IntegerAttr>(kArenaBytesAttrName))
     report.arenaBytes = arena.getInt();
@@ -65,8 +138,8 @@ FailureOr<ResourceReport> mlir::twill::reportResources(ModuleOp module,
     for (BlockArgument argument : function.getArguments()) {
       unsigned index = argument.getArgNumber();
       int64_t bytes = bytesOf(argument.getType());
-      if (auto name = function.getArgAttrOfType<StringAttr>(index,
-                                                            kParamAttrName)) {
+      if (auto name =
+              function.getArgAttrOfType<StringAttr>(index, kParamAttrName)) {
         if (!seen.insert(name.getValue()).second)
           continue;
         (function.getArgAttr(index, kTrainableAttrName) ? report.trainableBytes
@@ -92,9 +165,13 @@ FailureOr<ResourceReport> mlir::twill::reportResources(ModuleOp module,
                                                                   : 0;
     if (!repeats)
       continue; // @forward is evaluation, not the training step
+    Timeline timeline;
+    timeline.run(function, axisSizes, rates);
+    report.computeSeconds += repeats * timeline.computing;
+    report.communicationSeconds += repeats * timeline.communicating;
+    report.stepSeconds += repeats * timeline.end();
     function.walk([&](Operation *op) {
-      auto axis = op->getAttrOfType<StringAttr>(
-          isa<CrossEntropyOp, CrossEntropyGradOp>(op) ? "shard_axis" : "axis");
+      StringAttr axis = axisOf(op);
       if (!axis)
         return;
       auto [kind, bytes] = sentBytes(op, axisSizes.lookup(axis.getValue()));
@@ -134,4 +211,20 @@ void ResourceReport::print(llvm::raw_ostream &os) const {
     total += entry.bytes;
   }
   os << "  total: " << bytesText(total) << "\n";
+  double hidden =
+      std::max(0.0, computeSeconds + communicationSeconds - stepSeconds);
+  os << llvm::formatv(
+      "Overlap, by a cost estimate (matmuls and attention at {0} TFLOP/s; "
+      "per mesh axis, one collective at a time at {1} GB/s):\n",
+      rates.flopsPerSecond / 1e12, rates.bytesPerSecond / 1e9);
+  os << llvm::formatv(
+      "  compute {0:f3} ms, communication {1:f3} ms, of "
+      "which hidden behind compute {2:f3} ms ({3:f0}%)\n",
+      1e3 * computeSeconds, 1e3 * communicationSeconds, 1e3 * hidden,
+      communicationSeconds > 0 ? 100 * hidden / communicationSeconds : 0.0);
+  os << llvm::formatv("  step {0:f3} ms\n", 1e3 * stepSeconds);
+  if (waitedArenaBytes && arenaBytes)
+    os << "  collectives in flight hold "
+       << bytesText(arenaBytes - waitedArenaBytes)
+       << " more of the arena than waited at once\n";
 }

@@ -7,7 +7,9 @@
 // collective, for ring algorithms: an all_gather or reduce_scatter over k
 // ranks sends (k - 1) blocks, an all_reduce 2 (k - 1) / k of the tensor, an
 // all_to_all (k - 1) / k of it. Blocks are ceil(size / k), so rank 0 holds
-// the largest: the figures are rank 0's.
+// the largest: the figures are rank 0's. A cost estimate then times a
+// step on one compute stream and one link, to show how much of the
+// communication collectives in flight hide behind compute.
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,12 +37,28 @@ struct ResourceReport {
   std::map<std::pair<std::string, std::string>, Traffic> traffic;
   std::string mesh; // "dp=2 x tp=4"
 
+  /// An optimizer step's time by a cost estimate: the compute stream runs
+  /// matmuls and attention at `flopsPerSecond` (the rest counts as free),
+  /// the collectives of each mesh axis cross that axis's link one at a
+  /// time at `bytesPerSecond`, and a
+  /// wait (or a blocking collective) holds compute until its collective is
+  /// done. Hidden communication is what overlaps compute.
+  struct Rates {
+    double flopsPerSecond = 400e12, bytesPerSecond = 100e9;
+  };
+  Rates rates;
+  double computeSeconds = 0, communicationSeconds = 0, stepSeconds = 0;
+  /// The arena with every collective waited where it starts (set by
+  /// whoever compiles that too; 0: not known).
+  int64_t waitedArenaBytes = 0;
+
   void print(llvm::raw_ostream &os) const;
 };
 
 /// The report of a partitioned module whose optimizer step follows
 /// `microSteps` train steps (gradient accumulation).
-FailureOr<ResourceReport> reportResources(ModuleOp module, int64_t microSteps);
+FailureOr<ResourceReport> reportResources(ModuleOp module, int64_t microSteps,
+                                          ResourceReport::Rates rates = {});
 
 } // namespace mlir::twill
 

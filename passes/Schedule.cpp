@@ -5,6 +5,7 @@
 #include "dialects/twill/TwillOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 #include <optional>
 
@@ -64,6 +65,38 @@ bool readersOnlyFeedResults(Value value) {
   return true;
 }
 
+/// Whether `op` starts a collective.
+bool isStart(Operation *op) {
+  return op->getNumResults() == 1 &&
+         isa<PendingType>(op->getResult(0).getType());
+}
+
+/// Moves the ops after `wait` that do not depend on it up before it, so
+/// they run while its collective is in flight: a tensor-parallel gather of
+/// the sequence-parallel activations is read by the base matmul at once,
+/// but the LoRA A product (which reads the local rows) and its own small
+/// gather need not wait for it. Computing ops, starts and waits may move;
+/// the search ends at the first op of another layer. Each op computes what
+/// it computed before, so the losses do not change.
+void hoistIndependentWork(WaitOp wait) {
+  llvm::SmallPtrSet<Operation *, 32> staying = {wait};
+  std::optional<int64_t> layer = layerOf(wait);
+  for (Operation *op = wait->getNextNode(), *next; op; op = next) {
+    next = op->getNextNode();
+    if (op->hasTrait<OpTrait::IsTerminator>() || layerOf(op) != layer)
+      return;
+    bool movable = isPure(op) || isa<WaitOp>(op) || isStart(op);
+    bool dependent = llvm::any_of(op->getOperands(), [&](Value operand) {
+      Operation *definer = operand.getDefiningOp();
+      return definer && staying.contains(definer);
+    });
+    if (movable && !dependent)
+      op->moveBefore(wait);
+    else
+      staying.insert(op);
+  }
+}
+
 void schedule(func::FuncOp function, int64_t prefetch) {
   Block &body = function.getBody().front();
   SmallVector<Operation *> collectives;
@@ -107,6 +140,12 @@ void schedule(func::FuncOp function, int64_t prefetch) {
     result.replaceAllUsesWith(wait.getResult());
     collective->erase();
   }
+  // A collective waited right after it starts has nothing to overlap yet:
+  // work that does not need its result goes in between.
+  SmallVector<WaitOp> waits(body.getOps<WaitOp>());
+  for (WaitOp wait : waits)
+    if (wait->getPrevNode() == wait.getHandle().getDefiningOp())
+      hoistIndependentWork(wait);
 }
 
 struct SchedulePass : public mlir::twill::impl::ScheduleBase<SchedulePass> {

@@ -1,7 +1,8 @@
 // twill-schedule: every collective becomes a start and a wait; the wait
 // right before the first reader (or, when the readers only make the
 // function's results, at the end with them), the start as early as its
-// input allows but at most prefetch-layers layers ahead.
+// input allows but at most prefetch-layers layers ahead; a wait right after
+// its start gets the work that does not need its result moved before it.
 // RUN: twill-opt %s --twill-schedule | FileCheck %s
 // RUN: twill-opt %s --twill-schedule=prefetch-layers=0 | FileCheck %s --check-prefix=NONE
 
@@ -49,4 +50,29 @@ func.func @layers(%x: tensor<4x8xf32>, %w0: tensor<4x8xf32>, %w1: tensor<4x8xf32
   %s = twill.scale %y2 by 3.0 : tensor<4x8xf32>
   %out = twill.add %s, %y2 : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
   return %sum, %out : tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// A collective waited right after its start (a tensor-parallel gather of
+// the local rows, read at once by the base matmul) has work moved in
+// between that does not need its result: the LoRA A product reads the
+// local rows, and its own gather starts before the first wait. Work that
+// depends on the result stays after it, as does the next layer's.
+// CHECK-LABEL: func.func @lora_column
+// CHECK-NEXT: %[[HX:.*]] = twill.all_gather_start %arg0
+// CHECK-NEXT: %[[XA:.*]] = twill.matmul %arg0, %arg2
+// CHECK-NEXT: %[[HA:.*]] = twill.all_gather_start %[[XA]]
+// CHECK-NEXT: %[[X:.*]] = twill.wait %[[HX]]
+// CHECK-NEXT: %[[Y:.*]] = twill.matmul %[[X]], %arg1
+// CHECK-NEXT: %[[A:.*]] = twill.wait %[[HA]]
+// CHECK-NEXT: %[[OUT:.*]] = twill.matmul %[[A]], %arg3 plus %[[Y]]
+// CHECK-NEXT: twill.scale %arg0 by 2.0{{.*}}twill.layer = 1
+func.func @lora_column(%x: tensor<4x8xf32>, %w: tensor<6x8xf32>, %a: tensor<2x8xf32>, %b: tensor<6x2xf32>) -> (tensor<8x6xf32>, tensor<4x8xf32>) {
+  %g = twill.all_gather %x over @mesh["dp"] dim 0 {twill.layer = 0 : i64} : tensor<4x8xf32> -> tensor<8x8xf32>
+  %y = twill.matmul %g, %w {transpose_rhs, twill.layer = 0 : i64} : (tensor<8x8xf32>, tensor<6x8xf32>) -> tensor<8x6xf32>
+  %xa = twill.matmul %x, %a {transpose_rhs, twill.layer = 0 : i64} : (tensor<4x8xf32>, tensor<2x8xf32>) -> tensor<4x2xf32>
+  %ga = twill.all_gather %xa over @mesh["dp"] dim 0 {twill.layer = 0 : i64} : tensor<4x2xf32> -> tensor<8x2xf32>
+  %out = twill.matmul %ga, %b plus %y {transpose_rhs, twill.layer = 0 : i64} : (tensor<8x2xf32>, tensor<6x2xf32>, tensor<8x6xf32>) -> tensor<8x6xf32>
+  %next = twill.scale %x by 2.0 {twill.layer = 1 : i64} : tensor<4x8xf32>
+  %z = twill.scale %out by 3.0 {twill.layer = 1 : i64} : tensor<8x6xf32>
+  return %z, %next : tensor<8x6xf32>, tensor<4x8xf32>
 }

@@ -10,9 +10,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "frontend/config/JobConfig.h"
 #include "frontend/LlamaBuilder.h"
+#include "frontend/config/JobConfig.h"
 
+#include "dialects/twill/TwillOps.h"
 #include "google/protobuf/text_format.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
@@ -73,6 +74,19 @@ static cl::opt<bool>
                     "optimizer state) and communication per step, from the "
                     "partitioned program; needs no weights"),
            cl::cat(options));
+
+static cl::opt<double> reportTflops(
+    "report-tflops",
+    cl::desc("With --report: the matmul and attention rate the overlap "
+             "estimate assumes, in TFLOP/s"),
+    cl::init(mlir::twill::ResourceReport::Rates().flopsPerSecond / 1e12),
+    cl::cat(options));
+static cl::opt<double> reportGbps(
+    "report-gbps",
+    cl::desc("With --report: the bandwidth per rank the overlap estimate "
+             "assumes for collectives, in GB/s"),
+    cl::init(mlir::twill::ResourceReport::Rates().bytesPerSecond / 1e9),
+    cl::cat(options));
 
 static int fail(llvm::Twine message) {
   llvm::WithColor::error(llvm::errs(), "twillc") << message << "\n";
@@ -143,11 +157,28 @@ int main(int argc, char **argv) {
     mlir::OwningOpRef<mlir::ModuleOp> module = compile(context, *config);
     if (!module)
       return fail("cannot compile the job");
+    if (!(reportTflops > 0) || !(reportGbps > 0))
+      return fail("--report-tflops and --report-gbps must be positive");
     mlir::FailureOr<mlir::twill::ResourceReport> figures =
         mlir::twill::reportResources(
-            *module, config->train().gradient_accumulation_steps());
+            *module, config->train().gradient_accumulation_steps(),
+            {reportTflops * 1e12, reportGbps * 1e9});
     if (mlir::failed(figures))
       return fail("cannot report on the job");
+    // What collectives in flight cost in memory: the same job, waited.
+    if (config->parallel().overlap_communication()) {
+      twill::JobConfig waited = *config;
+      waited.mutable_parallel()->set_overlap_communication(false);
+      mlir::MLIRContext waitedContext;
+      mlir::OwningOpRef<mlir::ModuleOp> waitedModule =
+          compile(waitedContext, waited);
+      if (!waitedModule)
+        return fail("cannot compile the job");
+      if (auto arena = (*waitedModule)
+                           ->getAttrOfType<mlir::IntegerAttr>(
+                               mlir::twill::kArenaBytesAttrName))
+        figures->waitedArenaBytes = arena.getInt();
+    }
     figures->print(llvm::outs());
     return 0;
   }
