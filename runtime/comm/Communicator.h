@@ -80,10 +80,11 @@ public:
   class Pending {
   public:
     virtual ~Pending() = default;
-    /// Moves the transfer on without blocking: MPI advances a non-blocking
-    /// collective only inside MPI calls, so the runtime calls this between
-    /// instructions.
-    virtual llvm::Error progress() { return llvm::Error::success(); }
+    /// Moves the transfer on without blocking, and says whether it is
+    /// complete: MPI advances a non-blocking collective only inside MPI
+    /// calls, so the runtime calls this between instructions. (With Open
+    /// MPI, one call on a collective not yet complete moves every one on.)
+    virtual llvm::Expected<bool> progress() { return true; }
     /// Blocks until the transfer completes (at most the communicator's
     /// timeout), then runs the steps then() added, in order. Once only.
     llvm::Error wait();

@@ -79,7 +79,7 @@ public:
       for (std::vector<float> &memory : held)
         new std::vector<float>(std::move(memory)); // deliberately kept
   }
-  llvm::Error progress() override;
+  llvm::Expected<bool> progress() override;
 
   MPI_Request request = MPI_REQUEST_NULL;
   MPI_Comm comm;
@@ -206,9 +206,12 @@ MpiCommunicator::inFlight(int started, llvm::StringRef call,
   return std::move(pending);
 }
 
-llvm::Error MpiPending::progress() {
+llvm::Expected<bool> MpiPending::progress() {
   int done = 0;
-  return checkMpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+  if (llvm::Error error =
+          checkMpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test"))
+    return std::move(error);
+  return done != 0;
 }
 
 Communicator::Started

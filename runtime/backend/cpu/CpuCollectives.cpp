@@ -138,8 +138,15 @@ llvm::Error CpuCollectives::wait(int result) {
 }
 
 llvm::Error CpuCollectives::progress() {
-  for (auto &[result, pending] : inFlight)
-    if (llvm::Error error = pending->progress())
-      return error;
+  // One MPI_Test on a collective not yet complete drives MPI's progress
+  // engine, which moves every one on (Open MPI's libnbc advances all its
+  // schedules at each call): testing the rest too would only add calls.
+  for (auto &[result, pending] : inFlight) {
+    llvm::Expected<bool> done = pending->progress();
+    if (!done)
+      return done.takeError();
+    if (!*done)
+      break;
+  }
   return llvm::Error::success();
 }

@@ -32,7 +32,7 @@ public:
   llvm::Error start(const Instruction &instruction);
   /// Ends the collective that writes buffer `result`.
   llvm::Error wait(int result);
-  /// Moves every collective in flight on, without blocking.
+  /// Moves the collectives in flight on, without blocking.
   llvm::Error progress();
 
 private:
