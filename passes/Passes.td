@@ -199,7 +199,9 @@ def Rematerialize : Pass<"twill-rematerialize", "mlir::ModuleOp"> {
 def Schedule : Pass<"twill-schedule", "mlir::ModuleOp"> {
   let summary = "Collectives in flight while compute runs: start early, wait late";
   let description = [{
-    Runs on the partitioned program, after twill-rematerialize. Every
+    Runs on the partitioned program, after twill-rematerialize and
+    twill-fuse-epilogues (twillc runs it unless
+    parallel.overlap_communication is false). Every
     collective that communicates becomes a start and a wait
     (TwillAsyncOps.td), which the verifier then proves safe:
 
@@ -211,11 +213,15 @@ def Schedule : Pass<"twill-schedule", "mlir::ModuleOp"> {
       layer starts no more than `prefetch-layers` layers ahead, counted in
       program order (the backward counts down): an FSDP gather of layer L's
       shard runs while layer L - 1 (forward) or L + 1 (backward) computes,
-      and only that many layers' gathered weights are in flight at once.
+      and only that many layers' gathered weights are in flight at once;
+    - a wait that directly follows its start (nothing to overlap: a
+      tensor-parallel gather read at once) gets the work of its layer that
+      does not need its result moved before it: the LoRA A products, and
+      their own starts.
 
     twill-plan-memory then keeps a collective's input from its start and
-    its result from the start to the last reader. No op is reordered
-    otherwise, so the losses do not change.
+    its result from the start to the last reader. Each op computes what it
+    did before, so the losses do not change.
 
     ```mlir
     // before
