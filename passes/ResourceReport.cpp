@@ -211,6 +211,8 @@ void ResourceReport::print(llvm::raw_ostream &os) const {
     total += entry.bytes;
   }
   os << "  total: " << bytesText(total) << "\n";
+  if (communicationSeconds <= 0)
+    return; // one rank: nothing to overlap
   double hidden =
       std::max(0.0, computeSeconds + communicationSeconds - stepSeconds);
   os << llvm::formatv(

@@ -166,7 +166,8 @@ int main(int argc, char **argv) {
     if (mlir::failed(figures))
       return fail("cannot report on the job");
     // What collectives in flight cost in memory: the same job, waited.
-    if (config->parallel().overlap_communication()) {
+    if (config->parallel().overlap_communication() &&
+        config->parallel().dp() * config->parallel().tp() > 1) {
       twill::JobConfig waited = *config;
       waited.mutable_parallel()->set_overlap_communication(false);
       mlir::MLIRContext waitedContext;
