@@ -138,6 +138,9 @@ struct AutodiffPass : public mlir::twill::impl::AutodiffBase<AutodiffPass> {
     builder.setInsertionPointAfter(forward);
     auto step = cast<func::FuncOp>(builder.clone(*forward));
     step.setSymName("train_step");
+    // The host reads the logits @forward computes: the step's would only
+    // keep memory of their own (a sequence times the vocab) for nothing.
+    step.walk([](Operation *op) { op->removeAttr(kHostReadAttrName); });
     if (failed(ReverseBuilder(step).build()))
       signalPassFailure();
   }

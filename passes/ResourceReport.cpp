@@ -152,6 +152,10 @@ mlir::twill::reportResources(ModuleOp module, int64_t microSteps,
         (name.getValue().ends_with(".grad_sum") ? report.gradientBytes
                                                 : report.optimizerBytes) +=
             bytes;
+      } else if (auto name = function.getArgAttrOfType<StringAttr>(
+                     index, kInputAttrName)) {
+        if (seen.insert(("input " + name.getValue()).str()).second)
+          report.inputBytes += bytes;
       }
     }
 
@@ -159,6 +163,15 @@ mlir::twill::reportResources(ModuleOp module, int64_t microSteps,
       for (Value result : op->getResults())
         if (isa<RankedTensorType>(result.getType()))
           report.valueBytes += bytesOf(result.getType());
+      // Values the plan leaves memory of their own (outputs, what the host
+      // reads); a wait's is its start's.
+      auto offsets =
+          op->getAttrOfType<DenseI64ArrayAttr>(kArenaOffsetsAttrName);
+      if (offsets && !isa<WaitOp>(op))
+        for (auto [offset, result] :
+             llvm::zip(offsets.asArrayRef(), op->getResults()))
+          if (offset < 0)
+            report.ownValueBytes += bytesOf(result.getType());
     });
     int64_t repeats = function.getSymName() == "train_step"       ? microSteps
                       : function.getSymName() == "optimizer_step" ? 1
@@ -198,9 +211,13 @@ void ResourceReport::print(llvm::raw_ostream &os) const {
   os << "  gradient sums:        " << bytesText(gradientBytes) << "\n";
   os << "  optimizer state:      " << bytesText(optimizerBytes) << "\n";
   os << "  computed values:      " << bytesText(valueBytes) << "\n";
-  if (arenaBytes)
+  if (arenaBytes) {
     os << "    sharing an arena of " << bytesText(arenaBytes)
        << " (the memory plan)\n";
+    os << "  the program needs:    " << bytesText(programBytes())
+       << " (the arena, and the inputs, outputs and values the host reads "
+          "with the rest)\n";
+  }
   os << "Sent per optimizer step, per rank (ring algorithms):\n";
   if (traffic.empty())
     os << "  nothing: one rank\n";

@@ -33,6 +33,15 @@ struct ResourceReport {
   /// Every value the entry points compute, and the arena the runtime's
   /// memory plan fits them in (set by whoever plans it; 0: not planned).
   int64_t valueBytes = 0, arenaBytes = 0;
+  /// The per-step inputs, and the computed values the plan leaves memory
+  /// of their own (outputs, values the host reads).
+  int64_t inputBytes = 0, ownValueBytes = 0;
+  /// What a rank allocates for the program, as twill-train does: every
+  /// buffer with memory of its own, and the arena.
+  int64_t programBytes() const {
+    return frozenBytes + trainableBytes + gradientBytes + optimizerBytes +
+           inputBytes + ownValueBytes + arenaBytes;
+  }
   /// (axis, collective) -> calls and bytes sent per optimizer step.
   std::map<std::pair<std::string, std::string>, Traffic> traffic;
   std::string mesh; // "dp=2 x tp=4"

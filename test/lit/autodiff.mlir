@@ -3,6 +3,7 @@
 // its layer costs one matmul backward (for the activation), never the
 // weight-gradient matmul.
 // RUN: twill-opt %s --twill-autodiff -split-input-file -verify-diagnostics | FileCheck %s
+// RUN: twill-opt %s --twill-autodiff -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=HOST
 
 func.func @forward(%w: tensor<16x8xf32> {twill.param = "proj.weight"},
                    %a: tensor<2x8xf32> {twill.param = "proj.lora_A.weight", twill.trainable},
@@ -14,10 +15,17 @@ func.func @forward(%w: tensor<16x8xf32> {twill.param = "proj.weight"},
   %d = twill.matmul %x, %a {transpose_rhs} : (tensor<3x4x8xf32>, tensor<2x8xf32>) -> tensor<3x4x2xf32>
   %u = twill.matmul %d, %b {transpose_rhs} : (tensor<3x4x2xf32>, tensor<16x2xf32>) -> tensor<3x4x16xf32>
   %s = twill.scale %u by 2.0 : tensor<3x4x16xf32>
-  %z = twill.add %y, %s : (tensor<3x4x16xf32>, tensor<3x4x16xf32>) -> tensor<3x4x16xf32>
+  %z = twill.add %y, %s {twill.host_read} : (tensor<3x4x16xf32>, tensor<3x4x16xf32>) -> tensor<3x4x16xf32>
   %loss, %count = twill.cross_entropy %z, %labels : (tensor<3x4x16xf32>, tensor<3x4xi32>) -> (tensor<f32>, tensor<i64>)
   return %loss, %count : tensor<f32>, tensor<i64>
 }
+
+// The host reads @forward's logits; the step's keep no memory for it.
+// HOST-LABEL: func.func @forward(
+// HOST: twill.add {{.*}}twill.host_read
+// HOST-LABEL: func.func @train_step(
+// HOST-NOT: twill.host_read
+// HOST: return
 
 // The forward stays as it was.
 // CHECK-LABEL: func.func @forward(

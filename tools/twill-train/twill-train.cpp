@@ -152,8 +152,7 @@ static int runEval(Program &program) {
   const EntryPoint *entry = program.entryPoint(role);
   if (!entry)
     return fail(executablePath + ": has no " +
-                llvm::StringRef(EntryRole_Name(role)).lower() +
-                " entry point");
+                llvm::StringRef(EntryRole_Name(role)).lower() + " entry point");
   if (llvm::Error error = loadBatchJson(program, batchPath))
     return fail(std::move(error));
   if (llvm::Error error = program.run(*entry))
@@ -178,10 +177,15 @@ static int runEval(Program &program) {
       return fail(std::move(error));
   }
   if (!dumpLogitsPath.empty()) {
-    int logits = program.hostReadBuffer(*entry);
+    // The host reads the logits of @forward (the train step keeps none).
+    const EntryPoint *forward = program.entryPoint(FORWARD);
+    if (forward && forward != entry)
+      if (llvm::Error error = program.run(*forward))
+        return fail(std::move(error));
+    int logits = forward ? program.hostReadBuffer(*forward) : -1;
     if (logits < 0)
-      return fail(executablePath + ": " + entry->name() +
-                  " computes no logits for the host to read");
+      return fail(executablePath +
+                  ": its forward pass computes no logits for the host to read");
     if (llvm::Error error = writeBuffers(program, dumpLogitsPath, [&](int id) {
           return id == logits ? std::string("logits") : std::string();
         }))
@@ -407,8 +411,8 @@ static int runJob(Executable executable) {
     if (std::string memory = program.memoryReport(); !memory.empty())
       report() << memory << "\n";
     if (profiler) {
-      if (llvm::Error error = writeProfile(*profiler, (*comm)->rank(),
-                                           (*comm)->worldSize()))
+      if (llvm::Error error =
+              writeProfile(*profiler, (*comm)->rank(), (*comm)->worldSize()))
         return fail(std::move(error));
       profiler->printSummary(report());
     }

@@ -88,6 +88,12 @@ static cl::opt<double> reportGbps(
     cl::init(mlir::twill::ResourceReport::Rates().bytesPerSecond / 1e9),
     cl::cat(options));
 
+static cl::opt<double> deviceMemoryGb(
+    "device-memory-gb",
+    cl::desc("With --report: also find the longest train.seq_len whose "
+             "program fits this much memory per rank (GB of 1e9 bytes)"),
+    cl::init(0), cl::cat(options));
+
 static int fail(llvm::Twine message) {
   llvm::WithColor::error(llvm::errs(), "twillc") << message << "\n";
   return 1;
@@ -104,6 +110,86 @@ compile(mlir::MLIRContext &context, const twill::JobConfig &config,
   if (mlir::failed(pm.run(*module)))
     return nullptr;
   return module;
+}
+
+/// The report on `config`, compiled (failure: it does not compile).
+static mlir::FailureOr<mlir::twill::ResourceReport>
+reportOn(const twill::JobConfig &config) {
+  mlir::MLIRContext context;
+  mlir::OwningOpRef<mlir::ModuleOp> module = compile(context, config);
+  if (!module)
+    return mlir::failure();
+  return mlir::twill::reportResources(
+      *module, config.train().gradient_accumulation_steps(),
+      {reportTflops * 1e12, reportGbps * 1e9});
+}
+
+/// The longest train.seq_len at which `config` needs at most `bytes` per
+/// rank by its plan (0: not even one token fits): the memory a program
+/// needs grows with its sequence, so doubling finds a length that does
+/// not fit, and bisection the last that does.
+static int64_t longestFitting(twill::JobConfig config, int64_t bytes) {
+  auto fits = [&](int64_t seqLen) {
+    config.mutable_train()->set_seq_len(seqLen);
+    mlir::FailureOr<mlir::twill::ResourceReport> figures = reportOn(config);
+    return mlir::succeeded(figures) && figures->programBytes() <= bytes;
+  };
+  constexpr int64_t kLongest = int64_t(1) << 31;
+  if (!fits(1))
+    return 0;
+  int64_t low = 1, high = 2; // fits(low); high is still to be tried
+  while (high <= kLongest && fits(high)) {
+    low = high;
+    high *= 2;
+  }
+  if (high > kLongest)
+    return low;
+  while (high - low > 1) {
+    int64_t middle = low + (high - low) / 2;
+    (fits(middle) ? low : high) = middle;
+  }
+  return low;
+}
+
+/// --report: the figures of `config`; what collectives in flight cost in
+/// memory (the same job, waited); with --device-memory-gb, the longest
+/// sequence that fits.
+static int printReport(const twill::JobConfig &config) {
+  if (!(reportTflops > 0) || !(reportGbps > 0) || deviceMemoryGb < 0)
+    return fail("--report-tflops, --report-gbps and --device-memory-gb must "
+                "be positive");
+  mlir::FailureOr<mlir::twill::ResourceReport> figures = reportOn(config);
+  if (mlir::failed(figures))
+    return fail("cannot compile the job");
+  if (config.parallel().overlap_communication() &&
+      config.parallel().dp() * config.parallel().tp() > 1) {
+    twill::JobConfig waited = config;
+    waited.mutable_parallel()->set_overlap_communication(false);
+    mlir::FailureOr<mlir::twill::ResourceReport> waitedFigures =
+        reportOn(waited);
+    if (mlir::failed(waitedFigures))
+      return fail("cannot compile the job");
+    figures->waitedArenaBytes = waitedFigures->arenaBytes;
+  }
+  figures->print(llvm::outs());
+  if (deviceMemoryGb > 0) {
+    int64_t bytes = int64_t(deviceMemoryGb * 1e9);
+    int64_t longest = longestFitting(config, bytes);
+    llvm::outs() << llvm::formatv(
+        "Longest train.seq_len whose program fits {0} GB per rank: ",
+        deviceMemoryGb.getValue());
+    if (longest == 0) {
+      llvm::outs() << "none (not even one token)\n";
+      return 0;
+    }
+    twill::JobConfig at = config;
+    at.mutable_train()->set_seq_len(longest);
+    llvm::outs() << llvm::formatv(
+        "{0} (needing {1} B there; the plan's figure: the device's own use, "
+        "workspace and scratch come on top)\n",
+        longest, reportOn(at)->programBytes());
+  }
+  return 0;
 }
 
 /// Compiles `config` and writes the Executable to `path` (replacing it only
@@ -152,37 +238,8 @@ int main(int argc, char **argv) {
   if (!config)
     return fail(llvm::toString(config.takeError()));
 
-  if (report) {
-    mlir::MLIRContext context;
-    mlir::OwningOpRef<mlir::ModuleOp> module = compile(context, *config);
-    if (!module)
-      return fail("cannot compile the job");
-    if (!(reportTflops > 0) || !(reportGbps > 0))
-      return fail("--report-tflops and --report-gbps must be positive");
-    mlir::FailureOr<mlir::twill::ResourceReport> figures =
-        mlir::twill::reportResources(
-            *module, config->train().gradient_accumulation_steps(),
-            {reportTflops * 1e12, reportGbps * 1e9});
-    if (mlir::failed(figures))
-      return fail("cannot report on the job");
-    // What collectives in flight cost in memory: the same job, waited.
-    if (config->parallel().overlap_communication() &&
-        config->parallel().dp() * config->parallel().tp() > 1) {
-      twill::JobConfig waited = *config;
-      waited.mutable_parallel()->set_overlap_communication(false);
-      mlir::MLIRContext waitedContext;
-      mlir::OwningOpRef<mlir::ModuleOp> waitedModule =
-          compile(waitedContext, waited);
-      if (!waitedModule)
-        return fail("cannot compile the job");
-      if (auto arena = (*waitedModule)
-                           ->getAttrOfType<mlir::IntegerAttr>(
-                               mlir::twill::kArenaBytesAttrName))
-        figures->waitedArenaBytes = arena.getInt();
-    }
-    figures->print(llvm::outs());
-    return 0;
-  }
+  if (report)
+    return printReport(*config);
 
   switch (emit) {
   case Emit::Executable:
