@@ -5,6 +5,7 @@
 #include "runtime/backend/InstructionView.h"
 #include "runtime/backend/cpu/CpuCollectives.h"
 #include "runtime/backend/cpu/CpuKernels.h"
+#include "runtime/backend/cpu/WideCopies.h"
 #include "runtime/executable/BFloat16.h"
 #include "runtime/executable/Opcodes.h"
 #include "llvm/ADT/DenseMap.h"
@@ -405,27 +406,14 @@ Kernel kernelOf(Opcode opcode) {
 /// kernel computes in fp32, and each bf16 result is rounded once.
 static llvm::Error runWidened(Kernel kernel, const Instruction &instruction,
                               BufferSet &buffers, Communicator *comm) {
-  BF16Buffers bf16 = bf16Buffers(buffers.executable(), instruction);
-  llvm::SmallDenseMap<int, std::vector<float>, 4> wide;
-  for (int id : bf16.read) {
-    std::vector<float> &values = wide[id];
-    values.resize(numElements(buffers.info(id)));
-    widenBF16(buffers.as<uint16_t>(id), values.data(), values.size());
-  }
-  for (int id : bf16.written)
-    wide[id].resize(numElements(buffers.info(id)));
-  if (llvm::Error error = kernel(InstructionView(
-          buffers.executable(), instruction,
-          [&](int id) -> void * {
-            auto found = wide.find(id);
-            if (found == wide.end())
-              return buffers.data(id);
-            return found->second.data();
-          },
-          comm, /*widened=*/!bf16.empty())))
+  WideCopies wide(buffers, instruction);
+  auto address = [&](int id) { return wide.address(id); };
+  if (llvm::Error error =
+          kernel(InstructionView(buffers.executable(), instruction, address,
+                                 comm, /*widened=*/wide.any())))
     return error;
-  for (int id : bf16.written)
-    narrowToBF16(wide[id].data(), buffers.as<uint16_t>(id), wide[id].size());
+  for (int id : wide.bf16.written)
+    wide.narrow(id);
   return llvm::Error::success();
 }
 

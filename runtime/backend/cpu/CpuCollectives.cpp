@@ -2,6 +2,7 @@
 
 #include "runtime/backend/cpu/CpuCollectives.h"
 
+#include "runtime/backend/cpu/WideCopies.h"
 #include "runtime/executable/BFloat16.h"
 
 #include <algorithm>
@@ -90,23 +91,10 @@ static Communicator::Started startOn(const InstructionView &in,
 llvm::Error CpuCollectives::start(const Instruction &instruction) {
   // The kernel sees fp32 copies of bf16 values, which stay with the
   // collective until its wait rounds the result back.
-  BF16Buffers bf16 = bf16Buffers(buffers.executable(), instruction);
-  llvm::SmallDenseMap<int, std::vector<float>, 2> wide;
-  for (int id : bf16.read) {
-    std::vector<float> &values = wide[id];
-    values.resize(numElements(buffers.info(id)));
-    widenBF16(buffers.as<uint16_t>(id), values.data(), values.size());
-  }
-  for (int id : bf16.written)
-    wide[id].resize(numElements(buffers.info(id)));
-  auto address = [&](int id) -> void * {
-    auto found = wide.find(id);
-    if (found == wide.end())
-      return buffers.data(id);
-    return found->second.data();
-  };
+  WideCopies wide(buffers, instruction);
+  auto address = [&](int id) { return wide.address(id); };
   InstructionView in(buffers.executable(), instruction, address, comm,
-                     /*widened=*/!bf16.empty());
+                     /*widened=*/wide.any());
   llvm::Expected<CollectiveShape> shape = collectiveShape(in);
   if (!shape)
     return shape.takeError();
@@ -116,11 +104,11 @@ llvm::Error CpuCollectives::start(const Instruction &instruction) {
   Communicator::Started started = startOn(in, *shape);
   if (!started)
     return started.takeError();
-  for (int id : bf16.written)
+  for (int id : wide.bf16.written)
     (*started)->then(
-        [from = wide[id].data(), to = buffers.as<uint16_t>(id),
-         count = wide[id].size()] { narrowToBF16(from, to, count); });
-  for (auto &[id, values] : wide)
+        [from = wide.values[id].data(), to = buffers.as<uint16_t>(id),
+         count = wide.values[id].size()] { narrowToBF16(from, to, count); });
+  for (auto &[id, values] : wide.values)
     (*started)->keep(std::move(values));
   inFlight[result] = std::move(*started);
   return llvm::Error::success();

@@ -1,0 +1,55 @@
+//===- WideCopies.h - fp32 copies of an instruction's bf16 values -*- C++
+//-*-===//
+//
+// Every cpu kernel computes in fp32: an instruction's bf16 values (see
+// bf16Buffers) are widened into copies before its kernel runs, and the
+// copies of its bf16 results rounded back once after it (a collective's:
+// when its wait puts the result in place).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TWILL_RUNTIME_BACKEND_CPU_WIDECOPIES_H
+#define TWILL_RUNTIME_BACKEND_CPU_WIDECOPIES_H
+
+#include "runtime/backend/InstructionView.h"
+#include "runtime/executable/BFloat16.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <vector>
+
+namespace twill {
+
+struct WideCopies {
+  WideCopies(BufferSet &buffers, const Instruction &instruction)
+      : buffers(buffers), bf16(bf16Buffers(buffers.executable(), instruction)) {
+    for (int id : bf16.read) {
+      std::vector<float> &copy = values[id];
+      copy.resize(numElements(buffers.info(id)));
+      widenBF16(buffers.as<uint16_t>(id), copy.data(), copy.size());
+    }
+    for (int id : bf16.written)
+      values[id].resize(numElements(buffers.info(id)));
+  }
+
+  /// Where the kernel finds buffer `id`: its copy, or the buffer itself.
+  void *address(int id) {
+    auto found = values.find(id);
+    if (found == values.end())
+      return buffers.data(id);
+    return found->second.data();
+  }
+  bool any() const { return !bf16.empty(); }
+  /// Rounds the copy of result `id` into its bf16 buffer.
+  void narrow(int id) {
+    narrowToBF16(values[id].data(), buffers.as<uint16_t>(id),
+                 values[id].size());
+  }
+
+  BufferSet &buffers;
+  BF16Buffers bf16;
+  llvm::SmallDenseMap<int, std::vector<float>, 4> values;
+};
+
+} // namespace twill
+
+#endif // TWILL_RUNTIME_BACKEND_CPU_WIDECOPIES_H
