@@ -342,6 +342,9 @@ TEST(JobConfigValidation, RangesAndSupportedVariants) {
   EXPECT_THAT(
       validationErrorAfter("parallel.activation_checkpointing=SELECTIVE"),
       HasSubstr("SELECTIVE is not supported yet; use FULL or NONE"));
+  EXPECT_THAT(validationErrorAfter("parallel.prefetch_layers=-1"),
+              HasSubstr("parallel.prefetch_layers must be zero or positive, "
+                        "got -1"));
   EXPECT_THAT(validationErrorAfter("train.beta2=1"),
               HasSubstr("train.beta2 must be in [0, 1)"));
   EXPECT_THAT(validationErrorAfter("model.rope_scaling.rope_type=linear"),
