@@ -173,7 +173,7 @@ def EmitExecutable : Pass<"twill-emit-executable", "mlir::ModuleOp"> {
 }
 
 def Rematerialize : Pass<"twill-rematerialize", "mlir::ModuleOp"> {
-  let summary = "Full activation checkpointing: decoder layers recomputed in the backward";
+  let summary = "Activation checkpointing: decoder layers recomputed in the backward";
   let description = [{
     Runs on the partitioned `@train_step` (parallel.activation_checkpointing
     FULL). The forward ops of each layer (by their `twill.layer`, which
@@ -186,6 +186,13 @@ def Rematerialize : Pass<"twill-rematerialize", "mlir::ModuleOp"> {
     gather their FSDP shards again, and memory does not grow with the
     depth.
 
+    With `selective` (parallel.activation_checkpointing SELECTIVE), matmuls,
+    attention and collectives are never recomputed: the backward recomputes
+    only the cheap ops whose operands it holds anyway (values it reads
+    itself, values from outside the layer, or other recomputed ones): the
+    norms and SwiGLU of a Llama layer. Memory falls below no checkpointing,
+    never above it, at the cost of those elementwise ops.
+
     ```mlir
     // forward: %n = rms_norm %h ...; %q = matmul %n, %w ... (layer 3)
     // backward, before its first use:
@@ -194,6 +201,10 @@ def Rematerialize : Pass<"twill-rematerialize", "mlir::ModuleOp"> {
     ... = twill.matmul %dq, %q2 ...
     ```
   }];
+  let options = [
+    Option<"selective", "selective", "bool", "false",
+           "Recompute only the cheap ops whose operands the backward holds">
+  ];
 }
 
 def Schedule : Pass<"twill-schedule", "mlir::ModuleOp"> {

@@ -27,8 +27,11 @@ void mlir::twill::buildCompilePipeline(OpPassManager &pm,
   if (until == Stage::Placed)
     return;
   pm.addPass(createPartition({sequenceParallel}));
-  if (job.parallel().activation_checkpointing() == ::twill::ParallelConfig::FULL)
-    pm.addPass(createRematerialize());
+  ::twill::ParallelConfig::ActivationCheckpointing checkpointing =
+      job.parallel().activation_checkpointing();
+  if (checkpointing != ::twill::ParallelConfig::NONE)
+    pm.addPass(createRematerialize(
+        {checkpointing == ::twill::ParallelConfig::SELECTIVE}));
   pm.addPass(createFuseEpilogues());
   if (until == Stage::Partitioned)
     return;

@@ -21,7 +21,46 @@ using namespace mlir::twill;
 
 namespace {
 
-LogicalResult rematerialize(func::FuncOp function) {
+/// Ops selective checkpointing never recomputes: the expensive ones, and
+/// collectives (which would communicate again).
+bool neverRecomputed(Operation *op) {
+  return isa<MatmulOp, AttentionOp, AllGatherOp, ReduceScatterOp, AllReduceOp,
+             AllToAllOp>(op);
+}
+
+/// The ops of a layer (`ops`, in program order) the backward recomputes.
+/// FULL: all of them, from what crosses layers. Selective: the cheap ops
+/// whose operands the backward holds anyway (values from outside the
+/// layer, values kept because the backward reads them, or recomputed
+/// ones), so recomputing keeps nothing alive that would not be kept
+/// without checkpointing: norms and SwiGLU, not the sum of a LoRA
+/// product and its base (which would keep both products).
+llvm::DenseSet<Operation *>
+recomputedOps(ArrayRef<Operation *> ops, bool selective,
+              llvm::function_ref<bool(Operation *)> inBackward) {
+  llvm::DenseSet<Operation *> recomputed(ops.begin(), ops.end());
+  if (!selective)
+    return recomputed;
+  recomputed.clear();
+  llvm::DenseSet<Operation *> members(ops.begin(), ops.end());
+  llvm::DenseSet<Value> held; // kept for the backward, or recomputed
+  for (Operation *op : ops) {
+    bool recompute = !neverRecomputed(op) &&
+                     llvm::all_of(op->getOperands(), [&](Value operand) {
+                       Operation *definer = operand.getDefiningOp();
+                       return !definer || !members.contains(definer) ||
+                              held.contains(operand);
+                     });
+    if (recompute)
+      recomputed.insert(op);
+    for (Value result : op->getResults())
+      if (recompute || llvm::any_of(result.getUsers(), inBackward))
+        held.insert(result);
+  }
+  return recomputed;
+}
+
+LogicalResult rematerialize(func::FuncOp function, bool selective) {
   Block &body = function.getBody().front();
   // The forward is everything up to the loss; the backward follows it.
   Operation *loss = nullptr;
@@ -44,11 +83,15 @@ LogicalResult rematerialize(func::FuncOp function) {
   };
   for (auto &[layer, ops] : layers) {
     llvm::DenseSet<Operation *> members(ops.begin(), ops.end());
+    llvm::DenseSet<Operation *> recomputed =
+        recomputedOps(ops, selective, inBackward);
     // Values the backward reads that are recomputed: those no forward op
     // outside the layer reads (what crosses layers is kept).
     SmallVector<OpOperand *> redirected;
     Operation *firstUse = nullptr;
-    for (Operation *op : ops)
+    for (Operation *op : ops) {
+      if (!recomputed.contains(op))
+        continue;
       for (Value result : op->getResults()) {
         bool crossesLayers = llvm::any_of(result.getUsers(), [&](Operation *u) {
           return !inBackward(u) && !members.contains(u);
@@ -64,13 +107,15 @@ LogicalResult rematerialize(func::FuncOp function) {
             firstUse = user;
         }
       }
+    }
     if (!firstUse)
       continue;
     OpBuilder builder(firstUse);
-    IRMapping mapping;
+    IRMapping mapping; // a value not recomputed is read where it is
     SmallVector<Operation *> clones;
     for (Operation *op : ops)
-      clones.push_back(builder.clone(*op, mapping));
+      if (recomputed.contains(op))
+        clones.push_back(builder.clone(*op, mapping));
     for (OpOperand *use : redirected)
       use->set(mapping.lookup(use->get()));
     // Clones nothing reads (the layer's output, kept from the forward).
@@ -83,10 +128,11 @@ LogicalResult rematerialize(func::FuncOp function) {
 
 struct RematerializePass
     : public mlir::twill::impl::RematerializeBase<RematerializePass> {
+  using RematerializeBase::RematerializeBase;
   void runOnOperation() override {
     for (auto function : getOperation().getOps<func::FuncOp>())
       if (function.getSymName() == "train_step" &&
-          failed(rematerialize(function)))
+          failed(rematerialize(function, selective)))
         return signalPassFailure();
   }
 };

@@ -270,10 +270,6 @@ llvm::Error twill::validateJobConfig(const JobConfig &config) {
                     config.parallel().collective_timeout_s());
   problems.nonNegative("parallel.prefetch_layers",
                        config.parallel().prefetch_layers());
-  // Refused rather than ignored, as lora.dropout.
-  if (config.parallel().activation_checkpointing() == ParallelConfig::SELECTIVE)
-    problems.add("parallel.activation_checkpointing SELECTIVE is not "
-                 "supported yet; use FULL or NONE");
   validateTrain(config.train(), problems);
   problems.nonNegative("checkpoint.save_every",
                        config.checkpoint().save_every());

@@ -30,8 +30,9 @@ Last, variants of the job against their own 1x1 run: full fine-tuning
 vocab-parallel table for the embedding and lm_head), no sequence
 parallelism (tp partial sums all-reduced, not scattered), and tp=3 (no head
 count or MLP size divides by it); bf16 (train.precision=BF16), whose 1x1
-losses must also be within 1e-2 of fp32's; and full activation
-checkpointing, whose 1x1 losses must equal those without it, bit for bit.
+losses must also be within 1e-2 of fp32's; and full and selective
+activation checkpointing, whose 1x1 losses must equal those without it, bit
+for bit.
 """
 import argparse
 import json
@@ -73,6 +74,10 @@ VARIANTS = {
     # Decoder layers recomputed in the backward, FSDP gathers included.
     "activation checkpointing": (["parallel.activation_checkpointing=FULL"],
                                  [(2, 2), (4, 1)], TOLERANCE),
+    # Only norms and SwiGLU recomputed, from values the backward holds.
+    "selective checkpointing": (
+        ["parallel.activation_checkpointing=SELECTIVE"], [(2, 2), (1, 4)],
+        TOLERANCE),
 }
 
 
@@ -185,10 +190,10 @@ def main():
     for variant, (overrides, meshes, tolerance) in VARIANTS.items():
         alone, _, _ = train(args.bin, args.work, args.data, args.config, 1, 1,
                             variant=overrides)
-        if variant == "activation checkpointing" and alone != reference_losses:
+        if variant.endswith("checkpointing") and alone != reference_losses:
             # Recomputing is computing the same values again: bit-identical.
-            failures.append(f"activation checkpointing 1x1: losses {alone} "
-                            f"vs {reference_losses} without it")
+            failures.append(f"{variant} 1x1: losses {alone} vs "
+                            f"{reference_losses} without it")
         if variant == "bf16":
             worst = max(abs(a - b) / abs(b)
                         for a, b in zip(alone, reference_losses))

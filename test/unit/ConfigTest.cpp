@@ -339,9 +339,6 @@ TEST(JobConfigValidation, RangesAndSupportedVariants) {
               HasSubstr("lora.dropout must be in [0, 1)"));
   EXPECT_THAT(validationErrorAfter("lora.dropout=0.05"),
               HasSubstr("lora.dropout 0.05 is not supported yet"));
-  EXPECT_THAT(
-      validationErrorAfter("parallel.activation_checkpointing=SELECTIVE"),
-      HasSubstr("SELECTIVE is not supported yet; use FULL or NONE"));
   EXPECT_THAT(validationErrorAfter("parallel.prefetch_layers=-1"),
               HasSubstr("parallel.prefetch_layers must be zero or positive, "
                         "got -1"));
