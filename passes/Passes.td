@@ -190,8 +190,8 @@ def Rematerialize : Pass<"twill-rematerialize", "mlir::ModuleOp"> {
     attention and collectives are never recomputed: the backward recomputes
     only the cheap ops whose operands it holds anyway (values it reads
     itself, values from outside the layer, or other recomputed ones): the
-    norms and SwiGLU of a Llama layer. Memory falls below no checkpointing,
-    never above it, at the cost of those elementwise ops.
+    norms and SwiGLU of a Llama layer. It keeps nothing alive that no
+    checkpointing would not, at the cost of those elementwise ops.
 
     ```mlir
     // forward: %n = rms_norm %h ...; %q = matmul %n, %w ... (layer 3)
