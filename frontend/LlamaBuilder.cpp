@@ -236,7 +236,7 @@ Value LlamaTracer::mlp(Value normed, const std::string &prefix) {
 
 Value LlamaTracer::decoderLayer(Value hidden, int64_t layer) {
   layerMarker.layer = layer;
-  auto done = llvm::make_scope_exit([&] { layerMarker.layer.reset(); });
+  llvm::scope_exit done([&] { layerMarker.layer.reset(); });
   std::string prefix = llvm::formatv("model.layers.{0}", layer).str();
   Value attnOut =
       attention(rmsNorm(hidden, prefix + ".input_layernorm"), prefix);
