@@ -21,8 +21,6 @@ using namespace mlir::twill;
 
 namespace {
 
-constexpr int64_t kAlignment = 64;
-
 /// First-fit allocation in an arena that grows as needed, with freed blocks
 /// merged with their free neighbours.
 class Arena {
@@ -67,12 +65,9 @@ private:
   int64_t end = 0, high = 0;
 };
 
-/// A value's bytes in the arena: its tensor's, rounded up to the alignment.
+/// A value's bytes in the arena.
 int64_t arenaBytesOf(Value value) {
-  auto type = cast<RankedTensorType>(value.getType());
-  int64_t bytes =
-      type.getNumElements() * int64_t(type.getElementTypeBitWidth() / 8);
-  return (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  return mlir::twill::arenaBytesOf(cast<RankedTensorType>(value.getType()));
 }
 
 /// The operand whose memory `op`'s result may take: a matmul's addend that

@@ -101,9 +101,7 @@ struct Timeline {
         double &link = links[axis.getValue()];
         link = std::max(compute, link) + seconds;
         communicating += seconds;
-        bool started = op.getNumResults() == 1 &&
-                       isa<PendingType>(op.getResult(0).getType());
-        if (started)
+        if (isCollectiveStart(&op))
           done[op.getResult(0)] = link;
         else
           compute = link;

@@ -65,12 +65,6 @@ bool readersOnlyFeedResults(Value value) {
   return true;
 }
 
-/// Whether `op` starts a collective.
-bool isStart(Operation *op) {
-  return op->getNumResults() == 1 &&
-         isa<PendingType>(op->getResult(0).getType());
-}
-
 /// Moves the ops after `wait` that do not depend on it up before it, so
 /// they run while its collective is in flight: a tensor-parallel gather of
 /// the sequence-parallel activations is read by the base matmul at once,
@@ -85,7 +79,7 @@ void hoistIndependentWork(WaitOp wait) {
     next = op->getNextNode();
     if (op->hasTrait<OpTrait::IsTerminator>() || layerOf(op) != layer)
       return;
-    bool movable = isPure(op) || isa<WaitOp>(op) || isStart(op);
+    bool movable = isPure(op) || isa<WaitOp>(op) || isCollectiveStart(op);
     bool dependent = llvm::any_of(op->getOperands(), [&](Value operand) {
       Operation *definer = operand.getDefiningOp();
       return definer && staying.contains(definer);
@@ -110,8 +104,7 @@ void schedule(func::FuncOp function, int64_t prefetch) {
     // Starts placed at one point keep their program order.
     Operation *after = startPoint(collective, prefetch);
     Operation *next = after ? after->getNextNode() : &body.front();
-    while (next->getNumResults() == 1 &&
-           isa<PendingType>(next->getResult(0).getType()))
+    while (isCollectiveStart(next))
       next = next->getNextNode();
     OpBuilder builder(next);
     Operation *start = createStart(builder, collective);

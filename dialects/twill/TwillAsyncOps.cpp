@@ -27,13 +27,6 @@ RankedTensorType mlir::twill::collectiveResultType(Operation *op) {
   return cast<RankedTensorType>(type);
 }
 
-/// A value's bytes in the arena, as twill-plan-memory places it.
-static int64_t arenaBytes(RankedTensorType type) {
-  int64_t bytes =
-      type.getNumElements() * int64_t(type.getElementTypeBitWidth() / 8);
-  return (bytes + 63) / 64 * 64;
-}
-
 /// The arena range [offset, offset + bytes) of `value`, if it has one.
 static std::optional<std::pair<int64_t, int64_t>>
 arenaRange(Operation *op, unsigned result, RankedTensorType type) {
@@ -42,7 +35,7 @@ arenaRange(Operation *op, unsigned result, RankedTensorType type) {
          : DenseI64ArrayAttr();
   if (!offsets || (int64_t)result >= offsets.size() || offsets[result] < 0)
     return std::nullopt;
-  return std::pair(offsets[result], offsets[result] + arenaBytes(type));
+  return std::pair(offsets[result], offsets[result] + arenaBytesOf(type));
 }
 
 /// The schedule rules of a start: its handle waited exactly once, in its

@@ -34,6 +34,21 @@ inline std::optional<int64_t> layerOf(Operation *op) {
 /// The tensor a collective returns: its result's type, or for a start op
 /// the tensor its wait yields.
 RankedTensorType collectiveResultType(Operation *op);
+
+/// Whether `op` starts a collective (its one result is a !twill.pending).
+inline bool isCollectiveStart(Operation *op) {
+  return op->getNumResults() == 1 &&
+         isa<PendingType>(op->getResult(0).getType());
+}
+
+/// A value's bytes in twill-plan-memory's arena: its tensor's, rounded up
+/// to the 64 bytes every value is aligned to.
+inline int64_t arenaBytesOf(RankedTensorType type) {
+  constexpr int64_t kAlignment = 64;
+  int64_t bytes =
+      type.getNumElements() * int64_t(type.getElementTypeBitWidth() / 8);
+  return (bytes + kAlignment - 1) / kAlignment * kAlignment;
+}
 } // namespace mlir::twill
 
 #endif // TWILL_DIALECTS_TWILL_TWILLOPS_H
