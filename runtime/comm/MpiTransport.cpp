@@ -224,6 +224,12 @@ MpiCommunicator::startAllGather(llvm::StringRef name, const float *in,
   int ranks = axisSize(name);
   Split split(inShape, dim);
   int64_t block = split.outer * split.length * split.inner;
+  if (split.outer == 1) { // along the first dim: the blocks arrive in place
+    int started =
+        MPI_Iallgather(in, int(block), MPI_FLOAT, out, int(block), MPI_FLOAT,
+                       (*pending)->comm, &(*pending)->request);
+    return inFlight(started, "MPI_Iallgather", std::move(*pending));
+  }
   std::vector<float> gathered(block * ranks);
   int started =
       MPI_Iallgather(in, int(block), MPI_FLOAT, gathered.data(), int(block),
@@ -255,6 +261,12 @@ MpiCommunicator::startReduceScatter(llvm::StringRef name, const float *in,
                                    "not split over {2} ranks",
                                    dim, split.length, n));
   int64_t row = split.length / n * split.inner;
+  if (split.outer == 1) { // along the first dim: the blocks are in place
+    int started =
+        MPI_Ireduce_scatter_block(in, out, int(row), MPI_FLOAT, MPI_SUM,
+                                  (*pending)->comm, &(*pending)->request);
+    return inFlight(started, "MPI_Ireduce_scatter_block", std::move(*pending));
+  }
   // Rearrange [outer][rank][row] into [rank][outer][row] for MPI.
   std::vector<float> blocks(split.outer * n * row);
   for (int64_t o = 0; o < split.outer; ++o)

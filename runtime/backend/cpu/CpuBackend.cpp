@@ -448,7 +448,8 @@ llvm::Error CpuBackend::run(const EntryPoint &entry, BufferSet &buffers,
           int result = ids[0];
           if (opcode != WAIT) {
             error = collectives.start(instruction);
-            started[result] = {index, start};
+            if (profiler)
+              started[result] = {index, start};
           }
           if (!error && !isStart(opcode))
             error = collectives.wait(result);

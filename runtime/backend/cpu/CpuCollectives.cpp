@@ -64,6 +64,11 @@ static Communicator::Started startOn(const InstructionView &in,
   int64_t outer = shape.outer, inner = shape.inner;
   const float *input = in.data<float>(0);
   float *output = in.data<float>(1);
+  if (block * size == whole) // no padding: MPI reads and writes in place
+    return op == ALL_GATHER ? comm.startAllGather(axis, input, output,
+                                                  in.shape(0), shape.dim)
+                            : comm.startReduceScatter(axis, input, output,
+                                                      in.shape(0), shape.dim);
   // The padded whole: `size` blocks.
   llvm::SmallVector<int64_t> paddedShape(in.shape(0));
   paddedShape[shape.dim] = block * size;
