@@ -280,20 +280,41 @@ OwningOpRef<ModuleOp> LlamaTracer::trace() {
   h = rmsNorm(h, "model.norm");
 
   // A tied lm_head reads the embedding table; PEFT adapts it all the same.
-  Value logits =
-      model.tie_word_embeddings()
-          ? linearWith(h, embedTable, "lm_head", "lm_head", vocabRows)
-          : linear(h, "lm_head", "lm_head", hidden, vocab, vocabRows);
+  Value lmHead = model.tie_word_embeddings()
+                     ? embedTable
+                     : param("lm_head.weight", {vocab, hidden}, baseTrainable(),
+                             vocabRows);
+  Value logits = linearWith(h, lmHead, "lm_head", "lm_head", vocabRows);
   // Named, so that the runtime can dump it.
   logits.getDefiningOp()->setLoc(loc("logits"));
   logits.getDefiningOp()->setAttr(mlir::twill::kHostReadAttrName,
                                   builder.getUnitAttr());
-  auto loss = CrossEntropyOp::create(
-      builder, loc("loss"), RankedTensorType::get({}, builder.getF32Type()),
-      RankedTensorType::get({}, builder.getI64Type()), logits, labels,
-      /*ignore_index=*/-100, /*shard_axis=*/nullptr, /*vocab_size=*/nullptr);
-  func::ReturnOp::create(builder, loc("forward"),
-                         ValueRange{loss.getLoss(), loss.getCount()});
+  auto scalar = [&](Type type) { return RankedTensorType::get({}, type); };
+  Type f32 = builder.getF32Type(), i64 = builder.getI64Type();
+  // The loss forms the logits a tile of tokens at a time when they are a
+  // plain product (an adapted lm_head's are a sum): the host still reads
+  // the whole logits, which the training step drops.
+  int64_t tileTokens = job.parallel().loss_tile_tokens();
+  ValueRange loss;
+  if (tileTokens > 0 && !isLoraTarget("lm_head")) {
+    int64_t dp = job.parallel().dp();
+    int64_t rows = std::min(tileTokens, (batch + dp - 1) / dp * seq);
+    loss = LinearCrossEntropyOp::create(
+               builder, loc("loss"), scalar(f32), scalar(i64),
+               floatType({rows, vocab}), h, lmHead, labels,
+               /*ignore_index=*/-100, /*shard_axis=*/nullptr,
+               /*vocab_size=*/nullptr)
+               ->getResults()
+               .take_front(2);
+  } else {
+    loss = CrossEntropyOp::create(builder, loc("loss"), scalar(f32),
+                                  scalar(i64), logits, labels,
+                                  /*ignore_index=*/-100,
+                                  /*shard_axis=*/nullptr,
+                                  /*vocab_size=*/nullptr)
+               ->getResults();
+  }
+  func::ReturnOp::create(builder, loc("forward"), loss);
 
   // The signature follows the arguments traced.
   forward.setFunctionType(builder.getFunctionType(

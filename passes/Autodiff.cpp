@@ -139,8 +139,13 @@ struct AutodiffPass : public mlir::twill::impl::AutodiffBase<AutodiffPass> {
     auto step = cast<func::FuncOp>(builder.clone(*forward));
     step.setSymName("train_step");
     // The host reads the logits @forward computes: the step's would only
-    // keep memory of their own (a sequence times the vocab) for nothing.
+    // keep memory of their own (a sequence times the vocab) for nothing,
+    // and a loss that forms them tile by tile does not read them at all.
     step.walk([](Operation *op) { op->removeAttr(kHostReadAttrName); });
+    Block &body = step.getBody().front();
+    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body)))
+      if (isOpTriviallyDead(&op))
+        op.erase();
     if (failed(ReverseBuilder(step).build()))
       signalPassFailure();
   }

@@ -207,8 +207,10 @@ static LogicalResult describe(Operation *op, ::twill::Instruction &out) {
     a.set_shard_axis(axisName(op.getShardAxis()));
     return opcode(code);
   };
-  auto crossEntropy = [&](auto op, ::twill::Opcode code) {
+  auto crossEntropy = [&](auto op, ::twill::Opcode code,
+                          bool wrtWeight = false) {
     ::twill::CrossEntropyAttributes &a = *out.mutable_cross_entropy();
+    a.set_wrt_weight(wrtWeight);
     a.set_ignore_index(op.getIgnoreIndex());
     a.set_shard_axis(axisName(op.getShardAxis()));
     a.set_vocab_size(op.getVocabSize().value_or(0));
@@ -261,6 +263,9 @@ static LogicalResult describe(Operation *op, ::twill::Instruction &out) {
       .Case([&](tw::CrossEntropyOp op) {
         return crossEntropy(op, ::twill::CROSS_ENTROPY);
       })
+      .Case([&](tw::LinearCrossEntropyOp op) {
+        return crossEntropy(op, ::twill::LINEAR_CROSS_ENTROPY);
+      })
       .Case([&](tw::ReshapeOp) { return opcode(::twill::RESHAPE); })
       .Case([&](tw::TransposeOp op) {
         for (int64_t dim : op.getPermutation())
@@ -287,6 +292,10 @@ static LogicalResult describe(Operation *op, ::twill::Instruction &out) {
       .Case([&](tw::SwigluGradOp) { return opcode(::twill::SWIGLU_GRAD); })
       .Case([&](tw::CrossEntropyGradOp op) {
         return crossEntropy(op, ::twill::CROSS_ENTROPY_GRAD);
+      })
+      .Case([&](tw::LinearCrossEntropyGradOp op) {
+        return crossEntropy(op, ::twill::LINEAR_CROSS_ENTROPY_GRAD,
+                            op.getWrtWeight());
       })
       .Case([&](tw::GlobalNormOp) { return opcode(::twill::GLOBAL_NORM); })
       .Case([&](tw::SumSquaresOp) { return opcode(::twill::SUM_SQUARES); })

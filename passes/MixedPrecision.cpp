@@ -49,10 +49,12 @@ void lowerPrecision(func::FuncOp function) {
   }
   for (Operation &op : body) {
     // The loss sum stays fp32, as do the function's results.
-    if (masterCasts.contains(&op) || isa<CrossEntropyOp, func::ReturnOp>(op))
+    if (masterCasts.contains(&op) || isa<func::ReturnOp>(op))
       continue;
+    bool loss = isa<CrossEntropyOp, LinearCrossEntropyOp>(op);
     for (OpResult result : op.getResults())
-      if (RankedTensorType bf16 = toBF16(result.getType()))
+      if (RankedTensorType bf16 = toBF16(result.getType());
+          bf16 && !(loss && bf16.getRank() == 0))
         result.setType(bf16);
   }
   function.setType(builder.getFunctionType(

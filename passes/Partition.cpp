@@ -284,10 +284,11 @@ LogicalResult Partitioner::rewriteOp(Operation *op) {
   if (opPlan.offsetAxis >= 0) {
     op->setAttr("shard_axis",
                 builder.getStringAttr(plan.axisNames[opPlan.offsetAxis]));
-    if (isa<CrossEntropyOp, CrossEntropyGradOp>(op))
-      op->setAttr("vocab_size",
-                  builder.getI64IntegerAttr(
-                      placed.lookup(op->getOperand(0)).getShape().back()));
+    if (isVocabParallelLoss(op)) {
+      auto [spanning, dim] = lossVocabDim(op);
+      op->setAttr("vocab_size", builder.getI64IntegerAttr(
+                                    placed.lookup(spanning).getShape()[dim]));
+    }
   }
   for (auto [index, required] : llvm::enumerate(opPlan.operands)) {
     FailureOr<Value> local = convert(op, op->getOperand(index), required);

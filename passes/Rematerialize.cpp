@@ -65,7 +65,7 @@ LogicalResult rematerialize(func::FuncOp function, bool selective) {
   // The forward is everything up to the loss; the backward follows it.
   Operation *loss = nullptr;
   for (Operation &op : body)
-    if (isa<CrossEntropyOp>(op)) {
+    if (isa<CrossEntropyOp, LinearCrossEntropyOp>(op)) {
       loss = &op;
       break;
     }

@@ -35,10 +35,10 @@ static std::pair<StringRef, int64_t> sentBytes(Operation *op, int64_t ranks) {
     return {"all_reduce", 2 * input * (ranks - 1) / ranks};
   if (isa<AllToAllOp, AllToAllStartOp>(op))
     return {"all_to_all", input * (ranks - 1) / ranks};
-  if (isa<CrossEntropyOp, CrossEntropyGradOp>(op)) {
+  if (isVocabParallelLoss(op)) {
     // A vocab-parallel loss all-reduces three fp64 statistics per row.
     int64_t rows =
-        cast<RankedTensorType>(op->getOperand(1).getType()).getNumElements();
+        cast<RankedTensorType>(lossLabels(op).getType()).getNumElements();
     return {"all_reduce (vocab-parallel loss)",
             2 * 3 * rows * 8 * (ranks - 1) / ranks};
   }
@@ -55,6 +55,15 @@ static double flopsOf(Operation *op) {
     int64_t k = matmul.getTransposeLhs() ? lhs[lhs.size() - 2] : lhs.back();
     return 2.0 * cast<RankedTensorType>(matmul.getType()).getNumElements() * k;
   }
+  if (isa<LinearCrossEntropyOp, LinearCrossEntropyGradOp>(op)) {
+    // The logits' product, and in a gradient the product that uses them.
+    ArrayRef<int64_t> weight =
+        cast<RankedTensorType>(op->getOperand(1).getType()).getShape();
+    double logits =
+        2.0 * weight[0] * weight[1] *
+        cast<RankedTensorType>(lossLabels(op).getType()).getNumElements();
+    return isa<LinearCrossEntropyGradOp>(op) ? 2 * logits : logits;
+  }
   if (isa<AttentionOp, AttentionGradOp>(op)) {
     ArrayRef<int64_t> query =
         cast<RankedTensorType>(op->getOperand(0).getType()).getShape();
@@ -66,8 +75,8 @@ static double flopsOf(Operation *op) {
 
 /// The axis a collective (or its start, or a vocab-parallel loss) runs on.
 static StringAttr axisOf(Operation *op) {
-  return op->getAttrOfType<StringAttr>(
-      isa<CrossEntropyOp, CrossEntropyGradOp>(op) ? "shard_axis" : "axis");
+  return op->getAttrOfType<StringAttr>(isVocabParallelLoss(op) ? "shard_axis"
+                                                               : "axis");
 }
 
 namespace {
@@ -169,7 +178,9 @@ mlir::twill::reportResources(ModuleOp module, int64_t microSteps,
         for (auto [offset, result] :
              llvm::zip(offsets.asArrayRef(), op->getResults()))
           if (offset < 0)
-            report.ownValueBytes += bytesOf(result.getType());
+            (op->hasAttr(kHostReadAttrName) ? report.evaluationBytes
+                                            : report.ownValueBytes) +=
+                bytesOf(result.getType());
     });
     int64_t repeats = function.getSymName() == "train_step"       ? microSteps
                       : function.getSymName() == "optimizer_step" ? 1
@@ -213,8 +224,10 @@ void ResourceReport::print(llvm::raw_ostream &os) const {
     os << "    sharing an arena of " << bytesText(arenaBytes)
        << " (the memory plan)\n";
     os << "  the program needs:    " << bytesText(programBytes())
-       << " (the arena, and the inputs, outputs and values the host reads "
-          "with the rest)\n";
+       << " (the arena, and the inputs and outputs with the rest)\n";
+    os << "  evaluating needs:     " << bytesText(evaluationBytes)
+       << " more (the forward pass's logits, which the host reads; held "
+          "from the first evaluation on)\n";
   }
   os << "Sent per optimizer step, per rank (ring algorithms):\n";
   if (traffic.empty())

@@ -34,10 +34,12 @@ struct ResourceReport {
   /// memory plan fits them in (set by whoever plans it; 0: not planned).
   int64_t valueBytes = 0, arenaBytes = 0;
   /// The per-step inputs, and the computed values the plan leaves memory
-  /// of their own (outputs, values the host reads).
-  int64_t inputBytes = 0, ownValueBytes = 0;
-  /// What a rank allocates for the program, as twill-train does: every
-  /// buffer with memory of its own, and the arena.
+  /// of their own: outputs, and the values only an evaluation computes for
+  /// the host to read (the forward pass's logits), which a rank allocates
+  /// when it first evaluates.
+  int64_t inputBytes = 0, ownValueBytes = 0, evaluationBytes = 0;
+  /// What a rank allocates to train, as twill-train does: every buffer
+  /// with memory of its own but the evaluation's, and the arena.
   int64_t programBytes() const {
     return frozenBytes + trainableBytes + gradientBytes + optimizerBytes +
            inputBytes + ownValueBytes + arenaBytes;

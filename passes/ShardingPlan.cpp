@@ -96,7 +96,8 @@ static bool coOccur(const ShardingRule &rule, int a, int b) {
     });
   };
   for (ArrayRef<ShardingRule::Tensor> tensors :
-       {ArrayRef(rule.operands), ArrayRef(rule.results)})
+       {ArrayRef(rule.operands), ArrayRef(rule.results),
+        ArrayRef(rule.internals)})
     for (const ShardingRule::Tensor &tensor : tensors)
       if (has(tensor, a) && has(tensor, b))
         return true;
@@ -169,9 +170,8 @@ AxisDecision mlir::twill::decideAxis(Operation *op, const ShardingRule &rule,
       decision.claimed.push_back(factor);
   decision.selfReduced = llvm::any_of(
       decision.claimed, [&](int f) { return rule.isSelfReduced(f); });
-  bool reduces = llvm::any_of(decision.claimed, [&](int f) {
-    return rule.isReduction(f) && !rule.isSelfReduced(f);
-  });
+  bool reduces = llvm::any_of(decision.claimed,
+                              [&](int f) { return rule.isReduction(f); });
 
   for (const ShardingRule::Tensor &result : rule.results) {
     int dim = claimedDim(result, decision.claimed);

@@ -86,3 +86,22 @@ LogicalResult mlir::twill::verifyHeadGroups(Operation *op, int64_t queryHeads,
                            << ") must be a multiple of key/value heads ("
                            << kvHeads << ")";
 }
+
+LogicalResult mlir::twill::verifyTiledLogits(Operation *op, Value input,
+                                             Value weight, Value labels,
+                                             Value tile) {
+  if (failed(expectSameElementType(op, {input, weight, tile})) ||
+      failed(expectRank(op, "weight", weight, 2)) ||
+      failed(expectRank(op, "tile", tile, 2)))
+    return failure();
+  ArrayRef<int64_t> in = shapeOf(input), w = shapeOf(weight);
+  if (in.empty())
+    return op->emitOpError("input must have a hidden dim");
+  if (failed(expectShape(op, "labels", shapeOf(labels), in.drop_back())) ||
+      failed(expectShape(op, "weight", w, {w[0], in.back()})))
+    return failure();
+  ArrayRef<int64_t> rows = shapeOf(tile);
+  if (rows[0] < 1)
+    return op->emitOpError("tile must hold at least one row");
+  return expectShape(op, "tile", rows, {rows[0], w[0]});
+}

@@ -38,6 +38,11 @@ LogicalResult verifyRopeScaling(Operation *op,
 /// block, the key/value heads all of them) either count may divide the other.
 LogicalResult verifyHeadGroups(Operation *op, int64_t queryHeads,
                                int64_t kvHeads, bool queryHeadsSharded);
+/// linear_cross_entropy and its gradient: `input [..., hidden]`, `weight
+/// [vocab, hidden]`, `labels [...]` and a `tile [rows, vocab]` of at least
+/// one row, all floats of one type.
+LogicalResult verifyTiledLogits(Operation *op, Value input, Value weight,
+                                Value labels, Value tile);
 
 } // namespace mlir::twill
 

@@ -67,6 +67,10 @@ std::string ShardingRule::str() const {
     os << factorName(f) << "=" << factorSizes[f];
   });
   os << "}";
+  if (!internals.empty()) {
+    os << " internal=";
+    printTensors(internals);
+  }
   printFactors("reduction", reductions);
   printFactors("replicated", replicated);
   printFactors("self-reduced", selfReduced);

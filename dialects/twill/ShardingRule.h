@@ -28,6 +28,9 @@ struct ShardingRule {
 
   SmallVector<int64_t> factorSizes;
   SmallVector<Tensor> operands, results;
+  /// Tensors a fused op forms inside (linear_cross_entropy's logits): their
+  /// factors constrain one another as an operand's would.
+  SmallVector<Tensor> internals;
   SmallVector<int> reductions, replicated;
   /// Factors the op may shard by reducing across the axis itself, results
   /// staying whole (the vocab of a vocab-parallel cross-entropy).
@@ -54,7 +57,8 @@ struct ShardingRule {
   }
 
   /// `([i, j, k], [l, k]) -> ([i, j, l]) {i=2, j=8, k=64, l=96}
-  /// reduction={k}`; a merged dim prints as `(i j)`.
+  /// reduction={k}`; a merged dim prints as `(i j)`, internal tensors as
+  /// `internal=([i, j, l])`.
   std::string str() const;
 };
 

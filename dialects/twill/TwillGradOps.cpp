@@ -101,6 +101,16 @@ LogicalResult CrossEntropyGradOp::verify() {
   return expectShape(*this, "result", shapeOf(getResult()), logits);
 }
 
+LogicalResult LinearCrossEntropyGradOp::verify() {
+  if (failed(verifyTiledLogits(*this, getInput(), getWeight(), getLabels(),
+                               getTile())))
+    return failure();
+  Value wrt = getWrtWeight() ? getWeight() : getInput();
+  if (failed(expectSameElementType(*this, {wrt, getResult()})))
+    return failure();
+  return expectShape(*this, "result", shapeOf(getResult()), shapeOf(wrt));
+}
+
 LogicalResult AdamWOp::verify() {
   ArrayRef<int64_t> param = shapeOf(getParam());
   for (auto [name, value] : {std::pair<StringRef, Value>{"grad", getGrad()},

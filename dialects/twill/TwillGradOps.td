@@ -184,4 +184,35 @@ def Twill_CrossEntropyGradOp : Twill_ComputeOp<"cross_entropy_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Twill_LinearCrossEntropyGradOp : Twill_ComputeOp<"linear_cross_entropy_grad", [Pure]> {
+  let summary = "Gradient of linear_cross_entropy's loss sum, tile by tile";
+  let description = [{
+    The gradient of linear_cross_entropy's loss sum (`grad` its 0-d
+    cotangent) with respect to `input`, or with `wrt_weight` to `weight`:
+    for each `tile_rows` positions the logits are formed again in `tile`,
+    made their cross_entropy_grad in place, and multiplied by the weight
+    (or, summed over the tiles, by the input's rows). Without a
+    shard_axis's block of the vocab the input gradient is a partial sum
+    over it.
+
+    ```mlir
+    %dh, %tile = twill.linear_cross_entropy_grad %h, %w, %labels, %one {ignore_index = -100 : i64}
+        : (tensor<1x65536x4096xbf16>, tensor<128256x4096xbf16>, tensor<1x65536xi32>, tensor<f32>)
+        -> (tensor<1x65536x4096xbf16>, tensor<8192x128256xbf16>)
+    ```
+  }];
+  let arguments = (ins Twill_FloatTensor:$input, Twill_FloatTensor:$weight,
+                       Twill_IntTensor:$labels, 0DTensorOf<[AnyFloat]>:$grad,
+                       UnitAttr:$wrt_weight,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
+                       OptionalAttr<StrAttr>:$shard_axis,
+                       OptionalAttr<I64Attr>:$vocab_size);
+  let results = (outs Twill_FloatTensor:$result, Twill_FloatTensor:$tile);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $labels `,` $grad attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // TWILL_GRAD_OPS_TD

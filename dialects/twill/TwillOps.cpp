@@ -180,6 +180,11 @@ LogicalResult CrossEntropyOp::verify() {
   return expectShape(*this, "labels", shapeOf(getLabels()), logits.drop_back());
 }
 
+LogicalResult LinearCrossEntropyOp::verify() {
+  return verifyTiledLogits(*this, getInput(), getWeight(), getLabels(),
+                           getTile());
+}
+
 LogicalResult ReshapeOp::verify() {
   if (failed(expectSameElementType(*this, {getInput(), getResult()})))
     return failure();

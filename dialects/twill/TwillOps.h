@@ -31,6 +31,28 @@ inline std::optional<int64_t> layerOf(Operation *op) {
   return layer.getInt();
 }
 
+/// The loss ops, which reduce a vocab split over a mesh axis themselves:
+/// cross_entropy and linear_cross_entropy, and their gradients.
+inline bool isVocabParallelLoss(Operation *op) {
+  return isa<CrossEntropyOp, CrossEntropyGradOp, LinearCrossEntropyOp,
+             LinearCrossEntropyGradOp>(op);
+}
+
+/// The labels a vocab-parallel loss op reads.
+inline Value lossLabels(Operation *op) {
+  return isa<CrossEntropyOp, CrossEntropyGradOp>(op) ? op->getOperand(1)
+                                                     : op->getOperand(2);
+}
+
+/// Where a vocab-parallel loss op's vocab is: the value and its dim (the
+/// logits' last, or linear_cross_entropy's weight rows).
+inline std::pair<Value, unsigned> lossVocabDim(Operation *op) {
+  if (isa<CrossEntropyOp, CrossEntropyGradOp>(op))
+    return {op->getOperand(0),
+            cast<RankedTensorType>(op->getOperand(0).getType()).getRank() - 1};
+  return {op->getOperand(1), 0};
+}
+
 /// The tensor a collective returns: its result's type, or for a start op
 /// the tensor its wait yields.
 RankedTensorType collectiveResultType(Operation *op);

@@ -286,6 +286,39 @@ def Twill_CrossEntropyOp : Twill_ComputeOp<"cross_entropy", [Pure, DeclareOpInte
   let hasVerifier = 1;
 }
 
+def Twill_LinearCrossEntropyOp : Twill_ComputeOp<"linear_cross_entropy", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
+  let summary = "cross_entropy of `input weight^T`, a tile of positions at a time";
+  let description = [{
+    The loss sum and count of `cross_entropy(matmul(input, weight^T),
+    labels)` for `input [..., hidden]` and `weight [vocab, hidden]`, without
+    ever holding the logits of every position: the op forms them for
+    `tile_rows` positions at a time in `tile`, its workspace (a result so
+    that the memory plan holds it; nothing reads it). Per position the
+    arithmetic is the untiled program's, so the loss is too.
+
+    ```mlir
+    %loss, %count, %tile = twill.linear_cross_entropy %h, %w, %labels {ignore_index = -100 : i64}
+        : (tensor<1x65536x4096xbf16>, tensor<128256x4096xbf16>, tensor<1x65536xi32>)
+        -> (tensor<f32>, tensor<i64>, tensor<8192x128256xbf16>)
+    ```
+
+    `shard_axis` and `vocab_size` are as for cross_entropy: after
+    partitioning the weight may hold this rank's block of the vocab.
+  }];
+  let arguments = (ins Twill_FloatTensor:$input, Twill_FloatTensor:$weight,
+                       Twill_IntTensor:$labels,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
+                       OptionalAttr<StrAttr>:$shard_axis,
+                       OptionalAttr<I64Attr>:$vocab_size);
+  let results = (outs 0DTensorOf<[AnyFloat]>:$loss,
+                      0DTensorOf<[AnySignlessInteger]>:$count,
+                      Twill_FloatTensor:$tile);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $labels attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Twill_ReshapeOp : Twill_ComputeOp<"reshape", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
   let summary = "Same elements, new shape";
   let description = [{

@@ -160,6 +160,53 @@ ShardingRule CrossEntropyGradOp::getShardingRule() {
   return rule;
 }
 
+/// linear_cross_entropy and its gradients: `input [positions..., hidden]`,
+/// `weight [vocab, hidden]`, `labels [positions...]`, then the 0-d loss
+/// cotangent of a gradient. The logits `[positions..., vocab]` it forms
+/// inside are never whole on a rank: the vocab may be split and reduced by
+/// the op itself, and then the positions may not (one axis cannot split
+/// both); the hidden dim is summed whole and the tile's rows are its own.
+static ShardingRule tiledLogitsRule(Operation *op, bool grad) {
+  ShardingRule rule;
+  Tensor positions = rule.freshFactors(shapeOf(op->getOperand(2)));
+  int hidden = rule.addFactor(shapeOf(op->getOperand(1))[1]);
+  int vocab = rule.addFactor(shapeOf(op->getOperand(1))[0]);
+  int tileRows = rule.addFactor(shapeOf(op->getResults().back())[0]);
+  Tensor input = positions, logits = positions;
+  input.push_back({hidden});
+  logits.push_back({vocab});
+  rule.operands = {input, ShardingRule::tensor({vocab, hidden}), positions};
+  if (grad)
+    rule.operands.push_back(Tensor());
+  rule.internals = {logits};
+  rule.replicated = {hidden, tileRows};
+  rule.selfReduced = {vocab};
+  Tensor tile = ShardingRule::tensor({tileRows, vocab});
+  for (const ShardingRule::Dim &dim : positions)
+    rule.reductions.push_back(dim.front());
+  if (!grad) {
+    rule.results = {Tensor(), Tensor(), tile};
+    return rule;
+  }
+  if (cast<LinearCrossEntropyGradOp>(op).getWrtWeight()) {
+    rule.results = {rule.operands[1], tile};
+    return rule;
+  }
+  // The input's gradient sums over the vocab: a split one leaves partial
+  // sums; the positions are its own.
+  rule.reductions = {vocab};
+  rule.results = {input, tile};
+  return rule;
+}
+
+ShardingRule LinearCrossEntropyOp::getShardingRule() {
+  return tiledLogitsRule(*this, /*grad=*/false);
+}
+
+ShardingRule LinearCrossEntropyGradOp::getShardingRule() {
+  return tiledLogitsRule(*this, /*grad=*/true);
+}
+
 ShardingRule ReshapeOp::getShardingRule() {
   // Match runs of input dims with runs of output dims of equal product;
   // a dim made of several dims of the other side is those factors.

@@ -180,6 +180,26 @@ Cotangents CrossEntropyOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
   return grads;
 }
 
+Cotangents LinearCrossEntropyOp::buildVJP(OpBuilder &builder,
+                                          ValueRange cotangents,
+                                          ArrayRef<bool> needed) {
+  SmallVector<Value> grads(3);
+  if (!cotangents[0])
+    return grads;
+  // One op per gradient: each forms the logits again, tile by tile.
+  for (int operand : {0, 1})
+    if (needed[operand])
+      grads[operand] =
+          LinearCrossEntropyGradOp::create(
+              builder, getLoc(), getOperand(operand).getType(),
+              getTile().getType(), getInput(), getWeight(), getLabels(),
+              cotangents[0],
+              /*wrt_weight=*/operand == 1 ? builder.getUnitAttr() : nullptr,
+              getIgnoreIndexAttr(), getShardAxisAttr(), getVocabSizeAttr())
+              .getResult();
+  return grads;
+}
+
 Cotangents ReshapeOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
                                ArrayRef<bool> needed) {
   SmallVector<Value> grads(1);

@@ -270,6 +270,8 @@ llvm::Error twill::validateJobConfig(const JobConfig &config) {
                     config.parallel().collective_timeout_s());
   problems.nonNegative("parallel.prefetch_layers",
                        config.parallel().prefetch_layers());
+  problems.nonNegative("parallel.loss_tile_tokens",
+                       config.parallel().loss_tile_tokens());
   validateTrain(config.train(), problems);
   problems.nonNegative("checkpoint.save_every",
                        config.checkpoint().save_every());

@@ -13,6 +13,7 @@
 
 #include "runtime/backend/Blocks.h"
 #include "runtime/backend/Gemm.h"
+#include "runtime/backend/TiledLogits.h"
 #include "runtime/comm/Communicator.h"
 #include "runtime/executable/Executable.h"
 #include "runtime/executable/Opcodes.h"
@@ -300,6 +301,35 @@ inline RowMajorGemm matmulGemm(const MatmulShape &s, const void *lhs,
   g.accumulate = s.hasAddend;
   g.floatResult = false; // the result has the operands' type
   return g;
+}
+
+/// linear_cross_entropy's or its gradient's sizes, checked.
+inline llvm::Expected<TiledLogits> tiledLogits(const InstructionView &in) {
+  bool grad = in.opcode() == LINEAR_CROSS_ENTROPY_GRAD;
+  DType type = in.floatType();
+  llvm::Error shapes = grad
+                           ? in.expect(4, 2, {type, type, I32, F32, type, type},
+                                       {1, 2, 0, 0, 1, 2})
+                           : in.expect(3, 3, {type, type, I32, F32, I64, type},
+                                       {1, 2, 0, 0, 0, 2});
+  if (shapes)
+    return std::move(shapes);
+  constexpr int tile = 5; // the last of six values either way
+  int64_t columns = in.dim(1, 1), hidden = in.dim(1, 0);
+  int64_t rows = in.count(2);
+  if (in.dim(0, 0) != hidden || in.count(0) != rows * hidden ||
+      in.dim(tile, 0) != columns || in.dim(tile, 1) < 1)
+    return in.fail("input, weight, labels and tile do not agree");
+  bool wrtWeight = grad && in->cross_entropy().wrt_weight();
+  if (grad ? in.count(3) != 1 || in.count(4) != in.count(wrtWeight ? 1 : 0)
+           : in.count(3) != 1 || in.count(4) != 1)
+    return in.fail("the results do not agree with the operands");
+  llvm::Expected<VocabBlock> block = vocabBlock(in, columns);
+  if (!block)
+    return block.takeError();
+  return TiledLogits{
+      rows,     hidden, in.dim(tile, 1), *block, int64_t(bytesPerElement(type)),
+      wrtWeight};
 }
 
 /// A collective's axis and sizes. Along `dim` (all_to_all: the dim it

@@ -16,7 +16,9 @@ MemoryPlan twill::memoryPlanOf(const Executable &executable) {
   for (const Buffer &buffer : executable.buffers()) {
     int64_t offset = buffer.has_arena_offset() ? buffer.arena_offset() : -1;
     plan.offsets.push_back(offset);
-    (offset >= 0 ? plan.unsharedBytes : plan.ownBytes) += buffer.size_bytes();
+    (offset >= 0          ? plan.unsharedBytes
+     : buffer.host_read() ? plan.hostReadBytes
+                          : plan.ownBytes) += buffer.size_bytes();
   }
   return plan;
 }

@@ -28,8 +28,12 @@ struct MemoryPlan {
   /// What the arena's values would take each with memory of its own.
   int64_t unsharedBytes = 0;
   /// The buffers with memory of their own (parameters, states, inputs,
-  /// outputs, host-read values): with the arena, all the program needs.
+  /// outputs): with the arena, all a training run needs.
   int64_t ownBytes = 0;
+  /// The values only an evaluation computes for the host to read (the
+  /// forward pass's logits): memory of their own, held from the first run
+  /// that computes them.
+  int64_t hostReadBytes = 0;
 };
 
 /// The plan `executable` carries, and what it comes to (checked by

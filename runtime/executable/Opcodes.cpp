@@ -38,6 +38,8 @@ Instruction::AttributesCase twill::attributesOf(Opcode opcode) {
     return Instruction::kAttention;
   case CROSS_ENTROPY:
   case CROSS_ENTROPY_GRAD:
+  case LINEAR_CROSS_ENTROPY:
+  case LINEAR_CROSS_ENTROPY_GRAD:
     return Instruction::kCrossEntropy;
   case SCALE:
     return Instruction::kScale;

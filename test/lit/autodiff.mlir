@@ -73,6 +73,33 @@ func.func @forward(%w: tensor<16x8xf32> {twill.param = "proj.weight", twill.trai
 
 // -----
 
+// The tiled loss (twill.linear_cross_entropy) beside logits only the host
+// reads: the step drops those logits; each gradient asked for is one op
+// that forms the logits again, tile by tile. The input is a LoRA-adapted
+// activation here, and the head trainable, so both are asked for.
+func.func @forward(%w: tensor<16x8xf32> {twill.param = "lm_head.weight", twill.trainable},
+                   %a: tensor<8x8xf32> {twill.param = "proj.lora_A.weight", twill.trainable},
+                   %x: tensor<3x8xf32> {twill.input = "x"},
+                   %labels: tensor<3xi32> {twill.input = "labels"})
+    -> (tensor<f32>, tensor<i64>) {
+  %h = twill.matmul %x, %a {transpose_rhs} : (tensor<3x8xf32>, tensor<8x8xf32>) -> tensor<3x8xf32>
+  %logits = twill.matmul %h, %w {transpose_rhs, twill.host_read} : (tensor<3x8xf32>, tensor<16x8xf32>) -> tensor<3x16xf32>
+  %loss, %count, %tile = twill.linear_cross_entropy %h, %w, %labels : (tensor<3x8xf32>, tensor<16x8xf32>, tensor<3xi32>) -> (tensor<f32>, tensor<i64>, tensor<2x16xf32>)
+  return %loss, %count : tensor<f32>, tensor<i64>
+}
+
+// CHECK-LABEL: func.func @train_step(
+// CHECK: %[[H:.*]] = twill.matmul
+// CHECK-NOT: twill.matmul
+// CHECK: twill.linear_cross_entropy %[[H]]
+// CHECK-NEXT: %[[ONE:.*]] = twill.constant 1.000000e+00 : tensor<f32>
+// CHECK-NEXT: %[[DH:.*]], %{{.*}} = twill.linear_cross_entropy_grad %[[H]], %{{.*}}, %{{.*}}, %[[ONE]] : {{.*}} -> (tensor<3x8xf32>, tensor<2x16xf32>)
+// CHECK-NEXT: %[[DW:.*]], %{{.*}} = twill.linear_cross_entropy_grad %[[H]], %{{.*}}, %{{.*}}, %[[ONE]] {wrt_weight} : {{.*}} -> (tensor<16x8xf32>, tensor<2x16xf32>)
+// CHECK-NEXT: %[[DA:.*]] = twill.matmul %[[DH]], %{{.*}} {transpose_lhs}
+// CHECK-NEXT: return %{{.*}}, %{{.*}}, %[[DW]], %[[DA]]
+
+// -----
+
 // A trainable parameter the loss does not depend on gets a zero gradient.
 func.func @forward(%unused: tensor<4xf32> {twill.param = "unused", twill.trainable},
                    %z: tensor<3x16xf32> {twill.input = "z"},

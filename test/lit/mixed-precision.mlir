@@ -42,3 +42,14 @@ func.func @forward(%w: tensor<16x8xf32> {twill.param = "proj.weight"},
 // GRAD: %[[GB:.*]] = twill.cast %{{.*}} : tensor<16x2xbf16> -> tensor<16x2xf32>
 // GRAD: %[[GA:.*]] = twill.cast %{{.*}} : tensor<2x8xbf16> -> tensor<2x8xf32>
 // GRAD: return {{.*}} : tensor<f32>, tensor<i64>, tensor<2x8xf32>, tensor<16x2xf32>
+
+// The tiled loss: its sum stays fp32, its tile is bf16 like the logits.
+// RUN: twill-opt %s --twill-mixed-precision | FileCheck %s --check-prefix=TILED
+func.func @tiled(%w: tensor<16x8xf32> {twill.param = "lm_head.weight"},
+                   %h: tensor<3x8xf32> {twill.input = "h"},
+                   %labels: tensor<3xi32> {twill.input = "labels"})
+    -> (tensor<f32>, tensor<i64>) {
+  %loss, %count, %tile = twill.linear_cross_entropy %h, %w, %labels : (tensor<3x8xf32>, tensor<16x8xf32>, tensor<3xi32>) -> (tensor<f32>, tensor<i64>, tensor<2x16xf32>)
+  return %loss, %count : tensor<f32>, tensor<i64>
+}
+// TILED: twill.linear_cross_entropy {{.*}} : (tensor<3x8xbf16>, tensor<16x8xbf16>, tensor<3xi32>) -> (tensor<f32>, tensor<i64>, tensor<2x16xbf16>)

@@ -185,6 +185,30 @@ func.func @swiglu_element_types(%a: tensor<2x8xf32>, %b: tensor<2x8xbf16>) {
 
 // -----
 
+func.func @linear_cross_entropy_tile(%h: tensor<2x8x64xf32>, %w: tensor<512x64xf32>, %labels: tensor<2x8xi32>) {
+  // expected-error @+1 {{tile must have shape [5, 512], got [5, 256]}}
+  %loss, %count, %tile = twill.linear_cross_entropy %h, %w, %labels : (tensor<2x8x64xf32>, tensor<512x64xf32>, tensor<2x8xi32>) -> (tensor<f32>, tensor<i64>, tensor<5x256xf32>)
+  return
+}
+
+// -----
+
+func.func @linear_cross_entropy_hidden(%h: tensor<2x8x32xf32>, %w: tensor<512x64xf32>, %labels: tensor<2x8xi32>) {
+  // expected-error @+1 {{weight must have shape [512, 32], got [512, 64]}}
+  %loss, %count, %tile = twill.linear_cross_entropy %h, %w, %labels : (tensor<2x8x32xf32>, tensor<512x64xf32>, tensor<2x8xi32>) -> (tensor<f32>, tensor<i64>, tensor<5x512xf32>)
+  return
+}
+
+// -----
+
+func.func @linear_cross_entropy_grad_wrt(%h: tensor<2x8x64xf32>, %w: tensor<512x64xf32>, %labels: tensor<2x8xi32>, %g: tensor<f32>) {
+  // expected-error @+1 {{result must have shape [512, 64], got [2, 8, 64]}}
+  %dw, %tile = twill.linear_cross_entropy_grad %h, %w, %labels, %g {wrt_weight} : (tensor<2x8x64xf32>, tensor<512x64xf32>, tensor<2x8xi32>, tensor<f32>) -> (tensor<2x8x64xf32>, tensor<5x512xf32>)
+  return
+}
+
+// -----
+
 func.func @cross_entropy_labels(%logits: tensor<2x8x512xf32>, %labels: tensor<2x7xi32>) {
   // expected-error @+1 {{labels must have shape [2, 8], got [2, 7]}}
   %loss, %count = twill.cross_entropy %logits, %labels : (tensor<2x8x512xf32>, tensor<2x7xi32>) -> (tensor<f32>, tensor<i64>)

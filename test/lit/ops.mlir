@@ -81,3 +81,14 @@ func.func @shape_ops(%x: tensor<2x8x64xbf16>, %n: tensor<i64>) -> (tensor<8x2x4x
   %3 = twill.cast %n : tensor<i64> -> tensor<f32>
   return %2, %3 : tensor<8x2x4x16xf32>, tensor<f32>
 }
+
+// CHECK-LABEL: func.func @linear_cross_entropy
+func.func @linear_cross_entropy(%h: tensor<2x8x64xf32>, %w: tensor<512x64xf32>, %labels: tensor<2x8xi32>, %g: tensor<f32>) -> (tensor<f32>, tensor<2x8x64xf32>, tensor<512x64xf32>) {
+  // CHECK: twill.linear_cross_entropy %{{.*}}, %{{.*}}, %{{.*}} : (tensor<2x8x64xf32>, tensor<512x64xf32>, tensor<2x8xi32>) -> (tensor<f32>, tensor<i64>, tensor<5x512xf32>)
+  %loss, %count, %tile = twill.linear_cross_entropy %h, %w, %labels : (tensor<2x8x64xf32>, tensor<512x64xf32>, tensor<2x8xi32>) -> (tensor<f32>, tensor<i64>, tensor<5x512xf32>)
+  // CHECK: twill.linear_cross_entropy_grad {{.*}} : (tensor<2x8x64xf32>, tensor<512x64xf32>, tensor<2x8xi32>, tensor<f32>) -> (tensor<2x8x64xf32>, tensor<5x512xf32>)
+  %dh, %t1 = twill.linear_cross_entropy_grad %h, %w, %labels, %g : (tensor<2x8x64xf32>, tensor<512x64xf32>, tensor<2x8xi32>, tensor<f32>) -> (tensor<2x8x64xf32>, tensor<5x512xf32>)
+  // CHECK: twill.linear_cross_entropy_grad {{.*}} {wrt_weight} : {{.*}} -> (tensor<512x64xf32>, tensor<5x512xf32>)
+  %dw, %t2 = twill.linear_cross_entropy_grad %h, %w, %labels, %g {wrt_weight} : (tensor<2x8x64xf32>, tensor<512x64xf32>, tensor<2x8xi32>, tensor<f32>) -> (tensor<512x64xf32>, tensor<5x512xf32>)
+  return %loss, %dh, %dw : tensor<f32>, tensor<2x8x64xf32>, tensor<512x64xf32>
+}

@@ -38,6 +38,17 @@ func.func @forward_ops(%table: tensor<512x64xf32>, %ids: tensor<2x8xi32>, %w: te
   // The loss sums over positions: sharded positions give partial sums.
   // CHECK: twill.cross_entropy {{.*}}twill.sharding_rule = "([i, j, k], [i, j]) -> ([], []) {i=2, j=8, k=512} reduction={i, j} self-reduced={k}"
   %loss, %count = twill.cross_entropy %logits, %ids : (tensor<2x8x512xf32>, tensor<2x8xi32>) -> (tensor<f32>, tensor<i64>)
+  // The tiled loss: its logits [i, j, l] are formed inside, so one axis
+  // splits positions or the vocab, not both; the hidden dim and the tile's
+  // rows are whole.
+  // CHECK: twill.linear_cross_entropy {{.*}}twill.sharding_rule = "([i, j, k], [l, k], [i, j]) -> ([], [], [m, l]) {i=2, j=8, k=64, l=512, m=5} internal=([i, j, l]) reduction={i, j} replicated={k, m} self-reduced={l}"
+  %tl, %tc, %tile = twill.linear_cross_entropy %h, %table, %ids : (tensor<2x8x64xf32>, tensor<512x64xf32>, tensor<2x8xi32>) -> (tensor<f32>, tensor<i64>, tensor<5x512xf32>)
+  // Its input gradient sums over the vocab (reduced); the weight's over
+  // the positions.
+  // CHECK: twill.linear_cross_entropy_grad {{.*}}twill.sharding_rule = "([i, j, k], [l, k], [i, j], []) -> ([i, j, k], [m, l]) {i=2, j=8, k=64, l=512, m=5} internal=([i, j, l]) reduction={l} replicated={k, m} self-reduced={l}"
+  %dh, %t1 = twill.linear_cross_entropy_grad %h, %table, %ids, %loss : (tensor<2x8x64xf32>, tensor<512x64xf32>, tensor<2x8xi32>, tensor<f32>) -> (tensor<2x8x64xf32>, tensor<5x512xf32>)
+  // CHECK: twill.linear_cross_entropy_grad {{.*}}twill.sharding_rule = "([i, j, k], [l, k], [i, j], []) -> ([l, k], [m, l]) {i=2, j=8, k=64, l=512, m=5} internal=([i, j, l]) reduction={i, j} replicated={k, m} self-reduced={l}"
+  %dw, %t2 = twill.linear_cross_entropy_grad %h, %table, %ids, %loss {wrt_weight} : (tensor<2x8x64xf32>, tensor<512x64xf32>, tensor<2x8xi32>, tensor<f32>) -> (tensor<512x64xf32>, tensor<5x512xf32>)
   return
 }
 

@@ -30,9 +30,13 @@ Last, variants of the job against their own 1x1 run: full fine-tuning
 vocab-parallel table for the embedding and lm_head), no sequence
 parallelism (tp partial sums all-reduced, not scattered), and tp=3 (no head
 count or MLP size divides by it); bf16 (train.precision=BF16), whose 1x1
-losses must also be within 1e-2 of fp32's; and full and selective
+losses must also be within 1e-2 of fp32's; full and selective
 activation checkpointing, whose 1x1 losses must equal those without it, bit
-for bit.
+for bit; and the tiled loss (linear_cross_entropy, tiles of 7 of the 90
+tokens; lm_head not adapted, so that its logits are one product), whose
+1x1 losses must be within 1e-6 relative of the whole logits' and its
+adapter within 1e-6 (the tiles' GEMMs may sum in another order). Full
+fine-tuning runs with tiles of 7 too: the lm_head's gradient sums them.
 """
 import argparse
 import json
@@ -59,7 +63,8 @@ TOLERANCE = 1e-5
 BF16_TOLERANCE = 1e-2
 # name: (overrides, meshes, tolerance)
 VARIANTS = {
-    "full fine-tuning": (["full_finetune={}", "lora="], [(2, 2), (1, 4)],
+    "full fine-tuning": (["full_finetune={}", "lora=",
+                          "parallel.loss_tile_tokens=7"], [(2, 2), (1, 4)],
                          TOLERANCE),
     "tied embeddings": (["model.tie_word_embeddings=true"], [(2, 2), (1, 4)],
                         TOLERANCE),
@@ -78,7 +83,15 @@ VARIANTS = {
     "selective checkpointing": (
         ["parallel.activation_checkpointing=SELECTIVE"], [(2, 2), (1, 4)],
         TOLERANCE),
+    # The loss formed 7 tokens at a time (the last tile of 6).
+    "tiled loss": (
+        ["lora.target_modules=q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,"
+         "down_proj", "parallel.loss_tile_tokens=7"], [(2, 2), (1, 4)],
+        TOLERANCE),
 }
+# A transformation that changes the arithmetic's order only: losses and
+# adapter as the untransformed program's, to float rounding.
+EXACTNESS = 1e-6
 
 
 def train(bin_dir, work, data, config, dp, tp, weights=None, variant=()):
@@ -188,8 +201,20 @@ def main():
         print(f"{dp}x{tp} from the base: ranks read "
               f"{sorted(read.values())} of {whole} bytes")
     for variant, (overrides, meshes, tolerance) in VARIANTS.items():
-        alone, _, _ = train(args.bin, args.work, args.data, args.config, 1, 1,
-                            variant=overrides)
+        alone, alone_adapter, _ = train(args.bin, args.work, args.data,
+                                        args.config, 1, 1, variant=overrides)
+        if variant == "tiled loss":
+            untiled = [*overrides[:-1], "parallel.loss_tile_tokens=0"]
+            whole, whole_adapter, _ = train(args.bin, args.work, args.data,
+                                            args.config, 1, 1, variant=untiled)
+            worst_loss = max(abs(a - b) / abs(b) for a, b in zip(alone, whole))
+            worst = max(np.abs(alone_adapter[k] - whole_adapter[k]).max()
+                        for k in whole_adapter)
+            if worst_loss > EXACTNESS or worst > EXACTNESS:
+                failures.append(f"tiled loss 1x1: losses {alone} vs {whole} "
+                                f"untiled, adapter within {worst:.1e}")
+            print(f"tiled loss, 1x1: losses within {worst_loss:.1e}, adapter "
+                  f"within {worst:.1e} of the whole logits'")
         if variant.endswith("checkpointing") and alone != reference_losses:
             # Recomputing is computing the same values again: bit-identical.
             failures.append(f"{variant} 1x1: losses {alone} vs "

@@ -154,6 +154,53 @@ TEST(CpuKernels, CrossEntropySkipsIgnoredAndRejectsBadLabels) {
               HasSubstr("label 7 at position 1 is outside the vocabulary"));
 }
 
+/// linear_cross_entropy against cross_entropy of the whole logits: 11
+/// rows in tiles of 4 (the last of 3), a block of 6 of a 10-column vocab
+/// (its last 2 columns padding) and an ignored row.
+TEST(CpuKernels, LinearCrossEntropyTilesAgreeWithWholeLogits) {
+  const int64_t rows = 11, hidden = 5, columns = 6;
+  TiledLogits shape{rows, hidden, 4, VocabBlock{columns, 6, 10}, 4, false};
+  std::vector<float> input = randomValues(rows * hidden, 1);
+  std::vector<float> weight = randomValues(columns * hidden, 2);
+  std::vector<int32_t> labels = {0, 7, 3, 9, -100, 6, 2, 8, 1, 7, 6};
+  std::vector<float> logits(rows * columns), tile(4 * columns);
+  RowMajorGemm whole =
+      shape.logits(input.data(), weight.data(), logits.data(), 0, rows);
+  cpu::gemm(whole);
+
+  float loss, tiledLoss;
+  int64_t count, tiledCount;
+  ASSERT_FALSE(cpu::crossEntropy(logits.data(), labels.data(), rows,
+                                 shape.block, -100, noReduce, &loss, &count));
+  ASSERT_FALSE(cpu::linearCrossEntropy(input.data(), weight.data(),
+                                       labels.data(), shape, -100, noReduce,
+                                       tile.data(), &tiledLoss, &tiledCount));
+  EXPECT_EQ(tiledCount, count);
+  EXPECT_NEAR(tiledLoss, loss, 1e-6 * std::abs(loss));
+
+  // The gradients: dlogits times the weight, and dlogits^T times the input.
+  std::vector<float> dlogits(rows * columns);
+  ASSERT_FALSE(cpu::crossEntropyGrad(logits.data(), labels.data(), rows,
+                                     shape.block, -100, noReduce, 0.37f,
+                                     dlogits.data()));
+  std::vector<float> inputGrad(rows * hidden), weightGrad(columns * hidden);
+  cpu::gemm(shape.inputGrad(dlogits.data(), weight.data(), inputGrad.data(), 0,
+                            rows));
+  cpu::gemm(shape.weightGrad(dlogits.data(), input.data(), weightGrad.data(), 0,
+                             rows));
+  std::vector<float> tiled(rows * hidden);
+  ASSERT_FALSE(cpu::linearCrossEntropyGrad(input.data(), weight.data(),
+                                           labels.data(), shape, -100, noReduce,
+                                           0.37f, tile.data(), tiled.data()));
+  expectNear(tiled, inputGrad, 1e-6f);
+  shape.wrtWeight = true;
+  tiled.assign(columns * hidden, 0);
+  ASSERT_FALSE(cpu::linearCrossEntropyGrad(input.data(), weight.data(),
+                                           labels.data(), shape, -100, noReduce,
+                                           0.37f, tile.data(), tiled.data()));
+  expectNear(tiled, weightGrad, 1e-6f);
+}
+
 TEST(CpuKernels, ElementwiseOps) {
   const float a[] = {-1, 0, 2}, b[] = {3, 4, -5};
   float out[3];

@@ -68,8 +68,16 @@ TEST(MemoryPlan, ASoundPlanIsTakenAsItIs) {
   EXPECT_EQ(plan.arenaBytes, 3 * 1024);
   EXPECT_EQ(plan.unsharedBytes, 6 * 1024);
   EXPECT_EQ(plan.ownBytes, 2 * 1024);
+  EXPECT_EQ(plan.hostReadBytes, 0);
   BufferSet buffers(executable);
   EXPECT_EQ(buffers.data(4) - buffers.data(1), 1024);
+
+  // A value the host reads (logits) is counted apart: a training run that
+  // never computes it never holds it.
+  executable.mutable_buffers(7)->set_host_read(true);
+  plan = memoryPlanOf(executable);
+  EXPECT_EQ(plan.ownBytes, 1024);
+  EXPECT_EQ(plan.hostReadBytes, 1024);
 }
 
 TEST(MemoryPlan, LiveValuesMayNotShare) {

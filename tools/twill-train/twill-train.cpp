@@ -368,13 +368,14 @@ static int runJob(Executable executable) {
                             ? program.job().checkpoint().base_dir()
                             : weightsPath.getValue();
   const MemoryPlan &plan = program.buffers().plan();
-  report() << llvm::formatv("memory: {0:f1} MiB of computed values share a "
-                            "{1:f1} MiB arena; with the rest the program "
-                            "needs {2:f1} MiB ({3} B)\n",
-                            plan.unsharedBytes / 1048576.0,
-                            plan.arenaBytes / 1048576.0,
-                            (plan.arenaBytes + plan.ownBytes) / 1048576.0,
-                            plan.arenaBytes + plan.ownBytes);
+  report() << llvm::formatv(
+      "memory: {0:f1} MiB of computed values share a "
+      "{1:f1} MiB arena; with the rest the program "
+      "needs {2:f1} MiB ({3} B), and an evaluation "
+      "{4} B more for the logits\n",
+      plan.unsharedBytes / 1048576.0, plan.arenaBytes / 1048576.0,
+      (plan.arenaBytes + plan.ownBytes) / 1048576.0,
+      plan.arenaBytes + plan.ownBytes, plan.hostReadBytes);
   if (llvm::Error error = program.useBackend(backendName))
     return fail(std::move(error));
   if (llvm::Error error = program.checkHostMemory())

@@ -133,6 +133,26 @@ llvm::Error runCrossEntropy(const InstructionView &in) {
                            in.data<int64_t>(3));
 }
 
+/// linear_cross_entropy (input, weight, labels) -> (loss, count, tile) and
+/// its gradient (input, weight, labels, loss grad) -> (grad, tile).
+llvm::Error runLinearCrossEntropy(const InstructionView &in) {
+  if (in.floatType() != F32)
+    return in.fail("the cpu backend computes in fp32 only");
+  llvm::Expected<TiledLogits> shape = tiledLogits(in);
+  if (!shape)
+    return shape.takeError();
+  int64_t ignore = in->cross_entropy().ignore_index();
+  const float *input = in.data<float>(0), *weight = in.data<float>(1);
+  const int32_t *labels = in.data<int32_t>(2);
+  if (in.opcode() == LINEAR_CROSS_ENTROPY_GRAD)
+    return cpu::linearCrossEntropyGrad(input, weight, labels, *shape, ignore,
+                                       rowReduce(in), *in.data<float>(3),
+                                       in.data<float>(5), in.data<float>(4));
+  return cpu::linearCrossEntropy(input, weight, labels, *shape, ignore,
+                                 rowReduce(in), in.data<float>(5),
+                                 in.data<float>(3), in.data<int64_t>(4));
+}
+
 llvm::Error runReshape(const InstructionView &in) {
   if (auto error = in.expect(1, 1, {F32, F32}, {0, 0}))
     return error;
@@ -369,6 +389,9 @@ Kernel kernelOf(Opcode opcode) {
     return runSwigluGrad;
   case CROSS_ENTROPY_GRAD:
     return runCrossEntropyGrad;
+  case LINEAR_CROSS_ENTROPY:
+  case LINEAR_CROSS_ENTROPY_GRAD:
+    return runLinearCrossEntropy;
   case GLOBAL_NORM:
     return runSumOfSquares<true>;
   case SUM_SQUARES:

@@ -232,25 +232,55 @@ logitRowStats(const float *logits, const int32_t *labels, int64_t rows,
   return stats;
 }
 
-llvm::Error cpu::crossEntropy(const float *logits, const int32_t *labels,
-                              int64_t rows, VocabBlock block,
-                              int64_t ignoreIndex, RowReduce reduce,
-                              float *loss, int64_t *count) {
+/// Adds the loss of `rows` rows to `total`, in row order (deterministic),
+/// and counts them.
+static llvm::Error addRowLosses(const float *logits, const int32_t *labels,
+                                int64_t rows, VocabBlock block,
+                                int64_t ignoreIndex, cpu::RowReduce reduce,
+                                double &total, int64_t &counted) {
   llvm::Expected<LogitRowStats> stats =
       logitRowStats(logits, labels, rows, block, ignoreIndex, reduce);
   if (!stats)
     return stats.takeError();
-  // Summed in row order: deterministic.
-  double total = 0;
-  int64_t counted = 0;
   for (int64_t row = 0; row < rows; ++row) {
     if (labels[row] == ignoreIndex)
       continue;
     total += std::log(stats->sum[row]) + stats->max[row] - stats->target[row];
     ++counted;
   }
+  return llvm::Error::success();
+}
+
+llvm::Error cpu::crossEntropy(const float *logits, const int32_t *labels,
+                              int64_t rows, VocabBlock block,
+                              int64_t ignoreIndex, RowReduce reduce,
+                              float *loss, int64_t *count) {
+  double total = 0;
+  *count = 0;
+  if (llvm::Error error = addRowLosses(logits, labels, rows, block, ignoreIndex,
+                                       reduce, total, *count))
+    return error;
   *loss = float(total);
-  *count = counted;
+  return llvm::Error::success();
+}
+
+llvm::Error cpu::linearCrossEntropy(const float *input, const float *weight,
+                                    const int32_t *labels,
+                                    const TiledLogits &shape,
+                                    int64_t ignoreIndex, RowReduce reduce,
+                                    float *tile, float *loss, int64_t *count) {
+  // The rows in the untiled loss's order: the same sum.
+  double total = 0;
+  *count = 0;
+  for (int64_t first = 0; first < shape.rows; first += shape.tileRows) {
+    int64_t rows = std::min(shape.tileRows, shape.rows - first);
+    cpu::gemm(shape.logits(input, weight, tile, first, rows));
+    if (llvm::Error error =
+            addRowLosses(tile, labels + first, rows, shape.block, ignoreIndex,
+                         reduce, total, *count))
+      return error;
+  }
+  *loss = float(total);
   return llvm::Error::success();
 }
 
@@ -376,6 +406,29 @@ llvm::Error cpu::crossEntropyGrad(const float *logits, const int32_t *labels,
     return stats.takeError();
   crossEntropyGradRows(logits, labels, rows, block, ignoreIndex, *stats,
                        lossGrad, out);
+  return llvm::Error::success();
+}
+
+llvm::Error cpu::linearCrossEntropyGrad(const float *input, const float *weight,
+                                        const int32_t *labels,
+                                        const TiledLogits &shape,
+                                        int64_t ignoreIndex, RowReduce reduce,
+                                        float lossGrad, float *tile,
+                                        float *out) {
+  for (int64_t first = 0; first < shape.rows; first += shape.tileRows) {
+    int64_t rows = std::min(shape.tileRows, shape.rows - first);
+    cpu::gemm(shape.logits(input, weight, tile, first, rows));
+    // The logits' gradient replaces them, row by row.
+    if (llvm::Error error =
+            crossEntropyGrad(tile, labels + first, rows, shape.block,
+                             ignoreIndex, reduce, lossGrad, tile))
+      return error;
+    cpu::gemm(shape.wrtWeight
+                  ? shape.weightGrad(tile, input, out, first, rows)
+                  : shape.inputGrad(tile, weight, out, first, rows));
+  }
+  if (shape.wrtWeight && shape.rows == 0)
+    std::fill(out, out + shape.block.columns * shape.hidden, 0.0f);
   return llvm::Error::success();
 }
 

@@ -16,6 +16,7 @@
 
 #include "runtime/backend/Blocks.h"
 #include "runtime/backend/ChunkedAttention.h"
+#include "runtime/backend/TiledLogits.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
 
@@ -84,6 +85,13 @@ llvm::Error crossEntropy(const float *logits, const int32_t *labels,
                          int64_t rows, VocabBlock block, int64_t ignoreIndex,
                          RowReduce reduce, float *loss, int64_t *count);
 
+/// crossEntropy of the logits `input weight^T` (TiledLogits), formed
+/// `shape.tileRows` rows at a time in `tile`: the same loss.
+llvm::Error linearCrossEntropy(const float *input, const float *weight,
+                               const int32_t *labels, const TiledLogits &shape,
+                               int64_t ignoreIndex, RowReduce reduce,
+                               float *tile, float *loss, int64_t *count);
+
 /// out = x with dims permuted: out dim i is x dim permutation[i].
 void transpose(const float *x, const int64_t *shape, const int64_t *permutation,
                int64_t rank, float *out);
@@ -125,6 +133,15 @@ llvm::Error crossEntropyGrad(const float *logits, const int32_t *labels,
                              int64_t rows, VocabBlock block,
                              int64_t ignoreIndex, RowReduce reduce,
                              float lossGrad, float *out);
+
+/// The gradient of linearCrossEntropy's loss (times `lossGrad`) with
+/// respect to the input, or with `shape.wrtWeight` to the weight, the
+/// logits and their gradient formed in `tile` one tile of rows at a time.
+llvm::Error linearCrossEntropyGrad(const float *input, const float *weight,
+                                   const int32_t *labels,
+                                   const TiledLogits &shape,
+                                   int64_t ignoreIndex, RowReduce reduce,
+                                   float lossGrad, float *tile, float *out);
 
 //===----------------------------------------------------------------------===//
 // Optimizer

@@ -80,6 +80,9 @@ KernelEntry kernelOf(Opcode opcode) {
   case CROSS_ENTROPY:
   case CROSS_ENTROPY_GRAD:
     return {runCrossEntropyFamily, /*bf16=*/true};
+  case LINEAR_CROSS_ENTROPY:
+  case LINEAR_CROSS_ENTROPY_GRAD:
+    return {cuda::runLinearCrossEntropy, /*bf16=*/true};
   case GLOBAL_NORM:
   case SUM_SQUARES:
     return {runSquares};
@@ -122,6 +125,12 @@ public:
   std::string memoryReport() const override;
 
 private:
+  /// `bytes` of zeroed device memory of the backend's own, for `what`.
+  llvm::Error allocate(size_t bytes, const llvm::Twine &what, void *&pointer);
+  /// Memory for the values `entry` computes for the host to read, at the
+  /// first run that computes them: a training run never holds the forward
+  /// pass's logits.
+  llvm::Error holdHostReadValues(const EntryPoint &entry);
   llvm::Error runKernel(const KernelEntry &kernel,
                         const Instruction &instruction);
   llvm::Error runInstructions(const EntryPoint &entry);
@@ -178,22 +187,10 @@ llvm::Error CudaBackend::initialise() {
           checkCuda(cudaMalloc(&device.errors, sizeof(int)), "cudaMalloc"))
     return error;
   cudaMemset(device.errors, 0, sizeof(int));
-  // The memory plan's values share one arena; the rest have their own.
+  // The memory plan's values share one arena; the rest have their own
+  // (the host-read values' from the first run that computes them).
   const Executable &executable = host.executable();
   const MemoryPlan &plan = host.plan();
-  auto allocate = [&](size_t bytes, const llvm::Twine &what,
-                      void *&pointer) -> llvm::Error {
-    if (auto error = checkCuda(cudaMalloc(&pointer, std::max<size_t>(bytes, 1)),
-                               "cudaMalloc"))
-      return llvm::createStringError(
-          llvm::inconvertibleErrorCode(),
-          "cannot hold " + what + " (" + std::to_string(bytes) +
-              " bytes) on the GPU: " + llvm::toString(std::move(error)));
-    owned.push_back(pointer);
-    plannedBytes += bytes;
-    device.allocated(bytes);
-    return checkCuda(cudaMemset(pointer, 0, bytes), "cudaMemset");
-  };
   void *arena = nullptr;
   if (plan.arenaBytes)
     if (auto error = allocate(plan.arenaBytes, "the computed values", arena))
@@ -203,6 +200,8 @@ llvm::Error CudaBackend::initialise() {
     void *pointer = nullptr;
     if (offset >= 0)
       pointer = static_cast<char *>(arena) + offset;
+    else if (executable.buffers(id).host_read())
+      pointer = nullptr;
     else if (auto error = allocate(executable.buffers(id).size_bytes(),
                                    "buffer " + std::to_string(id), pointer))
       return error;
@@ -219,6 +218,33 @@ llvm::Error CudaBackend::initialise() {
     device.makeNccl = [this] {
       return NcclComm::create(*comm, host.executable().meshes(0));
     };
+  return llvm::Error::success();
+}
+
+llvm::Error CudaBackend::allocate(size_t bytes, const llvm::Twine &what,
+                                  void *&pointer) {
+  if (auto error = checkCuda(cudaMalloc(&pointer, std::max<size_t>(bytes, 1)),
+                             "cudaMalloc"))
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "cannot hold " + what + " (" + std::to_string(bytes) +
+            " bytes) on the GPU: " + llvm::toString(std::move(error)));
+  owned.push_back(pointer);
+  plannedBytes += bytes;
+  device.allocated(bytes);
+  return checkCuda(cudaMemset(pointer, 0, bytes), "cudaMemset");
+}
+
+llvm::Error CudaBackend::holdHostReadValues(const EntryPoint &entry) {
+  const Executable &executable = host.executable();
+  for (const Instruction &instruction : entry.instructions())
+    for (int id : instruction.results())
+      if (!memory[id] && executable.buffers(id).host_read())
+        if (auto error = allocate(executable.buffers(id).size_bytes(),
+                                  "the values " + entry.name() +
+                                      " computes for the host to read",
+                                  memory[id]))
+          return error;
   return llvm::Error::success();
 }
 
@@ -396,6 +422,8 @@ llvm::Error CudaBackend::run(const EntryPoint &entry,
   const Executable &executable = host.executable();
   // Every run ends with the GPU idle, so its first event runs at once.
   double hostStart = profiler ? profiler->now() : 0;
+  if (auto error = holdHostReadValues(entry))
+    return error;
   if (auto error = device.timeline.restart(profiler != nullptr, device.stream))
     return error;
   if (auto error = runInstructions(entry)) {
@@ -464,6 +492,10 @@ llvm::Error CudaBackend::download(llvm::ArrayRef<int> ids) {
   for (int id : ids)
     if (host.info(id).size_bytes() == 0)
       continue;
+    else if (!memory[id]) // a host-read value no run has computed yet
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "buffer " + std::to_string(id) +
+                                         " was never computed");
     else if (auto error =
             checkCuda(cudaMemcpyAsync(host.data(id), memory[id],
                                       host.info(id).size_bytes(),

@@ -2,7 +2,8 @@
 //
 // The loss and its gradient over this rank's block of the vocab: row
 // statistics all-reduced over the axis that splits it between kernels
-// (CudaCrossEntropyKernels.cu).
+// (CudaCrossEntropyKernels.cu). linear_cross_entropy runs the same kernels
+// on one tile of logits at a time, formed by a GEMM (TiledLogits.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,6 +35,33 @@ llvm::Error reduceRows(const InstructionView &in, Device &device, double *rows,
   });
 }
 
+/// Each row's max and sum of exp(logit - max) over every rank's block, and
+/// the label's logit (not yet reduced), into `max`, `sum` and `target`.
+llvm::Error rowStats(const InstructionView &in, Device &device,
+                     const void *logits, const int32_t *labels, int64_t rows,
+                     VocabBlock block, double *max, double *sum,
+                     double *target) {
+  bool bf16 = in.floatType() == BF16;
+  int64_t ignore = in->cross_entropy().ignore_index();
+  cuda::softmaxMaxAndTarget(logits, labels, rows, block, ignore, max, target,
+                            device.errors, bf16, device.stream);
+  if (auto error = reduceRows(in, device, max, rows, true))
+    return error;
+  cuda::softmaxSum(logits, rows, block, max, sum, bf16, device.stream);
+  return reduceRows(in, device, sum, rows, false);
+}
+
+/// Device scratch for three fp64 statistics of `rows` rows.
+llvm::Expected<std::array<double *, 3>> statsSpace(Device &device,
+                                                   int64_t rows) {
+  llvm::Expected<void *> space =
+      device.scratchSpace(0, 3 * std::max<int64_t>(rows, 1) * sizeof(double));
+  if (!space)
+    return space.takeError();
+  auto *max = static_cast<double *>(*space);
+  return std::array<double *, 3>{max, max + rows, max + 2 * rows};
+}
+
 } // namespace
 
 /// cross_entropy (logits, labels) -> (loss, count) and cross_entropy_grad
@@ -56,20 +84,14 @@ llvm::Error cuda::runCrossEntropyFamily(const InstructionView &in,
   if (!block)
     return block.takeError();
   int64_t ignore = in->cross_entropy().ignore_index();
-  llvm::Expected<void *> space =
-      device.scratchSpace(0, 3 * std::max<int64_t>(rows, 1) * sizeof(double));
-  if (!space)
-    return space.takeError();
-  double *max = static_cast<double *>(*space), *sum = max + rows,
-         *target = sum + rows;
+  llvm::Expected<std::array<double *, 3>> stats = statsSpace(device, rows);
+  if (!stats)
+    return stats.takeError();
+  auto [max, sum, target] = *stats;
   const void *logits = in.data<void>(0);
   const int32_t *labels = in.data<int32_t>(1);
-  cuda::softmaxMaxAndTarget(logits, labels, rows, *block, ignore, max, target,
-                            device.errors, bf16, device.stream);
-  if (auto error = reduceRows(in, device, max, rows, true))
-    return error;
-  cuda::softmaxSum(logits, rows, *block, max, sum, bf16, device.stream);
-  if (auto error = reduceRows(in, device, sum, rows, false))
+  if (auto error =
+          rowStats(in, device, logits, labels, rows, *block, max, sum, target))
     return error;
   if (grad) {
     cuda::crossEntropyGrad(logits, labels, rows, *block, ignore, max, sum,
@@ -81,5 +103,60 @@ llvm::Error cuda::runCrossEntropyFamily(const InstructionView &in,
     return error;
   cuda::crossEntropyLoss(labels, rows, ignore, max, sum, target,
                          in.data<float>(2), in.data<int64_t>(3), device.stream);
+  return llvm::Error::success();
+}
+
+/// linear_cross_entropy (input, weight, labels) -> (loss, count, tile) and
+/// its gradient (input, weight, labels, loss grad) -> (grad, tile): per
+/// tile of rows, the logits' GEMM into the tile and the loss kernels on it;
+/// the gradient's tile becomes the logits' gradient in place and is
+/// multiplied out. Per row the statistics are the untiled op's.
+llvm::Error cuda::runLinearCrossEntropy(const InstructionView &in,
+                                        Device &device) {
+  llvm::Expected<TiledLogits> shape = tiledLogits(in);
+  if (!shape)
+    return shape.takeError();
+  bool grad = in.opcode() == LINEAR_CROSS_ENTROPY_GRAD;
+  DType type = in.floatType();
+  bool bf16 = type == BF16;
+  int64_t rows = shape->rows, ignore = in->cross_entropy().ignore_index();
+  llvm::Expected<std::array<double *, 3>> stats = statsSpace(device, rows);
+  if (!stats)
+    return stats.takeError();
+  auto [max, sum, target] = *stats;
+  const void *input = in.data<void>(0), *weight = in.data<void>(1);
+  const int32_t *labels = in.data<int32_t>(2);
+  void *tile = in.data<void>(5), *out = grad ? in.data<void>(4) : nullptr;
+  if (grad && shape->wrtWeight && rows == 0)
+    return checkCuda(cudaMemsetAsync(out, 0,
+                                     in.count(4) * bytesPerElement(type),
+                                     device.stream),
+                     "cudaMemsetAsync");
+  for (int64_t first = 0; first < rows; first += shape->tileRows) {
+    int64_t count = std::min(shape->tileRows, rows - first);
+    if (auto error = gemm(
+            device, shape->logits(input, weight, tile, first, count), type))
+      return in.fail(llvm::toString(std::move(error)));
+    if (auto error =
+            rowStats(in, device, tile, labels + first, count, shape->block,
+                     max + first, sum + first, target + first))
+      return error;
+    if (!grad)
+      continue;
+    cuda::crossEntropyGrad(tile, labels + first, count, shape->block, ignore,
+                           max + first, sum + first, in.data<float>(3), tile,
+                           bf16, device.stream);
+    RowMajorGemm product =
+        shape->wrtWeight ? shape->weightGrad(tile, input, out, first, count)
+                         : shape->inputGrad(tile, weight, out, first, count);
+    if (auto error = gemm(device, product, type))
+      return in.fail(llvm::toString(std::move(error)));
+  }
+  if (grad)
+    return llvm::Error::success();
+  if (auto error = reduceRows(in, device, target, rows, false))
+    return error;
+  cuda::crossEntropyLoss(labels, rows, ignore, max, sum, target,
+                         in.data<float>(3), in.data<int64_t>(4), device.stream);
   return llvm::Error::success();
 }

@@ -95,25 +95,11 @@ llvm::Expected<cublasLtMatmulAlgo_t> chooseAlgorithm(Device &device,
 
 } // namespace
 
-llvm::Error cuda::runMatmul(const InstructionView &in, Device &device) {
-  llvm::Expected<MatmulShape> shape = matmulShape(in);
-  if (!shape)
-    return shape.takeError();
-  void *result = in.data<void>(shape->result);
-  size_t resultBytes = in.count(shape->result) * bytesPerElement(in.dtype(0));
-  if (resultBytes == 0)
-    return llvm::Error::success();
-  if (shape->k == 0) // an empty sum: the addend, or zeros
-    return checkCuda(
-        shape->hasAddend
-            ? cudaMemcpyAsync(result, in.data<void>(2), resultBytes,
-                              cudaMemcpyDeviceToDevice, device.stream)
-            : cudaMemsetAsync(result, 0, resultBytes, device.stream),
-        "cudaMemcpyAsync");
-  ColumnMajorGemm g = toColumnMajor(
-      matmulGemm(*shape, in.data<void>(0), in.data<void>(1), result));
+llvm::Error cuda::gemm(Device &device, const RowMajorGemm &rowMajor, DType type,
+                       const void *addend) {
+  ColumnMajorGemm g = toColumnMajor(rowMajor);
   std::array<StoredMatrix, 3> stored = storedMatrices(g);
-  cudaDataType type = in.dtype(0) == BF16 ? CUDA_R_16BF : CUDA_R_32F;
+  cudaDataType dataType = type == BF16 ? CUDA_R_16BF : CUDA_R_32F;
 
   LtCall call;
   if (auto error = checkBlas(
@@ -132,10 +118,10 @@ llvm::Error cuda::runMatmul(const InstructionView &in, Device &device) {
   for (auto [made, matrix] :
        {std::pair(&call.a, stored[0]), std::pair(&call.b, stored[1]),
         std::pair(&call.c, stored[2])})
-    if (auto error = layout(*made, type, matrix))
+    if (auto error = layout(*made, dataType, matrix))
       return error;
 
-  std::vector<int64_t> key = {type, g.transA, g.transB, g.m, g.n, g.k};
+  std::vector<int64_t> key = {dataType, g.transA, g.transB, g.m, g.n, g.k};
   for (const StoredMatrix &matrix : stored)
     key.insert(key.end(), {matrix.rows, matrix.columns, matrix.ld, matrix.batch,
                            matrix.stride});
@@ -144,15 +130,39 @@ llvm::Error cuda::runMatmul(const InstructionView &in, Device &device) {
     llvm::Expected<cublasLtMatmulAlgo_t> algorithm =
         chooseAlgorithm(device, call);
     if (!algorithm)
-      return in.fail(llvm::toString(algorithm.takeError()));
+      return algorithm.takeError();
     found = device.matmulAlgorithms.emplace(key, *algorithm).first;
   }
-  float alpha = float(shape->alpha), beta = shape->hasAddend ? 1.0f : 0.0f;
-  const void *addend = shape->hasAddend ? in.data<void>(2) : result;
+  float alpha = rowMajor.alpha, beta = rowMajor.accumulate ? 1.0f : 0.0f;
+  if (!addend)
+    addend = g.c;
   return checkBlas(cublasLtMatmul(device.lt, call.desc, &alpha, g.a, call.a,
                                   g.b, call.b, &beta, addend, call.c, g.c,
                                   call.c, &found->second,
                                   device.matmulWorkspace,
                                   Device::kMatmulWorkspaceBytes, device.stream),
                    "cublasLtMatmul");
+}
+
+llvm::Error cuda::runMatmul(const InstructionView &in, Device &device) {
+  llvm::Expected<MatmulShape> shape = matmulShape(in);
+  if (!shape)
+    return shape.takeError();
+  void *result = in.data<void>(shape->result);
+  size_t resultBytes = in.count(shape->result) * bytesPerElement(in.dtype(0));
+  if (resultBytes == 0)
+    return llvm::Error::success();
+  if (shape->k == 0) // an empty sum: the addend, or zeros
+    return checkCuda(
+        shape->hasAddend
+            ? cudaMemcpyAsync(result, in.data<void>(2), resultBytes,
+                              cudaMemcpyDeviceToDevice, device.stream)
+            : cudaMemsetAsync(result, 0, resultBytes, device.stream),
+        "cudaMemcpyAsync");
+  if (auto error =
+          gemm(device,
+               matmulGemm(*shape, in.data<void>(0), in.data<void>(1), result),
+               in.dtype(0), shape->hasAddend ? in.data<void>(2) : nullptr))
+    return in.fail(llvm::toString(std::move(error)));
+  return llvm::Error::success();
 }

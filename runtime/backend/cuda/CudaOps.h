@@ -31,6 +31,9 @@ llvm::Error runConstant(const InstructionView &in, Device &device);
 /// cross_entropy and cross_entropy_grad, vocab-parallel
 /// (CudaCrossEntropy.cpp).
 llvm::Error runCrossEntropyFamily(const InstructionView &in, Device &device);
+/// linear_cross_entropy and its gradient: the same kernels on one tile of
+/// logits at a time, formed by gemm (CudaCrossEntropy.cpp).
+llvm::Error runLinearCrossEntropy(const InstructionView &in, Device &device);
 
 /// global_norm and sum_squares; sqrt, clip_coefficient, lr_schedule and
 /// increment; adamw (CudaOptimizer.cpp).
@@ -43,6 +46,11 @@ llvm::Error runAdamW(const InstructionView &in, Device &device);
 /// its D, so the epilogue's add reads the addend once and writes nothing
 /// more (CudaMatmul.cpp).
 llvm::Error runMatmul(const InstructionView &in, Device &device);
+/// One row-major GEMM (Gemm.h) of `type` values on cuBLASLt, on the
+/// device's stream; with `accumulate` it adds `addend` (C itself when
+/// null).
+llvm::Error gemm(Device &device, const RowMajorGemm &g, DType type,
+                 const void *addend = nullptr);
 
 /// attention and attention_grad as ChunkedAttention.h's schedule: cuBLAS
 /// GEMMs and two row kernels (CudaAttention.cpp).
