@@ -35,6 +35,9 @@ public:
       out.add_shape(size);
   }
   void setArenaBytes(int64_t bytes) { executable.set_arena_bytes(bytes); }
+  void setHostArenaBytes(int64_t bytes) {
+    executable.set_host_arena_bytes(bytes);
+  }
   Executable take() { return std::move(executable); }
 
 private:
@@ -273,6 +276,8 @@ static LogicalResult describe(Operation *op, ::twill::Instruction &out) {
         return opcode(::twill::TRANSPOSE);
       })
       .Case([&](tw::CastOp) { return opcode(::twill::CAST); })
+      .Case([&](tw::OffloadOp) { return opcode(::twill::OFFLOAD); })
+      .Case([&](tw::ReloadOp) { return opcode(::twill::RELOAD); })
       .Case([&](tw::ConstantOp op) {
         out.mutable_constant()->set_value(op.getValue().convertToDouble());
         return opcode(::twill::CONSTANT);
@@ -397,8 +402,11 @@ LogicalResult ExecutableEmitter::emitFunction(func::FuncOp function) {
         executable.mutable_buffers(*id)->set_host_read(true);
       if (auto offsets = op.getAttrOfType<DenseI64ArrayAttr>(
               mlir::twill::kArenaOffsetsAttrName);
-          offsets && offsets[index] >= 0)
+          offsets && offsets[index] >= 0) {
         executable.mutable_buffers(*id)->set_arena_offset(offsets[index]);
+        if (isa<mlir::twill::OffloadOp>(op))
+          executable.mutable_buffers(*id)->set_in_host_arena(true);
+      }
       if (globals && index < globals.size())
         recordSplit(
             cast<RankedTensorType>(cast<TypeAttr>(globals[index]).getValue()),
@@ -413,6 +421,9 @@ FailureOr<Executable> mlir::twill::emitExecutable(ModuleOp module) {
   if (auto arena =
           module->getAttrOfType<IntegerAttr>(mlir::twill::kArenaBytesAttrName))
     emitter.setArenaBytes(arena.getInt());
+  if (auto arena = module->getAttrOfType<IntegerAttr>(
+          mlir::twill::kHostArenaBytesAttrName))
+    emitter.setHostArenaBytes(arena.getInt());
   for (auto mesh : module.getOps<mlir::twill::MeshOp>())
     emitter.emitMesh(mesh);
   for (auto function : module.getOps<func::FuncOp>())

@@ -207,6 +207,30 @@ def Rematerialize : Pass<"twill-rematerialize", "mlir::ModuleOp"> {
   ];
 }
 
+def Offload : Pass<"twill-offload", "mlir::ModuleOp"> {
+  let summary = "The activations the backward reads kept in host memory in between";
+  let description = [{
+    Runs on the partitioned `@train_step`, after twill-rematerialize
+    (twillc runs it with parallel.offload_activations). Each value the
+    forward computes and the backward reads (with FULL checkpointing, each
+    layer's input; without, every activation the backward needs) is
+    copied to host memory (`twill.offload`) after its last forward reader
+    and back (`twill.reload`) right before its first backward reader,
+    which reads the copy from then on. twill-plan-memory places the
+    offloaded values in a host arena, so the device holds such a value
+    only while the forward or the backward uses it. The values are copied,
+    never changed: the losses are the same, bit for bit.
+
+    ```mlir
+    %h = twill.add %x, %y {twill.layer = 3 : i64} ...
+    %h_host = twill.offload %h {twill.layer = 3 : i64} : tensor<...>
+    ... (the rest of the forward, the loss, the backward of later layers)
+    %h_back = twill.reload %h_host {twill.layer = 3 : i64} : tensor<...>
+    %n = twill.rms_norm %h_back, ...   // the layer's recompute reads it
+    ```
+  }];
+}
+
 def Schedule : Pass<"twill-schedule", "mlir::ModuleOp"> {
   let summary = "Collectives in flight while compute runs: start early, wait late";
   let description = [{

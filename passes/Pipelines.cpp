@@ -33,6 +33,8 @@ void mlir::twill::buildCompilePipeline(OpPassManager &pm,
     pm.addPass(createRematerialize(
         {checkpointing == ::twill::ParallelConfig::SELECTIVE}));
   pm.addPass(createFuseEpilogues());
+  if (job.parallel().offload_activations())
+    pm.addPass(createOffload());
   if (until == Stage::Partitioned)
     return;
   if (job.parallel().overlap_communication())

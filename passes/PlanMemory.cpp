@@ -93,8 +93,14 @@ Value inFlightInput(Operation &op) {
   return wait ? wait.getHandle().getDefiningOp()->getOperand(0) : Value();
 }
 
-/// Plans one entry point in an empty arena; returns its high water mark.
-int64_t planFunction(func::FuncOp function) {
+/// The high water marks of an entry point's arenas.
+struct ArenaBytes {
+  int64_t device = 0, host = 0;
+};
+
+/// Plans one entry point in empty arenas: its values on the device, and
+/// the values it offloads (twill.offload's results) on the host.
+ArenaBytes planFunction(func::FuncOp function) {
   Block &body = function.getBody().front();
   // Values that keep memory of their own: what is returned, and what the
   // host reads after the run. (Arguments are never planned.)
@@ -111,7 +117,10 @@ int64_t planFunction(func::FuncOp function) {
       lastUse[input] = &op;
   }
   Builder builder(function.getContext());
-  Arena arena;
+  Arena arena, hostArena;
+  auto arenaOf = [&](Value value) -> Arena & {
+    return value.getDefiningOp<OffloadOp>() ? hostArena : arena;
+  };
   llvm::DenseMap<Value, int64_t> offsets;
   // The memory of each collective in flight, by handle: taken at its start
   // (it is written until the wait), its wait's result from then on.
@@ -143,7 +152,7 @@ int64_t planFunction(func::FuncOp function) {
           offset = operand->second;
           offsets.erase(operand);
         } else {
-          offset = arena.allocate(arenaBytesOf(result));
+          offset = arenaOf(result).allocate(arenaBytesOf(result));
         }
         offsets[result] = offset;
       }
@@ -153,7 +162,7 @@ int64_t planFunction(func::FuncOp function) {
     auto release = [&](Value value) {
       auto found = offsets.find(value); // once, if an op reads it twice
       if (found != offsets.end()) {
-        arena.release(found->second, arenaBytesOf(value));
+        arenaOf(value).release(found->second, arenaBytesOf(value));
         offsets.erase(found);
       }
     };
@@ -167,23 +176,28 @@ int64_t planFunction(func::FuncOp function) {
       if (!lastUse.count(result)) // never read
         release(result);
   }
-  return arena.highWater();
+  return {arena.highWater(), hostArena.highWater()};
 }
 
 struct PlanMemoryPass
     : public mlir::twill::impl::PlanMemoryBase<PlanMemoryPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    int64_t arenaBytes = 0;
+    ArenaBytes most;
     for (auto function : module.getOps<func::FuncOp>()) {
       if (!function.getBody().hasOneBlock()) {
         function.emitError("twill-plan-memory needs one block per function");
         return signalPassFailure();
       }
-      arenaBytes = std::max(arenaBytes, planFunction(function));
+      ArenaBytes bytes = planFunction(function);
+      most.device = std::max(most.device, bytes.device);
+      most.host = std::max(most.host, bytes.host);
     }
-    module->setAttr(kArenaBytesAttrName,
-                    Builder(module.getContext()).getI64IntegerAttr(arenaBytes));
+    Builder builder(module.getContext());
+    module->setAttr(kArenaBytesAttrName, builder.getI64IntegerAttr(most.device));
+    if (most.host)
+      module->setAttr(kHostArenaBytesAttrName,
+                      builder.getI64IntegerAttr(most.host));
   }
 };
 

@@ -131,6 +131,8 @@ mlir::twill::reportResources(ModuleOp module, int64_t microSteps,
   // The arena twill-plan-memory laid out, when it has run.
   if (auto arena = module->getAttrOfType<IntegerAttr>(kArenaBytesAttrName))
     report.arenaBytes = arena.getInt();
+  if (auto arena = module->getAttrOfType<IntegerAttr>(kHostArenaBytesAttrName))
+    report.hostArenaBytes = arena.getInt();
   llvm::StringMap<int64_t> axisSizes;
   for (MeshOp mesh : module.getOps<MeshOp>())
     for (auto [index, axis] : llvm::enumerate(mesh.getAxes())) {
@@ -225,6 +227,10 @@ void ResourceReport::print(llvm::raw_ostream &os) const {
        << " (the memory plan)\n";
     os << "  the program needs:    " << bytesText(programBytes())
        << " (the arena, and the inputs and outputs with the rest)\n";
+    if (hostArenaBytes)
+      os << "  offloaded to host:    " << bytesText(hostArenaBytes)
+         << " (the activations the backward reads, in host memory between "
+            "the forward and the backward)\n";
     os << "  evaluating needs:     " << bytesText(evaluationBytes)
        << " more (the forward pass's logits, which the host reads; held "
           "from the first evaluation on)\n";

@@ -33,6 +33,8 @@ struct ResourceReport {
   /// Every value the entry points compute, and the arena the runtime's
   /// memory plan fits them in (set by whoever plans it; 0: not planned).
   int64_t valueBytes = 0, arenaBytes = 0;
+  /// The host arena of the offloaded activations (twill-offload).
+  int64_t hostArenaBytes = 0;
   /// The per-step inputs, and the computed values the plan leaves memory
   /// of their own: outputs, and the values only an evaluation computes for
   /// the host to read (the forward pass's logits), which a rank allocates

@@ -27,9 +27,12 @@ RankedTensorType mlir::twill::collectiveResultType(Operation *op) {
   return cast<RankedTensorType>(type);
 }
 
-/// The arena range [offset, offset + bytes) of `value`, if it has one.
+/// The device arena range [offset, offset + bytes) of `value`, if it has
+/// one (an offload's result is in the host arena).
 static std::optional<std::pair<int64_t, int64_t>>
 arenaRange(Operation *op, unsigned result, RankedTensorType type) {
+  if (isa_and_nonnull<OffloadOp>(op))
+    return std::nullopt;
   auto offsets =
       op ? op->getAttrOfType<DenseI64ArrayAttr>(kArenaOffsetsAttrName)
          : DenseI64ArrayAttr();

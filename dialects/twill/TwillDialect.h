@@ -44,6 +44,10 @@ inline constexpr llvm::StringLiteral kGlobalResultsAttrName =
 inline constexpr llvm::StringLiteral kArenaOffsetsAttrName =
     "twill.arena_offsets";
 inline constexpr llvm::StringLiteral kArenaBytesAttrName = "twill.arena_bytes";
+/// On the module: the bytes of the host arena twill-plan-memory places the
+/// offloaded values in (an offload's offsets are in it).
+inline constexpr llvm::StringLiteral kHostArenaBytesAttrName =
+    "twill.host_arena_bytes";
 } // namespace mlir::twill
 
 #endif // TWILL_DIALECTS_TWILL_TWILLDIALECT_H

@@ -185,6 +185,21 @@ LogicalResult LinearCrossEntropyOp::verify() {
                            getTile());
 }
 
+LogicalResult OffloadOp::verify() {
+  for (Operation *user : getResult().getUsers())
+    if (!isa<ReloadOp>(user))
+      return emitOpError("result lives in host memory: only twill.reload "
+                         "may read it, not ")
+             << user->getName();
+  return success();
+}
+
+LogicalResult ReloadOp::verify() {
+  if (!getInput().getDefiningOp<OffloadOp>())
+    return emitOpError("reads what a twill.offload made");
+  return success();
+}
+
 LogicalResult ReshapeOp::verify() {
   if (failed(expectSameElementType(*this, {getInput(), getResult()})))
     return failure();

@@ -369,6 +369,38 @@ def Twill_CastOp : Twill_ComputeOp<"cast", [Pure, DeclareOpInterfaceMethods<Twil
   let hasVerifier = 1;
 }
 
+def Twill_OffloadOp : Twill_ComputeOp<"offload", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "A copy of a value in host memory";
+  let description = [{
+    twill-offload moves a value the backward reads out of device memory
+    between its last forward reader and its first backward reader:
+    `offload` copies it into the host arena (pinned memory on a GPU),
+    `reload` back into the device arena. Only reloads read an offload's
+    result.
+
+    ```mlir
+    %host = twill.offload %h : tensor<1x65536x4096xbf16>
+    %back = twill.reload %host : tensor<1x65536x4096xbf16>
+    ```
+  }];
+  let arguments = (ins AnyStaticShapeTensor:$input);
+  let results = (outs AnyStaticShapeTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Twill_ReloadOp : Twill_ComputeOp<"reload", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "An offloaded value back in device memory";
+  let description = [{
+    Copies the host-memory value an `offload` made back into the device
+    arena, for the backward to read.
+  }];
+  let arguments = (ins AnyStaticShapeTensor:$input);
+  let results = (outs AnyStaticShapeTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 include "dialects/twill/TwillGradOps.td"
 include "dialects/twill/TwillOptimizerOps.td"
 include "dialects/twill/TwillCollectiveOps.td"

@@ -129,6 +129,8 @@ ShardingRule DivOp::getShardingRule() { return elementwiseRule(*this); }
 ShardingRule SwigluOp::getShardingRule() { return elementwiseRule(*this); }
 ShardingRule ScaleOp::getShardingRule() { return elementwiseRule(*this); }
 ShardingRule CastOp::getShardingRule() { return elementwiseRule(*this); }
+ShardingRule OffloadOp::getShardingRule() { return elementwiseRule(*this); }
+ShardingRule ReloadOp::getShardingRule() { return elementwiseRule(*this); }
 ShardingRule SwigluGradOp::getShardingRule() { return elementwiseRule(*this); }
 
 ShardingRule CrossEntropyOp::getShardingRule() {

@@ -172,9 +172,12 @@ BufferSet::BufferSet(const Executable &executable)
 
 std::byte *BufferSet::data(int id) {
   if (memoryPlan.offsets[id] >= 0) {
-    if (arena.empty())
-      arena.resize(memoryPlan.arenaBytes);
-    return arena.data() + memoryPlan.offsets[id];
+    std::vector<std::byte> &in =
+        memoryPlan.inHostArena[id] ? hostArena : arena;
+    if (in.empty())
+      in.resize(memoryPlan.inHostArena[id] ? memoryPlan.hostArenaBytes
+                                           : memoryPlan.arenaBytes);
+    return in.data() + memoryPlan.offsets[id];
   }
   std::vector<std::byte> &bytes = storage[id];
   if (bytes.empty())

@@ -54,7 +54,7 @@ private:
   const Executable &program;
   MemoryPlan memoryPlan;
   std::vector<std::vector<std::byte>> storage;
-  std::vector<std::byte> arena;
+  std::vector<std::byte> arena, hostArena;
 };
 
 } // namespace twill

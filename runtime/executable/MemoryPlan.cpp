@@ -13,9 +13,11 @@ using namespace twill;
 MemoryPlan twill::memoryPlanOf(const Executable &executable) {
   MemoryPlan plan;
   plan.arenaBytes = executable.arena_bytes();
+  plan.hostArenaBytes = executable.host_arena_bytes();
   for (const Buffer &buffer : executable.buffers()) {
     int64_t offset = buffer.has_arena_offset() ? buffer.arena_offset() : -1;
     plan.offsets.push_back(offset);
+    plan.inHostArena.push_back(buffer.in_host_arena());
     (offset >= 0          ? plan.unsharedBytes
      : buffer.host_read() ? plan.hostReadBytes
                           : plan.ownBytes) += buffer.size_bytes();
@@ -31,23 +33,35 @@ static llvm::Error badPlan(const llvm::Twine &what) {
 llvm::Error twill::checkMemoryPlan(const Executable &executable) {
   constexpr int64_t kAlignment = 64;
   int64_t arena = executable.arena_bytes();
+  int64_t hostArena = executable.host_arena_bytes();
   int numBuffers = executable.buffers_size();
-  if (arena < 0)
-    return badPlan("the arena has a negative size");
+  if (arena < 0 || hostArena < 0)
+    return badPlan("an arena has a negative size");
   auto planned = [&](int id) {
     return executable.buffers(id).has_arena_offset();
   };
+  // The two arenas, one after the other: a planned value's address.
+  auto address = [&](int id) {
+    const Buffer &buffer = executable.buffers(id);
+    return buffer.arena_offset() + (buffer.in_host_arena() ? arena : 0);
+  };
   for (int id = 0; id < numBuffers; ++id) {
     const Buffer &buffer = executable.buffers(id);
+    if (buffer.in_host_arena() && !planned(id))
+      return badPlan(llvm::formatv("buffer {0} is in the host arena "
+                                   "without an offset",
+                                   id));
     if (!planned(id))
       continue;
     int64_t offset = buffer.arena_offset();
+    int64_t bytes = buffer.in_host_arena() ? hostArena : arena;
     if (offset < 0 || offset % kAlignment != 0 ||
-        offset > arena - buffer.size_bytes())
+        offset > bytes - buffer.size_bytes())
       return badPlan(llvm::formatv(
           "buffer {0} ({1} bytes) at offset {2} is not aligned inside the "
-          "{3}-byte arena",
-          id, buffer.size_bytes(), offset, arena));
+          "{3}-byte {4}arena",
+          id, buffer.size_bytes(), offset, bytes,
+          buffer.in_host_arena() ? "host " : ""));
     if (buffer.host_read())
       return badPlan(llvm::formatv("buffer {0} is read by the host after a "
                                    "run, and the arena would overwrite it",
@@ -75,8 +89,30 @@ llvm::Error twill::checkMemoryPlan(const Executable &executable) {
       if (auto error = mustPersist(output, "an output"))
         return error;
 
+  // Only an offload writes the host arena and only a reload reads it: no
+  // kernel sees host memory.
+  for (const EntryPoint &entry : executable.entry_points())
+    for (const Instruction &instruction : entry.instructions()) {
+      auto inHost = [&](int id) {
+        return id >= 0 && id < numBuffers &&
+               executable.buffers(id).in_host_arena();
+      };
+      bool offload = instruction.opcode() == OFFLOAD,
+           reload = instruction.opcode() == RELOAD;
+      for (int id : instruction.results())
+        if (inHost(id) && !offload)
+          return badPlan(llvm::formatv(
+              "{0}: buffer {1} is in the host arena, and {2} writes it",
+              entry.name(), id, opcodeName(instruction.opcode())));
+      for (int id : instruction.operands())
+        if (inHost(id) && !reload)
+          return badPlan(llvm::formatv(
+              "{0}: buffer {1} is in the host arena, and {2} reads it",
+              entry.name(), id, opcodeName(instruction.opcode())));
+    }
+
   // No two values live at once overlap: each entry point in program order,
-  // with the planned values alive, by offset.
+  // with the planned values alive, by address.
   for (const EntryPoint &entry : executable.entry_points()) {
     // A collective in flight reads its input until its wait.
     llvm::Expected<std::vector<int>> partner = pairStartsWithWaits(entry);
@@ -92,7 +128,7 @@ llvm::Error twill::checkMemoryPlan(const Executable &executable) {
     }
     std::map<int64_t, std::pair<int64_t, int>> live; // start -> (end, id)
     auto release = [&](int id) {
-      auto found = live.find(executable.buffers(id).arena_offset());
+      auto found = live.find(address(id));
       if (found != live.end() && found->second.second == id)
         live.erase(found);
     };
@@ -106,8 +142,7 @@ llvm::Error twill::checkMemoryPlan(const Executable &executable) {
         if (lastUse[addend] == index && planned(addend) && planned(result) &&
             addend != instruction.operands(0) &&
             addend != instruction.operands(1) &&
-            executable.buffers(addend).arena_offset() ==
-                executable.buffers(result).arena_offset() &&
+            address(addend) == address(result) &&
             executable.buffers(addend).size_bytes() ==
                 executable.buffers(result).size_bytes())
           release(addend);
@@ -115,7 +150,7 @@ llvm::Error twill::checkMemoryPlan(const Executable &executable) {
       for (int id : instruction.results()) {
         if (!planned(id) || executable.buffers(id).size_bytes() == 0)
           continue;
-        int64_t start = executable.buffers(id).arena_offset();
+        int64_t start = address(id);
         int64_t end = start + executable.buffers(id).size_bytes();
         auto next = live.lower_bound(start);
         int other = -1;

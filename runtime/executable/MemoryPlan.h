@@ -22,9 +22,14 @@
 namespace twill {
 
 struct MemoryPlan {
-  /// Per buffer: its offset in the arena, or -1 for memory of its own.
+  /// Per buffer: its offset in the arena (the host arena where
+  /// `inHostArena`), or -1 for memory of its own.
   std::vector<int64_t> offsets;
+  std::vector<bool> inHostArena;
   int64_t arenaBytes = 0;
+  /// The arena in host memory the offloaded values share (OFFLOAD's
+  /// results; only RELOADs read them).
+  int64_t hostArenaBytes = 0;
   /// What the arena's values would take each with memory of its own.
   int64_t unsharedBytes = 0;
   /// The buffers with memory of their own (parameters, states, inputs,
@@ -42,8 +47,9 @@ MemoryPlan memoryPlanOf(const Executable &executable);
 
 /// Fails unless the plan is sound: every planned buffer is a value an
 /// instruction computes (no parameter, state, input, output or host-read
-/// value), starts on a 64-byte boundary and ends inside the arena, and no
-/// two values live at once overlap (a matmul's result may lie exactly over
+/// value), starts on a 64-byte boundary and ends inside its arena, only
+/// offloads write the host arena and only reloads read it, and no two
+/// values live at once overlap (a matmul's result may lie exactly over
 /// the addend it reads for the last time: it computes in place). A
 /// collective in flight holds its input and its result from its start to
 /// its wait.

@@ -79,6 +79,8 @@ Instruction::AttributesCase twill::attributesOf(Opcode opcode) {
   case SQRT:
   case INCREMENT:
   case WAIT:
+  case OFFLOAD:
+  case RELOAD:
     return Instruction::ATTRIBUTES_NOT_SET;
   }
   return Instruction::ATTRIBUTES_NOT_SET;

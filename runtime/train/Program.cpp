@@ -164,7 +164,9 @@ static std::optional<int64_t> availableHostBytes() {
 llvm::Error Program::checkHostMemory() const {
   const MemoryPlan &plan = memory->plan();
   bool hostComputes = backend->name() == "cpu";
-  int64_t needed = plan.ownBytes + (hostComputes ? plan.arenaBytes : 0);
+  // The offloaded activations' arena is in host memory on every backend.
+  int64_t needed = plan.ownBytes + plan.hostArenaBytes +
+                   (hostComputes ? plan.arenaBytes : 0);
   std::optional<int64_t> available = availableHostBytes();
   if (!available || needed <= *available)
     return llvm::Error::success();
@@ -172,11 +174,12 @@ llvm::Error Program::checkHostMemory() const {
   return llvm::createStringError(
       llvm::inconvertibleErrorCode(),
       llvm::formatv("the program needs {0:f2} GiB of host memory ({1:f2} GiB "
-                    "of parameters, state and inputs{2}), and this machine "
+                    "of parameters, state, inputs and offloaded "
+                    "activations{2}), and this machine "
                     "has {3:f2} GiB available: lower train.seq_len or "
                     "train.batch_size, turn on "
                     "parallel.activation_checkpointing, or use more ranks",
-                    needed / GiB, plan.ownBytes / GiB,
+                    needed / GiB, (plan.ownBytes + plan.hostArenaBytes) / GiB,
                     hostComputes ? llvm::formatv(", a {0:f2} GiB arena of "
                                                  "computed values",
                                                  plan.arenaBytes / GiB)

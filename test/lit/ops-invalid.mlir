@@ -209,6 +209,23 @@ func.func @linear_cross_entropy_grad_wrt(%h: tensor<2x8x64xf32>, %w: tensor<512x
 
 // -----
 
+func.func @offload_read_by_a_kernel(%h: tensor<2x8xf32>) {
+  // expected-error @+1 {{result lives in host memory: only twill.reload may read it, not twill.add}}
+  %host = twill.offload %h : tensor<2x8xf32>
+  %0 = twill.add %host, %h : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @reload_of_a_device_value(%h: tensor<2x8xf32>) {
+  // expected-error @+1 {{reads what a twill.offload made}}
+  %0 = twill.reload %h : tensor<2x8xf32>
+  return
+}
+
+// -----
+
 func.func @cross_entropy_labels(%logits: tensor<2x8x512xf32>, %labels: tensor<2x7xi32>) {
   // expected-error @+1 {{labels must have shape [2, 8], got [2, 7]}}
   %loss, %count = twill.cross_entropy %logits, %labels : (tensor<2x8x512xf32>, tensor<2x7xi32>) -> (tensor<f32>, tensor<i64>)

@@ -92,3 +92,12 @@ func.func @linear_cross_entropy(%h: tensor<2x8x64xf32>, %w: tensor<512x64xf32>, 
   %dw, %t2 = twill.linear_cross_entropy_grad %h, %w, %labels, %g {wrt_weight} : (tensor<2x8x64xf32>, tensor<512x64xf32>, tensor<2x8xi32>, tensor<f32>) -> (tensor<512x64xf32>, tensor<5x512xf32>)
   return %loss, %dh, %dw : tensor<f32>, tensor<2x8x64xf32>, tensor<512x64xf32>
 }
+
+// CHECK-LABEL: func.func @offload
+func.func @offload(%h: tensor<2x8x64xbf16>) -> tensor<2x8x64xbf16> {
+  // CHECK: %[[HOST:.*]] = twill.offload %{{.*}} : tensor<2x8x64xbf16>
+  // CHECK-NEXT: twill.reload %[[HOST]] : tensor<2x8x64xbf16>
+  %host = twill.offload %h : tensor<2x8x64xbf16>
+  %back = twill.reload %host : tensor<2x8x64xbf16>
+  return %back : tensor<2x8x64xbf16>
+}

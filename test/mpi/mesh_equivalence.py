@@ -31,7 +31,8 @@ vocab-parallel table for the embedding and lm_head), no sequence
 parallelism (tp partial sums all-reduced, not scattered), and tp=3 (no head
 count or MLP size divides by it); bf16 (train.precision=BF16), whose 1x1
 losses must also be within 1e-2 of fp32's; full and selective
-activation checkpointing, whose 1x1 losses must equal those without it, bit
+activation checkpointing, and full checkpointing with the kept layer inputs
+offloaded to host memory, whose 1x1 losses must equal those without it, bit
 for bit; and the tiled loss (linear_cross_entropy, tiles of 7 of the 90
 tokens; lm_head not adapted, so that its logits are one product), whose
 1x1 losses must be within 1e-6 relative of the whole logits' and its
@@ -83,6 +84,11 @@ VARIANTS = {
     "selective checkpointing": (
         ["parallel.activation_checkpointing=SELECTIVE"], [(2, 2), (1, 4)],
         TOLERANCE),
+    # What the backward reads (each layer's input) kept in host memory
+    # between the forward and the backward.
+    "offloaded checkpoints": (
+        ["parallel.activation_checkpointing=FULL",
+         "parallel.offload_activations=true"], [(2, 2), (1, 4)], TOLERANCE),
     # The loss formed 7 tokens at a time (the last tile of 6).
     "tiled loss": (
         ["lora.target_modules=q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,"
@@ -215,7 +221,7 @@ def main():
                                 f"untiled, adapter within {worst:.1e}")
             print(f"tiled loss, 1x1: losses within {worst_loss:.1e}, adapter "
                   f"within {worst:.1e} of the whole logits'")
-        if variant.endswith("checkpointing") and alone != reference_losses:
+        if "checkpoint" in variant and alone != reference_losses:
             # Recomputing is computing the same values again: bit-identical.
             failures.append(f"{variant} 1x1: losses {alone} vs "
                             f"{reference_losses} without it")

@@ -221,3 +221,48 @@ TEST(MemoryPlan, WhatOutlivesARunKeepsItsMemory) {
 }
 
 } // namespace
+
+namespace {
+
+/// The chain with v2 offloaded: instruction 2 (v2 -> v3) becomes an
+/// OFFLOAD into the host arena and instruction 3 a RELOAD back.
+Executable offloadedChain() {
+  Executable executable = chain();
+  executable.set_host_arena_bytes(1024);
+  Buffer &host = *executable.mutable_buffers(3);
+  host.set_in_host_arena(true);
+  host.set_arena_offset(0);
+  EntryPoint &entry = *executable.mutable_entry_points(0);
+  entry.mutable_instructions(2)->set_opcode(OFFLOAD);
+  entry.mutable_instructions(2)->clear_scale();
+  entry.mutable_instructions(3)->set_opcode(RELOAD);
+  entry.mutable_instructions(3)->clear_scale();
+  return executable;
+}
+
+TEST(MemoryPlan, OnlyOffloadsWriteAndReloadsReadTheHostArena) {
+  Executable executable = offloadedChain();
+  EXPECT_FALSE(checkMemoryPlan(executable));
+  MemoryPlan plan = memoryPlanOf(executable);
+  EXPECT_EQ(plan.hostArenaBytes, 1024);
+  EXPECT_TRUE(plan.inHostArena[3]);
+  // Host offset 0 is not device offset 0 (v1, alive throughout).
+  BufferSet buffers(executable);
+  EXPECT_NE(buffers.data(3), buffers.data(1));
+
+  Executable scaled = offloadedChain();
+  scaled.mutable_entry_points(0)->mutable_instructions(3)->set_opcode(SCALE);
+  scaled.mutable_entry_points(0)
+      ->mutable_instructions(3)
+      ->mutable_scale()
+      ->set_factor(2);
+  EXPECT_THAT(problemOf(scaled),
+              HasSubstr("buffer 3 is in the host arena, and scale reads it"));
+
+  Executable outside = offloadedChain();
+  outside.set_host_arena_bytes(512);
+  EXPECT_THAT(problemOf(outside),
+              HasSubstr("is not aligned inside the 512-byte host arena"));
+}
+
+} // namespace

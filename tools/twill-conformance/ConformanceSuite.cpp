@@ -442,6 +442,14 @@ void layoutCases(Suite &suite) {
     reshape.in({3, 7, 45});
     reshape.out({21, 45});
     reshape.add();
+    // Copies (here between buffers of their own; a program's offloads
+    // write its host arena).
+    for (Opcode transfer : {OFFLOAD, RELOAD}) {
+      CaseBuilder c(suite, transfer, type, kExact);
+      c.in({3, 7, 45});
+      c.out({3, 7, 45});
+      c.add();
+    }
     for (auto [shape, permutation] :
          {std::pair(Shape{2, 5, 3, 7}, Shape{0, 2, 1, 3}),
           std::pair(Shape{3, 5, 7}, Shape{2, 0, 1})}) {

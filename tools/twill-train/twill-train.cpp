@@ -372,10 +372,15 @@ static int runJob(Executable executable) {
       "memory: {0:f1} MiB of computed values share a "
       "{1:f1} MiB arena; with the rest the program "
       "needs {2:f1} MiB ({3} B), and an evaluation "
-      "{4} B more for the logits\n",
+      "{4} B more for the logits{5}\n",
       plan.unsharedBytes / 1048576.0, plan.arenaBytes / 1048576.0,
       (plan.arenaBytes + plan.ownBytes) / 1048576.0,
-      plan.arenaBytes + plan.ownBytes, plan.hostReadBytes);
+      plan.arenaBytes + plan.ownBytes, plan.hostReadBytes,
+      plan.hostArenaBytes ? llvm::formatv("; {0} B of host memory hold the "
+                                          "offloaded activations",
+                                          plan.hostArenaBytes)
+                                .str()
+                          : std::string());
   if (llvm::Error error = program.useBackend(backendName))
     return fail(std::move(error));
   if (llvm::Error error = program.checkHostMemory())

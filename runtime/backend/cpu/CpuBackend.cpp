@@ -12,6 +12,8 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <omp.h>
+
+#include <cstring>
 #include <sched.h>
 #include <unistd.h>
 
@@ -151,6 +153,16 @@ llvm::Error runLinearCrossEntropy(const InstructionView &in) {
   return cpu::linearCrossEntropy(input, weight, labels, *shape, ignore,
                                  rowReduce(in), in.data<float>(5),
                                  in.data<float>(3), in.data<int64_t>(4));
+}
+
+/// offload and reload: the value copied between the arenas, as it is.
+llvm::Error runTransfer(const InstructionView &in) {
+  if (in.numOperands() != 1 || in.numResults() != 1 ||
+      in.dtype(0) != in.dtype(1) || in.count(0) != in.count(1))
+    return in.fail("copies one value into one of its dtype and size");
+  std::memcpy(in.data<std::byte>(1), in.data<std::byte>(0),
+              in.count(0) * bytesPerElement(in.dtype(0)));
+  return llvm::Error::success();
 }
 
 llvm::Error runReshape(const InstructionView &in) {
@@ -392,6 +404,9 @@ Kernel kernelOf(Opcode opcode) {
   case LINEAR_CROSS_ENTROPY:
   case LINEAR_CROSS_ENTROPY_GRAD:
     return runLinearCrossEntropy;
+  case OFFLOAD:
+  case RELOAD:
+    return runTransfer;
   case GLOBAL_NORM:
     return runSumOfSquares<true>;
   case SUM_SQUARES:

@@ -51,7 +51,9 @@ KernelEntry kernelOf(Opcode opcode) {
   case MATMUL:
     return {runMatmul, /*bf16=*/true};
   case RESHAPE:
-    return {runReshape, /*bf16=*/true};
+  case OFFLOAD:
+  case RELOAD:
+    return {runCopy, /*bf16=*/true};
   case CAST:
     return {runCast, /*bf16=*/true};
   case RMS_NORM:
@@ -147,6 +149,7 @@ private:
   Device device;
   std::vector<void *> memory; // where each buffer is
   std::vector<void *> owned;  // what was allocated
+  void *hostArena = nullptr;  // pinned, for the offloaded values
   size_t plannedBytes = 0;    // the buffers' memory, as the plan lays it out
   size_t peakDeviceUsed = 0;  // cudaMemGetInfo's total - free, at most
 };
@@ -195,11 +198,22 @@ llvm::Error CudaBackend::initialise() {
   if (plan.arenaBytes)
     if (auto error = allocate(plan.arenaBytes, "the computed values", arena))
       return error;
+  // The offloaded values' arena: pinned host memory, which the GPU copies
+  // to and from by DMA.
+  if (plan.hostArenaBytes)
+    if (auto error = checkCuda(cudaMallocHost(&hostArena, plan.hostArenaBytes),
+                               "cudaMallocHost"))
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "cannot pin " + std::to_string(plan.hostArenaBytes) +
+              " bytes of host memory for the offloaded activations: " +
+              llvm::toString(std::move(error)));
   for (int id = 0; id < executable.buffers_size(); ++id) {
     int64_t offset = plan.offsets.empty() ? -1 : plan.offsets[id];
     void *pointer = nullptr;
     if (offset >= 0)
-      pointer = static_cast<char *>(arena) + offset;
+      pointer = static_cast<char *>(plan.inHostArena[id] ? hostArena : arena) +
+                offset;
     else if (executable.buffers(id).host_read())
       pointer = nullptr;
     else if (auto error = allocate(executable.buffers(id).size_bytes(),
@@ -254,6 +268,8 @@ CudaBackend::~CudaBackend() {
   cudaDeviceSynchronize();
   for (void *pointer : owned)
     cudaFree(pointer);
+  if (hostArena)
+    cudaFreeHost(hostArena);
   for (Device::Pool *pool :
        {&device.scratch, &device.widened, &device.flightStaging})
     for (auto &[pointer, size] : *pool)

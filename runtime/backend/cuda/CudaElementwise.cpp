@@ -54,8 +54,10 @@ llvm::Error cuda::runElementwise(const InstructionView &in, Device &device) {
   return llvm::Error::success();
 }
 
-/// reshape: the same bytes, whatever their dtype.
-llvm::Error cuda::runReshape(const InstructionView &in, Device &device) {
+/// reshape, offload and reload: the same bytes, whatever their dtype, in
+/// device memory or between it and the host arena (pinned: the copy is
+/// the GPU's DMA, in stream order).
+llvm::Error cuda::runCopy(const InstructionView &in, Device &device) {
   if (in.numOperands() != 1 || in.numResults() != 1 ||
       in.dtype(0) != in.dtype(1))
     return in.fail("expects one value and a result of its dtype");
@@ -63,7 +65,7 @@ llvm::Error cuda::runReshape(const InstructionView &in, Device &device) {
     return error;
   return checkCuda(cudaMemcpyAsync(in.data<void>(1), in.data<void>(0),
                                    in.count(0) * bytesPerElement(in.dtype(0)),
-                                   cudaMemcpyDeviceToDevice, device.stream),
+                                   cudaMemcpyDefault, device.stream),
                    "cudaMemcpyAsync");
 }
 

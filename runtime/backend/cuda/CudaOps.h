@@ -20,10 +20,11 @@ llvm::Error runEmbeddingGrad(const InstructionView &in, Device &device);
 llvm::Error runRmsNormFamily(const InstructionView &in, Device &device);
 llvm::Error runRope(const InstructionView &in, Device &device);
 
-/// add, mul, div, swiglu, scale, swiglu_grad; reshape, cast, transpose,
+/// add, mul, div, swiglu, scale, swiglu_grad; reshape (and offload and
+/// reload: copies), cast, transpose,
 /// constant (CudaElementwise.cpp).
 llvm::Error runElementwise(const InstructionView &in, Device &device);
-llvm::Error runReshape(const InstructionView &in, Device &device);
+llvm::Error runCopy(const InstructionView &in, Device &device);
 llvm::Error runCast(const InstructionView &in, Device &device);
 llvm::Error runTranspose(const InstructionView &in, Device &device);
 llvm::Error runConstant(const InstructionView &in, Device &device);
