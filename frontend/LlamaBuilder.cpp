@@ -7,6 +7,7 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
@@ -90,6 +91,8 @@ private:
   Value decoderLayer(Value hidden, int64_t layer);
   Value attention(Value normed, const std::string &prefix);
   Value mlp(Value normed, const std::string &prefix);
+  /// The MLP of some positions: gate and up, SwiGLU, down.
+  Value mlpTile(Value normed, const std::string &prefix);
 
   const JobConfig &job;
   const ModelConfig &model;
@@ -100,6 +103,7 @@ private:
   Block *body = nullptr;
   unsigned numParams = 0;
   SmallVector<DictionaryAttr> paramAttrs;
+  llvm::StringMap<Value> params; // by Hugging Face name
   Value positions, segments;
 };
 
@@ -108,7 +112,11 @@ private:
 Value LlamaTracer::param(const Twine &name, ArrayRef<int64_t> shape,
                          bool trainable, Split split) {
   std::string hfName = name.str();
+  // Traced again (by each tile of a tiled MLP): the same argument.
+  if (Value traced = params.lookup(hfName))
+    return traced;
   Value arg = body->insertArgument(numParams++, floatType(shape), loc(hfName));
+  params[hfName] = arg;
   SmallVector<NamedAttribute, 4> attrs{
       builder.getNamedAttr(kParamAttrName, builder.getStringAttr(hfName)),
       builder.getNamedAttr(
@@ -224,6 +232,24 @@ Value LlamaTracer::attention(Value normed, const std::string &prefix) {
 }
 
 Value LlamaTracer::mlp(Value normed, const std::string &prefix) {
+  // Tiles of parallel.mlp_tile_tokens positions (the last may be shorter),
+  // each through the whole MLP: one tile's activations live at a time.
+  int64_t tile = job.parallel().mlp_tile_tokens();
+  if (tile <= 0 || tile >= seq)
+    return mlpTile(normed, prefix);
+  SmallVector<Type> tiles;
+  for (int64_t start = 0; start < seq; start += tile)
+    tiles.push_back(
+        floatType({batch, std::min(tile, seq - start), model.hidden_size()}));
+  Location at = loc(prefix + ".mlp");
+  auto pieces = SplitOp::create(builder, at, tiles, normed, /*dim=*/1);
+  SmallVector<Value> outputs;
+  for (Value piece : pieces.getPieces())
+    outputs.push_back(mlpTile(piece, prefix));
+  return ConcatOp::create(builder, at, normed.getType(), outputs, /*dim=*/1);
+}
+
+Value LlamaTracer::mlpTile(Value normed, const std::string &prefix) {
   int64_t hidden = model.hidden_size(), inner = model.intermediate_size();
   std::string path = prefix + ".mlp";
   Split column{TensorParallelStyle::Column}, row{TensorParallelStyle::Row};

@@ -277,6 +277,14 @@ static LogicalResult describe(Operation *op, ::twill::Instruction &out) {
       })
       .Case([&](tw::CastOp) { return opcode(::twill::CAST); })
       .Case([&](tw::OffloadOp) { return opcode(::twill::OFFLOAD); })
+      .Case([&](tw::SplitOp op) {
+        out.mutable_split()->set_dim(op.getDim());
+        return opcode(::twill::SPLIT);
+      })
+      .Case([&](tw::ConcatOp op) {
+        out.mutable_split()->set_dim(op.getDim());
+        return opcode(::twill::CONCAT);
+      })
       .Case([&](tw::ReloadOp) { return opcode(::twill::RELOAD); })
       .Case([&](tw::ConstantOp op) {
         out.mutable_constant()->set_value(op.getValue().convertToDouble());

@@ -178,8 +178,11 @@ def Rematerialize : Pass<"twill-rematerialize", "mlir::ModuleOp"> {
     Runs on the partitioned `@train_step` (parallel.activation_checkpointing
     FULL). The forward ops of each layer (by their `twill.layer`, which
     the frontend states and partitioning gives the collectives it inserts
-    for a layer's ops) are cloned right before the first backward op that reads
-    one of their values, and the backward reads the clones. Only what
+    for a layer's ops) are cloned for the backward, which reads the clones:
+    each right before the first op that needs it (a backward op, or the
+    clone of another), so a recomputed value lives only from where the
+    backward first needs it (the MLP's are not held while attention's
+    backward runs). Only what
     crosses layers is kept from the forward (each layer's input, the
     residual stream), so a layer's activations live during its forward and
     its backward, not in between. Partitioning ran first, so the clones

@@ -88,8 +88,18 @@ LogicalResult rematerialize(func::FuncOp function, bool selective) {
     // Values the backward reads that are recomputed: those no forward op
     // outside the layer reads (what crosses layers is kept).
     SmallVector<OpOperand *> redirected;
-    Operation *firstUse = nullptr;
-    for (Operation *op : ops) {
+    // Each recomputed op is cloned right before the first op that needs
+    // its clone (a backward op, or the clone of a later recomputed op), so
+    // a recomputed value lives only from where the backward first needs
+    // it: the MLP's recomputed activations are not held while attention's
+    // backward runs, nor one tile's while another's runs.
+    llvm::DenseMap<Operation *, Operation *> anchor;
+    auto needAt = [&](Operation *op, Operation *at) {
+      Operation *&first = anchor[op];
+      if (!first || at->isBeforeInBlock(first))
+        first = at;
+    };
+    for (Operation *op : llvm::reverse(ops)) {
       if (!recomputed.contains(op))
         continue;
       for (Value result : op->getResults()) {
@@ -100,28 +110,25 @@ LogicalResult rematerialize(func::FuncOp function, bool selective) {
           continue;
         for (OpOperand &use : result.getUses()) {
           Operation *user = use.getOwner();
-          if (!inBackward(user))
-            continue;
-          redirected.push_back(&use);
-          if (!firstUse || user->isBeforeInBlock(firstUse))
-            firstUse = user;
+          if (inBackward(user)) {
+            redirected.push_back(&use);
+            needAt(op, user);
+          } else if (Operation *clonedUser = anchor.lookup(user)) {
+            needAt(op, clonedUser);
+          }
         }
       }
     }
-    if (!firstUse)
-      continue;
-    OpBuilder builder(firstUse);
     IRMapping mapping; // a value not recomputed is read where it is
-    SmallVector<Operation *> clones;
+    OpBuilder builder(function.getContext());
     for (Operation *op : ops)
-      if (recomputed.contains(op))
-        clones.push_back(builder.clone(*op, mapping));
+      if (Operation *at = anchor.lookup(op)) {
+        // After the clones placed at `at` before it: its operands'.
+        builder.setInsertionPoint(at);
+        builder.clone(*op, mapping);
+      }
     for (OpOperand *use : redirected)
       use->set(mapping.lookup(use->get()));
-    // Clones nothing reads (the layer's output, kept from the forward).
-    for (Operation *clone : llvm::reverse(clones))
-      if (clone->use_empty())
-        clone->erase();
   }
   return success();
 }

@@ -200,6 +200,41 @@ LogicalResult ReloadOp::verify() {
   return success();
 }
 
+/// `whole` cut along `dim` into `pieces`: the pieces' sizes there sum to
+/// the whole's, every other dim equal, one element type.
+static LogicalResult verifyPieces(Operation *op, Value whole, ValueRange pieces,
+                                  int64_t dim) {
+  ArrayRef<int64_t> shape = shapeOf(whole);
+  if (dim < 0 || dim >= (int64_t)shape.size())
+    return op->emitOpError()
+           << "dim " << dim << " is not a dim of " << shapeText(shape);
+  if (pieces.empty())
+    return op->emitOpError("needs at least one piece");
+  int64_t covered = 0;
+  for (Value piece : pieces) {
+    SmallVector<int64_t> expected(shape);
+    ArrayRef<int64_t> actual = shapeOf(piece);
+    if (actual.size() == shape.size())
+      expected[dim] = actual[dim];
+    if (failed(expectShape(op, "piece", actual, expected)) ||
+        failed(expectSameElementType(op, {whole, piece})))
+      return failure();
+    covered += actual[dim];
+  }
+  if (covered != shape[dim])
+    return op->emitOpError() << "pieces cover " << covered << " of dim " << dim
+                             << "'s " << shape[dim];
+  return success();
+}
+
+LogicalResult SplitOp::verify() {
+  return verifyPieces(*this, getInput(), getPieces(), getDim());
+}
+
+LogicalResult ConcatOp::verify() {
+  return verifyPieces(*this, getResult(), getPieces(), getDim());
+}
+
 LogicalResult ReshapeOp::verify() {
   if (failed(expectSameElementType(*this, {getInput(), getResult()})))
     return failure();

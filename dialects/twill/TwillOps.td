@@ -401,6 +401,40 @@ def Twill_ReloadOp : Twill_ComputeOp<"reload", [Pure, AllTypesMatch<["input", "r
   let hasVerifier = 1;
 }
 
+def Twill_SplitOp : Twill_ComputeOp<"split", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
+  let summary = "Consecutive pieces of a value along one dim";
+  let description = [{
+    The results, in order, cover `dim` of the input; every other dim is
+    the input's. The frontend cuts a decoder layer's MLP input into tiles
+    of the sequence, so that one tile's activations are live at a time.
+
+    ```mlir
+    %a, %b = twill.split %x {dim = 1 : i64}
+        : tensor<1x8192x4096xbf16> -> tensor<1x4096x4096xbf16>, tensor<1x4096x4096xbf16>
+    ```
+  }];
+  let arguments = (ins Twill_FloatTensor:$input, I64Attr:$dim);
+  let results = (outs Variadic<Twill_FloatTensor>:$pieces);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($pieces)";
+  let hasVerifier = 1;
+}
+
+def Twill_ConcatOp : Twill_ComputeOp<"concat", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
+  let summary = "Pieces put together along one dim";
+  let description = [{
+    The inverse of split: the pieces, in order, along `dim`.
+
+    ```mlir
+    %y = twill.concat %a, %b {dim = 1 : i64}
+        : tensor<1x4096x4096xbf16>, tensor<1x4096x4096xbf16> -> tensor<1x8192x4096xbf16>
+    ```
+  }];
+  let arguments = (ins Variadic<Twill_FloatTensor>:$pieces, I64Attr:$dim);
+  let results = (outs Twill_FloatTensor:$result);
+  let assemblyFormat = "$pieces attr-dict `:` type($pieces) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 include "dialects/twill/TwillGradOps.td"
 include "dialects/twill/TwillOptimizerOps.td"
 include "dialects/twill/TwillCollectiveOps.td"

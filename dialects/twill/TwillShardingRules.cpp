@@ -209,6 +209,40 @@ ShardingRule LinearCrossEntropyGradOp::getShardingRule() {
   return tiledLogitsRule(*this, /*grad=*/true);
 }
 
+/// split and concat: `whole` and its `pieces` share every dim but `dim`,
+/// which each has whole (a factor of its own, never split).
+static ShardingRule piecesRule(Value whole, ValueRange pieces, int64_t dim,
+                               bool wholeIsOperand) {
+  ShardingRule rule;
+  Tensor shared = rule.freshFactors(shapeOf(whole));
+  rule.replicated.push_back(shared[dim].front());
+  Tensor wholeTensor = shared;
+  SmallVector<Tensor> pieceTensors;
+  for (Value piece : pieces) {
+    Tensor tensor = shared;
+    tensor[dim] = {rule.addFactor(shapeOf(piece)[dim])};
+    rule.replicated.push_back(tensor[dim].front());
+    pieceTensors.push_back(tensor);
+  }
+  if (wholeIsOperand) {
+    rule.operands = {wholeTensor};
+    rule.results = pieceTensors;
+  } else {
+    rule.operands = pieceTensors;
+    rule.results = {wholeTensor};
+  }
+  return rule;
+}
+
+ShardingRule SplitOp::getShardingRule() {
+  return piecesRule(getInput(), getPieces(), getDim(), /*wholeIsOperand=*/true);
+}
+
+ShardingRule ConcatOp::getShardingRule() {
+  return piecesRule(getResult(), getPieces(), getDim(),
+                    /*wholeIsOperand=*/false);
+}
+
 ShardingRule ReshapeOp::getShardingRule() {
   // Match runs of input dims with runs of output dims of equal product;
   // a dim made of several dims of the other side is those factors.

@@ -200,6 +200,37 @@ Cotangents LinearCrossEntropyOp::buildVJP(OpBuilder &builder,
   return grads;
 }
 
+Cotangents SplitOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
+                             ArrayRef<bool> needed) {
+  SmallVector<Value> grads(1);
+  if (!needed[0])
+    return grads;
+  // A piece nothing read has a zero cotangent.
+  SmallVector<Value> pieces;
+  for (auto [piece, cotangent] : llvm::zip_equal(getPieces(), cotangents))
+    pieces.push_back(cotangent ? cotangent
+                               : ConstantOp::create(builder, getLoc(),
+                                                    piece.getType(),
+                                                    builder.getF64FloatAttr(0))
+                                     .getResult());
+  grads[0] = ConcatOp::create(builder, getLoc(), getInput().getType(), pieces,
+                              getDimAttr());
+  return grads;
+}
+
+Cotangents ConcatOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
+                              ArrayRef<bool> needed) {
+  SmallVector<Value> grads(getPieces().size());
+  if (llvm::none_of(needed, [](bool b) { return b; }))
+    return grads;
+  auto split = SplitOp::create(builder, getLoc(), getPieces().getTypes(),
+                               cotangents[0], getDimAttr());
+  for (auto [index, piece] : llvm::enumerate(split.getPieces()))
+    if (needed[index])
+      grads[index] = piece;
+  return grads;
+}
+
 Cotangents ReshapeOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
                                ArrayRef<bool> needed) {
   SmallVector<Value> grads(1);

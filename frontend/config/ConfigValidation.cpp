@@ -272,6 +272,8 @@ llvm::Error twill::validateJobConfig(const JobConfig &config) {
                        config.parallel().prefetch_layers());
   problems.nonNegative("parallel.loss_tile_tokens",
                        config.parallel().loss_tile_tokens());
+  problems.nonNegative("parallel.mlp_tile_tokens",
+                       config.parallel().mlp_tile_tokens());
   validateTrain(config.train(), problems);
   problems.nonNegative("checkpoint.save_every",
                        config.checkpoint().save_every());

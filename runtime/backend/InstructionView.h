@@ -332,6 +332,55 @@ inline llvm::Expected<TiledLogits> tiledLogits(const InstructionView &in) {
       wrtWeight};
 }
 
+/// split's and concat's pieces, each a 2-D copy: `rows` rows (one per
+/// index of the dims before `dim`) of `bytes`, a row `piecePitch` bytes
+/// apart in the piece and `wholePitch` in the whole, starting `offset`
+/// bytes into the whole's rows.
+struct PieceCopy {
+  int piece; // its value index
+  int64_t rows, bytes, offset, piecePitch, wholePitch;
+};
+
+struct PiecesShape {
+  int whole; // the whole value's index
+  std::vector<PieceCopy> pieces;
+};
+
+inline llvm::Expected<PiecesShape> piecesShape(const InstructionView &in) {
+  bool split = in.opcode() == SPLIT;
+  int operands = in.numOperands(), results = in.numResults();
+  if (split ? operands != 1 || results < 1 : results != 1 || operands < 1)
+    return in.fail("puts pieces and one whole value together");
+  PiecesShape shape;
+  shape.whole = split ? 0 : operands;
+  llvm::ArrayRef<int64_t> whole = in.shape(shape.whole);
+  int64_t dim = in->split().dim();
+  if (dim < 0 || dim >= (int64_t)whole.size())
+    return in.fail("its dim is not a dim of the whole");
+  int64_t rows = 1, inner = bytesPerElement(in.dtype(shape.whole));
+  for (int64_t d = 0; d < dim; ++d)
+    rows *= whole[d];
+  for (int64_t d = dim + 1; d < (int64_t)whole.size(); ++d)
+    inner *= whole[d];
+  int64_t covered = 0;
+  int first = split ? 1 : 0, count = split ? results : operands;
+  for (int piece = first; piece < first + count; ++piece) {
+    llvm::ArrayRef<int64_t> dims = in.shape(piece);
+    bool fits =
+        in.dtype(piece) == in.dtype(shape.whole) && dims.size() == whole.size();
+    for (int64_t d = 0; fits && d < (int64_t)whole.size(); ++d)
+      fits = d == dim || dims[d] == whole[d];
+    if (!fits)
+      return in.fail("a piece differs from the whole beyond its dim");
+    shape.pieces.push_back({piece, rows, dims[dim] * inner, covered * inner,
+                            dims[dim] * inner, whole[dim] * inner});
+    covered += dims[dim];
+  }
+  if (covered != whole[dim])
+    return in.fail("the pieces do not cover the whole's dim");
+  return shape;
+}
+
 /// A collective's axis and sizes. Along `dim` (all_to_all: the dim it
 /// concatenates; `splitDim` the one it splits) blocks are `block` =
 /// ceil(whole / size) long; `outer` and `inner` count the elements before

@@ -65,6 +65,9 @@ Instruction::AttributesCase twill::attributesOf(Opcode opcode) {
   case ALL_TO_ALL:
   case ALL_TO_ALL_START:
     return Instruction::kAllToAll;
+  case SPLIT:
+  case CONCAT:
+    return Instruction::kSplit;
   case OPCODE_UNSPECIFIED:
   case ADD:
   case MUL:

@@ -100,6 +100,33 @@ func.func @forward(%w: tensor<16x8xf32> {twill.param = "lm_head.weight", twill.t
 
 // -----
 
+// A split's cotangent is its pieces' put together (a piece nothing reads
+// contributes zeros); a concat's is its cotangent cut into the pieces.
+func.func @forward(%a: tensor<4x8xf32> {twill.param = "a", twill.trainable},
+                   %x: tensor<3x4x8xf32> {twill.input = "x"},
+                   %labels: tensor<3x3xi32> {twill.input = "labels"})
+    -> (tensor<f32>, tensor<i64>) {
+  %h = twill.matmul %x, %a {transpose_rhs} : (tensor<3x4x8xf32>, tensor<4x8xf32>) -> tensor<3x4x4xf32>
+  %p:3 = twill.split %h {dim = 1 : i64} : tensor<3x4x4xf32> -> tensor<3x2x4xf32>, tensor<3x1x4xf32>, tensor<3x1x4xf32>
+  %y0 = twill.scale %p#0 by 2.0 : tensor<3x2x4xf32>
+  %y1 = twill.scale %p#1 by 3.0 : tensor<3x1x4xf32>
+  %y = twill.concat %y0, %y1 {dim = 1 : i64} : tensor<3x2x4xf32>, tensor<3x1x4xf32> -> tensor<3x3x4xf32>
+  %loss, %count = twill.cross_entropy %y, %labels : (tensor<3x3x4xf32>, tensor<3x3xi32>) -> (tensor<f32>, tensor<i64>)
+  return %loss, %count : tensor<f32>, tensor<i64>
+}
+
+// CHECK-LABEL: func.func @train_step(
+// CHECK: %[[DY:.*]] = twill.cross_entropy_grad
+// CHECK-NEXT: %[[DP:.*]]:2 = twill.split %[[DY]] {dim = 1 : i64} : tensor<3x3x4xf32> -> tensor<3x2x4xf32>, tensor<3x1x4xf32>
+// CHECK-NEXT: %[[D1:.*]] = twill.scale %[[DP]]#1 by 3.0
+// CHECK-NEXT: %[[D0:.*]] = twill.scale %[[DP]]#0 by 2.0
+// CHECK-NEXT: %[[Z:.*]] = twill.constant 0.000000e+00 : tensor<3x1x4xf32>
+// CHECK-NEXT: %[[DH:.*]] = twill.concat %[[D0]], %[[D1]], %[[Z]] {dim = 1 : i64}
+// CHECK-NEXT: %[[GA:.*]] = twill.matmul %[[DH]], %{{.*}} {transpose_lhs}
+// CHECK-NEXT: return %{{.*}}, %{{.*}}, %[[GA]]
+
+// -----
+
 // A trainable parameter the loss does not depend on gets a zero gradient.
 func.func @forward(%unused: tensor<4xf32> {twill.param = "unused", twill.trainable},
                    %z: tensor<3x16xf32> {twill.input = "z"},

@@ -226,6 +226,22 @@ func.func @reload_of_a_device_value(%h: tensor<2x8xf32>) {
 
 // -----
 
+func.func @split_short(%x: tensor<2x7x4xf32>) {
+  // expected-error @+1 {{pieces cover 6 of dim 1's 7}}
+  %a, %b = twill.split %x {dim = 1 : i64} : tensor<2x7x4xf32> -> tensor<2x4x4xf32>, tensor<2x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @concat_other_dim(%a: tensor<2x4x4xf32>, %b: tensor<2x3x5xf32>) {
+  // expected-error @+1 {{piece must have shape [2, 3, 4], got [2, 3, 5]}}
+  %y = twill.concat %a, %b {dim = 1 : i64} : tensor<2x4x4xf32>, tensor<2x3x5xf32> -> tensor<2x7x4xf32>
+  return
+}
+
+// -----
+
 func.func @cross_entropy_labels(%logits: tensor<2x8x512xf32>, %labels: tensor<2x7xi32>) {
   // expected-error @+1 {{labels must have shape [2, 8], got [2, 7]}}
   %loss, %count = twill.cross_entropy %logits, %labels : (tensor<2x8x512xf32>, tensor<2x7xi32>) -> (tensor<f32>, tensor<i64>)

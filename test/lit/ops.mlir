@@ -101,3 +101,12 @@ func.func @offload(%h: tensor<2x8x64xbf16>) -> tensor<2x8x64xbf16> {
   %back = twill.reload %host : tensor<2x8x64xbf16>
   return %back : tensor<2x8x64xbf16>
 }
+
+// CHECK-LABEL: func.func @split_concat
+func.func @split_concat(%x: tensor<2x7x4xf32>) -> tensor<2x7x4xf32> {
+  // CHECK: %[[P:.*]]:2 = twill.split %{{.*}} {dim = 1 : i64} : tensor<2x7x4xf32> -> tensor<2x4x4xf32>, tensor<2x3x4xf32>
+  // CHECK-NEXT: twill.concat %[[P]]#0, %[[P]]#1 {dim = 1 : i64} : tensor<2x4x4xf32>, tensor<2x3x4xf32> -> tensor<2x7x4xf32>
+  %a, %b = twill.split %x {dim = 1 : i64} : tensor<2x7x4xf32> -> tensor<2x4x4xf32>, tensor<2x3x4xf32>
+  %y = twill.concat %a, %b {dim = 1 : i64} : tensor<2x4x4xf32>, tensor<2x3x4xf32> -> tensor<2x7x4xf32>
+  return %y : tensor<2x7x4xf32>
+}

@@ -30,14 +30,15 @@ func.func @train_step(%h: tensor<2x8xf32> {twill.input = "h"},
   %q = twill.matmul %s, %wb {transpose_rhs, twill.layer = 0 : i64} : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32>
   %z = twill.add %p, %q {twill.layer = 0 : i64} : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
   %loss, %count = twill.cross_entropy %z, %labels : (tensor<2x8xf32>, tensor<2xi32>) -> (tensor<f32>, tensor<i64>)
-  // The SwiGLU's gradient reads its kept inputs; the norm and the SwiGLU
-  // are recomputed before the first read of either; no matmul is
+  // The SwiGLU's gradient reads its kept inputs; the SwiGLU and the norm
+  // are each recomputed right before their first reader (so the norm's
+  // output is not held while the SwiGLU's product runs); no matmul is
   // recomputed, and the sum is read where the forward made it.
   // CHECK-NEXT: %[[DZ:.*]] = twill.constant
   // CHECK-NEXT: twill.swiglu_grad %[[G]], %[[U]], %[[DZ]]
-  // CHECK-NEXT: %[[NR:.*]] = twill.rms_norm %[[H]], %[[NW]]
   // CHECK-NEXT: %[[SR:.*]] = twill.swiglu %[[G]], %[[U]]
   // CHECK-NEXT: twill.matmul %[[DZ]], %[[SR]] {transpose_lhs}
+  // CHECK-NEXT: %[[NR:.*]] = twill.rms_norm %[[H]], %[[NW]]
   // CHECK-NEXT: twill.matmul %{{.*}}, %[[NR]] {transpose_lhs}
   // CHECK-NEXT: twill.mul %[[DZ]], %[[Z]]
   // CHECK-NOT: twill.matmul {{.*}}transpose_rhs

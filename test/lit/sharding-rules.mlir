@@ -47,6 +47,11 @@ func.func @forward_ops(%table: tensor<512x64xf32>, %ids: tensor<2x8xi32>, %w: te
   // the positions.
   // CHECK: twill.linear_cross_entropy_grad {{.*}}twill.sharding_rule = "([i, j, k], [l, k], [i, j], []) -> ([i, j, k], [m, l]) {i=2, j=8, k=64, l=512, m=5} internal=([i, j, l]) reduction={l} replicated={k, m} self-reduced={l}"
   %dh, %t1 = twill.linear_cross_entropy_grad %h, %table, %ids, %loss : (tensor<2x8x64xf32>, tensor<512x64xf32>, tensor<2x8xi32>, tensor<f32>) -> (tensor<2x8x64xf32>, tensor<5x512xf32>)
+  // Pieces along a dim share the others; the cut dim is whole everywhere.
+  // CHECK: twill.split {{.*}}twill.sharding_rule = "([i, j, k]) -> ([i, l, k], [i, m, k]) {i=2, j=8, k=64, l=5, m=3} replicated={j, l, m}"
+  %p0, %p1 = twill.split %h {dim = 1 : i64} : tensor<2x8x64xf32> -> tensor<2x5x64xf32>, tensor<2x3x64xf32>
+  // CHECK: twill.concat {{.*}}twill.sharding_rule = "([i, l, k], [i, m, k]) -> ([i, j, k]) {i=2, j=8, k=64, l=5, m=3} replicated={j, l, m}"
+  %whole = twill.concat %p0, %p1 {dim = 1 : i64} : tensor<2x5x64xf32>, tensor<2x3x64xf32> -> tensor<2x8x64xf32>
   // CHECK: twill.linear_cross_entropy_grad {{.*}}twill.sharding_rule = "([i, j, k], [l, k], [i, j], []) -> ([l, k], [m, l]) {i=2, j=8, k=64, l=512, m=5} internal=([i, j, l]) reduction={i, j} replicated={k, m} self-reduced={l}"
   %dw, %t2 = twill.linear_cross_entropy_grad %h, %table, %ids, %loss {wrt_weight} : (tensor<2x8x64xf32>, tensor<512x64xf32>, tensor<2x8xi32>, tensor<f32>) -> (tensor<512x64xf32>, tensor<5x512xf32>)
   return

@@ -38,6 +38,9 @@ tokens; lm_head not adapted, so that its logits are one product), whose
 1x1 losses must be within 1e-6 relative of the whole logits' and its
 adapter within 1e-6 (the tiles' GEMMs may sum in another order). Full
 fine-tuning runs with tiles of 7 too: the lm_head's gradient sums them.
+The tiled MLP (parallel.mlp_tile_tokens=7, with full checkpointing: each
+tile recomputed right before its backward) likewise against its untiled
+program.
 """
 import argparse
 import json
@@ -89,6 +92,11 @@ VARIANTS = {
     "offloaded checkpoints": (
         ["parallel.activation_checkpointing=FULL",
          "parallel.offload_activations=true"], [(2, 2), (1, 4)], TOLERANCE),
+    # Each layer's MLP over tiles of 7 positions (the last of 2), with its
+    # recompute tile by tile.
+    "tiled MLP": (["parallel.mlp_tile_tokens=7",
+                   "parallel.activation_checkpointing=FULL"],
+                  [(2, 2), (1, 4)], TOLERANCE),
     # The loss formed 7 tokens at a time (the last tile of 6).
     "tiled loss": (
         ["lora.target_modules=q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,"
@@ -96,8 +104,11 @@ VARIANTS = {
         TOLERANCE),
 }
 # A transformation that changes the arithmetic's order only: losses and
-# adapter as the untransformed program's, to float rounding.
+# adapter as the untransformed program's, to float rounding. Tiling variants
+# against their program with the option that tiles set to 0.
 EXACTNESS = 1e-6
+UNTILED = {"tiled loss": "parallel.loss_tile_tokens",
+           "tiled MLP": "parallel.mlp_tile_tokens"}
 
 
 def train(bin_dir, work, data, config, dp, tp, weights=None, variant=()):
@@ -209,18 +220,20 @@ def main():
     for variant, (overrides, meshes, tolerance) in VARIANTS.items():
         alone, alone_adapter, _ = train(args.bin, args.work, args.data,
                                         args.config, 1, 1, variant=overrides)
-        if variant == "tiled loss":
-            untiled = [*overrides[:-1], "parallel.loss_tile_tokens=0"]
+        if variant in UNTILED:
+            untiled = [o for o in overrides
+                       if not o.startswith(UNTILED[variant])]
+            untiled.append(UNTILED[variant] + "=0")
             whole, whole_adapter, _ = train(args.bin, args.work, args.data,
                                             args.config, 1, 1, variant=untiled)
             worst_loss = max(abs(a - b) / abs(b) for a, b in zip(alone, whole))
             worst = max(np.abs(alone_adapter[k] - whole_adapter[k]).max()
                         for k in whole_adapter)
             if worst_loss > EXACTNESS or worst > EXACTNESS:
-                failures.append(f"tiled loss 1x1: losses {alone} vs {whole} "
+                failures.append(f"{variant} 1x1: losses {alone} vs {whole} "
                                 f"untiled, adapter within {worst:.1e}")
-            print(f"tiled loss, 1x1: losses within {worst_loss:.1e}, adapter "
-                  f"within {worst:.1e} of the whole logits'")
+            print(f"{variant}, 1x1: losses within {worst_loss:.1e}, adapter "
+                  f"within {worst:.1e} of the untiled program's")
         if "checkpoint" in variant and alone != reference_losses:
             # Recomputing is computing the same values again: bit-identical.
             failures.append(f"{variant} 1x1: losses {alone} vs "

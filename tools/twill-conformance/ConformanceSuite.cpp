@@ -167,7 +167,7 @@ void embeddingCases(Suite &suite) {
     }
     CaseBuilder c(suite, EMBEDDING, type, kExact);
     c.in({97, 45});
-    c.operand(I32, {2, 5}, integers(90, 98)); // some ids past the vocab
+    c.operand(I32, {2, 5}, integers(97, 100)); // ids past the vocab
     c.out({2, 5, 45});
     c->mutable_embedding()->set_shard_axis("");
     c.note("token outside the vocab").refused().add();
@@ -381,7 +381,7 @@ void crossEntropyCases(Suite &suite) {
     CaseBuilder c(suite, gradient ? CROSS_ENTROPY_GRAD : CROSS_ENTROPY, F32,
                   kSummed);
     c.in({5, 97});
-    c.operand(I32, {5}, integers(95, 100)); // some labels past the vocab
+    c.operand(I32, {5}, integers(97, 100)); // labels past the vocab
     if (gradient) {
       c.operand(F32, {}, value(1));
       c.out({5, 97});
@@ -442,6 +442,24 @@ void layoutCases(Suite &suite) {
     reshape.in({3, 7, 45});
     reshape.out({21, 45});
     reshape.add();
+    // Pieces along the first, a middle and the last dim.
+    for (int64_t dim : {0, 1, 2}) {
+      Shape whole = {3, 7, 45}, first = whole, second = whole;
+      first[dim] = whole[dim] - 2;
+      second[dim] = 2;
+      CaseBuilder split(suite, SPLIT, type, kExact);
+      split.in(whole);
+      split.out(first);
+      split.out(second);
+      split->mutable_split()->set_dim(dim);
+      split.add();
+      CaseBuilder concat(suite, CONCAT, type, kExact);
+      concat.in(first);
+      concat.in(second);
+      concat.out(whole);
+      concat->mutable_split()->set_dim(dim);
+      concat.add();
+    }
     // Copies (here between buffers of their own; a program's offloads
     // write its host arena).
     for (Opcode transfer : {OFFLOAD, RELOAD}) {
@@ -496,7 +514,7 @@ void embeddingGradCases(Suite &suite) {
     c.add();
   }
   CaseBuilder c(suite, EMBEDDING_GRAD, F32, kSummed);
-  c.operand(I32, {2, 5}, integers(25, 31));
+  c.operand(I32, {2, 5}, integers(29, 32)); // ids past the vocab
   c.in({2, 5, 19});
   c.out({29, 19});
   c.note("token outside the vocab").refused().add();

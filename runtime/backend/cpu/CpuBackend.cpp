@@ -165,6 +165,25 @@ llvm::Error runTransfer(const InstructionView &in) {
   return llvm::Error::success();
 }
 
+/// split and concat: each piece's rows copied out of or into the whole's.
+llvm::Error runPieces(const InstructionView &in) {
+  llvm::Expected<PiecesShape> shape = piecesShape(in);
+  if (!shape)
+    return shape.takeError();
+  bool split = in.opcode() == SPLIT;
+  auto *whole = in.data<std::byte>(shape->whole);
+  for (const PieceCopy &copy : shape->pieces) {
+    auto *piece = in.data<std::byte>(copy.piece);
+    for (int64_t row = 0; row < copy.rows; ++row) {
+      std::byte *inWhole = whole + row * copy.wholePitch + copy.offset;
+      std::byte *inPiece = piece + row * copy.piecePitch;
+      std::memcpy(split ? inPiece : inWhole, split ? inWhole : inPiece,
+                  copy.bytes);
+    }
+  }
+  return llvm::Error::success();
+}
+
 llvm::Error runReshape(const InstructionView &in) {
   if (auto error = in.expect(1, 1, {F32, F32}, {0, 0}))
     return error;
@@ -407,6 +426,9 @@ Kernel kernelOf(Opcode opcode) {
   case OFFLOAD:
   case RELOAD:
     return runTransfer;
+  case SPLIT:
+  case CONCAT:
+    return runPieces;
   case GLOBAL_NORM:
     return runSumOfSquares<true>;
   case SUM_SQUARES:

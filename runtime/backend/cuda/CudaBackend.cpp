@@ -54,6 +54,9 @@ KernelEntry kernelOf(Opcode opcode) {
   case OFFLOAD:
   case RELOAD:
     return {runCopy, /*bf16=*/true};
+  case SPLIT:
+  case CONCAT:
+    return {runPieces, /*bf16=*/true};
   case CAST:
     return {runCast, /*bf16=*/true};
   case RMS_NORM:

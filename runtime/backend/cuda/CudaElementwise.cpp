@@ -69,6 +69,29 @@ llvm::Error cuda::runCopy(const InstructionView &in, Device &device) {
                    "cudaMemcpyAsync");
 }
 
+/// split and concat: each piece one 2-D copy out of or into the whole.
+llvm::Error cuda::runPieces(const InstructionView &in, Device &device) {
+  llvm::Expected<PiecesShape> shape = piecesShape(in);
+  if (!shape)
+    return shape.takeError();
+  bool split = in.opcode() == SPLIT;
+  auto *whole = in.data<char>(shape->whole);
+  for (const PieceCopy &copy : shape->pieces) {
+    char *piece = in.data<char>(copy.piece);
+    char *inWhole = whole + copy.offset;
+    if (auto error = checkCuda(
+            split ? cudaMemcpy2DAsync(piece, copy.piecePitch, inWhole,
+                                      copy.wholePitch, copy.bytes, copy.rows,
+                                      cudaMemcpyDeviceToDevice, device.stream)
+                  : cudaMemcpy2DAsync(inWhole, copy.wholePitch, piece,
+                                      copy.piecePitch, copy.bytes, copy.rows,
+                                      cudaMemcpyDeviceToDevice, device.stream),
+            "cudaMemcpy2DAsync"))
+      return error;
+  }
+  return llvm::Error::success();
+}
+
 /// cast from a float or integer dtype to a float one.
 llvm::Error cuda::runCast(const InstructionView &in, Device &device) {
   if (in.numOperands() != 1 || in.numResults() != 1)
