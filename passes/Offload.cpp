@@ -16,7 +16,7 @@ using namespace mlir::twill;
 
 namespace {
 
-LogicalResult offload(func::FuncOp function) {
+LogicalResult offload(func::FuncOp function, int64_t offloadedLayers) {
   Block &body = function.getBody().front();
   // The forward is everything up to the loss; the backward follows it.
   Operation *loss = nullptr;
@@ -59,6 +59,11 @@ LogicalResult offload(func::FuncOp function) {
       for (OpOperand *use : backwardUses)
         if (use->getOwner()->isBeforeInBlock(firstBackwardUse))
           firstBackwardUse = use->getOwner();
+      if (offloadedLayers >= 0) {
+        std::optional<int64_t> layer = layerOf(firstBackwardUse);
+        if (!layer || *layer >= offloadedLayers)
+          continue; // kept on the device
+      }
       // Out once the forward is done with it, back right before the
       // backward needs it; both belong to the value's layer.
       builder.setInsertionPointAfter(lastForwardUse);
@@ -76,9 +81,11 @@ LogicalResult offload(func::FuncOp function) {
 }
 
 struct OffloadPass : public mlir::twill::impl::OffloadBase<OffloadPass> {
+  using OffloadBase::OffloadBase;
   void runOnOperation() override {
     for (auto function : getOperation().getOps<func::FuncOp>())
-      if (function.getSymName() == "train_step" && failed(offload(function)))
+      if (function.getSymName() == "train_step" &&
+          failed(offload(function, layers)))
         return signalPassFailure();
   }
 };

@@ -196,6 +196,9 @@ def Rematerialize : Pass<"twill-rematerialize", "mlir::ModuleOp"> {
     norms and SwiGLU of a Llama layer. It keeps nothing alive that no
     checkpointing would not, at the cost of those elementwise ops.
 
+    With `layers` = N >= 0 (parallel.checkpoint_layers), only layers 0 to
+    N - 1 are recomputed; the others keep their activations.
+
     ```mlir
     // forward: %n = rms_norm %h ...; %q = matmul %n, %w ... (layer 3)
     // backward, before its first use:
@@ -206,7 +209,9 @@ def Rematerialize : Pass<"twill-rematerialize", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"selective", "selective", "bool", "false",
-           "Recompute only the cheap ops whose operands the backward holds">
+           "Recompute only the cheap ops whose operands the backward holds">,
+    Option<"layers", "layers", "int64_t", "-1",
+           "How many layers, from the first, are recomputed (-1: all)">
   ];
 }
 
@@ -224,6 +229,10 @@ def Offload : Pass<"twill-offload", "mlir::ModuleOp"> {
     only while the forward or the backward uses it. The values are copied,
     never changed: the losses are the same, bit for bit.
 
+    With `layers` = N >= 0 (parallel.offload_layers), only the values whose
+    first backward reader belongs to layers 0 to N - 1 are offloaded (with
+    FULL checkpointing, those layers' inputs).
+
     ```mlir
     %h = twill.add %x, %y {twill.layer = 3 : i64} ...
     %h_host = twill.offload %h {twill.layer = 3 : i64} : tensor<...>
@@ -232,6 +241,11 @@ def Offload : Pass<"twill-offload", "mlir::ModuleOp"> {
     %n = twill.rms_norm %h_back, ...   // the layer's recompute reads it
     ```
   }];
+  let options = [
+    Option<"layers", "layers", "int64_t", "-1",
+           "How many layers, from the first, have their values offloaded "
+           "(-1: all, and values of no layer)">
+  ];
 }
 
 def Schedule : Pass<"twill-schedule", "mlir::ModuleOp"> {

@@ -31,10 +31,11 @@ void mlir::twill::buildCompilePipeline(OpPassManager &pm,
       job.parallel().activation_checkpointing();
   if (checkpointing != ::twill::ParallelConfig::NONE)
     pm.addPass(createRematerialize(
-        {checkpointing == ::twill::ParallelConfig::SELECTIVE}));
+        {checkpointing == ::twill::ParallelConfig::SELECTIVE,
+         job.parallel().checkpoint_layers()}));
   pm.addPass(createFuseEpilogues());
   if (job.parallel().offload_activations())
-    pm.addPass(createOffload());
+    pm.addPass(createOffload({job.parallel().offload_layers()}));
   if (until == Stage::Partitioned)
     return;
   if (job.parallel().overlap_communication())

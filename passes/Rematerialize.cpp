@@ -60,7 +60,8 @@ recomputedOps(ArrayRef<Operation *> ops, bool selective,
   return recomputed;
 }
 
-LogicalResult rematerialize(func::FuncOp function, bool selective) {
+LogicalResult rematerialize(func::FuncOp function, bool selective,
+                            int64_t recomputedLayers) {
   Block &body = function.getBody().front();
   // The forward is everything up to the loss; the backward follows it.
   Operation *loss = nullptr;
@@ -76,7 +77,8 @@ LogicalResult rematerialize(func::FuncOp function, bool selective) {
     if (&op == loss)
       break;
     if (std::optional<int64_t> layer = layerOf(&op))
-      layers[*layer].push_back(&op);
+      if (recomputedLayers < 0 || *layer < recomputedLayers)
+        layers[*layer].push_back(&op);
   }
   auto inBackward = [&](Operation *user) {
     return loss->isBeforeInBlock(user);
@@ -139,7 +141,7 @@ struct RematerializePass
   void runOnOperation() override {
     for (auto function : getOperation().getOps<func::FuncOp>())
       if (function.getSymName() == "train_step" &&
-          failed(rematerialize(function, selective)))
+          failed(rematerialize(function, selective, layers)))
         return signalPassFailure();
   }
 };

@@ -274,6 +274,16 @@ llvm::Error twill::validateJobConfig(const JobConfig &config) {
                        config.parallel().loss_tile_tokens());
   problems.nonNegative("parallel.mlp_tile_tokens",
                        config.parallel().mlp_tile_tokens());
+  problems.nonNegative("parallel.memory_budget_gb",
+                       config.parallel().memory_budget_gb());
+  for (auto [field, layers] : {std::pair{"parallel.checkpoint_layers",
+                                         config.parallel().checkpoint_layers()},
+                               std::pair{"parallel.offload_layers",
+                                         config.parallel().offload_layers()}})
+    if (layers < -1)
+      problems.add("{0} must be -1 (every layer) or a count of layers, got "
+                   "{1}",
+                   field, layers);
   validateTrain(config.train(), problems);
   problems.nonNegative("checkpoint.save_every",
                        config.checkpoint().save_every());

@@ -4,6 +4,26 @@
 // what crosses layers (its input); the backward reads the clones, so a
 // layer's activations live only during its forward and its backward.
 // RUN: twill-opt %s --twill-rematerialize | FileCheck %s
+// Only the first layer recomputed (parallel.checkpoint_layers=1, as
+// parallel.memory_budget_gb may choose): layer 1 keeps its activations.
+// RUN: twill-opt %s --twill-rematerialize=layers=1 | FileCheck %s --check-prefix=ONE
+// Then twill-offload of the first N layers' values: layer 0's output %a0
+// is layer 1's input, which layer 1's recompute reads first.
+// RUN: twill-opt %s --twill-rematerialize --twill-offload=layers=1 | FileCheck %s --check-prefix=OFF1
+// RUN: twill-opt %s --twill-rematerialize --twill-offload=layers=2 | FileCheck %s --check-prefix=OFF2
+
+// ONE: %[[H1:.*]] = twill.matmul %{{.*}}, %{{.*}} {transpose_rhs, twill.layer = 1 : i64}
+// ONE: %[[G:.*]] = twill.constant
+// ONE-NEXT: %[[D1:.*]] = twill.mul %[[G]], %[[H1]]
+// ONE-NEXT: twill.matmul %[[D1]]
+// ONE-NEXT: %[[H0R:.*]] = twill.matmul %{{.*}}, %{{.*}} {transpose_rhs, twill.layer = 0 : i64}
+// ONE-NEXT: twill.mul %[[D1]], %[[H0R]]
+
+// OFF1-NOT: twill.offload
+// OFF2: %[[A0:.*]] = twill.mul %{{.*}}, %{{.*}} {twill.layer = 0 : i64}
+// OFF2: twill.offload %[[A0]]
+// OFF2: %[[BACK:.*]] = twill.reload
+// OFF2-NEXT: twill.matmul %[[BACK]], %{{.*}} {transpose_rhs, twill.layer = 1 : i64}
 
 // CHECK-LABEL: func.func @train_step(
 // CHECK-SAME: %[[W0:[^:]*]]: tensor<8x8xf32> {twill.param = "l0.weight"}, %[[W1:[^:]*]]: tensor<8x8xf32> {twill.param = "l1.weight"}, %[[X:[^:]*]]: tensor<2x8xf32>

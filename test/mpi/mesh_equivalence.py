@@ -32,8 +32,8 @@ parallelism (tp partial sums all-reduced, not scattered), and tp=3 (no head
 count or MLP size divides by it); bf16 (train.precision=BF16), whose 1x1
 losses must also be within 1e-2 of fp32's; full and selective
 activation checkpointing, and full checkpointing with the kept layer inputs
-offloaded to host memory, whose 1x1 losses must equal those without it, bit
-for bit; and the tiled loss (linear_cross_entropy, tiles of 7 of the 90
+offloaded to host memory, and both for layer 0 only (the rest kept), whose
+1x1 losses must equal those without it, bit for bit; and the tiled loss (linear_cross_entropy, tiles of 7 of the 90
 tokens; lm_head not adapted, so that its logits are one product), whose
 1x1 losses must be within 1e-6 relative of the whole logits' and its
 adapter within 1e-6 (the tiles' GEMMs may sum in another order). Full
@@ -92,6 +92,12 @@ VARIANTS = {
     "offloaded checkpoints": (
         ["parallel.activation_checkpointing=FULL",
          "parallel.offload_activations=true"], [(2, 2), (1, 4)], TOLERANCE),
+    # What parallel.memory_budget_gb may choose: layer 0 recomputed and its
+    # input offloaded, layer 1 keeping every activation on the device.
+    "checkpoint and offload of layer 0 only": (
+        ["parallel.activation_checkpointing=FULL",
+         "parallel.checkpoint_layers=1", "parallel.offload_activations=true",
+         "parallel.offload_layers=1"], [(2, 2), (1, 4)], TOLERANCE),
     # Each layer's MLP over tiles of 7 positions (the last of 2), with its
     # recompute tile by tile.
     "tiled MLP": (["parallel.mlp_tile_tokens=7",

@@ -342,6 +342,12 @@ TEST(JobConfigValidation, RangesAndSupportedVariants) {
   EXPECT_THAT(validationErrorAfter("parallel.prefetch_layers=-1"),
               HasSubstr("parallel.prefetch_layers must be zero or positive, "
                         "got -1"));
+  EXPECT_THAT(validationErrorAfter("parallel.checkpoint_layers=-2"),
+              HasSubstr("parallel.checkpoint_layers must be -1 (every layer) "
+                        "or a count of layers, got -2"));
+  EXPECT_THAT(validationErrorAfter("parallel.memory_budget_gb=-1"),
+              HasSubstr("parallel.memory_budget_gb must be zero or a positive "
+                        "finite number, got -1"));
   EXPECT_THAT(validationErrorAfter("train.beta2=1"),
               HasSubstr("train.beta2 must be in [0, 1)"));
   EXPECT_THAT(validationErrorAfter("model.rope_scaling.rope_type=linear"),

@@ -91,7 +91,8 @@ static cl::opt<double> reportGbps(
 static cl::opt<double> deviceMemoryGb(
     "device-memory-gb",
     cl::desc("With --report: also find the longest train.seq_len whose "
-             "program fits this much memory per rank (GB of 1e9 bytes)"),
+             "program fits this much memory per rank (GB of 1e9 bytes; "
+             "default: parallel.memory_budget_gb)"),
     cl::init(0), cl::cat(options));
 
 static int fail(llvm::Twine message) {
@@ -151,6 +152,129 @@ static int64_t longestFitting(twill::JobConfig config, int64_t bytes) {
   return low;
 }
 
+/// 141, 0.00497: GB as a person writes them (4 significant digits).
+static std::string gbText(double gb) {
+  return llvm::formatv("{0}", llvm::format("%.4g", gb)).str();
+}
+
+/// `config` holding activations the way parallel.memory_budget_gb's search
+/// tries: FULL checkpointing of the first `recomputed` layers (0: none),
+/// and the inputs of the first `offloaded` of them in host memory (-1:
+/// every value the backward reads of the forward).
+static twill::JobConfig holdingActivations(twill::JobConfig config,
+                                           int64_t recomputed,
+                                           int64_t offloaded) {
+  twill::ParallelConfig &parallel = *config.mutable_parallel();
+  parallel.set_activation_checkpointing(
+      recomputed ? twill::ParallelConfig::FULL : twill::ParallelConfig::NONE);
+  parallel.set_checkpoint_layers(recomputed);
+  parallel.set_offload_activations(offloaded != 0);
+  parallel.set_offload_layers(offloaded);
+  return config;
+}
+
+/// The least of 1..`most` for which `fits` holds (it holds for `most`, and
+/// for every count above the least: more layers recomputed or offloaded
+/// never need more memory).
+static int64_t fewestFitting(int64_t most,
+                             llvm::function_ref<bool(int64_t)> fits) {
+  int64_t low = 0, high = most; // !fits(low) (or 0); fits(high)
+  while (high - low > 1) {
+    int64_t middle = low + (high - low) / 2;
+    (fits(middle) ? high : low) = middle;
+  }
+  return high;
+}
+
+/// parallel.memory_budget_gb: `config` with the cheapest way of holding
+/// activations whose program fits the budget per rank by its plan: every
+/// activation kept; else SELECTIVE checkpointing (norms and SwiGLU
+/// recomputed); else FULL checkpointing of the fewest layers (the
+/// first ones); else of every layer, and the inputs of the fewest layers
+/// offloaded to host memory (recompute costs a layer's forward again,
+/// offload its input's copies both ways).
+static llvm::Expected<twill::JobConfig>
+fitMemoryBudget(const twill::JobConfig &config) {
+  double budgetGb = config.parallel().memory_budget_gb();
+  if (budgetGb <= 0)
+    return config;
+  auto needs = [&](const twill::JobConfig &candidate) -> int64_t {
+    mlir::FailureOr<mlir::twill::ResourceReport> figures = reportOn(candidate);
+    return mlir::succeeded(figures) ? figures->programBytes() : -1;
+  };
+  int64_t budget = int64_t(budgetGb * 1e9);
+  auto fitsAs = [&](const twill::JobConfig &candidate) {
+    int64_t bytes = needs(candidate);
+    return bytes >= 0 && bytes <= budget;
+  };
+  auto fits = [&](int64_t recomputed, int64_t offloaded) {
+    return fitsAs(holdingActivations(config, recomputed, offloaded));
+  };
+  int64_t layers = config.model().num_hidden_layers();
+  if (fits(0, 0))
+    return holdingActivations(config, 0, 0);
+  twill::JobConfig selective = holdingActivations(config, 0, 0);
+  selective.mutable_parallel()->set_activation_checkpointing(
+      twill::ParallelConfig::SELECTIVE);
+  selective.mutable_parallel()->set_checkpoint_layers(-1);
+  if (fitsAs(selective))
+    return selective;
+  if (fits(layers, 0))
+    return holdingActivations(
+        config, fewestFitting(layers, [&](int64_t n) { return fits(n, 0); }),
+        0);
+  // Offloaded last of all: what no layer's backward reads first (-1).
+  auto offloaded = [&](int64_t n) { return n > layers ? -1 : n; };
+  if (fits(layers, -1))
+    return holdingActivations(
+        config, layers, offloaded(fewestFitting(layers + 1, [&](int64_t n) {
+          return fits(layers, offloaded(n));
+        })));
+  int64_t least = needs(holdingActivations(config, layers, -1));
+  if (least < 0)
+    return llvm::createStringError("cannot compile the job");
+  return llvm::createStringError(llvm::formatv(
+      "parallel.memory_budget_gb is {0} GB per rank, and the job needs {1} "
+      "GB even with every layer recomputed and its input offloaded to host "
+      "memory: lower train.seq_len or train.batch_size, set "
+      "parallel.mlp_tile_tokens, or use more ranks (parallel.tp)",
+      gbText(budgetGb), gbText(least / 1e9)));
+}
+
+/// "layer 0", "layers 0-11": the first `count` layers.
+static std::string firstLayers(int64_t count) {
+  return count == 1 ? std::string("layer 0")
+                    : llvm::formatv("layers 0-{0}", count - 1).str();
+}
+
+/// The choice fitMemoryBudget made for `config`, in words.
+static std::string memoryBudgetChoice(const twill::JobConfig &config) {
+  const twill::ParallelConfig &parallel = config.parallel();
+  int64_t layers = config.model().num_hidden_layers();
+  std::string choice = llvm::formatv("Memory budget {0} GB per rank: ",
+                                     gbText(parallel.memory_budget_gb()))
+                           .str();
+  if (parallel.activation_checkpointing() == twill::ParallelConfig::NONE)
+    return choice + "every activation kept (no recompute)\n";
+  if (parallel.activation_checkpointing() == twill::ParallelConfig::SELECTIVE)
+    return choice + "each layer's norms and SwiGLU recomputed in the "
+                    "backward (SELECTIVE checkpointing), the rest kept\n";
+  choice += llvm::formatv("{0} of {1} recomputed in the backward (FULL "
+                          "checkpointing)",
+                          firstLayers(parallel.checkpoint_layers()), layers)
+                .str();
+  if (!parallel.offload_activations())
+    return choice + (parallel.checkpoint_layers() < layers
+                         ? ", the others' activations kept\n"
+                         : "\n");
+  if (parallel.offload_layers() < 0)
+    return choice + ", every value the backward reads of the forward "
+                    "offloaded to host memory\n";
+  return choice + llvm::formatv(", the input of {0} offloaded to host memory\n",
+                                firstLayers(parallel.offload_layers()))
+                      .str();
+}
+
 /// --report: the figures of `config`; what collectives in flight cost in
 /// memory (the same job, waited); with --device-memory-gb, the longest
 /// sequence that fits.
@@ -172,17 +296,26 @@ static int printReport(const twill::JobConfig &config) {
     figures->waitedArenaBytes = waitedFigures->arenaBytes;
   }
   figures->print(llvm::outs());
-  if (deviceMemoryGb > 0) {
-    int64_t bytes = int64_t(deviceMemoryGb * 1e9);
-    int64_t longest = longestFitting(config, bytes);
+  if (config.parallel().memory_budget_gb() > 0)
+    llvm::outs() << memoryBudgetChoice(config);
+  // By default, the job's own budget; under a budget, the longest sequence
+  // is the one that fits with the most memory saved.
+  double deviceGb = deviceMemoryGb > 0 ? deviceMemoryGb.getValue()
+                                       : config.parallel().memory_budget_gb();
+  if (deviceGb > 0) {
+    int64_t layers = config.model().num_hidden_layers();
+    twill::JobConfig longestOf = config.parallel().memory_budget_gb() > 0
+                                     ? holdingActivations(config, layers, -1)
+                                     : config;
+    int64_t longest = longestFitting(longestOf, int64_t(deviceGb * 1e9));
     llvm::outs() << llvm::formatv(
         "Longest train.seq_len whose program fits {0} GB per rank: ",
-        deviceMemoryGb.getValue());
+        gbText(deviceGb));
     if (longest == 0) {
       llvm::outs() << "none (not even one token)\n";
       return 0;
     }
-    twill::JobConfig at = config;
+    twill::JobConfig at = longestOf;
     at.mutable_train()->set_seq_len(longest);
     llvm::outs() << llvm::formatv(
         "{0} (needing {1} B there; the plan's figure: the device's own use, "
@@ -233,8 +366,11 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(options);
   cl::ParseCommandLineOptions(argc, argv, "Twill job compiler\n");
 
-  llvm::Expected<twill::JobConfig> config =
+  llvm::Expected<twill::JobConfig> loaded =
       twill::loadJobConfig(jobPath, overrides);
+  if (!loaded)
+    return fail(llvm::toString(loaded.takeError()));
+  llvm::Expected<twill::JobConfig> config = fitMemoryBudget(*loaded);
   if (!config)
     return fail(llvm::toString(config.takeError()));
 
