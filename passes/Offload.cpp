@@ -19,12 +19,7 @@ namespace {
 LogicalResult offload(func::FuncOp function, int64_t offloadedLayers) {
   Block &body = function.getBody().front();
   // The forward is everything up to the loss; the backward follows it.
-  Operation *loss = nullptr;
-  for (Operation &op : body)
-    if (isa<CrossEntropyOp, LinearCrossEntropyOp>(op)) {
-      loss = &op;
-      break;
-    }
+  Operation *loss = forwardLoss(body);
   if (!loss)
     return function.emitError("twill-offload: no loss in @train_step");
   auto inBackward = [&](Operation *user) {

@@ -64,12 +64,7 @@ LogicalResult rematerialize(func::FuncOp function, bool selective,
                             int64_t recomputedLayers) {
   Block &body = function.getBody().front();
   // The forward is everything up to the loss; the backward follows it.
-  Operation *loss = nullptr;
-  for (Operation &op : body)
-    if (isa<CrossEntropyOp, LinearCrossEntropyOp>(op)) {
-      loss = &op;
-      break;
-    }
+  Operation *loss = forwardLoss(body);
   if (!loss)
     return function.emitError("twill-rematerialize: no loss in @train_step");
   std::map<int64_t, SmallVector<Operation *>> layers;

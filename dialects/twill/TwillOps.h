@@ -38,6 +38,15 @@ inline bool isVocabParallelLoss(Operation *op) {
              LinearCrossEntropyGradOp>(op);
 }
 
+/// The train step's loss op (cross_entropy or linear_cross_entropy), the
+/// end of its forward: what follows is the backward. Null if there is none.
+inline Operation *forwardLoss(Block &body) {
+  for (Operation &op : body)
+    if (isa<CrossEntropyOp, LinearCrossEntropyOp>(op))
+      return &op;
+  return nullptr;
+}
+
 /// The labels a vocab-parallel loss op reads.
 inline Value lossLabels(Operation *op) {
   return isa<CrossEntropyOp, CrossEntropyGradOp>(op) ? op->getOperand(1)
