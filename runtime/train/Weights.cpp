@@ -43,6 +43,20 @@ static llvm::Error checkAdapterConfig(llvm::StringRef adapterDir,
       object ? object->getNumber("lora_alpha") : std::nullopt;
   if (!rank || !alpha)
     return weightError(path + ": needs r and lora_alpha");
+  if (std::optional<llvm::StringRef> type = object->getString("peft_type");
+      type && *type != "LORA")
+    return weightError(path + ": peft_type is " + *type +
+                       "; Twill loads LORA adapters");
+  // Variants whose weights mean something else than plain LoRA's (rsLoRA
+  // scales by lora_alpha / sqrt(r), DoRA adds magnitudes): refused, not
+  // loaded as if they were plain.
+  for (llvm::StringRef variant : {"use_rslora", "use_dora"})
+    if (object->getBoolean(variant).value_or(false))
+      return weightError(
+          llvm::formatv("{0}: {1} is true, and Twill trains plain LoRA "
+                        "(scaled by lora_alpha / r): load an adapter trained "
+                        "with {1}: false",
+                        path, variant));
   if (*rank != lora.rank() || std::abs(*alpha - lora.alpha()) > 1e-9)
     return weightError(
         llvm::formatv("{0}: the adapter has r={1}, lora_alpha={2}; the job has "

@@ -83,6 +83,14 @@ def main():
     get_peft_model(LlamaForCausalLM(model.config), LoraConfig(
         r=4, lora_alpha=4, target_modules=["q_proj", "v_proj"])) \
         .save_pretrained(other_adapter)
+    # rsLoRA and DoRA adapters of the job's shape: their weights mean
+    # something else than plain LoRA's, so loading them is refused.
+    variants = {}
+    for variant in ("use_rslora", "use_dora"):
+        variants[variant] = work / f"adapter_{variant}"
+        get_peft_model(LlamaForCausalLM(model.config), LoraConfig(
+            r=2, lora_alpha=4, target_modules=["q_proj", "v_proj"],
+            **{variant: True})).save_pretrained(variants[variant])
 
     cases = [
         ("missing tensor", broken_model("missing", without_victim), None,
@@ -97,6 +105,10 @@ def main():
          work / "batch.json", [WEIGHTS, "corrupt header"]),
         ("adapter rank differs", work / "good", other_adapter,
          work / "batch.json", ["adapter_config.json", "r=4", "lora.rank=2"]),
+        ("rsLoRA adapter", work / "good", variants["use_rslora"],
+         work / "batch.json", ["adapter_config.json", "use_rslora is true"]),
+        ("DoRA adapter", work / "good", variants["use_dora"],
+         work / "batch.json", ["adapter_config.json", "use_dora is true"]),
         ("batch too short", work / "good", good_adapter,
          wrong_batch(json.dumps({**batch, "labels": [[2, 3]]})),
          ["'labels' holds 2 values; the job needs 4"]),

@@ -20,6 +20,7 @@
 #include "runtime/train/Weights.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -427,11 +428,51 @@ static int runJob(Executable executable) {
   return status;
 }
 
+/// Flags given where they mean nothing (those of --eval without it, those
+/// of training with it), named rather than ignored: the run would fail on
+/// something else, or do what was not asked.
+static std::optional<std::string> misplacedFlags() {
+  using Flag = std::pair<llvm::StringRef, const cl::opt<std::string> *>;
+  auto given = [](std::initializer_list<Flag> flags) {
+    llvm::SmallVector<llvm::StringRef> names;
+    for (auto [name, value] : flags)
+      if (!value->empty())
+        names.push_back(name);
+    return names;
+  };
+  llvm::SmallVector<llvm::StringRef> names =
+      eval ? given({{"--data", &dataPath},
+                    {"--eval-data", &evalDataPath},
+                    {"--resume", &resumePath}})
+           : given({{"--batch", &batchPath},
+                    {"--dump-logits", &dumpLogitsPath},
+                    {"--gradients", &gradientsPath}});
+  if (names.empty())
+    return std::nullopt;
+  std::string list = llvm::join(names, ", ");
+  bool one = names.size() == 1;
+  llvm::StringRef belong = one ? "belongs" : "belong",
+                  them = one ? "it" : "them";
+  if (eval)
+    return llvm::formatv("{0} {1} to training, and --eval runs one batch "
+                         "without training: leave {2} out, or drop --eval",
+                         list, belong, them)
+        .str();
+  return llvm::formatv("{0} {1} to --eval (one batch, no training): add "
+                       "--eval, or leave {2} out to train",
+                       list, belong, them)
+      .str();
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   // --help lists these, not the LLVM internals linked in.
   cl::HideUnrelatedOptions(options);
   cl::ParseCommandLineOptions(argc, argv, "Twill job runner\n");
+  if (std::optional<std::string> problem = misplacedFlags()) {
+    printError(*problem);
+    return 1;
+  }
   Communicator::initialize(argc, argv);
   llvm::Expected<Executable> executable = loadExecutable(executablePath);
   int status = executable ? runJob(std::move(*executable))
