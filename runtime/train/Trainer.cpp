@@ -129,6 +129,18 @@ llvm::Expected<TrainResult> twill::train(Program &program,
   }
   llvm::raw_ostream &metrics = metricsFile ? *metricsFile : llvm::nulls();
   llvm::raw_ostream &report = program.writesFiles() ? log : llvm::nulls();
+  // train.batch_size counts the rows of a micro-batch in all, which data
+  // parallelism splits: a job's numbers do not depend on its mesh. Said
+  // once, as users of per-device batch sizes expect the other.
+  int64_t dp = job.parallel().dp();
+  report << llvm::formatv(
+      "training: {0} steps, each {1} micro-batch(es) of {2} rows x {3} "
+      "tokens (train.batch_size is the global micro-batch{4})\n",
+      totalSteps, accumulation, batchSize, seqLen,
+      dp > 1 ? llvm::formatv(", {0:f1} rows per data-parallel rank of {1}",
+                             double(batchSize) / dp, dp)
+                   .str()
+             : std::string());
 
   auto began = std::chrono::steady_clock::now();
   std::string lastCheckpoint; // the last one this run saved

@@ -296,6 +296,17 @@ static int printReport(const twill::JobConfig &config) {
     figures->waitedArenaBytes = waitedFigures->arenaBytes;
   }
   figures->print(llvm::outs());
+  const twill::TrainConfig &train = config.train();
+  int64_t dp = config.parallel().dp();
+  llvm::outs() << llvm::formatv(
+      "Batch: train.batch_size {0} is the global micro-batch ({1:f1} rows "
+      "per data-parallel rank of {2}) of {3} tokens each; {4} per step\n",
+      train.batch_size(), double(train.batch_size()) / dp, dp, train.seq_len(),
+      train.gradient_accumulation_steps() > 1
+          ? llvm::formatv("{0} micro-batches",
+                          train.gradient_accumulation_steps())
+                .str()
+          : std::string("one micro-batch"));
   if (config.parallel().memory_budget_gb() > 0)
     llvm::outs() << memoryBudgetChoice(config);
   // By default, the job's own budget; under a budget, the longest sequence
