@@ -3,6 +3,7 @@
 #include "frontend/LlamaBuilder.h"
 
 #include "dialects/twill/TwillOps.h"
+#include "support/BlockedPieces.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/STLExtras.h"
@@ -93,6 +94,26 @@ private:
   Value mlp(Value normed, const std::string &prefix);
   /// The MLP of some positions: gate and up, SwiGLU, down.
   Value mlpTile(Value normed, const std::string &prefix);
+
+  /// `x` ([batch, seq, ...]) cut along the sequence into tiles of about
+  /// `tile` positions, or `x` alone when one tile holds it all. Under
+  /// sequence parallelism the tiles are blocked (twill.split's `blocks`):
+  /// each tp rank cuts its own block of the sequence, ceil(tile / tp)
+  /// positions per tile, so a tile is gathered and scattered on its own.
+  SmallVector<Value> sequenceTiles(Value x, int64_t tile, Location at);
+  /// The inverse: `tiles` of `sequenceTiles`' layout put together.
+  Value joinTiles(ArrayRef<Value> tiles, Location at);
+  int64_t sequenceBlocks() const {
+    return job.parallel().sequence_parallel() ? job.parallel().tp() : 1;
+  }
+  /// The tiles of the vocab-parallel ends of the model, the embedding's
+  /// lookup and the loss: parallel.loss_tile_tokens positions under
+  /// sequence parallelism, where each tile is scattered from (gathered for)
+  /// the sequence shards on its own; else none (the loss forms its logits a
+  /// tile at a time by itself).
+  int64_t vocabEndTile() const {
+    return sequenceBlocks() > 1 ? job.parallel().loss_tile_tokens() : 0;
+  }
 
   const JobConfig &job;
   const ModelConfig &model;
@@ -200,53 +221,105 @@ Value LlamaTracer::rope(Value heads, const std::string &path) {
   return op;
 }
 
+SmallVector<Value> LlamaTracer::sequenceTiles(Value x, int64_t tile,
+                                              Location at) {
+  int64_t blocks = sequenceBlocks();
+  int64_t block = (seq + blocks - 1) / blocks;
+  int64_t chunk = (tile + blocks - 1) / blocks;
+  if (tile <= 0 || chunk >= block)
+    return {x};
+  std::vector<int64_t> chunks;
+  for (int64_t start = 0; start < block; start += chunk)
+    chunks.push_back(std::min(chunk, block - start));
+  auto type = cast<RankedTensorType>(x.getType());
+  SmallVector<Type> tiles;
+  for (int64_t size : ::twill::blockedPieceSizes(seq, blocks, chunks)) {
+    SmallVector<int64_t> shape(type.getShape());
+    shape[1] = size;
+    tiles.push_back(type.clone(shape));
+  }
+  auto split = SplitOp::create(builder, at, tiles, x, /*dim=*/1, blocks);
+  return SmallVector<Value>(split.getPieces());
+}
+
+Value LlamaTracer::joinTiles(ArrayRef<Value> tiles, Location at) {
+  if (tiles.size() == 1)
+    return tiles.front();
+  auto type = cast<RankedTensorType>(tiles.front().getType());
+  SmallVector<int64_t> shape(type.getShape());
+  shape[1] = seq;
+  return ConcatOp::create(builder, at, type.clone(shape), tiles, /*dim=*/1,
+                          sequenceBlocks());
+}
+
 Value LlamaTracer::attention(Value normed, const std::string &prefix) {
   int64_t hidden = model.hidden_size(), headDim = model.head_dim();
   int64_t heads = model.num_attention_heads();
   int64_t kvHeads = model.num_key_value_heads();
   std::string attn = prefix + ".self_attn";
+  int64_t tile = job.parallel().attention_tile_tokens();
+  Location at = loc(attn);
 
-  // Project, split into heads, rotate queries and keys.
-  auto project = [&](StringRef name, int64_t numHeads, bool rotate) {
-    std::string path = attn + "." + name.str();
-    Value flat = linear(normed, path, name, hidden, numHeads * headDim,
-                        {TensorParallelStyle::Column, numHeads});
-    Value split = ReshapeOp::create(
-        builder, loc(path), floatType({batch, seq, numHeads, headDim}), flat);
-    if (!rotate)
-      return split;
-    return rope(split, path + ".rope");
+  // Project each tile of parallel.attention_tile_tokens positions (its q,
+  // k and v together, so that a tile's gathered input dies after them),
+  // put the tiles together, split into heads, rotate queries and keys;
+  // untiled, each projection is finished before the next begins.
+  struct Projection {
+    StringRef name;
+    int64_t heads;
+    bool rotate;
+    SmallVector<Value> tiles;
+    Value heads4d;
   };
-  Value q = project("q_proj", heads, true);
-  Value k = project("k_proj", kvHeads, true);
-  Value v = project("v_proj", kvHeads, false);
+  Projection projections[] = {
+      {"q_proj", heads, true, {}, {}},
+      {"k_proj", kvHeads, true, {}, {}},
+      {"v_proj", kvHeads, false, {}, {}}};
+  auto finish = [&](Projection &p) {
+    std::string path = attn + "." + p.name.str();
+    Value split = ReshapeOp::create(builder, loc(path),
+                                    floatType({batch, seq, p.heads, headDim}),
+                                    joinTiles(p.tiles, loc(path)));
+    p.heads4d = p.rotate ? rope(split, path + ".rope") : split;
+  };
+  SmallVector<Value> pieces = sequenceTiles(normed, tile, at);
+  for (Value piece : pieces)
+    for (Projection &p : projections) {
+      p.tiles.push_back(linear(piece, attn + "." + p.name.str(), p.name,
+                               hidden, p.heads * headDim,
+                               {TensorParallelStyle::Column, p.heads}));
+      if (pieces.size() == 1)
+        finish(p);
+    }
+  if (pieces.size() > 1)
+    for (Projection &p : projections)
+      finish(p);
+  Value q = projections[0].heads4d, k = projections[1].heads4d,
+        v = projections[2].heads4d;
 
   Value context = AttentionOp::create(
-      builder, loc(attn), q.getType(), q, k, v, segments,
+      builder, at, q.getType(), q, k, v, segments,
       builder.getF64FloatAttr(1.0 / std::sqrt(double(headDim))),
       /*shard_axis=*/nullptr);
   Value merged = ReshapeOp::create(
-      builder, loc(attn), floatType({batch, seq, heads * headDim}), context);
-  return linear(merged, attn + ".o_proj", "o_proj", heads * headDim, hidden,
-                {TensorParallelStyle::Row, heads});
+      builder, at, floatType({batch, seq, heads * headDim}), context);
+  SmallVector<Value> outputs;
+  for (Value piece : sequenceTiles(merged, tile, at))
+    outputs.push_back(linear(piece, attn + ".o_proj", "o_proj",
+                             heads * headDim, hidden,
+                             {TensorParallelStyle::Row, heads}));
+  return joinTiles(outputs, at);
 }
 
 Value LlamaTracer::mlp(Value normed, const std::string &prefix) {
-  // Tiles of parallel.mlp_tile_tokens positions (the last may be shorter),
-  // each through the whole MLP: one tile's activations live at a time.
-  int64_t tile = job.parallel().mlp_tile_tokens();
-  if (tile <= 0 || tile >= seq)
-    return mlpTile(normed, prefix);
-  SmallVector<Type> tiles;
-  for (int64_t start = 0; start < seq; start += tile)
-    tiles.push_back(
-        floatType({batch, std::min(tile, seq - start), model.hidden_size()}));
+  // Tiles of parallel.mlp_tile_tokens positions, each through the whole
+  // MLP: one tile's activations live at a time.
   Location at = loc(prefix + ".mlp");
-  auto pieces = SplitOp::create(builder, at, tiles, normed, /*dim=*/1);
   SmallVector<Value> outputs;
-  for (Value piece : pieces.getPieces())
+  for (Value piece :
+       sequenceTiles(normed, job.parallel().mlp_tile_tokens(), at))
     outputs.push_back(mlpTile(piece, prefix));
-  return ConcatOp::create(builder, at, normed.getType(), outputs, /*dim=*/1);
+  return joinTiles(outputs, at);
 }
 
 Value LlamaTracer::mlpTile(Value normed, const std::string &prefix) {
@@ -297,10 +370,17 @@ OwningOpRef<ModuleOp> LlamaTracer::trace() {
   Split vocabRows{TensorParallelStyle::Vocab};
   Value embedTable = param("model.embed_tokens.weight", {vocab, hidden},
                            baseTrainable(), vocabRows);
-  Value h =
-      EmbeddingOp::create(builder, loc("model.embed_tokens"),
-                          floatType({batch, seq, hidden}), embedTable, tokens,
-                          /*shard_axis=*/nullptr);
+  // Under sequence parallelism the lookup's partial sums are scattered a
+  // tile at a time, as the loss gathers its input.
+  Location embedAt = loc("model.embed_tokens");
+  SmallVector<Value> embedded;
+  for (Value ids : sequenceTiles(tokens, vocabEndTile(), embedAt))
+    embedded.push_back(EmbeddingOp::create(
+        builder, embedAt,
+        floatType({batch, cast<RankedTensorType>(ids.getType()).getDimSize(1),
+                   hidden}),
+        embedTable, ids, /*shard_axis=*/nullptr));
+  Value h = joinTiles(embedded, embedAt);
   for (int64_t layer = 0; layer < model.num_hidden_layers(); ++layer)
     h = decoderLayer(h, layer);
   h = rmsNorm(h, "model.norm");
@@ -319,26 +399,38 @@ OwningOpRef<ModuleOp> LlamaTracer::trace() {
   Type f32 = builder.getF32Type(), i64 = builder.getI64Type();
   // The loss forms the logits a tile of tokens at a time when they are a
   // plain product (an adapted lm_head's are a sum): the host still reads
-  // the whole logits, which the training step drops.
+  // the whole logits, which the training step drops. Under sequence
+  // parallelism its input is gathered a tile at a time too.
   int64_t tileTokens = job.parallel().loss_tile_tokens();
-  ValueRange loss;
+  SmallVector<Value, 2> loss;
   if (tileTokens > 0 && !isLoraTarget("lm_head")) {
     int64_t dp = job.parallel().dp();
-    int64_t rows = std::min(tileTokens, (batch + dp - 1) / dp * seq);
-    loss = LinearCrossEntropyOp::create(
-               builder, loc("loss"), scalar(f32), scalar(i64),
-               floatType({rows, vocab}), h, lmHead, labels,
-               /*ignore_index=*/-100, /*shard_axis=*/nullptr,
-               /*vocab_size=*/nullptr)
-               ->getResults()
-               .take_front(2);
+    Location at = loc("loss");
+    SmallVector<Value> inputs = sequenceTiles(h, vocabEndTile(), at);
+    SmallVector<Value> tileLabels = sequenceTiles(labels, vocabEndTile(), at);
+    for (auto [input, tileLabel] : llvm::zip_equal(inputs, tileLabels)) {
+      int64_t positions = cast<RankedTensorType>(input.getType()).getDimSize(1);
+      int64_t rows = std::min(tileTokens, (batch + dp - 1) / dp * positions);
+      auto tile = LinearCrossEntropyOp::create(
+          builder, at, scalar(f32), scalar(i64), floatType({rows, vocab}),
+          input, lmHead, tileLabel, /*ignore_index=*/-100,
+          /*shard_axis=*/nullptr, /*vocab_size=*/nullptr);
+      if (loss.empty()) {
+        loss = {tile.getLoss(), tile.getCount()};
+        continue;
+      }
+      loss[0] = AddOp::create(builder, at, loss[0].getType(), loss[0],
+                              tile.getLoss());
+      loss[1] = AddOp::create(builder, at, loss[1].getType(), loss[1],
+                              tile.getCount());
+    }
   } else {
-    loss = CrossEntropyOp::create(builder, loc("loss"), scalar(f32),
-                                  scalar(i64), logits, labels,
-                                  /*ignore_index=*/-100,
-                                  /*shard_axis=*/nullptr,
-                                  /*vocab_size=*/nullptr)
-               ->getResults();
+    auto whole = CrossEntropyOp::create(builder, loc("loss"), scalar(f32),
+                                        scalar(i64), logits, labels,
+                                        /*ignore_index=*/-100,
+                                        /*shard_axis=*/nullptr,
+                                        /*vocab_size=*/nullptr);
+    loss = {whole.getLoss(), whole.getCount()};
   }
   func::ReturnOp::create(builder, loc("forward"), loss);
 

@@ -279,10 +279,12 @@ static LogicalResult describe(Operation *op, ::twill::Instruction &out) {
       .Case([&](tw::OffloadOp) { return opcode(::twill::OFFLOAD); })
       .Case([&](tw::SplitOp op) {
         out.mutable_split()->set_dim(op.getDim());
+        out.mutable_split()->set_blocks(op.getBlocks());
         return opcode(::twill::SPLIT);
       })
       .Case([&](tw::ConcatOp op) {
         out.mutable_split()->set_dim(op.getDim());
+        out.mutable_split()->set_blocks(op.getBlocks());
         return opcode(::twill::CONCAT);
       })
       .Case([&](tw::ReloadOp) { return opcode(::twill::RELOAD); })

@@ -48,13 +48,13 @@ void lowerPrecision(func::FuncOp function) {
     masterCasts.insert(cast);
   }
   for (Operation &op : body) {
-    // The loss sum stays fp32, as do the function's results.
+    // Scalars stay fp32: the loss sum (and a tiled loss's tiles' sums), as
+    // do the function's results.
     if (masterCasts.contains(&op) || isa<func::ReturnOp>(op))
       continue;
-    bool loss = isa<CrossEntropyOp, LinearCrossEntropyOp>(op);
     for (OpResult result : op.getResults())
       if (RankedTensorType bf16 = toBF16(result.getType());
-          bf16 && !(loss && bf16.getRank() == 0))
+          bf16 && bf16.getRank() != 0)
         result.setType(bf16);
   }
   function.setType(builder.getFunctionType(

@@ -68,6 +68,8 @@ private:
   FailureOr<Value> convert(Operation *user, Value value,
                            ArrayRef<AxisPlacement> target);
   LogicalResult rewriteOp(Operation *op);
+  template <typename PiecesOp>
+  void localizeBlocks(PiecesOp op, ArrayRef<AxisPlacement> whole);
   void rewriteGlobalNorm(GlobalNormOp op);
 
   MeshPlan plan;
@@ -164,7 +166,13 @@ FailureOr<Value> Partitioner::convert(Operation *user, Value value,
     return value;
   // RankedTensorType from `value`'s placed type with placement `current`.
   ArrayRef<int64_t> shape = type.getShape();
-  builder.setInsertionPoint(user);
+  // A concat's pieces move as each is made: one tile's partial sum is
+  // scattered before the next tile's is computed, never all at once.
+  if (isa<ConcatOp>(user) && value.getDefiningOp() &&
+      value.getParentBlock() == user->getBlock())
+    builder.setInsertionPointAfterValue(value);
+  else
+    builder.setInsertionPoint(user);
   Location loc = user->getLoc();
   Value local = value;
   auto retype = [&]() { return localType(type, current); };
@@ -291,7 +299,15 @@ LogicalResult Partitioner::rewriteOp(Operation *op) {
     }
   }
   for (auto [index, required] : llvm::enumerate(opPlan.operands)) {
-    FailureOr<Value> local = convert(op, op->getOperand(index), required);
+    // An activation made outside every layer (the embedding's partial sum)
+    // moves outside every layer too: recomputing the first layer starts
+    // from its scattered block, not from the whole it was scattered from.
+    Value operand = op->getOperand(index);
+    Operation *definer = operand.getDefiningOp();
+    bool outside = definer && !definer->hasAttr(kLayerAttrName) &&
+                   !isParameter(operand);
+    inheritance.layer = outside ? Attribute() : op->getAttr(kLayerAttrName);
+    FailureOr<Value> local = convert(op, operand, required);
     if (failed(local))
       return failure();
     op->setOperand(index, *local);
@@ -300,7 +316,24 @@ LogicalResult Partitioner::rewriteOp(Operation *op) {
     RankedTensorType type = placed.lookup(result);
     result.setType(localType(type, placementOf(type, plan.axes())));
   }
+  // The whole's placement: where the split's operand was made to be, where
+  // the concat's result is.
+  if (auto split = dyn_cast<SplitOp>(op))
+    localizeBlocks(split, opPlan.operands.front());
+  if (auto concat = dyn_cast<ConcatOp>(op))
+    localizeBlocks(concat, placementOf(placed.lookup(concat.getResult()),
+                                       plan.axes()));
   return success();
+}
+
+/// A split or concat whose blocks are the ranks of an axis that splits its
+/// dim cuts (or puts together) the rank's own block: consecutive pieces.
+template <typename PiecesOp>
+void Partitioner::localizeBlocks(PiecesOp op, ArrayRef<AxisPlacement> whole) {
+  for (auto [axis, entry] : llvm::enumerate(whole))
+    if (entry.isShard() && entry.dim == (int64_t)op.getDim() &&
+        plan.axisSizes[axis] == (int64_t)op.getBlocks())
+      op.setBlocks(1);
 }
 
 LogicalResult Partitioner::run(ModuleOp module) {

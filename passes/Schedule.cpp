@@ -33,15 +33,19 @@ Operation *createStart(OpBuilder &builder, Operation *collective) {
 }
 
 /// The op after which `collective` may start: after its input is made,
-/// and no earlier than the beginning of the layer `prefetch` layers before
-/// its own in program order (a collective outside every layer counts from
-/// the layer before it). Null: the top of the block.
-Operation *startPoint(Operation *collective, int64_t prefetch) {
+/// after `notBefore` if that comes between the two, and no earlier than
+/// the beginning of the layer `prefetch` layers before its own in program
+/// order (a collective outside every layer counts from the layer before
+/// it). Null: the top of the block.
+Operation *startPoint(Operation *collective, int64_t prefetch,
+                      Operation *notBefore) {
   Operation *input = collective->getOperand(0).getDefiningOp();
   std::optional<int64_t> current = layerOf(collective);
   int64_t changes = 0;
   for (Operation *op = collective->getPrevNode(); op != input;
        op = op->getPrevNode()) {
+    if (op == notBefore)
+      return op;
     std::optional<int64_t> layer = layerOf(op);
     if (!layer || layer == current)
       continue;
@@ -50,6 +54,21 @@ Operation *startPoint(Operation *collective, int64_t prefetch) {
     current = layer;
   }
   return input;
+}
+
+/// Moves `wait` right before `start` unless it is already before it: the
+/// walk back from `start` meets the wait first, or else the start it waits
+/// for.
+void moveBeforeIfAfter(WaitOp wait, Operation *start) {
+  Operation *handle = wait.getHandle().getDefiningOp();
+  for (Operation *op = start->getPrevNode(); op; op = op->getPrevNode()) {
+    if (op == wait)
+      return;
+    if (op == handle) {
+      wait->moveBefore(start);
+      return;
+    }
+  }
 }
 
 /// Whether every reader of `value` only feeds the function's results (and
@@ -65,19 +84,27 @@ bool readersOnlyFeedResults(Value value) {
   return true;
 }
 
+/// The split whose piece a collective (or its start) moves, if any.
+SplitOp splitOf(Operation *collective) {
+  return collective->getOperand(0).getDefiningOp<SplitOp>();
+}
+
 /// Moves the ops after `wait` that do not depend on it up before it, so
 /// they run while its collective is in flight: a tensor-parallel gather of
 /// the sequence-parallel activations is read by the base matmul at once,
 /// but the LoRA A product (which reads the local rows) and its own small
 /// gather need not wait for it. Computing ops, starts and waits may move;
-/// the search ends at the first op of another layer. Each op computes what
-/// it computed before, so the losses do not change.
+/// the search ends at the first op of another layer, or of the next tile
+/// (the start of a gather of the next piece). Each op computes what it
+/// computed before, so the losses do not change.
 void hoistIndependentWork(WaitOp wait) {
   llvm::SmallPtrSet<Operation *, 32> staying = {wait};
   std::optional<int64_t> layer = layerOf(wait);
+  SplitOp tiling = splitOf(wait.getHandle().getDefiningOp());
   for (Operation *op = wait->getNextNode(), *next; op; op = next) {
     next = op->getNextNode();
-    if (op->hasTrait<OpTrait::IsTerminator>() || layerOf(op) != layer)
+    if (op->hasTrait<OpTrait::IsTerminator>() || layerOf(op) != layer ||
+        (tiling && isCollectiveStart(op) && splitOf(op) == tiling))
       return;
     bool movable = isPure(op) || isa<WaitOp>(op) || isCollectiveStart(op);
     bool dependent = llvm::any_of(op->getOperands(), [&](Value operand) {
@@ -91,30 +118,51 @@ void hoistIndependentWork(WaitOp wait) {
   }
 }
 
+/// The tiling a collective moves a tile of: the split whose piece it
+/// gathers, or the concat that alone reads its result (a tile's partial
+/// sum scattered); null for others.
+std::pair<SplitOp, ConcatOp> tilingOf(Operation *collective) {
+  SplitOp split = splitOf(collective);
+  Value result = collective->getResult(0);
+  ConcatOp concat = result.hasOneUse()
+                        ? dyn_cast<ConcatOp>(*result.getUsers().begin())
+                        : ConcatOp();
+  return {split, concat};
+}
+
 void schedule(func::FuncOp function, int64_t prefetch) {
   Block &body = function.getBody().front();
   SmallVector<Operation *> collectives;
   for (Operation &op : body)
     if (isa<AllGatherOp, ReduceScatterOp, AllReduceOp, AllToAllOp>(op))
       collectives.push_back(&op);
+  // A tiling's collectives overlap the tiles' compute without holding more
+  // than two tiles: a piece's gather starts once the previous piece's is
+  // waited, and a tile's scatter is waited before the next one starts.
+  DenseMap<Operation *, WaitOp> lastWaitOfTiling;
   for (Operation *collective : collectives) {
     Value result = collective->getResult(0);
     if (result.use_empty())
       continue;
+    auto [split, concat] = tilingOf(collective);
+    Operation *after = startPoint(
+        collective, prefetch,
+        split ? lastWaitOfTiling.lookup(split).getOperation() : nullptr);
     // Starts placed at one point keep their program order.
-    Operation *after = startPoint(collective, prefetch);
     Operation *next = after ? after->getNextNode() : &body.front();
     while (isCollectiveStart(next))
       next = next->getNextNode();
     OpBuilder builder(next);
     Operation *start = createStart(builder, collective);
+    if (WaitOp previous = concat ? lastWaitOfTiling.lookup(concat) : WaitOp())
+      moveBeforeIfAfter(previous, start);
 
     // The wait: before the first reader, or at the end with readers that
-    // only make the function's results.
-    Operation *firstReader = nullptr;
-    for (Operation *reader : result.getUsers())
-      if (!firstReader || reader->isBeforeInBlock(firstReader))
-        firstReader = reader;
+    // only make the function's results. (Walks, not isBeforeInBlock: each
+    // start and wait inserted may renumber the whole block.)
+    Operation *firstReader = collective->getNextNode();
+    while (!llvm::is_contained(firstReader->getOperands(), result))
+      firstReader = firstReader->getNextNode();
     if (readersOnlyFeedResults(result)) {
       SmallVector<Operation *> readers(result.getUsers());
       llvm::sort(readers, [](Operation *a, Operation *b) {
@@ -132,6 +180,10 @@ void schedule(func::FuncOp function, int64_t prefetch) {
       wait->setAttr(kLayerAttrName, layer);
     result.replaceAllUsesWith(wait.getResult());
     collective->erase();
+    if (split)
+      lastWaitOfTiling[split] = wait;
+    if (concat)
+      lastWaitOfTiling[concat] = wait;
   }
   // A collective waited right after it starts has nothing to overlap yet:
   // work that does not need its result goes in between.

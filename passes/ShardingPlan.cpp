@@ -89,6 +89,14 @@ static bool isResidualAdd(Operation *op) {
          });
 }
 
+/// A concat whose blocks are the axis's ranks: under sequence parallelism
+/// its partial pieces (a tile's row-parallel products) are each
+/// reduce-scattered into the rank's block, never summed whole.
+static bool concatsBlocksOf(Operation *op, int64_t ranks) {
+  auto concat = dyn_cast<ConcatOp>(op);
+  return concat && (int64_t)concat.getBlocks() == ranks && concat.getDim() == 1;
+}
+
 /// Whether some tensor of `rule` has both factors: then one axis cannot
 /// split both.
 static bool coOccur(const ShardingRule &rule, int a, int b) {
@@ -130,7 +138,8 @@ AxisDecision mlir::twill::decideAxis(Operation *op, const ShardingRule &rule,
   }
   bool allPartial = count && partial.size() == count;
   bool sequenceParallel = plan.sequenceParallel && axis == plan.tp;
-  if (sequenceParallel && isResidualAdd(op))
+  if (sequenceParallel &&
+      (isResidualAdd(op) || concatsBlocksOf(op, plan.axisSizes[axis])))
     allPartial = false; // partial operands are reduce-scattered first
   bool linearPartial =
       !partial.empty() && llvm::all_of(partial, [&](unsigned index) {
@@ -156,7 +165,7 @@ AxisDecision mlir::twill::decideAxis(Operation *op, const ShardingRule &rule,
     if (!entry.isShard() || (parameter && axis == plan.dp && !isa<CastOp>(op)))
       continue;
     const ShardingRule::Dim &dim = rule.operands[index][entry.dim];
-    if (dim.empty() || rule.isReplicated(dim.front()))
+    if (dim.empty() || !rule.splitsInto(dim.front(), plan.axisSizes[axis]))
       continue;
     candidates.push_back(dim.front());
     if (parameter && parameterClaim < 0)

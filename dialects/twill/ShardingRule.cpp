@@ -74,5 +74,6 @@ std::string ShardingRule::str() const {
   printFactors("reduction", reductions);
   printFactors("replicated", replicated);
   printFactors("self-reduced", selfReduced);
+  printFactors("exact", exact);
   return text;
 }

@@ -35,6 +35,9 @@ struct ShardingRule {
   /// Factors the op may shard by reducing across the axis itself, results
   /// staying whole (the vocab of a vocab-parallel cross-entropy).
   SmallVector<int> selfReduced;
+  /// Factors an axis may split only into as many blocks as their size (a
+  /// blocked split's blocks: one per rank, or none).
+  SmallVector<int> exact;
 
   /// Adds a factor of `size`; returns its index.
   int addFactor(int64_t size) {
@@ -55,10 +58,15 @@ struct ShardingRule {
   bool isSelfReduced(int factor) const {
     return llvm::is_contained(selfReduced, factor);
   }
+  /// Whether an axis of `ranks` may split `factor`.
+  bool splitsInto(int factor, int64_t ranks) const {
+    return !isReplicated(factor) &&
+           (!llvm::is_contained(exact, factor) || factorSizes[factor] == ranks);
+  }
 
   /// `([i, j, k], [l, k]) -> ([i, j, l]) {i=2, j=8, k=64, l=96}
   /// reduction={k}`; a merged dim prints as `(i j)`, internal tensors as
-  /// `internal=([i, j, l])`.
+  /// `internal=([i, j, l])`, exact factors as `exact={i}`.
   std::string str() const;
 };
 

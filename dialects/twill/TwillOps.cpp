@@ -9,6 +9,7 @@
 #include "dialects/twill/TwillOps.h"
 
 #include "dialects/twill/ShapeChecks.h"
+#include "support/BlockedPieces.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
@@ -200,17 +201,17 @@ LogicalResult ReloadOp::verify() {
   return success();
 }
 
-/// `whole` cut along `dim` into `pieces`: the pieces' sizes there sum to
-/// the whole's, every other dim equal, one element type.
+/// `whole` cut along `dim` into `pieces` laid out in `blocks` blocks: every
+/// other dim equal, one element type, the sizes along `dim` the layout's.
 static LogicalResult verifyPieces(Operation *op, Value whole, ValueRange pieces,
-                                  int64_t dim) {
+                                  int64_t dim, int64_t blocks) {
   ArrayRef<int64_t> shape = shapeOf(whole);
   if (dim < 0 || dim >= (int64_t)shape.size())
     return op->emitOpError()
            << "dim " << dim << " is not a dim of " << shapeText(shape);
   if (pieces.empty())
     return op->emitOpError("needs at least one piece");
-  int64_t covered = 0;
+  SmallVector<int64_t> sizes;
   for (Value piece : pieces) {
     SmallVector<int64_t> expected(shape);
     ArrayRef<int64_t> actual = shapeOf(piece);
@@ -219,20 +220,21 @@ static LogicalResult verifyPieces(Operation *op, Value whole, ValueRange pieces,
     if (failed(expectShape(op, "piece", actual, expected)) ||
         failed(expectSameElementType(op, {whole, piece})))
       return failure();
-    covered += actual[dim];
+    sizes.push_back(actual[dim]);
   }
-  if (covered != shape[dim])
-    return op->emitOpError() << "pieces cover " << covered << " of dim " << dim
-                             << "'s " << shape[dim];
+  auto runs = ::twill::blockedPieceRuns(shape[dim], blocks, sizes);
+  if (!runs)
+    return op->emitOpError() << "pieces do not lay out dim " << dim << ": "
+                             << llvm::toString(runs.takeError());
   return success();
 }
 
 LogicalResult SplitOp::verify() {
-  return verifyPieces(*this, getInput(), getPieces(), getDim());
+  return verifyPieces(*this, getInput(), getPieces(), getDim(), getBlocks());
 }
 
 LogicalResult ConcatOp::verify() {
-  return verifyPieces(*this, getResult(), getPieces(), getDim());
+  return verifyPieces(*this, getResult(), getPieces(), getDim(), getBlocks());
 }
 
 LogicalResult ReshapeOp::verify() {

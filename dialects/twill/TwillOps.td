@@ -22,6 +22,7 @@ class Twill_ComputeOp<string mnemonic, list<Trait> traits = []>
     : Twill_Op<mnemonic, !listconcat(traits,
           [DeclareOpInterfaceMethods<Twill_ShardingRuleOpInterface>])>;
 def Twill_IntTensor : StaticShapeTensorOf<[AnySignlessInteger]>;
+def Twill_Tensor : StaticShapeTensorOf<[AnyFloat, AnySignlessInteger]>;
 
 //===----------------------------------------------------------------------===//
 // Mesh
@@ -230,6 +231,10 @@ class Twill_ElementwiseBinaryOp<string mnemonic, string formula>
 
 def Twill_AddOp : Twill_ElementwiseBinaryOp<"add", "lhs + rhs"> {
   let summary = "Elementwise sum";
+  // Floats, or counts (a tiled loss's token counts summed).
+  let arguments = (ins AnyTypeOf<[Twill_FloatTensor, 0DTensorOf<[I64]>]>:$lhs,
+                       AnyTypeOf<[Twill_FloatTensor, 0DTensorOf<[I64]>]>:$rhs);
+  let results = (outs AnyTypeOf<[Twill_FloatTensor, 0DTensorOf<[I64]>]>:$result);
 }
 
 def Twill_MulOp : Twill_ElementwiseBinaryOp<"mul", "lhs * rhs"> {
@@ -402,19 +407,30 @@ def Twill_ReloadOp : Twill_ComputeOp<"reload", [Pure, AllTypesMatch<["input", "r
 }
 
 def Twill_SplitOp : Twill_ComputeOp<"split", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
-  let summary = "Consecutive pieces of a value along one dim";
+  let summary = "Pieces of a value along one dim";
   let description = [{
-    The results, in order, cover `dim` of the input; every other dim is
-    the input's. The frontend cuts a decoder layer's MLP input into tiles
-    of the sequence, so that one tile's activations are live at a time.
+    The results cover `dim` of the input; every other dim is the input's.
+    With `blocks` = 1 (the default) they are consecutive. With `blocks` = k
+    the dim is k blocks of ceil(size / k) positions (the last ones shorter,
+    as a dim sharded k ways), each block is cut into consecutive chunks,
+    chunk i ceil(size of piece i / k) long, and piece i is chunk i of every
+    block, in block order (support/BlockedPieces.h). Sharded over an axis
+    of k ranks, each rank then cuts its own block: the frontend tiles a
+    sequence-parallel layer's projections and MLP (and the positions' ids
+    and labels of a tiled embedding and loss) that way, so that one tile
+    is gathered, and its activations live, at a time.
 
     ```mlir
     %a, %b = twill.split %x {dim = 1 : i64}
         : tensor<1x8192x4096xbf16> -> tensor<1x4096x4096xbf16>, tensor<1x4096x4096xbf16>
+    // Two blocks of 5, each cut 3 + 2: a = x[0:3] ++ x[5:8], b = x[3:5] ++ x[8:10]
+    %c, %d = twill.split %y {dim = 0 : i64, blocks = 2 : i64}
+        : tensor<10x64xf32> -> tensor<6x64xf32>, tensor<4x64xf32>
     ```
   }];
-  let arguments = (ins Twill_FloatTensor:$input, I64Attr:$dim);
-  let results = (outs Variadic<Twill_FloatTensor>:$pieces);
+  let arguments = (ins Twill_Tensor:$input, I64Attr:$dim,
+                       DefaultValuedAttr<I64Attr, "1">:$blocks);
+  let results = (outs Variadic<Twill_Tensor>:$pieces);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($pieces)";
   let hasVerifier = 1;
 }
@@ -422,15 +438,17 @@ def Twill_SplitOp : Twill_ComputeOp<"split", [Pure, DeclareOpInterfaceMethods<Tw
 def Twill_ConcatOp : Twill_ComputeOp<"concat", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
   let summary = "Pieces put together along one dim";
   let description = [{
-    The inverse of split: the pieces, in order, along `dim`.
+    The inverse of split with the same `dim` and `blocks`: each piece's
+    positions where split would have taken them from.
 
     ```mlir
     %y = twill.concat %a, %b {dim = 1 : i64}
         : tensor<1x4096x4096xbf16>, tensor<1x4096x4096xbf16> -> tensor<1x8192x4096xbf16>
     ```
   }];
-  let arguments = (ins Variadic<Twill_FloatTensor>:$pieces, I64Attr:$dim);
-  let results = (outs Twill_FloatTensor:$result);
+  let arguments = (ins Variadic<Twill_Tensor>:$pieces, I64Attr:$dim,
+                       DefaultValuedAttr<I64Attr, "1">:$blocks);
+  let results = (outs Twill_Tensor:$result);
   let assemblyFormat = "$pieces attr-dict `:` type($pieces) `->` type($result)";
   let hasVerifier = 1;
 }

@@ -210,18 +210,35 @@ ShardingRule LinearCrossEntropyGradOp::getShardingRule() {
 }
 
 /// split and concat: `whole` and its `pieces` share every dim but `dim`,
-/// which each has whole (a factor of its own, never split).
+/// which each has whole (a factor of its own, never split); with `blocks`
+/// > 1 that dim is the blocks, which an axis of as many ranks may split,
+/// then the part of a block each has.
 static ShardingRule piecesRule(Value whole, ValueRange pieces, int64_t dim,
-                               bool wholeIsOperand) {
+                               int64_t blocks, bool wholeIsOperand) {
   ShardingRule rule;
+  auto blockPart = [&](int64_t size) { return (size + blocks - 1) / blocks; };
   Tensor shared = rule.freshFactors(shapeOf(whole));
-  rule.replicated.push_back(shared[dim].front());
+  int wholeCut = shared[dim].front();
+  rule.factorSizes[wholeCut] = blockPart(shapeOf(whole)[dim]);
+  rule.replicated.push_back(wholeCut);
+  ShardingRule::Dim blocked;
+  if (blocks > 1) {
+    blocked.push_back(rule.addFactor(blocks));
+    rule.exact.push_back(blocked.front());
+  }
+  auto cutDim = [&](int cut) {
+    ShardingRule::Dim cutDim = blocked;
+    cutDim.push_back(cut);
+    return cutDim;
+  };
   Tensor wholeTensor = shared;
+  wholeTensor[dim] = cutDim(wholeCut);
   SmallVector<Tensor> pieceTensors;
   for (Value piece : pieces) {
     Tensor tensor = shared;
-    tensor[dim] = {rule.addFactor(shapeOf(piece)[dim])};
-    rule.replicated.push_back(tensor[dim].front());
+    int cut = rule.addFactor(blockPart(shapeOf(piece)[dim]));
+    rule.replicated.push_back(cut);
+    tensor[dim] = cutDim(cut);
     pieceTensors.push_back(tensor);
   }
   if (wholeIsOperand) {
@@ -235,11 +252,12 @@ static ShardingRule piecesRule(Value whole, ValueRange pieces, int64_t dim,
 }
 
 ShardingRule SplitOp::getShardingRule() {
-  return piecesRule(getInput(), getPieces(), getDim(), /*wholeIsOperand=*/true);
+  return piecesRule(getInput(), getPieces(), getDim(), getBlocks(),
+                    /*wholeIsOperand=*/true);
 }
 
 ShardingRule ConcatOp::getShardingRule() {
-  return piecesRule(getResult(), getPieces(), getDim(),
+  return piecesRule(getResult(), getPieces(), getDim(), getBlocks(),
                     /*wholeIsOperand=*/false);
 }
 

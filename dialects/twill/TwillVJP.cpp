@@ -214,7 +214,7 @@ Cotangents SplitOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
                                                     builder.getF64FloatAttr(0))
                                      .getResult());
   grads[0] = ConcatOp::create(builder, getLoc(), getInput().getType(), pieces,
-                              getDimAttr());
+                              getDimAttr(), getBlocksAttr());
   return grads;
 }
 
@@ -224,7 +224,7 @@ Cotangents ConcatOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
   if (llvm::none_of(needed, [](bool b) { return b; }))
     return grads;
   auto split = SplitOp::create(builder, getLoc(), getPieces().getTypes(),
-                               cotangents[0], getDimAttr());
+                               cotangents[0], getDimAttr(), getBlocksAttr());
   for (auto [index, piece] : llvm::enumerate(split.getPieces()))
     if (needed[index])
       grads[index] = piece;

@@ -274,6 +274,8 @@ llvm::Error twill::validateJobConfig(const JobConfig &config) {
                        config.parallel().loss_tile_tokens());
   problems.nonNegative("parallel.mlp_tile_tokens",
                        config.parallel().mlp_tile_tokens());
+  problems.nonNegative("parallel.attention_tile_tokens",
+                       config.parallel().attention_tile_tokens());
   problems.nonNegative("parallel.memory_budget_gb",
                        config.parallel().memory_budget_gb());
   for (auto [field, layers] : {std::pair{"parallel.checkpoint_layers",

@@ -17,6 +17,7 @@
 #include "runtime/comm/Communicator.h"
 #include "runtime/executable/Executable.h"
 #include "runtime/executable/Opcodes.h"
+#include "support/BlockedPieces.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -332,13 +333,15 @@ inline llvm::Expected<TiledLogits> tiledLogits(const InstructionView &in) {
       wrtWeight};
 }
 
-/// split's and concat's pieces, each a 2-D copy: `rows` rows (one per
-/// index of the dims before `dim`) of `bytes`, a row `piecePitch` bytes
-/// apart in the piece and `wholePitch` in the whole, starting `offset`
-/// bytes into the whole's rows.
+/// split's and concat's pieces, as 2-D copies (one per piece, or per
+/// piece and block with `blocks` > 1: support/BlockedPieces.h): `rows`
+/// rows (one per index of the dims before `dim`) of `bytes`, a row
+/// `piecePitch` bytes apart in the piece and `wholePitch` in the whole,
+/// starting `pieceOffset` bytes into the piece's rows and `offset` into the
+/// whole's.
 struct PieceCopy {
   int piece; // its value index
-  int64_t rows, bytes, offset, piecePitch, wholePitch;
+  int64_t rows, bytes, offset, pieceOffset, piecePitch, wholePitch;
 };
 
 struct PiecesShape {
@@ -362,8 +365,8 @@ inline llvm::Expected<PiecesShape> piecesShape(const InstructionView &in) {
     rows *= whole[d];
   for (int64_t d = dim + 1; d < (int64_t)whole.size(); ++d)
     inner *= whole[d];
-  int64_t covered = 0;
   int first = split ? 1 : 0, count = split ? results : operands;
+  std::vector<int64_t> sizes;
   for (int piece = first; piece < first + count; ++piece) {
     llvm::ArrayRef<int64_t> dims = in.shape(piece);
     bool fits =
@@ -372,12 +375,16 @@ inline llvm::Expected<PiecesShape> piecesShape(const InstructionView &in) {
       fits = d == dim || dims[d] == whole[d];
     if (!fits)
       return in.fail("a piece differs from the whole beyond its dim");
-    shape.pieces.push_back({piece, rows, dims[dim] * inner, covered * inner,
-                            dims[dim] * inner, whole[dim] * inner});
-    covered += dims[dim];
+    sizes.push_back(dims[dim]);
   }
-  if (covered != whole[dim])
-    return in.fail("the pieces do not cover the whole's dim");
+  llvm::Expected<std::vector<PieceRun>> runs =
+      blockedPieceRuns(whole[dim], in->split().blocks(), sizes);
+  if (!runs)
+    return in.fail(llvm::toString(runs.takeError()));
+  for (const PieceRun &run : *runs)
+    shape.pieces.push_back({first + int(run.piece), rows, run.length * inner,
+                            run.wholeStart * inner, run.pieceStart * inner,
+                            sizes[run.piece] * inner, whole[dim] * inner});
   return shape;
 }
 

@@ -127,6 +127,27 @@ func.func @forward(%a: tensor<4x8xf32> {twill.param = "a", twill.trainable},
 
 // -----
 
+// Blocked pieces (a sequence-parallel tiling): the cotangents keep the
+// blocks.
+func.func @forward(%a: tensor<4x8xf32> {twill.param = "a", twill.trainable},
+                   %x: tensor<3x4x8xf32> {twill.input = "x"},
+                   %labels: tensor<3x4xi32> {twill.input = "labels"})
+    -> (tensor<f32>, tensor<i64>) {
+  %h = twill.matmul %x, %a {transpose_rhs} : (tensor<3x4x8xf32>, tensor<4x8xf32>) -> tensor<3x4x4xf32>
+  %p:2 = twill.split %h {dim = 1 : i64, blocks = 2 : i64} : tensor<3x4x4xf32> -> tensor<3x2x4xf32>, tensor<3x2x4xf32>
+  %y0 = twill.scale %p#0 by 2.0 : tensor<3x2x4xf32>
+  %y = twill.concat %y0, %p#1 {dim = 1 : i64, blocks = 2 : i64} : tensor<3x2x4xf32>, tensor<3x2x4xf32> -> tensor<3x4x4xf32>
+  %loss, %count = twill.cross_entropy %y, %labels : (tensor<3x4x4xf32>, tensor<3x4xi32>) -> (tensor<f32>, tensor<i64>)
+  return %loss, %count : tensor<f32>, tensor<i64>
+}
+
+// CHECK-LABEL: func.func @train_step(
+// CHECK: %[[DY:.*]] = twill.cross_entropy_grad
+// CHECK-NEXT: %[[DP:.*]]:2 = twill.split %[[DY]] {blocks = 2 : i64, dim = 1 : i64}
+// CHECK: twill.concat %{{.*}}, %[[DP]]#1 {blocks = 2 : i64, dim = 1 : i64}
+
+// -----
+
 // A trainable parameter the loss does not depend on gets a zero gradient.
 func.func @forward(%unused: tensor<4xf32> {twill.param = "unused", twill.trainable},
                    %z: tensor<3x16xf32> {twill.input = "z"},

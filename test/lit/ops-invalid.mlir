@@ -227,8 +227,35 @@ func.func @reload_of_a_device_value(%h: tensor<2x8xf32>) {
 // -----
 
 func.func @split_short(%x: tensor<2x7x4xf32>) {
-  // expected-error @+1 {{pieces cover 6 of dim 1's 7}}
+  // expected-error @+1 {{pieces do not lay out dim 1: pieces cover 6 of 7 positions}}
   %a, %b = twill.split %x {dim = 1 : i64} : tensor<2x7x4xf32> -> tensor<2x4x4xf32>, tensor<2x2x4xf32>
+  return
+}
+
+// -----
+
+// 3 blocks of 4 of the 10 positions (4, 4, 2): chunks of ceil(7 / 3) = 3
+// and ceil(3 / 3) = 1 cover a block, but the first piece's chunks hold
+// 3 + 3 + 2 = 8 positions, not 7.
+func.func @split_blocks_miscounted(%x: tensor<10x4xf32>) {
+  // expected-error @+1 {{pieces do not lay out dim 0: piece 0 has 7 positions, its chunks 8}}
+  %a, %b = twill.split %x {dim = 0 : i64, blocks = 3 : i64} : tensor<10x4xf32> -> tensor<7x4xf32>, tensor<3x4xf32>
+  return
+}
+
+// -----
+
+func.func @concat_blocks_short(%a: tensor<4x4xf32>, %b: tensor<4x4xf32>) {
+  // expected-error @+1 {{pieces' chunks cover 4 of each block's 5 positions (2 blocks of 10)}}
+  %y = twill.concat %a, %b {dim = 0 : i64, blocks = 2 : i64} : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<10x4xf32>
+  return
+}
+
+// -----
+
+func.func @split_no_blocks(%x: tensor<10x4xf32>) {
+  // expected-error @+1 {{blocks 0 is not positive}}
+  %a = twill.split %x {dim = 0 : i64, blocks = 0 : i64} : tensor<10x4xf32> -> tensor<10x4xf32>
   return
 }
 

@@ -110,3 +110,14 @@ func.func @split_concat(%x: tensor<2x7x4xf32>) -> tensor<2x7x4xf32> {
   %y = twill.concat %a, %b {dim = 1 : i64} : tensor<2x4x4xf32>, tensor<2x3x4xf32> -> tensor<2x7x4xf32>
   return %y : tensor<2x7x4xf32>
 }
+
+// Blocked: 4 blocks of 8 of the 30 positions (the last of 6), each cut
+// 5 + 3: the pieces hold 5 + 5 + 5 + 5 and 3 + 3 + 3 + 1 positions.
+// CHECK-LABEL: func.func @split_concat_blocks
+func.func @split_concat_blocks(%x: tensor<2x30x4xf32>) -> tensor<2x30x4xf32> {
+  // CHECK: %[[P:.*]]:2 = twill.split %{{.*}} {blocks = 4 : i64, dim = 1 : i64} : tensor<2x30x4xf32> -> tensor<2x20x4xf32>, tensor<2x10x4xf32>
+  // CHECK-NEXT: twill.concat %[[P]]#0, %[[P]]#1 {blocks = 4 : i64, dim = 1 : i64}
+  %a, %b = twill.split %x {dim = 1 : i64, blocks = 4 : i64} : tensor<2x30x4xf32> -> tensor<2x20x4xf32>, tensor<2x10x4xf32>
+  %y = twill.concat %a, %b {dim = 1 : i64, blocks = 4 : i64} : tensor<2x20x4xf32>, tensor<2x10x4xf32> -> tensor<2x30x4xf32>
+  return %y : tensor<2x30x4xf32>
+}

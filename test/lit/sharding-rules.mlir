@@ -52,6 +52,12 @@ func.func @forward_ops(%table: tensor<512x64xf32>, %ids: tensor<2x8xi32>, %w: te
   %p0, %p1 = twill.split %h {dim = 1 : i64} : tensor<2x8x64xf32> -> tensor<2x5x64xf32>, tensor<2x3x64xf32>
   // CHECK: twill.concat {{.*}}twill.sharding_rule = "([i, l, k], [i, m, k]) -> ([i, j, k]) {i=2, j=8, k=64, l=5, m=3} replicated={j, l, m}"
   %whole = twill.concat %p0, %p1 {dim = 1 : i64} : tensor<2x5x64xf32>, tensor<2x3x64xf32> -> tensor<2x8x64xf32>
+  // In 2 blocks of 4, cut 3 + 1: the cut dim is the blocks (l), which only
+  // an axis of 2 ranks may split (exact), then each one's part of a block.
+  // CHECK: twill.split {{.*}}twill.sharding_rule = "([i, (l j), k]) -> ([i, (l m), k], [i, (l n), k]) {i=2, j=4, k=64, l=2, m=3, n=1} replicated={j, m, n} exact={l}"
+  %b0, %b1 = twill.split %h {dim = 1 : i64, blocks = 2 : i64} : tensor<2x8x64xf32> -> tensor<2x6x64xf32>, tensor<2x2x64xf32>
+  // CHECK: twill.concat {{.*}}twill.sharding_rule = "([i, (l m), k], [i, (l n), k]) -> ([i, (l j), k]) {i=2, j=4, k=64, l=2, m=3, n=1} replicated={j, m, n} exact={l}"
+  %joined = twill.concat %b0, %b1 {dim = 1 : i64, blocks = 2 : i64} : tensor<2x6x64xf32>, tensor<2x2x64xf32> -> tensor<2x8x64xf32>
   // CHECK: twill.linear_cross_entropy_grad {{.*}}twill.sharding_rule = "([i, j, k], [l, k], [i, j], []) -> ([l, k], [m, l]) {i=2, j=8, k=64, l=512, m=5} internal=([i, j, l]) reduction={i, j} replicated={k, m} self-reduced={l}"
   %dw, %t2 = twill.linear_cross_entropy_grad %h, %table, %ids, %loss {wrt_weight} : (tensor<2x8x64xf32>, tensor<512x64xf32>, tensor<2x8xi32>, tensor<f32>) -> (tensor<512x64xf32>, tensor<5x512xf32>)
   return

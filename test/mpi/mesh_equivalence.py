@@ -39,8 +39,11 @@ tokens; lm_head not adapted, so that its logits are one product), whose
 adapter within 1e-6 (the tiles' GEMMs may sum in another order). Full
 fine-tuning runs with tiles of 7 too: the lm_head's gradient sums them.
 The tiled MLP (parallel.mlp_tile_tokens=7, with full checkpointing: each
-tile recomputed right before its backward) likewise against its untiled
-program.
+tile recomputed right before its backward) and the tiled attention
+projections (parallel.attention_tile_tokens=7) likewise against their
+untiled programs; on tp > 1 their tiles are blocked, each rank cutting its
+own block of the sequence (tiles of 2 x 4 positions on 1x4, of 4 x 2 on
+2x2), so the tiles differ from 1x1's and only the rounding agrees.
 """
 import argparse
 import json
@@ -103,6 +106,11 @@ VARIANTS = {
     "tiled MLP": (["parallel.mlp_tile_tokens=7",
                    "parallel.activation_checkpointing=FULL"],
                   [(2, 2), (1, 4)], TOLERANCE),
+    # The attention block's projections over tiles of 7 positions: under
+    # sequence parallelism each rank tiles its own block (twill.split's
+    # blocks), each tile gathered and scattered on its own.
+    "tiled attention": (["parallel.attention_tile_tokens=7"],
+                        [(2, 2), (1, 4)], TOLERANCE),
     # The loss formed 7 tokens at a time (the last tile of 6).
     "tiled loss": (
         ["lora.target_modules=q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,"
@@ -114,7 +122,8 @@ VARIANTS = {
 # against their program with the option that tiles set to 0.
 EXACTNESS = 1e-6
 UNTILED = {"tiled loss": "parallel.loss_tile_tokens",
-           "tiled MLP": "parallel.mlp_tile_tokens"}
+           "tiled MLP": "parallel.mlp_tile_tokens",
+           "tiled attention": "parallel.attention_tile_tokens"}
 
 
 def train(bin_dir, work, data, config, dp, tp, weights=None, variant=()):

@@ -4,6 +4,7 @@
 
 #include "runtime/executable/Executable.h"
 #include "runtime/executable/Opcodes.h"
+#include "support/BlockedPieces.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -343,6 +344,12 @@ void elementwiseCases(Suite &suite) {
       swiglu.out(shape);
       swiglu.add();
     }
+  // Token counts (a tiled loss's tiles') add as integers.
+  CaseBuilder counts(suite, ADD, I64, kExact);
+  counts.operand(I64, {}, value(8191));
+  counts.operand(I64, {}, value(4097));
+  counts.result(I64, {});
+  counts.note("counts").add();
 }
 
 void crossEntropyCases(Suite &suite) {
@@ -442,22 +449,43 @@ void layoutCases(Suite &suite) {
     reshape.in({3, 7, 45});
     reshape.out({21, 45});
     reshape.add();
-    // Pieces along the first, a middle and the last dim.
-    for (int64_t dim : {0, 1, 2}) {
-      Shape whole = {3, 7, 45}, first = whole, second = whole;
-      first[dim] = whole[dim] - 2;
-      second[dim] = 2;
+    // Pieces along the first, a middle and the last dim, consecutive or in
+    // blocks (support/BlockedPieces.h): 4 blocks of 8 of the 30 positions
+    // (the last of 6), 3 of 15 of the 45, and 2 of 2 of the 3 (the last
+    // block too short for its second chunk).
+    struct Pieces {
+      int64_t dim, blocks, firstChunk;
+    };
+    for (Pieces p : {Pieces{0, 1, 1}, Pieces{1, 1, 5}, Pieces{2, 1, 43},
+                     Pieces{1, 4, 5}, Pieces{2, 3, 7}, Pieces{0, 2, 1}}) {
+      Shape whole = {3, 30, 45};
+      int64_t block = (whole[p.dim] + p.blocks - 1) / p.blocks;
+      std::vector<int64_t> chunks = {p.firstChunk, block - p.firstChunk};
+      std::vector<int64_t> sizes =
+          blockedPieceSizes(whole[p.dim], p.blocks, chunks);
+      std::vector<Shape> pieces;
+      for (int64_t size : sizes) {
+        pieces.push_back(whole);
+        pieces.back()[p.dim] = size;
+      }
       CaseBuilder split(suite, SPLIT, type, kExact);
       split.in(whole);
-      split.out(first);
-      split.out(second);
-      split->mutable_split()->set_dim(dim);
-      split.add();
+      for (const Shape &piece : pieces)
+        split.out(piece);
+      split->mutable_split()->set_dim(p.dim);
+      split->mutable_split()->set_blocks(p.blocks);
       CaseBuilder concat(suite, CONCAT, type, kExact);
-      concat.in(first);
-      concat.in(second);
+      for (const Shape &piece : pieces)
+        concat.in(piece);
       concat.out(whole);
-      concat->mutable_split()->set_dim(dim);
+      concat->mutable_split()->set_dim(p.dim);
+      concat->mutable_split()->set_blocks(p.blocks);
+      if (p.blocks > 1) {
+        std::string note = std::to_string(p.blocks) + " blocks";
+        split.note(note);
+        concat.note(note);
+      }
+      split.add();
       concat.add();
     }
     // Copies (here between buffers of their own; a program's offloads

@@ -237,7 +237,8 @@ fitMemoryBudget(const twill::JobConfig &config) {
       "parallel.memory_budget_gb is {0} GB per rank, and the job needs {1} "
       "GB even with every layer recomputed and its input offloaded to host "
       "memory: lower train.seq_len or train.batch_size, set "
-      "parallel.mlp_tile_tokens, or use more ranks (parallel.tp)",
+      "parallel.mlp_tile_tokens and parallel.attention_tile_tokens, or use "
+      "more ranks (parallel.tp)",
       gbText(budgetGb), gbText(least / 1e9)));
 }
 

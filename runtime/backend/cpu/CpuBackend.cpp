@@ -176,7 +176,7 @@ llvm::Error runPieces(const InstructionView &in) {
     auto *piece = in.data<std::byte>(copy.piece);
     for (int64_t row = 0; row < copy.rows; ++row) {
       std::byte *inWhole = whole + row * copy.wholePitch + copy.offset;
-      std::byte *inPiece = piece + row * copy.piecePitch;
+      std::byte *inPiece = piece + row * copy.piecePitch + copy.pieceOffset;
       std::memcpy(split ? inPiece : inWhole, split ? inWhole : inPiece,
                   copy.bytes);
     }
@@ -373,6 +373,18 @@ llvm::Error runIncrement(const InstructionView &in) {
   return llvm::Error::success();
 }
 
+/// add: floats elementwise, or token counts (a tiled loss's tiles').
+llvm::Error runAdd(const InstructionView &in) {
+  if (in.numOperands() != 2 || in.numResults() != 1 || in.dtype(0) != I64)
+    return runElementwise<cpu::add>(in);
+  if (auto error = in.expect(2, 1, {I64, I64, I64}, {0, 0, 0}))
+    return error;
+  if (in.count(0) != 1 || in.count(1) != 1 || in.count(2) != 1)
+    return in.fail("adds counts only as scalars");
+  *in.data<int64_t>(2) = *in.data<int64_t>(0) + *in.data<int64_t>(1);
+  return llvm::Error::success();
+}
+
 /// The kernel of each opcode: a switch over every one of them.
 Kernel kernelOf(Opcode opcode) {
   switch (opcode) {
@@ -387,7 +399,7 @@ Kernel kernelOf(Opcode opcode) {
   case ATTENTION:
     return runAttention;
   case ADD:
-    return runElementwise<cpu::add>;
+    return runAdd;
   case MUL:
     return runElementwise<cpu::mul>;
   case SWIGLU:

@@ -17,6 +17,16 @@ using namespace twill;
 llvm::Error cuda::runElementwise(const InstructionView &in, Device &device) {
   Opcode op = in.opcode();
   int operands = in.numOperands(), results = in.numResults();
+  // Token counts (a tiled loss's tiles') add as integers.
+  if (op == ADD && operands == 2 && in.dtype(0) == I64) {
+    if (auto error = in.expect(2, 1, {I64, I64, I64}, {0, 0, 0}))
+      return error;
+    if (in.count(0) != 1 || in.count(1) != 1 || in.count(2) != 1)
+      return in.fail("adds counts only as scalars");
+    cuda::addCounts(in.data<int64_t>(0), in.data<int64_t>(1),
+                    in.data<int64_t>(2), device.stream);
+    return llvm::Error::success();
+  }
   DType type = in.floatType();
   bool bf16 = type == BF16;
   if (auto error = in.expect(operands, results,
@@ -69,7 +79,8 @@ llvm::Error cuda::runCopy(const InstructionView &in, Device &device) {
                    "cudaMemcpyAsync");
 }
 
-/// split and concat: each piece one 2-D copy out of or into the whole.
+/// split and concat: each piece (or piece of a block) one 2-D copy out of
+/// or into the whole.
 llvm::Error cuda::runPieces(const InstructionView &in, Device &device) {
   llvm::Expected<PiecesShape> shape = piecesShape(in);
   if (!shape)
@@ -77,7 +88,7 @@ llvm::Error cuda::runPieces(const InstructionView &in, Device &device) {
   bool split = in.opcode() == SPLIT;
   auto *whole = in.data<char>(shape->whole);
   for (const PieceCopy &copy : shape->pieces) {
-    char *piece = in.data<char>(copy.piece);
+    char *piece = in.data<char>(copy.piece) + copy.pieceOffset;
     char *inWhole = whole + copy.offset;
     if (auto error = checkCuda(
             split ? cudaMemcpy2DAsync(piece, copy.piecePitch, inWhole,

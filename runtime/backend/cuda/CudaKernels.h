@@ -109,6 +109,9 @@ void clipCoefficient(const float *norm, double maxNorm, float *out,
 void scheduledLr(const int64_t *step, const int64_t *totalSteps, double lr,
                  int64_t warmupSteps, float *out, cudaStream_t stream);
 void increment(const int64_t *in, int64_t *out, cudaStream_t stream);
+/// out = a + b, one count each.
+void addCounts(const int64_t *a, const int64_t *b, int64_t *out,
+               cudaStream_t stream);
 
 void adamw(const float *param, const float *grad, const float *expAvg,
            const float *expAvgSq, const float *lr, const float *gradScale,

@@ -52,6 +52,10 @@ __global__ void scalarKernel(int op, const void *a, const void *b, double value,
   case 4:
     *static_cast<int64_t *>(out) = *static_cast<const int64_t *>(a) + 1;
     break;
+  case 5: // counts summed
+    *static_cast<int64_t *>(out) =
+        *static_cast<const int64_t *>(a) + *static_cast<const int64_t *>(b);
+    break;
   }
 }
 
@@ -110,6 +114,11 @@ void scheduledLr(const int64_t *step, const int64_t *totalSteps, double lr,
 
 void increment(const int64_t *in, int64_t *out, cudaStream_t stream) {
   scalarKernel<<<1, 1, 0, stream>>>(4, in, nullptr, 0, 0, out);
+}
+
+void addCounts(const int64_t *a, const int64_t *b, int64_t *out,
+               cudaStream_t stream) {
+  scalarKernel<<<1, 1, 0, stream>>>(5, a, b, 0, 0, out);
 }
 
 void adamw(const float *param, const float *grad, const float *expAvg,
