@@ -357,6 +357,8 @@ static LogicalResult describe(Operation *op, ::twill::Instruction &out) {
       .Case([&](tw::AllToAllStartOp op) {
         return allToAll(op, ::twill::ALL_TO_ALL_START);
       })
+      .Case([&](tw::OffloadStartOp) { return opcode(::twill::OFFLOAD_START); })
+      .Case([&](tw::ReloadStartOp) { return opcode(::twill::RELOAD_START); })
       .Case([&](tw::WaitOp) { return opcode(::twill::WAIT); })
       .Default([](Operation *op) {
         return op->emitError("cannot emit ")
@@ -414,7 +416,7 @@ LogicalResult ExecutableEmitter::emitFunction(func::FuncOp function) {
               mlir::twill::kArenaOffsetsAttrName);
           offsets && offsets[index] >= 0) {
         executable.mutable_buffers(*id)->set_arena_offset(offsets[index]);
-        if (isa<mlir::twill::OffloadOp>(op))
+        if (mlir::twill::inHostMemory(result))
           executable.mutable_buffers(*id)->set_in_host_arena(true);
       }
       if (globals && index < globals.size())

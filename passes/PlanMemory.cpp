@@ -99,7 +99,8 @@ struct ArenaBytes {
 };
 
 /// Plans one entry point in empty arenas: its values on the device, and
-/// the values it offloads (twill.offload's results) on the host.
+/// the values it offloads (twill.offload's results, and offload_start's in
+/// flight) on the host.
 ArenaBytes planFunction(func::FuncOp function) {
   Block &body = function.getBody().front();
   // Values that keep memory of their own: what is returned, and what the
@@ -119,7 +120,7 @@ ArenaBytes planFunction(func::FuncOp function) {
   Builder builder(function.getContext());
   Arena arena, hostArena;
   auto arenaOf = [&](Value value) -> Arena & {
-    return value.getDefiningOp<OffloadOp>() ? hostArena : arena;
+    return inHostMemory(value) ? hostArena : arena;
   };
   llvm::DenseMap<Value, int64_t> offsets;
   // The memory of each collective in flight, by handle: taken at its start
@@ -144,7 +145,7 @@ ArenaBytes planFunction(func::FuncOp function) {
         auto wait = cast<WaitOp>(*result.getUsers().begin());
         offset = kept.contains(wait.getResult()) || kept.contains(result)
                      ? -1
-                     : arena.allocate(arenaBytesOf(wait.getResult()));
+                     : arenaOf(result).allocate(arenaBytesOf(wait.getResult()));
         inFlight[result] = offset;
       } else if (!kept.contains(result)) {
         auto operand = inPlace ? offsets.find(inPlace) : offsets.end();

@@ -110,7 +110,7 @@ struct Timeline {
         double &link = links[axis.getValue()];
         link = std::max(compute, link) + seconds;
         communicating += seconds;
-        if (isCollectiveStart(&op))
+        if (isAsyncStart(&op))
           done[op.getResult(0)] = link;
         else
           compute = link;

@@ -94,9 +94,10 @@ SplitOp splitOf(Operation *collective) {
 /// the sequence-parallel activations is read by the base matmul at once,
 /// but the LoRA A product (which reads the local rows) and its own small
 /// gather need not wait for it. Computing ops, starts and waits may move;
-/// the search ends at the first op of another layer, or of the next tile
-/// (the start of a gather of the next piece). Each op computes what it
-/// computed before, so the losses do not change.
+/// the search ends at the first op of another layer, of the next tile
+/// (the start of a gather of the next piece), or at a copy's start (copies
+/// keep their order, one at a time). Each op computes what it computed
+/// before, so the losses do not change.
 void hoistIndependentWork(WaitOp wait) {
   llvm::SmallPtrSet<Operation *, 32> staying = {wait};
   std::optional<int64_t> layer = layerOf(wait);
@@ -104,9 +105,10 @@ void hoistIndependentWork(WaitOp wait) {
   for (Operation *op = wait->getNextNode(), *next; op; op = next) {
     next = op->getNextNode();
     if (op->hasTrait<OpTrait::IsTerminator>() || layerOf(op) != layer ||
-        (tiling && isCollectiveStart(op) && splitOf(op) == tiling))
+        (tiling && isAsyncStart(op) && splitOf(op) == tiling) ||
+        isa<OffloadStartOp, ReloadStartOp>(op))
       return;
-    bool movable = isPure(op) || isa<WaitOp>(op) || isCollectiveStart(op);
+    bool movable = isPure(op) || isa<WaitOp>(op) || isAsyncStart(op);
     bool dependent = llvm::any_of(op->getOperands(), [&](Value operand) {
       Operation *definer = operand.getDefiningOp();
       return definer && staying.contains(definer);
@@ -134,28 +136,41 @@ void schedule(func::FuncOp function, int64_t prefetch) {
   Block &body = function.getBody().front();
   SmallVector<Operation *> collectives;
   for (Operation &op : body)
-    if (isa<AllGatherOp, ReduceScatterOp, AllReduceOp, AllToAllOp>(op))
+    if (isa<AllGatherOp, ReduceScatterOp, AllReduceOp, AllToAllOp, OffloadOp,
+            ReloadOp>(op))
       collectives.push_back(&op);
   // A tiling's collectives overlap the tiles' compute without holding more
   // than two tiles: a piece's gather starts once the previous piece's is
   // waited, and a tile's scatter is waited before the next one starts.
   DenseMap<Operation *, WaitOp> lastWaitOfTiling;
+  // Copies to and from host memory run one at a time: an offload (whose
+  // only reader is its reload, in the backward) is waited before the next
+  // copy starts, so that its input's device memory is free again a layer
+  // later; a reload starts once the previous copy is waited, at most
+  // prefetch_layers ahead (the next layer's input comes back while this
+  // layer's backward runs).
+  WaitOp lastOffloadWait, lastCopyWait;
   for (Operation *collective : collectives) {
     Value result = collective->getResult(0);
     if (result.use_empty())
       continue;
     auto [split, concat] = tilingOf(collective);
-    Operation *after = startPoint(
-        collective, prefetch,
-        split ? lastWaitOfTiling.lookup(split).getOperation() : nullptr);
+    bool copy = isa<OffloadOp, ReloadOp>(collective);
+    Operation *notBefore = split ? lastWaitOfTiling.lookup(split)
+                           : isa<ReloadOp>(collective)
+                               ? lastCopyWait.getOperation()
+                               : nullptr;
+    Operation *after = startPoint(collective, prefetch, notBefore);
     // Starts placed at one point keep their program order.
     Operation *next = after ? after->getNextNode() : &body.front();
-    while (isCollectiveStart(next))
+    while (isAsyncStart(next))
       next = next->getNextNode();
     OpBuilder builder(next);
     Operation *start = createStart(builder, collective);
     if (WaitOp previous = concat ? lastWaitOfTiling.lookup(concat) : WaitOp())
       moveBeforeIfAfter(previous, start);
+    if (copy && lastOffloadWait)
+      moveBeforeIfAfter(lastOffloadWait, start);
 
     // The wait: before the first reader, or at the end with readers that
     // only make the function's results. (Walks, not isBeforeInBlock: each
@@ -180,6 +195,10 @@ void schedule(func::FuncOp function, int64_t prefetch) {
       wait->setAttr(kLayerAttrName, layer);
     result.replaceAllUsesWith(wait.getResult());
     collective->erase();
+    if (isa<OffloadOp>(collective))
+      lastOffloadWait = wait;
+    if (copy)
+      lastCopyWait = wait;
     if (split)
       lastWaitOfTiling[split] = wait;
     if (concat)

@@ -31,7 +31,7 @@ RankedTensorType mlir::twill::collectiveResultType(Operation *op) {
 /// one (an offload's result is in the host arena).
 static std::optional<std::pair<int64_t, int64_t>>
 arenaRange(Operation *op, unsigned result, RankedTensorType type) {
-  if (isa_and_nonnull<OffloadOp>(op))
+  if (op && inHostMemory(op->getResult(result)))
     return std::nullopt;
   auto offsets =
       op ? op->getAttrOfType<DenseI64ArrayAttr>(kArenaOffsetsAttrName)
@@ -62,9 +62,9 @@ static LogicalResult verifyStart(Operation *start) {
   if (wait->getBlock() != start->getBlock())
     return start->emitOpError("is waited outside the block that starts it: "
                               "the wait must be on every path");
-  auto result = arenaRange(start, 0, collectiveResultType(start));
-  if (!result)
+  if (!start->hasAttr(kArenaOffsetsAttrName))
     return success(); // not planned yet
+  auto result = arenaRange(start, 0, collectiveResultType(start));
   Value input = start->getOperand(0);
   auto inputRange = arenaRange(
       input.getDefiningOp(),
@@ -87,7 +87,7 @@ static LogicalResult verifyStart(Operation *start) {
                << value.getResultNumber()
                << ") is written over its input: the input's memory is "
                   "read until the wait";
-      if (overlaps(*result))
+      if (result && overlaps(*result))
         return start->emitOpError()
                << "is in flight while " << op->getName() << " (result "
                << value.getResultNumber()
@@ -128,4 +128,26 @@ LogicalResult AllReduceStartOp::verify() {
 }
 LogicalResult AllToAllStartOp::verify() {
   return verifyStartOperands(*this, {"split_dim", "concat_dim"});
+}
+
+/// A copy's start: its wait yields a value of its input's type.
+static LogicalResult verifyTransferStart(Operation *start) {
+  if (start->getOperand(0).getType() != collectiveResultType(start))
+    return start->emitOpError("a copy's result has its input's type");
+  return verifyStart(start);
+}
+
+LogicalResult OffloadStartOp::verify() {
+  if (failed(verifyTransferStart(*this)))
+    return failure();
+  for (Operation *wait : getHandle().getUsers())
+    if (failed(verifyOnlyReloadsRead(*this, wait->getResult(0))))
+      return failure();
+  return success();
+}
+
+LogicalResult ReloadStartOp::verify() {
+  if (!inHostMemory(getInput()))
+    return emitOpError("reads what a twill.offload made");
+  return verifyTransferStart(*this);
 }

@@ -1,7 +1,8 @@
 //===- TwillAsyncOps.td - collectives in flight ------------*- tablegen -*-===//
 //
-// A collective split in two: a start op that begins it and returns a
-// handle, and the one wait that ends it and yields its tensor. Between the
+// A collective (or a copy to or from host memory) split in two: a start op
+// that begins it and returns a handle, and the one wait that ends it and
+// yields its tensor. Between the
 // two, compute runs while the collective is in flight. The verifier proves
 // each schedule safe: every handle is waited exactly once, in the block
 // that starts it (so on every path), and once values have arena offsets,
@@ -82,10 +83,35 @@ def Twill_AllToAllStartOp : Twill_StartOp<"all_to_all",
   }];
 }
 
+// twill.offload and twill.reload split the same way: the copy to or from
+// host memory runs while compute goes on (on a GPU, on a stream of its own).
+class Twill_TransferStartOp<string transfer> : Twill_Op<transfer # "_start"> {
+  let summary = "Begins twill." # transfer # "'s copy; twill.wait ends it";
+  let arguments = (ins AnyStaticShapeTensor:$input);
+  let results = (outs Twill_PendingType:$handle);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($handle)";
+  let hasVerifier = 1;
+}
+
+def Twill_OffloadStartOp : Twill_TransferStartOp<"offload"> {
+  let description = [{
+    Its wait yields the value in host memory, which only a reload reads.
+
+    ```mlir
+    %h = twill.offload_start %x : tensor<1x8192x4096xbf16> -> !twill.pending<tensor<1x8192x4096xbf16>>
+    %host = twill.wait %h : !twill.pending<tensor<1x8192x4096xbf16>>
+    %r = twill.reload_start %host : tensor<1x8192x4096xbf16> -> !twill.pending<tensor<1x8192x4096xbf16>>
+    %back = twill.wait %r : !twill.pending<tensor<1x8192x4096xbf16>>
+    ```
+  }];
+}
+
+def Twill_ReloadStartOp : Twill_TransferStartOp<"reload">;
+
 def Twill_WaitOp : Twill_Op<"wait", [TypesMatchWith<
     "result is the tensor the handle is pending", "handle", "result",
     "::llvm::cast<::mlir::twill::PendingType>($_self).getValue()">]> {
-  let summary = "Ends a collective in flight and yields its tensor";
+  let summary = "Ends a collective or copy in flight and yields its tensor";
   let arguments = (ins Twill_PendingType:$handle);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$handle attr-dict `:` type($handle)";

@@ -186,17 +186,21 @@ LogicalResult LinearCrossEntropyOp::verify() {
                            getTile());
 }
 
-LogicalResult OffloadOp::verify() {
-  for (Operation *user : getResult().getUsers())
-    if (!isa<ReloadOp>(user))
-      return emitOpError("result lives in host memory: only twill.reload "
-                         "may read it, not ")
+LogicalResult mlir::twill::verifyOnlyReloadsRead(Operation *op, Value host) {
+  for (Operation *user : host.getUsers())
+    if (!isa<ReloadOp, ReloadStartOp>(user))
+      return op->emitOpError("result lives in host memory: only twill.reload "
+                             "may read it, not ")
              << user->getName();
   return success();
 }
 
+LogicalResult OffloadOp::verify() {
+  return verifyOnlyReloadsRead(*this, getResult());
+}
+
 LogicalResult ReloadOp::verify() {
-  if (!getInput().getDefiningOp<OffloadOp>())
+  if (!inHostMemory(getInput()))
     return emitOpError("reads what a twill.offload made");
   return success();
 }

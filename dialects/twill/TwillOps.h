@@ -66,11 +66,24 @@ inline std::pair<Value, unsigned> lossVocabDim(Operation *op) {
 /// the tensor its wait yields.
 RankedTensorType collectiveResultType(Operation *op);
 
-/// Whether `op` starts a collective (its one result is a !twill.pending).
-inline bool isCollectiveStart(Operation *op) {
+/// Whether `op` starts a collective or a copy to or from host memory (its
+/// one result is a !twill.pending).
+inline bool isAsyncStart(Operation *op) {
   return op->getNumResults() == 1 &&
          isa<PendingType>(op->getResult(0).getType());
 }
+
+/// Whether `value` lives in host memory: an offload's result, the handle of
+/// one in flight, or what its wait yields. Only reloads read it.
+inline bool inHostMemory(Value value) {
+  if (auto wait = value.getDefiningOp<WaitOp>())
+    value = wait.getHandle();
+  return value.getDefiningOp<OffloadOp>() ||
+         value.getDefiningOp<OffloadStartOp>();
+}
+
+/// Fails, on `op`, unless only reloads read `host` (a value in host memory).
+LogicalResult verifyOnlyReloadsRead(Operation *op, Value host);
 
 /// A value's bytes in twill-plan-memory's arena: its tensor's, rounded up
 /// to the 64 bytes every value is aligned to.

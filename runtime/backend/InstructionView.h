@@ -405,7 +405,7 @@ struct CollectiveShape {
 /// and block sizes.
 inline llvm::Expected<CollectiveShape>
 collectiveShape(const InstructionView &in) {
-  Opcode op = collectiveOf(in.opcode());
+  Opcode op = blockingOf(in.opcode());
   std::string axis;
   switch (in->attributes_case()) {
   case Instruction::kAllReduce:

@@ -89,16 +89,17 @@ llvm::Error twill::checkMemoryPlan(const Executable &executable) {
       if (auto error = mustPersist(output, "an output"))
         return error;
 
-  // Only an offload writes the host arena and only a reload reads it: no
-  // kernel sees host memory.
+  // Only an offload (or its start) writes the host arena and only a reload
+  // (or its start) reads it: no kernel sees host memory.
   for (const EntryPoint &entry : executable.entry_points())
     for (const Instruction &instruction : entry.instructions()) {
       auto inHost = [&](int id) {
         return id >= 0 && id < numBuffers &&
                executable.buffers(id).in_host_arena();
       };
-      bool offload = instruction.opcode() == OFFLOAD,
-           reload = instruction.opcode() == RELOAD;
+      // A wait names its start's result and touches nothing.
+      Opcode kind = blockingOf(instruction.opcode());
+      bool offload = kind == OFFLOAD, reload = kind == RELOAD || kind == WAIT;
       for (int id : instruction.results())
         if (inHost(id) && !offload)
           return badPlan(llvm::formatv(
@@ -114,7 +115,7 @@ llvm::Error twill::checkMemoryPlan(const Executable &executable) {
   // No two values live at once overlap: each entry point in program order,
   // with the planned values alive, by address.
   for (const EntryPoint &entry : executable.entry_points()) {
-    // A collective in flight reads its input until its wait.
+    // A collective or copy in flight reads its input until its wait.
     llvm::Expected<std::vector<int>> partner = pairStartsWithWaits(entry);
     if (!partner)
       return badPlan(llvm::toString(partner.takeError()));

@@ -84,13 +84,23 @@ Instruction::AttributesCase twill::attributesOf(Opcode opcode) {
   case WAIT:
   case OFFLOAD:
   case RELOAD:
+  case OFFLOAD_START:
+  case RELOAD_START:
     return Instruction::ATTRIBUTES_NOT_SET;
   }
   return Instruction::ATTRIBUTES_NOT_SET;
 }
 
 bool twill::isCollective(Opcode opcode) {
-  return isStart(opcode) || startOf(opcode) != OPCODE_UNSPECIFIED;
+  switch (blockingOf(opcode)) {
+  case ALL_GATHER:
+  case REDUCE_SCATTER:
+  case ALL_REDUCE:
+  case ALL_TO_ALL:
+    return true;
+  default:
+    return false;
+  }
 }
 
 Opcode twill::startOf(Opcode collective) {
@@ -103,12 +113,16 @@ Opcode twill::startOf(Opcode collective) {
     return ALL_REDUCE_START;
   case ALL_TO_ALL:
     return ALL_TO_ALL_START;
+  case OFFLOAD:
+    return OFFLOAD_START;
+  case RELOAD:
+    return RELOAD_START;
   default:
     return OPCODE_UNSPECIFIED;
   }
 }
 
-Opcode twill::collectiveOf(Opcode opcode) {
+Opcode twill::blockingOf(Opcode opcode) {
   switch (opcode) {
   case ALL_GATHER_START:
     return ALL_GATHER;
@@ -118,12 +132,16 @@ Opcode twill::collectiveOf(Opcode opcode) {
     return ALL_REDUCE;
   case ALL_TO_ALL_START:
     return ALL_TO_ALL;
+  case OFFLOAD_START:
+    return OFFLOAD;
+  case RELOAD_START:
+    return RELOAD;
   default:
     return opcode;
   }
 }
 
-bool twill::isStart(Opcode opcode) { return collectiveOf(opcode) != opcode; }
+bool twill::isStart(Opcode opcode) { return blockingOf(opcode) != opcode; }
 
 llvm::Expected<std::vector<int>>
 twill::pairStartsWithWaits(const EntryPoint &entry) {
@@ -141,15 +159,15 @@ twill::pairStartsWithWaits(const EntryPoint &entry) {
     for (int operand : instruction.operands())
       if (instruction.opcode() != WAIT && inFlight.count(operand))
         return problem(index, llvm::formatv("reads buffer {0} while the "
-                                            "collective writing it is in "
-                                            "flight (before its wait)",
+                                            "collective or copy writing it "
+                                            "is in flight (before its wait)",
                                             operand));
     if (instruction.opcode() == WAIT) {
       if (instruction.operands_size() != 1 || instruction.results_size() != 0)
         return problem(index, "must name one started result and write none");
       auto started = inFlight.find(instruction.operands(0));
       if (started == inFlight.end())
-        return problem(index, "waits for a collective that is not in flight");
+        return problem(index, "waits for nothing in flight");
       partner[index] = started->second;
       partner[started->second] = index;
       inFlight.erase(started);

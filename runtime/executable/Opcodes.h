@@ -33,18 +33,20 @@ Instruction::AttributesCase attributesOf(Opcode opcode);
 /// (local_slice only slices).
 bool isCollective(Opcode opcode);
 
-/// ALL_GATHER_START for ALL_GATHER, ...; OPCODE_UNSPECIFIED for a kind that
-/// is no collective.
-Opcode startOf(Opcode collective);
-/// ALL_GATHER for ALL_GATHER_START, ...; any other kind itself.
-Opcode collectiveOf(Opcode opcode);
+/// ALL_GATHER_START for ALL_GATHER, OFFLOAD_START for OFFLOAD, ...;
+/// OPCODE_UNSPECIFIED for a kind that has no start (a collective's, or a
+/// copy's to or from host memory).
+Opcode startOf(Opcode blocking);
+/// ALL_GATHER for ALL_GATHER_START, OFFLOAD for OFFLOAD_START, ...; any
+/// other kind itself.
+Opcode blockingOf(Opcode opcode);
 bool isStart(Opcode opcode);
 
 /// Per instruction of `entry`, the index of its partner: a start's wait, a
 /// wait's start (-1 for the rest). Fails unless every start (one operand,
 /// one result) is waited exactly once later in the entry, every wait (its
 /// one operand a start's result, no result of its own) ends a collective
-/// in flight, and nothing but its wait reads a result in flight.
+/// or copy in flight, and nothing but its wait reads a result in flight.
 llvm::Expected<std::vector<int>> pairStartsWithWaits(const EntryPoint &entry);
 
 } // namespace twill

@@ -127,7 +127,7 @@ llvm::Error Profiler::writeTrace(llvm::StringRef path, int rank) const {
           // and waited apart or at once.
           json.attribute("name",
                          opcodeName(span.track == Communication
-                                        ? collectiveOf(instruction.opcode())
+                                        ? blockingOf(instruction.opcode())
                                         : instruction.opcode()));
           json.attributeObject("args", [&] {
             json.attribute("shapes", shapesOf(executable, instruction));

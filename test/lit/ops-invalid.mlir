@@ -226,6 +226,33 @@ func.func @reload_of_a_device_value(%h: tensor<2x8xf32>) {
 
 // -----
 
+func.func @reload_start_of_a_device_value(%h: tensor<2x8xf32>) {
+  // expected-error @+1 {{reads what a twill.offload made}}
+  %r = twill.reload_start %h : tensor<2x8xf32> -> !twill.pending<tensor<2x8xf32>>
+  %0 = twill.wait %r : !twill.pending<tensor<2x8xf32>>
+  return
+}
+
+// -----
+
+func.func @offload_in_flight_read_by_a_kernel(%h: tensor<2x8xf32>) {
+  // expected-error @+1 {{result lives in host memory: only twill.reload may read it, not twill.add}}
+  %o = twill.offload_start %h : tensor<2x8xf32> -> !twill.pending<tensor<2x8xf32>>
+  %host = twill.wait %o : !twill.pending<tensor<2x8xf32>>
+  %0 = twill.add %host, %host : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @offload_start_never_waited(%h: tensor<2x8xf32>) {
+  // expected-error @+1 {{is never waited}}
+  %o = twill.offload_start %h : tensor<2x8xf32> -> !twill.pending<tensor<2x8xf32>>
+  return
+}
+
+// -----
+
 func.func @split_short(%x: tensor<2x7x4xf32>) {
   // expected-error @+1 {{pieces do not lay out dim 1: pieces cover 6 of 7 positions}}
   %a, %b = twill.split %x {dim = 1 : i64} : tensor<2x7x4xf32> -> tensor<2x4x4xf32>, tensor<2x2x4xf32>

@@ -102,6 +102,19 @@ func.func @offload(%h: tensor<2x8x64xbf16>) -> tensor<2x8x64xbf16> {
   return %back : tensor<2x8x64xbf16>
 }
 
+// CHECK-LABEL: func.func @copies_in_flight
+func.func @copies_in_flight(%h: tensor<2x8x64xbf16>) -> tensor<2x8x64xbf16> {
+  // CHECK: %[[O:.*]] = twill.offload_start %{{.*}} : tensor<2x8x64xbf16> -> <tensor<2x8x64xbf16>>
+  // CHECK-NEXT: %[[HOST:.*]] = twill.wait %[[O]]
+  // CHECK-NEXT: %[[R:.*]] = twill.reload_start %[[HOST]] : tensor<2x8x64xbf16> -> <tensor<2x8x64xbf16>>
+  // CHECK-NEXT: twill.wait %[[R]]
+  %o = twill.offload_start %h : tensor<2x8x64xbf16> -> !twill.pending<tensor<2x8x64xbf16>>
+  %host = twill.wait %o : !twill.pending<tensor<2x8x64xbf16>>
+  %r = twill.reload_start %host : tensor<2x8x64xbf16> -> !twill.pending<tensor<2x8x64xbf16>>
+  %back = twill.wait %r : !twill.pending<tensor<2x8x64xbf16>>
+  return %back : tensor<2x8x64xbf16>
+}
+
 // CHECK-LABEL: func.func @split_concat
 func.func @split_concat(%x: tensor<2x7x4xf32>) -> tensor<2x7x4xf32> {
   // CHECK: %[[P:.*]]:2 = twill.split %{{.*}} {dim = 1 : i64} : tensor<2x7x4xf32> -> tensor<2x4x4xf32>, tensor<2x3x4xf32>

@@ -76,3 +76,37 @@ func.func @lora_column(%x: tensor<4x8xf32>, %w: tensor<6x8xf32>, %a: tensor<2x8x
   %z = twill.scale %out by 3.0 {twill.layer = 1 : i64} : tensor<8x6xf32>
   return %z, %next : tensor<8x6xf32>, tensor<4x8xf32>
 }
+
+// Copies to and from host memory (twill-offload's) run one at a time: an
+// offload starts where it was and is waited before the next copy starts
+// (its input stays on the device until then); a reload starts once the
+// previous copy is waited, at most a layer ahead, and is waited before
+// its reader.
+// CHECK-LABEL: func.func @copies
+// CHECK-NEXT: %[[H0:.*]] = twill.scale %arg0
+// CHECK-NEXT: %[[O0:.*]] = twill.offload_start %[[H0]]
+// CHECK-NEXT: %[[H1:.*]] = twill.scale %[[H0]]
+// CHECK-NEXT: %[[HOST0:.*]] = twill.wait %[[O0]]
+// CHECK-NEXT: %[[O1:.*]] = twill.offload_start %[[H1]]
+// CHECK-NEXT: twill.scale %[[H1]]
+// CHECK-NEXT: %[[G2:.*]] = twill.scale
+// CHECK-NEXT: %[[HOST1:.*]] = twill.wait %[[O1]]
+// CHECK-NEXT: %[[R1:.*]] = twill.reload_start %[[HOST1]]
+// CHECK-NEXT: %[[B1:.*]] = twill.wait %[[R1]]
+// CHECK-NEXT: %[[R0:.*]] = twill.reload_start %[[HOST0]]
+// CHECK-NEXT: %[[G1:.*]] = twill.mul %[[G2]], %[[B1]]
+// CHECK-NEXT: %[[B0:.*]] = twill.wait %[[R0]]
+// CHECK-NEXT: twill.mul %[[G1]], %[[B0]]
+func.func @copies(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %h0 = twill.scale %x by 2.0 {twill.layer = 0 : i64} : tensor<4x8xf32>
+  %o0 = twill.offload %h0 {twill.layer = 0 : i64} : tensor<4x8xf32>
+  %h1 = twill.scale %h0 by 2.0 {twill.layer = 1 : i64} : tensor<4x8xf32>
+  %o1 = twill.offload %h1 {twill.layer = 1 : i64} : tensor<4x8xf32>
+  %h2 = twill.scale %h1 by 2.0 {twill.layer = 2 : i64} : tensor<4x8xf32>
+  %g2 = twill.scale %h2 by 3.0 {twill.layer = 2 : i64} : tensor<4x8xf32>
+  %r1 = twill.reload %o1 {twill.layer = 1 : i64} : tensor<4x8xf32>
+  %g1 = twill.mul %g2, %r1 {twill.layer = 1 : i64} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %r0 = twill.reload %o0 {twill.layer = 0 : i64} : tensor<4x8xf32>
+  %g0 = twill.mul %g1, %r0 {twill.layer = 0 : i64} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %g0 : tensor<4x8xf32>
+}

@@ -129,10 +129,9 @@ TEST(Executable, EveryCollectiveInFlightIsWaitedOnceBeforeItsResultIsRead) {
   EXPECT_FALSE(verifyExecutable(inFlight({"start", "compute", "wait", "use"})));
   EXPECT_THAT(problemOf(inFlight({"start", "compute", "use", "wait"})),
               HasSubstr("forward: instruction 2 (scale) reads buffer 2 while "
-                        "the collective writing it is in flight"));
+                        "the collective or copy writing it is in flight"));
   EXPECT_THAT(problemOf(inFlight({"start", "wait", "wait", "use"})),
-              HasSubstr("instruction 2 (wait) waits for a collective that is "
-                        "not in flight"));
+              HasSubstr("instruction 2 (wait) waits for nothing in flight"));
   EXPECT_THAT(problemOf(inFlight({"wait", "start", "use"})),
               HasSubstr("instruction 0 (wait) reads a buffer not yet"));
   Executable unwaited = inFlight({"start", "compute"});

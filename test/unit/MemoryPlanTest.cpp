@@ -265,4 +265,51 @@ TEST(MemoryPlan, OnlyOffloadsWriteAndReloadsReadTheHostArena) {
               HasSubstr("is not aligned inside the 512-byte host arena"));
 }
 
+/// The offloaded chain with its copies in flight: instructions 2-5 are
+/// OFFLOAD_START v2 -> v3 (host), WAIT v3, RELOAD_START v3 -> v4, WAIT v4.
+Executable copiesInFlight() {
+  Executable executable = offloadedChain();
+  auto &instructions =
+      *executable.mutable_entry_points(0)->mutable_instructions();
+  instructions.Mutable(2)->set_opcode(OFFLOAD_START);
+  instructions.Mutable(3)->set_opcode(RELOAD_START);
+  for (int at : {4, 3}) { // a wait after the reload, then after the offload
+    Instruction &wait = *instructions.Add();
+    wait.set_opcode(WAIT);
+    wait.add_operands(instructions.Get(at - 1).results(0));
+    for (int i = instructions.size() - 1; i > at; --i)
+      instructions.SwapElements(i, i - 1);
+  }
+  return executable;
+}
+
+TEST(MemoryPlan, CopiesInFlightWriteAndReadTheHostArenaAndHoldTheirInput) {
+  EXPECT_FALSE(verifyExecutable(copiesInFlight()));
+
+  // A value placed over the offload's input (v2, at 1024) before its wait.
+  Executable over = copiesInFlight();
+  Buffer &placed = *over.add_buffers();
+  placed = over.buffers(2);
+  auto &instructions = *over.mutable_entry_points(0)->mutable_instructions();
+  Instruction &scale = *instructions.Add();
+  scale.set_opcode(SCALE);
+  scale.mutable_scale()->set_factor(2);
+  scale.add_operands(1);
+  scale.add_results(over.buffers_size() - 1);
+  for (int i = instructions.size() - 1; i > 3; --i)
+    instructions.SwapElements(i, i - 1);
+  EXPECT_THAT(problemOf(over),
+              HasSubstr("instruction 3 writes buffer 8 over buffer 2"));
+
+  // What the offload's wait yields is read by a kernel.
+  Executable read = copiesInFlight();
+  auto &readInstructions =
+      *read.mutable_entry_points(0)->mutable_instructions();
+  readInstructions.Mutable(4)->set_opcode(SCALE);
+  readInstructions.Mutable(4)->mutable_scale()->set_factor(2);
+  readInstructions.DeleteSubrange(5, 1); // the reload's wait
+  EXPECT_THAT(problemOf(read),
+              HasSubstr("buffer 3 is in the host arena, and scale reads it"));
+}
+
 } // namespace

@@ -490,7 +490,7 @@ void layoutCases(Suite &suite) {
     }
     // Copies (here between buffers of their own; a program's offloads
     // write its host arena).
-    for (Opcode transfer : {OFFLOAD, RELOAD}) {
+    for (Opcode transfer : {OFFLOAD, RELOAD, OFFLOAD_START, RELOAD_START}) {
       CaseBuilder c(suite, transfer, type, kExact);
       c.in({3, 7, 45});
       c.out({3, 7, 45});

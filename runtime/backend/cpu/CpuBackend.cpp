@@ -9,6 +9,7 @@
 #include "runtime/executable/BFloat16.h"
 #include "runtime/executable/Opcodes.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <omp.h>
@@ -437,6 +438,8 @@ Kernel kernelOf(Opcode opcode) {
     return runLinearCrossEntropy;
   case OFFLOAD:
   case RELOAD:
+  case OFFLOAD_START: // copied at once: its wait has nothing left to do
+  case RELOAD_START:
     return runTransfer;
   case SPLIT:
   case CONCAT:
@@ -504,12 +507,18 @@ llvm::Error CpuBackend::run(const EntryPoint &entry, BufferSet &buffers,
   // When each collective in flight started, by its result, for the
   // profile: its span on the communication track runs to its wait.
   llvm::DenseMap<int, std::pair<int, double>> started;
+  // The results of copies started (to or from the host arena): made at the
+  // start, as a plain copy, so that their waits have nothing to do.
+  llvm::DenseSet<int> copied;
   return forEachInstruction(
       entry, [&](int index, const Instruction &instruction) -> llvm::Error {
         Opcode opcode = instruction.opcode();
         double start = profiler ? profiler->now() : 0;
         llvm::Error error = llvm::Error::success();
-        if (opcode == WAIT || isCollective(opcode)) {
+        if (opcode == WAIT && instruction.operands_size() == 1 &&
+            copied.erase(instruction.operands(0))) {
+          // A copy's wait.
+        } else if (opcode == WAIT || isCollective(opcode)) {
           // The result in flight: a start's, or the one a wait ends.
           const auto &ids =
               opcode == WAIT ? instruction.operands() : instruction.results();
@@ -532,6 +541,8 @@ llvm::Error CpuBackend::run(const EntryPoint &entry, BufferSet &buffers,
           }
         } else {
           error = runKernel(instruction, buffers, comm);
+          if (!error && isStart(opcode))
+            copied.insert(instruction.results(0));
         }
         if (!error)
           error = collectives.progress();

@@ -50,7 +50,7 @@ static Communicator::Started startOn(const InstructionView &in,
                                      const CollectiveShape &shape) {
   Communicator &comm = *shape.comm;
   const std::string &axis = shape.axis;
-  Opcode op = collectiveOf(in.opcode());
+  Opcode op = blockingOf(in.opcode());
   if (op == ALL_REDUCE)
     return shape.dtype == I64
                ? comm.startAllReduce(axis, in.data<int64_t>(0),

@@ -53,6 +53,8 @@ KernelEntry kernelOf(Opcode opcode) {
   case RESHAPE:
   case OFFLOAD:
   case RELOAD:
+  case OFFLOAD_START:
+  case RELOAD_START:
     return {runCopy, /*bf16=*/true};
   case SPLIT:
   case CONCAT:
@@ -170,7 +172,8 @@ llvm::Error CudaBackend::initialise() {
   int rank = comm ? comm->rank() : 0;
   if (auto error = checkCuda(cudaSetDevice(rank % devices), "cudaSetDevice"))
     return error;
-  for (cudaStream_t *stream : {&device.stream, &device.commStream})
+  for (cudaStream_t *stream :
+       {&device.stream, &device.commStream, &device.copyStream})
     if (auto error = checkCuda(cudaStreamCreate(stream), "cudaStreamCreate"))
       return error;
   if (auto error = checkCuda(cudaEventCreateWithFlags(&device.inputsReady,
@@ -296,7 +299,8 @@ CudaBackend::~CudaBackend() {
     cudaEventDestroy(event);
   if (device.inputsReady)
     cudaEventDestroy(device.inputsReady);
-  for (cudaStream_t stream : {device.stream, device.commStream})
+  for (cudaStream_t stream :
+       {device.stream, device.commStream, device.copyStream})
     if (stream)
       cudaStreamDestroy(stream);
 }
@@ -449,6 +453,7 @@ llvm::Error CudaBackend::run(const EntryPoint &entry,
     // What was queued before the failure finishes, and any flag it raised
     // is dropped: the next run starts clean and idle.
     cudaStreamSynchronize(device.commStream);
+    cudaStreamSynchronize(device.copyStream);
     device.forgetFlights();
     cudaMemsetAsync(device.errors, 0, sizeof(int), device.stream);
     cudaStreamSynchronize(device.stream);

@@ -93,7 +93,7 @@ llvm::Error cuda::runCollective(const InstructionView &in, Device &device) {
   llvm::Expected<CollectiveShape> shape = collectiveShape(in);
   if (!shape)
     return shape.takeError();
-  Opcode op = collectiveOf(in.opcode());
+  Opcode op = blockingOf(in.opcode());
   int64_t whole = shape->whole, block = shape->block, size = shape->size;
   int64_t outer = shape->outer, inner = shape->inner;
   if (op == LOCAL_SLICE) {

@@ -99,6 +99,7 @@ struct Timeline {
 struct Device {
   cudaStream_t stream = nullptr;     // compute
   cudaStream_t commStream = nullptr; // NCCL
+  cudaStream_t copyStream = nullptr; // offload_start, reload_start
   cudaEvent_t inputsReady = nullptr;
   cublasHandle_t blas = nullptr; // attention's batched GEMMs
   cublasLtHandle_t lt = nullptr; // matmuls, with their epilogues
@@ -165,23 +166,27 @@ struct Device {
         return slot;
   }
 
-  /// Queues `collective` on the communication stream, to start once the
-  /// compute stream has written its inputs. It is in flight, writing buffer
-  /// `result` (and using staging slot `slot`), until land(result).
+  /// Queues `collective` on the communication stream (or `on`: a copy's),
+  /// to start once the compute stream has written its inputs. It is in
+  /// flight, writing buffer `result` (and using staging slot `slot`), until
+  /// land(result).
   llvm::Error launch(int result, size_t slot,
-                     llvm::function_ref<llvm::Error(cudaStream_t)> collective) {
+                     llvm::function_ref<llvm::Error(cudaStream_t)> collective,
+                     cudaStream_t on = nullptr) {
+    if (!on)
+      on = commStream;
     if (auto error =
             checkCuda(cudaEventRecord(inputsReady, stream), "cudaEventRecord"))
       return error;
-    if (auto error = checkCuda(cudaStreamWaitEvent(commStream, inputsReady),
+    if (auto error = checkCuda(cudaStreamWaitEvent(on, inputsReady),
                                "cudaStreamWaitEvent"))
       return error;
-    llvm::Expected<cudaEvent_t> start = timeline.record(commStream);
+    llvm::Expected<cudaEvent_t> start = timeline.record(on);
     if (!start)
       return start.takeError();
-    if (auto error = collective(commStream))
+    if (auto error = collective(on))
       return error;
-    llvm::Expected<cudaEvent_t> end = timeline.record(commStream);
+    llvm::Expected<cudaEvent_t> end = timeline.record(on);
     if (!end)
       return end.takeError();
     timeline.add(Profiler::Communication, *start, *end);
@@ -195,8 +200,7 @@ struct Device {
       return error;
     }
     inFlight[result] = flight;
-    return checkCuda(cudaEventRecord(flight.done, commStream),
-                     "cudaEventRecord");
+    return checkCuda(cudaEventRecord(flight.done, on), "cudaEventRecord");
   }
 
   /// The compute stream waits for the collective that writes `result`

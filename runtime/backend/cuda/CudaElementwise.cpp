@@ -66,17 +66,26 @@ llvm::Error cuda::runElementwise(const InstructionView &in, Device &device) {
 
 /// reshape, offload and reload: the same bytes, whatever their dtype, in
 /// device memory or between it and the host arena (pinned: the copy is
-/// the GPU's DMA, in stream order).
+/// the GPU's DMA). Blocking forms run in stream order; offload_start and
+/// reload_start on the copy stream, once the compute stream has made the
+/// input, in flight until their wait (runWait), so that a layer's input
+/// goes out, or comes back, while other layers compute.
 llvm::Error cuda::runCopy(const InstructionView &in, Device &device) {
   if (in.numOperands() != 1 || in.numResults() != 1 ||
       in.dtype(0) != in.dtype(1))
     return in.fail("expects one value and a result of its dtype");
   if (auto error = in.expectSameCount(0, 1))
     return error;
-  return checkCuda(cudaMemcpyAsync(in.data<void>(1), in.data<void>(0),
-                                   in.count(0) * bytesPerElement(in.dtype(0)),
-                                   cudaMemcpyDefault, device.stream),
-                   "cudaMemcpyAsync");
+  size_t bytes = in.count(0) * bytesPerElement(in.dtype(0));
+  auto copy = [&](cudaStream_t stream) {
+    return checkCuda(cudaMemcpyAsync(in.data<void>(1), in.data<void>(0), bytes,
+                                     cudaMemcpyDefault, stream),
+                     "cudaMemcpyAsync");
+  };
+  if (!isStart(in.opcode()))
+    return copy(device.stream);
+  return device.launch(in.bufferId(1), device.freeFlightSlot(), copy,
+                       device.copyStream);
 }
 
 /// split and concat: each piece (or piece of a block) one 2-D copy out of

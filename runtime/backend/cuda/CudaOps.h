@@ -21,7 +21,7 @@ llvm::Error runRmsNormFamily(const InstructionView &in, Device &device);
 llvm::Error runRope(const InstructionView &in, Device &device);
 
 /// add, mul, div, swiglu, scale, swiglu_grad; reshape (and offload and
-/// reload: copies), cast, transpose,
+/// reload, and their starts: copies), cast, transpose,
 /// constant (CudaElementwise.cpp).
 llvm::Error runElementwise(const InstructionView &in, Device &device);
 llvm::Error runCopy(const InstructionView &in, Device &device);
