@@ -95,17 +95,18 @@ SplitOp splitOf(Operation *collective) {
 /// but the LoRA A product (which reads the local rows) and its own small
 /// gather need not wait for it. Computing ops, starts and waits may move;
 /// the search ends at the first op of another layer, of the next tile
-/// (the start of a gather of the next piece), or at a copy's start (copies
-/// keep their order, one at a time). Each op computes what it computed
-/// before, so the losses do not change.
+/// (the start of a gather of a split's piece: a tiling holds at most two
+/// tiles, and each walk stays within one tile, so that a layer of many
+/// tiles is scheduled in time linear in its size), or at a copy's start
+/// (copies keep their order, one at a time). Each op computes what it
+/// computed before, so the losses do not change.
 void hoistIndependentWork(WaitOp wait) {
   llvm::SmallPtrSet<Operation *, 32> staying = {wait};
   std::optional<int64_t> layer = layerOf(wait);
-  SplitOp tiling = splitOf(wait.getHandle().getDefiningOp());
   for (Operation *op = wait->getNextNode(), *next; op; op = next) {
     next = op->getNextNode();
     if (op->hasTrait<OpTrait::IsTerminator>() || layerOf(op) != layer ||
-        (tiling && isAsyncStart(op) && splitOf(op) == tiling) ||
+        (isAsyncStart(op) && splitOf(op)) ||
         isa<OffloadStartOp, ReloadStartOp>(op))
       return;
     bool movable = isPure(op) || isa<WaitOp>(op) || isAsyncStart(op);
@@ -143,24 +144,25 @@ void schedule(func::FuncOp function, int64_t prefetch) {
   // than two tiles: a piece's gather starts once the previous piece's is
   // waited, and a tile's scatter is waited before the next one starts.
   DenseMap<Operation *, WaitOp> lastWaitOfTiling;
-  // Copies to and from host memory run one at a time: an offload (whose
-  // only reader is its reload, in the backward) is waited before the next
-  // copy starts, so that its input's device memory is free again a layer
-  // later; a reload starts once the previous copy is waited, at most
-  // prefetch_layers ahead (the next layer's input comes back while this
-  // layer's backward runs).
-  WaitOp lastOffloadWait, lastCopyWait;
+  // Copies to and from host memory run one at a time, each started once
+  // the previous one is waited: an offload where it was (after its input's
+  // last forward reader; its only reader is its reload, in the backward),
+  // so that its input's device memory is free again by the next copy; a
+  // reload at most prefetch_layers ahead of its reader (the next layer's
+  // input comes back while this layer's backward runs).
+  WaitOp lastCopyWait;
   for (Operation *collective : collectives) {
     Value result = collective->getResult(0);
     if (result.use_empty())
       continue;
     auto [split, concat] = tilingOf(collective);
     bool copy = isa<OffloadOp, ReloadOp>(collective);
-    Operation *notBefore = split ? lastWaitOfTiling.lookup(split)
-                           : isa<ReloadOp>(collective)
-                               ? lastCopyWait.getOperation()
-                               : nullptr;
-    Operation *after = startPoint(collective, prefetch, notBefore);
+    Operation *notBefore = split  ? lastWaitOfTiling.lookup(split)
+                           : copy ? lastCopyWait.getOperation()
+                                  : nullptr;
+    Operation *after = isa<OffloadOp>(collective)
+                           ? collective->getPrevNode()
+                           : startPoint(collective, prefetch, notBefore);
     // Starts placed at one point keep their program order.
     Operation *next = after ? after->getNextNode() : &body.front();
     while (isAsyncStart(next))
@@ -169,13 +171,17 @@ void schedule(func::FuncOp function, int64_t prefetch) {
     Operation *start = createStart(builder, collective);
     if (WaitOp previous = concat ? lastWaitOfTiling.lookup(concat) : WaitOp())
       moveBeforeIfAfter(previous, start);
-    if (copy && lastOffloadWait)
-      moveBeforeIfAfter(lastOffloadWait, start);
+    if (copy && lastCopyWait)
+      moveBeforeIfAfter(lastCopyWait, start);
 
     // The wait: before the first reader, or at the end with readers that
     // only make the function's results. (Walks, not isBeforeInBlock: each
-    // start and wait inserted may renumber the whole block.)
+    // start and wait inserted may renumber the whole block; a result read
+    // once, as most are, needs no walk: a tile's partial sum is read by
+    // the concat after every tile.)
     Operation *firstReader = collective->getNextNode();
+    if (result.hasOneUse())
+      firstReader = *result.getUsers().begin();
     while (!llvm::is_contained(firstReader->getOperands(), result))
       firstReader = firstReader->getNextNode();
     if (readersOnlyFeedResults(result)) {
@@ -195,8 +201,6 @@ void schedule(func::FuncOp function, int64_t prefetch) {
       wait->setAttr(kLayerAttrName, layer);
     result.replaceAllUsesWith(wait.getResult());
     collective->erase();
-    if (isa<OffloadOp>(collective))
-      lastOffloadWait = wait;
     if (copy)
       lastCopyWait = wait;
     if (split)

@@ -7,6 +7,8 @@
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <map>
+
 using namespace mlir;
 using namespace mlir::twill;
 
@@ -42,9 +44,8 @@ arenaRange(Operation *op, unsigned result, RankedTensorType type) {
 }
 
 /// The schedule rules of a start: its handle waited exactly once, in its
-/// block; and, once the memory is planned (the start carries the offset of
-/// the result in flight), nothing computed between the start and its wait
-/// lies over the collective's input or its result.
+/// block. (What planned memory must keep while it is in flight is checked
+/// for a whole block at once: verifyFlightsInPlannedMemory.)
 static LogicalResult verifyStart(Operation *start) {
   Value handle = start->getResult(0);
   auto uses = llvm::to_vector(handle.getUsers());
@@ -62,39 +63,127 @@ static LogicalResult verifyStart(Operation *start) {
   if (wait->getBlock() != start->getBlock())
     return start->emitOpError("is waited outside the block that starts it: "
                               "the wait must be on every path");
-  if (!start->hasAttr(kArenaOffsetsAttrName))
-    return success(); // not planned yet
-  auto result = arenaRange(start, 0, collectiveResultType(start));
-  Value input = start->getOperand(0);
-  auto inputRange = arenaRange(
-      input.getDefiningOp(),
-      isa<OpResult>(input) ? cast<OpResult>(input).getResultNumber() : 0,
-      cast<RankedTensorType>(input.getType()));
-  for (Operation *op = start->getNextNode(); op && op != wait.getOperation();
-       op = op->getNextNode())
-    for (OpResult value : op->getResults()) {
-      auto type = dyn_cast<RankedTensorType>(value.getType());
-      auto range =
-          type ? arenaRange(op, value.getResultNumber(), type) : std::nullopt;
-      if (!range)
-        continue;
-      auto overlaps = [&](std::pair<int64_t, int64_t> other) {
-        return range->first < other.second && other.first < range->second;
-      };
-      if (inputRange && overlaps(*inputRange))
-        return start->emitOpError()
-               << "is in flight while " << op->getName() << " (result "
-               << value.getResultNumber()
-               << ") is written over its input: the input's memory is "
-                  "read until the wait";
-      if (result && overlaps(*result))
-        return start->emitOpError()
-               << "is in flight while " << op->getName() << " (result "
-               << value.getResultNumber()
-               << ") is written over its result: the result's memory is "
-                  "written until the wait";
-    }
   return success();
+}
+
+namespace {
+
+/// Device memory a start holds until its wait: its input (read until then)
+/// or its result (written until then).
+struct Held {
+  int64_t end;
+  Operation *start;
+  Value input; // null: the start's result
+  int starts;  // how many starts in flight read this input
+};
+
+/// The memory held by the starts in flight of one block, by the offset each
+/// range begins at. In a sound plan the ranges are disjoint (each is a live
+/// value's), so one neighbour on each side is all an overlap query reads.
+class InFlightMemory {
+public:
+  using Range = std::pair<int64_t, int64_t>;
+
+  /// The held range that overlaps `range`, if any.
+  const Held *overlapping(Range range) const {
+    auto next = held.lower_bound(range.first);
+    if (next != held.end() && next->first < range.second)
+      return &next->second;
+    if (next != held.begin() && std::prev(next)->second.end > range.first)
+      return &std::prev(next)->second;
+    return nullptr;
+  }
+
+  /// Holds `range` for `start` (its input `input`, or its result); fails,
+  /// naming the start, over memory already held for something else.
+  LogicalResult hold(Range range, Operation *start, Value input) {
+    auto same = held.find(range.first);
+    if (input && same != held.end() && same->second.input == input &&
+        same->second.end == range.second) {
+      ++same->second.starts; // one value read by two starts in flight
+    } else if (const Held *other = overlapping(range)) {
+      return start->emitOpError()
+             << (input ? "reads an input" : "puts its result")
+             << " in memory that " << other->start->getName() << " holds "
+             << (other->input ? "(its input)" : "(its result)")
+             << " until its wait";
+    } else {
+      held[range.first] = {range.second, start, input, 1};
+    }
+    byStart[start].push_back(range.first);
+    return success();
+  }
+
+  /// The wait of `start`: what it held is free.
+  void release(Operation *start) {
+    for (int64_t begin : byStart.lookup(start)) {
+      auto found = held.find(begin);
+      if (found != held.end() && --found->second.starts == 0)
+        held.erase(found);
+    }
+    byStart.erase(start);
+  }
+
+private:
+  std::map<int64_t, Held> held;
+  llvm::DenseMap<Operation *, SmallVector<int64_t, 2>> byStart;
+};
+
+} // namespace
+
+/// One sweep of `block`: nothing a start holds is written before its wait.
+static LogicalResult verifyFlights(Block &block) {
+  InFlightMemory inFlight;
+  for (Operation &op : block) {
+    if (auto wait = dyn_cast<WaitOp>(op)) {
+      // Its result is the start's, placed when the start was.
+      if (Operation *start = wait.getHandle().getDefiningOp())
+        inFlight.release(start);
+      continue;
+    }
+    for (OpResult value : op.getResults()) {
+      auto type = isa<PendingType>(value.getType())
+                      ? collectiveResultType(&op)
+                      : dyn_cast<RankedTensorType>(value.getType());
+      auto range =
+          type ? arenaRange(&op, value.getResultNumber(), type) : std::nullopt;
+      const Held *held = range ? inFlight.overlapping(*range) : nullptr;
+      if (!held)
+        continue;
+      return held->start->emitOpError()
+             << "is in flight while " << op.getName() << " (result "
+             << value.getResultNumber() << ") is written over its "
+             << (held->input ? "input: the input's memory is read until the "
+                               "wait"
+                             : "result: the result's memory is written until "
+                               "the wait");
+    }
+    if (!isAsyncStart(&op) || op.getNumOperands() != 1)
+      continue;
+    Value input = op.getOperand(0);
+    auto inputType = dyn_cast<RankedTensorType>(input.getType());
+    auto inputRange =
+        inputType ? arenaRange(input.getDefiningOp(),
+                               isa<OpResult>(input)
+                                   ? cast<OpResult>(input).getResultNumber()
+                                   : 0,
+                               inputType)
+                  : std::nullopt;
+    if (inputRange && failed(inFlight.hold(*inputRange, &op, input)))
+      return failure();
+    auto result = arenaRange(&op, 0, collectiveResultType(&op));
+    if (result && failed(inFlight.hold(*result, &op, Value())))
+      return failure();
+  }
+  return success();
+}
+
+LogicalResult mlir::twill::verifyFlightsInPlannedMemory(Operation *planned) {
+  WalkResult walk = planned->walk([](Block *block) {
+    return failed(verifyFlights(*block)) ? WalkResult::interrupt()
+                                         : WalkResult::advance();
+  });
+  return failure(walk.wasInterrupted());
 }
 
 /// The start's own operand checks, as its blocking collective's.

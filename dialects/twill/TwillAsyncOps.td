@@ -2,12 +2,12 @@
 //
 // A collective (or a copy to or from host memory) split in two: a start op
 // that begins it and returns a handle, and the one wait that ends it and
-// yields its tensor. Between the
-// two, compute runs while the collective is in flight. The verifier proves
-// each schedule safe: every handle is waited exactly once, in the block
-// that starts it (so on every path), and once values have arena offsets,
-// nothing between a start and its wait is written over the collective's
-// input or result.
+// yields its tensor. Between the two, compute runs while the collective is
+// in flight. The verifier proves each schedule safe: every handle is waited
+// exactly once, in the block that starts it (so on every path), and once
+// memory is planned (the module has twill.arena_bytes), nothing between a
+// start and its wait is written over the collective's input or result
+// (verifyFlightsInPlannedMemory).
 //
 //===----------------------------------------------------------------------===//
 

@@ -36,6 +36,8 @@ LogicalResult TwillDialect::verifyOperationAttribute(Operation *op,
   if (attribute.getName() == kTensorParallelAttrName)
     return op->emitOpError() << "'" << kTensorParallelAttrName
                              << "' belongs on a parameter, not an op";
+  if (attribute.getName() == kArenaBytesAttrName)
+    return verifyFlightsInPlannedMemory(op);
   return success();
 }
 

@@ -82,6 +82,14 @@ inline bool inHostMemory(Value value) {
          value.getDefiningOp<OffloadStartOp>();
 }
 
+/// The rule planned memory keeps for collectives and copies in flight, in
+/// every block under `planned` (a module twill-plan-memory has planned:
+/// twill.arena_bytes): nothing written between a start and its wait lies
+/// over the start's input, read until the wait, or its result, written
+/// until then. One sweep per block, so that a program with many
+/// collectives in flight at once verifies in time linear in its size.
+LogicalResult verifyFlightsInPlannedMemory(Operation *planned);
+
 /// Fails, on `op`, unless only reloads read `host` (a value in host memory).
 LogicalResult verifyOnlyReloadsRead(Operation *op, Value host);
 

@@ -70,42 +70,104 @@ func.func @bad_shape(%x: tensor<2x16x8xf32>) -> tensor<2x32x8xf32> {
 
 // -----
 
-// Planned memory (twill.arena_offsets): the input is read and the result
-// written until the wait, so nothing between may lie over either. Here the
-// scale lies elsewhere: safe.
-twill.mesh @mesh {axes = ["dp", "tp"], shape = [2, 4]}
-// CHECK-LABEL: func.func @planned
-func.func @planned(%x: tensor<16xf32>) -> tensor<16xf32> {
-  %in = twill.scale %x by 2.0 {twill.arena_offsets = array<i64: 0>} : tensor<16xf32>
-  %h = twill.all_reduce_start %in over @mesh["dp"] {twill.arena_offsets = array<i64: 64>} : tensor<16xf32> -> !twill.pending<tensor<16xf32>>
-  %other = twill.scale %x by 3.0 {twill.arena_offsets = array<i64: 128>} : tensor<16xf32>
-  %sum = twill.wait %h {twill.arena_offsets = array<i64: 64>} : !twill.pending<tensor<16xf32>>
-  %out = twill.add %sum, %other {twill.arena_offsets = array<i64: -1>} : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
-  return %out : tensor<16xf32>
+// Planned memory (twill.arena_offsets, checked once the module has
+// twill.arena_bytes): the input is read and the result written until the
+// wait, so nothing between may lie over either. Here the scale lies
+// elsewhere: safe.
+module attributes {twill.arena_bytes = 192 : i64} {
+  twill.mesh @mesh {axes = ["dp", "tp"], shape = [2, 4]}
+  // CHECK-LABEL: func.func @planned
+  func.func @planned(%x: tensor<16xf32>) -> tensor<16xf32> {
+    %in = twill.scale %x by 2.0 {twill.arena_offsets = array<i64: 0>} : tensor<16xf32>
+    %h = twill.all_reduce_start %in over @mesh["dp"] {twill.arena_offsets = array<i64: 64>} : tensor<16xf32> -> !twill.pending<tensor<16xf32>>
+    %other = twill.scale %x by 3.0 {twill.arena_offsets = array<i64: 128>} : tensor<16xf32>
+    %sum = twill.wait %h {twill.arena_offsets = array<i64: 64>} : !twill.pending<tensor<16xf32>>
+    %out = twill.add %sum, %other {twill.arena_offsets = array<i64: -1>} : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
+    return %out : tensor<16xf32>
+  }
 }
 
 // -----
 
-twill.mesh @mesh {axes = ["dp", "tp"], shape = [2, 4]}
-func.func @over_input(%x: tensor<16xf32>) -> tensor<16xf32> {
-  %in = twill.scale %x by 2.0 {twill.arena_offsets = array<i64: 0>} : tensor<16xf32>
-  // expected-error @+1 {{is in flight while twill.scale (result 0) is written over its input: the input's memory is read until the wait}}
-  %h = twill.all_reduce_start %in over @mesh["dp"] {twill.arena_offsets = array<i64: 64>} : tensor<16xf32> -> !twill.pending<tensor<16xf32>>
-  %other = twill.scale %x by 3.0 {twill.arena_offsets = array<i64: 0>} : tensor<16xf32>
-  %sum = twill.wait %h {twill.arena_offsets = array<i64: 64>} : !twill.pending<tensor<16xf32>>
-  %out = twill.add %sum, %other {twill.arena_offsets = array<i64: -1>} : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
-  return %out : tensor<16xf32>
+module attributes {twill.arena_bytes = 192 : i64} {
+  twill.mesh @mesh {axes = ["dp", "tp"], shape = [2, 4]}
+  func.func @over_input(%x: tensor<16xf32>) -> tensor<16xf32> {
+    %in = twill.scale %x by 2.0 {twill.arena_offsets = array<i64: 0>} : tensor<16xf32>
+    // expected-error @+1 {{is in flight while twill.scale (result 0) is written over its input: the input's memory is read until the wait}}
+    %h = twill.all_reduce_start %in over @mesh["dp"] {twill.arena_offsets = array<i64: 64>} : tensor<16xf32> -> !twill.pending<tensor<16xf32>>
+    %other = twill.scale %x by 3.0 {twill.arena_offsets = array<i64: 0>} : tensor<16xf32>
+    %sum = twill.wait %h {twill.arena_offsets = array<i64: 64>} : !twill.pending<tensor<16xf32>>
+    %out = twill.add %sum, %other {twill.arena_offsets = array<i64: -1>} : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
+    return %out : tensor<16xf32>
+  }
 }
 
 // -----
 
-twill.mesh @mesh {axes = ["dp", "tp"], shape = [2, 4]}
-func.func @over_result(%x: tensor<16xf32>) -> tensor<16xf32> {
-  %in = twill.scale %x by 2.0 {twill.arena_offsets = array<i64: 0>} : tensor<16xf32>
-  // expected-error @+1 {{is in flight while twill.scale (result 0) is written over its result: the result's memory is written until the wait}}
-  %h = twill.all_reduce_start %in over @mesh["dp"] {twill.arena_offsets = array<i64: 64>} : tensor<16xf32> -> !twill.pending<tensor<16xf32>>
-  %other = twill.scale %x by 3.0 {twill.arena_offsets = array<i64: 64>} : tensor<16xf32>
-  %sum = twill.wait %h {twill.arena_offsets = array<i64: 64>} : !twill.pending<tensor<16xf32>>
-  %out = twill.add %sum, %other {twill.arena_offsets = array<i64: -1>} : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
-  return %out : tensor<16xf32>
+module attributes {twill.arena_bytes = 192 : i64} {
+  twill.mesh @mesh {axes = ["dp", "tp"], shape = [2, 4]}
+  func.func @over_result(%x: tensor<16xf32>) -> tensor<16xf32> {
+    %in = twill.scale %x by 2.0 {twill.arena_offsets = array<i64: 0>} : tensor<16xf32>
+    // expected-error @+1 {{is in flight while twill.scale (result 0) is written over its result: the result's memory is written until the wait}}
+    %h = twill.all_reduce_start %in over @mesh["dp"] {twill.arena_offsets = array<i64: 64>} : tensor<16xf32> -> !twill.pending<tensor<16xf32>>
+    %other = twill.scale %x by 3.0 {twill.arena_offsets = array<i64: 64>} : tensor<16xf32>
+    %sum = twill.wait %h {twill.arena_offsets = array<i64: 64>} : !twill.pending<tensor<16xf32>>
+    %out = twill.add %sum, %other {twill.arena_offsets = array<i64: -1>} : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
+    return %out : tensor<16xf32>
+  }
+}
+
+// -----
+
+// Two collectives in flight may read one input; a copy to host memory
+// holds its input as a collective does.
+module attributes {twill.arena_bytes = 256 : i64} {
+  twill.mesh @mesh {axes = ["dp", "tp"], shape = [2, 4]}
+  // CHECK-LABEL: func.func @shared_input
+  func.func @shared_input(%x: tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) {
+    %in = twill.scale %x by 2.0 {twill.arena_offsets = array<i64: 0>} : tensor<16xf32>
+    %h1 = twill.all_reduce_start %in over @mesh["dp"] {twill.arena_offsets = array<i64: 64>} : tensor<16xf32> -> !twill.pending<tensor<16xf32>>
+    %h2 = twill.all_reduce_start %in over @mesh["tp"] {twill.arena_offsets = array<i64: 128>} : tensor<16xf32> -> !twill.pending<tensor<16xf32>>
+    %o = twill.offload_start %in {twill.arena_offsets = array<i64: 0>} : tensor<16xf32> -> !twill.pending<tensor<16xf32>>
+    %s1 = twill.wait %h1 {twill.arena_offsets = array<i64: 64>} : !twill.pending<tensor<16xf32>>
+    %s2 = twill.wait %h2 {twill.arena_offsets = array<i64: 128>} : !twill.pending<tensor<16xf32>>
+    %host = twill.wait %o {twill.arena_offsets = array<i64: 0>} : !twill.pending<tensor<16xf32>>
+    %r = twill.reload_start %host {twill.arena_offsets = array<i64: 192>} : tensor<16xf32> -> !twill.pending<tensor<16xf32>>
+    %back = twill.wait %r {twill.arena_offsets = array<i64: 192>} : !twill.pending<tensor<16xf32>>
+    return %s1, %s2, %back : tensor<16xf32>, tensor<16xf32>, tensor<16xf32>
+  }
+}
+
+// -----
+
+module attributes {twill.arena_bytes = 192 : i64} {
+  twill.mesh @mesh {axes = ["dp", "tp"], shape = [2, 4]}
+  func.func @offload_over_input(%x: tensor<16xf32>) -> tensor<16xf32> {
+    %in = twill.scale %x by 2.0 {twill.arena_offsets = array<i64: 0>} : tensor<16xf32>
+    // expected-error @+1 {{is in flight while twill.scale (result 0) is written over its input}}
+    %o = twill.offload_start %in {twill.arena_offsets = array<i64: 0>} : tensor<16xf32> -> !twill.pending<tensor<16xf32>>
+    %other = twill.scale %x by 3.0 {twill.arena_offsets = array<i64: 32>} : tensor<16xf32>
+    %host = twill.wait %o {twill.arena_offsets = array<i64: 0>} : !twill.pending<tensor<16xf32>>
+    %r = twill.reload_start %host {twill.arena_offsets = array<i64: 64>} : tensor<16xf32> -> !twill.pending<tensor<16xf32>>
+    %back = twill.wait %r {twill.arena_offsets = array<i64: 64>} : !twill.pending<tensor<16xf32>>
+    %out = twill.add %back, %other {twill.arena_offsets = array<i64: -1>} : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
+    return %out : tensor<16xf32>
+  }
+}
+
+// -----
+
+// A start whose input lies over another collective's result in flight.
+module attributes {twill.arena_bytes = 192 : i64} {
+  twill.mesh @mesh {axes = ["dp", "tp"], shape = [2, 4]}
+  func.func @input_over_flight(%x: tensor<16xf32>, %y: tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>) {
+    %a = twill.scale %x by 2.0 {twill.arena_offsets = array<i64: 0>} : tensor<16xf32>
+    %b = twill.scale %y by 2.0 {twill.arena_offsets = array<i64: 128>} : tensor<16xf32>
+    %h1 = twill.all_reduce_start %a over @mesh["dp"] {twill.arena_offsets = array<i64: 128>} : tensor<16xf32> -> !twill.pending<tensor<16xf32>>
+    // expected-error @+1 {{reads an input in memory that twill.all_reduce_start holds (its result) until its wait}}
+    %h2 = twill.all_reduce_start %b over @mesh["dp"] {twill.arena_offsets = array<i64: -1>} : tensor<16xf32> -> !twill.pending<tensor<16xf32>>
+    %s1 = twill.wait %h1 {twill.arena_offsets = array<i64: 128>} : !twill.pending<tensor<16xf32>>
+    %s2 = twill.wait %h2 {twill.arena_offsets = array<i64: -1>} : !twill.pending<tensor<16xf32>>
+    return %s1, %s2 : tensor<16xf32>, tensor<16xf32>
+  }
 }

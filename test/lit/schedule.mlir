@@ -110,3 +110,36 @@ func.func @copies(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %g0 = twill.mul %g1, %r0 {twill.layer = 0 : i64} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
   return %g0 : tensor<4x8xf32>
 }
+
+// Work hoisted above a wait that has nothing to overlap stays within a
+// tile: above the wait of tile 0's small gather (a LoRA A product) go
+// tile 1's piece wait and compute, not tile 2's gather or anything after
+// it, so no more than two tiles' values are alive at once (and a layer of
+// many tiles is scheduled in time linear in its size).
+// CHECK-LABEL: func.func @tile_boundary
+// CHECK: %[[L0:.*]] = twill.all_gather_start %{{.*}} : tensor<1x2x2xf32>
+// CHECK-NEXT: %[[W1:.*]] = twill.wait
+// CHECK-NEXT: twill.wait %[[L0]]
+// CHECK-NEXT: twill.matmul
+// CHECK-NEXT: %[[G2:.*]] = twill.all_gather_start %{{.*}}#2
+// CHECK-NEXT: twill.matmul %[[W1]]
+func.func @tile_boundary(%x: tensor<1x6x8xf32>, %a: tensor<2x8xf32>, %w: tensor<6x8xf32>, %b: tensor<6x2xf32>) -> tensor<1x12x6xf32> {
+  %p:3 = twill.split %x {dim = 1 : i64, twill.layer = 0 : i64} : tensor<1x6x8xf32> -> tensor<1x2x8xf32>, tensor<1x2x8xf32>, tensor<1x2x8xf32>
+  %g0 = twill.all_gather %p#0 over @mesh["dp"] dim 1 {twill.layer = 0 : i64} : tensor<1x2x8xf32> -> tensor<1x4x8xf32>
+  %y0 = twill.matmul %g0, %w {transpose_rhs, twill.layer = 0 : i64} : (tensor<1x4x8xf32>, tensor<6x8xf32>) -> tensor<1x4x6xf32>
+  %l0 = twill.matmul %p#0, %a {transpose_rhs, twill.layer = 0 : i64} : (tensor<1x2x8xf32>, tensor<2x8xf32>) -> tensor<1x2x2xf32>
+  %lg0 = twill.all_gather %l0 over @mesh["dp"] dim 1 {twill.layer = 0 : i64} : tensor<1x2x2xf32> -> tensor<1x4x2xf32>
+  %z0 = twill.matmul %lg0, %b plus %y0 {transpose_rhs, twill.layer = 0 : i64} : (tensor<1x4x2xf32>, tensor<6x2xf32>, tensor<1x4x6xf32>) -> tensor<1x4x6xf32>
+  %g1 = twill.all_gather %p#1 over @mesh["dp"] dim 1 {twill.layer = 0 : i64} : tensor<1x2x8xf32> -> tensor<1x4x8xf32>
+  %y1 = twill.matmul %g1, %w {transpose_rhs, twill.layer = 0 : i64} : (tensor<1x4x8xf32>, tensor<6x8xf32>) -> tensor<1x4x6xf32>
+  %l1 = twill.matmul %p#1, %a {transpose_rhs, twill.layer = 0 : i64} : (tensor<1x2x8xf32>, tensor<2x8xf32>) -> tensor<1x2x2xf32>
+  %lg1 = twill.all_gather %l1 over @mesh["dp"] dim 1 {twill.layer = 0 : i64} : tensor<1x2x2xf32> -> tensor<1x4x2xf32>
+  %z1 = twill.matmul %lg1, %b plus %y1 {transpose_rhs, twill.layer = 0 : i64} : (tensor<1x4x2xf32>, tensor<6x2xf32>, tensor<1x4x6xf32>) -> tensor<1x4x6xf32>
+  %g2 = twill.all_gather %p#2 over @mesh["dp"] dim 1 {twill.layer = 0 : i64} : tensor<1x2x8xf32> -> tensor<1x4x8xf32>
+  %y2 = twill.matmul %g2, %w {transpose_rhs, twill.layer = 0 : i64} : (tensor<1x4x8xf32>, tensor<6x8xf32>) -> tensor<1x4x6xf32>
+  %l2 = twill.matmul %p#2, %a {transpose_rhs, twill.layer = 0 : i64} : (tensor<1x2x8xf32>, tensor<2x8xf32>) -> tensor<1x2x2xf32>
+  %lg2 = twill.all_gather %l2 over @mesh["dp"] dim 1 {twill.layer = 0 : i64} : tensor<1x2x2xf32> -> tensor<1x4x2xf32>
+  %z2 = twill.matmul %lg2, %b plus %y2 {transpose_rhs, twill.layer = 0 : i64} : (tensor<1x4x2xf32>, tensor<6x2xf32>, tensor<1x4x6xf32>) -> tensor<1x4x6xf32>
+  %z = twill.concat %z0, %z1, %z2 {dim = 1 : i64, twill.layer = 0 : i64} : tensor<1x4x6xf32>, tensor<1x4x6xf32>, tensor<1x4x6xf32> -> tensor<1x12x6xf32>
+  return %z : tensor<1x12x6xf32>
+}

@@ -17,6 +17,7 @@
 #include "google/protobuf/text_format.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Support/Timing.h"
 #include "passes/Passes.h"
 #include "passes/ResourceReport.h"
 #include "llvm/Support/CommandLine.h"
@@ -69,6 +70,12 @@ static cl::opt<mlir::twill::Stage> stage(
     cl::cat(options));
 
 static cl::opt<bool>
+    timing("timing",
+           cl::desc("Print, to stderr, the time each compile spends tracing "
+                    "the model and in each pass"),
+           cl::cat(options));
+
+static cl::opt<bool>
     report("report",
            cl::desc("Print each rank's memory (parameters, gradients, "
                     "optimizer state) and communication per step, from the "
@@ -104,9 +111,16 @@ static int fail(llvm::Twine message) {
 static mlir::OwningOpRef<mlir::ModuleOp>
 compile(mlir::MLIRContext &context, const twill::JobConfig &config,
         mlir::twill::Stage until = mlir::twill::Stage::Planned) {
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      twill::buildLlamaModule(context, config);
+  mlir::DefaultTimingManager timer;
+  timer.setEnabled(timing);
+  mlir::TimingScope root = timer.getRootScope();
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  {
+    mlir::TimingScope tracing = root.nest("trace (frontend/LlamaBuilder)");
+    module = twill::buildLlamaModule(context, config);
+  }
   mlir::PassManager pm(&context);
+  pm.enableTiming(root);
   mlir::twill::buildCompilePipeline(pm, config, until);
   if (mlir::failed(pm.run(*module)))
     return nullptr;
