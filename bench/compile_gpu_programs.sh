@@ -8,7 +8,8 @@
 # llama8b-SEQ.twx for SEQ 4096 and 16384: a LoRA training step of the
 # Llama-3.1-8B shape (random bf16 weights, train.precision=BF16 as in the
 # config, LoRA rank 16 on every projection, batch 1, pre-tokenized rows, no
-# activation checkpointing, 4 steps). The programs write under
+# activation checkpointing, 4 steps), and llama8b-long-32768.twx: the
+# long-context transformations at seq 32768 (3 steps). The programs write under
 # /tmp/twill-gpu, so they run on another machine from the same path
 # (bench/device_bundle.sh).
 set -euo pipefail
@@ -24,16 +25,25 @@ python=python3
 # No activation checkpointing (the config asks for FULL, for 8 GPUs and seq
 # 8192): on one H200 the step's activations fit (a 20 GB arena at seq 4096,
 # 78 GB at 16384), and the MFU formula counts no recomputation.
-for seq in 4096 16384; do
+step() { # NAME SEQ [key=value ...]
+  local name=$1 seq=$2
+  shift 2
   "$bin/twillc" configs/llama3_1_8b_lora.textproto parallel.tp=1 \
-      parallel.activation_checkpointing=NONE \
       checkpoint.random_base=true checkpoint.base_dir= \
-      checkpoint.output_dir="$work/llama8b-$seq-out" checkpoint.save_every=0 \
+      checkpoint.output_dir="$work/$name-out" checkpoint.save_every=0 \
       lora.rank=16 lora.alpha=32 \
       lora.target_modules=q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj \
       train.batch_size=1 train.seq_len=$seq \
       train.gradient_accumulation_steps=1 train.epochs=1 \
       train.max_steps_per_epoch=4 data.format=TOKENIZED data.packed=false \
-      -o "$work/llama8b-$seq.twx"
+      "$@" -o "$work/$name.twx"
+}
+for seq in 4096 16384; do
+  step llama8b-$seq $seq parallel.activation_checkpointing=NONE
 done
+# Long context (issue 17): every transformation that lets one GPU hold a
+# long sequence, at a length that still runs in seconds.
+step llama8b-long-32768 32768 parallel.activation_checkpointing=FULL \
+    parallel.offload_activations=true parallel.mlp_tile_tokens=8192 \
+    parallel.attention_tile_tokens=8192 train.max_steps_per_epoch=3
 echo "programs in $work"

@@ -19,7 +19,13 @@ under its own time limit, and writes what it printed to OUT:
                      memory against the memory plan, the profile summary;
                      its trace as llama8b-4096.trace.json.gz;
 5. llama8b-16384.txt the same at seq 16384;
-6. results.md        a table of every figure, printed last; the whole log is
+6. llama8b-long-32768.txt  the long-context transformations on the GPU
+                     (issue 17): seq 32768 with FULL checkpointing, every
+                     layer's input offloaded to pinned host memory (copies on
+                     a stream of their own), the MLP and attention
+                     projections in tiles of 8192 and the tiled loss; its
+                     device memory against the plan as above;
+7. results.md        a table of every figure, printed last; the whole log is
                      device_check.log.
 
 MFU counts the FLOPs the step needs per token: 4N for the matmuls with
@@ -142,7 +148,10 @@ print(torch.cuda.get_device_name(), torch.version.cuda)
     return peak
 
 
-def llama_step(check, args, seq, peak):
+def llama_step(check, args, seq, peak, program=None, what=None, limit=None):
+    """Runs bench/compile_gpu_programs.sh's `program` (llama8b-SEQ) on rows
+    of `seq` random tokens; `what` names it in the table."""
+    program = program or f"llama8b-{seq}"
     work = Path("/tmp/twill-gpu")
     data = work / f"data-{seq}.jsonl"
     import random
@@ -151,7 +160,7 @@ def llama_step(check, args, seq, peak):
         for _ in range(4):
             ids = [rng.randrange(128000) for _ in range(seq)]
             f.write(json.dumps({"input_ids": ids}) + "\n")
-    trace = work / f"llama8b-{seq}.trace.json"
+    trace = work / f"{program}.trace.json"
     try:  # the GPU's memory in use, every 200 ms, whoever holds it
         sampler = subprocess.Popen(
             ["nvidia-smi", "--query-gpu=memory.used",
@@ -159,18 +168,18 @@ def llama_step(check, args, seq, peak):
             stdout=subprocess.PIPE, text=True)
     except OSError:
         sampler = None
+    name = what or f"seq {seq}"
     code, text = check.run(
-        f"Llama-3.1-8B LoRA step, seq {seq}",
-        [args.bin / "twill-train", args.programs / f"llama8b-{seq}.twx",
+        f"Llama-3.1-8B LoRA step, {name}",
+        [args.bin / "twill-train", args.programs / f"{program}.twx",
          "--backend=cuda", "--data", data, f"--profile={trace}"],
-        120 if seq <= 4096 else 150, f"llama8b-{seq}.txt")
+        limit or (120 if seq <= 4096 else 150), f"{program}.txt")
     sampled = []
     if sampler:
         sampler.terminate()
         sampled = [int(x) for x in sampler.communicate()[0].split()
                    if x.isdigit()]
-    name = f"seq {seq}"
-    metrics = work / f"llama8b-{seq}-out" / "metrics.jsonl"
+    metrics = work / f"{program}-out" / "metrics.jsonl"
     steps = ([json.loads(line) for line in metrics.read_text().splitlines()]
              if metrics.exists() and code == 0 else [])
     if len(steps) < 2:
@@ -207,7 +216,7 @@ def llama_step(check, args, seq, peak):
               or "no profile summary")
     if trace.exists() and seq <= 4096:
         with open(trace, "rb") as source, \
-                gzip.open(check.out / f"llama8b-{seq}.trace.json.gz", "wb") as target:
+                gzip.open(check.out / f"{program}.trace.json.gz", "wb") as target:
             target.write(source.read())
 
 
@@ -237,11 +246,15 @@ def main():
         peak = gemm_peak(check)
     except Exception as error:
         check.row("bf16 GEMM peak", f"FAILED: {error!r}")
-    for seq in (4096, 16384):
+    steps = [(4096, {}), (16384, {}),
+             (32768, dict(program="llama8b-long-32768", limit=180,
+                          what="seq 32768, FULL + offload + tiles"))]
+    for seq, options in steps:
         try:
-            llama_step(check, args, seq, peak)
+            llama_step(check, args, seq, peak, **options)
         except Exception as error:
-            check.row(f"8B LoRA step, seq {seq}", f"FAILED: {error!r}")
+            check.row(f"8B LoRA step, {options.get('what', f'seq {seq}')}",
+                      f"FAILED: {error!r}")
     check.row("device check wall time", f"{time.time() - began:.0f} s")
     table = "| what | measured |\n|---|---|\n" + "\n".join(
         f"| {what} | {figure} |" for what, figure in check.rows)
