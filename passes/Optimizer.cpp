@@ -86,9 +86,8 @@ structureOfParameters(func::FuncOp function) {
       continue;
     for (StringRef attrName : {kTensorParallelAttrName, kLayerAttrName})
       if (Attribute value = function.getArgAttr(index, attrName))
-        structure[name.getValue()].push_back(
-            NamedAttribute(StringAttr::get(function.getContext(), attrName),
-                           value));
+        structure[name.getValue()].push_back(NamedAttribute(
+            StringAttr::get(function.getContext(), attrName), value));
   }
   return structure;
 }
@@ -138,9 +137,9 @@ OptimizerPass::accumulateGradients(func::FuncOp step) {
     std::string parameter = name.getValue().drop_back(kGradSuffix.size()).str();
     auto type = cast<RankedTensorType>(value.getType());
     SmallVector<NamedAttribute, 2> structure = parameters.lookup(parameter);
-    Value sum = function.addArgument(type, kStateAttrName,
-                                     parameter + ".grad_sum",
-                                     /*trainable=*/false, structure);
+    Value sum =
+        function.addArgument(type, kStateAttrName, parameter + ".grad_sum",
+                             /*trainable=*/false, structure);
     // Named after the parameter, as its gradient's matmul that this add
     // may become (twill-fuse-epilogues): profiles tell the layer.
     Location named = NameLoc::get(builder.getStringAttr(parameter), loc);
@@ -186,6 +185,13 @@ void OptimizerPass::buildOptimizerStep(func::FuncOp step,
   Value tokenCount =
       function.addArgument(f32, kStateAttrName, "token_count_sum");
   Value totalSteps = function.addArgument(i64, kInputAttrName, "total_steps");
+  // The step's place in the lr schedule, which the host sets: the steps
+  // before it, whether or not they updated (a step without a labelled token
+  // updates nothing, as a torch loop that calls scheduler.step() every
+  // iteration but skips optimizer.step()); `step` counts the updates made,
+  // AdamW's bias correction.
+  Value scheduleStep =
+      function.addArgument(i64, kInputAttrName, "schedule_step");
 
   // Gradients are sums over tokens: scale by 1 / count, then clip.
   auto constant = [&](Type type, double value) -> Value {
@@ -203,8 +209,8 @@ void OptimizerPass::buildOptimizerStep(func::FuncOp step,
         builder, loc, f32, norm, builder.getF64FloatAttr(maxGradNorm));
     gradScale = MulOp::create(builder, loc, f32, inverseCount, coefficient);
   }
-  Value lrValue = LrScheduleOp::create(builder, loc, f32, stepCount, totalSteps,
-                                       builder.getF64FloatAttr(lr),
+  Value lrValue = LrScheduleOp::create(builder, loc, f32, scheduleStep,
+                                       totalSteps, builder.getF64FloatAttr(lr),
                                        builder.getI64IntegerAttr(warmupSteps));
 
   for (auto [index, trainable] : llvm::enumerate(trainables)) {

@@ -4,6 +4,7 @@
 
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -66,6 +67,36 @@ llvm::Expected<JobConfig> twill::parseJobConfig(llvm::StringRef text,
   return config;
 }
 
+/// The job's fields that name files or folders, those that are set.
+static llvm::SmallVector<std::string *> pathFields(JobConfig &config) {
+  llvm::SmallVector<std::string *> paths;
+  if (config.data().has_path())
+    paths.push_back(config.mutable_data()->mutable_path());
+  if (config.checkpoint().has_base_dir())
+    paths.push_back(config.mutable_checkpoint()->mutable_base_dir());
+  if (config.checkpoint().has_output_dir())
+    paths.push_back(config.mutable_checkpoint()->mutable_output_dir());
+  if (config.has_tokenizer())
+    paths.push_back(config.mutable_tokenizer());
+  return paths;
+}
+
+/// Makes each relative path of `config` absolute from `folder`, those left
+/// at their defaults too (output_dir's "output").
+static void resolvePaths(JobConfig &config, llvm::StringRef folder) {
+  if (!config.checkpoint().has_output_dir())
+    config.mutable_checkpoint()->set_output_dir(
+        config.checkpoint().output_dir());
+  for (std::string *path : pathFields(config)) {
+    if (path->empty() || llvm::sys::path::is_absolute(*path))
+      continue;
+    llvm::SmallString<256> absolute(folder);
+    llvm::sys::path::append(absolute, *path);
+    llvm::sys::path::remove_dots(absolute, /*remove_dot_dot=*/true);
+    *path = absolute.str().str();
+  }
+}
+
 llvm::Expected<JobConfig>
 twill::loadJobConfig(llvm::StringRef jobPath,
                      llvm::ArrayRef<std::string> overrides) {
@@ -78,9 +109,26 @@ twill::loadJobConfig(llvm::StringRef jobPath,
       parseJobConfig((*buffer)->getBuffer(), jobPath);
   if (!config)
     return config.takeError();
+  // A relative path in the job (or a default one) is relative to the job
+  // file's folder, and one given as key=value to the directory the command
+  // runs in: the job is found wherever it is run from. Both are made
+  // absolute here, so the Executable runs from anywhere too.
+  llvm::SmallString<256> jobFolder(jobPath), workingFolder;
+  if (std::error_code error = llvm::sys::fs::make_absolute(jobFolder))
+    return llvm::createStringError(error, "cannot resolve %s: %s",
+                                   jobPath.str().c_str(),
+                                   error.message().c_str());
+  llvm::sys::path::remove_filename(jobFolder);
+  resolvePaths(*config, jobFolder);
   for (const std::string &assignment : overrides)
     if (llvm::Error error = applyOverride(*config, assignment))
       return std::move(error);
+  if (std::error_code error = llvm::sys::fs::current_path(workingFolder))
+    return llvm::createStringError(error,
+                                   "cannot find the current "
+                                   "directory: %s",
+                                   error.message().c_str());
+  resolvePaths(*config, workingFolder);
 
   // The model folder's config.json is the lowest layer under the model
   // section: fields the job or the command line set win over it.

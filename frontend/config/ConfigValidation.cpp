@@ -255,6 +255,7 @@ static void validateTrain(const TrainConfig &train, Problems &problems) {
   problems.nonNegative("train.weight_decay", train.weight_decay());
   problems.nonNegative("train.warmup_steps", train.warmup_steps());
   problems.nonNegative("train.max_grad_norm", train.max_grad_norm());
+  problems.positive("train.log_every", train.log_every());
 }
 
 llvm::Error twill::validateJobConfig(const JobConfig &config) {

@@ -49,6 +49,13 @@ public:
   /// (the cuda backend's device memory); empty otherwise.
   virtual std::string memoryReport() const { return {}; }
 
+  /// The most memory the computation has held so far, and what that is.
+  struct PeakMemory {
+    uint64_t bytes = 0;
+    llvm::StringRef what;
+  };
+  virtual PeakMemory peakMemory() const = 0;
+
 protected:
   Profiler *profiler = nullptr;
 };

@@ -71,6 +71,7 @@ public:
   /// another backend is chosen).
   void profileInto(Profiler *profiler) { backend->profileInto(profiler); }
   std::string memoryReport() const { return backend->memoryReport(); }
+  Backend::PeakMemory peakMemory() const { return backend->peakMemory(); }
   /// Fails, saying how much is needed and how much there is, unless the
   /// host has the memory the backend needs there: the whole plan for the
   /// cpu backend, the buffers of their own for one that computes elsewhere.

@@ -2,10 +2,11 @@
 
 #include "runtime/train/Trainer.h"
 
+#include "runtime/data/Sampler.h"
 #include "runtime/train/Adapter.h"
 #include "runtime/train/Batch.h"
-#include "runtime/data/Sampler.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
@@ -22,9 +23,8 @@ static llvm::Error trainError(const llvm::Twine &what) {
 /// The rows of micro-batch `index` in `order` (all rows in file order when
 /// empty), padded with empty rows past the end.
 static std::vector<Row> microBatch(llvm::ArrayRef<Row> rows,
-                                   llvm::ArrayRef<int64_t> order,
-                                   int64_t index, int64_t batchSize,
-                                   int64_t seqLen) {
+                                   llvm::ArrayRef<int64_t> order, int64_t index,
+                                   int64_t batchSize, int64_t seqLen) {
   std::vector<Row> batch;
   for (int64_t i = index * batchSize; i < (index + 1) * batchSize; ++i) {
     if (i >= (int64_t)rows.size())
@@ -37,8 +37,8 @@ static std::vector<Row> microBatch(llvm::ArrayRef<Row> rows,
 
 /// `error`, which step `step` met.
 static llvm::Error atStep(int64_t step, llvm::Error error) {
-  return trainError(llvm::formatv("step {0}: {1}", step,
-                                  llvm::toString(std::move(error))));
+  return trainError(
+      llvm::formatv("step {0}: {1}", step, llvm::toString(std::move(error))));
 }
 
 /// The error that ends a diverged run at `step`: `what` came out
@@ -54,6 +54,25 @@ static llvm::Error diverged(int64_t step, llvm::StringRef what, double value,
           : "; the last good checkpoint is " + lastCheckpoint.str()));
 }
 
+static double secondsSince(std::chrono::steady_clock::time_point then) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - then)
+      .count();
+}
+
+/// 42s, 3m05s, 2h07m: a duration as a person reads it.
+static std::string duration(double seconds) {
+  auto whole = int64_t(seconds + 0.5);
+  if (whole < 60)
+    return llvm::formatv("{0:f1}s", seconds).str();
+  if (whole < 3600)
+    return llvm::formatv("{0}m{1}s", whole / 60,
+                         llvm::format("%02d", int(whole % 60)))
+        .str();
+  return llvm::formatv("{0}h{1}m", whole / 3600,
+                       llvm::format("%02d", int(whole / 60 % 60)))
+      .str();
+}
+
 template <typename T>
 static T scalarOutput(Program &program, const EntryPoint &entry,
                       llvm::StringRef name) {
@@ -61,11 +80,9 @@ static T scalarOutput(Program &program, const EntryPoint &entry,
   return id < 0 ? T() : *program.buffers().as<T>(id);
 }
 
-llvm::Expected<TrainResult> twill::train(Program &program,
-                                         llvm::ArrayRef<Row> rows,
-                                         llvm::StringRef source,
-                                         llvm::raw_ostream &log,
-                                         const TrainPosition &start) {
+llvm::Expected<TrainResult>
+twill::train(Program &program, llvm::ArrayRef<Row> rows, llvm::StringRef source,
+             llvm::raw_ostream &log, const TrainPosition &start) {
   const JobConfig &job = program.job();
   const TrainConfig &settings = job.train();
   const EntryPoint *step = program.entryPoint(TRAIN_STEP);
@@ -99,6 +116,10 @@ llvm::Expected<TrainResult> twill::train(Program &program,
   if (totalStepsBuffer < 0)
     return trainError("the executable has no total_steps input");
   *program.buffers().as<int64_t>(totalStepsBuffer) = totalSteps;
+  int scheduleStepBuffer = program.bufferOf("schedule_step");
+  if (scheduleStepBuffer < 0)
+    return trainError("the executable has no schedule_step input: compile "
+                      "it again with this release's twillc");
 
   // Every rank computes the same (all-reduced) figures; rank 0 reports.
   const std::string &outputDir = job.checkpoint().output_dir();
@@ -116,8 +137,7 @@ llvm::Expected<TrainResult> twill::train(Program &program,
   };
   if (program.writesFiles()) {
     if (std::error_code error = llvm::sys::fs::create_directories(outputDir))
-      return trainError("cannot create " + outputDir + ": " +
-                        error.message());
+      return trainError("cannot create " + outputDir + ": " + error.message());
     std::error_code metricsError;
     // A resumed run continues the metrics of the steps before it.
     metricsFile = std::make_unique<llvm::raw_fd_ostream>(
@@ -147,8 +167,8 @@ llvm::Expected<TrainResult> twill::train(Program &program,
   TrainResult result;
   result.steps = start.steps;
   for (int64_t epoch = start.epoch; epoch < settings.epochs(); ++epoch) {
-    std::vector<int64_t> order = epochOrder(rows.size(), settings.seed(),
-                                            epoch, job.data().shuffle());
+    std::vector<int64_t> order =
+        epochOrder(rows.size(), settings.seed(), epoch, job.data().shuffle());
     for (int64_t index = epoch == start.epoch ? start.index : 0;
          index < stepsPerEpoch; ++index) {
       auto stepStart = std::chrono::steady_clock::now();
@@ -169,42 +189,53 @@ llvm::Expected<TrainResult> twill::train(Program &program,
       // (nothing of this step is applied, nothing non-finite is written).
       if (!std::isfinite(lossSum))
         return diverged(result.steps, "the loss", lossSum, lastCheckpoint);
+      result.positions += batchSize * accumulation * seqLen;
+      result.labelled += tokens;
+      llvm::json::Object line{
+          {"step", result.steps}, {"epoch", epoch}, {"tokens", tokens}};
       if (tokens == 0) {
-        // Nothing to learn from: the sums are zero, so skip the update
-        // rather than divide by zero.
-        report << llvm::formatv("step {0}/{1} | no labelled tokens, skipped\n",
-                             result.steps, totalSteps);
-        continue;
+        // Nothing to learn from (the sums are zero): no update, but the
+        // step is taken, and the lr schedule moves on past it.
+        ++result.skipped;
+        report << llvm::formatv("step {0}/{1} | no labelled tokens: no "
+                                "update (the lr schedule moves on)\n",
+                                result.steps, totalSteps);
+        line["skipped"] = true;
+      } else {
+        *program.buffers().as<int64_t>(scheduleStepBuffer) = result.steps - 1;
+        if (llvm::Error error = program.run(*update))
+          return atStep(result.steps, std::move(error));
+        double tokensPerSecond =
+            batchSize * accumulation * seqLen / secondsSince(stepStart);
+        result.lastLoss = lossSum / tokens;
+        float lr = scalarOutput<float>(program, *update, "lr");
+        float gradNorm = scalarOutput<float>(program, *update, "grad_norm");
+        // The update is made: stop before anything is written from it.
+        if (!std::isfinite(gradNorm))
+          return diverged(result.steps, "the gradient norm", gradNorm,
+                          lastCheckpoint);
+        Backend::PeakMemory memory = program.peakMemory();
+        result.peakMemory = memory;
+        double elapsed = secondsSince(began);
+        if (result.steps % settings.log_every() == 0 ||
+            result.steps == start.steps + 1 || result.steps == totalSteps)
+          report << llvm::formatv(
+              "step {0}/{1} | loss {2:f4} | lr {3:e2} | grad norm {4:f4} | "
+              "{5:f0} tokens/s | mem {6:f2} GiB | {7} elapsed, {8} left\n",
+              result.steps, totalSteps, result.lastLoss, lr, gradNorm,
+              tokensPerSecond, memory.bytes / double(1 << 30),
+              duration(elapsed),
+              duration(elapsed / (result.steps - start.steps) *
+                       (totalSteps - result.steps)));
+        line["loss"] = result.lastLoss;
+        line["lr"] = lr;
+        line["grad_norm"] = gradNorm;
+        line["tokens_per_second"] = tokensPerSecond;
+        line["peak_memory_bytes"] = int64_t(memory.bytes);
       }
-      if (llvm::Error error = program.run(*update))
-        return atStep(result.steps, std::move(error));
-      auto now = std::chrono::steady_clock::now();
-      double elapsed = std::chrono::duration<double>(now - began).count();
-      double stepSeconds =
-          std::chrono::duration<double>(now - stepStart).count();
-      double tokensPerSecond = batchSize * accumulation * seqLen / stepSeconds;
-      result.lastLoss = lossSum / tokens;
-      float lr = scalarOutput<float>(program, *update, "lr");
-      float gradNorm = scalarOutput<float>(program, *update, "grad_norm");
-      // The update is made: stop before anything is written from it.
-      if (!std::isfinite(gradNorm))
-        return diverged(result.steps, "the gradient norm", gradNorm,
-                        lastCheckpoint);
-      report << llvm::formatv("step {0}/{1} | loss {2:f4} | lr {3:e2} | grad norm "
-                           "{4:f4} | {5:f0} tokens/s | {6:f1}s\n",
-                           result.steps, totalSteps, result.lastLoss, lr,
-                           gradNorm, tokensPerSecond, elapsed);
+      line["elapsed_seconds"] = secondsSince(began);
       report.flush(); // each step's line out as it happens
-      metrics << llvm::json::Value(
-                     llvm::json::Object{{"step", result.steps},
-                                        {"epoch", epoch},
-                                        {"loss", result.lastLoss},
-                                        {"lr", lr},
-                                        {"grad_norm", gradNorm},
-                                        {"tokens", tokens},
-                                        {"tokens_per_second", tokensPerSecond},
-                                        {"elapsed_seconds", elapsed}})
-              << "\n";
+      metrics << llvm::json::Value(std::move(line)) << "\n";
       metrics.flush();
       if (llvm::Error error = metricsWritten())
         return std::move(error);
@@ -216,10 +247,13 @@ llvm::Expected<TrainResult> twill::train(Program &program,
           next = {result.steps, epoch + 1, 0};
         if (llvm::Error error = saveCheckpoint(program, outputDir, next))
           return std::move(error);
-        lastCheckpoint = (outputDir + "/step_" + llvm::Twine(result.steps)).str();
+        lastCheckpoint =
+            (outputDir + "/step_" + llvm::Twine(result.steps)).str();
       }
     }
   }
+  result.seconds = secondsSince(began);
+  result.peakMemory = program.peakMemory();
   if (llvm::Error error = saveTrainingResult(program, outputDir))
     return std::move(error);
   if (job.checkpoint().merged() && job.has_lora()) {

@@ -21,8 +21,14 @@
 namespace twill {
 
 struct TrainResult {
-  int64_t steps = 0;
+  int64_t steps = 0;   // taken, this run's and a resumed run's before it
+  int64_t skipped = 0; // of this run's, without a labelled token: no update
   double lastLoss = 0;
+  // This run's: the positions its micro-batches held (padding too), the
+  // labelled ones among them, its wall time, and the most memory it held.
+  int64_t positions = 0, labelled = 0;
+  double seconds = 0;
+  Backend::PeakMemory peakMemory;
 };
 
 /// Trains `program` on `rows` (read from `source`, named in errors) from

@@ -37,6 +37,7 @@ func.func @forward(%w: tensor<16x8xf32> {twill.param = "proj.weight"},
 // CHECK-SAME: %[[STEP:[^:]*]]: tensor<i64> {twill.state = "step"}
 // CHECK-SAME: %[[TOKENS:[^:]*]]: tensor<f32> {twill.state = "token_count_sum"}
 // CHECK-SAME: %[[TOTAL:[^:]*]]: tensor<i64> {twill.input = "total_steps"}
+// CHECK-SAME: %[[AT:[^:]*]]: tensor<i64> {twill.input = "schedule_step"}
 // Results named after a parameter or state update it; the rest is reported.
 // CHECK-SAME: -> (tensor<2x8xf32> {twill.output = "proj.lora_A.weight"}, tensor<2x8xf32> {twill.output = "proj.lora_A.weight.exp_avg"}, tensor<2x8xf32> {twill.output = "proj.lora_A.weight.exp_avg_sq"}, tensor<2x8xf32> {twill.output = "proj.lora_A.weight.grad_sum"}, tensor<i64> {twill.output = "step"}, tensor<f32> {twill.output = "token_count_sum"}, tensor<f32> {twill.output = "grad_norm"}, tensor<f32> {twill.output = "lr"})
 // CHECK-NEXT: %[[ONE:.*]] = twill.constant 1.000000e+00 : tensor<f32>
@@ -45,7 +46,9 @@ func.func @forward(%w: tensor<16x8xf32> {twill.param = "proj.weight"},
 // CHECK-NEXT: %[[NORM:.*]] = twill.mul %[[NORMSUM]], %[[INV]]
 // CHECK-NEXT: %[[COEF:.*]] = twill.clip_coefficient %[[NORM]] {max_norm = 5.000000e-01 : f64}
 // CHECK-NEXT: %[[SCALE:.*]] = twill.mul %[[INV]], %[[COEF]]
-// CHECK-NEXT: %[[LR:.*]] = twill.lr_schedule %[[STEP]], %[[TOTAL]] {lr = 1.000000e-03 : f64, warmup_steps = 3 : i64}
+// The lr schedule reads the step's place (schedule_step), AdamW the
+// updates made (step).
+// CHECK-NEXT: %[[LR:.*]] = twill.lr_schedule %[[AT]], %[[TOTAL]] {lr = 1.000000e-03 : f64, warmup_steps = 3 : i64}
 // CHECK-NEXT: %[[NP:.*]], %[[NM:.*]], %[[NV:.*]] = twill.adamw %[[P]], %[[G]], %[[M]], %[[V]], %[[LR]], %[[SCALE]], %[[STEP]] {beta1 = 9.000000e-01 : f64, beta2 = 0.99899999999999999 : f64, eps = 1.000000e-08 : f64, weight_decay = 1.000000e-01 : f64}
 // CHECK-NEXT: %[[ZERO:.*]] = twill.constant 0.000000e+00 : tensor<2x8xf32>
 // CHECK-NEXT: %[[NEXT:.*]] = twill.increment %[[STEP]] : tensor<i64>

@@ -310,10 +310,24 @@ static int runTraining(Program &program, const TrainingData &data) {
       train(program, data.rows, data.source, report(), start);
   if (!result)
     return fail(result.takeError());
-  report() << llvm::formatv("trained {0} steps; {1} written to {2}\n",
-                            result->steps,
-                            job.has_full_finetune() ? "model" : "adapter",
-                            job.checkpoint().output_dir());
+  // The summary: what this run did, how fast, in how much memory, and
+  // where the result is.
+  const TrainResult &done = *result;
+  report() << llvm::formatv(
+      "trained {0} steps{1} in {2:f1} s: {3} tokens ({4} labelled), {5:f0} "
+      "tokens/s on average; peak memory {6:f2} GiB ({7}); {8} written to "
+      "{9}\n",
+      done.steps,
+      done.skipped ? llvm::formatv(" ({0} without a labelled token: no "
+                                   "update)",
+                                   done.skipped)
+                         .str()
+                   : std::string(),
+      done.seconds, done.positions, done.labelled,
+      done.seconds > 0 ? done.positions / done.seconds : 0.0,
+      done.peakMemory.bytes / double(1 << 30), done.peakMemory.what,
+      job.has_full_finetune() ? "model" : "adapter",
+      job.checkpoint().output_dir());
   if (before) {
     llvm::Expected<Evaluation> after = evaluate(program, evalRows);
     if (!after)

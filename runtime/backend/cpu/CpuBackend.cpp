@@ -13,6 +13,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <omp.h>
+#include <sys/resource.h>
 
 #include <cstring>
 #include <sched.h>
@@ -499,6 +500,12 @@ static llvm::Error runKernel(const Instruction &instruction, BufferSet &buffers,
   if (!kernel) // the loader refuses such a program
     return llvm::createStringError(llvm::inconvertibleErrorCode(), "no opcode");
   return runWidened(kernel, instruction, buffers, comm);
+}
+
+Backend::PeakMemory CpuBackend::peakMemory() const {
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  return {uint64_t(usage.ru_maxrss) * 1024, "the process's resident set"};
 }
 
 llvm::Error CpuBackend::run(const EntryPoint &entry, BufferSet &buffers,

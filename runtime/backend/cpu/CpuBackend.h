@@ -35,6 +35,9 @@ public:
   llvm::Error download(llvm::ArrayRef<int>) override {
     return llvm::Error::success();
   }
+  /// The process's peak resident set (getrusage): the computation's memory
+  /// is the host's.
+  PeakMemory peakMemory() const override;
 
 private:
   BufferSet &buffers;

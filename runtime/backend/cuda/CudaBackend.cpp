@@ -130,6 +130,9 @@ public:
   llvm::Error upload(llvm::ArrayRef<int> ids) override;
   llvm::Error download(llvm::ArrayRef<int> ids) override;
   std::string memoryReport() const override;
+  PeakMemory peakMemory() const override {
+    return {peakDeviceUsed, "GPU memory in use"};
+  }
 
 private:
   /// `bytes` of zeroed device memory of the backend's own, for `what`.
