@@ -7,7 +7,8 @@
 #                     OpenMPI, oneDNN, PCRE2, clang 22 for the fuzz
 #                     targets (CUDA is used if present)
 #   Python (.venv)    the test oracles: torch, transformers, peft,
-#                     safetensors, tiktoken, llama-models
+#                     safetensors, tiktoken, llama-models, tensorboard (its
+#                     reader checks the event files twill-train writes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,8 +20,9 @@ DEBIAN_PACKAGES=(
   libzstd-dev  # LLVM Support's CMake package names it (the device bundle)
   clang-22 libclang-rt-22-dev  # the fuzz targets (fuzz/run.sh): libFuzzer, ASan
 )
-PYTHON_PACKAGES=(torch transformers peft safetensors tiktoken llama-models)
-PYTHON_MODULES="torch, transformers, peft, safetensors, tiktoken, llama_models"
+PYTHON_PACKAGES=(torch transformers peft safetensors tiktoken llama-models
+  tensorboard)
+PYTHON_MODULES="torch, transformers, peft, safetensors, tiktoken, llama_models, tensorboard"
 
 missing=()
 for package in "${DEBIAN_PACKAGES[@]}"; do

@@ -78,6 +78,8 @@ static llvm::SmallVector<std::string *> pathFields(JobConfig &config) {
     paths.push_back(config.mutable_checkpoint()->mutable_output_dir());
   if (config.has_tokenizer())
     paths.push_back(config.mutable_tokenizer());
+  if (config.train().has_tensorboard_dir())
+    paths.push_back(config.mutable_train()->mutable_tensorboard_dir());
   return paths;
 }
 

@@ -3,6 +3,7 @@
 #include "runtime/train/Trainer.h"
 
 #include "runtime/data/Sampler.h"
+#include "runtime/io/TensorBoard.h"
 #include "runtime/train/Adapter.h"
 #include "runtime/train/Batch.h"
 #include "llvm/Support/FileSystem.h"
@@ -148,6 +149,13 @@ twill::train(Program &program, llvm::ArrayRef<Row> rows, llvm::StringRef source,
                         metricsError.message());
   }
   llvm::raw_ostream &metrics = metricsFile ? *metricsFile : llvm::nulls();
+  std::unique_ptr<io::EventFileWriter> tensorboard;
+  if (program.writesFiles() && !settings.tensorboard_dir().empty()) {
+    auto writer = io::EventFileWriter::create(settings.tensorboard_dir());
+    if (!writer)
+      return writer.takeError();
+    tensorboard = std::move(*writer);
+  }
   llvm::raw_ostream &report = program.writesFiles() ? log : llvm::nulls();
   // train.batch_size counts the rows of a micro-batch in all, which data
   // parallelism splits: a job's numbers do not depend on its mesh. Said
@@ -193,6 +201,9 @@ twill::train(Program &program, llvm::ArrayRef<Row> rows, llvm::StringRef source,
       result.labelled += tokens;
       llvm::json::Object line{
           {"step", result.steps}, {"epoch", epoch}, {"tokens", tokens}};
+      // The same figures as TensorBoard scalars, under train/.
+      std::vector<std::pair<std::string, float>> scalars = {
+          {"train/labelled_tokens", float(tokens)}};
       if (tokens == 0) {
         // Nothing to learn from (the sums are zero): no update, but the
         // step is taken, and the lr schedule moves on past it.
@@ -232,6 +243,13 @@ twill::train(Program &program, llvm::ArrayRef<Row> rows, llvm::StringRef source,
         line["grad_norm"] = gradNorm;
         line["tokens_per_second"] = tokensPerSecond;
         line["peak_memory_bytes"] = int64_t(memory.bytes);
+        scalars.insert(
+            scalars.end(),
+            {{"train/loss", float(result.lastLoss)},
+             {"train/lr", lr},
+             {"train/grad_norm", gradNorm},
+             {"train/tokens_per_second", float(tokensPerSecond)},
+             {"train/peak_memory_gib", float(memory.bytes / double(1 << 30))}});
       }
       line["elapsed_seconds"] = secondsSince(began);
       report.flush(); // each step's line out as it happens
@@ -239,6 +257,9 @@ twill::train(Program &program, llvm::ArrayRef<Row> rows, llvm::StringRef source,
       metrics.flush();
       if (llvm::Error error = metricsWritten())
         return std::move(error);
+      if (tensorboard)
+        if (llvm::Error error = tensorboard->scalars(result.steps, scalars))
+          return std::move(error);
       int64_t saveEvery = job.checkpoint().save_every();
       if (saveEvery > 0 && result.steps % saveEvery == 0 &&
           result.steps != totalSteps) {
