@@ -3,9 +3,10 @@
 #include "frontend/LlamaBuilder.h"
 
 #include "dialects/twill/TwillOps.h"
-#include "support/BlockedPieces.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "support/BlockedPieces.h"
+#include "support/LoraScale.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringMap.h"
@@ -33,9 +34,9 @@ struct LayerMarker : public OpBuilder::Listener {
   std::optional<int64_t> layer;
   void notifyOperationInserted(Operation *op, OpBuilder::InsertPoint) override {
     if (layer)
-      op->setAttr(kLayerAttrName,
-                  IntegerAttr::get(IntegerType::get(op->getContext(), 64),
-                                   *layer));
+      op->setAttr(
+          kLayerAttrName,
+          IntegerAttr::get(IntegerType::get(op->getContext(), 64), *layer));
   }
 };
 
@@ -140,10 +141,9 @@ Value LlamaTracer::param(const Twine &name, ArrayRef<int64_t> shape,
   params[hfName] = arg;
   SmallVector<NamedAttribute, 4> attrs{
       builder.getNamedAttr(kParamAttrName, builder.getStringAttr(hfName)),
-      builder.getNamedAttr(
-          kTensorParallelAttrName,
-          TensorParallelAttr::get(builder.getContext(), split.style,
-                                  split.heads))};
+      builder.getNamedAttr(kTensorParallelAttrName,
+                           TensorParallelAttr::get(builder.getContext(),
+                                                   split.style, split.heads))};
   if (trainable)
     attrs.push_back(
         builder.getNamedAttr(kTrainableAttrName, builder.getUnitAttr()));
@@ -192,7 +192,8 @@ Value LlamaTracer::linearWith(Value x, Value weight, const std::string &path,
   Value up = matmulTransposed(matmulTransposed(x, a, at), b, at);
   Value scaled =
       ScaleOp::create(builder, at, up.getType(), up,
-                      builder.getF64FloatAttr(job.lora().alpha() / rank));
+                      builder.getF64FloatAttr(::twill::loraScale(
+                          job.lora().alpha(), rank, job.lora().use_rslora())));
   return AddOp::create(builder, at, y.getType(), y, scaled);
 }
 
@@ -271,10 +272,9 @@ Value LlamaTracer::attention(Value normed, const std::string &prefix) {
     SmallVector<Value> tiles;
     Value heads4d;
   };
-  Projection projections[] = {
-      {"q_proj", heads, true, {}, {}},
-      {"k_proj", kvHeads, true, {}, {}},
-      {"v_proj", kvHeads, false, {}, {}}};
+  Projection projections[] = {{"q_proj", heads, true, {}, {}},
+                              {"k_proj", kvHeads, true, {}, {}},
+                              {"v_proj", kvHeads, false, {}, {}}};
   auto finish = [&](Projection &p) {
     std::string path = attn + "." + p.name.str();
     Value split = ReshapeOp::create(builder, loc(path),
@@ -285,8 +285,8 @@ Value LlamaTracer::attention(Value normed, const std::string &prefix) {
   SmallVector<Value> pieces = sequenceTiles(normed, tile, at);
   for (Value piece : pieces)
     for (Projection &p : projections) {
-      p.tiles.push_back(linear(piece, attn + "." + p.name.str(), p.name,
-                               hidden, p.heads * headDim,
+      p.tiles.push_back(linear(piece, attn + "." + p.name.str(), p.name, hidden,
+                               p.heads * headDim,
                                {TensorParallelStyle::Column, p.heads}));
       if (pieces.size() == 1)
         finish(p);
@@ -305,9 +305,8 @@ Value LlamaTracer::attention(Value normed, const std::string &prefix) {
       builder, at, floatType({batch, seq, heads * headDim}), context);
   SmallVector<Value> outputs;
   for (Value piece : sequenceTiles(merged, tile, at))
-    outputs.push_back(linear(piece, attn + ".o_proj", "o_proj",
-                             heads * headDim, hidden,
-                             {TensorParallelStyle::Row, heads}));
+    outputs.push_back(linear(piece, attn + ".o_proj", "o_proj", heads * headDim,
+                             hidden, {TensorParallelStyle::Row, heads}));
   return joinTiles(outputs, at);
 }
 
@@ -328,7 +327,8 @@ Value LlamaTracer::mlpTile(Value normed, const std::string &prefix) {
   Split column{TensorParallelStyle::Column}, row{TensorParallelStyle::Row};
   Value gate =
       linear(normed, path + ".gate_proj", "gate_proj", hidden, inner, column);
-  Value up = linear(normed, path + ".up_proj", "up_proj", hidden, inner, column);
+  Value up =
+      linear(normed, path + ".up_proj", "up_proj", hidden, inner, column);
   Value act = SwigluOp::create(builder, loc(path), gate.getType(), gate, up);
   return linear(act, path + ".down_proj", "down_proj", inner, hidden, row);
 }

@@ -4,6 +4,7 @@
 
 #include "runtime/io/AtomicFile.h"
 #include "runtime/io/Safetensors.h"
+#include "support/LoraScale.h"
 
 #include "google/protobuf/message.h"
 #include "runtime/train/Weights.h"
@@ -50,8 +51,8 @@ parameterTensors(Program &program, bool lora,
     if (!values)
       return values.takeError();
     whole.values.push_back(std::move(*values));
-    whole.tensors.push_back({rename(parameter->name()), block->globalShape,
-                             whole.values.back()});
+    whole.tensors.push_back(
+        {rename(parameter->name()), block->globalShape, whole.values.back()});
   }
   return whole;
 }
@@ -89,7 +90,7 @@ llvm::Error twill::writePeftAdapter(Program &program, llvm::StringRef directory,
                                    {"fan_in_fan_out", false},
                                    {"inference_mode", true},
                                    {"init_lora_weights", true},
-                                   {"use_rslora", false},
+                                   {"use_rslora", lora.use_rslora()},
                                    {"use_dora", false},
                                    {"modules_to_save", nullptr},
                                    {"revision", nullptr}};
@@ -137,12 +138,14 @@ static llvm::json::Object toJson(const google::protobuf::Message &message) {
   return object;
 }
 
-/// Folds each LoRA pair into the weight it adapts: W += alpha / r * B A.
+/// Folds each LoRA pair into the weight it adapts: W += scale * B A
+/// (loraScale: alpha / r, or alpha / sqrt(r) with rsLoRA).
 /// A LoRA on a tied lm_head gets its own lm_head.weight (the embedding
 /// plus the update), and the model is no longer tied.
 static llvm::Error mergeLora(const JobConfig &job, WholeTensors &base,
                              const WholeTensors &lora, bool &untied) {
-  double scale = job.lora().alpha() / double(job.lora().rank());
+  double scale =
+      loraScale(job.lora().alpha(), job.lora().rank(), job.lora().use_rslora());
   auto find = [](WholeTensors &tensors, llvm::StringRef name) {
     for (auto [index, tensor] : llvm::enumerate(tensors.tensors))
       if (tensor.name == name)
@@ -158,7 +161,8 @@ static llvm::Error mergeLora(const JobConfig &job, WholeTensors &base,
       if (tensor.name == module.str() + ".lora_B.weight")
         b = &tensor;
     int target = find(base, module.str() + ".weight");
-    if (target < 0 && module == "lm_head" && job.model().tie_word_embeddings()) {
+    if (target < 0 && module == "lm_head" &&
+        job.model().tie_word_embeddings()) {
       int embedding = find(base, "model.embed_tokens.weight");
       if (embedding < 0)
         return llvm::createStringError(llvm::inconvertibleErrorCode(),
@@ -221,8 +225,8 @@ static llvm::Error writeShards(llvm::StringRef directory,
                   index + 1, shards.size());
     for (const io::NamedTensor &tensor : shard)
       weightMap[tensor.name] = std::string(name);
-    if (llvm::Error error = io::writeSafetensors(inDirectory(name), shard,
-                                                 {{"format", "pt"}}))
+    if (llvm::Error error =
+            io::writeSafetensors(inDirectory(name), shard, {{"format", "pt"}}))
       return error;
   }
   llvm::json::Object index{
@@ -243,12 +247,12 @@ llvm::Error twill::writeHfModel(Program &program, llvm::StringRef directory,
     return whole.takeError();
   bool untied = false;
   if (mergeAdapter) {
-    llvm::Expected<WholeTensors> lora = parameterTensors(
-        program, /*lora=*/true, [](llvm::StringRef name) { return name.str(); });
+    llvm::Expected<WholeTensors> lora =
+        parameterTensors(program, /*lora=*/true,
+                         [](llvm::StringRef name) { return name.str(); });
     if (!lora)
       return lora.takeError();
-    if (llvm::Error error =
-            mergeLora(program.job(), *whole, *lora, untied))
+    if (llvm::Error error = mergeLora(program.job(), *whole, *lora, untied))
       return error;
   }
   if (!program.writesFiles())

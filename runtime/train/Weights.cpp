@@ -47,16 +47,21 @@ static llvm::Error checkAdapterConfig(llvm::StringRef adapterDir,
       type && *type != "LORA")
     return weightError(path + ": peft_type is " + *type +
                        "; Twill loads LORA adapters");
-  // Variants whose weights mean something else than plain LoRA's (rsLoRA
-  // scales by lora_alpha / sqrt(r), DoRA adds magnitudes): refused, not
-  // loaded as if they were plain.
-  for (llvm::StringRef variant : {"use_rslora", "use_dora"})
-    if (object->getBoolean(variant).value_or(false))
-      return weightError(
-          llvm::formatv("{0}: {1} is true, and Twill trains plain LoRA "
-                        "(scaled by lora_alpha / r): load an adapter trained "
-                        "with {1}: false",
-                        path, variant));
+  // Variants whose weights mean something else than the job's: rsLoRA
+  // (scaled by lora_alpha / sqrt(r)) loads into an rsLoRA job alone, and
+  // DoRA (magnitudes besides A and B) not at all; never as if plain.
+  if (object->getBoolean("use_dora").value_or(false))
+    return weightError(path + ": use_dora is true, and Twill trains LoRA "
+                              "without DoRA's magnitudes: load an adapter "
+                              "trained with use_dora: false");
+  bool rankStabilized = object->getBoolean("use_rslora").value_or(false);
+  if (rankStabilized != lora.use_rslora())
+    return weightError(llvm::formatv(
+        "{0}: use_rslora is {1} (scaled by lora_alpha / {2}), and the job's "
+        "lora.use_rslora is {3}: set lora.use_rslora={1} to load it",
+        path, rankStabilized ? "true" : "false",
+        rankStabilized ? "sqrt(r)" : "r",
+        lora.use_rslora() ? "true" : "false"));
   if (*rank != lora.rank() || std::abs(*alpha - lora.alpha()) > 1e-9)
     return weightError(
         llvm::formatv("{0}: the adapter has r={1}, lora_alpha={2}; the job has "

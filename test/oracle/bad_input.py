@@ -84,7 +84,8 @@ def main():
         r=4, lora_alpha=4, target_modules=["q_proj", "v_proj"])) \
         .save_pretrained(other_adapter)
     # rsLoRA and DoRA adapters of the job's shape: their weights mean
-    # something else than plain LoRA's, so loading them is refused.
+    # something else than plain LoRA's, so a plain job refuses them (an
+    # rsLoRA job, lora.use_rslora, loads the first: llama_oracle.py rslora).
     variants = {}
     for variant in ("use_rslora", "use_dora"):
         variants[variant] = work / f"adapter_{variant}"
@@ -106,7 +107,8 @@ def main():
         ("adapter rank differs", work / "good", other_adapter,
          work / "batch.json", ["adapter_config.json", "r=4", "lora.rank=2"]),
         ("rsLoRA adapter", work / "good", variants["use_rslora"],
-         work / "batch.json", ["adapter_config.json", "use_rslora is true"]),
+         work / "batch.json", ["adapter_config.json", "use_rslora is true",
+                               "lora.use_rslora is false"]),
         ("DoRA adapter", work / "good", variants["use_dora"],
          work / "batch.json", ["adapter_config.json", "use_dora is true"]),
         ("batch too short", work / "good", good_adapter,

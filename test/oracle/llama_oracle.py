@@ -51,6 +51,12 @@ CONFIGS = {
                   [[12], [12]]),
 }
 
+# LoRA variants beyond the defaults, as PEFT's LoraConfig and the job's
+# lora section spell them.
+LORA_OPTIONS = {"rslora": ({"use_rslora": True}, " use_rslora: true")}
+CONFIGS["rslora"] = (dict(num_key_value_heads=2), ALL_PROJECTIONS,
+                     [[12], [12]])
+
 BATCH, SEQ, VOCAB = 2, 12, 101
 RANK, ALPHA = 4, 8.0
 
@@ -137,6 +143,7 @@ def main():
     parser.add_argument("--work", type=Path, required=True)
     args = parser.parse_args()
     settings, targets, documents = CONFIGS[args.config]
+    peft_options, job_options = LORA_OPTIONS.get(args.config, ({}, ""))
     work = args.work / args.config
     work.mkdir(parents=True, exist_ok=True)
 
@@ -147,7 +154,7 @@ def main():
     if lora:
         model = get_peft_model(model, LoraConfig(
             r=RANK, lora_alpha=ALPHA, lora_dropout=0.0,
-            target_modules=targets,
+            target_modules=targets, **peft_options,
             init_lora_weights=False))  # random A and B: the adapter matters
         model.save_pretrained(work / "adapter")
     model.eval()
@@ -174,7 +181,8 @@ def main():
     (work / "batch.json").write_text(json.dumps(batch))
     if lora:
         modules = "".join(f' target_modules: "{t}"' for t in targets)
-        adaptation = f"lora {{ rank: {RANK} alpha: {ALPHA}{modules} }}"
+        adaptation = (f"lora {{ rank: {RANK} alpha: {ALPHA}{modules}"
+                      f"{job_options} }}")
     else:
         adaptation = "full_finetune {}"
     (work / "job.textproto").write_text(
