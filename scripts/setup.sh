@@ -5,7 +5,8 @@
 #
 #   Debian packages   the toolchain, MLIR/LLVM 22, protobuf, GoogleTest,
 #                     OpenMPI, oneDNN, PCRE2, clang 22 for the fuzz
-#                     targets (CUDA is used if present)
+#                     targets, Slurm and munge for the launcher's test
+#                     (CUDA is used if present)
 #   Python (.venv)    the test oracles: torch, transformers, peft,
 #                     safetensors, tiktoken, llama-models, tensorboard (its
 #                     reader checks the event files twill-train writes)
@@ -19,6 +20,7 @@ DEBIAN_PACKAGES=(
   libopenmpi-dev openmpi-bin libdnnl-dev libpcre2-dev
   libzstd-dev  # LLVM Support's CMake package names it (the device bundle)
   clang-22 libclang-rt-22-dev  # the fuzz targets (fuzz/run.sh): libFuzzer, ASan
+  slurm-wlm munge  # twill train under Slurm: its test starts a one-node cluster
 )
 PYTHON_PACKAGES=(torch transformers peft safetensors tiktoken llama-models
   tensorboard)

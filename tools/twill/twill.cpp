@@ -1,0 +1,269 @@
+//===- twill.cpp - one command from a job to its running ranks ------------===//
+//
+//   twill train JOB.textproto [key=value ...] [--nproc N] [-- FLAGS ...]
+//
+// Resolves the job as twillc does, compiles it into its output folder
+// (checkpoint.output_dir/job.twx) unless the program there was compiled
+// from the same resolved job by the same twillc, checks the number of
+// ranks against dp x tp, and starts them: inside a Slurm allocation with
+// srun, elsewhere with mpirun (or, for one rank, twill-train itself).
+// FLAGS after `--` go to every twill-train (--backend=cuda, --eval-data,
+// ...). twillc and twill-train are the ones beside this program.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontend/config/JobConfig.h"
+
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/SHA256.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <unistd.h>
+
+using namespace twill;
+
+static const char *kUsage =
+    "usage: twill train JOB.textproto [key=value ...] [--nproc N] "
+    "[-- twill-train flags ...]\n"
+    "\n"
+    "Compiles the job (reusing the program in its output folder when the "
+    "resolved\njob and twillc are unchanged) and starts dp x tp ranks of "
+    "twill-train: with\nsrun inside a Slurm allocation, with mpirun "
+    "elsewhere.\n";
+
+static int fail(const llvm::Twine &message) {
+  llvm::WithColor::error(llvm::errs(), "twill") << message << "\n";
+  return 1;
+}
+
+/// What `twill train` was asked.
+struct Request {
+  std::string job;
+  std::vector<std::string> overrides, trainFlags;
+  int64_t ranks = 0; // --nproc; 0: dp x tp
+};
+
+static llvm::Expected<Request> parseTrain(llvm::ArrayRef<const char *> args) {
+  Request request;
+  auto problem = [](const llvm::Twine &what) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   what + "\n" + kUsage);
+  };
+  for (size_t i = 0; i < args.size(); ++i) {
+    llvm::StringRef arg = args[i];
+    if (arg == "--") {
+      request.trainFlags.assign(args.begin() + i + 1, args.end());
+      break;
+    }
+    if (arg == "--nproc" || arg.starts_with("--nproc=")) {
+      llvm::StringRef value = arg.consume_front("--nproc=") ? arg : "";
+      if (value.empty() && ++i < args.size())
+        value = args[i];
+      if (value.getAsInteger(10, request.ranks) || request.ranks < 1)
+        return problem("--nproc needs a positive number of ranks, got '" +
+                       value + "'");
+    } else if (arg.starts_with("-")) {
+      return problem("unknown flag " + arg +
+                     " (twill-train's flags go after `--`)");
+    } else if (request.job.empty()) {
+      request.job = arg.str();
+    } else if (arg.contains('=')) {
+      request.overrides.push_back(arg.str());
+    } else {
+      return problem("'" + arg +
+                     "' is neither a key=value override nor a flag");
+    }
+  }
+  if (request.job.empty())
+    return problem("no job given");
+  return request;
+}
+
+/// The program beside this one named `name`.
+static std::string sibling(const char *argv0, llvm::StringRef name) {
+  static int anchor;
+  llvm::SmallString<256> path(llvm::sys::fs::getMainExecutable(argv0, &anchor));
+  llvm::sys::path::remove_filename(path);
+  llvm::sys::path::append(path, name);
+  return path.str().str();
+}
+
+/// What the compiled program depends on: the resolved job (every layer,
+/// paths absolute) and the twillc that compiles it (its size and time).
+static llvm::Expected<std::string> cacheKey(const JobConfig &job,
+                                            llvm::StringRef twillc) {
+  llvm::sys::fs::file_status status;
+  if (std::error_code error = llvm::sys::fs::status(twillc, status))
+    return llvm::createStringError(error, "cannot find %s: %s",
+                                   twillc.str().c_str(),
+                                   error.message().c_str());
+  std::string serialized;
+  google::protobuf::io::StringOutputStream stream(&serialized);
+  google::protobuf::io::CodedOutputStream coded(&stream);
+  coded.SetSerializationDeterministic(true);
+  job.SerializeToCodedStream(&coded);
+  coded.Trim();
+  llvm::SHA256 hash;
+  hash.update(serialized);
+  hash.update(
+      llvm::formatv("{0} {1} {2}", twillc, status.getSize(),
+                    status.getLastModificationTime().time_since_epoch().count())
+          .str());
+  return llvm::toHex(hash.final(), /*LowerCase=*/true);
+}
+
+/// Runs `argv` and waits; its exit status.
+static int run(llvm::ArrayRef<std::string> argv) {
+  llvm::SmallVector<llvm::StringRef> args(argv.begin(), argv.end());
+  std::string error;
+  int status = llvm::sys::ExecuteAndWait(args.front(), args, std::nullopt, {},
+                                         0, 0, &error);
+  if (status < 0)
+    return fail(args.front() + ": " + error);
+  return status;
+}
+
+/// The program `job` compiles to, in its output folder: compiled again only
+/// when what it depends on changed.
+static llvm::Expected<std::string> compiled(const Request &request,
+                                            const JobConfig &job,
+                                            const std::string &twillc) {
+  llvm::StringRef folder = job.checkpoint().output_dir();
+  if (std::error_code error = llvm::sys::fs::create_directories(folder))
+    return llvm::createStringError(error, "cannot create %s: %s",
+                                   folder.str().c_str(),
+                                   error.message().c_str());
+  llvm::SmallString<256> program(folder), keyPath(folder);
+  llvm::sys::path::append(program, "job.twx");
+  llvm::sys::path::append(keyPath, "job.twx.key");
+  llvm::Expected<std::string> key = cacheKey(job, twillc);
+  if (!key)
+    return key.takeError();
+  auto stored = llvm::MemoryBuffer::getFile(keyPath);
+  if (stored && (*stored)->getBuffer().trim() == *key &&
+      llvm::sys::fs::exists(program)) {
+    llvm::outs() << "twill: " << program
+                 << " is up to date (the job, its overrides and twillc are "
+                    "unchanged)\n";
+    return program.str().str();
+  }
+  std::vector<std::string> compile = {twillc, request.job};
+  compile.insert(compile.end(), request.overrides.begin(),
+                 request.overrides.end());
+  compile.insert(compile.end(), {"-o", program.str().str()});
+  llvm::outs() << "twill: compiling " << request.job << " into " << program
+               << "\n";
+  llvm::outs().flush();
+  if (run(compile) != 0)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "twillc failed on " + request.job);
+  std::error_code error;
+  llvm::raw_fd_ostream out(keyPath, error);
+  if (!error)
+    out << *key << "\n";
+  if (error || out.has_error()) // the program runs; it compiles again next
+    llvm::WithColor::warning(llvm::errs(), "twill")
+        << "cannot write " << keyPath << "\n";
+  return program.str().str();
+}
+
+/// How the ranks start: srun inside a Slurm allocation, mpirun elsewhere,
+/// twill-train alone for one rank.
+static llvm::Expected<std::vector<std::string>>
+launcher(int64_t ranks, const std::string &trainer, const std::string &program,
+         llvm::ArrayRef<std::string> flags) {
+  std::vector<std::string> argv;
+  if (std::getenv("SLURM_JOB_ID")) {
+    if (const char *tasks = std::getenv("SLURM_NTASKS")) {
+      int64_t allocated = 0;
+      if (!llvm::StringRef(tasks).getAsInteger(10, allocated) &&
+          allocated < ranks)
+        return llvm::createStringError(
+            llvm::inconvertibleErrorCode(),
+            llvm::formatv("the job needs {0} ranks (dp x tp), and this Slurm "
+                          "allocation has {1} tasks: ask sbatch or salloc "
+                          "for --ntasks={0}",
+                          ranks, allocated));
+    }
+    argv = {"srun", "--mpi=pmix", "--ntasks=" + std::to_string(ranks),
+            "--kill-on-bad-exit=1"};
+  } else if (ranks > 1) {
+    llvm::ErrorOr<std::string> mpirun = llvm::sys::findProgramByName("mpirun");
+    if (!mpirun)
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          llvm::formatv("the job has {0} ranks and there is no mpirun on "
+                        "PATH: install Open MPI (openmpi-bin), or run "
+                        "inside a Slurm allocation",
+                        ranks));
+    argv = {*mpirun, "-np", std::to_string(ranks)};
+    if (ranks > int64_t(std::thread::hardware_concurrency()))
+      argv.push_back("--oversubscribe"); // more ranks than cores
+    if (geteuid() == 0)
+      argv.push_back("--allow-run-as-root"); // containers run as root
+  }
+  argv.push_back(trainer);
+  argv.push_back(program);
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  return argv;
+}
+
+static int train(const char *argv0, llvm::ArrayRef<const char *> args) {
+  llvm::Expected<Request> request = parseTrain(args);
+  if (!request)
+    return fail(llvm::toString(request.takeError()));
+  llvm::Expected<JobConfig> job =
+      loadJobConfig(request->job, request->overrides);
+  if (!job)
+    return fail(llvm::toString(job.takeError()));
+  int64_t dp = job->parallel().dp(), tp = job->parallel().tp();
+  if (request->ranks && request->ranks != dp * tp)
+    return fail(llvm::formatv(
+        "the job's mesh is parallel.dp={0} x parallel.tp={1} = {2} ranks, and "
+        "--nproc is {3}: set parallel.dp and parallel.tp so their product is "
+        "{3}, or leave --nproc out",
+        dp, tp, dp * tp, request->ranks));
+  llvm::Expected<std::string> program =
+      compiled(*request, *job, sibling(argv0, "twillc"));
+  if (!program)
+    return fail(llvm::toString(program.takeError()));
+  llvm::Expected<std::vector<std::string>> command = launcher(
+      dp * tp, sibling(argv0, "twill-train"), *program, request->trainFlags);
+  if (!command)
+    return fail(llvm::toString(command.takeError()));
+  llvm::outs() << "twill: " << llvm::join(*command, " ") << "\n";
+  llvm::outs().flush();
+  // Replaced by the launcher: its exit status and signals are the job's.
+  std::vector<char *> argv;
+  for (std::string &arg : *command)
+    argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  execvp(argv.front(), argv.data());
+  return fail(llvm::formatv("cannot start {0}: {1}", argv.front(),
+                            std::strerror(errno)));
+}
+
+int main(int argc, char **argv) {
+  llvm::StringRef command = argc > 1 ? argv[1] : "";
+  if (command == "train")
+    return train(argv[0], llvm::ArrayRef(argv + 2, argc - 2));
+  if (command == "--help" || command == "-h" || command == "help") {
+    llvm::outs() << kUsage;
+    return 0;
+  }
+  return fail((command.empty() ? llvm::Twine("no command")
+                               : "unknown command '" + command + "'") +
+              "\n" + kUsage);
+}
