@@ -4,6 +4,7 @@
 
 #include "runtime/data/JsonLines.h"
 #include "runtime/io/Safetensors.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -14,6 +15,7 @@
 #include <cmath>
 #include <cstring>
 #include <optional>
+#include <set>
 
 using namespace twill;
 
@@ -62,6 +64,21 @@ static llvm::Error checkAdapterConfig(llvm::StringRef adapterDir,
         path, rankStabilized ? "true" : "false",
         rankStabilized ? "sqrt(r)" : "r",
         lora.use_rslora() ? "true" : "false"));
+  // The modules it adapts, when it lists them (PEFT may also write a
+  // pattern, which the tensors' names then settle).
+  if (const llvm::json::Array *targets = object->getArray("target_modules")) {
+    std::set<std::string> listed,
+        job(lora.target_modules().begin(), lora.target_modules().end());
+    for (const llvm::json::Value &target : *targets)
+      if (std::optional<llvm::StringRef> name = target.getAsString())
+        listed.insert(name->str());
+    if (listed != job)
+      return weightError(llvm::formatv(
+          "{0}: target_modules are {1}, and the job's lora.target_modules "
+          "are {2}: load an adapter of the job's modules, or set "
+          "lora.target_modules={1}",
+          path, llvm::join(listed, ","), llvm::join(job, ",")));
+  }
   if (*rank != lora.rank() || std::abs(*alpha - lora.alpha()) > 1e-9)
     return weightError(
         llvm::formatv("{0}: the adapter has r={1}, lora_alpha={2}; the job has "
@@ -172,7 +189,8 @@ llvm::Expected<uint64_t> twill::loadParameters(Program &program,
         return weightError(
             path + ": holds '" + name +
             "', which this job does not adapt: the adapter was trained with "
-            "other lora.target_modules (or for another model)");
+            "other lora.target_modules (or for another model); the job's are " +
+            llvm::join(job.lora().target_modules(), ","));
   }
 
   // Scratch reused by every parameter: the largest is allocated once.

@@ -83,6 +83,15 @@ def main():
     get_peft_model(LlamaForCausalLM(model.config), LoraConfig(
         r=4, lora_alpha=4, target_modules=["q_proj", "v_proj"])) \
         .save_pretrained(other_adapter)
+    # One trained on more modules than the job adapts: never loaded in part.
+    more_targets = work / "adapter_more_targets"
+    get_peft_model(LlamaForCausalLM(model.config), LoraConfig(
+        r=2, lora_alpha=4, target_modules=["q_proj", "v_proj", "o_proj"])) \
+        .save_pretrained(more_targets)
+    fewer_targets = work / "adapter_fewer_targets"
+    get_peft_model(LlamaForCausalLM(model.config), LoraConfig(
+        r=2, lora_alpha=4, target_modules=["q_proj"])) \
+        .save_pretrained(fewer_targets)
     # rsLoRA and DoRA adapters of the job's shape: their weights mean
     # something else than plain LoRA's, so a plain job refuses them (an
     # rsLoRA job, lora.use_rslora, loads the first: llama_oracle.py rslora).
@@ -106,6 +115,13 @@ def main():
          work / "batch.json", [WEIGHTS, "corrupt header"]),
         ("adapter rank differs", work / "good", other_adapter,
          work / "batch.json", ["adapter_config.json", "r=4", "lora.rank=2"]),
+        ("adapter of more target modules", work / "good", more_targets,
+         work / "batch.json", ["adapter_config.json", "target_modules are "
+                               "o_proj,q_proj,v_proj"]),
+        ("adapter of fewer target modules", work / "good", fewer_targets,
+         work / "batch.json", ["adapter_config.json", "target_modules are "
+                               "q_proj, and the job's lora.target_modules "
+                               "are q_proj,v_proj"]),
         ("rsLoRA adapter", work / "good", variants["use_rslora"],
          work / "batch.json", ["adapter_config.json", "use_rslora is true",
                                "lora.use_rslora is false"]),

@@ -270,7 +270,8 @@ def other_targets(s):
                       "train.max_steps_per_epoch=3", "train.epochs=1")
     s.expect("an adapter of other targets",
              s.train(qv, "--adapter", qkv_out),
-             "k_proj.lora_A.weight', which this job does not adapt")
+             "adapter_config.json: target_modules are k_proj,q_proj,v_proj, "
+             "and the job's lora.target_modules are q_proj,v_proj")
     s.expect("a checkpoint of other targets",
              s.train(qv, "--resume", qkv_out / "step_2"),
              "k_proj.lora_A.weight', which this job does not have")
