@@ -39,7 +39,11 @@ private:
   static std::string hintFor(llvm::StringRef message) {
     static const llvm::Regex unknownField(
         "Message type \"([A-Za-z0-9_.]+)\" has no field named \"([^\"]+)\"");
+    static const llvm::Regex unknownEnum(
+        "Unknown enumeration value of \"[^\"]*\" for field \"([^\"]+)\"");
     llvm::SmallVector<llvm::StringRef, 3> match;
+    if (unknownEnum.match(message, &match))
+      return enumChoices(*JobConfig::descriptor(), match[1]);
     if (!unknownField.match(message, &match))
       return "";
     const pb::Descriptor *type =
@@ -48,6 +52,26 @@ private:
     if (!type)
       return "";
     return " (did you mean " + closestFieldPath(*type, match[2]) + "?)";
+  }
+
+  /// " (one of A, B, C)": the values of the enum fields named `field`
+  /// anywhere under `type` (the parser names the field, not its message).
+  static std::string enumChoices(const pb::Descriptor &type,
+                                 llvm::StringRef field) {
+    for (int i = 0; i < type.field_count(); ++i) {
+      const pb::FieldDescriptor &candidate = *type.field(i);
+      if (candidate.message_type())
+        if (std::string found = enumChoices(*candidate.message_type(), field);
+            !found.empty())
+          return found;
+      if (!candidate.enum_type() || candidate.name() != field)
+        continue;
+      std::string values;
+      for (int v = 0; v < candidate.enum_type()->value_count(); ++v)
+        values += (v ? ", " : "") + candidate.enum_type()->value(v)->name();
+      return " (one of " + values + ")";
+    }
+    return "";
   }
 
   llvm::StringRef text;
@@ -148,8 +172,13 @@ twill::loadJobConfig(llvm::StringRef jobPath,
 
   resolveDefaults(*config);
   if (llvm::Error error = validateJobConfig(*config))
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "invalid job " + jobPath.str() + ":\n" +
-                                       llvm::toString(std::move(error)));
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "invalid job " + jobPath.str() +
+            (config->checkpoint().base_dir().empty()
+                 ? std::string()
+                 : " (its model section under " +
+                       config->checkpoint().base_dir() + "/config.json)") +
+            ":\n" + llvm::toString(std::move(error)));
   return config;
 }

@@ -180,15 +180,17 @@ static void validateModel(const ModelConfig &model, Problems &problems) {
   problems.positive("model.rope_theta", model.rope_theta());
   if (!sizesOk)
     return;
-  if (model.hidden_size() % model.num_attention_heads() != 0)
-    problems.add("model.hidden_size ({0}) must be divisible by "
-                 "model.num_attention_heads ({1})",
-                 model.hidden_size(), model.num_attention_heads());
   if (model.num_attention_heads() % model.num_key_value_heads() != 0)
     problems.add("model.num_attention_heads ({0}) must be divisible by "
                  "model.num_key_value_heads ({1})",
                  model.num_attention_heads(), model.num_key_value_heads());
-  if (model.head_dim() * model.num_attention_heads() != model.hidden_size())
+  // The head size follows only from heads that divide the hidden size.
+  if (model.hidden_size() % model.num_attention_heads() != 0)
+    problems.add("model.hidden_size ({0}) must be divisible by "
+                 "model.num_attention_heads ({1})",
+                 model.hidden_size(), model.num_attention_heads());
+  else if (model.head_dim() * model.num_attention_heads() !=
+           model.hidden_size())
     problems.add("model.head_dim ({0}) must equal model.hidden_size / "
                  "model.num_attention_heads ({1})",
                  model.head_dim(),

@@ -36,6 +36,20 @@ Example twill::tokenizeConversation(const Tokenizer &tokenizer,
   return example;
 }
 
+llvm::Error twill::checkConversationTokens(const Tokenizer &tokenizer,
+                                           llvm::StringRef source) {
+  for (llvm::StringRef name :
+       {"<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>",
+        "<|eot_id|>", "<|end_of_text|>"})
+    if (tokenizer.specialId(name) < 0)
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          source + ": has no special token '" + name +
+              "', which alpaca and chat rows are framed with: `tokenizer` "
+              "must be a Llama 3 tokenizer.model or tokenizer.json");
+  return llvm::Error::success();
+}
+
 std::string twill::alpacaPrompt(llvm::StringRef instruction,
                                 llvm::StringRef input) {
   if (input.empty())
@@ -72,25 +86,25 @@ llvm::Expected<std::vector<Example>>
 twill::readAlpacaJsonl(llvm::StringRef path, const Tokenizer &tokenizer,
                        bool trainOnInput) {
   std::vector<Example> examples;
-  llvm::Error error = readJsonLines(path, [&](const json::Object &line,
-                                                  int64_t lineNumber)
-                                              -> llvm::Error {
-    llvm::Expected<std::string> instruction = stringField(line, "instruction");
-    if (!instruction)
-      return instruction.takeError();
-    llvm::Expected<std::string> input = stringField(line, "input", true);
-    if (!input)
-      return input.takeError();
-    llvm::Expected<std::string> output = stringField(line, "output");
-    if (!output)
-      return output.takeError();
-    ChatMessage messages[] = {{"user", alpacaPrompt(*instruction, *input)},
-                              {"assistant", *output}};
-    bool trained[] = {trainOnInput, true};
-    examples.push_back(tokenizeConversation(tokenizer, messages, trained));
-    examples.back().line = lineNumber;
-    return llvm::Error::success();
-  });
+  llvm::Error error = readJsonLines(
+      path, [&](const json::Object &line, int64_t lineNumber) -> llvm::Error {
+        llvm::Expected<std::string> instruction =
+            stringField(line, "instruction");
+        if (!instruction)
+          return instruction.takeError();
+        llvm::Expected<std::string> input = stringField(line, "input", true);
+        if (!input)
+          return input.takeError();
+        llvm::Expected<std::string> output = stringField(line, "output");
+        if (!output)
+          return output.takeError();
+        ChatMessage messages[] = {{"user", alpacaPrompt(*instruction, *input)},
+                                  {"assistant", *output}};
+        bool trained[] = {trainOnInput, true};
+        examples.push_back(tokenizeConversation(tokenizer, messages, trained));
+        examples.back().line = lineNumber;
+        return llvm::Error::success();
+      });
   if (error)
     return std::move(error);
   return examples;
@@ -134,34 +148,34 @@ llvm::Expected<std::vector<Example>>
 twill::readChatJsonl(llvm::StringRef path, const Tokenizer &tokenizer,
                      bool trainOnInput) {
   std::vector<Example> examples;
-  llvm::Error error = readJsonLines(path, [&](const json::Object &line,
-                                                  int64_t lineNumber)
-                                              -> llvm::Error {
-    const json::Array *list = line.getArray("messages");
-    if (!list)
-      return lineError("expected 'messages': a list of {\"role\", "
-                       "\"content\"}");
-    std::vector<ChatMessage> messages;
-    llvm::SmallVector<bool, 8> trained; // (std::vector<bool> has no array)
-    for (const json::Value &value : *list) {
-      const json::Object *message = value.getAsObject();
-      if (!message)
-        return lineError("each message must be an object");
-      llvm::Expected<std::string> role = stringField(*message, "role");
-      if (!role)
-        return role.takeError();
-      llvm::Expected<std::string> content = stringField(*message, "content");
-      if (!content)
-        return content.takeError();
-      trained.push_back(trainOnInput || *role == "assistant");
-      messages.push_back({*role, *content});
-    }
-    if (llvm::Error error = checkConversation(messages))
-      return error;
-    examples.push_back(tokenizeConversation(tokenizer, messages, trained));
-    examples.back().line = lineNumber;
-    return llvm::Error::success();
-  });
+  llvm::Error error = readJsonLines(
+      path, [&](const json::Object &line, int64_t lineNumber) -> llvm::Error {
+        const json::Array *list = line.getArray("messages");
+        if (!list)
+          return lineError("expected 'messages': a list of {\"role\", "
+                           "\"content\"}");
+        std::vector<ChatMessage> messages;
+        llvm::SmallVector<bool, 8> trained; // (std::vector<bool> has no array)
+        for (const json::Value &value : *list) {
+          const json::Object *message = value.getAsObject();
+          if (!message)
+            return lineError("each message must be an object");
+          llvm::Expected<std::string> role = stringField(*message, "role");
+          if (!role)
+            return role.takeError();
+          llvm::Expected<std::string> content =
+              stringField(*message, "content");
+          if (!content)
+            return content.takeError();
+          trained.push_back(trainOnInput || *role == "assistant");
+          messages.push_back({*role, *content});
+        }
+        if (llvm::Error error = checkConversation(messages))
+          return error;
+        examples.push_back(tokenizeConversation(tokenizer, messages, trained));
+        examples.back().line = lineNumber;
+        return llvm::Error::success();
+      });
   if (error)
     return std::move(error);
   return examples;

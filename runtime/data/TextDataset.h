@@ -31,17 +31,23 @@ Example tokenizeConversation(const Tokenizer &tokenizer,
                              llvm::ArrayRef<ChatMessage> messages,
                              llvm::ArrayRef<bool> trained);
 
+/// Fails, naming `source` (the tokenizer's file) and the token, unless
+/// `tokenizer` has the Llama 3 special tokens a conversation is framed
+/// with (a tokenizer without them would make ids outside any vocabulary).
+llvm::Error checkConversationTokens(const Tokenizer &tokenizer,
+                                    llvm::StringRef source);
+
 /// torchtune's alpaca prompt for an instruction and its (maybe empty) input.
 std::string alpacaPrompt(llvm::StringRef instruction, llvm::StringRef input);
 
 /// Reads and tokenizes every line of `path`; a malformed line is an error
 /// naming the file and the line.
-llvm::Expected<std::vector<Example>>
-readAlpacaJsonl(llvm::StringRef path, const Tokenizer &tokenizer,
-                bool trainOnInput);
-llvm::Expected<std::vector<Example>>
-readChatJsonl(llvm::StringRef path, const Tokenizer &tokenizer,
-              bool trainOnInput);
+llvm::Expected<std::vector<Example>> readAlpacaJsonl(llvm::StringRef path,
+                                                     const Tokenizer &tokenizer,
+                                                     bool trainOnInput);
+llvm::Expected<std::vector<Example>> readChatJsonl(llvm::StringRef path,
+                                                   const Tokenizer &tokenizer,
+                                                   bool trainOnInput);
 
 } // namespace twill
 

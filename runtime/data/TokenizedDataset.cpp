@@ -22,7 +22,12 @@ static llvm::Expected<std::vector<int32_t>> readIds(const json::Object &line,
                                    "'" + key + "' " + what);
   };
   if (!array)
-    return fail("must be an array of integers");
+    return fail(line.get("instruction") || line.get("messages")
+                    ? "must be an array of integers: data.format is "
+                      "TOKENIZED; for {\"instruction\", ...} rows set "
+                      "data.format=ALPACA, for {\"messages\": ...} CHAT"
+                    : "must be an array of integers (data.format "
+                      "TOKENIZED)");
   std::vector<int32_t> ids;
   ids.reserve(array->size());
   for (const json::Value &value : *array) {

@@ -113,7 +113,7 @@ llvm::Error Program::useBackend(llvm::StringRef name) {
   }
   if (name != "cuda")
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "unknown backend '" + name +
+                                   "--backend: unknown backend '" + name +
                                        "' (cpu or cuda)");
   llvm::Expected<std::unique_ptr<Backend>> cuda =
       createCudaBackend(*memory, comm);

@@ -100,8 +100,9 @@ twill::train(Program &program, llvm::ArrayRef<Row> rows, llvm::StringRef source,
     stepsPerEpoch = std::min(stepsPerEpoch, settings.max_steps_per_epoch());
   if (stepsPerEpoch == 0)
     return trainError(llvm::formatv(
-        "{0}: makes {1} rows of seq_len {2}: fewer than one step of "
-        "batch_size {3} x gradient_accumulation_steps {4}",
+        "{0}: makes {1} rows of train.seq_len {2}: fewer than one step of "
+        "train.batch_size {3} x train.gradient_accumulation_steps {4} (more "
+        "data, or smaller settings)",
         source, rows.size(), seqLen, batchSize, accumulation));
   int64_t totalSteps = stepsPerEpoch * settings.epochs();
   // A resumed run continues the schedule it was on: the data must make at
@@ -110,12 +111,17 @@ twill::train(Program &program, llvm::ArrayRef<Row> rows, llvm::StringRef source,
       start.index > stepsPerEpoch)
     return trainError(llvm::formatv(
         "the checkpoint is after step {0} (epoch {1}, step {2} of it), but "
-        "with this data the job has {3} steps in all ({4} per epoch): resume "
-        "with the data and settings it was trained with",
-        start.steps, start.epoch + 1, start.index, totalSteps, stepsPerEpoch));
+        "{5} with train.epochs {6}, batch_size {7}, "
+        "gradient_accumulation_steps {8} and max_steps_per_epoch {9} makes "
+        "{3} steps in all ({4} per epoch): resume with the data and settings "
+        "it was trained with",
+        start.steps, start.epoch + 1, start.index, totalSteps, stepsPerEpoch,
+        source, settings.epochs(), batchSize, accumulation,
+        settings.max_steps_per_epoch()));
   int totalStepsBuffer = program.bufferOf("total_steps");
   if (totalStepsBuffer < 0)
-    return trainError("the executable has no total_steps input");
+    return trainError("the executable has no total_steps input: compile "
+                      "it again with this release's twillc");
   *program.buffers().as<int64_t>(totalStepsBuffer) = totalSteps;
   int scheduleStepBuffer = program.bufferOf("schedule_step");
   if (scheduleStepBuffer < 0)

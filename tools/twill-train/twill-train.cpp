@@ -195,12 +195,23 @@ static int runEval(Program &program) {
   return 0;
 }
 
+/// The tokenizer at `path`, if it frames conversations as Llama 3 does.
+static llvm::Expected<std::unique_ptr<Tokenizer>>
+loadConversationTokenizer(llvm::StringRef path) {
+  llvm::Expected<std::unique_ptr<Tokenizer>> tokenizer = Tokenizer::load(path);
+  if (!tokenizer)
+    return tokenizer.takeError();
+  if (llvm::Error error = checkConversationTokens(**tokenizer, path))
+    return std::move(error);
+  return tokenizer;
+}
+
 /// The job's tokenizer: `tokenizer` in the job, else the base model
 /// folder's original/tokenizer.model or tokenizer.json.
 static llvm::Expected<std::unique_ptr<Tokenizer>>
 loadTokenizer(const JobConfig &job) {
   if (!job.tokenizer().empty())
-    return Tokenizer::load(job.tokenizer());
+    return loadConversationTokenizer(job.tokenizer());
   std::string format = DataConfig::Format_Name(job.data().format());
   if (job.checkpoint().base_dir().empty())
     return llvm::createStringError(
@@ -215,7 +226,7 @@ loadTokenizer(const JobConfig &job) {
   llvm::sys::path::append(json, "tokenizer.json");
   for (llvm::StringRef path : {model.str(), json.str()})
     if (llvm::sys::fs::exists(path))
-      return Tokenizer::load(path);
+      return loadConversationTokenizer(path);
   return llvm::createStringError(
       llvm::inconvertibleErrorCode(),
       "data.format " + format +
@@ -270,6 +281,15 @@ static llvm::Expected<TrainingData> readTrainingData(const JobConfig &job) {
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),
         "no data: set data.path in the job or pass --data");
+  // A missing file is named with the setting that named it.
+  for (auto [setting, file] :
+       {std::pair<llvm::StringRef, llvm::StringRef>{
+            dataPath.empty() ? "data.path" : "--data", path},
+        {"--eval-data", evalDataPath}})
+    if (!file.empty() && !llvm::sys::fs::is_regular_file(file))
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          setting + ": " + file + " is not a file (JSONL, one example a line)");
   TrainingData data;
   data.source = path;
   llvm::Expected<std::vector<Row>> rows = readRows(job, path);

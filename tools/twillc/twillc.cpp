@@ -27,6 +27,8 @@
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <tuple>
+
 namespace cl = llvm::cl;
 
 namespace {
@@ -246,7 +248,8 @@ fitMemoryBudget(const twill::JobConfig &config) {
         })));
   int64_t least = needs(holdingActivations(config, layers, -1));
   if (least < 0)
-    return llvm::createStringError("cannot compile the job");
+    return llvm::createStringError("cannot compile " + jobPath +
+                                   " (the errors above say why)");
   return llvm::createStringError(llvm::formatv(
       "parallel.memory_budget_gb is {0} GB per rank, and the job needs {1} "
       "GB even with every layer recomputed and its input offloaded to host "
@@ -294,12 +297,17 @@ static std::string memoryBudgetChoice(const twill::JobConfig &config) {
 /// memory (the same job, waited); with --device-memory-gb, the longest
 /// sequence that fits.
 static int printReport(const twill::JobConfig &config) {
-  if (!(reportTflops > 0) || !(reportGbps > 0) || deviceMemoryGb < 0)
-    return fail("--report-tflops, --report-gbps and --device-memory-gb must "
-                "be positive");
+  for (auto [flag, value, least] :
+       {std::tuple<llvm::StringRef, double, llvm::StringRef>{
+            "--report-tflops", reportTflops, "positive"},
+        {"--report-gbps", reportGbps, "positive"},
+        {"--device-memory-gb", deviceMemoryGb, "0 or more"}})
+    if (least == "positive" ? !(value > 0) : !(value >= 0))
+      return fail(
+          llvm::formatv("{0} is {1}: it must be {2}", flag, value, least));
   mlir::FailureOr<mlir::twill::ResourceReport> figures = reportOn(config);
   if (mlir::failed(figures))
-    return fail("cannot compile the job");
+    return fail("cannot compile " + jobPath + " (the errors above say why)");
   if (config.parallel().overlap_communication() &&
       config.parallel().dp() * config.parallel().tp() > 1) {
     twill::JobConfig waited = config;
@@ -307,7 +315,7 @@ static int printReport(const twill::JobConfig &config) {
     mlir::FailureOr<mlir::twill::ResourceReport> waitedFigures =
         reportOn(waited);
     if (mlir::failed(waitedFigures))
-      return fail("cannot compile the job");
+      return fail("cannot compile " + jobPath + " (the errors above say why)");
     figures->waitedArenaBytes = waitedFigures->arenaBytes;
   }
   figures->print(llvm::outs());
@@ -358,11 +366,11 @@ static int writeExecutable(const twill::JobConfig &config,
   mlir::MLIRContext context;
   mlir::OwningOpRef<mlir::ModuleOp> module = compile(context, config);
   if (!module)
-    return fail("cannot compile the job");
+    return fail("cannot compile " + jobPath + " (the errors above say why)");
   mlir::FailureOr<twill::Executable> executable =
       mlir::twill::emitExecutable(*module);
   if (mlir::failed(executable))
-    return fail("cannot compile the job");
+    return fail("cannot compile " + jobPath + " (the errors above say why)");
   *executable->mutable_job() = config;
   std::string bytes;
   if (!executable->SerializeToString(&bytes))
@@ -419,7 +427,7 @@ int main(int argc, char **argv) {
     mlir::MLIRContext context;
     mlir::OwningOpRef<mlir::ModuleOp> module = compile(context, *config, stage);
     if (!module)
-      return fail("cannot compile the job");
+      return fail("cannot compile " + jobPath + " (the errors above say why)");
     module->print(llvm::outs());
     return 0;
   }

@@ -179,9 +179,9 @@ llvm::Error CudaBackend::initialise() {
        {&device.stream, &device.commStream, &device.copyStream})
     if (auto error = checkCuda(cudaStreamCreate(stream), "cudaStreamCreate"))
       return error;
-  if (auto error = checkCuda(cudaEventCreateWithFlags(&device.inputsReady,
-                                                     cudaEventDisableTiming),
-                             "cudaEventCreate"))
+  if (auto error = checkCuda(
+          cudaEventCreateWithFlags(&device.inputsReady, cudaEventDisableTiming),
+          "cudaEventCreate"))
     return error;
   if (auto error = checkBlas(cublasCreate(&device.blas), "cublasCreate"))
     return error;
@@ -215,8 +215,18 @@ llvm::Error CudaBackend::initialise() {
       return llvm::createStringError(
           llvm::inconvertibleErrorCode(),
           "cannot pin " + std::to_string(plan.hostArenaBytes) +
-              " bytes of host memory for the offloaded activations: " +
+              " bytes of host memory for the offloaded activations (lower "
+              "parallel.offload_layers, or set "
+              "parallel.offload_activations=false): " +
               llvm::toString(std::move(error)));
+  // Buffers by name where they have one, for an allocation that fails.
+  llvm::DenseMap<int, std::string> names;
+  for (const Parameter &parameter : executable.parameters())
+    names[parameter.buffer()] = "parameter " + parameter.name();
+  for (const State &state : executable.states())
+    names[state.buffer()] = "state " + state.name();
+  for (const Input &input : executable.inputs())
+    names[input.buffer()] = "input " + input.name();
   for (int id = 0; id < executable.buffers_size(); ++id) {
     int64_t offset = plan.offsets.empty() ? -1 : plan.offsets[id];
     void *pointer = nullptr;
@@ -225,18 +235,19 @@ llvm::Error CudaBackend::initialise() {
                 offset;
     else if (executable.buffers(id).host_read())
       pointer = nullptr;
-    else if (auto error = allocate(executable.buffers(id).size_bytes(),
-                                   "buffer " + std::to_string(id), pointer))
+    else if (auto error = allocate(
+                 executable.buffers(id).size_bytes(),
+                 names.count(id) ? names[id] : "buffer " + std::to_string(id),
+                 pointer))
       return error;
     memory.push_back(pointer);
   }
   // NCCL wherever the mesh has an axis of several ranks: across the ranks
   // of a launch, or for a process standing in for one rank (its
   // communicators then hold it alone, as the Communicator's axes do).
-  bool meshOfSeveral =
-      executable.meshes_size() &&
-      llvm::any_of(executable.meshes(0).shape(),
-                   [](int64_t size) { return size > 1; });
+  bool meshOfSeveral = executable.meshes_size() &&
+                       llvm::any_of(executable.meshes(0).shape(),
+                                    [](int64_t size) { return size > 1; });
   if (comm && meshOfSeveral)
     device.makeNccl = [this] {
       return NcclComm::create(*comm, host.executable().meshes(0));
@@ -251,7 +262,11 @@ llvm::Error CudaBackend::allocate(size_t bytes, const llvm::Twine &what,
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),
         "cannot hold " + what + " (" + std::to_string(bytes) +
-            " bytes) on the GPU: " + llvm::toString(std::move(error)));
+            " bytes) on the GPU: " + llvm::toString(std::move(error)) +
+            " (twillc --report says what a rank needs; less: a shorter "
+            "train.seq_len or smaller train.batch_size, "
+            "parallel.memory_budget_gb, activation checkpointing or offload, "
+            "or a larger parallel.tp)");
   owned.push_back(pointer);
   plannedBytes += bytes;
   device.allocated(bytes);
@@ -356,27 +371,27 @@ llvm::Error CudaBackend::runKernel(const KernelEntry &kernel,
 /// Queues every instruction of `entry` on the streams, each between two
 /// timing events when profiling.
 llvm::Error CudaBackend::runInstructions(const EntryPoint &entry) {
-  return forEachInstruction(entry, [&](int index,
-                                       const Instruction &instruction)
-                                       -> llvm::Error {
-    KernelEntry kernel = kernelOf(instruction.opcode());
-    if (!kernel.run) // the loader refuses such a program
-      return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     "no opcode");
-    device.timeline.instruction = index;
-    llvm::Expected<cudaEvent_t> start = device.timeline.record(device.stream);
-    if (!start)
-      return start.takeError();
-    if (auto error = runKernel(kernel, instruction))
-      return error;
-    if (auto error = checkCuda(cudaGetLastError(), "a kernel launch"))
-      return error;
-    llvm::Expected<cudaEvent_t> end = device.timeline.record(device.stream);
-    if (!end)
-      return end.takeError();
-    device.timeline.add(Profiler::Compute, *start, *end);
-    return llvm::Error::success();
-  });
+  return forEachInstruction(
+      entry, [&](int index, const Instruction &instruction) -> llvm::Error {
+        KernelEntry kernel = kernelOf(instruction.opcode());
+        if (!kernel.run) // the loader refuses such a program
+          return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                         "no opcode");
+        device.timeline.instruction = index;
+        llvm::Expected<cudaEvent_t> start =
+            device.timeline.record(device.stream);
+        if (!start)
+          return start.takeError();
+        if (auto error = runKernel(kernel, instruction))
+          return error;
+        if (auto error = checkCuda(cudaGetLastError(), "a kernel launch"))
+          return error;
+        llvm::Expected<cudaEvent_t> end = device.timeline.record(device.stream);
+        if (!end)
+          return end.takeError();
+        device.timeline.add(Profiler::Compute, *start, *end);
+        return llvm::Error::success();
+      });
 }
 
 llvm::Error CudaBackend::recordTimeline(const EntryPoint &entry,
@@ -427,8 +442,7 @@ llvm::Error CudaBackend::finish(const EntryPoint &entry) {
     cudaError_t state = cudaStreamQuery(device.stream);
     if (state != cudaErrorNotReady)
       return checkCuda(state, entry.name() + " on the GPU");
-    if (std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                      began)
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - began)
             .count() > limit)
       break;
     std::this_thread::sleep_for(std::chrono::microseconds(200));
@@ -505,11 +519,11 @@ llvm::Error CudaBackend::upload(llvm::ArrayRef<int> ids) {
   for (int id : ids)
     if (host.info(id).size_bytes() == 0)
       continue;
-    else if (auto error =
-            checkCuda(cudaMemcpyAsync(memory[id], host.data(id),
-                                      host.info(id).size_bytes(),
-                                      cudaMemcpyHostToDevice, device.stream),
-                      "cudaMemcpyAsync"))
+    else if (auto error = checkCuda(cudaMemcpyAsync(memory[id], host.data(id),
+                                                    host.info(id).size_bytes(),
+                                                    cudaMemcpyHostToDevice,
+                                                    device.stream),
+                                    "cudaMemcpyAsync"))
       return error;
   return checkCuda(cudaStreamSynchronize(device.stream),
                    "cudaStreamSynchronize");
@@ -523,11 +537,11 @@ llvm::Error CudaBackend::download(llvm::ArrayRef<int> ids) {
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                      "buffer " + std::to_string(id) +
                                          " was never computed");
-    else if (auto error =
-            checkCuda(cudaMemcpyAsync(host.data(id), memory[id],
-                                      host.info(id).size_bytes(),
-                                      cudaMemcpyDeviceToHost, device.stream),
-                      "cudaMemcpyAsync"))
+    else if (auto error = checkCuda(cudaMemcpyAsync(host.data(id), memory[id],
+                                                    host.info(id).size_bytes(),
+                                                    cudaMemcpyDeviceToHost,
+                                                    device.stream),
+                                    "cudaMemcpyAsync"))
       return error;
   return checkCuda(cudaStreamSynchronize(device.stream),
                    "cudaStreamSynchronize");
