@@ -79,13 +79,30 @@ static StringAttr axisOf(Operation *op) {
                                                                : "axis");
 }
 
+/// The bytes `op` reads and writes: its tensor operands and results.
+static int64_t touchedBytes(Operation *op) {
+  int64_t bytes = 0;
+  for (Value value : llvm::concat<Value>(op->getOperands(), op->getResults()))
+    if (isa<RankedTensorType>(value.getType()))
+      bytes += bytesOf(value.getType());
+  return bytes;
+}
+
+/// Ring steps of a collective over `ranks`: k - 1, twice for an all_reduce
+/// (a reduce-scatter, then an all-gather).
+static int64_t ringSteps(Operation *op, int64_t ranks) {
+  bool twice =
+      isa<AllReduceOp, AllReduceStartOp>(op) || isVocabParallelLoss(op);
+  return (twice ? 2 : 1) * (ranks - 1);
+}
+
 namespace {
-/// One entry point run on the estimate's compute stream and links, one per
-/// mesh axis (tensor parallelism within a node, data parallelism across
-/// them: separate wires).
+/// One entry point run on the estimate's compute stream and links: one
+/// per mesh axis (tensor parallelism within a node, data parallelism
+/// across them: separate wires), and one to host memory.
 struct Timeline {
-  double compute = 0, computing = 0, communicating = 0;
-  llvm::StringMap<double> links;      // an axis -> when its link is free
+  double compute = 0, computing = 0, recomputing = 0, communicating = 0;
+  llvm::StringMap<double> links;      // a link -> when it is free
   llvm::DenseMap<Value, double> done; // a handle -> when its transfer ends
 
   double end() const {
@@ -95,29 +112,56 @@ struct Timeline {
     return last;
   }
 
+  /// Queues a transfer of `seconds` on `link`, after what it waits for.
+  void transfer(Operation *op, StringRef link, double seconds) {
+    double &free = links[link];
+    free = std::max(compute, free) + seconds;
+    communicating += seconds;
+    if (isAsyncStart(op))
+      done[op->getResult(0)] = free;
+    else
+      compute = free;
+  }
+
   void run(func::FuncOp function, const llvm::StringMap<int64_t> &axisSizes,
            const ResourceReport::Rates &rates) {
-    for (Operation &op : function.getBody().front()) {
+    Block &body = function.getBody().front();
+    // The train step's layers recomputed in its backward: layer ops after
+    // the forward's loss (the backward's own ops have no layer).
+    Operation *loss = forwardLoss(body);
+    bool backward = false;
+    for (Operation &op : body) {
       if (auto wait = dyn_cast<WaitOp>(op)) {
         compute = std::max(compute, done.lookup(wait.getHandle()));
         continue;
       }
       StringAttr axis = axisOf(&op);
-      int64_t bytes =
-          axis ? sentBytes(&op, axisSizes.lookup(axis.getValue())).second : 0;
-      if (bytes > 0) {
-        double seconds = bytes / rates.bytesPerSecond;
-        double &link = links[axis.getValue()];
-        link = std::max(compute, link) + seconds;
-        communicating += seconds;
-        if (isAsyncStart(&op))
-          done[op.getResult(0)] = link;
-        else
-          compute = link;
+      int64_t ranks = axis ? axisSizes.lookup(axis.getValue()) : 1;
+      if (int64_t bytes = axis ? sentBytes(&op, ranks).second : 0) {
+        auto found = rates.links.find(axis.getValue().str());
+        const ResourceReport::Link &link =
+            found != rates.links.end() ? found->second : rates.link;
+        transfer(&op, axis.getValue(),
+                 bytes / link.bytesPerSecond +
+                     ringSteps(&op, ranks) * link.latencySeconds);
+      } else if (isa<OffloadOp, ReloadOp, OffloadStartOp, ReloadStartOp>(op)) {
+        transfer(&op, "host",
+                 bytesOf(op.getOperand(0).getType()) /
+                         rates.host.bytesPerSecond +
+                     rates.host.latencySeconds);
+        continue;
       }
+      if (isAsyncStart(&op) || isa<func::ReturnOp>(op))
+        continue;
       double seconds = flopsOf(&op) / rates.flopsPerSecond;
+      if (rates.memoryBytesPerSecond > 0)
+        seconds =
+            std::max(seconds, touchedBytes(&op) / rates.memoryBytesPerSecond);
       compute += seconds;
       computing += seconds;
+      if (backward && layerOf(&op))
+        recomputing += seconds;
+      backward = backward || &op == loss;
     }
   }
 };
@@ -192,6 +236,7 @@ mlir::twill::reportResources(ModuleOp module, int64_t microSteps,
     Timeline timeline;
     timeline.run(function, axisSizes, rates);
     report.computeSeconds += repeats * timeline.computing;
+    report.recomputeSeconds += repeats * timeline.recomputing;
     report.communicationSeconds += repeats * timeline.communicating;
     report.stepSeconds += repeats * timeline.end();
     function.walk([&](Operation *op) {
@@ -252,7 +297,7 @@ void ResourceReport::print(llvm::raw_ostream &os) const {
   os << llvm::formatv(
       "Overlap, by a cost estimate (matmuls and attention at {0} TFLOP/s; "
       "per mesh axis, one collective at a time at {1} GB/s):\n",
-      rates.flopsPerSecond / 1e12, rates.bytesPerSecond / 1e9);
+      rates.flopsPerSecond / 1e12, rates.link.bytesPerSecond / 1e9);
   os << llvm::formatv(
       "  compute {0:f3} ms, communication {1:f3} ms, of "
       "which hidden behind compute {2:f3} ms ({3:f0}%)\n",

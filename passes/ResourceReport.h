@@ -50,17 +50,30 @@ struct ResourceReport {
   std::map<std::pair<std::string, std::string>, Traffic> traffic;
   std::string mesh; // "dp=2 x tp=4"
 
-  /// An optimizer step's time by a cost estimate: the compute stream runs
-  /// matmuls and attention at `flopsPerSecond` (the rest counts as free),
-  /// the collectives of each mesh axis cross that axis's link one at a
-  /// time at `bytesPerSecond`, and a
-  /// wait (or a blocking collective) holds compute until its collective is
-  /// done. Hidden communication is what overlaps compute.
+  /// An optimizer step's time by a cost estimate. The compute stream runs
+  /// each op for max(FLOPs / flopsPerSecond, bytes it reads and writes /
+  /// memoryBytesPerSecond) (FLOPs: matmuls and attention; with
+  /// memoryBytesPerSecond 0 the other ops are free); the collectives of
+  /// each mesh axis cross that axis's link (`links`, else `link`) one at a
+  /// time, a ring of k ranks taking k - 1 steps of the link's latency (an
+  /// all_reduce 2 (k - 1)) besides its bytes over the bandwidth; copies to
+  /// and from host memory cross the `host` link; and a wait (or a blocking
+  /// collective or copy) holds compute until its transfer is done. Hidden
+  /// communication is what overlaps compute.
+  struct Link {
+    double bytesPerSecond = 100e9, latencySeconds = 0;
+  };
   struct Rates {
-    double flopsPerSecond = 400e12, bytesPerSecond = 100e9;
+    double flopsPerSecond = 400e12, memoryBytesPerSecond = 0;
+    Link link; // every mesh axis's, unless `links` names it
+    std::map<std::string, Link> links; // by mesh axis
+    Link host{50e9, 0};                // copies to and from host memory
   };
   Rates rates;
-  double computeSeconds = 0, communicationSeconds = 0, stepSeconds = 0;
+  /// Compute (of which the backward's recomputation of checkpointed layers
+  /// is `recomputeSeconds`), the time links are busy, and the step.
+  double computeSeconds = 0, recomputeSeconds = 0, communicationSeconds = 0,
+         stepSeconds = 0;
   /// The arena with every collective waited where it starts (set by
   /// whoever compiles that too; 0: not known).
   int64_t waitedArenaBytes = 0;

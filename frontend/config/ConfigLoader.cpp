@@ -79,15 +79,23 @@ private:
 };
 } // namespace
 
-llvm::Expected<JobConfig> twill::parseJobConfig(llvm::StringRef text,
-                                                llvm::StringRef sourceName) {
-  JobConfig config;
+llvm::Error twill::parseTextproto(llvm::StringRef text,
+                                  llvm::StringRef sourceName,
+                                  google::protobuf::Message &message) {
   TextErrorCollector collector(text, sourceName);
   pb::TextFormat::Parser parser;
   parser.RecordErrorsTo(&collector);
-  if (!parser.ParseFromString(text.str(), &config))
+  if (!parser.ParseFromString(text.str(), &message))
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    llvm::StringRef(collector.errors).rtrim());
+  return llvm::Error::success();
+}
+
+llvm::Expected<JobConfig> twill::parseJobConfig(llvm::StringRef text,
+                                                llvm::StringRef sourceName) {
+  JobConfig config;
+  if (llvm::Error error = parseTextproto(text, sourceName, config))
+    return std::move(error);
   return config;
 }
 

@@ -29,6 +29,12 @@ namespace twill {
 llvm::Expected<JobConfig> loadJobConfig(llvm::StringRef jobPath,
                                         llvm::ArrayRef<std::string> overrides);
 
+/// Parses textproto into `message`; `sourceName` prefixes error locations,
+/// which show the line and a caret, and a "did you mean" for a misspelt
+/// field.
+llvm::Error parseTextproto(llvm::StringRef text, llvm::StringRef sourceName,
+                           google::protobuf::Message &message);
+
 /// Parses JobConfig textproto; `sourceName` prefixes error locations.
 llvm::Expected<JobConfig> parseJobConfig(llvm::StringRef text,
                                          llvm::StringRef sourceName);

@@ -1,6 +1,7 @@
 //===- twill.cpp - one command from a job to its running ranks ------------===//
 //
 //   twill train JOB.textproto [key=value ...] [--nproc N] [-- FLAGS ...]
+//   twill plan JOB.textproto [key=value ...] --cluster FILE [-o OUT]
 //
 // Resolves the job as twillc does, compiles it into its output folder
 // (checkpoint.output_dir/job.twx) unless the program there was compiled
@@ -37,11 +38,14 @@ using namespace twill;
 static const char *kUsage =
     "usage: twill train JOB.textproto [key=value ...] [--nproc N] "
     "[-- twill-train flags ...]\n"
+    "       twill plan JOB.textproto [key=value ...] --cluster FILE "
+    "[-o plan.textproto]\n"
     "\n"
     "Compiles the job (reusing the program in its output folder when the "
     "resolved\njob and twillc are unchanged) and starts dp x tp ranks of "
     "twill-train: with\nsrun inside a Slurm allocation, with mpirun "
-    "elsewhere.\n";
+    "elsewhere. plan chooses the mesh,\nactivation checkpointing and "
+    "micro-batch for a cluster (twillc --plan).\n";
 
 static int fail(const llvm::Twine &message) {
   llvm::WithColor::error(llvm::errs(), "twill") << message << "\n";
@@ -255,10 +259,26 @@ static int train(const char *argv0, llvm::ArrayRef<const char *> args) {
                             std::strerror(errno)));
 }
 
+/// twill plan: twillc --plan, with the job and its overrides as given.
+static int plan(const char *argv0, llvm::ArrayRef<const char *> args) {
+  std::vector<std::string> argv = {sibling(argv0, "twillc")};
+  argv.insert(argv.end(), args.begin(), args.end());
+  argv.push_back("--plan");
+  std::vector<char *> pointers;
+  for (std::string &arg : argv)
+    pointers.push_back(arg.data());
+  pointers.push_back(nullptr);
+  execv(pointers.front(), pointers.data());
+  return fail(llvm::formatv("cannot start {0}: {1}", argv.front(),
+                            std::strerror(errno)));
+}
+
 int main(int argc, char **argv) {
   llvm::StringRef command = argc > 1 ? argv[1] : "";
   if (command == "train")
     return train(argv[0], llvm::ArrayRef(argv + 2, argc - 2));
+  if (command == "plan")
+    return plan(argv[0], llvm::ArrayRef(argv + 2, argc - 2));
   if (command == "--help" || command == "-h" || command == "help") {
     llvm::outs() << kUsage;
     return 0;

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/LlamaBuilder.h"
+#include "frontend/config/ClusterConfig.h"
 #include "frontend/config/JobConfig.h"
 
 #include "dialects/twill/TwillOps.h"
@@ -20,6 +21,7 @@
 #include "mlir/Support/Timing.h"
 #include "passes/Passes.h"
 #include "passes/ResourceReport.h"
+#include "tools/twillc/Planner.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -94,8 +96,25 @@ static cl::opt<double> reportGbps(
     "report-gbps",
     cl::desc("With --report: the bandwidth per rank the overlap estimate "
              "assumes for collectives, in GB/s"),
-    cl::init(mlir::twill::ResourceReport::Rates().bytesPerSecond / 1e9),
+    cl::init(mlir::twill::ResourceReport::Rates().link.bytesPerSecond / 1e9),
     cl::cat(options));
+
+static cl::opt<bool> plan(
+    "plan",
+    cl::desc("Choose the mesh, activation checkpointing and micro-batch for "
+             "--cluster: print the best candidates by predicted tokens/s per "
+             "device and write the winner as a job to -o (default "
+             "plan.textproto)"),
+    cl::cat(options));
+static cl::opt<std::string>
+    clusterPath("cluster",
+                cl::desc("With --plan: the cluster (a textproto of "
+                         "proto/cluster.proto; clusters/ has some)"),
+                cl::value_desc("cluster.textproto"), cl::cat(options));
+static cl::opt<int> planRows("plan-rows",
+                             cl::desc("With --plan: how many candidates to "
+                                      "print"),
+                             cl::init(12), cl::cat(options));
 
 static cl::opt<double> deviceMemoryGb(
     "device-memory-gb",
@@ -129,16 +148,28 @@ compile(mlir::MLIRContext &context, const twill::JobConfig &config,
   return module;
 }
 
-/// The report on `config`, compiled (failure: it does not compile).
+/// The rates --report-tflops and --report-gbps give the cost estimate.
+static mlir::twill::ResourceReport::Rates flagRates() {
+  mlir::twill::ResourceReport::Rates rates;
+  rates.flopsPerSecond = reportTflops * 1e12;
+  rates.link.bytesPerSecond = reportGbps * 1e9;
+  return rates;
+}
+
+/// The report on `config`, compiled (failure: it does not compile). With
+/// `alone`, the compile uses no threads of its own: the planner runs
+/// several at once.
 static mlir::FailureOr<mlir::twill::ResourceReport>
-reportOn(const twill::JobConfig &config) {
-  mlir::MLIRContext context;
+reportOn(const twill::JobConfig &config,
+         const mlir::twill::ResourceReport::Rates &rates = flagRates(),
+         bool alone = false) {
+  mlir::MLIRContext context(alone ? mlir::MLIRContext::Threading::DISABLED
+                                  : mlir::MLIRContext::Threading::ENABLED);
   mlir::OwningOpRef<mlir::ModuleOp> module = compile(context, config);
   if (!module)
     return mlir::failure();
   return mlir::twill::reportResources(
-      *module, config.train().gradient_accumulation_steps(),
-      {reportTflops * 1e12, reportGbps * 1e9});
+      *module, config.train().gradient_accumulation_steps(), rates);
 }
 
 /// The longest train.seq_len at which `config` needs at most `bytes` per
@@ -410,6 +441,25 @@ int main(int argc, char **argv) {
 
   if (report)
     return printReport(*config);
+  if (plan) {
+    if (clusterPath.empty())
+      return fail("--plan needs --cluster FILE (clusters/ has some)");
+    llvm::Expected<twill::ClusterConfig> cluster =
+        twill::loadClusterConfig(clusterPath);
+    if (!cluster)
+      return fail(llvm::toString(cluster.takeError()));
+    return twill::planJob(
+        *config, *cluster,
+        cluster->name().empty() ? clusterPath.getValue() : cluster->name(),
+        outputPath.getNumOccurrences() ? outputPath.getValue()
+                                       : std::string("plan.textproto"),
+        planRows,
+        [](const twill::JobConfig &job,
+           const mlir::twill::ResourceReport::Rates &rates) {
+          return reportOn(job, rates, /*alone=*/true);
+        },
+        llvm::outs());
+  }
 
   switch (emit) {
   case Emit::Executable:
