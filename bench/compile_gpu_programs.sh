@@ -25,18 +25,23 @@ python=python3
 # No activation checkpointing (the config asks for FULL, for 8 GPUs and seq
 # 8192): on one H200 the step's activations fit (a 20 GB arena at seq 4096,
 # 78 GB at 16384), and the MFU formula counts no recomputation.
+# Beside each program, NAME.report.txt: its step as twillc's cost estimate
+# predicts it on one H200 (issue 19), for the check to set beside the
+# measured one.
 step() { # NAME SEQ [key=value ...]
   local name=$1 seq=$2
   shift 2
-  "$bin/twillc" configs/llama3_1_8b_lora.textproto parallel.tp=1 \
-      checkpoint.random_base=true checkpoint.base_dir= \
-      checkpoint.output_dir="$work/$name-out" checkpoint.save_every=0 \
-      lora.rank=16 lora.alpha=32 \
-      lora.target_modules=q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj \
-      train.batch_size=1 train.seq_len=$seq \
-      train.gradient_accumulation_steps=1 train.epochs=1 \
-      train.max_steps_per_epoch=4 data.format=TOKENIZED data.packed=false \
-      "$@" -o "$work/$name.twx"
+  local job=(configs/llama3_1_8b_lora.textproto parallel.tp=1
+      checkpoint.random_base=true checkpoint.base_dir=
+      checkpoint.output_dir="$work/$name-out" checkpoint.save_every=0
+      lora.rank=16 lora.alpha=32
+      lora.target_modules=q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj
+      train.batch_size=1 train.seq_len=$seq
+      train.gradient_accumulation_steps=1 train.epochs=1
+      train.max_steps_per_epoch=4 data.format=TOKENIZED data.packed=false "$@")
+  "$bin/twillc" "${job[@]}" -o "$work/$name.twx"
+  "$bin/twillc" "${job[@]}" --report --cluster clusters/h200.textproto \
+      > "$work/$name.report.txt"
 }
 for seq in 4096 16384; do
   step llama8b-$seq $seq parallel.activation_checkpointing=NONE

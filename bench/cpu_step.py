@@ -132,6 +132,27 @@ def pytorch_steps(threads, steps):
 
 
 
+def mesh_steps(bin_dir, work, name, overrides, ranks, steps, flags=()):
+    """Compiles the job with `overrides` and trains `steps` steps of it
+    under mpirun on `ranks` ranks, one thread each (work/data.jsonl as
+    data). Returns the step times (s) and twill-train's output."""
+    out, program = work / name, work / f"{name}.twx"
+    (work / f"{name}.textproto").write_text(job(steps, out))
+    subprocess.run([bin_dir / "twillc", work / f"{name}.textproto",
+                    *overrides, "-o", program], check=True)
+    command = ["mpirun", "-np", str(ranks), "--oversubscribe",
+               bin_dir / "twill-train", program, "--data", work / "data.jsonl",
+               *flags]
+    env = dict(thread_env(1), OMPI_ALLOW_RUN_AS_ROOT="1",
+               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    done = subprocess.run([str(part) for part in command], env=env,
+                          capture_output=True, text=True)
+    if done.returncode:
+        sys.exit(f"{name}: {done.stdout}{done.stderr}")
+    elapsed = [json.loads(line)["elapsed_seconds"]
+               for line in (out / "metrics.jsonl").read_text().splitlines()]
+    return [b - a for a, b in zip([0] + elapsed, elapsed)], done.stdout
+
 
 def cpu_name():
     for line in Path("/proc/cpuinfo").read_text().splitlines():

@@ -16,7 +16,10 @@ under its own time limit, and writes what it printed to OUT:
 4. llama8b-4096.txt  the Llama-3.1-8B-shape LoRA step (bf16, rank 16 on all
                      projections, seq 4096, batch 1, one GPU) for 4 steps
                      with --profile: tokens/s of steps 2-4, MFU, device
-                     memory against the memory plan, the profile summary;
+                     memory against the memory plan, the profile summary,
+                     the step time against the one twillc's cost estimate
+                     predicts at clusters/h200.textproto (issue 19:
+                     llama8b-4096.report.txt, written where it compiled);
                      its trace as llama8b-4096.trace.json.gz;
 5. llama8b-16384.txt the same at seq 16384;
 6. llama8b-long-32768.txt  the long-context transformations on the GPU
@@ -196,6 +199,17 @@ def llama_step(check, args, seq, peak, program=None, what=None, limit=None):
     check.row(f"8B LoRA step, {name}: MFU",
               (f"{achieved / peak:.1%} of the measured peak, " if peak else "") +
               f"{achieved / DATASHEET_PEAK:.1%} of 989 TFLOP/s")
+    report = args.programs / f"{program}.report.txt"
+    predicted = re.search(r"^  step ([\d.]+) ms", report.read_text(),
+                          re.MULTILINE) if report.exists() else None
+    measured = statistics.median(b["elapsed_seconds"] - a["elapsed_seconds"]
+                                 for a, b in zip(steps[1:], steps[2:])) \
+        if len(steps) > 2 else seq / tokens_per_second
+    check.row(f"8B LoRA step, {name}: step time, twillc's prediction at "
+              "clusters/h200.textproto against measured (profiled)",
+              (f"predicted {float(predicted.group(1)) / 1e3:.3f} s, measured "
+               f"{measured:.3f} s: {float(predicted.group(1)) / 1e3 / measured:.2f}"
+               if predicted else f"no prediction; measured {measured:.3f} s"))
     planned = re.search(r"the program needs (\S+) MiB", text)
     device = re.search(r"^cuda: device memory in use at most (\S+) GiB.*"
                        r"allocations at most (\S+) GiB: (\S+) GiB", text,

@@ -16,17 +16,15 @@ of each is reported with their ratio. Once more per setting with
 collectives and waits (the exposed part), and in starts (staging copies).
 """
 import argparse
-import json
 import os
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cpu_step import BATCH, cpu_name, job, write_data  # noqa: E402
+from cpu_step import BATCH, cpu_name, mesh_steps, write_data  # noqa: E402
 
 COLLECTIVES = {"all_gather", "reduce_scatter", "all_reduce", "all_to_all"}
 
@@ -36,30 +34,17 @@ def run(bin_dir, work, dp, tp, overlap, steps, profile=False):
     `profile` rank 0's seconds per step blocked in (collectives and waits,
     starts)."""
     name = f"{dp}x{tp}-{'overlap' if overlap else 'waited'}"
-    out, program = work / name, work / f"{name}.twx"
-    (work / "job.textproto").write_text(job(steps, out))
-    subprocess.run([bin_dir / "twillc", work / "job.textproto",
-                    f"parallel.dp={dp}", f"parallel.tp={tp}",
-                    f"parallel.overlap_communication={str(overlap).lower()}",
-                    "-o", program], check=True)
-    command = ["mpirun", "-np", str(dp * tp), "--oversubscribe",
-               bin_dir / "twill-train", program, "--data", work / "data.jsonl"]
-    if profile:
-        command.append(f"--profile={work / 'trace.json'}")
-    env = dict(os.environ, OMP_NUM_THREADS="1", OMPI_ALLOW_RUN_AS_ROOT="1",
-               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    done = subprocess.run([str(part) for part in command], env=env,
-                          capture_output=True, text=True)
-    if done.returncode:
-        sys.exit(f"{name}: {done.stdout}{done.stderr}")
-    elapsed = [json.loads(line)["elapsed_seconds"]
-               for line in (out / "metrics.jsonl").read_text().splitlines()]
-    times = [b - a for a, b in zip([0] + elapsed, elapsed)]
+    flags = [f"--profile={work / 'trace.json'}"] if profile else []
+    times, stdout = mesh_steps(
+        bin_dir, work, name,
+        [f"parallel.dp={dp}", f"parallel.tp={tp}",
+         f"parallel.overlap_communication={str(overlap).lower()}"],
+        dp * tp, steps, flags)
     if not profile:
         return times, None
     blocked = started = 0.0
     for kind, milliseconds in re.findall(r"^  (\w+)\s+\d+\s+(\S+)\s+\S+%",
-                                         done.stdout, re.MULTILINE):
+                                         stdout, re.MULTILINE):
         if kind in COLLECTIVES or kind == "wait":
             blocked += float(milliseconds) / 1e3
         elif kind.endswith("_start"):

@@ -112,12 +112,14 @@ struct Timeline {
     return last;
   }
 
-  /// Queues a transfer of `seconds` on `link`, after what it waits for.
-  void transfer(Operation *op, StringRef link, double seconds) {
+  /// Queues a transfer of `seconds` on `link`, after what it waits for;
+  /// compute goes on beside a started one where it can.
+  void transfer(Operation *op, StringRef link, double seconds,
+                bool overlapsCompute) {
     double &free = links[link];
     free = std::max(compute, free) + seconds;
     communicating += seconds;
-    if (isAsyncStart(op))
+    if (isAsyncStart(op) && overlapsCompute)
       done[op->getResult(0)] = free;
     else
       compute = free;
@@ -143,12 +145,14 @@ struct Timeline {
             found != rates.links.end() ? found->second : rates.link;
         transfer(&op, axis.getValue(),
                  bytes / link.bytesPerSecond +
-                     ringSteps(&op, ranks) * link.latencySeconds);
+                     ringSteps(&op, ranks) * link.latencySeconds,
+                 rates.communicationOverlapsCompute);
       } else if (isa<OffloadOp, ReloadOp, OffloadStartOp, ReloadStartOp>(op)) {
         transfer(&op, "host",
                  bytesOf(op.getOperand(0).getType()) /
                          rates.host.bytesPerSecond +
-                     rates.host.latencySeconds);
+                     rates.host.latencySeconds,
+                 rates.communicationOverlapsCompute);
         continue;
       }
       if (isAsyncStart(&op) || isa<func::ReturnOp>(op))
@@ -290,20 +294,27 @@ void ResourceReport::print(llvm::raw_ostream &os) const {
     total += entry.bytes;
   }
   os << "  total: " << bytesText(total) << "\n";
-  if (communicationSeconds <= 0)
-    return; // one rank: nothing to overlap
+  if (communicationSeconds <= 0 && ratesName.empty())
+    return; // one rank, rates by hand: nothing to overlap
   double hidden =
       std::max(0.0, computeSeconds + communicationSeconds - stepSeconds);
-  os << llvm::formatv(
-      "Overlap, by a cost estimate (matmuls and attention at {0} TFLOP/s; "
-      "per mesh axis, one collective at a time at {1} GB/s):\n",
-      rates.flopsPerSecond / 1e12, rates.link.bytesPerSecond / 1e9);
+  if (ratesName.empty())
+    os << llvm::formatv(
+        "Overlap, by a cost estimate (matmuls and attention at {0} TFLOP/s; "
+        "per mesh axis, one collective at a time at {1} GB/s):\n",
+        rates.flopsPerSecond / 1e12, rates.link.bytesPerSecond / 1e9);
+  else
+    os << "Time, by a cost estimate at the rates of " << ratesName << ":\n";
   os << llvm::formatv(
       "  compute {0:f3} ms, communication {1:f3} ms, of "
       "which hidden behind compute {2:f3} ms ({3:f0}%)\n",
       1e3 * computeSeconds, 1e3 * communicationSeconds, 1e3 * hidden,
       communicationSeconds > 0 ? 100 * hidden / communicationSeconds : 0.0);
-  os << llvm::formatv("  step {0:f3} ms\n", 1e3 * stepSeconds);
+  os << llvm::formatv("  step {0:f3} ms", 1e3 * stepSeconds);
+  if (recomputeSeconds > 0)
+    os << llvm::formatv(" (recomputation {0:f3} ms of the compute)",
+                        1e3 * recomputeSeconds);
+  os << "\n";
   if (waitedArenaBytes && arenaBytes)
     os << "  collectives in flight hold "
        << bytesText(arenaBytes - waitedArenaBytes)

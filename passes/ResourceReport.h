@@ -59,7 +59,8 @@ struct ResourceReport {
   /// all_reduce 2 (k - 1)) besides its bytes over the bandwidth; copies to
   /// and from host memory cross the `host` link; and a wait (or a blocking
   /// collective or copy) holds compute until its transfer is done. Hidden
-  /// communication is what overlaps compute.
+  /// communication is what overlaps compute (none, where
+  /// communicationOverlapsCompute is false).
   struct Link {
     double bytesPerSecond = 100e9, latencySeconds = 0;
   };
@@ -68,8 +69,14 @@ struct ResourceReport {
     Link link; // every mesh axis's, unless `links` names it
     std::map<std::string, Link> links; // by mesh axis
     Link host{50e9, 0};                // copies to and from host memory
+    /// False where the cores that compute also move the bytes (ranks
+    /// sharing a cpu): then every transfer holds compute until it is done.
+    bool communicationOverlapsCompute = true;
   };
   Rates rates;
+  /// The cluster the rates are (proto/cluster.proto); empty: rates given
+  /// by hand (--report-tflops, --report-gbps).
+  std::string ratesName;
   /// Compute (of which the backward's recomputation of checkpointed layers
   /// is `recomputeSeconds`), the time links are busy, and the step.
   double computeSeconds = 0, recomputeSeconds = 0, communicationSeconds = 0,

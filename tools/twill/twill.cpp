@@ -2,6 +2,7 @@
 //
 //   twill train JOB.textproto [key=value ...] [--nproc N] [-- FLAGS ...]
 //   twill plan JOB.textproto [key=value ...] --cluster FILE [-o OUT]
+//   twill plan --calibrate cluster.textproto [--nproc N]
 //
 // Resolves the job as twillc does, compiles it into its output folder
 // (checkpoint.output_dir/job.twx) unless the program there was compiled
@@ -40,6 +41,7 @@ static const char *kUsage =
     "[-- twill-train flags ...]\n"
     "       twill plan JOB.textproto [key=value ...] --cluster FILE "
     "[-o plan.textproto]\n"
+    "       twill plan --calibrate cluster.textproto [--nproc N]\n"
     "\n"
     "Compiles the job (reusing the program in its output folder when the "
     "resolved\njob and twillc are unchanged) and starts dp x tp ranks of "
@@ -224,6 +226,19 @@ launcher(int64_t ranks, const std::string &trainer, const std::string &program,
   return argv;
 }
 
+/// Prints `command`, then becomes it.
+static int become(std::vector<std::string> command) {
+  llvm::outs() << "twill: " << llvm::join(command, " ") << "\n";
+  llvm::outs().flush();
+  std::vector<char *> argv;
+  for (std::string &arg : command)
+    argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  execvp(argv.front(), argv.data());
+  return fail(llvm::formatv("cannot start {0}: {1}", argv.front(),
+                            std::strerror(errno)));
+}
+
 static int train(const char *argv0, llvm::ArrayRef<const char *> args) {
   llvm::Expected<Request> request = parseTrain(args);
   if (!request)
@@ -247,30 +262,36 @@ static int train(const char *argv0, llvm::ArrayRef<const char *> args) {
       dp * tp, sibling(argv0, "twill-train"), *program, request->trainFlags);
   if (!command)
     return fail(llvm::toString(command.takeError()));
-  llvm::outs() << "twill: " << llvm::join(*command, " ") << "\n";
-  llvm::outs().flush();
   // Replaced by the launcher: its exit status and signals are the job's.
-  std::vector<char *> argv;
-  for (std::string &arg : *command)
-    argv.push_back(arg.data());
-  argv.push_back(nullptr);
-  execvp(argv.front(), argv.data());
-  return fail(llvm::formatv("cannot start {0}: {1}", argv.front(),
-                            std::strerror(errno)));
+  return become(std::move(*command));
 }
 
-/// twill plan: twillc --plan, with the job and its overrides as given.
+/// twill plan JOB ...: twillc --plan, with the job and its overrides as
+/// given. twill plan --calibrate FILE [--nproc N]: twill-calibrate on N
+/// ranks (1 by default), started as a job's ranks are.
 static int plan(const char *argv0, llvm::ArrayRef<const char *> args) {
-  std::vector<std::string> argv = {sibling(argv0, "twillc")};
-  argv.insert(argv.end(), args.begin(), args.end());
-  argv.push_back("--plan");
-  std::vector<char *> pointers;
-  for (std::string &arg : argv)
-    pointers.push_back(arg.data());
-  pointers.push_back(nullptr);
-  execv(pointers.front(), pointers.data());
-  return fail(llvm::formatv("cannot start {0}: {1}", argv.front(),
-                            std::strerror(errno)));
+  if (!args.empty() && llvm::StringRef(args.front()) == "--calibrate") {
+    if (args.size() != 2 && args.size() != 4)
+      return fail(llvm::Twine("--calibrate needs a file to write, and may "
+                              "take --nproc N\n") +
+                  kUsage);
+    int64_t ranks = 1;
+    if (args.size() == 4 &&
+        (llvm::StringRef(args[2]) != "--nproc" ||
+         llvm::StringRef(args[3]).getAsInteger(10, ranks) || ranks < 1))
+      return fail(llvm::Twine("--calibrate FILE takes --nproc N (N "
+                              "positive) and nothing else\n") +
+                  kUsage);
+    llvm::Expected<std::vector<std::string>> command =
+        launcher(ranks, sibling(argv0, "twill-calibrate"), args[1], {});
+    if (!command)
+      return fail(llvm::toString(command.takeError()));
+    return become(std::move(*command));
+  }
+  std::vector<std::string> command = {sibling(argv0, "twillc")};
+  command.insert(command.end(), args.begin(), args.end());
+  command.push_back("--plan");
+  return become(std::move(command));
 }
 
 int main(int argc, char **argv) {

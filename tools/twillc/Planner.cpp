@@ -31,6 +31,7 @@ ResourceReport::Rates twill::ratesOn(const ClusterConfig &cluster, int64_t dp,
       cluster.nodes() > 1 && dp * tp > cluster.devices_per_node();
   rates.links["tp"] = intra;
   rates.links["dp"] = dpSpansNodes ? inter : intra;
+  rates.communicationOverlapsCompute = cluster.communication_overlaps_compute();
   return rates;
 }
 

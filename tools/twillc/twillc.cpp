@@ -108,8 +108,9 @@ static cl::opt<bool> plan(
     cl::cat(options));
 static cl::opt<std::string>
     clusterPath("cluster",
-                cl::desc("With --plan: the cluster (a textproto of "
-                         "proto/cluster.proto; clusters/ has some)"),
+                cl::desc("With --plan, or --report: the cluster (a textproto "
+                         "of proto/cluster.proto; clusters/ has some) whose "
+                         "rates the cost estimate takes"),
                 cl::value_desc("cluster.textproto"), cl::cat(options));
 static cl::opt<int> planRows("plan-rows",
                              cl::desc("With --plan: how many candidates to "
@@ -336,9 +337,24 @@ static int printReport(const twill::JobConfig &config) {
     if (least == "positive" ? !(value > 0) : !(value >= 0))
       return fail(
           llvm::formatv("{0} is {1}: it must be {2}", flag, value, least));
-  mlir::FailureOr<mlir::twill::ResourceReport> figures = reportOn(config);
+  // The estimate's rates: a cluster's for the job's mesh, else the flags'.
+  mlir::twill::ResourceReport::Rates rates = flagRates();
+  std::string ratesName;
+  if (!clusterPath.empty()) {
+    llvm::Expected<twill::ClusterConfig> cluster =
+        twill::loadClusterConfig(clusterPath);
+    if (!cluster)
+      return fail(llvm::toString(cluster.takeError()));
+    rates = twill::ratesOn(*cluster, config.parallel().dp(),
+                           config.parallel().tp());
+    ratesName =
+        cluster->name().empty() ? clusterPath.getValue() : cluster->name();
+  }
+  mlir::FailureOr<mlir::twill::ResourceReport> figures =
+      reportOn(config, rates);
   if (mlir::failed(figures))
     return fail("cannot compile " + jobPath + " (the errors above say why)");
+  figures->ratesName = ratesName;
   if (config.parallel().overlap_communication() &&
       config.parallel().dp() * config.parallel().tp() > 1) {
     twill::JobConfig waited = config;

@@ -590,9 +590,13 @@ static int threadsPerRank() {
   return std::max(usable / Communicator::ranksOnThisNode(), 1);
 }
 
-std::unique_ptr<Backend> twill::createCpuBackend(BufferSet &buffers,
-                                                 Communicator *comm) {
+void twill::useRankThreads() {
   static std::once_flag threadsSet;
   std::call_once(threadsSet, [] { omp_set_num_threads(threadsPerRank()); });
+}
+
+std::unique_ptr<Backend> twill::createCpuBackend(BufferSet &buffers,
+                                                 Communicator *comm) {
+  useRankThreads();
   return std::make_unique<CpuBackend>(buffers, comm);
 }

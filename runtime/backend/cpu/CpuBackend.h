@@ -14,6 +14,11 @@
 
 namespace twill {
 
+/// Gives this rank's kernels their threads: OMP_NUM_THREADS if set, else
+/// the cores the launcher bound the rank to, else the machine's cores
+/// shared among its ranks. Once; createCpuBackend does it.
+void useRankThreads();
+
 class CpuBackend : public Backend {
 public:
   CpuBackend(BufferSet &buffers, Communicator *comm)
