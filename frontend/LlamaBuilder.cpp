@@ -6,6 +6,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "support/BlockedPieces.h"
+#include "support/Dropout.h"
 #include "support/LoraScale.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/ScopeExit.h"
@@ -67,8 +68,10 @@ private:
   /// Appends a parameter argument named `name`, split as `split`.
   Value param(const Twine &name, ArrayRef<int64_t> shape, bool trainable,
               Split split);
-  /// Appends an input argument (tokens, labels, positions, segments).
+  /// Appends an input argument named `name`: a [batch, seq] one (tokens,
+  /// labels, positions, segments, token_index), or one of `shape`.
   Value input(StringRef name, Type elementType);
+  Value input(StringRef name, Type elementType, ArrayRef<int64_t> shape);
 
   bool isLoraTarget(StringRef module) const {
     return job.has_lora() &&
@@ -79,9 +82,9 @@ private:
   /// A new `[out, in]` weight named `path`.weight applied by linearWith.
   Value linear(Value x, const std::string &path, StringRef target, int64_t in,
                int64_t out, Split split);
-  /// `x W^T`, plus PEFT's `(alpha / rank) * (x A^T) B^T` when `target` is
-  /// adapted, with A and B named after `path` and split as the base weight
-  /// (`split`) asks: the rank never splits.
+  /// `x W^T`, plus PEFT's `(alpha / rank) * (dropout(x) A^T) B^T` when
+  /// `target` is adapted, with A and B named after `path` and split as the
+  /// base weight (`split`) asks: the rank never splits.
   Value linearWith(Value x, Value weight, const std::string &path,
                    StringRef target, Split split);
   /// `x W^T` over the last dim of `x`.
@@ -102,6 +105,15 @@ private:
   /// each tp rank cuts its own block of the sequence, ceil(tile / tp)
   /// positions per tile, so a tile is gathered and scattered on its own.
   SmallVector<Value> sequenceTiles(Value x, int64_t tile, Location at);
+  /// The token index cut as sequenceTiles cuts the positions (null values
+  /// without dropout).
+  SmallVector<Value> tokenTiles(int64_t tile, Location at) {
+    if (!tokenIndex)
+      return SmallVector<Value>(tileSizes(tile).size());
+    return sequenceTiles(tokenIndex, tile, at);
+  }
+  /// The positions of each tile sequenceTiles cuts: {seq} for one.
+  SmallVector<int64_t> tileSizes(int64_t tile) const;
   /// The inverse: `tiles` of `sequenceTiles`' layout put together.
   Value joinTiles(ArrayRef<Value> tiles, Location at);
   int64_t sequenceBlocks() const {
@@ -127,6 +139,11 @@ private:
   SmallVector<DictionaryAttr> paramAttrs;
   llvm::StringMap<Value> params; // by Hugging Face name
   Value positions, segments;
+  SmallVector<StringRef> inputNames; // in argument order
+  /// With LoRA dropout: every position's index in the micro-batch (row x
+  /// seq_len + position), the micro-batch's number in the run, and the
+  /// index of the positions being traced (the whole, or a tile's).
+  Value tokenIndex, microBatch, tracedTokens;
 };
 
 } // namespace
@@ -155,7 +172,13 @@ Value LlamaTracer::param(const Twine &name, ArrayRef<int64_t> shape,
 }
 
 Value LlamaTracer::input(StringRef name, Type elementType) {
-  return body->addArgument(RankedTensorType::get({batch, seq}, elementType),
+  return input(name, elementType, {batch, seq});
+}
+
+Value LlamaTracer::input(StringRef name, Type elementType,
+                         ArrayRef<int64_t> shape) {
+  inputNames.push_back(name);
+  return body->addArgument(RankedTensorType::get(shape, elementType),
                            loc(name));
 }
 
@@ -189,7 +212,16 @@ Value LlamaTracer::linearWith(Value x, Value weight, const std::string &path,
   Value b = param(path + ".lora_B.weight", {outIn[0], rank}, true,
                   splitsInput ? whole : split);
   Location at = loc(path + ".lora");
-  Value up = matmulTransposed(matmulTransposed(x, a, at), b, at);
+  Value dropped = x;
+  if (double rate = job.lora().dropout(); rate > 0)
+    dropped = DropoutOp::create(
+        builder, loc(path + ".lora_dropout"), x.getType(), x, tracedTokens,
+        microBatch, builder.getF64FloatAttr(rate),
+        builder.getI64IntegerAttr(uint32_t(job.train().seed())),
+        builder.getI64IntegerAttr(::twill::dropoutStream(path.data(),
+                                                         path.size())),
+        /*shard_axis=*/nullptr);
+  Value up = matmulTransposed(matmulTransposed(dropped, a, at), b, at);
   Value scaled =
       ScaleOp::create(builder, at, up.getType(), up,
                       builder.getF64FloatAttr(::twill::loraScale(
@@ -222,24 +254,33 @@ Value LlamaTracer::rope(Value heads, const std::string &path) {
   return op;
 }
 
-SmallVector<Value> LlamaTracer::sequenceTiles(Value x, int64_t tile,
-                                              Location at) {
+SmallVector<int64_t> LlamaTracer::tileSizes(int64_t tile) const {
   int64_t blocks = sequenceBlocks();
   int64_t block = (seq + blocks - 1) / blocks;
   int64_t chunk = (tile + blocks - 1) / blocks;
   if (tile <= 0 || chunk >= block)
-    return {x};
+    return {seq};
   std::vector<int64_t> chunks;
   for (int64_t start = 0; start < block; start += chunk)
     chunks.push_back(std::min(chunk, block - start));
+  std::vector<int64_t> sizes = ::twill::blockedPieceSizes(seq, blocks, chunks);
+  return SmallVector<int64_t>(sizes.begin(), sizes.end());
+}
+
+SmallVector<Value> LlamaTracer::sequenceTiles(Value x, int64_t tile,
+                                              Location at) {
+  SmallVector<int64_t> sizes = tileSizes(tile);
+  if (sizes.size() == 1)
+    return {x};
   auto type = cast<RankedTensorType>(x.getType());
   SmallVector<Type> tiles;
-  for (int64_t size : ::twill::blockedPieceSizes(seq, blocks, chunks)) {
+  for (int64_t size : sizes) {
     SmallVector<int64_t> shape(type.getShape());
     shape[1] = size;
     tiles.push_back(type.clone(shape));
   }
-  auto split = SplitOp::create(builder, at, tiles, x, /*dim=*/1, blocks);
+  auto split =
+      SplitOp::create(builder, at, tiles, x, /*dim=*/1, sequenceBlocks());
   return SmallVector<Value>(split.getPieces());
 }
 
@@ -283,7 +324,9 @@ Value LlamaTracer::attention(Value normed, const std::string &prefix) {
     p.heads4d = p.rotate ? rope(split, path + ".rope") : split;
   };
   SmallVector<Value> pieces = sequenceTiles(normed, tile, at);
-  for (Value piece : pieces)
+  SmallVector<Value> tokenPieces = tokenTiles(tile, at);
+  for (auto [index, piece] : llvm::enumerate(pieces)) {
+    tracedTokens = tokenPieces[index];
     for (Projection &p : projections) {
       p.tiles.push_back(linear(piece, attn + "." + p.name.str(), p.name, hidden,
                                p.heads * headDim,
@@ -291,6 +334,7 @@ Value LlamaTracer::attention(Value normed, const std::string &prefix) {
       if (pieces.size() == 1)
         finish(p);
     }
+  }
   if (pieces.size() > 1)
     for (Projection &p : projections)
       finish(p);
@@ -304,9 +348,13 @@ Value LlamaTracer::attention(Value normed, const std::string &prefix) {
   Value merged = ReshapeOp::create(
       builder, at, floatType({batch, seq, heads * headDim}), context);
   SmallVector<Value> outputs;
-  for (Value piece : sequenceTiles(merged, tile, at))
+  tokenPieces = tokenTiles(tile, at);
+  for (auto [index, piece] : llvm::enumerate(sequenceTiles(merged, tile, at))) {
+    tracedTokens = tokenPieces[index];
     outputs.push_back(linear(piece, attn + ".o_proj", "o_proj", heads * headDim,
                              hidden, {TensorParallelStyle::Row, heads}));
+  }
+  tracedTokens = tokenIndex;
   return joinTiles(outputs, at);
 }
 
@@ -314,10 +362,14 @@ Value LlamaTracer::mlp(Value normed, const std::string &prefix) {
   // Tiles of parallel.mlp_tile_tokens positions, each through the whole
   // MLP: one tile's activations live at a time.
   Location at = loc(prefix + ".mlp");
+  int64_t tile = job.parallel().mlp_tile_tokens();
   SmallVector<Value> outputs;
-  for (Value piece :
-       sequenceTiles(normed, job.parallel().mlp_tile_tokens(), at))
+  SmallVector<Value> tokenPieces = tokenTiles(tile, at);
+  for (auto [index, piece] : llvm::enumerate(sequenceTiles(normed, tile, at))) {
+    tracedTokens = tokenPieces[index];
     outputs.push_back(mlpTile(piece, prefix));
+  }
+  tracedTokens = tokenIndex;
   return joinTiles(outputs, at);
 }
 
@@ -365,6 +417,10 @@ OwningOpRef<ModuleOp> LlamaTracer::trace() {
   Value labels = input("labels", i32);
   positions = input("positions", i32);
   segments = input("segments", i32);
+  if (job.has_lora() && job.lora().dropout() > 0) {
+    tokenIndex = tracedTokens = input("token_index", i32);
+    microBatch = input("micro_batch", builder.getI64Type(), {});
+  }
 
   int64_t vocab = model.vocab_size(), hidden = model.hidden_size();
   Split vocabRows{TensorParallelStyle::Vocab};
@@ -439,7 +495,7 @@ OwningOpRef<ModuleOp> LlamaTracer::trace() {
       body->getArgumentTypes(),
       forward.getBody().front().getTerminator()->getOperandTypes()));
   SmallVector<Attribute> argAttrs(paramAttrs.begin(), paramAttrs.end());
-  for (StringRef name : {"tokens", "labels", "positions", "segments"})
+  for (StringRef name : inputNames)
     argAttrs.push_back(builder.getDictionaryAttr(
         builder.getNamedAttr(kInputAttrName, builder.getStringAttr(name))));
   forward.setAllArgAttrs(argAttrs);

@@ -147,7 +147,12 @@ struct AutodiffPass : public mlir::twill::impl::AutodiffBase<AutodiffPass> {
       if (isOpTriviallyDead(&op))
         op.erase();
     if (failed(ReverseBuilder(step).build()))
-      signalPassFailure();
+      return signalPassFailure();
+    // @forward evaluates: LoRA's dropout is the identity there.
+    forward.walk([](DropoutOp dropout) {
+      dropout.replaceAllUsesWith(dropout.getInput());
+      dropout.erase();
+    });
   }
 };
 } // namespace

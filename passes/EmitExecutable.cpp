@@ -263,6 +263,14 @@ static LogicalResult describe(Operation *op, ::twill::Instruction &out) {
         out.mutable_scale()->set_factor(op.getFactor().convertToDouble());
         return opcode(::twill::SCALE);
       })
+      .Case([&](tw::DropoutOp op) {
+        ::twill::DropoutAttributes &a = *out.mutable_dropout();
+        a.set_rate(op.getRate().convertToDouble());
+        a.set_seed(op.getSeed());
+        a.set_stream(op.getStream());
+        a.set_shard_axis(axisName(op.getShardAxis()));
+        return opcode(::twill::DROPOUT);
+      })
       .Case([&](tw::CrossEntropyOp op) {
         return crossEntropy(op, ::twill::CROSS_ENTROPY);
       })

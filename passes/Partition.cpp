@@ -123,6 +123,8 @@ LogicalResult Partitioner::planOp(Operation *op) {
       offset = first[axis].isShard();
     if (isa<AttentionOp, AttentionGradOp>(op))
       offset = first[axis].isShard() && !opPlan.operands[1][axis].isShard();
+    if (isa<DropoutOp>(op)) // a block of the features
+      offset = first[axis].isShard() && first[axis].dim == 2;
     if (!offset)
       continue;
     if (opPlan.offsetAxis >= 0)

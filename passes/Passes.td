@@ -44,7 +44,8 @@ def Autodiff : Pass<"twill-autodiff", "mlir::ModuleOp"> {
     each op's VJPOpInterface rule. Only values that depend on a trainable
     parameter get cotangents, so frozen base weights cost no weight-gradient
     matmul: LoRA's backward is cheap by construction. Full fine-tuning is the
-    same pass with every parameter trainable.
+    same pass with every parameter trainable. LoRA's dropout stays in
+    `@train_step` only: `@forward` evaluates, so it drops nothing.
 
     `@train_step` returns the loss sum, the token count and one gradient per
     trainable parameter, in argument order, each named by a

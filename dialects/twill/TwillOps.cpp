@@ -15,6 +15,8 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSet.h"
 
+#include <cstdint>
+
 using namespace mlir;
 using namespace mlir::twill;
 
@@ -131,6 +133,25 @@ LogicalResult RopeOp::verify() {
                          input.take_front(2))))
     return failure();
   return expectShape(*this, "result", shapeOf(getResult()), input);
+}
+
+LogicalResult DropoutOp::verify() {
+  if (failed(expectRank(*this, "input", getInput(), 3)) ||
+      failed(expectSameElementType(*this, {getInput(), getResult()})) ||
+      failed(expectShape(*this, "result", shapeOf(getResult()),
+                         shapeOf(getInput()))))
+    return failure();
+  double rate = getRate().convertToDouble();
+  if (!(rate > 0.0 && rate < 1.0))
+    return emitOpError() << "rate must be in (0, 1), got " << rate;
+  if (getSeed() < 0 || getSeed() > UINT32_MAX || getStream() < 0 ||
+      getStream() > UINT32_MAX)
+    return emitOpError("seed and stream must be 32-bit unsigned values");
+  if (!cast<RankedTensorType>(getTokens().getType()).getElementType()
+           .isInteger(32))
+    return emitOpError("tokens must be i32");
+  return expectShape(*this, "tokens", shapeOf(getTokens()),
+                     shapeOf(getInput()).take_front(2));
 }
 
 LogicalResult AttentionOp::verify() {

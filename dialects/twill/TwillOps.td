@@ -260,6 +260,41 @@ def Twill_ScaleOp : Twill_ComputeOp<"scale", [Pure, DeclareOpInterfaceMethods<Tw
   let assemblyFormat = "$input `by` $factor attr-dict `:` type($result)";
 }
 
+def Twill_DropoutOp : Twill_ComputeOp<"dropout", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
+  let summary = "LoRA's dropout, the same mask on every mesh";
+  let description = [{
+    `result = input * keep / (1 - rate)` for an input laid out
+    `[batch, seq, features]`, where `keep` of feature `f` of the token at
+    `tokens[b, s]` (its row x seq_len + position in the micro-batch) comes
+    from Philox4x32-10 keyed by `seed` and `stream` (the adapted module's)
+    and counted by `micro_batch` (support/Dropout.h). The mask depends only
+    on those, never on the rank or the order, so its gradient is the same
+    dropout of the incoming gradient, and a recomputation drops the same
+    elements. Only `@train_step` keeps it: `twill-autodiff` removes it from
+    `@forward`, which evaluates.
+
+    ```mlir
+    %d = twill.dropout %x tokens(%index) micro_batch(%micro)
+        {rate = 0.1 : f64, seed = 0 : i64, stream = 1234 : i64}
+        : (tensor<2x8192x4096xbf16>, tensor<2x8192xi32>, tensor<i64>) -> tensor<2x8192x4096xbf16>
+    ```
+
+    After partitioning, `shard_axis` says the features are this rank's
+    block along that mesh axis: feature `f` is global feature
+    `coordinate * features + f`.
+  }];
+  let arguments = (ins Twill_FloatTensor:$input, Twill_IntTensor:$tokens,
+                       0DTensorOf<[I64]>:$micro_batch, F64Attr:$rate,
+                       I64Attr:$seed, I64Attr:$stream,
+                       OptionalAttr<StrAttr>:$shard_axis);
+  let results = (outs Twill_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `tokens` `(` $tokens `)` `micro_batch` `(` $micro_batch `)`
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Twill_CrossEntropyOp : Twill_ComputeOp<"cross_entropy", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
   let summary = "Summed token cross-entropy and the count of counted tokens";
   let description = [{

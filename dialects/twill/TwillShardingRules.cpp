@@ -133,6 +133,15 @@ ShardingRule OffloadOp::getShardingRule() { return elementwiseRule(*this); }
 ShardingRule ReloadOp::getShardingRule() { return elementwiseRule(*this); }
 ShardingRule SwigluGradOp::getShardingRule() { return elementwiseRule(*this); }
 
+ShardingRule DropoutOp::getShardingRule() {
+  // Elementwise; the tokens' index follows the input's rows and positions.
+  ShardingRule rule;
+  Tensor dims = rule.freshFactors(shapeOf(getInput()));
+  rule.operands = {dims, Tensor(dims.begin(), dims.begin() + 2), Tensor()};
+  rule.results = {dims};
+  return rule;
+}
+
 ShardingRule CrossEntropyOp::getShardingRule() {
   // The loss and count are sums over positions: sharded positions give
   // partial sums. A sharded vocab is reduced by the op itself across the

@@ -168,6 +168,19 @@ Cotangents ScaleOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
   return grads;
 }
 
+Cotangents DropoutOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
+                               ArrayRef<bool> needed) {
+  // The mask is a function of the element's place: the gradient is dropped
+  // and scaled as the input was. Tokens and micro-batch have none.
+  SmallVector<Value> grads(3);
+  if (needed[0])
+    grads[0] = DropoutOp::create(builder, getLoc(), getInput().getType(),
+                                 cotangents[0], getTokens(), getMicroBatch(),
+                                 getRateAttr(), getSeedAttr(), getStreamAttr(),
+                                 getShardAxisAttr());
+  return grads;
+}
+
 Cotangents CrossEntropyOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
                                     ArrayRef<bool> needed) {
   SmallVector<Value> grads(2);

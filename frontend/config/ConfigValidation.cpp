@@ -226,11 +226,6 @@ static void validateLora(const LoraConfig &lora, Problems &problems) {
   problems.positive("lora.alpha", lora.alpha());
   if (!(lora.dropout() >= 0 && lora.dropout() < 1))
     problems.add("lora.dropout must be in [0, 1), got {0}", lora.dropout());
-  else if (lora.dropout() > 0)
-    // Refused rather than ignored: training without the dropout asked for
-    // would quietly differ from PEFT.
-    problems.add("lora.dropout {0} is not supported yet; set it to 0",
-                 lora.dropout());
   llvm::StringSet<> seen;
   for (const std::string &target : lora.target_modules()) {
     problems.oneOf("lora.target_modules", target, kLoraTargets);

@@ -18,6 +18,7 @@
 #include "runtime/executable/Executable.h"
 #include "runtime/executable/Opcodes.h"
 #include "support/BlockedPieces.h"
+#include "support/Dropout.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -210,6 +211,39 @@ inline llvm::Expected<HeadBlock> headBlock(const InstructionView &in,
   if (kvHeads == 0 || block.total % kvHeads != 0)
     return in.fail("query heads are no multiple of key/value heads");
   return block;
+}
+
+/// A dropout's sizes: (input [tokens..., features], token index [tokens...],
+/// micro-batch) -> like input; with `shard_axis` the features are this
+/// rank's block, starting at `firstFeature`. The key's micro-batch is the
+/// backend's to read from its buffer.
+struct DropoutShape {
+  int64_t tokens, features, firstFeature = 0;
+  DropoutKey key;
+};
+
+inline llvm::Expected<DropoutShape> dropoutShape(const InstructionView &in) {
+  DType type = in.floatType();
+  if (auto error = in.expect(3, 1, {type, I32, I64, type}, {2, 1, 0, 2}))
+    return std::move(error);
+  if (in.count(3) != in.count(0) || in.count(2) != 1)
+    return in.fail("result and input differ, or the micro-batch is not one "
+                   "value");
+  DropoutShape shape{in.count(1), in.dim(0, 0), 0, {}};
+  if (shape.tokens * shape.features != in.count(0))
+    return in.fail("input size is not tokens x features");
+  const DropoutAttributes &attributes = in->dropout();
+  if (!(attributes.rate() > 0 && attributes.rate() < 1))
+    return in.fail("needs a rate in (0, 1)");
+  auto position = shardAxis(in, attributes.shard_axis());
+  if (!position)
+    return position.takeError();
+  if (*position)
+    shape.firstFeature = (*position)->coordinate * shape.features;
+  shape.key.seed = uint32_t(attributes.seed());
+  shape.key.stream = uint32_t(attributes.stream());
+  shape.key.threshold = dropoutThreshold(attributes.rate());
+  return shape;
 }
 
 /// The logits' columns: the whole vocab, or with `shard_axis` this rank's

@@ -43,6 +43,8 @@ Instruction::AttributesCase twill::attributesOf(Opcode opcode) {
     return Instruction::kCrossEntropy;
   case SCALE:
     return Instruction::kScale;
+  case DROPOUT:
+    return Instruction::kDropout;
   case TRANSPOSE:
     return Instruction::kTranspose;
   case CONSTANT:

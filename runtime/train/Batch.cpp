@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <numeric>
 
 using namespace twill;
 namespace json = llvm::json;
@@ -45,6 +46,16 @@ static llvm::Error fillInput(Program &program, llvm::StringRef name,
   return llvm::Error::success();
 }
 
+/// With LoRA dropout, the program reads each position's index in the
+/// batch (row x seq_len + position), which its mask is keyed by.
+static llvm::Error fillTokenIndex(Program &program, int64_t positions) {
+  if (program.bufferOf("token_index") < 0)
+    return llvm::Error::success();
+  std::vector<int32_t> index(positions);
+  std::iota(index.begin(), index.end(), 0);
+  return fillInput(program, "token_index", index);
+}
+
 llvm::Error twill::fillBatch(Program &program, llvm::ArrayRef<Row> rows) {
   int64_t seqLen = rows.empty() ? 0 : rows.front().tokens.size();
   for (auto [index, name] : llvm::enumerate(kBatchInputs)) {
@@ -58,7 +69,7 @@ llvm::Error twill::fillBatch(Program &program, llvm::ArrayRef<Row> rows) {
     if (llvm::Error error = fillInput(program, name, whole))
       return error;
   }
-  return llvm::Error::success();
+  return fillTokenIndex(program, rows.size() * seqLen);
 }
 
 /// Appends the integers of a (nested) array to `values`.
@@ -88,6 +99,7 @@ llvm::Error twill::loadBatchJson(Program &program, llvm::StringRef path) {
   if (!batch)
     return fail("expected a JSON object of inputs");
 
+  int64_t positions = 0;
   for (llvm::StringRef name : kBatchInputs) {
     const json::Value *value = batch->get(name);
     if (!value)
@@ -104,6 +116,7 @@ llvm::Error twill::loadBatchJson(Program &program, llvm::StringRef path) {
     }
     if (llvm::Error error = fillInput(program, name, whole))
       return fail(llvm::toString(std::move(error)));
+    positions = whole.size();
   }
-  return llvm::Error::success();
+  return fillTokenIndex(program, positions);
 }

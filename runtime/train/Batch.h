@@ -12,7 +12,8 @@ namespace twill {
 inline constexpr llvm::StringLiteral kBatchInputs[] = {"tokens", "labels",
                                                        "positions", "segments"};
 
-/// Fills the batch inputs from `rows` (batch_size of them).
+/// Fills the batch inputs from `rows` (batch_size of them), and with LoRA
+/// dropout `token_index` (each position's index in the batch).
 llvm::Error fillBatch(Program &program, llvm::ArrayRef<Row> rows);
 
 /// Fills the batch inputs from the JSON object in `path`, which maps each

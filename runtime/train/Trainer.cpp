@@ -123,6 +123,9 @@ twill::train(Program &program, llvm::ArrayRef<Row> rows, llvm::StringRef source,
     return trainError("the executable has no total_steps input: compile "
                       "it again with this release's twillc");
   *program.buffers().as<int64_t>(totalStepsBuffer) = totalSteps;
+  // With LoRA dropout, the micro-batch's number in the run keys its masks:
+  // the same on every mesh, and after resuming.
+  int microBatchBuffer = program.bufferOf("micro_batch");
   int scheduleStepBuffer = program.bufferOf("schedule_step");
   if (scheduleStepBuffer < 0)
     return trainError("the executable has no schedule_step input: compile "
@@ -193,6 +196,9 @@ twill::train(Program &program, llvm::ArrayRef<Row> rows, llvm::StringRef source,
             rows, order, index * accumulation + micro, batchSize, seqLen);
         if (llvm::Error error = fillBatch(program, batch))
           return std::move(error);
+        if (microBatchBuffer >= 0)
+          *program.buffers().as<int64_t>(microBatchBuffer) =
+              result.steps * accumulation + micro;
         if (llvm::Error error = program.run(*step))
           return atStep(result.steps + 1, std::move(error));
         lossSum += scalarOutput<float>(program, *step, "loss_sum");

@@ -349,3 +349,27 @@ func.func @dynamic_shapes(%x: tensor<?x8xf32>) {
   %0 = twill.scale %x by 2.0 : tensor<?x8xf32>
   return
 }
+
+// -----
+
+func.func @dropout_rate(%x: tensor<2x8x16xf32>, %i: tensor<2x8xi32>, %m: tensor<i64>) {
+  // expected-error @+1 {{rate must be in (0, 1), got 1}}
+  %0 = twill.dropout %x tokens(%i) micro_batch(%m) {rate = 1.0 : f64, seed = 0 : i64, stream = 1 : i64} : (tensor<2x8x16xf32>, tensor<2x8xi32>, tensor<i64>) -> tensor<2x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @dropout_tokens(%x: tensor<2x8x16xf32>, %i: tensor<2x4xi32>, %m: tensor<i64>) {
+  // expected-error @+1 {{tokens must have shape [2, 8], got [2, 4]}}
+  %0 = twill.dropout %x tokens(%i) micro_batch(%m) {rate = 0.5 : f64, seed = 0 : i64, stream = 1 : i64} : (tensor<2x8x16xf32>, tensor<2x4xi32>, tensor<i64>) -> tensor<2x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @dropout_stream(%x: tensor<2x8x16xf32>, %i: tensor<2x8xi32>, %m: tensor<i64>) {
+  // expected-error @+1 {{seed and stream must be 32-bit unsigned values}}
+  %0 = twill.dropout %x tokens(%i) micro_batch(%m) {rate = 0.5 : f64, seed = 0 : i64, stream = 4294967296 : i64} : (tensor<2x8x16xf32>, tensor<2x8xi32>, tensor<i64>) -> tensor<2x8x16xf32>
+  return
+}

@@ -44,6 +44,10 @@ projections (parallel.attention_tile_tokens=7) likewise against their
 untiled programs; on tp > 1 their tiles are blocked, each rank cutting its
 own block of the sequence (tiles of 2 x 4 positions on 1x4, of 4 x 2 on
 2x2), so the tiles differ from 1x1's and only the rounding agrees.
+LoRA dropout (0.25; its masks keyed by each element's place) on every
+projection, on tp=3 with padded MLP blocks, and with tiled, recomputed
+attention (against its untiled program): every mesh drops the same
+elements, so its losses are 1x1's.
 """
 import argparse
 import json
@@ -116,6 +120,22 @@ VARIANTS = {
         ["lora.target_modules=q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,"
          "down_proj", "parallel.loss_tile_tokens=7"], [(2, 2), (1, 4)],
         TOLERANCE),
+    # LoRA's dropout on every projection: the masks are keyed by each
+    # element's place (token in the batch, global feature), so every mesh
+    # drops the same elements, o_proj's and down_proj's sharded features
+    # (padded at tp=3) included.
+    "LoRA dropout": (
+        ["lora.dropout=0.25", "lora.target_modules=q_proj,k_proj,v_proj,"
+         "o_proj,gate_proj,up_proj,down_proj"], [(2, 2), (1, 4)], TOLERANCE),
+    "LoRA dropout, tp=3, MLP of 170": (
+        ["lora.dropout=0.25", "model.intermediate_size=170",
+         "lora.target_modules=q_proj,o_proj,down_proj"], [(1, 3)], TOLERANCE),
+    # Tiles and recomputation drop what the untiled step drops.
+    "LoRA dropout, tiled attention, recomputed": (
+        ["lora.dropout=0.25", "lora.target_modules=q_proj,v_proj,o_proj",
+         "parallel.attention_tile_tokens=7",
+         "parallel.activation_checkpointing=FULL"], [(2, 2), (1, 4)],
+        TOLERANCE),
 }
 # A transformation that changes the arithmetic's order only: losses and
 # adapter as the untransformed program's, to float rounding. Tiling variants
@@ -123,7 +143,9 @@ VARIANTS = {
 EXACTNESS = 1e-6
 UNTILED = {"tiled loss": "parallel.loss_tile_tokens",
            "tiled MLP": "parallel.mlp_tile_tokens",
-           "tiled attention": "parallel.attention_tile_tokens"}
+           "tiled attention": "parallel.attention_tile_tokens",
+           "LoRA dropout, tiled attention, recomputed":
+               "parallel.attention_tile_tokens"}
 
 
 def train(bin_dir, work, data, config, dp, tp, weights=None, variant=()):

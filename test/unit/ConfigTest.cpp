@@ -337,8 +337,8 @@ TEST(JobConfigValidation, UnknownTargetModuleListsTheAllowedOnes) {
 TEST(JobConfigValidation, RangesAndSupportedVariants) {
   EXPECT_THAT(validationErrorAfter("lora.dropout=1.5"),
               HasSubstr("lora.dropout must be in [0, 1)"));
-  EXPECT_THAT(validationErrorAfter("lora.dropout=0.05"),
-              HasSubstr("lora.dropout 0.05 is not supported yet"));
+  EXPECT_THAT(validationErrorAfter("lora.dropout=-0.1"),
+              HasSubstr("lora.dropout must be in [0, 1), got -0.1"));
   EXPECT_THAT(validationErrorAfter("parallel.prefetch_layers=-1"),
               HasSubstr("parallel.prefetch_layers must be zero or positive, "
                         "got -1"));

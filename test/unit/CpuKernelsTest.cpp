@@ -33,6 +33,40 @@ TEST(CpuKernels, TransposeMatchesIndexArithmetic) {
         EXPECT_EQ(out[(c * 2 + a) * 3 + b], x[(a * 3 + b) * 4 + c]);
 }
 
+// Dropout keeps what support/Dropout.h says, scaled; a rank holding a block
+// of the features (offset 6, not a multiple of four) computes the whole's
+// columns.
+TEST(CpuKernels, DropoutIsTheMaskOfEachElementsPlace) {
+  int64_t tokens = 5, features = 19;
+  std::vector<float> x = randomValues(tokens * features, 1);
+  std::vector<int32_t> index = {0, 7, 1000, 3, 65536};
+  DropoutKey key{5, 77, uint64_t(1) << 33 | 9, dropoutThreshold(0.4)};
+  std::vector<float> out(x.size());
+  cpu::dropout(x.data(), index.data(), tokens, features, 0, key, 0.4,
+               out.data());
+  int64_t dropped = 0;
+  for (int64_t t = 0; t < tokens; ++t)
+    for (int64_t f = 0; f < features; ++f) {
+      bool keep = dropoutKeeps(key, uint32_t(index[t]), uint32_t(f));
+      float expected = keep ? x[t * features + f] * float(1 / 0.6) : 0.0f;
+      EXPECT_EQ(out[t * features + f], expected) << t << ", " << f;
+      dropped += !keep;
+    }
+  EXPECT_GT(dropped, 0);
+  EXPECT_LT(dropped, tokens * features);
+
+  int64_t first = 6, block = 9;
+  std::vector<float> part(tokens * block), partOut(tokens * block);
+  for (int64_t t = 0; t < tokens; ++t)
+    for (int64_t f = 0; f < block; ++f)
+      part[t * block + f] = x[t * features + first + f];
+  cpu::dropout(part.data(), index.data(), tokens, block, first, key, 0.4,
+               partOut.data());
+  for (int64_t t = 0; t < tokens; ++t)
+    for (int64_t f = 0; f < block; ++f)
+      EXPECT_EQ(partOut[t * block + f], out[t * features + first + f]);
+}
+
 TEST(CpuKernels, AttentionIsCausalGroupedAndStaysInsideSegments) {
   const int64_t batch = 1, seq = 5, heads = 4, kvHeads = 2, dim = 3;
   std::vector<float> q = randomValues(seq * heads * dim, 4);

@@ -337,6 +337,26 @@ void elementwiseCases(Suite &suite) {
       scale->mutable_scale()->set_factor(0.37);
       scale.add();
 
+      // LoRA's dropout of [tokens..., features]: this rank's features,
+      // or its block along "mid" (features 1 x 45 on: each Philox group of
+      // four straddles the block's start), a micro-batch past 2^32.
+      for (std::string axis : {"", "mid"}) {
+        if (shape.size() < 2)
+          break;
+        CaseBuilder dropout(suite, DROPOUT, type, kSummed);
+        dropout.in(shape);
+        dropout.operand(I32, Shape(shape.begin(), shape.end() - 1),
+                        integers(0, 1 << 20));
+        dropout.operand(I64, {}, value(double((int64_t(1) << 32) + 7)));
+        dropout.out(shape);
+        DropoutAttributes &a = *dropout->mutable_dropout();
+        a.set_rate(0.3);
+        a.set_seed(11);
+        a.set_stream(0xdeadbeef);
+        a.set_shard_axis(axis);
+        dropout.note(axis.empty() ? "" : "features of the mid block").add();
+      }
+
       CaseBuilder swiglu(suite, SWIGLU_GRAD, type, kSummed);
       for (int i = 0; i < 3; ++i)
         swiglu.in(shape);

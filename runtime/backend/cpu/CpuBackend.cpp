@@ -108,6 +108,17 @@ llvm::Error runScale(const InstructionView &in) {
   return llvm::Error::success();
 }
 
+llvm::Error runDropout(const InstructionView &in) {
+  llvm::Expected<DropoutShape> shape = dropoutShape(in);
+  if (!shape)
+    return shape.takeError();
+  shape->key.microBatch = uint64_t(*in.data<int64_t>(2));
+  cpu::dropout(in.data<float>(0), in.data<int32_t>(1), shape->tokens,
+               shape->features, shape->firstFeature, shape->key,
+               in->dropout().rate(), in.data<float>(3));
+  return llvm::Error::success();
+}
+
 /// Row statistics summed (or maxed) over the `shard_axis` ranks.
 auto rowReduce(const InstructionView &in) {
   return [&in](std::vector<double> &rows, bool max) -> llvm::Error {
@@ -410,6 +421,8 @@ Kernel kernelOf(Opcode opcode) {
     return runElementwise<cpu::div>;
   case SCALE:
     return runScale;
+  case DROPOUT:
+    return runDropout;
   case CROSS_ENTROPY:
     return runCrossEntropy;
   case RESHAPE:

@@ -163,6 +163,25 @@ void cpu::scale(const float *x, double factor, float *out, int64_t count) {
     out[i] = x[i] * f;
 }
 
+void cpu::dropout(const float *x, const int32_t *tokenIndex, int64_t tokens,
+                  int64_t features, int64_t firstFeature,
+                  const DropoutKey &key, double rate, float *out) {
+  float scale = float(1.0 / (1.0 - rate));
+#pragma omp parallel for
+  for (int64_t row = 0; row < tokens; ++row) {
+    uint32_t token = uint32_t(tokenIndex[row]);
+    const float *in = x + row * features;
+    float *result = out + row * features;
+    // One Philox call for each group of four global features.
+    for (int64_t j = 0; j < features;) {
+      int64_t feature = firstFeature + j;
+      unsigned keeps = dropoutKeeps4(key, token, uint32_t(feature / 4));
+      for (int64_t lane = feature % 4; lane < 4 && j < features; ++lane, ++j)
+        result[j] = (keeps >> lane) & 1 ? in[j] * scale : 0.0f;
+    }
+  }
+}
+
 /// Every label is in the vocabulary or the ignore index.
 static llvm::Error checkLabels(const int32_t *labels, int64_t rows,
                                int64_t vocab, int64_t ignoreIndex) {

@@ -17,6 +17,7 @@
 #include "runtime/backend/Blocks.h"
 #include "runtime/backend/ChunkedAttention.h"
 #include "runtime/backend/TiledLogits.h"
+#include "support/Dropout.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
 
@@ -73,6 +74,12 @@ void add(const float *lhs, const float *rhs, float *out, int64_t count);
 void mul(const float *lhs, const float *rhs, float *out, int64_t count);
 void div(const float *lhs, const float *rhs, float *out, int64_t count);
 void scale(const float *x, double factor, float *out, int64_t count);
+/// LoRA's dropout of `tokens` rows of `features` (global features
+/// [firstFeature, firstFeature + features)): out = x * keep / (1 - rate),
+/// keep from support/Dropout.h for each row's token index.
+void dropout(const float *x, const int32_t *tokenIndex, int64_t tokens,
+             int64_t features, int64_t firstFeature, const DropoutKey &key,
+             double rate, float *out);
 
 /// Sums a per-row statistic of every rank's block (max or sum), in place;
 /// for a whole vocab it does nothing.

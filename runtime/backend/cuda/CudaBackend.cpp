@@ -80,6 +80,8 @@ KernelEntry kernelOf(Opcode opcode) {
   case SCALE:
   case SWIGLU_GRAD:
     return {runElementwise, /*bf16=*/true};
+  case DROPOUT:
+    return {runDropout, /*bf16=*/true};
   case TRANSPOSE:
     return {runTranspose, /*bf16=*/true};
   case CONSTANT:

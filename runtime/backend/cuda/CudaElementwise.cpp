@@ -64,6 +64,17 @@ llvm::Error cuda::runElementwise(const InstructionView &in, Device &device) {
   return llvm::Error::success();
 }
 
+llvm::Error cuda::runDropout(const InstructionView &in, Device &device) {
+  llvm::Expected<DropoutShape> shape = dropoutShape(in);
+  if (!shape)
+    return shape.takeError();
+  cuda::dropout(in.data<void>(0), in.data<int32_t>(1), in.data<int64_t>(2),
+                shape->tokens, shape->features, shape->firstFeature,
+                shape->key, in->dropout().rate(), in.data<void>(3),
+                in.floatType() == BF16, device.stream);
+  return llvm::Error::success();
+}
+
 /// reshape, offload and reload: the same bytes, whatever their dtype, in
 /// device memory or between it and the host arena (pinned: the copy is
 /// the GPU's DMA). Blocking forms run in stream order; offload_start and

@@ -66,6 +66,21 @@ __global__ void scaleKernel(const T *x, float factor, T *out, int64_t count) {
   GRID_STRIDE(i, count) out[i] = storeAs<T>(load(x[i]) * factor);
 }
 
+/// One thread per element: its group's Philox words, its lane's bit.
+template <typename T>
+__global__ void dropoutKernel(const T *x, const int32_t *tokenIndex,
+                              const int64_t *microBatch, int64_t tokens,
+                              int64_t features, int64_t firstFeature,
+                              DropoutKey key, float scale, T *out) {
+  key.microBatch = uint64_t(*microBatch);
+  GRID_STRIDE(i, tokens * features) {
+    int64_t row = i / features, feature = firstFeature + i % features;
+    bool keep = dropoutKeeps(key, uint32_t(tokenIndex[row]),
+                             uint32_t(feature));
+    out[i] = storeAs<T>(keep ? load(x[i]) * scale : 0.0f);
+  }
+}
+
 template <typename T>
 __global__ void swigluGradKernel(const T *gateIn, const T *upIn,
                                  const T *gradIn, T *gateGrad, T *upGrad,
@@ -139,6 +154,18 @@ void scale(const void *x, double factor, void *out, int64_t count, bool bf16,
     using T = STORED(tag);
     scaleKernel<<<blocksFor(count), kThreads, 0, stream>>>(
         static_cast<const T *>(x), float(factor), static_cast<T *>(out), count);
+  });
+}
+
+void dropout(const void *x, const int32_t *tokenIndex,
+             const int64_t *microBatch, int64_t tokens, int64_t features,
+             int64_t firstFeature, const DropoutKey &key, double rate,
+             void *out, bool bf16, cudaStream_t stream) {
+  stored(bf16, [&](auto *tag) {
+    using T = STORED(tag);
+    dropoutKernel<<<blocksFor(tokens * features), kThreads, 0, stream>>>(
+        static_cast<const T *>(x), tokenIndex, microBatch, tokens, features,
+        firstFeature, key, float(1.0 / (1.0 - rate)), static_cast<T *>(out));
   });
 }
 

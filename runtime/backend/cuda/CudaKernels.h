@@ -16,6 +16,7 @@
 
 #include "runtime/backend/Blocks.h"
 #include "runtime/backend/ChunkedAttention.h"
+#include "support/Dropout.h"
 
 #include <cstdint>
 #include <cuda_runtime_api.h>
@@ -68,6 +69,12 @@ void binary(Binary op, const void *lhs, const void *rhs, void *out,
             int64_t count, bool bf16, cudaStream_t stream);
 void scale(const void *x, double factor, void *out, int64_t count, bool bf16,
            cudaStream_t stream);
+/// LoRA's dropout (support/Dropout.h) of `tokens` rows of `features`, the
+/// micro-batch read from device memory.
+void dropout(const void *x, const int32_t *tokenIndex,
+             const int64_t *microBatch, int64_t tokens, int64_t features,
+             int64_t firstFeature, const DropoutKey &key, double rate,
+             void *out, bool bf16, cudaStream_t stream);
 void swigluGrad(const void *gate, const void *up, const void *grad,
                 void *gateGrad, void *upGrad, int64_t count, bool bf16,
                 cudaStream_t stream);

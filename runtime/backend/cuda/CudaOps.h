@@ -25,6 +25,8 @@ llvm::Error runRope(const InstructionView &in, Device &device);
 /// constant (CudaElementwise.cpp).
 llvm::Error runElementwise(const InstructionView &in, Device &device);
 llvm::Error runCopy(const InstructionView &in, Device &device);
+/// dropout (CudaElementwise.cpp).
+llvm::Error runDropout(const InstructionView &in, Device &device);
 /// split and concat: 2-D copies of the pieces.
 llvm::Error runPieces(const InstructionView &in, Device &device);
 llvm::Error runCast(const InstructionView &in, Device &device);
