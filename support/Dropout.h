@@ -78,6 +78,14 @@ dropoutKeeps(const DropoutKey &key, uint32_t token, uint32_t feature) {
   return (dropoutKeeps4(key, token, feature / 4) >> (feature % 4)) & 1;
 }
 
+/// How many groups of four global features the block of `count` features
+/// from `first` touches (the first and last maybe partly): a kernel's Philox
+/// calls per token. Group g of them is global group first / 4 + g.
+TWILL_DROPOUT_HOST_DEVICE inline int64_t dropoutGroups(int64_t first,
+                                                       int64_t count) {
+  return (first + count - 1) / 4 - first / 4 + 1;
+}
+
 /// The stream of an adapted module: FNV-1a (32 bits) of its name
 /// ("model.layers.3.self_attn.q_proj"), so that every module drops its own
 /// elements and the name alone says which.

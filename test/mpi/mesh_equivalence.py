@@ -44,7 +44,7 @@ projections (parallel.attention_tile_tokens=7) likewise against their
 untiled programs; on tp > 1 their tiles are blocked, each rank cutting its
 own block of the sequence (tiles of 2 x 4 positions on 1x4, of 4 x 2 on
 2x2), so the tiles differ from 1x1's and only the rounding agrees.
-LoRA dropout (0.25; its masks keyed by each element's place) on every
+rsLoRA; LoRA dropout (0.25; its masks keyed by each element's place) on every
 projection, on tp=3 with padded MLP blocks, and with tiled, recomputed
 attention (against its untiled program): every mesh drops the same
 elements, so its losses are 1x1's.
@@ -120,6 +120,8 @@ VARIANTS = {
         ["lora.target_modules=q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,"
          "down_proj", "parallel.loss_tile_tokens=7"], [(2, 2), (1, 4)],
         TOLERANCE),
+    # Rank-stabilised LoRA: alpha / sqrt(rank) in the products.
+    "rsLoRA": (["lora.use_rslora=true"], [(2, 2), (1, 4)], TOLERANCE),
     # LoRA's dropout on every projection: the masks are keyed by each
     # element's place (token in the batch, global feature), so every mesh
     # drops the same elements, o_proj's and down_proj's sharded features

@@ -1,6 +1,7 @@
 """Oracle test of Twill's training against torch.optim.AdamW + PEFT.
 
     python train_oracle.py --bin BUILD/bin --work DIR [--dropout RATE]
+                           [--rslora]
 
 Trains the same LoRA adapter on the same tiny Llama and data with Twill and
 with PyTorch for 10 optimizer steps with gradient accumulation 2, a loss
@@ -12,7 +13,8 @@ agree within 1e-6 relative, the final adapters within 1e-5 (max abs
 difference / max abs value), and PEFT must load Twill's adapter and give
 Twill's logits (1e-5). With --dropout, LoRA dropout at that rate on both
 sides: PEFT's lora_dropout draws test/oracle/dropout.py's masks for each
-row's micro-batch and place in it, as Twill keys its own.
+row's micro-batch and place in it, as Twill keys its own. With --rslora,
+rank-stabilised LoRA (alpha / sqrt(rank)) on both sides.
 """
 import argparse
 import json
@@ -97,8 +99,10 @@ def main():
     parser.add_argument("--bin", type=Path, required=True)
     parser.add_argument("--work", type=Path, required=True)
     parser.add_argument("--dropout", type=float, default=0.0)
+    parser.add_argument("--rslora", action="store_true")
     args = parser.parse_args()
-    work = args.work / ("train" if not args.dropout else "train-dropout")
+    work = args.work / ("train" + ("-dropout" if args.dropout else "")
+                        + ("-rslora" if args.rslora else ""))
     work.mkdir(parents=True, exist_ok=True)
 
     torch.manual_seed(0)
@@ -109,7 +113,8 @@ def main():
     base.save_pretrained(work / "base")
     model = get_peft_model(base, LoraConfig(
         r=RANK, lora_alpha=ALPHA, lora_dropout=args.dropout,
-        target_modules=TARGETS, init_lora_weights=False))
+        use_rslora=args.rslora, target_modules=TARGETS,
+        init_lora_weights=False))
     model.save_pretrained(work / "initial")
     # Twill's masks in place of PEFT's dropout; training mode changes
     # nothing else here.
@@ -123,7 +128,8 @@ def main():
     targets = "".join(f' target_modules: "{t}"' for t in TARGETS)
     (work / "job.textproto").write_text(f"""
 checkpoint {{ base_dir: "{work / 'base'}" output_dir: "{work / 'out'}" }}
-lora {{ rank: {RANK} alpha: {ALPHA}{targets} dropout: {args.dropout} }}
+lora {{ rank: {RANK} alpha: {ALPHA}{targets} dropout: {args.dropout}
+        use_rslora: {str(args.rslora).lower()} }}
 data {{ path: "{work / 'train.jsonl'}" packed: false shuffle: false }}
 train {{
   batch_size: {BATCH} seq_len: {SEQ} gradient_accumulation_steps: {ACCUMULATION}

@@ -173,11 +173,14 @@ void cpu::dropout(const float *x, const int32_t *tokenIndex, int64_t tokens,
     const float *in = x + row * features;
     float *result = out + row * features;
     // One Philox call for each group of four global features.
-    for (int64_t j = 0; j < features;) {
-      int64_t feature = firstFeature + j;
-      unsigned keeps = dropoutKeeps4(key, token, uint32_t(feature / 4));
-      for (int64_t lane = feature % 4; lane < 4 && j < features; ++lane, ++j)
-        result[j] = (keeps >> lane) & 1 ? in[j] * scale : 0.0f;
+    for (int64_t g = 0; g < dropoutGroups(firstFeature, features); ++g) {
+      int64_t group = firstFeature / 4 + g;
+      unsigned keeps = dropoutKeeps4(key, token, uint32_t(group));
+      for (int lane = 0; lane < 4; ++lane) {
+        int64_t column = 4 * group + lane - firstFeature;
+        if (column >= 0 && column < features)
+          result[column] = (keeps >> lane) & 1 ? in[column] * scale : 0.0f;
+      }
     }
   }
 }

@@ -66,18 +66,28 @@ __global__ void scaleKernel(const T *x, float factor, T *out, int64_t count) {
   GRID_STRIDE(i, count) out[i] = storeAs<T>(load(x[i]) * factor);
 }
 
-/// One thread per element: its group's Philox words, its lane's bit.
+/// One thread per group of four global features of a token: one Philox
+/// call gives the four bits (support/Dropout.h). A block of features that
+/// starts inside a group has its first and last groups partly elsewhere.
 template <typename T>
 __global__ void dropoutKernel(const T *x, const int32_t *tokenIndex,
                               const int64_t *microBatch, int64_t tokens,
                               int64_t features, int64_t firstFeature,
-                              DropoutKey key, float scale, T *out) {
+                              int64_t groupsPerToken, DropoutKey key,
+                              float scale, T *out) {
   key.microBatch = uint64_t(*microBatch);
-  GRID_STRIDE(i, tokens * features) {
-    int64_t row = i / features, feature = firstFeature + i % features;
-    bool keep = dropoutKeeps(key, uint32_t(tokenIndex[row]),
-                             uint32_t(feature));
-    out[i] = storeAs<T>(keep ? load(x[i]) * scale : 0.0f);
+  GRID_STRIDE(i, tokens * groupsPerToken) {
+    int64_t row = i / groupsPerToken;
+    int64_t group = firstFeature / 4 + i % groupsPerToken;
+    unsigned keeps =
+        dropoutKeeps4(key, uint32_t(tokenIndex[row]), uint32_t(group));
+    for (int lane = 0; lane < 4; ++lane) {
+      int64_t column = 4 * group + lane - firstFeature;
+      if (column < 0 || column >= features)
+        continue;
+      int64_t at = row * features + column;
+      out[at] = storeAs<T>((keeps >> lane) & 1 ? load(x[at]) * scale : 0.0f);
+    }
   }
 }
 
@@ -163,9 +173,11 @@ void dropout(const void *x, const int32_t *tokenIndex,
              void *out, bool bf16, cudaStream_t stream) {
   stored(bf16, [&](auto *tag) {
     using T = STORED(tag);
-    dropoutKernel<<<blocksFor(tokens * features), kThreads, 0, stream>>>(
+    int64_t groups = dropoutGroups(firstFeature, features);
+    dropoutKernel<<<blocksFor(tokens * groups), kThreads, 0, stream>>>(
         static_cast<const T *>(x), tokenIndex, microBatch, tokens, features,
-        firstFeature, key, float(1.0 / (1.0 - rate)), static_cast<T *>(out));
+        firstFeature, groups, key, float(1.0 / (1.0 - rate)),
+        static_cast<T *>(out));
   });
 }
 
