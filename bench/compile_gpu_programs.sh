@@ -8,8 +8,9 @@
 # llama8b-SEQ.twx for SEQ 4096 and 16384: a LoRA training step of the
 # Llama-3.1-8B shape (random bf16 weights, train.precision=BF16 as in the
 # config, LoRA rank 16 on every projection, batch 1, pre-tokenized rows, no
-# activation checkpointing, 4 steps), and llama8b-long-32768.twx: the
-# long-context transformations at seq 32768 (3 steps). The programs write under
+# activation checkpointing, 4 steps), llama8b-long-32768.twx: the
+# long-context transformations at seq 32768 (3 steps), and
+# llama8b-dropout-4096.twx: seq 4096 with LoRA dropout 0.1. The programs write under
 # /tmp/twill-gpu, so they run on another machine from the same path
 # (bench/device_bundle.sh).
 set -euo pipefail
@@ -51,4 +52,8 @@ done
 step llama8b-long-32768 32768 parallel.activation_checkpointing=FULL \
     parallel.offload_activations=true parallel.mlp_tile_tokens=8192 \
     parallel.attention_tile_tokens=8192 train.max_steps_per_epoch=3
+# LoRA dropout (issue 20) on every projection: seq 4096 again, so that the
+# check sets its step beside the one without.
+step llama8b-dropout-4096 4096 parallel.activation_checkpointing=NONE \
+    lora.dropout=0.1
 echo "programs in $work"

@@ -28,7 +28,9 @@ under its own time limit, and writes what it printed to OUT:
                      a stream of their own), the MLP and attention
                      projections in tiles of 8192 and the tiled loss; its
                      device memory against the plan as above;
-7. results.md        a table of every figure, printed last; the whole log is
+7. llama8b-dropout-4096.txt  step 4's with LoRA dropout 0.1 on every
+                     projection (issue 20): its cost is the difference;
+8. results.md        a table of every figure, printed last; the whole log is
                      device_check.log.
 
 MFU counts the FLOPs the step needs per token: 4N for the matmuls with
@@ -262,7 +264,9 @@ def main():
         check.row("bf16 GEMM peak", f"FAILED: {error!r}")
     steps = [(4096, {}), (16384, {}),
              (32768, dict(program="llama8b-long-32768", limit=180,
-                          what="seq 32768, FULL + offload + tiles"))]
+                          what="seq 32768, FULL + offload + tiles")),
+             (4096, dict(program="llama8b-dropout-4096",
+                         what="seq 4096, LoRA dropout 0.1"))]
     for seq, options in steps:
         try:
             llama_step(check, args, seq, peak, **options)

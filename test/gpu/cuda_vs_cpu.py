@@ -10,9 +10,10 @@
    bf16 programs (train.precision=BF16: the cuda kernels read and write
    bf16 as stored, the cpu backend widens it around its fp32 kernels;
    full fine-tuning adds the bf16 norm-weight and the widened embedding
-   gradients).
-2. The tiny job trained for 20 steps on both, in fp32 and in bf16: per-step
-   losses within 2e-2.
+   gradients); and LoRA with dropout on every projection, fp32 and bf16
+   (both backends draw the same masks).
+2. The tiny job trained for 20 steps on both, in fp32, in bf16 and with
+   dropout: per-step losses within 2e-2.
 
 Exits 77 (ctest: skipped, never passed) where twill-train says there is no
 GPU or no CUDA build.
@@ -40,9 +41,14 @@ from safetensors.numpy import load_file
 SKIP = 77
 JOB = ["model.num_hidden_layers=2", "train.seq_len=32", "train.batch_size=2"]
 BF16 = ["train.precision=BF16"]
+# LoRA dropout on every projection: the same masks on both backends
+# (support/Dropout.h), so the gradients compare as without it.
+DROPOUT = ["lora.dropout=0.25", "lora.target_modules=q_proj,k_proj,v_proj,"
+           "o_proj,gate_proj,up_proj,down_proj"]
 VARIANTS = {"LoRA": [], "full fine-tuning": ["full_finetune={}", "lora="],
             "bf16 LoRA": BF16,
-            "bf16 full fine-tuning": ["full_finetune={}", "lora="] + BF16}
+            "bf16 full fine-tuning": ["full_finetune={}", "lora="] + BF16,
+            "LoRA dropout": DROPOUT, "bf16 LoRA dropout": DROPOUT + BF16}
 
 
 def run(command):
@@ -52,7 +58,8 @@ def run(command):
 
 STEPS = ["train.epochs=1", "train.max_steps_per_epoch=20"]
 # The 20-step training runs, fp32 and bf16.
-TRAINING = {"train": STEPS, "train-bf16": STEPS + BF16}
+TRAINING = {"train": STEPS, "train-bf16": STEPS + BF16,
+            "train-dropout": STEPS + DROPOUT}
 
 
 def program_name(variant):
