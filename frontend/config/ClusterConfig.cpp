@@ -37,7 +37,8 @@ llvm::Expected<ClusterConfig> twill::loadClusterConfig(llvm::StringRef path) {
   for (auto [field, value] :
        {std::pair<llvm::StringRef, double>{"intra_node_latency_us",
                                            cluster.intra_node_latency_us()},
-        {"inter_node_latency_us", cluster.inter_node_latency_us()}})
+        {"inter_node_latency_us", cluster.inter_node_latency_us()},
+        {"fp32_matmul_tflops", cluster.fp32_matmul_tflops()}})
     if (value < 0)
       problems +=
           llvm::formatv("\n{0} must be 0 or more, got {1}", field, value).str();

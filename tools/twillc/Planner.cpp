@@ -16,10 +16,15 @@
 using namespace twill;
 using mlir::twill::ResourceReport;
 
-ResourceReport::Rates twill::ratesOn(const ClusterConfig &cluster, int64_t dp,
-                                     int64_t tp) {
+ResourceReport::Rates twill::ratesOn(const ClusterConfig &cluster,
+                                     const JobConfig &job) {
+  int64_t dp = job.parallel().dp(), tp = job.parallel().tp();
   ResourceReport::Rates rates;
-  rates.flopsPerSecond = cluster.matmul_tflops() * 1e12;
+  bool fp32 = job.train().precision() == TrainConfig::FP32;
+  rates.flopsPerSecond = (fp32 && cluster.fp32_matmul_tflops() > 0
+                              ? cluster.fp32_matmul_tflops()
+                              : cluster.matmul_tflops()) *
+                         1e12;
   rates.memoryBytesPerSecond = cluster.memory_gbps() * 1e9;
   ResourceReport::Link intra{cluster.intra_node_gbps() * 1e9,
                              cluster.intra_node_latency_us() * 1e-6};
@@ -206,7 +211,7 @@ private:
     JobConfig at = candidate.job;
     at.mutable_model()->set_num_hidden_layers(layerCount);
     mlir::FailureOr<ResourceReport> report =
-        costOf(at, ratesOn(cluster, candidate.dp, candidate.tp));
+        costOf(at, ratesOn(cluster, at));
     if (mlir::failed(report))
       return std::nullopt;
     return Cost::of(*report);

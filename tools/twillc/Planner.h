@@ -36,7 +36,7 @@ using CostFn = llvm::function_ref<mlir::FailureOr<mlir::twill::ResourceReport>(
 /// memory rates, the tp axis on the links within a node, the dp axis on
 /// those between nodes when its ranks span nodes.
 mlir::twill::ResourceReport::Rates ratesOn(const ClusterConfig &cluster,
-                                           int64_t dp, int64_t tp);
+                                           const JobConfig &job);
 
 /// Plans `job` on `cluster` (named `clusterName` in the table): prints the
 /// best `rows` candidates to `os` and writes the winner to `output`. 0, or

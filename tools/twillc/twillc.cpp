@@ -345,8 +345,7 @@ static int printReport(const twill::JobConfig &config) {
         twill::loadClusterConfig(clusterPath);
     if (!cluster)
       return fail(llvm::toString(cluster.takeError()));
-    rates = twill::ratesOn(*cluster, config.parallel().dp(),
-                           config.parallel().tp());
+    rates = twill::ratesOn(*cluster, config);
     ratesName =
         cluster->name().empty() ? clusterPath.getValue() : cluster->name();
   }
