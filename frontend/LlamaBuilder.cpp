@@ -222,11 +222,47 @@ Value LlamaTracer::linearWith(Value x, Value weight, const std::string &path,
                                                          path.size())),
         /*shard_axis=*/nullptr);
   Value up = matmulTransposed(matmulTransposed(dropped, a, at), b, at);
-  Value scaled =
-      ScaleOp::create(builder, at, up.getType(), up,
-                      builder.getF64FloatAttr(::twill::loraScale(
-                          job.lora().alpha(), rank, job.lora().use_rslora())));
-  return AddOp::create(builder, at, y.getType(), y, scaled);
+  double scale =
+      ::twill::loraScale(job.lora().alpha(), rank, job.lora().use_rslora());
+  Value scaled = ScaleOp::create(builder, at, up.getType(), up,
+                                 builder.getF64FloatAttr(scale));
+  if (!job.lora().use_dora())
+    return AddOp::create(builder, at, y.getType(), y, scaled);
+
+  // DoRA, as PEFT computes it: magnitude m over the norm n of each output
+  // row of W + scale B A, n detached; with the input dropped, d(x):
+  // W x + (m / n - 1) W d(x) + (m / n) scale B A d(x), and without dropout
+  // (or in evaluation) W d(x) is W x itself.
+  Location doraAt = loc(path + ".lora_magnitude_vector");
+  Value magnitude = param(path + ".lora_magnitude_vector", {outIn[0]}, true,
+                          splitsInput ? whole : split);
+  Value product = MatmulOp::create(builder, doraAt, weight.getType(), b, a,
+                                   /*transposeLhs=*/false,
+                                   /*transposeRhs=*/false);
+  Value adapted = AddOp::create(
+      builder, doraAt, weight.getType(), weight,
+      ScaleOp::create(builder, doraAt, weight.getType(), product,
+                      builder.getF64FloatAttr(scale)));
+  Type rows = magnitude.getType();
+  Value squares = RowSumSquaresOp::create(builder, doraAt, rows, adapted);
+  // 1e-30 more: a padded row (all zero, where a rank's block runs past the
+  // dim) scales by 0 rather than 0 / 0; a real row's sum is far above it.
+  squares = AddOp::create(
+      builder, doraAt, rows, squares,
+      ConstantOp::create(builder, doraAt, rows, builder.getF64FloatAttr(1e-30)));
+  Value norm = DetachOp::create(
+      builder, doraAt, rows, SqrtOp::create(builder, doraAt, rows, squares));
+  Value ratio = DivOp::create(builder, doraAt, rows, magnitude, norm);
+  Value less = AddOp::create(
+      builder, doraAt, rows, ratio,
+      ConstantOp::create(builder, doraAt, rows, builder.getF64FloatAttr(-1.0)));
+  Value base = dropped == x ? y : matmulTransposed(dropped, weight, doraAt);
+  Type type = y.getType();
+  Value change = AddOp::create(
+      builder, doraAt, type,
+      ScaleColumnsOp::create(builder, doraAt, type, base, less),
+      ScaleColumnsOp::create(builder, doraAt, type, scaled, ratio));
+  return AddOp::create(builder, at, type, y, change);
 }
 
 Value LlamaTracer::rmsNorm(Value x, const Twine &path) {

@@ -60,7 +60,9 @@ LogicalResult ReverseBuilder::build() {
   SmallVector<Operation *> forwardOps;
   for (Operation &op : body.without_terminator()) {
     forwardOps.push_back(&op);
-    if (llvm::any_of(op.getOperands(),
+    // A detached value is a constant to the gradient.
+    if (!isa<DetachOp>(op) &&
+        llvm::any_of(op.getOperands(),
                      [&](Value operand) { return active.contains(operand); }))
       active.insert(op.result_begin(), op.result_end());
   }
@@ -153,6 +155,12 @@ struct AutodiffPass : public mlir::twill::impl::AutodiffBase<AutodiffPass> {
       dropout.replaceAllUsesWith(dropout.getInput());
       dropout.erase();
     });
+    // Detached values have served: no later pass sees a detach.
+    for (func::FuncOp function : {forward, step})
+      function.walk([](DetachOp detach) {
+        detach.replaceAllUsesWith(detach.getInput());
+        detach.erase();
+      });
   }
 };
 } // namespace

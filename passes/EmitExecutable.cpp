@@ -263,6 +263,13 @@ static LogicalResult describe(Operation *op, ::twill::Instruction &out) {
         out.mutable_scale()->set_factor(op.getFactor().convertToDouble());
         return opcode(::twill::SCALE);
       })
+      .Case([&](tw::RowSumSquaresOp) {
+        return opcode(::twill::ROW_SUM_SQUARES);
+      })
+      .Case([&](tw::ScaleColumnsOp) { return opcode(::twill::SCALE_COLUMNS); })
+      .Case([&](tw::ScaleColumnsGradOp) {
+        return opcode(::twill::SCALE_COLUMNS_GRAD);
+      })
       .Case([&](tw::DropoutOp op) {
         ::twill::DropoutAttributes &a = *out.mutable_dropout();
         a.set_rate(op.getRate().convertToDouble());

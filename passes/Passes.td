@@ -45,7 +45,9 @@ def Autodiff : Pass<"twill-autodiff", "mlir::ModuleOp"> {
     parameter get cotangents, so frozen base weights cost no weight-gradient
     matmul: LoRA's backward is cheap by construction. Full fine-tuning is the
     same pass with every parameter trainable. LoRA's dropout stays in
-    `@train_step` only: `@forward` evaluates, so it drops nothing.
+    `@train_step` only: `@forward` evaluates, so it drops nothing. A
+    `twill.detach`ed value (DoRA's weight norm) passes no gradient; the pass
+    then removes every detach.
 
     `@train_step` returns the loss sum, the token count and one gradient per
     trainable parameter, in argument order, each named by a

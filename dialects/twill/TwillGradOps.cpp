@@ -91,6 +91,25 @@ LogicalResult SwigluGradOp::verify() {
   return success();
 }
 
+LogicalResult ScaleColumnsGradOp::verify() {
+  ArrayRef<int64_t> input = shapeOf(getInput());
+  if (input.empty())
+    return emitOpError("input must have columns");
+  if (failed(expectSameElementType(*this, {getInput(), getScale(), getGrad(),
+                                           getInputGrad(), getScaleGrad()})))
+    return failure();
+  for (auto [name, value] :
+       {std::pair<StringRef, Value>{"grad", getGrad()},
+        {"input_grad", getInputGrad()}})
+    if (failed(expectShape(*this, name, shapeOf(value), input)))
+      return failure();
+  for (auto [name, value] : {std::pair<StringRef, Value>{"scale", getScale()},
+                             {"scale_grad", getScaleGrad()}})
+    if (failed(expectShape(*this, name, shapeOf(value), input.take_back())))
+      return failure();
+  return success();
+}
+
 LogicalResult CrossEntropyGradOp::verify() {
   ArrayRef<int64_t> logits = shapeOf(getLogits());
   if (logits.empty())
@@ -109,6 +128,13 @@ LogicalResult LinearCrossEntropyGradOp::verify() {
   if (failed(expectSameElementType(*this, {wrt, getResult()})))
     return failure();
   return expectShape(*this, "result", shapeOf(getResult()), shapeOf(wrt));
+}
+
+LogicalResult SqrtOp::verify() {
+  if (failed(expectSameElementType(*this, {getInput(), getResult()})))
+    return failure();
+  return expectShape(*this, "result", shapeOf(getResult()),
+                     shapeOf(getInput()));
 }
 
 LogicalResult AdamWOp::verify() {

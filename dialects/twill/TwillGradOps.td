@@ -159,6 +159,29 @@ def Twill_SwigluGradOp : Twill_ComputeOp<"swiglu_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Twill_ScaleColumnsGradOp : Twill_ComputeOp<"scale_columns_grad", [Pure]> {
+  let summary = "Gradients of scale_columns with respect to input and scale";
+  let description = [{
+    For `y = scale_columns(x, s)` and `grad` = dL/dy, returns
+    (dL/dx = scale_columns(grad, s), dL/ds[n] = sum over i... of
+    grad[i..., n] * x[i..., n]).
+
+    ```mlir
+    %dx, %ds = twill.scale_columns_grad %x, %s, %dy
+        : (tensor<2x64x4096xf32>, tensor<4096xf32>, tensor<2x64x4096xf32>)
+        -> (tensor<2x64x4096xf32>, tensor<4096xf32>)
+    ```
+  }];
+  let arguments = (ins Twill_FloatTensor:$input, Twill_FloatTensor:$scale,
+                       Twill_FloatTensor:$grad);
+  let results = (outs Twill_FloatTensor:$input_grad,
+                      Twill_FloatTensor:$scale_grad);
+  let assemblyFormat = [{
+    $input `,` $scale `,` $grad attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Twill_CrossEntropyGradOp : Twill_ComputeOp<"cross_entropy_grad", [Pure]> {
   let summary = "Gradient of the summed cross-entropy with respect to logits";
   let description = [{

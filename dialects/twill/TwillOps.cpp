@@ -135,6 +135,27 @@ LogicalResult RopeOp::verify() {
   return expectShape(*this, "result", shapeOf(getResult()), input);
 }
 
+LogicalResult RowSumSquaresOp::verify() {
+  if (shapeOf(getInput()).empty())
+    return emitOpError("input must have a dim to sum over");
+  if (failed(expectSameElementType(*this, {getInput(), getResult()})))
+    return failure();
+  return expectShape(*this, "result", shapeOf(getResult()),
+                     shapeOf(getInput()).drop_back());
+}
+
+LogicalResult ScaleColumnsOp::verify() {
+  if (shapeOf(getInput()).empty())
+    return emitOpError("input must have columns");
+  if (failed(expectSameElementType(*this,
+                                   {getInput(), getScale(), getResult()})) ||
+      failed(expectShape(*this, "scale", shapeOf(getScale()),
+                         shapeOf(getInput()).take_back())))
+    return failure();
+  return expectShape(*this, "result", shapeOf(getResult()),
+                     shapeOf(getInput()));
+}
+
 LogicalResult DropoutOp::verify() {
   if (failed(expectRank(*this, "input", getInput(), 3)) ||
       failed(expectSameElementType(*this, {getInput(), getResult()})) ||

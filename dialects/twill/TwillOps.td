@@ -295,6 +295,58 @@ def Twill_DropoutOp : Twill_ComputeOp<"dropout", [Pure, DeclareOpInterfaceMethod
   let hasVerifier = 1;
 }
 
+def Twill_DetachOp : Twill_Op<"detach", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "A value the gradient does not flow through";
+  let description = [{
+    `result = input`, treated as a constant by `twill-autodiff`: nothing
+    upstream of it gets a cotangent through it. DoRA's weight norm is one
+    (its paper, section 4.3, and PEFT detach it). `twill-autodiff` removes
+    every detach once the reverse pass is built: no later pass sees one.
+
+    ```mlir
+    %c = twill.detach %n : tensor<4096xf32>
+    ```
+  }];
+  let arguments = (ins Twill_FloatTensor:$input);
+  let results = (outs Twill_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
+def Twill_RowSumSquaresOp : Twill_ComputeOp<"row_sum_squares", [Pure]> {
+  let summary = "Sum of squares along the last dim";
+  let description = [{
+    `result[i...] = sum over k of input[i..., k]^2`, summed in fp32. Split
+    over its last dim, each rank's result is a partial sum. Without a
+    gradient rule: it serves a detached norm (DoRA's).
+
+    ```mlir
+    %s = twill.row_sum_squares %w : tensor<4096x14336xf32> -> tensor<4096xf32>
+    ```
+  }];
+  let arguments = (ins Twill_FloatTensor:$input);
+  let results = (outs Twill_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Twill_ScaleColumnsOp : Twill_ComputeOp<"scale_columns", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
+  let summary = "Each column scaled by its own factor";
+  let description = [{
+    `result[i..., n] = input[i..., n] * scale[n]`: DoRA's magnitude over the
+    weight norm, applied to a layer's outputs.
+
+    ```mlir
+    %y = twill.scale_columns %x, %s : (tensor<2x64x4096xf32>, tensor<4096xf32>) -> tensor<2x64x4096xf32>
+    ```
+  }];
+  let arguments = (ins Twill_FloatTensor:$input, Twill_FloatTensor:$scale);
+  let results = (outs Twill_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Twill_CrossEntropyOp : Twill_ComputeOp<"cross_entropy", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
   let summary = "Summed token cross-entropy and the count of counted tokens";
   let description = [{

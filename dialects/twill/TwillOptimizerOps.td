@@ -48,17 +48,20 @@ def Twill_SumSquaresOp : Twill_ComputeOp<"sum_squares", [Pure]> {
   }];
 }
 
-def Twill_SqrtOp : Twill_ComputeOp<"sqrt", [Pure,
-    AllTypesMatch<["input", "result"]>]> {
-  let summary = "Square root of a scalar";
+def Twill_SqrtOp : Twill_ComputeOp<"sqrt", [Pure]> {
+  let summary = "Elementwise square root";
   let description = [{
+    The global norm's, of a scalar; DoRA's weight norm, of a row's sum of
+    squares.
+
     ```mlir
-    %n = twill.sqrt %s : tensor<f32>
+    %n = twill.sqrt %s : tensor<f32> -> tensor<f32>
     ```
   }];
-  let arguments = (ins 0DTensorOf<[F32]>:$input);
-  let results = (outs 0DTensorOf<[F32]>:$result);
-  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let arguments = (ins Twill_FloatTensor:$input);
+  let results = (outs Twill_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
 }
 
 def Twill_ClipCoefficientOp : Twill_ComputeOp<"clip_coefficient", [Pure,

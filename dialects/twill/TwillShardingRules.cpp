@@ -133,6 +133,37 @@ ShardingRule OffloadOp::getShardingRule() { return elementwiseRule(*this); }
 ShardingRule ReloadOp::getShardingRule() { return elementwiseRule(*this); }
 ShardingRule SwigluGradOp::getShardingRule() { return elementwiseRule(*this); }
 
+ShardingRule RowSumSquaresOp::getShardingRule() {
+  // Split along its last dim, each rank sums its columns: a partial sum.
+  ShardingRule rule;
+  Tensor dims = rule.freshFactors(shapeOf(getInput()));
+  rule.operands = {dims};
+  rule.results = {Tensor(dims.begin(), dims.end() - 1)};
+  rule.reductions = {dims.back().front()};
+  return rule;
+}
+
+ShardingRule ScaleColumnsOp::getShardingRule() {
+  ShardingRule rule;
+  Tensor dims = rule.freshFactors(shapeOf(getInput()));
+  rule.operands = {dims, Tensor{dims.back()}};
+  rule.results = {dims};
+  return rule;
+}
+
+ShardingRule ScaleColumnsGradOp::getShardingRule() {
+  // The scale's gradient sums over every position: sharded positions give
+  // partial sums.
+  ShardingRule rule;
+  Tensor dims = rule.freshFactors(shapeOf(getInput()));
+  Tensor columns{dims.back()};
+  rule.operands = {dims, columns, dims};
+  rule.results = {dims, columns};
+  for (const ShardingRule::Dim &dim : llvm::ArrayRef(dims).drop_back())
+    rule.reductions.push_back(dim.front());
+  return rule;
+}
+
 ShardingRule DropoutOp::getShardingRule() {
   // Elementwise; the tokens' index follows the input's rows and positions.
   ShardingRule rule;
@@ -424,4 +455,4 @@ static ShardingRule scalarRule(Operation *op) {
 ShardingRule ClipCoefficientOp::getShardingRule() { return scalarRule(*this); }
 ShardingRule LrScheduleOp::getShardingRule() { return scalarRule(*this); }
 ShardingRule IncrementOp::getShardingRule() { return scalarRule(*this); }
-ShardingRule SqrtOp::getShardingRule() { return scalarRule(*this); }
+ShardingRule SqrtOp::getShardingRule() { return elementwiseRule(*this); }

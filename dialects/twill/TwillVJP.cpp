@@ -168,6 +168,16 @@ Cotangents ScaleOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
   return grads;
 }
 
+Cotangents ScaleColumnsOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
+                                   ArrayRef<bool> needed) {
+  Type type = getInput().getType();
+  auto grad = ScaleColumnsGradOp::create(builder, getLoc(), type,
+                                         getScale().getType(), getInput(),
+                                         getScale(), cotangents[0]);
+  return SmallVector<Value>{needed[0] ? grad.getInputGrad() : Value(),
+                            needed[1] ? grad.getScaleGrad() : Value()};
+}
+
 Cotangents DropoutOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
                                ArrayRef<bool> needed) {
   // The mask is a function of the element's place: the gradient is dropped

@@ -226,6 +226,11 @@ static void validateLora(const LoraConfig &lora, Problems &problems) {
   problems.positive("lora.alpha", lora.alpha());
   if (!(lora.dropout() >= 0 && lora.dropout() < 1))
     problems.add("lora.dropout must be in [0, 1), got {0}", lora.dropout());
+  if (lora.use_dora() && llvm::is_contained(lora.target_modules(), "lm_head"))
+    // lm_head is vocab-parallel and may be the embedding table: its rows'
+    // norms would need the whole vocab on every rank.
+    problems.add("lora.use_dora does not support lm_head in "
+                 "lora.target_modules; adapt the projections only");
   llvm::StringSet<> seen;
   for (const std::string &target : lora.target_modules()) {
     problems.oneOf("lora.target_modules", target, kLoraTargets);

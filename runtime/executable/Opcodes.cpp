@@ -79,6 +79,9 @@ Instruction::AttributesCase twill::attributesOf(Opcode opcode) {
   case CAST:
   case EMBEDDING_GRAD:
   case SWIGLU_GRAD:
+  case ROW_SUM_SQUARES:
+  case SCALE_COLUMNS:
+  case SCALE_COLUMNS_GRAD:
   case GLOBAL_NORM:
   case SUM_SQUARES:
   case SQRT:

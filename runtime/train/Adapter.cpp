@@ -91,7 +91,7 @@ llvm::Error twill::writePeftAdapter(Program &program, llvm::StringRef directory,
                                    {"inference_mode", true},
                                    {"init_lora_weights", true},
                                    {"use_rslora", lora.use_rslora()},
-                                   {"use_dora", false},
+                                   {"use_dora", lora.use_dora()},
                                    {"modules_to_save", nullptr},
                                    {"revision", nullptr}};
   std::string text;
@@ -139,7 +139,8 @@ static llvm::json::Object toJson(const google::protobuf::Message &message) {
 }
 
 /// Folds each LoRA pair into the weight it adapts: W += scale * B A
-/// (loraScale: alpha / r, or alpha / sqrt(r) with rsLoRA).
+/// (loraScale: alpha / r, or alpha / sqrt(r) with rsLoRA), and with DoRA
+/// each row then scaled to magnitude / its norm.
 /// A LoRA on a tied lm_head gets its own lm_head.weight (the embedding
 /// plus the update), and the model is no longer tied.
 static llvm::Error mergeLora(const JobConfig &job, WholeTensors &base,
@@ -186,6 +187,19 @@ static llvm::Error mergeLora(const JobConfig &job, WholeTensors &base,
         for (int64_t i = 0; i < in; ++i)
           weight[o * in + i] += float(factor * a.values[k * in + i]);
       }
+    // DoRA: each row of W + scale B A scaled to its magnitude.
+    for (const io::NamedTensor &magnitude : lora.tensors) {
+      if (magnitude.name != module.str() + kMagnitudeSuffix.str())
+        continue;
+      for (int64_t o = 0; o < out; ++o) {
+        double sum = 0;
+        for (int64_t i = 0; i < in; ++i)
+          sum += double(weight[o * in + i]) * weight[o * in + i];
+        double factor = magnitude.values[o] / std::sqrt(sum);
+        for (int64_t i = 0; i < in; ++i)
+          weight[o * in + i] = float(weight[o * in + i] * factor);
+      }
+    }
   }
   for (auto [tensor, values] : llvm::zip_equal(base.tensors, base.values))
     tensor.values = values; // re-point: values may have moved

@@ -37,14 +37,18 @@ llvm::Expected<BufferBlock> Program::block(int id) const {
 }
 
 llvm::Expected<std::vector<float>> Program::wholeTensor(int id) {
+  if (llvm::Error error = backend->download({id}))
+    return std::move(error);
+  return wholeOnHost(id);
+}
+
+llvm::Expected<std::vector<float>> Program::wholeOnHost(int id) {
   llvm::Expected<BufferBlock> layout = block(id);
   if (!layout)
     return layout.takeError();
   int64_t count = 1;
   for (int64_t size : layout->globalShape)
     count *= size;
-  if (llvm::Error error = backend->download({id}))
-    return std::move(error);
   std::vector<float> whole(count, 0.0f);
   llvm::Expected<std::vector<float>> local = memory->floats(id);
   if (!local)

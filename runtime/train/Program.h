@@ -42,6 +42,9 @@ public:
   /// The whole tensor of fp32 buffer `id`, put together from every rank's
   /// block. A collective: every rank calls it, in the same order.
   llvm::Expected<std::vector<float>> wholeTensor(int id);
+  /// The same of what the host holds, not downloaded first (before the
+  /// backend has the values).
+  llvm::Expected<std::vector<float>> wholeOnHost(int id);
   /// Whether this is the rank that writes files (rank 0).
   bool writesFiles() const { return !comm || comm->rank() == 0; }
   /// Whether the program runs on more than one rank.

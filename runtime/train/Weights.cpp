@@ -24,7 +24,9 @@ std::string twill::peftAdapterKey(llvm::StringRef name) {
 }
 
 bool twill::isLoraWeight(llvm::StringRef name) {
-  return name.ends_with(".lora_A.weight") || name.ends_with(".lora_B.weight");
+  return name.ends_with(".lora_A.weight") ||
+         name.ends_with(".lora_B.weight") ||
+         name.ends_with(kMagnitudeSuffix);
 }
 
 static llvm::Error weightError(const llvm::Twine &what) {
@@ -51,11 +53,14 @@ static llvm::Error checkAdapterConfig(llvm::StringRef adapterDir,
                        "; Twill loads LORA adapters");
   // Variants whose weights mean something else than the job's: rsLoRA
   // (scaled by lora_alpha / sqrt(r)) loads into an rsLoRA job alone, and
-  // DoRA (magnitudes besides A and B) not at all; never as if plain.
-  if (object->getBoolean("use_dora").value_or(false))
-    return weightError(path + ": use_dora is true, and Twill trains LoRA "
-                              "without DoRA's magnitudes: load an adapter "
-                              "trained with use_dora: false");
+  // DoRA (magnitudes besides A and B) into a DoRA job alone; never as if
+  // plain.
+  bool dora = object->getBoolean("use_dora").value_or(false);
+  if (dora != lora.use_dora())
+    return weightError(llvm::formatv(
+        "{0}: use_dora is {1}, and the job's lora.use_dora is {2}: set "
+        "lora.use_dora={1} to load it",
+        path, dora ? "true" : "false", lora.use_dora() ? "true" : "false"));
   bool rankStabilized = object->getBoolean("use_rslora").value_or(false);
   if (rankStabilized != lora.use_rslora())
     return weightError(llvm::formatv(
@@ -146,6 +151,47 @@ static llvm::Error checkFinite(llvm::ArrayRef<float> values,
                                    "{3} of this rank's block: a checkpoint "
                                    "must hold finite numbers",
                                    file, tensor, values[first], first));
+}
+
+/// DoRA's magnitudes start as PEFT's do, as the norm of each output row of
+/// W + scale B A, which with B = 0 is W's. A collective: each weight is put
+/// together from every rank's block (as the host holds it: the device has
+/// nothing yet), each rank keeps its block of the norms.
+static llvm::Error initialiseMagnitudes(Program &program) {
+  for (const Parameter &parameter : program.executable().parameters()) {
+    llvm::StringRef module = parameter.name();
+    if (!module.consume_back(kMagnitudeSuffix))
+      continue;
+    int weight = program.bufferOf((module + ".weight").str());
+    if (weight < 0)
+      return weightError("DoRA's '" + parameter.name() +
+                         "' has no weight '" + module + ".weight'");
+    llvm::Expected<BufferBlock> weightBlock = program.block(weight);
+    llvm::Expected<BufferBlock> block = program.block(parameter.buffer());
+    if (!weightBlock)
+      return weightBlock.takeError();
+    if (!block)
+      return block.takeError();
+    llvm::Expected<std::vector<float>> whole = program.wholeOnHost(weight);
+    if (!whole)
+      return whole.takeError();
+    int64_t rows = weightBlock->globalShape[0];
+    int64_t columns = weightBlock->globalShape[1];
+    std::vector<float> norms(rows);
+    for (int64_t r = 0; r < rows; ++r) {
+      double sum = 0;
+      for (int64_t c = 0; c < columns; ++c)
+        sum += double((*whole)[r * columns + c]) * (*whole)[r * columns + c];
+      norms[r] = float(std::sqrt(sum));
+    }
+    const Buffer &buffer = program.buffers().info(parameter.buffer());
+    std::vector<float> local(numElements(buffer));
+    sliceBlock<float>(norms, *block, local);
+    if (llvm::Error error =
+            program.buffers().setFloats(parameter.buffer(), local))
+      return error;
+  }
+  return llvm::Error::success();
 }
 
 llvm::Expected<uint64_t> twill::loadParameters(Program &program,
@@ -239,5 +285,8 @@ llvm::Expected<uint64_t> twill::loadParameters(Program &program,
             program.buffers().setFloats(parameter.buffer(), local))
       return std::move(stored);
   }
+  if (!adapter && job.has_lora() && job.lora().use_dora())
+    if (llvm::Error error = initialiseMagnitudes(program))
+      return std::move(error);
   return (base ? base->bytesRead() : 0) + (adapter ? adapter->bytesRead() : 0);
 }

@@ -10,8 +10,8 @@
    bf16 programs (train.precision=BF16: the cuda kernels read and write
    bf16 as stored, the cpu backend widens it around its fp32 kernels;
    full fine-tuning adds the bf16 norm-weight and the widened embedding
-   gradients); and LoRA with dropout on every projection, fp32 and bf16
-   (both backends draw the same masks).
+   gradients); LoRA with dropout on every projection, fp32 and bf16
+   (both backends draw the same masks); and DoRA, fp32 and bf16.
 2. The tiny job trained for 20 steps on both, in fp32, in bf16 and with
    dropout: per-step losses within 2e-2.
 
@@ -48,7 +48,11 @@ DROPOUT = ["lora.dropout=0.25", "lora.target_modules=q_proj,k_proj,v_proj,"
 VARIANTS = {"LoRA": [], "full fine-tuning": ["full_finetune={}", "lora="],
             "bf16 LoRA": BF16,
             "bf16 full fine-tuning": ["full_finetune={}", "lora="] + BF16,
-            "LoRA dropout": DROPOUT, "bf16 LoRA dropout": DROPOUT + BF16}
+            "LoRA dropout": DROPOUT, "bf16 LoRA dropout": DROPOUT + BF16,
+            "DoRA": ["lora.use_dora=true", "lora.target_modules=q_proj,"
+                     "v_proj,o_proj,down_proj"],
+            "bf16 DoRA": ["lora.use_dora=true", "lora.target_modules=q_proj,"
+                          "v_proj,o_proj,down_proj"] + BF16}
 
 
 def run(command):

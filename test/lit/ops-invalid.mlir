@@ -373,3 +373,19 @@ func.func @dropout_stream(%x: tensor<2x8x16xf32>, %i: tensor<2x8xi32>, %m: tenso
   %0 = twill.dropout %x tokens(%i) micro_batch(%m) {rate = 0.5 : f64, seed = 0 : i64, stream = 4294967296 : i64} : (tensor<2x8x16xf32>, tensor<2x8xi32>, tensor<i64>) -> tensor<2x8x16xf32>
   return
 }
+
+// -----
+
+func.func @row_sum_squares_shape(%x: tensor<8x16xf32>) {
+  // expected-error @+1 {{result must have shape [8], got [16]}}
+  %0 = twill.row_sum_squares %x : tensor<8x16xf32> -> tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @scale_columns_scale(%x: tensor<2x4x8xf32>, %s: tensor<4xf32>) {
+  // expected-error @+1 {{scale must have shape [8], got [4]}}
+  %0 = twill.scale_columns %x, %s : (tensor<2x4x8xf32>, tensor<4xf32>) -> tensor<2x4x8xf32>
+  return
+}

@@ -9,8 +9,8 @@ func.func @ops(%p: tensor<2x8xf32>, %g: tensor<2x8xf32>, %s: tensor<f32>, %step:
   %1 = twill.global_norm %p, %g : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<f32>
   // CHECK: twill.sum_squares %{{.*}}, %{{.*}} : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<f32>
   %squares = twill.sum_squares %p, %g : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<f32>
-  // CHECK: twill.sqrt %{{.*}} : tensor<f32>
-  %root = twill.sqrt %squares : tensor<f32>
+  // CHECK: twill.sqrt %{{.*}} : tensor<f32> -> tensor<f32>
+  %root = twill.sqrt %squares : tensor<f32> -> tensor<f32>
   // CHECK: twill.clip_coefficient %{{.*}} {max_norm = 1.000000e+00 : f64} : tensor<f32>
   %2 = twill.clip_coefficient %1 {max_norm = 1.0 : f64} : tensor<f32>
   // CHECK: twill.lr_schedule %{{.*}}, %{{.*}} {lr = 2.000000e-04 : f64, warmup_steps = 10 : i64}

@@ -44,7 +44,7 @@ projections (parallel.attention_tile_tokens=7) likewise against their
 untiled programs; on tp > 1 their tiles are blocked, each rank cutting its
 own block of the sequence (tiles of 2 x 4 positions on 1x4, of 4 x 2 on
 2x2), so the tiles differ from 1x1's and only the rounding agrees.
-rsLoRA; LoRA dropout (0.25; its masks keyed by each element's place) on every
+rsLoRA; DoRA, alone and with dropout; LoRA dropout (0.25; its masks keyed by each element's place) on every
 projection, on tp=3 with padded MLP blocks, and with tiled, recomputed
 attention (against its untiled program): every mesh drops the same
 elements, so its losses are 1x1's.
@@ -132,6 +132,16 @@ VARIANTS = {
     "LoRA dropout, tp=3, MLP of 170": (
         ["lora.dropout=0.25", "model.intermediate_size=170",
          "lora.target_modules=q_proj,o_proj,down_proj"], [(1, 3)], TOLERANCE),
+    # DoRA: the norms of row layers' weights split over tp are partial sums
+    # all-reduced; the magnitudes start as the rows' norms on every mesh.
+    "DoRA": (["lora.use_dora=true", "lora.target_modules=q_proj,k_proj,"
+              "v_proj,o_proj,gate_proj,up_proj,down_proj"], [(2, 2), (1, 4)],
+             TOLERANCE),
+    "DoRA with dropout, tp=3, MLP of 170": (
+        ["lora.use_dora=true", "lora.dropout=0.25",
+         "model.intermediate_size=170",
+         "lora.target_modules=q_proj,o_proj,up_proj,down_proj"],
+        [(1, 3), (2, 2)], TOLERANCE),
     # Tiles and recomputation drop what the untiled step drops.
     "LoRA dropout, tiled attention, recomputed": (
         ["lora.dropout=0.25", "lora.target_modules=q_proj,v_proj,o_proj",

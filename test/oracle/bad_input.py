@@ -94,7 +94,8 @@ def main():
         .save_pretrained(fewer_targets)
     # rsLoRA and DoRA adapters of the job's shape: their weights mean
     # something else than plain LoRA's, so a plain job refuses them (an
-    # rsLoRA job, lora.use_rslora, loads the first: llama_oracle.py rslora).
+    # rsLoRA job, lora.use_rslora, loads the first, a DoRA job the second:
+    # llama_oracle.py rslora, dora).
     variants = {}
     for variant in ("use_rslora", "use_dora"):
         variants[variant] = work / f"adapter_{variant}"
@@ -126,7 +127,8 @@ def main():
          work / "batch.json", ["adapter_config.json", "use_rslora is true",
                                "lora.use_rslora is false"]),
         ("DoRA adapter", work / "good", variants["use_dora"],
-         work / "batch.json", ["adapter_config.json", "use_dora is true"]),
+         work / "batch.json", ["adapter_config.json", "use_dora is true",
+                               "lora.use_dora is false"]),
         ("batch too short", work / "good", good_adapter,
          wrong_batch(json.dumps({**batch, "labels": [[2, 3]]})),
          ["'labels' holds 2 values; the job needs 4"]),

@@ -1,6 +1,6 @@
 """A Hugging Face model folder in, a PEFT adapter and a merged model out.
 
-    python hf_folder.py --bin BUILD/bin --work DIR
+    python hf_folder.py --bin BUILD/bin --work DIR [--dora]
 
 transformers makes a tiny random Llama and saves it sharded into two
 safetensors files with an index; its folder also holds a Llama 3 format
@@ -10,7 +10,11 @@ section from its config.json, the weights from its shards, the tokenizer
 from original/tokenizer.model), writing the adapter and the merged model
 (sharded too). Then: PEFT loads the adapter onto the base; transformers
 loads the merged model; the merged weights equal PEFT's merge_and_unload
-(1e-6) and the two models give the same logits (1e-5).
+(1e-6) and the two models give the same logits (1e-5). With --dora, a DoRA
+adapter (lora.use_dora, lm_head not adapted): the merged rows are scaled
+to their magnitudes, as PEFT merges them; and a step at lr 1e-30 leaves the
+magnitudes where Twill starts them, each weight row's norm, as PEFT does
+(1e-6).
 """
 import argparse
 import base64
@@ -21,6 +25,7 @@ from pathlib import Path
 
 import torch
 from peft import PeftModel
+from safetensors.torch import load_file
 from transformers import LlamaConfig, LlamaForCausalLM
 
 SHARD_BYTES = 350_000
@@ -47,8 +52,9 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--bin", type=Path, required=True)
     parser.add_argument("--work", type=Path, required=True)
+    parser.add_argument("--dora", action="store_true")
     args = parser.parse_args()
-    work = args.work / "hf_folder"
+    work = args.work / ("hf_folder-dora" if args.dora else "hf_folder")
     folder = work / "tiny-llama"
     folder.mkdir(parents=True, exist_ok=True)
     make_folder(folder)
@@ -63,8 +69,8 @@ def main():
     (work / "job.textproto").write_text(f"""
 checkpoint {{ base_dir: "{folder}" output_dir: "{out}" merged: true
              max_shard_bytes: {SHARD_BYTES} }}
-lora {{ rank: 4 alpha: 8 target_modules: ["q_proj", "v_proj", "down_proj",
-                                          "lm_head"] }}
+lora {{ rank: 4 alpha: 8 target_modules: ["q_proj", "v_proj", "down_proj"{
+    "" if args.dora else ', "lm_head"'}] use_dora: {str(args.dora).lower()} }}
 data {{ path: "{work / 'alpaca.jsonl'}" format: ALPACA }}
 train {{ batch_size: 2 seq_len: 256 epochs: 1 max_steps_per_epoch: 4
          lr: 1e-2 }}
@@ -100,7 +106,29 @@ train {{ batch_size: 2 seq_len: 256 epochs: 1 max_steps_per_epoch: 4
     print(f"merged weights within {worst:.2e} of PEFT's merge "
           f"({changed} tensors changed by training); logits within "
           f"{difference:.2e}")
-    if worst > 1e-6 or difference > 1e-5 or changed < 7:
+    if args.dora:
+        start = work / "start"
+        subprocess.run([args.bin / "twillc", work / "job.textproto",
+                        "train.lr=1e-30", "train.max_steps_per_epoch=1",
+                        f"checkpoint.output_dir={start}", "checkpoint.merged=false",
+                        "-o", work / "start.twx"], check=True)
+        subprocess.run([args.bin / "twill-train", work / "start.twx"],
+                       check=True, capture_output=True)
+        adapter = load_file(str(start / "adapter_model.safetensors"))
+        # (PEFT merged into `base` itself: the folder again.)
+        weights = LlamaForCausalLM.from_pretrained(folder).state_dict()
+        starts = 0.0
+        for key, magnitude in adapter.items():
+            if key.endswith(".lora_magnitude_vector"):
+                module = key.removeprefix("base_model.model.").removesuffix(
+                    ".lora_magnitude_vector")
+                norms = weights[module + ".weight"].norm(dim=1)
+                starts = max(starts, ((magnitude - norms).abs().max()
+                                      / norms.abs().max()).item())
+        print(f"magnitudes start within {starts:.2e} of the row norms")
+        if starts > 1e-6 or not any("magnitude" in k for k in adapter):
+            sys.exit("FAIL")
+    if worst > 1e-6 or difference > 1e-5 or changed < (6 if args.dora else 7):
         sys.exit("FAIL")
 
 

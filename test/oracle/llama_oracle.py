@@ -11,12 +11,15 @@ it on those very files (`twill-train --eval`). Twill's logits must be within
 its loss sum and token count must match the cross-entropy of those logits,
 and its mean loss must be within 1e-5 of transformers' own loss. The
 gradients of the summed loss with respect to every trainable parameter
-(LoRA's A and B, or every weight for full fine-tuning) must be within 1e-5
-relative error of torch autograd's. Packed rows are referenced by running
+(LoRA's A and B, DoRA's magnitudes, or every weight for full fine-tuning)
+must be within 1e-5 relative error (||twill - torch|| / ||torch||) of torch
+autograd's. The references run in float64 on the fp32 files Twill reads:
+what is measured is Twill's rounding alone. Packed rows are referenced by running
 each document on its own, positions from 0, which is what attention within
 documents must equal. The dropout config compares the gradients of a train
 step that drops (PEFT's lora_dropout drawing test/oracle/dropout.py's
-masks, Twill's for its first micro-batch).
+masks, Twill's for its first micro-batch). The DoRA configs move PEFT's
+magnitudes off the norms it starts them at, so that they matter.
 """
 import argparse
 import json
@@ -58,7 +61,10 @@ CONFIGS = {
 # LoRA variants beyond the defaults, as PEFT's LoraConfig and the job's
 # lora section spell them.
 LORA_OPTIONS = {"rslora": ({"use_rslora": True}, " use_rslora: true"),
-                "dropout": ({"lora_dropout": 0.25}, " dropout: 0.25")}
+                "dropout": ({"lora_dropout": 0.25}, " dropout: 0.25"),
+                "dora": ({"use_dora": True}, " use_dora: true"),
+                "dora_dropout": ({"use_dora": True, "lora_dropout": 0.25},
+                                 " use_dora: true dropout: 0.25")}
 CONFIGS["rslora"] = (dict(num_key_value_heads=2), ALL_PROJECTIONS,
                      [[12], [12]])
 # Dropout (test/oracle/dropout.py's masks in PEFT's lora_dropout): only
@@ -67,6 +73,13 @@ CONFIGS["rslora"] = (dict(num_key_value_heads=2), ALL_PROJECTIONS,
 # in the batch, not in its document.
 CONFIGS["dropout"] = (dict(num_key_value_heads=2),
                       ALL_PROJECTIONS + ["lm_head"], [[5, 4, 3], [7, 5]])
+# DoRA (magnitudes moved off the norms PEFT starts them at, so that they
+# matter), and DoRA with dropout: PEFT's W x + (m/n - 1) W d(x) +
+# (m/n) s B A d(x).
+CONFIGS["dora"] = (dict(num_key_value_heads=2), ALL_PROJECTIONS,
+                   [[12], [12]])
+CONFIGS["dora_dropout"] = (dict(num_key_value_heads=2), ALL_PROJECTIONS,
+                           [[5, 4, 3], [7, 5]])
 
 BATCH, SEQ, VOCAB = 2, 12, 101
 RANK, ALPHA = 4, 8.0
@@ -116,15 +129,25 @@ def reference_logits(model, tokens, documents, masks=None):
             ids = tokens[row, start:start + length].unsqueeze(0)
             if masks:
                 masks.at(0, range(row * SEQ + start, row * SEQ + start + length))
+                model.train()  # PEFT's DoRA drops only in training mode
             pieces.append(model(input_ids=ids).logits[0])
+            model.eval()
             start += length
         rows.append(torch.cat(pieces))
     return torch.stack(rows)
 
 
 def relative_error(actual, expected):
+    """Max abs difference / max abs value."""
+    actual = actual.to(expected.dtype)
     scale = expected.abs().max().item()
     return (actual - expected).abs().max().item() / (scale or 1.0)
+
+
+def norm_error(actual, expected):
+    """||actual - expected|| / ||expected||."""
+    actual = actual.to(expected.dtype)
+    return ((actual - expected).norm() / expected.norm().clamp_min(1e-30)).item()
 
 
 def reference_gradients(model, trainable, logits, labels):
@@ -144,9 +167,11 @@ def trainable_parameters(model, lora):
         if lora:
             if "lora_" not in name:
                 continue
-            # base_model.model.X.lora_A.default.weight -> X.lora_A.weight
+            # base_model.model.X.lora_A.default.weight -> X.lora_A.weight,
+            # X.lora_magnitude_vector.default.weight -> X.lora_magnitude_vector
             name = name.removeprefix("base_model.model.").replace(
-                ".default.", ".")
+                "lora_magnitude_vector.default.weight",
+                "lora_magnitude_vector").replace(".default.", ".")
         result[name] = parameter
     return result
 
@@ -172,11 +197,19 @@ def main():
         model = get_peft_model(model, LoraConfig(
             r=RANK, lora_alpha=ALPHA, target_modules=targets, **options,
             init_lora_weights=False))  # random A and B: the adapter matters
+        with torch.no_grad():
+            for name, parameter in model.named_parameters():
+                if "lora_magnitude_vector" in name:
+                    parameter.mul_(torch.empty_like(parameter).uniform_(0.8,
+                                                                        1.2))
         model.save_pretrained(work / "adapter")
         if options["lora_dropout"]:
             masks = dropout.install(model, 0, options["lora_dropout"])
     model.eval()
 
+    # The references in float64: the exact result of the fp32 files Twill
+    # reads, so that what is measured is Twill's rounding, not also torch's.
+    model = model.double()
     tokens, labels, positions, segments = make_batch(documents)
     logits_with_grad = reference_logits(model, tokens, documents)
     expected = logits_with_grad.detach()
@@ -248,7 +281,7 @@ def main():
               f"{sorted(expected_grads)}")
         ok = False
     else:
-        worst = max((relative_error(grads[name + ".grad"], grad), name)
+        worst = max((norm_error(grads[name + ".grad"], grad), name)
                     for name, grad in expected_grads.items())
         print(f"{args.config}: {len(grads)} gradients, worst relative error "
               f"{worst[0]:.2e} ({worst[1]})")

@@ -1,7 +1,7 @@
 """Oracle test of Twill's training against torch.optim.AdamW + PEFT.
 
     python train_oracle.py --bin BUILD/bin --work DIR [--dropout RATE]
-                           [--rslora]
+                           [--rslora] [--dora]
 
 Trains the same LoRA adapter on the same tiny Llama and data with Twill and
 with PyTorch for 10 optimizer steps with gradient accumulation 2, a loss
@@ -14,7 +14,8 @@ difference / max abs value), and PEFT must load Twill's adapter and give
 Twill's logits (1e-5). With --dropout, LoRA dropout at that rate on both
 sides: PEFT's lora_dropout draws test/oracle/dropout.py's masks for each
 row's micro-batch and place in it, as Twill keys its own. With --rslora,
-rank-stabilised LoRA (alpha / sqrt(rank)) on both sides.
+rank-stabilised LoRA (alpha / sqrt(rank)) on both sides; with --dora, DoRA
+(both start the magnitudes at the weights' row norms).
 """
 import argparse
 import json
@@ -56,6 +57,7 @@ def lr_lambda(step):
 
 
 def reference_training(model, examples, masks):
+    model.train()  # PEFT's DoRA drops only in training mode
     trainable = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(trainable, lr=LR, betas=(0.9, 0.999),
                                   eps=1e-8, weight_decay=WEIGHT_DECAY)
@@ -100,9 +102,11 @@ def main():
     parser.add_argument("--work", type=Path, required=True)
     parser.add_argument("--dropout", type=float, default=0.0)
     parser.add_argument("--rslora", action="store_true")
+    parser.add_argument("--dora", action="store_true")
     args = parser.parse_args()
     work = args.work / ("train" + ("-dropout" if args.dropout else "")
-                        + ("-rslora" if args.rslora else ""))
+                        + ("-rslora" if args.rslora else "")
+                        + ("-dora" if args.dora else ""))
     work.mkdir(parents=True, exist_ok=True)
 
     torch.manual_seed(0)
@@ -113,7 +117,7 @@ def main():
     base.save_pretrained(work / "base")
     model = get_peft_model(base, LoraConfig(
         r=RANK, lora_alpha=ALPHA, lora_dropout=args.dropout,
-        use_rslora=args.rslora, target_modules=TARGETS,
+        use_rslora=args.rslora, use_dora=args.dora, target_modules=TARGETS,
         init_lora_weights=False))
     model.save_pretrained(work / "initial")
     # Twill's masks in place of PEFT's dropout; training mode changes
@@ -129,7 +133,8 @@ def main():
     (work / "job.textproto").write_text(f"""
 checkpoint {{ base_dir: "{work / 'base'}" output_dir: "{work / 'out'}" }}
 lora {{ rank: {RANK} alpha: {ALPHA}{targets} dropout: {args.dropout}
-        use_rslora: {str(args.rslora).lower()} }}
+        use_rslora: {str(args.rslora).lower()}
+        use_dora: {str(args.dora).lower()} }}
 data {{ path: "{work / 'train.jsonl'}" packed: false shuffle: false }}
 train {{
   batch_size: {BATCH} seq_len: {SEQ} gradient_accumulation_steps: {ACCUMULATION}
@@ -143,6 +148,7 @@ train {{
                     work / "initial"], check=True)
 
     expected = reference_training(model, examples, masks)
+    model.eval()
     if masks:
         masks.enabled = False
     metrics = [json.loads(line) for line in
@@ -166,14 +172,16 @@ train {{
     for name, parameter in model.named_parameters():
         if "lora_" not in name:
             continue
-        key = name.replace(".default.", ".")
+        key = name.replace("lora_magnitude_vector.default.weight",
+                           "lora_magnitude_vector").replace(".default.", ".")
         reference = parameter.detach()
         error = ((adapter[key] - reference).abs().max()
                  / reference.abs().max()).item()
         worst = max(worst, error)
     print(f"final adapter: {len(adapter)} tensors, worst relative error "
           f"{worst:.1e}")
-    ok = ok and worst < 1e-5 and len(adapter) == 2 * 2 * len(TARGETS)
+    tensors = (3 if args.dora else 2) * 2 * len(TARGETS)
+    ok = ok and worst < 1e-5 and len(adapter) == tensors
 
     # PEFT loads Twill's adapter and computes Twill's logits.
     loaded = PeftModel.from_pretrained(

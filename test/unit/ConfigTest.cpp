@@ -339,6 +339,9 @@ TEST(JobConfigValidation, RangesAndSupportedVariants) {
               HasSubstr("lora.dropout must be in [0, 1)"));
   EXPECT_THAT(validationErrorAfter("lora.dropout=-0.1"),
               HasSubstr("lora.dropout must be in [0, 1), got -0.1"));
+  // tiny adapts lm_head too.
+  EXPECT_THAT(validationErrorAfter("lora.use_dora=true"),
+              HasSubstr("lora.use_dora does not support lm_head"));
   EXPECT_THAT(validationErrorAfter("parallel.prefetch_layers=-1"),
               HasSubstr("parallel.prefetch_layers must be zero or positive, "
                         "got -1"));

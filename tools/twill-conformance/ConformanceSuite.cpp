@@ -357,6 +357,33 @@ void elementwiseCases(Suite &suite) {
         dropout.note(axis.empty() ? "" : "features of the mid block").add();
       }
 
+      // DoRA's: row norms' squares and roots, columns scaled, and their
+      // gradients (the scale's summed over every row).
+      if (shape.size() >= 2) {
+        Shape columns(shape.end() - 1, shape.end());
+        Shape rows(shape.begin(), shape.end() - 1);
+        CaseBuilder squares(suite, ROW_SUM_SQUARES, type, kSummed);
+        squares.in(shape);
+        squares.out(rows);
+        squares.add();
+        CaseBuilder root(suite, SQRT, type, kSummed);
+        root.in(rows, uniform(0.5, 20));
+        root.out(rows);
+        root.add();
+        CaseBuilder scaled(suite, SCALE_COLUMNS, type, kSummed);
+        scaled.in(shape);
+        scaled.in(columns, uniform(0.5, 2));
+        scaled.out(shape);
+        scaled.add();
+        CaseBuilder grad(suite, SCALE_COLUMNS_GRAD, type, kSummed);
+        grad.in(shape);
+        grad.in(columns, uniform(0.5, 2));
+        grad.in(shape);
+        grad.out(shape);
+        grad.out(columns);
+        grad.add();
+      }
+
       CaseBuilder swiglu(suite, SWIGLU_GRAD, type, kSummed);
       for (int i = 0; i < 3; ++i)
         swiglu.in(shape);

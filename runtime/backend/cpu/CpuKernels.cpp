@@ -163,6 +163,39 @@ void cpu::scale(const float *x, double factor, float *out, int64_t count) {
     out[i] = x[i] * f;
 }
 
+void cpu::rowSumSquares(const float *x, int64_t rows, int64_t columns,
+                        float *out) {
+#pragma omp parallel for
+  for (int64_t r = 0; r < rows; ++r) {
+    double sum = 0;
+    for (int64_t c = 0; c < columns; ++c)
+      sum += double(x[r * columns + c]) * x[r * columns + c];
+    out[r] = float(sum);
+  }
+}
+
+void cpu::scaleColumns(const float *x, const float *scale, int64_t rows,
+                       int64_t columns, float *out) {
+#pragma omp parallel for
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < columns; ++c)
+      out[r * columns + c] = x[r * columns + c] * scale[c];
+}
+
+void cpu::scaleColumnsGrad(const float *x, const float *scale,
+                           const float *grad, int64_t rows, int64_t columns,
+                           float *inputGrad, float *scaleGrad) {
+  scaleColumns(grad, scale, rows, columns, inputGrad);
+  // Each column's sum over the rows, a thread per block of columns.
+#pragma omp parallel for
+  for (int64_t c = 0; c < columns; ++c) {
+    double sum = 0;
+    for (int64_t r = 0; r < rows; ++r)
+      sum += double(grad[r * columns + c]) * x[r * columns + c];
+    scaleGrad[c] = float(sum);
+  }
+}
+
 void cpu::dropout(const float *x, const int32_t *tokenIndex, int64_t tokens,
                   int64_t features, int64_t firstFeature,
                   const DropoutKey &key, double rate, float *out) {

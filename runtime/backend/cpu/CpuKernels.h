@@ -74,6 +74,17 @@ void add(const float *lhs, const float *rhs, float *out, int64_t count);
 void mul(const float *lhs, const float *rhs, float *out, int64_t count);
 void div(const float *lhs, const float *rhs, float *out, int64_t count);
 void scale(const float *x, double factor, float *out, int64_t count);
+/// DoRA's: out[r] = sum over c of x[r, c]^2 (summed in double), for
+/// `rows` rows of `columns`.
+void rowSumSquares(const float *x, int64_t rows, int64_t columns, float *out);
+/// out[r, c] = x[r, c] * scale[c].
+void scaleColumns(const float *x, const float *scale, int64_t rows,
+                  int64_t columns, float *out);
+/// scale_columns' gradients: inputGrad[r, c] = grad[r, c] * scale[c],
+/// scaleGrad[c] = sum over r of grad[r, c] * x[r, c] (summed in double).
+void scaleColumnsGrad(const float *x, const float *scale, const float *grad,
+                      int64_t rows, int64_t columns, float *inputGrad,
+                      float *scaleGrad);
 /// LoRA's dropout of `tokens` rows of `features` (global features
 /// [firstFeature, firstFeature + features)): out = x * keep / (1 - rate),
 /// keep from support/Dropout.h for each row's token index.

@@ -78,10 +78,16 @@ KernelEntry kernelOf(Opcode opcode) {
   case DIV:
   case SWIGLU:
   case SCALE:
+  case SQRT:
   case SWIGLU_GRAD:
     return {runElementwise, /*bf16=*/true};
   case DROPOUT:
     return {runDropout, /*bf16=*/true};
+  case ROW_SUM_SQUARES:
+    return {runRowSumSquares, /*bf16=*/true};
+  case SCALE_COLUMNS:
+  case SCALE_COLUMNS_GRAD:
+    return {runScaleColumns, /*bf16=*/true};
   case TRANSPOSE:
     return {runTranspose, /*bf16=*/true};
   case CONSTANT:
@@ -95,7 +101,6 @@ KernelEntry kernelOf(Opcode opcode) {
   case GLOBAL_NORM:
   case SUM_SQUARES:
     return {runSquares};
-  case SQRT:
   case CLIP_COEFFICIENT:
   case LR_SCHEDULE:
   case INCREMENT:

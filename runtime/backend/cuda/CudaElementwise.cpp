@@ -42,6 +42,11 @@ llvm::Error cuda::runElementwise(const InstructionView &in, Device &device) {
                 count, bf16, device.stream);
     return llvm::Error::success();
   }
+  if (op == SQRT && operands == 1 && results == 1) {
+    cuda::squareRoot(in.data<void>(0), in.data<void>(1), count, bf16,
+                     device.stream);
+    return llvm::Error::success();
+  }
   if (op == SWIGLU_GRAD && operands == 3 && results == 2) {
     cuda::swigluGrad(in.data<void>(0), in.data<void>(1), in.data<void>(2),
                      in.data<void>(3), in.data<void>(4), count, bf16,
@@ -72,6 +77,44 @@ llvm::Error cuda::runDropout(const InstructionView &in, Device &device) {
                 shape->tokens, shape->features, shape->firstFeature,
                 shape->key, in->dropout().rate(), in.data<void>(3),
                 in.floatType() == BF16, device.stream);
+  return llvm::Error::success();
+}
+
+llvm::Error cuda::runRowSumSquares(const InstructionView &in, Device &device) {
+  DType type = in.floatType();
+  if (auto error = in.expect(1, 1, {type, type}, {1, 0}))
+    return error;
+  int64_t columns = in.dim(0, 0);
+  if (in.count(1) * columns != in.count(0))
+    return in.fail("result is not the input's rows");
+  cuda::rowSumSquares(in.data<void>(0), in.count(1), columns,
+                      in.data<void>(1), type == BF16, device.stream);
+  return llvm::Error::success();
+}
+
+llvm::Error cuda::runScaleColumns(const InstructionView &in, Device &device) {
+  DType type = in.floatType();
+  bool grad = in.opcode() == SCALE_COLUMNS_GRAD;
+  if (auto error = grad ? in.expect(3, 2, std::vector<DType>(5, type),
+                                    std::vector<int>(5, 1))
+                        : in.expect(2, 1, std::vector<DType>(3, type),
+                                    std::vector<int>(3, 1)))
+    return error;
+  int64_t columns = in.dim(0, 0);
+  if (in.count(1) != columns || (grad && in.count(4) != columns))
+    return in.fail("the scale (or its gradient) is not one per column");
+  for (int index : grad ? std::initializer_list<int>{2, 3}
+                        : std::initializer_list<int>{2})
+    if (auto error = in.expectSameCount(0, index))
+      return error;
+  int64_t rows = in.count(0) / columns;
+  if (grad)
+    cuda::scaleColumnsGrad(in.data<void>(0), in.data<void>(1),
+                           in.data<void>(2), rows, columns, in.data<void>(3),
+                           in.data<void>(4), type == BF16, device.stream);
+  else
+    cuda::scaleColumns(in.data<void>(0), in.data<void>(1), rows, columns,
+                       in.data<void>(2), type == BF16, device.stream);
   return llvm::Error::success();
 }
 

@@ -66,6 +66,51 @@ __global__ void scaleKernel(const T *x, float factor, T *out, int64_t count) {
   GRID_STRIDE(i, count) out[i] = storeAs<T>(load(x[i]) * factor);
 }
 
+template <typename T>
+__global__ void sqrtKernel(const T *x, T *out, int64_t count) {
+  GRID_STRIDE(i, count) out[i] = storeAs<T>(sqrtf(load(x[i])));
+}
+
+/// A warp per row: each lane sums a stride of the columns, then the warp
+/// adds its lanes' sums.
+template <typename T>
+__global__ void rowSumSquaresKernel(const T *x, int64_t rows, int64_t columns,
+                                    T *out) {
+  int64_t warp = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  int lane = threadIdx.x % 32;
+  if (warp >= rows)
+    return;
+  float sum = 0;
+  for (int64_t c = lane; c < columns; c += 32) {
+    float value = load(x[warp * columns + c]);
+    sum += value * value;
+  }
+  for (int offset = 16; offset > 0; offset /= 2)
+    sum += __shfl_down_sync(0xffffffffu, sum, offset);
+  if (lane == 0)
+    out[warp] = storeAs<T>(sum);
+}
+
+template <typename T>
+__global__ void scaleColumnsKernel(const T *x, const T *scale, int64_t rows,
+                                   int64_t columns, T *out) {
+  GRID_STRIDE(i, rows * columns)
+  out[i] = storeAs<T>(load(x[i]) * load(scale[i % columns]));
+}
+
+/// A thread per column: consecutive threads read consecutive columns.
+template <typename T>
+__global__ void columnProductSumsKernel(const T *x, const T *grad,
+                                        int64_t rows, int64_t columns,
+                                        T *out) {
+  GRID_STRIDE(c, columns) {
+    float sum = 0;
+    for (int64_t r = 0; r < rows; ++r)
+      sum += load(grad[r * columns + c]) * load(x[r * columns + c]);
+    out[c] = storeAs<T>(sum);
+  }
+}
+
 /// One thread per group of four global features of a token: one Philox
 /// call gives the four bits (support/Dropout.h). A block of features that
 /// starts inside a group has its first and last groups partly elsewhere.
@@ -164,6 +209,46 @@ void scale(const void *x, double factor, void *out, int64_t count, bool bf16,
     using T = STORED(tag);
     scaleKernel<<<blocksFor(count), kThreads, 0, stream>>>(
         static_cast<const T *>(x), float(factor), static_cast<T *>(out), count);
+  });
+}
+
+void squareRoot(const void *x, void *out, int64_t count, bool bf16,
+                cudaStream_t stream) {
+  stored(bf16, [&](auto *tag) {
+    using T = STORED(tag);
+    sqrtKernel<<<blocksFor(count), kThreads, 0, stream>>>(
+        static_cast<const T *>(x), static_cast<T *>(out), count);
+  });
+}
+
+void rowSumSquares(const void *x, int64_t rows, int64_t columns, void *out,
+                   bool bf16, cudaStream_t stream) {
+  stored(bf16, [&](auto *tag) {
+    using T = STORED(tag);
+    rowSumSquaresKernel<<<blocksFor(rows * 32), kThreads, 0, stream>>>(
+        static_cast<const T *>(x), rows, columns, static_cast<T *>(out));
+  });
+}
+
+void scaleColumns(const void *x, const void *scale, int64_t rows,
+                  int64_t columns, void *out, bool bf16, cudaStream_t stream) {
+  stored(bf16, [&](auto *tag) {
+    using T = STORED(tag);
+    scaleColumnsKernel<<<blocksFor(rows * columns), kThreads, 0, stream>>>(
+        static_cast<const T *>(x), static_cast<const T *>(scale), rows,
+        columns, static_cast<T *>(out));
+  });
+}
+
+void scaleColumnsGrad(const void *x, const void *scale, const void *grad,
+                      int64_t rows, int64_t columns, void *inputGrad,
+                      void *scaleGrad, bool bf16, cudaStream_t stream) {
+  scaleColumns(grad, scale, rows, columns, inputGrad, bf16, stream);
+  stored(bf16, [&](auto *tag) {
+    using T = STORED(tag);
+    columnProductSumsKernel<<<blocksFor(columns), kThreads, 0, stream>>>(
+        static_cast<const T *>(x), static_cast<const T *>(grad), rows, columns,
+        static_cast<T *>(scaleGrad));
   });
 }
 

@@ -69,6 +69,18 @@ void binary(Binary op, const void *lhs, const void *rhs, void *out,
             int64_t count, bool bf16, cudaStream_t stream);
 void scale(const void *x, double factor, void *out, int64_t count, bool bf16,
            cudaStream_t stream);
+void squareRoot(const void *x, void *out, int64_t count, bool bf16,
+                cudaStream_t stream);
+/// DoRA's: out[r] = sum over c of x[r, c]^2 (a warp per row, in fp32);
+/// out[r, c] = x[r, c] * scale[c]; and that op's gradients, the scale's
+/// summed over the rows in fp32 (a thread per column).
+void rowSumSquares(const void *x, int64_t rows, int64_t columns, void *out,
+                   bool bf16, cudaStream_t stream);
+void scaleColumns(const void *x, const void *scale, int64_t rows,
+                  int64_t columns, void *out, bool bf16, cudaStream_t stream);
+void scaleColumnsGrad(const void *x, const void *scale, const void *grad,
+                      int64_t rows, int64_t columns, void *inputGrad,
+                      void *scaleGrad, bool bf16, cudaStream_t stream);
 /// LoRA's dropout (support/Dropout.h) of `tokens` rows of `features`, the
 /// micro-batch read from device memory.
 void dropout(const void *x, const int32_t *tokenIndex,
@@ -110,7 +122,6 @@ void accumulateSquares(const float *x, int64_t count, double *accumulator,
 /// out = sqrt(accumulator), or accumulator with `root` false.
 void finishSquares(const double *accumulator, bool root, float *out,
                    cudaStream_t stream);
-void sqrtScalar(const float *in, float *out, cudaStream_t stream);
 void clipCoefficient(const float *norm, double maxNorm, float *out,
                      cudaStream_t stream);
 void scheduledLr(const int64_t *step, const int64_t *totalSteps, double lr,

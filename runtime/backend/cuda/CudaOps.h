@@ -20,13 +20,16 @@ llvm::Error runEmbeddingGrad(const InstructionView &in, Device &device);
 llvm::Error runRmsNormFamily(const InstructionView &in, Device &device);
 llvm::Error runRope(const InstructionView &in, Device &device);
 
-/// add, mul, div, swiglu, scale, swiglu_grad; reshape (and offload and
+/// add, mul, div, swiglu, scale, sqrt, swiglu_grad; reshape (and offload and
 /// reload, and their starts: copies), cast, transpose,
 /// constant (CudaElementwise.cpp).
 llvm::Error runElementwise(const InstructionView &in, Device &device);
 llvm::Error runCopy(const InstructionView &in, Device &device);
-/// dropout (CudaElementwise.cpp).
+/// dropout; DoRA's row_sum_squares, scale_columns and its gradient
+/// (CudaElementwise.cpp).
 llvm::Error runDropout(const InstructionView &in, Device &device);
+llvm::Error runRowSumSquares(const InstructionView &in, Device &device);
+llvm::Error runScaleColumns(const InstructionView &in, Device &device);
 /// split and concat: 2-D copies of the pieces.
 llvm::Error runPieces(const InstructionView &in, Device &device);
 llvm::Error runCast(const InstructionView &in, Device &device);

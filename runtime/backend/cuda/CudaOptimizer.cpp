@@ -52,11 +52,8 @@ llvm::Error cuda::runScalar(const InstructionView &in, Device &device) {
   } else {
     if (auto error = in.expect(1, 1, {F32, F32}, {0, 0}))
       return error;
-    if (op == SQRT)
-      cuda::sqrtScalar(in.data<float>(0), in.data<float>(1), device.stream);
-    else
-      cuda::clipCoefficient(in.data<float>(0), in->clip_coefficient().max_norm(),
-                            in.data<float>(1), device.stream);
+    cuda::clipCoefficient(in.data<float>(0), in->clip_coefficient().max_norm(),
+                          in.data<float>(1), device.stream);
   }
   return llvm::Error::success();
 }

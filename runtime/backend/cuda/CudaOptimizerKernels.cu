@@ -26,9 +26,6 @@ __global__ void scalarKernel(int op, const void *a, const void *b, double value,
     *static_cast<float *>(out) = float(integer ? sqrt(squares) : squares);
     break;
   }
-  case 1:
-    *static_cast<float *>(out) = sqrtf(*static_cast<const float *>(a));
-    break;
   case 2: { // clip coefficient
     double norm = *static_cast<const float *>(a);
     *static_cast<float *>(out) = float(fmin(1.0, value / (norm + 1e-6)));
@@ -96,10 +93,6 @@ void accumulateSquares(const float *x, int64_t count, double *accumulator,
 void finishSquares(const double *accumulator, bool root, float *out,
                    cudaStream_t stream) {
   scalarKernel<<<1, 1, 0, stream>>>(0, accumulator, nullptr, 0, root, out);
-}
-
-void sqrtScalar(const float *in, float *out, cudaStream_t stream) {
-  scalarKernel<<<1, 1, 0, stream>>>(1, in, nullptr, 0, 0, out);
 }
 
 void clipCoefficient(const float *norm, double maxNorm, float *out,
