@@ -213,6 +213,46 @@ inline llvm::Expected<HeadBlock> headBlock(const InstructionView &in,
   return block;
 }
 
+/// The rows and columns of DoRA's ops, checked: row_sum_squares (input
+/// [rows..., columns] -> [rows...]), scale_columns (input, scale
+/// [columns] -> like input) and its gradient (input, scale, grad -> the
+/// input's, the scale's).
+struct ColumnsShape {
+  int64_t rows, columns;
+};
+
+inline llvm::Expected<ColumnsShape> columnsShape(const InstructionView &in) {
+  DType type = in.floatType();
+  int operands = 1, results = 1;
+  if (in.opcode() == SCALE_COLUMNS)
+    operands = 2;
+  else if (in.opcode() == SCALE_COLUMNS_GRAD)
+    operands = 3, results = 2;
+  std::vector<int> minRanks(operands + results, 0);
+  minRanks.front() = 1; // the input has columns
+  if (auto error = in.expect(operands, results,
+                             std::vector<DType>(operands + results, type),
+                             minRanks))
+    return std::move(error);
+  ColumnsShape shape{0, in.dim(0, 0)};
+  shape.rows = in.count(0) / shape.columns;
+  if (in.opcode() == ROW_SUM_SQUARES) {
+    if (in.count(1) != shape.rows)
+      return in.fail("result is not one per row of the input");
+    return shape;
+  }
+  // The scale (and its gradient) one per column; the rest like the input.
+  for (int index = 1; index < operands + results; ++index) {
+    bool perColumn = index == 1 || index == 4;
+    if (in.count(index) != (perColumn ? shape.columns : in.count(0)))
+      return in.fail(llvm::formatv("operand or result {0} has {1} values, "
+                                   "expected {2}",
+                                   index, in.count(index),
+                                   perColumn ? shape.columns : in.count(0)));
+  }
+  return shape;
+}
+
 /// A dropout's sizes: (input [tokens..., features], token index [tokens...],
 /// micro-batch) -> like input; with `shard_axis` the features are this
 /// rank's block, starting at `firstFeature`. The key's micro-batch is the

@@ -108,40 +108,22 @@ llvm::Error runScale(const InstructionView &in) {
   return llvm::Error::success();
 }
 
-llvm::Error runRowSumSquares(const InstructionView &in) {
-  if (auto error = in.expect(1, 1, {F32, F32}, {1, 0}))
-    return error;
-  int64_t columns = in.dim(0, 0);
-  if (in.count(1) * columns != in.count(0))
-    return in.fail("result is not the input's rows");
-  cpu::rowSumSquares(in.data<float>(0), in.count(1), columns,
-                     in.data<float>(1));
-  return llvm::Error::success();
-}
-
-/// scale_columns (input, scale -> result) and its gradient (input, scale,
-/// grad -> input's, scale's).
-llvm::Error runScaleColumns(const InstructionView &in) {
-  bool grad = in.opcode() == SCALE_COLUMNS_GRAD;
-  if (auto error =
-          grad ? in.expect(3, 2, {F32, F32, F32, F32, F32}, {1, 1, 1, 1, 1})
-               : in.expect(2, 1, {F32, F32, F32}, {1, 1, 1}))
-    return error;
-  int64_t columns = in.dim(0, 0);
-  if (in.count(1) != columns || (grad && in.count(4) != columns))
-    return in.fail("the scale (or its gradient) is not one per column");
-  for (int index : grad ? std::initializer_list<int>{2, 3}
-                        : std::initializer_list<int>{2})
-    if (auto error = in.expectSameCount(0, index))
-      return error;
-  int64_t rows = in.count(0) / columns;
-  if (grad)
+/// row_sum_squares; scale_columns (input, scale -> result) and its gradient
+/// (input, scale, grad -> the input's, the scale's).
+llvm::Error runColumns(const InstructionView &in) {
+  llvm::Expected<ColumnsShape> shape = columnsShape(in);
+  if (!shape)
+    return shape.takeError();
+  auto [rows, columns] = *shape;
+  if (in.opcode() == ROW_SUM_SQUARES)
+    cpu::rowSumSquares(in.data<float>(0), rows, columns, in.data<float>(1));
+  else if (in.opcode() == SCALE_COLUMNS)
+    cpu::scaleColumns(in.data<float>(0), in.data<float>(1), rows, columns,
+                      in.data<float>(2));
+  else
     cpu::scaleColumnsGrad(in.data<float>(0), in.data<float>(1),
                           in.data<float>(2), rows, columns, in.data<float>(3),
                           in.data<float>(4));
-  else
-    cpu::scaleColumns(in.data<float>(0), in.data<float>(1), rows, columns,
-                      in.data<float>(2));
   return llvm::Error::success();
 }
 
@@ -464,10 +446,9 @@ Kernel kernelOf(Opcode opcode) {
   case DROPOUT:
     return runDropout;
   case ROW_SUM_SQUARES:
-    return runRowSumSquares;
   case SCALE_COLUMNS:
   case SCALE_COLUMNS_GRAD:
-    return runScaleColumns;
+    return runColumns;
   case CROSS_ENTROPY:
     return runCrossEntropy;
   case RESHAPE:

@@ -84,10 +84,9 @@ KernelEntry kernelOf(Opcode opcode) {
   case DROPOUT:
     return {runDropout, /*bf16=*/true};
   case ROW_SUM_SQUARES:
-    return {runRowSumSquares, /*bf16=*/true};
   case SCALE_COLUMNS:
   case SCALE_COLUMNS_GRAD:
-    return {runScaleColumns, /*bf16=*/true};
+    return {runColumns, /*bf16=*/true};
   case TRANSPOSE:
     return {runTranspose, /*bf16=*/true};
   case CONSTANT:

@@ -80,41 +80,22 @@ llvm::Error cuda::runDropout(const InstructionView &in, Device &device) {
   return llvm::Error::success();
 }
 
-llvm::Error cuda::runRowSumSquares(const InstructionView &in, Device &device) {
-  DType type = in.floatType();
-  if (auto error = in.expect(1, 1, {type, type}, {1, 0}))
-    return error;
-  int64_t columns = in.dim(0, 0);
-  if (in.count(1) * columns != in.count(0))
-    return in.fail("result is not the input's rows");
-  cuda::rowSumSquares(in.data<void>(0), in.count(1), columns,
-                      in.data<void>(1), type == BF16, device.stream);
-  return llvm::Error::success();
-}
-
-llvm::Error cuda::runScaleColumns(const InstructionView &in, Device &device) {
-  DType type = in.floatType();
-  bool grad = in.opcode() == SCALE_COLUMNS_GRAD;
-  if (auto error = grad ? in.expect(3, 2, std::vector<DType>(5, type),
-                                    std::vector<int>(5, 1))
-                        : in.expect(2, 1, std::vector<DType>(3, type),
-                                    std::vector<int>(3, 1)))
-    return error;
-  int64_t columns = in.dim(0, 0);
-  if (in.count(1) != columns || (grad && in.count(4) != columns))
-    return in.fail("the scale (or its gradient) is not one per column");
-  for (int index : grad ? std::initializer_list<int>{2, 3}
-                        : std::initializer_list<int>{2})
-    if (auto error = in.expectSameCount(0, index))
-      return error;
-  int64_t rows = in.count(0) / columns;
-  if (grad)
+llvm::Error cuda::runColumns(const InstructionView &in, Device &device) {
+  llvm::Expected<ColumnsShape> shape = columnsShape(in);
+  if (!shape)
+    return shape.takeError();
+  auto [rows, columns] = *shape;
+  bool bf16 = in.floatType() == BF16;
+  if (in.opcode() == ROW_SUM_SQUARES)
+    cuda::rowSumSquares(in.data<void>(0), rows, columns, in.data<void>(1),
+                        bf16, device.stream);
+  else if (in.opcode() == SCALE_COLUMNS)
+    cuda::scaleColumns(in.data<void>(0), in.data<void>(1), rows, columns,
+                       in.data<void>(2), bf16, device.stream);
+  else
     cuda::scaleColumnsGrad(in.data<void>(0), in.data<void>(1),
                            in.data<void>(2), rows, columns, in.data<void>(3),
-                           in.data<void>(4), type == BF16, device.stream);
-  else
-    cuda::scaleColumns(in.data<void>(0), in.data<void>(1), rows, columns,
-                       in.data<void>(2), type == BF16, device.stream);
+                           in.data<void>(4), bf16, device.stream);
   return llvm::Error::success();
 }
 

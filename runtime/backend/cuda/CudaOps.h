@@ -28,8 +28,7 @@ llvm::Error runCopy(const InstructionView &in, Device &device);
 /// dropout; DoRA's row_sum_squares, scale_columns and its gradient
 /// (CudaElementwise.cpp).
 llvm::Error runDropout(const InstructionView &in, Device &device);
-llvm::Error runRowSumSquares(const InstructionView &in, Device &device);
-llvm::Error runScaleColumns(const InstructionView &in, Device &device);
+llvm::Error runColumns(const InstructionView &in, Device &device);
 /// split and concat: 2-D copies of the pieces.
 llvm::Error runPieces(const InstructionView &in, Device &device);
 llvm::Error runCast(const InstructionView &in, Device &device);
