@@ -79,6 +79,18 @@ TEST(Dropout, EveryCoordinateChangesTheMask) {
               bool((dropoutKeeps4(base, 5, feature / 4) >> (feature % 4)) & 1));
 }
 
+// The cpu kernel's lanes give each group's bits as dropoutKeeps4 does.
+TEST(Dropout, LanesAreGroupsSideBySide) {
+  DropoutKey key{3, 99, (uint64_t(5) << 32) | 17, dropoutThreshold(0.3)};
+  unsigned keeps[kDropoutLanes];
+  for (uint32_t first : {0u, 13u, 0xfffffff0u}) {
+    dropoutKeepsLanes(key, 41, first, keeps);
+    for (int i = 0; i < kDropoutLanes; ++i)
+      EXPECT_EQ(keeps[i], dropoutKeeps4(key, 41, first + uint32_t(i)))
+          << first << " + " << i;
+  }
+}
+
 // The stream is FNV-1a of the module's name (the oracle hashes the same).
 TEST(Dropout, StreamIsFnv1aOfTheName) {
   EXPECT_EQ(dropoutStream("", 0), 2166136261u);
