@@ -11,6 +11,7 @@ and the labelled tokens of every step.
 """
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -29,7 +30,7 @@ def main():
     parser.add_argument("--work", type=Path, required=True)
     args = parser.parse_args()
     work = args.work / "tensorboard"
-    subprocess.run(["rm", "-rf", str(work)], check=True)
+    shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
 
     # The recall examples, one a row (unpacked), those of one step
