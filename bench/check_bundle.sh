@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Proves a device bundle (bench/device_bundle.sh DIR) self-contained:
 #
-#   bench/check_bundle.sh DIR
+#   bench/check_bundle.sh DIR [PYTHON]
 #
 # 1. every shared library that its programs and libraries need resolves
 #    inside DIR, or is one a CUDA machine's image has anyway: glibc's,
@@ -9,10 +9,15 @@
 #    NCCL);
 # 2. its cpu parts run from it with an empty environment: the conformance
 #    harness against the cpu backend, a 20-step training run of the tiny
-#    job, and the cuda conformance saying it is skipped (no GPU here).
+#    job, and the cuda conformance saying it is skipped (no GPU here);
+# 3. a dry run of the device check (DIR/run.sh, with PYTHON, default
+#    python3, as the device machine's python3: it needs NumPy and
+#    safetensors): it starts every part, each says SKIPPED within seconds,
+#    and its output folder holds at most 8 files, results.md among them.
 # Exits 1 at the first thing that is not so.
 set -euo pipefail
-dir=$(cd "${1:?usage: bench/check_bundle.sh DIR}" && pwd)
+dir=$(cd "${1:?usage: bench/check_bundle.sh DIR [PYTHON]}" && pwd)
+python=$(command -v "${2:-python3}")
 system='^(linux-vdso\.so\.1|ld-linux-x86-64\.so\.2|libc\.so\.6|libm\.so\.6|libdl\.so\.2|libpthread\.so\.0|librt\.so\.1|libgcc_s\.so\.1|libstdc\+\+\.so\.6|libcuda\.so\.1|libcudart\.so\.[0-9]+|libcublas\.so\.[0-9]+|libcublasLt\.so\.[0-9]+|libnccl\.so\.[0-9]+)$'
 status=0
 # The programs find lib/ through their run path ($ORIGIN/../lib); the
@@ -47,3 +52,21 @@ code=$?
 set -e
 [ $code = 77 ] || { echo "check_bundle: the cuda conformance exited $code, not 77 (skipped)"; exit 1; }
 echo "check_bundle: with an empty environment the cpu parts run, and the cuda conformance is skipped (77) without a GPU"
+
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+began=$SECONDS
+env -i HOME="$out" PATH="$(dirname "$python"):/usr/bin:/bin" \
+    "$dir/run.sh" "$out/check" --deadline 120 --work "$out/parts" \
+    > "$out/run.txt" 2>&1 ||
+  { tail -5 "$out/run.txt"; echo "check_bundle: the dry run failed"; exit 1; }
+seconds=$((SECONDS - began))
+files=$(find "$out/check" -type f | wc -l)
+[ "$files" -le 8 ] && [ -f "$out/check/results.md" ] ||
+  { ls -R "$out/check"; echo "check_bundle: the dry run left $files files, or no results.md"; exit 1; }
+rows=$(grep -c '^| [^w-]' "$out/check/results.md")
+unskipped=$(grep '^| [^w-]' "$out/check/results.md" | grep -v 'wall time' |
+    grep -vc 'SKIPPED' || true)
+[ "$rows" -ge 9 ] && [ "$unskipped" = 0 ] && [ $seconds -lt 60 ] ||
+  { cat "$out/check/results.md"; echo "check_bundle: in the dry run ($seconds s), a part did not say SKIPPED"; exit 1; }
+echo "check_bundle: the dry run started every part ($rows rows), each said SKIPPED (no GPU), in $seconds s, leaving $files files"

@@ -17,6 +17,8 @@ set -euo pipefail
 bin=${1:?usage: bench/compile_gpu_programs.sh BUILD_BIN}
 cd "$(dirname "$0")/.."
 work=/tmp/twill-gpu
+# Nothing from an earlier compile may be bundled with these programs.
+rm -rf "$work"
 mkdir -p "$work"
 python=python3
 [ -x .venv/bin/python ] && python=.venv/bin/python

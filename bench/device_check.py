@@ -1,37 +1,50 @@
-"""The device check: everything a GPU window must find and measure, in order.
+"""The device check: everything a GPU window must find and measure, in order
+of value, under one deadline.
 
-    python3 bench/device_check.py --bin BIN --programs DIR --out OUT
+    python3 bench/device_check.py --bin BIN --out OUT [--programs DIR]
+        [--deadline SECONDS] [--work DIR]
 
 BIN holds twill-train and twill-conformance built with CUDA; DIR the
 programs of bench/compile_gpu_programs.sh (compiled where twillc is; they
-write under /tmp/twill-gpu). Each part runs whatever happened before it,
-under its own time limit, and writes what it printed to OUT:
+write under /tmp/twill-gpu). Each part runs whatever happened before it, in
+a process group of its own (killed whole at its limit), under its own limit
+and never past the deadline (default 540 s: a 600 s command with time to
+spare). What a part prints streams to OUT/device_check.log as it comes, and
+OUT/results.md is rewritten after every part, so a run cut short still
+returns what it found. At the end OUT holds four files, the most a device
+call brings back being eight:
 
-1. conformance.txt   twill-conformance --backend=cuda: every instruction
-                     kind against the cpu backend;
-2. cuda_vs_cpu.txt   test/gpu/cuda_vs_cpu.py: train steps and 20-step runs,
-                     cuda against cpu;
+    results.md         a table of every figure and verdict;
+    device_check.log   everything every part printed;
+    logs.tar.gz        each part's output in a file of its own;
+    traces.tar.gz      the profiles' Chrome traces (what fits in 15 MiB).
+
+The parts, most valuable first:
+
+1. the cuda conformance (twill-conformance --backend=cuda, every instruction
+   kind against the cpu backend) with CUDA_LAUNCH_BLOCKING=1, so a kernel's
+   fault fails its own case; a fault that ends the GPU's context stops the
+   harness, which goes on from the next case in a new process; each failed
+   case is then run again alone, to tell its own failures from another's;
+2. gpu.cuda_vs_cpu (test/gpu/cuda_vs_cpu.py): train steps and 20-step runs,
+   cuda against cpu;
 3. the bf16 GEMM peak of this GPU (8192^3 through PyTorch's cuBLAS, random
    data, median of 20), the ceiling MFU is measured against;
-4. llama8b-4096.txt  the Llama-3.1-8B-shape LoRA step (bf16, rank 16 on all
-                     projections, seq 4096, batch 1, one GPU) for 4 steps
-                     with --profile: tokens/s of steps 2-4, MFU, device
-                     memory against the memory plan, the profile summary,
-                     the step time against the one twillc's cost estimate
-                     predicts at clusters/h200.textproto (issue 19:
-                     llama8b-4096.report.txt, written where it compiled);
-                     its trace as llama8b-4096.trace.json.gz;
-5. llama8b-16384.txt the same at seq 16384;
-6. llama8b-long-32768.txt  the long-context transformations on the GPU
-                     (issue 17): seq 32768 with FULL checkpointing, every
-                     layer's input offloaded to pinned host memory (copies on
-                     a stream of their own), the MLP and attention
-                     projections in tiles of 8192 and the tiled loss; its
-                     device memory against the plan as above;
-7. llama8b-dropout-4096.txt  step 4's with LoRA dropout 0.1 on every
-                     projection (issue 20): its cost is the difference;
-8. results.md        a table of every figure, printed last; the whole log is
-                     device_check.log.
+4. the Llama-3.1-8B-shape LoRA step (bf16, rank 16 on all projections, seq
+   4096, batch 1, one GPU) for 4 steps with --profile: tokens/s of steps
+   2-4, MFU, device memory against the memory plan, the profile summary,
+   the step against the one twillc's cost estimate predicts at
+   clusters/h200.textproto (NAME.report.txt, written where it compiled);
+   then the same with LoRA dropout 0.1 (its cost is the difference), and
+   at seq 16384;
+5. seq 32768 with every long-context transformation (FULL checkpointing,
+   offload to pinned host memory, tiled MLP and projections, tiled loss),
+   its device memory against the plan;
+6. compute-sanitizer over the conformance cases: memcheck on every case,
+   racecheck on those whose kernels share memory within a block.
+
+A part that finds no GPU (no device, no driver, no CUDA build, no PyTorch
+with CUDA) says SKIPPED, never passed or failed.
 
 MFU counts the FLOPs the step needs per token: 4N for the matmuls with
 frozen weights (forward, and the input gradient; N = the decoder's and
@@ -43,10 +56,15 @@ import argparse
 import gzip
 import json
 import os
+import random
 import re
+import shutil
+import signal
 import statistics
 import subprocess
 import sys
+import tarfile
+import threading
 import time
 from pathlib import Path
 
@@ -54,6 +72,11 @@ from pathlib import Path
 L, D, FFN, KV, VOCAB, RANK = 32, 4096, 14336, 1024, 128256, 16
 DATASHEET_PEAK = 989e12  # H100/H200 SXM dense bf16
 GOAL = 8000  # tokens/s, issue 12's first figure
+FILE_LIMIT = 15 << 20  # each file that comes back: under the 16 MiB limit
+RESERVE = 8  # seconds kept after the last part, to write and pack
+SKIP = 77
+# Ops whose cuda kernels share memory within a block (blockSum, blockMax).
+SHARED_MEMORY_OPS = "attention,cross_entropy,norm,sum_squares"
 
 
 def flops_per_token(seq):
@@ -63,58 +86,197 @@ def flops_per_token(seq):
     return 4 * matmul_weights + 6 * L * D * seq + 6 * RANK * adapters
 
 
+NOT_RUN = "not run: the deadline had come\n"
+
+
+def not_run(code, text):
+    """Why a part did not run (no GPU, or no time left), or None."""
+    if text == NOT_RUN:
+        return "NOT RUN: the deadline had come"
+    for phrase in ("needs a GPU", "built without CUDA", "no NVIDIA driver",
+                   "no PyTorch", "no GPU"):
+        if phrase in text:
+            line = next(line for line in text.splitlines() if phrase in line)
+            return "SKIPPED: " + line.strip().removeprefix("SKIPPED: ")[:200]
+    return "SKIPPED: no GPU" if code == SKIP else None
+
+
 class Check:
-    def __init__(self, out):
-        self.out = out
+    def __init__(self, out, work, deadline):
+        self.out, self.work = out, work
+        self.began = time.monotonic()
+        self.deadline = self.began + deadline
         self.rows = []  # (what, figure) for results.md
         self.log = open(out / "device_check.log", "a")
+        self.logged = 0
+        self.group = None  # the running part's process group
+        self.lock = threading.Lock()
+
+    def left(self):
+        return self.deadline - time.monotonic()
 
     def say(self, text):
         print(text, flush=True)
-        self.log.write(text + "\n")
-        self.log.flush()
+        self.write_log(text + "\n")
+
+    def write_log(self, text):
+        with self.lock:
+            if self.logged + len(text) > FILE_LIMIT:
+                return
+            self.logged += len(text)
+            self.log.write(text)
+            self.log.flush()
 
     def run(self, name, command, limit, output=None, env=None):
-        """Runs one part under `limit` seconds; its output goes to OUT/output
-        (and the log). Returns (exit code or None on timeout, text)."""
-        self.say(f"=== {name}: {' '.join(str(c) for c in command)}")
-        began = time.time()
+        """Runs one part, in a process group of its own, for at most `limit`
+        seconds and never past the deadline; what it prints streams to the
+        log and to WORK/output. Returns (exit code, or None where it did not
+        end by itself, and its text)."""
+        limit = min(limit, self.left() - RESERVE)
+        if limit < 1:
+            self.say(f"=== {name}: {NOT_RUN.strip()}")
+            return None, NOT_RUN
+        self.say(f"=== {name} (at most {limit:.0f} s): "
+                 f"{' '.join(str(c) for c in command)}")
+        began = time.monotonic()
+        lines = []
+        target = open(self.work / output, "w") if output else None
         try:
-            result = subprocess.run([str(c) for c in command], env=env,
-                                    stdout=subprocess.PIPE,
-                                    stderr=subprocess.STDOUT, text=True,
-                                    timeout=limit)
-            code, text = result.returncode, result.stdout
-        except subprocess.TimeoutExpired as expired:
-            code = None
-            text = (expired.stdout or b"")
-            text = text.decode(errors="replace") if isinstance(text, bytes) else text
-            text += f"\n(stopped after its limit of {limit} s)\n"
+            process = subprocess.Popen(
+                [str(c) for c in command], env=env, stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                start_new_session=True)
         except OSError as error:  # no such program
-            code, text = None, f"cannot run it: {error}\n"
-        seconds = time.time() - began
-        if output:
-            (self.out / output).write_text(text)
-        self.log.write(text)
-        self.say(f"=== {name}: exit {code} in {seconds:.0f} s")
-        return code, text
+            text = f"cannot run it: {error}\n"
+            self.write_log(text)
+            if target:
+                target.write(text)
+                target.close()
+            return None, text
+        self.group = process.pid
+
+        def stream():
+            for raw in process.stdout:
+                line = raw.decode(errors="replace")
+                lines.append(line)
+                self.write_log(line)
+                if target:
+                    target.write(line)
+                    target.flush()
+        reader = threading.Thread(target=stream, daemon=True)
+        reader.start()
+        try:
+            code = process.wait(timeout=limit)
+        except subprocess.TimeoutExpired:
+            code = None
+        # Whatever the part left behind (a twill-train under a Python
+        # script, a sampler) ends with it.
+        self.kill_group()
+        if code is None:
+            process.wait()
+        reader.join(timeout=5)
+        if code is None:
+            stopped = f"(stopped after its limit of {limit:.0f} s)\n"
+            lines.append(stopped)
+            self.write_log(stopped)
+            if target:
+                target.write(stopped)
+        if target:
+            target.close()
+        self.say(f"=== {name}: exit {code} in {time.monotonic() - began:.0f} s")
+        return code, "".join(lines)
+
+    def kill_group(self):
+        if self.group is None:
+            return
+        for sent in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(self.group, sent)
+            except ProcessLookupError:
+                break
+            if sent == signal.SIGTERM:
+                time.sleep(0.5)
+        self.group = None
 
     def row(self, what, figure):
         self.rows.append((what, figure))
         self.say(f"{what}: {figure}")
+        self.write_results()
+
+    def write_results(self, ended=False):
+        table = "| what | measured |\n|---|---|\n" + "\n".join(
+            f"| {what} | {figure.replace('|', '/')} |"
+            for what, figure in self.rows)
+        state = ("ended" if ended else "still running (a part was cut off "
+                 "here if nothing follows)")
+        text = (f"# Device check\n\n{table}\n\nWall time "
+                f"{time.monotonic() - self.began:.0f} s; the check "
+                f"{state}.\n")
+        temporary = self.out / "results.md.partial"
+        temporary.write_text(text)
+        temporary.replace(self.out / "results.md")
+
+    def pack(self):
+        """Each part's output into logs.tar.gz, the traces into
+        traces.tar.gz, each under the size that comes back."""
+        logs = sorted(self.work.glob("*.txt"))
+        traces = sorted(self.work.glob("*.trace.json.gz"),
+                        key=lambda path: path.stat().st_size)
+        for name, files in (("logs.tar.gz", logs), ("traces.tar.gz", traces)):
+            while files:
+                with tarfile.open(self.out / name, "w:gz") as archive:
+                    for path in files:
+                        archive.add(path, arcname=path.name)
+                if (self.out / name).stat().st_size <= FILE_LIMIT:
+                    break
+                dropped = files.pop()  # the largest
+                self.say(f"{name}: {dropped.name} left out (too large)")
 
 
 def conformance(check, args):
-    code, text = check.run("conformance",
-                           [args.bin / "twill-conformance", "--backend=cuda"],
-                           75, "conformance.txt")
-    total = re.search(r"^conformance: .*$", text, re.MULTILINE)
-    failed = [line for line in text.splitlines() if line.endswith(" FAIL")]
-    check.row("conformance (twill-conformance --backend=cuda)",
-              (total.group(0) if total else
-               "SKIPPED: no GPU or no CUDA" if code == 77 else
-               f"no total (exit {code})") +
-              (f"; failed: {'; '.join(failed[:12])}" if failed else ""))
+    """The conformance, from its first case, going on in a new process after
+    a case that ends the GPU's context; then each failed case alone."""
+    env = dict(os.environ, CUDA_LAUNCH_BLOCKING="1")
+    command = [args.bin / "twill-conformance", "--backend=cuda"]
+    what = "conformance (twill-conformance --backend=cuda, CUDA_LAUNCH_BLOCKING=1)"
+    first, failed, totals, stops = 0, [], [], []
+    while True:
+        code, text = check.run(f"conformance from case {first}",
+                               command + [f"--first={first}"], 90,
+                               f"conformance-{first}.txt", env)
+        if not_run(code, text):
+            if not totals:
+                check.row(what, not_run(code, text))
+                return
+            break
+        failed += re.findall(r"^\[(\d+)\] (.*) FAIL$", text, re.MULTILINE)
+        totals += re.findall(r"^conformance: \d+ of .*$", text, re.MULTILINE)
+        stop = re.search(r"^conformance: .* --first=(\d+)$", text,
+                         re.MULTILINE)
+        if not stop or code is None:
+            break
+        stops.append(stop.group(0))
+        first = int(stop.group(1))
+    ended = code is not None and not not_run(code, text)
+    check.row(what,
+              (" + ".join(totals) or f"no total (exit {code})") +
+              (f"; the GPU's context was lost {len(stops)} time(s): "
+               f"{' / '.join(stops)}" if stops else "") +
+              ("" if ended else "; cut off before the last case") +
+              (f"; failed: {'; '.join(f'[{n}] {line}' for n, line in failed[:12])}"
+               if failed else ""))
+    alone = []
+    for number, line in failed[:12]:
+        code, text = check.run(f"conformance case {number} alone",
+                               command + [f"--case={number}"], 30,
+                               f"conformance-case-{number}.txt", env)
+        verdict = ("fails alone" if code == 1 else
+                   "passes alone (another case's failure)" if code == 0 else
+                   f"exit {code}")
+        alone.append(f"[{number}] {verdict}")
+    if alone:
+        check.row("conformance: each failed case run again alone",
+                  "; ".join(alone))
 
 
 def cuda_vs_cpu(check, args):
@@ -122,16 +284,24 @@ def cuda_vs_cpu(check, args):
         "cuda_vs_cpu",
         [sys.executable, args.tests / "cuda_vs_cpu.py", "--bin", args.bin,
          "--work", args.programs / "gpu", "--data", args.data, "--precompiled"],
-        100, "cuda_vs_cpu.txt")
+        120, "cuda_vs_cpu.txt")
     lines = [line for line in text.splitlines() if line.strip()]
-    check.row("gpu.cuda_vs_cpu", ("passed" if code == 0 else
-                                  f"FAILED (exit {code})") +
-              ": " + " / ".join(lines[-6:]))
+    skipped = not_run(code, text)
+    check.row("gpu.cuda_vs_cpu", skipped or
+              ("passed" if code == 0 else f"FAILED (exit {code})") + ": " +
+              " / ".join(lines[-12:]))
 
 
-def gemm_peak(check):
-    code, text = check.run("bf16 GEMM peak", [sys.executable, "-c", """
-import torch
+GEMM_PEAK = """
+import sys
+try:
+    import torch
+except ImportError as error:
+    print(f"no PyTorch: {error}")
+    sys.exit(77)
+if not torch.cuda.is_available():
+    print("no GPU: torch.cuda.is_available() is false")
+    sys.exit(77)
 a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
 b = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
 for _ in range(3):
@@ -144,61 +314,58 @@ for _ in range(20):
 times.sort()
 print(f"peak {2 * 8192**3 / times[len(times) // 2]:.6e}")
 print(torch.cuda.get_device_name(), torch.version.cuda)
-"""], 45)
+"""
+
+
+def gemm_peak(check):
+    code, text = check.run("bf16 GEMM peak", [sys.executable, "-c", GEMM_PEAK],
+                           60, "gemm_peak.txt")
     found = re.search(r"^peak (\S+)", text, re.MULTILINE)
     peak = float(found.group(1)) if found else None
-    check.row("bf16 GEMM peak measured (8192^3, PyTorch cuBLAS, median of 20)",
-              f"{peak / 1e12:.0f} TFLOP/s" if peak else
+    skipped = None if peak else not_run(code, text)
+    what = "bf16 GEMM peak measured (8192^3, PyTorch cuBLAS, median of 20)"
+    check.row(what, f"{peak / 1e12:.0f} TFLOP/s" if peak else skipped or
               f"not measured (exit {code}); MFU against the datasheet only")
     return peak
 
 
-def llama_step(check, args, seq, peak, program=None, what=None, limit=None):
-    """Runs bench/compile_gpu_programs.sh's `program` (llama8b-SEQ) on rows
-    of `seq` random tokens; `what` names it in the table."""
-    program = program or f"llama8b-{seq}"
-    work = Path("/tmp/twill-gpu")
-    data = work / f"data-{seq}.jsonl"
-    import random
+def llama_step(check, args, seq, peak, program, what, limit):
+    """Runs bench/compile_gpu_programs.sh's `program` on rows of `seq`
+    random tokens; `what` names it in the table."""
+    data = args.programs / f"data-{seq}.jsonl"
     rng = random.Random(seq)
     with open(data, "w") as f:
         for _ in range(4):
             ids = [rng.randrange(128000) for _ in range(seq)]
             f.write(json.dumps({"input_ids": ids}) + "\n")
-    trace = work / f"{program}.trace.json"
-    try:  # the GPU's memory in use, every 200 ms, whoever holds it
-        sampler = subprocess.Popen(
-            ["nvidia-smi", "--query-gpu=memory.used",
-             "--format=csv,noheader,nounits", "-lms", "200"],
-            stdout=subprocess.PIPE, text=True)
-    except OSError:
-        sampler = None
-    name = what or f"seq {seq}"
+    trace = args.programs / f"{program}.trace.json"
+    # The GPU's memory in use, every 200 ms, whoever holds it.
+    sampler = ("nvidia-smi --query-gpu=memory.used --format=csv,noheader,"
+               "nounits -lms 200 > {0} 2>/dev/null & exec \"$@\"".format(
+                   args.programs / f"{program}.memory"))
     code, text = check.run(
-        f"Llama-3.1-8B LoRA step, {name}",
-        [args.bin / "twill-train", args.programs / f"{program}.twx",
-         "--backend=cuda", "--data", data, f"--profile={trace}"],
-        limit or (120 if seq <= 4096 else 150), f"{program}.txt")
-    sampled = []
-    if sampler:
-        sampler.terminate()
-        sampled = [int(x) for x in sampler.communicate()[0].split()
-                   if x.isdigit()]
-    metrics = work / f"{program}-out" / "metrics.jsonl"
+        f"Llama-3.1-8B LoRA step, {what}",
+        ["sh", "-c", sampler, "sh", args.bin / "twill-train",
+         args.programs / f"{program}.twx", "--backend=cuda", "--data", data,
+         f"--profile={trace}"], limit, f"{program}.txt")
+    memory = args.programs / f"{program}.memory"
+    sampled = ([int(x) for x in memory.read_text().split() if x.isdigit()]
+               if memory.exists() else [])
+    metrics = args.programs / f"{program}-out" / "metrics.jsonl"
     steps = ([json.loads(line) for line in metrics.read_text().splitlines()]
              if metrics.exists() and code == 0 else [])
+    name = f"8B LoRA step, {what}"
     if len(steps) < 2:
         tail = " / ".join(text.strip().splitlines()[-4:])
-        check.row(f"8B LoRA step, {name}", f"FAILED (exit {code}): {tail}")
+        check.row(name, not_run(code, text) or f"FAILED (exit {code}): {tail}")
         return
     tokens_per_second = statistics.median(s["tokens_per_second"]
                                           for s in steps[1:])
     achieved = tokens_per_second * flops_per_token(seq)
-    check.row(f"8B LoRA step, {name}: tokens/s (median of steps 2-{len(steps)}"
-              ", profiled)", f"{tokens_per_second:,.0f} (goal {GOAL:,})")
-    check.row(f"8B LoRA step, {name}: model FLOPs per token",
-              f"{flops_per_token(seq):.3e}")
-    check.row(f"8B LoRA step, {name}: MFU",
+    check.row(f"{name}: tokens/s (median of steps 2-{len(steps)}, profiled)",
+              f"{tokens_per_second:,.0f} (goal {GOAL:,})")
+    check.row(f"{name}: model FLOPs per token", f"{flops_per_token(seq):.3e}")
+    check.row(f"{name}: MFU",
               (f"{achieved / peak:.1%} of the measured peak, " if peak else "") +
               f"{achieved / DATASHEET_PEAK:.1%} of 989 TFLOP/s")
     report = args.programs / f"{program}.report.txt"
@@ -207,7 +374,7 @@ def llama_step(check, args, seq, peak, program=None, what=None, limit=None):
     measured = statistics.median(b["elapsed_seconds"] - a["elapsed_seconds"]
                                  for a, b in zip(steps[1:], steps[2:])) \
         if len(steps) > 2 else seq / tokens_per_second
-    check.row(f"8B LoRA step, {name}: step time, twillc's prediction at "
+    check.row(f"{name}: step time, twillc's prediction at "
               "clusters/h200.textproto against measured (profiled)",
               (f"predicted {float(predicted.group(1)) / 1e3:.3f} s, measured "
                f"{measured:.3f} s: {float(predicted.group(1)) / 1e3 / measured:.2f}"
@@ -216,7 +383,7 @@ def llama_step(check, args, seq, peak, program=None, what=None, limit=None):
     device = re.search(r"^cuda: device memory in use at most (\S+) GiB.*"
                        r"allocations at most (\S+) GiB: (\S+) GiB", text,
                        re.MULTILINE)
-    check.row(f"8B LoRA step, {name}: memory",
+    check.row(f"{name}: memory",
               (f"plan {float(planned.group(1)) / 1024:.2f} GiB; "
                if planned else "plan not printed; ") +
               (f"Twill allocated at most {device.group(2)} GiB "
@@ -227,13 +394,41 @@ def llama_step(check, args, seq, peak, program=None, what=None, limit=None):
     summary = text[text.find("profile: "):] if "profile: " in text else ""
     kinds = re.findall(r"^  (\w+)\s+\d+\s+\S+\s+(\S+)%\s+(.*)$", summary,
                        re.MULTILINE)
-    check.row(f"8B LoRA step, {name}: profile (top op kinds)",
+    check.row(f"{name}: profile (top op kinds)",
               "; ".join(f"{k} {share}% {rate}" for k, share, rate in kinds[:6])
               or "no profile summary")
     if trace.exists() and seq <= 4096:
         with open(trace, "rb") as source, \
-                gzip.open(check.out / f"{program}.trace.json.gz", "wb") as target:
-            target.write(source.read())
+                gzip.open(check.work / f"{program}.trace.json.gz", "wb") as target:
+            shutil.copyfileobj(source, target)
+
+
+def sanitizer(check, args):
+    """memcheck over every conformance case, racecheck over those whose
+    kernels share memory within a block."""
+    tool = shutil.which("compute-sanitizer") or next(
+        (path for path in ("/usr/local/cuda/bin/compute-sanitizer",
+                           "/usr/local/cuda/compute-sanitizer/compute-sanitizer")
+         if os.path.exists(path)), None)
+    if not tool:
+        check.row("compute-sanitizer", "SKIPPED: no compute-sanitizer here")
+        return
+    for kind, flags, limit in (("memcheck", [], 150),
+                               ("racecheck", [f"--filter={SHARED_MEMORY_OPS}"],
+                                90)):
+        code, text = check.run(
+            f"compute-sanitizer --tool {kind}",
+            [tool, "--tool", kind, "--print-limit", "20",
+             args.bin / "twill-conformance", "--backend=cuda", *flags],
+            limit, f"sanitizer-{kind}.txt")
+        summary = re.search(r"ERROR SUMMARY: (.*)$", text, re.MULTILINE)
+        cases = re.findall(r"^\[\d+\] .* (PASS|FAIL)$", text, re.MULTILINE)
+        tail = " / ".join(text.strip().splitlines()[-3:])
+        check.row(f"compute-sanitizer --tool {kind} over the conformance",
+                  not_run(code, text) or
+                  (f"{summary.group(1)} in {len(cases)} cases"
+                   if summary else f"no summary (exit {code}): {tail}") +
+                  ("" if code is not None else "; cut off at its limit"))
 
 
 def main():
@@ -245,39 +440,56 @@ def main():
     parser.add_argument("--data", type=Path,
                         default=here.parent / "data" / "recall" / "train.jsonl")
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--work", type=Path, default=Path("/tmp/twill-check"),
+                        help="each part's output before it is packed")
+    parser.add_argument("--deadline", type=float, default=540,
+                        help="seconds for the whole check")
     args = parser.parse_args()
     args.bin = args.bin.resolve()
     args.out.mkdir(parents=True, exist_ok=True)
-    check = Check(args.out)
-    began = time.time()
-    check.run("gpu", ["nvidia-smi", "--query-gpu=name,memory.total,driver_version",
-                      "--format=csv"], 20)
-    for part in (conformance, cuda_vs_cpu):
-        try:
-            part(check, args)
-        except Exception as error:  # one part's failure must not stop the next
-            check.row(part.__name__, f"FAILED: {error!r}")
-    peak = None
-    try:
-        peak = gemm_peak(check)
-    except Exception as error:
-        check.row("bf16 GEMM peak", f"FAILED: {error!r}")
-    steps = [(4096, {}), (16384, {}),
-             (32768, dict(program="llama8b-long-32768", limit=180,
-                          what="seq 32768, FULL + offload + tiles")),
-             (4096, dict(program="llama8b-dropout-4096",
-                         what="seq 4096, LoRA dropout 0.1"))]
-    for seq, options in steps:
-        try:
-            llama_step(check, args, seq, peak, **options)
+    shutil.rmtree(args.work, ignore_errors=True)
+    args.work.mkdir(parents=True)
+    check = Check(args.out, args.work, args.deadline)
+
+    def stopped(signum, frame):  # the caller's own limit: keep what is known
+        check.kill_group()
+        check.row("device check", f"stopped by signal {signum}")
+        check.write_results(ended=True)
+        check.pack()
+        sys.exit(1)
+    signal.signal(signal.SIGTERM, stopped)
+    signal.signal(signal.SIGINT, stopped)
+
+    code, text = check.run("gpu", ["nvidia-smi", "--query-gpu=name,memory.total,"
+                                   "driver_version", "--format=csv,noheader"],
+                           20, "nvidia-smi.txt")
+    check.row("GPU (nvidia-smi)", text.strip().splitlines()[-1][:200]
+              if code == 0 and text.strip() else
+              not_run(code, text) or f"SKIPPED: no GPU ({text.strip()[:200]})")
+    steps = [(4096, "llama8b-4096", "seq 4096", 120),
+             (4096, "llama8b-dropout-4096", "seq 4096, LoRA dropout 0.1", 120),
+             (16384, "llama8b-16384", "seq 16384", 150),
+             (32768, "llama8b-long-32768", "seq 32768, FULL + offload + tiles",
+              180)]
+
+    def guarded(name, part, *arguments):
+        try:  # one part's failure must not stop the next
+            return part(*arguments)
         except Exception as error:
-            check.row(f"8B LoRA step, {options.get('what', f'seq {seq}')}",
-                      f"FAILED: {error!r}")
-    check.row("device check wall time", f"{time.time() - began:.0f} s")
-    table = "| what | measured |\n|---|---|\n" + "\n".join(
-        f"| {what} | {figure} |" for what, figure in check.rows)
-    (args.out / "results.md").write_text(table + "\n")
-    check.say("\n" + table)
+            check.row(name, f"FAILED: {error!r}")
+
+    guarded("conformance", conformance, check, args)
+    guarded("gpu.cuda_vs_cpu", cuda_vs_cpu, check, args)
+    peak = guarded("bf16 GEMM peak", gemm_peak, check)
+    for seq, program, what, limit in steps:
+        guarded(f"8B LoRA step, {what}", llama_step, check, args, seq, peak,
+                program, what, limit)
+    guarded("compute-sanitizer", sanitizer, check, args)
+    check.row("device check wall time",
+              f"{time.monotonic() - check.began:.0f} s of a {args.deadline:.0f} s "
+              "deadline")
+    check.write_results(ended=True)
+    check.pack()
 
 
 if __name__ == "__main__":

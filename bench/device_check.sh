@@ -2,7 +2,7 @@
 # The device check on a GPU machine that can build Twill (Debian/Ubuntu with
 # the CUDA toolkit and the network):
 #
-#   bench/device_check.sh OUT_DIR
+#   bench/device_check.sh OUT_DIR [--deadline SECONDS]
 #
 # Sets up and builds (scripts/setup.sh), compiles the programs
 # (bench/compile_gpu_programs.sh), then runs bench/device_check.py: the
@@ -20,4 +20,4 @@ ninja -C build
 bench/compile_gpu_programs.sh build/bin
 python=python3
 [ -x .venv/bin/python ] && python=.venv/bin/python
-"$python" bench/device_check.py --bin build/bin --out "$out"
+"$python" bench/device_check.py --bin build/bin --out "$out" "${@:2}"

@@ -42,6 +42,10 @@ public:
   /// Makes the host copies of these buffers current.
   virtual llvm::Error download(llvm::ArrayRef<int> ids) = 0;
 
+  /// Fails once the backend can run nothing more: a GPU's fault (an
+  /// illegal address) ends its context for the rest of the process.
+  virtual llvm::Error usable() { return llvm::Error::success(); }
+
   /// From now on, records a span per instruction and per run into
   /// `profiler` (none: records nothing).
   void profileInto(Profiler *into) { profiler = into; }
@@ -78,8 +82,25 @@ inline llvm::Error forEachInstruction(
 std::unique_ptr<Backend> createCpuBackend(BufferSet &buffers,
                                           Communicator *comm);
 
+/// Why createCudaBackend cannot run here at all: no GPU (none, or no NVIDIA
+/// driver), or a build without CUDA. Tools and tests report that as a
+/// skip; any other failure to start (a GPU CUDA cannot use) is an error.
+class NoGpuError : public llvm::ErrorInfo<NoGpuError> {
+public:
+  static char ID;
+  explicit NoGpuError(std::string message) : message(std::move(message)) {}
+  void log(llvm::raw_ostream &os) const override { os << message; }
+  std::error_code convertToErrorCode() const override {
+    return llvm::inconvertibleErrorCode();
+  }
+
+private:
+  std::string message;
+};
+
 /// The cuda backend on this rank's GPU; fails with a clear message where
-/// Twill was built without CUDA or no GPU is present.
+/// Twill was built without CUDA or no GPU is present (a NoGpuError), or
+/// CUDA cannot use the GPU.
 llvm::Expected<std::unique_ptr<Backend>> createCudaBackend(BufferSet &buffers,
                                                            Communicator *comm);
 

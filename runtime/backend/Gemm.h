@@ -71,6 +71,29 @@ inline std::array<StoredMatrix, 3> storedMatrices(const ColumnMajorGemm &g) {
           StoredMatrix{g.m, g.n, g.ldc, g.batch, g.strideC}};
 }
 
+/// The largest power of two, at most 256 (the most cuBLASLt asks for),
+/// dividing the address of every matrix of a batch: `base`, and `base` plus
+/// each multiple of `strideBytes`. A buffer starts on 64 bytes, but an
+/// operand inside one need not (a tile of rows at an odd offset).
+inline uint32_t alignmentOf(const void *base, int64_t strideBytes) {
+  uint64_t bits =
+      uint64_t(reinterpret_cast<uintptr_t>(base)) | uint64_t(strideBytes) | 256;
+  return uint32_t(bits & (~bits + 1));
+}
+
+/// The alignments of A, B, C (the addend) and D (the result) of a
+/// column-major GEMM whose elements take `elementBytes`: what cuBLASLt must
+/// be told, so that it picks no algorithm that needs more.
+inline std::array<uint32_t, 4> gemmAlignments(const ColumnMajorGemm &g,
+                                              const void *addend,
+                                              int64_t elementBytes) {
+  auto of = [&](const void *base, int64_t stride) {
+    return alignmentOf(base, g.batch > 1 ? stride * elementBytes : 0);
+  };
+  return {of(g.a, g.strideA), of(g.b, g.strideB),
+          of(addend ? addend : g.c, g.strideC), of(g.c, g.strideC)};
+}
+
 } // namespace twill
 
 #endif // TWILL_RUNTIME_BACKEND_GEMM_H

@@ -46,6 +46,9 @@ public:
   /// rank's machine (they share its cores).
   static int launchedRanks();
   static int ranksOnThisNode();
+  /// This rank's place among those of its machine (0 for a process
+  /// alone): which of the machine's GPUs is its own.
+  static int rankOnThisNode();
 
   /// Splits MPI_COMM_WORLD (MPI must be initialised) into the axes of a
   /// mesh; fails, on every rank alike, unless the world has exactly as many

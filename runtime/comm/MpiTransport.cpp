@@ -116,7 +116,10 @@ static int64_t product(llvm::ArrayRef<int64_t> values) {
   return result;
 }
 
-static int ranksSharingThisNode = 1; // known once MPI is initialised
+// Known once MPI is initialised: how many ranks share this rank's node,
+// and its place among them (ordered by world rank).
+static int ranksSharingThisNode = 1;
+static int placeOnThisNode = 0;
 
 void Communicator::initialize(int &argc, char **&argv) {
   MPI_Init(&argc, &argv);
@@ -124,11 +127,13 @@ void Communicator::initialize(int &argc, char **&argv) {
   if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0,
                           MPI_INFO_NULL, &node) == MPI_SUCCESS) {
     MPI_Comm_size(node, &ranksSharingThisNode);
+    MPI_Comm_rank(node, &placeOnThisNode);
     MPI_Comm_free(&node);
   }
 }
 
 int Communicator::ranksOnThisNode() { return ranksSharingThisNode; }
+int Communicator::rankOnThisNode() { return placeOnThisNode; }
 
 void Communicator::finalize() { MPI_Finalize(); }
 

@@ -16,6 +16,7 @@ void Communicator::finalize() {}
 void Communicator::abortAll() { std::_Exit(1); }
 int Communicator::launchedRanks() { return 1; }
 int Communicator::ranksOnThisNode() { return 1; }
+int Communicator::rankOnThisNode() { return 0; }
 
 llvm::Expected<std::unique_ptr<Communicator>>
 Communicator::create(llvm::ArrayRef<std::string> axisNames,

@@ -12,6 +12,7 @@
 
 #include "gtest/gtest.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <mpi.h>
 
@@ -276,10 +277,26 @@ TEST(CommMesh, AWrongRankCountIsAnErrorOnEveryRank) {
             std::string::npos);
 }
 
+// Each rank's GPU is its place on its node: the ranks of one machine (here
+// every rank: mpirun starts them on this one) hold places 0, 1, ... once
+// each, whatever their world ranks.
+TEST(CommMesh, EachRankOfANodeHasItsOwnPlaceOnIt) {
+  int size;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  ASSERT_EQ(Communicator::ranksOnThisNode(), size);
+  int place = Communicator::rankOnThisNode();
+  std::vector<int> places(size);
+  MPI_Allgather(&place, 1, MPI_INT, places.data(), 1, MPI_INT,
+                MPI_COMM_WORLD);
+  std::sort(places.begin(), places.end());
+  for (int i = 0; i < size; ++i)
+    EXPECT_EQ(places[i], i);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
+  Communicator::initialize(argc, argv);
   ::testing::InitGoogleTest(&argc, argv);
   int failed = RUN_ALL_TESTS() != 0, anyFailed = 0;
   MPI_Allreduce(&failed, &anyFailed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);

@@ -215,3 +215,30 @@ TEST(Gemm, AttentionScheduleMapsTheSameOnColumnMajorGemms) {
 }
 
 } // namespace
+
+// cuBLASLt is told each operand's alignment, never more than it has: a
+// tile of logits rows starts at first * hidden * 2 bytes into a bf16 value
+// that starts on 64 bytes, and a batch's matrices each start a stride on.
+TEST(Gemm, OperandAlignmentIsWhatEveryMatrixOfTheBatchHas) {
+  alignas(256) static char memory[4096];
+  EXPECT_EQ(alignmentOf(memory, 0), 256u); // never more than cuBLASLt asks
+  EXPECT_EQ(alignmentOf(memory + 64, 0), 64u);
+  EXPECT_EQ(alignmentOf(memory + 7 * 48 * 2, 0), 32u); // row 7 of 48 (bf16)
+  EXPECT_EQ(alignmentOf(memory + 2, 0), 2u);
+  EXPECT_EQ(alignmentOf(memory, 3 * 4), 4u); // every third fp32 element
+  EXPECT_EQ(alignmentOf(memory + 128, 1024), 128u);
+
+  RowMajorGemm rowMajor;
+  rowMajor.m = 5, rowMajor.n = 6, rowMajor.k = 7;
+  rowMajor.a = memory + 7 * 48 * 2, rowMajor.lda = 7;
+  rowMajor.b = memory + 1024, rowMajor.ldb = 7, rowMajor.transB = true;
+  rowMajor.c = memory + 2048 + 16, rowMajor.ldc = 6;
+  ColumnMajorGemm g = toColumnMajor(rowMajor);
+  // Column-major A is the row-major B: the operands swap.
+  std::array<uint32_t, 4> alignments = gemmAlignments(g, nullptr, 2);
+  EXPECT_EQ(alignments, (std::array<uint32_t, 4>{256, 32, 16, 16}));
+  EXPECT_EQ(gemmAlignments(g, memory + 3072, 2)[2], 256u);
+  rowMajor.batch = 3, rowMajor.strideA = 5 * 7; // 70 bytes apart
+  g = toColumnMajor(rowMajor);
+  EXPECT_EQ(gemmAlignments(g, nullptr, 2)[1], 2u);
+}

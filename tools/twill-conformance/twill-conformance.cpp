@@ -1,13 +1,20 @@
 //===- twill-conformance.cpp - every instruction, backend against cpu -----===//
 //
-//   twill-conformance [--backend=cuda|cpu] [--filter=OP] [--perturb]
+//   twill-conformance [--backend=cuda|cpu] [--filter=OP[,OP...]]
+//                     [--first=N] [--case=N] [--perturb]
 //
 // Runs each case of ConformanceSuite (one instruction, random operands) on
 // the cpu backend, the reference, and on the backend checked, and compares
-// every result: one line per case (op, dtype, shapes, max error, tolerance,
-// PASS or FAIL) and a total. Exits 0 when every case passes and every
-// instruction kind has a case, 1 otherwise, and 77 (skipped) where the
-// cuda backend cannot run: no GPU, or a build without CUDA.
+// every result: one line per case ([its number], op, dtype, shapes, max
+// error, tolerance, PASS or FAIL) and a total. Exits 0 when every case
+// passes and every instruction kind has a case, 1 otherwise, and 77
+// (skipped) where the cuda backend cannot run: no GPU, or a build without
+// CUDA (a GPU that CUDA cannot use is an error, exit 1).
+//
+// A case that leaves the backend unable to run anything more (a GPU's
+// fault ends its context) stops the run, which says so and names the
+// case to go on from in a new process (--first); --case runs one case
+// alone, to tell whether a failure is its own.
 //
 // --backend=cpu checks the harness itself (the cpu backend against itself
 // must agree exactly), and --perturb checks its comparison: it shifts one
@@ -41,8 +48,16 @@ static cl::opt<std::string>
                          "(the default) or cpu (the harness checking itself)"),
                 cl::value_desc("cuda|cpu"), cl::init("cuda"), cl::cat(options));
 static cl::opt<std::string>
-    filter("filter", cl::desc("Only the cases of ops whose name contains this"),
-           cl::value_desc("op"), cl::cat(options));
+    filter("filter",
+           cl::desc("Only the cases of ops whose name contains one of these "
+                    "(comma-separated)"),
+           cl::value_desc("op[,op...]"), cl::cat(options));
+static cl::opt<int> first("first",
+                          cl::desc("Start at case N (the numbers the report "
+                                   "gives), skipping those before"),
+                          cl::value_desc("N"), cl::init(0), cl::cat(options));
+static cl::opt<int> only("case", cl::desc("Run case N alone"),
+                         cl::value_desc("N"), cl::init(-1), cl::cat(options));
 static cl::opt<bool> perturb(
     "perturb",
     cl::desc("Check the comparison: shift one element of each result of the "
@@ -52,6 +67,15 @@ static cl::opt<bool> perturb(
 namespace {
 
 constexpr int kSkipped = 77;
+
+/// Whether --filter selects the op named `op`.
+bool selected(llvm::StringRef op) {
+  llvm::SmallVector<llvm::StringRef> parts;
+  llvm::StringRef(filter).split(parts, ',');
+  return llvm::any_of(parts, [&](llvm::StringRef part) {
+    return op.contains(part.trim());
+  });
+}
 
 bool isFloat(DType dtype) { return dtype == F32 || dtype == BF16; }
 
@@ -212,8 +236,8 @@ llvm::Expected<Comparison> compare(Side &reference, Side &checked,
 }
 
 /// One case on both sides: its line of the report; true if it passed.
-bool check(const Executable &executable, const Case &c, Side &reference,
-           Side &checked) {
+bool check(const Executable &executable, int number, const Case &c,
+           Side &reference, Side &checked) {
   llvm::Error referenceError = reference.run(executable, c);
   llvm::Error checkedError = checked.run(executable, c);
   std::string verdict;
@@ -248,8 +272,9 @@ bool check(const Executable &executable, const Case &c, Side &reference,
   }
   // Under --perturb a case passes when its comparison catches the shift.
   bool counted = perturb ? !passed : passed;
-  llvm::outs() << llvm::formatv("{0,-26} {1,-4} {2}{3}: {4} {5}\n",
-                                opcodeName(c.opcode), c.dtype, c.shapes,
+  llvm::outs() << llvm::formatv("[{0}] {1,-26} {2,-4} {3}{4}: {5} {6}\n",
+                                number, opcodeName(c.opcode), c.dtype,
+                                c.shapes,
                                 c.note.empty() ? "" : " (" + c.note + ")",
                                 verdict, counted ? "PASS" : "FAIL");
   llvm::outs().flush(); // every line out before a crash could lose it
@@ -296,19 +321,19 @@ int main(int argc, char **argv) {
       reference ? makeSide(suite.executable, *comm, backendName)
                 : reference.takeError();
   if (!checked) {
-    std::string message = llvm::toString(checked.takeError());
-    llvm::errs() << "twill-conformance: " << message << "\n";
-    bool noGpu = llvm::StringRef(message).contains("needs a GPU") ||
-                 llvm::StringRef(message).contains("without CUDA");
+    bool noGpu = checked.errorIsA<NoGpuError>();
+    llvm::errs() << "twill-conformance: "
+                 << llvm::toString(checked.takeError()) << "\n";
     if (noGpu)
       llvm::errs() << "SKIPPED: the cuda backend cannot run here\n";
     return noGpu ? kSkipped : 1;
   }
 
   auto began = std::chrono::steady_clock::now();
-  int passed = 0, run = 0;
-  for (const Case &c : suite.cases) {
-    if (!llvm::StringRef(opcodeName(c.opcode)).contains(filter.getValue()))
+  int passed = 0, run = 0, stoppedAt = -1;
+  for (auto [number, c] : llvm::enumerate(suite.cases)) {
+    if (!selected(opcodeName(c.opcode)) || int(number) < first ||
+        (only >= 0 && int(number) != only))
       continue;
     // A perturbation needs a result with elements to shift.
     if (perturb && (c.refused || llvm::all_of(c.results, [&](int id) {
@@ -316,13 +341,22 @@ int main(int argc, char **argv) {
                     })))
       continue;
     ++run;
-    passed += check(suite.executable, c, *reference, *checked);
+    passed += check(suite.executable, number, c, *reference, *checked);
+    if (llvm::Error lost = checked->backend->usable()) {
+      llvm::outs() << llvm::formatv(
+          "conformance: the {0} backend can run nothing more after case "
+          "{1} ({2}); the cases after it need a new process: --first={3}\n",
+          backendName, number, llvm::toString(std::move(lost)), number + 1);
+      stoppedAt = int(number);
+      break;
+    }
   }
   // Every kind must have a case the checked backend ran and compared (a
   // start's case runs its wait too).
   int missing = 0;
+  bool whole = filter.empty() && first == 0 && only < 0 && stoppedAt < 0;
   for (Opcode kind : allOpcodes())
-    if (filter.empty() && llvm::none_of(suite.cases, [&](const Case &c) {
+    if (whole && llvm::none_of(suite.cases, [&](const Case &c) {
           return !c.refused &&
                  (c.opcode == kind || (kind == WAIT && isStart(c.opcode)));
         })) {
@@ -335,8 +369,11 @@ int main(int argc, char **argv) {
           .count();
   llvm::outs() << llvm::formatv(
       "conformance{0}: {1} of {2} cases passed, {3} failed, {4} instruction "
-      "kinds without a case; {5} against cpu in {6:f1} s\n",
+      "kinds without a case; {5} against cpu in {6:f1} s{7}\n",
       perturb ? " (perturbed: a pass is a caught shift)" : "", passed, run,
-      run - passed, missing, backendName, seconds);
+      run - passed, missing, backendName, seconds,
+      stoppedAt >= 0 ? llvm::formatv(" (stopped after case {0})", stoppedAt)
+                           .str()
+                     : "");
   return passed == run && missing == 0 ? 0 : 1;
 }

@@ -11,27 +11,28 @@ namespace twill::cuda {
 namespace {
 
 /// One block per row of scores (ChunkedAttention.h): P = softmax over the
-/// visible keys of the scaled scores, and the row's log-sum-exp.
+/// visible keys of the scaled scores, and the row's log-sum-exp. The
+/// exponentials are fp32 intrinsics (their arguments are at most 0), the
+/// sum is kept in double.
 template <typename T> __global__ void softmaxRowsKernel(SoftmaxRows s) {
   int64_t row = blockIdx.x, query = s.firstQuery + row % s.rows;
   const float *scores = s.scores + row * s.keys;
   T *p = static_cast<T *>(s.probabilities) + row * s.keys;
-  double best = -INFINITY;
+  float scale = float(s.scale), best = -INFINITY;
   for (int64_t j = threadIdx.x; j < s.keys; j += blockDim.x)
     if (s.visible(query, j))
-      best = fmax(best, double(scores[j]) * s.scale);
-  best = blockMax(best);
+      best = fmaxf(best, scores[j] * scale);
+  best = float(blockMax(best));
   double total = 0;
   for (int64_t j = threadIdx.x; j < s.keys; j += blockDim.x)
     if (s.visible(query, j))
-      total += exp(double(scores[j]) * s.scale - best);
-  double lse = best + log(blockSum(total));
+      total += __expf(scores[j] * scale - best);
+  float lse = float(best + log(blockSum(total)));
   for (int64_t j = threadIdx.x; j < s.keys; j += blockDim.x)
-    p[j] = storeAs<T>(s.visible(query, j)
-                          ? float(exp(double(scores[j]) * s.scale - lse))
-                          : 0.0f);
+    p[j] = storeAs<T>(s.visible(query, j) ? __expf(scores[j] * scale - lse)
+                                          : 0.0f);
   if (threadIdx.x == 0)
-    s.lse[row] = float(lse);
+    s.lse[row] = lse;
 }
 
 /// One block per row: dS = P (dP - sum_j P_j dP_j) scale, P recomputed
@@ -41,16 +42,16 @@ template <typename T> __global__ void softmaxGradRowsKernel(SoftmaxRows s) {
   const float *scores = s.scores + row * s.keys;
   const float *dP = s.probabilityGrad + row * s.keys;
   T *dS = static_cast<T *>(s.scoreGrad) + row * s.keys;
-  double lse = s.lse[row];
+  float scale = float(s.scale), lse = s.lse[row];
   auto probability = [&](int64_t j) {
-    return s.visible(query, j) ? exp(double(scores[j]) * s.scale - lse) : 0.0;
+    return s.visible(query, j) ? __expf(scores[j] * scale - lse) : 0.0f;
   };
   double rowDot = 0;
   for (int64_t j = threadIdx.x; j < s.keys; j += blockDim.x)
     rowDot += probability(j) * dP[j];
-  rowDot = blockSum(rowDot);
+  float dot = float(blockSum(rowDot));
   for (int64_t j = threadIdx.x; j < s.keys; j += blockDim.x)
-    dS[j] = storeAs<T>(float(probability(j) * (dP[j] - rowDot) * s.scale));
+    dS[j] = storeAs<T>(probability(j) * (dP[j] - dot) * scale);
 }
 
 } // namespace

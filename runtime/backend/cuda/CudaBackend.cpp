@@ -18,11 +18,15 @@
 #include "runtime/backend/cuda/CudaDevice.h"
 #include "runtime/backend/cuda/CudaKernels.h"
 #include "runtime/backend/cuda/CudaOps.h"
+#include "runtime/backend/cuda/CudaStartup.h"
 #include "runtime/backend/cuda/NcclComm.h"
+#include "runtime/executable/Opcodes.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <thread>
@@ -135,6 +139,7 @@ public:
                   llvm::ArrayRef<WriteBack> writeBacks) override;
   llvm::Error upload(llvm::ArrayRef<int> ids) override;
   llvm::Error download(llvm::ArrayRef<int> ids) override;
+  llvm::Error usable() override;
   std::string memoryReport() const override;
   PeakMemory peakMemory() const override {
     return {peakDeviceUsed, "GPU memory in use"};
@@ -150,7 +155,11 @@ private:
   llvm::Error runKernel(const KernelEntry &kernel,
                         const Instruction &instruction);
   llvm::Error runInstructions(const EntryPoint &entry);
-  llvm::Error finish(const EntryPoint &entry);
+  /// Waits for the work queued on `streams`; with NCCL, no longer than the
+  /// collective timeout (past it, or at an error NCCL reports, its
+  /// communicators are aborted and the wait fails).
+  llvm::Error waitFor(llvm::ArrayRef<cudaStream_t> streams,
+                      const llvm::Twine &what);
   /// After a run: its timeline into the profiler, from `hostStart` (the
   /// host's clock when the idle GPU got the run's first event).
   llvm::Error recordTimeline(const EntryPoint &entry, double hostStart);
@@ -166,21 +175,30 @@ private:
   void *hostArena = nullptr;  // pinned, for the offloaded values
   size_t plannedBytes = 0;    // the buffers' memory, as the plan lays it out
   size_t peakDeviceUsed = 0;  // cudaMemGetInfo's total - free, at most
+  /// Under CUDA_LAUNCH_BLOCKING=1 (debugging), each instruction's work is
+  /// waited for before the next is queued, so a kernel's fault (an illegal
+  /// address) fails the instruction that made it, not a later one.
+  bool waitEachInstruction = false;
 };
 
 } // namespace
 
 llvm::Error CudaBackend::initialise() {
   int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0)
-    return llvm::createStringError(
-        llvm::inconvertibleErrorCode(),
-        "--backend=cuda needs a GPU, and this machine has none that CUDA "
-        "can use (cudaGetDeviceCount found 0)");
-  // One GPU per rank of a node: MPI ranks are placed node by node.
-  int rank = comm ? comm->rank() : 0;
-  if (auto error = checkCuda(cudaSetDevice(rank % devices), "cudaSetDevice"))
+  DeviceCount count = countDevices(devices);
+  if (count.verdict == DeviceCount::NoGpu)
+    return llvm::make_error<NoGpuError>(count.message);
+  if (count.verdict == DeviceCount::Broken)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   count.message);
+  // One GPU per rank of a node, by the rank's place on its node: the
+  // launcher may place ranks round-robin, so the world rank would give two
+  // ranks of a node one GPU.
+  int local = Communicator::rankOnThisNode();
+  if (auto error = checkCuda(cudaSetDevice(local % devices), "cudaSetDevice"))
     return error;
+  const char *blocking = std::getenv("CUDA_LAUNCH_BLOCKING");
+  waitEachInstruction = blocking && std::strcmp(blocking, "1") == 0;
   for (cudaStream_t *stream :
        {&device.stream, &device.commStream, &device.copyStream})
     if (auto error = checkCuda(cudaStreamCreate(stream), "cudaStreamCreate"))
@@ -204,7 +222,14 @@ llvm::Error CudaBackend::initialise() {
   if (auto error =
           checkCuda(cudaMalloc(&device.errors, sizeof(int)), "cudaMalloc"))
     return error;
-  cudaMemset(device.errors, 0, sizeof(int));
+  if (auto error =
+          checkCuda(cudaMemset(device.errors, 0, sizeof(int)), "cudaMemset"))
+    return error;
+  // Pinned, so that copying the flags back queues like any other work: a
+  // copy into pageable memory would block the host until the stream ends.
+  if (auto error = checkCuda(
+          cudaMallocHost(&device.errorsOnHost, sizeof(int)), "cudaMallocHost"))
+    return error;
   // The memory plan's values share one arena; the rest have their own
   // (the host-read values' from the first run that computes them).
   const Executable &executable = host.executable();
@@ -311,6 +336,8 @@ CudaBackend::~CudaBackend() {
     cudaEventDestroy(event);
   if (device.errors)
     cudaFree(device.errors);
+  if (device.errorsOnHost)
+    cudaFreeHost(device.errorsOnHost);
   if (device.blas)
     cublasDestroy(device.blas);
   if (device.lt)
@@ -392,6 +419,12 @@ llvm::Error CudaBackend::runInstructions(const EntryPoint &entry) {
           return error;
         if (auto error = checkCuda(cudaGetLastError(), "a kernel launch"))
           return error;
+        if (waitEachInstruction)
+          if (auto error =
+                  waitFor({device.stream, device.commStream, device.copyStream},
+                          llvm::Twine(opcodeName(instruction.opcode())) +
+                              "'s work"))
+            return error;
         llvm::Expected<cudaEvent_t> end = device.timeline.record(device.stream);
         if (!end)
           return end.takeError();
@@ -434,33 +467,48 @@ std::string CudaBackend::memoryReport() const {
       plannedBytes / GiB);
 }
 
-/// Waits for the run's work. With NCCL, no longer than the collective
-/// timeout: a collective whose peer never arrives would hold the stream
-/// forever, so past it the communicators are aborted (which ends the wait)
-/// and the run fails.
-llvm::Error CudaBackend::finish(const EntryPoint &entry) {
-  if (!device.ncclComms)
-    return checkCuda(cudaStreamSynchronize(device.stream),
-                     entry.name() + " on the GPU");
+llvm::Error CudaBackend::waitFor(llvm::ArrayRef<cudaStream_t> streams,
+                                 const llvm::Twine &what) {
   auto began = std::chrono::steady_clock::now();
   double limit = comm ? comm->timeout() : 600;
-  while (true) {
-    cudaError_t state = cudaStreamQuery(device.stream);
-    if (state != cudaErrorNotReady)
-      return checkCuda(state, entry.name() + " on the GPU");
-    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - began)
-            .count() > limit)
-      break;
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  for (cudaStream_t stream : streams) {
+    while (device.ncclComms) {
+      cudaError_t state = cudaStreamQuery(stream);
+      if (state != cudaErrorNotReady)
+        break;
+      // A collective whose peer failed or never arrives would hold the
+      // stream forever: NCCL's error, or the timeout, ends the wait.
+      if (auto error = device.ncclComms->asyncError())
+        return llvm::createStringError(
+            llvm::inconvertibleErrorCode(),
+            what + " on the GPU: " + llvm::toString(std::move(error)) +
+                "; its NCCL communicators are aborted");
+      if (std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                        began)
+              .count() > limit) {
+        device.ncclComms->abort();
+        return llvm::createStringError(
+            llvm::inconvertibleErrorCode(),
+            llvm::formatv("{0} did not finish on the GPU within {1} s "
+                          "(parallel.collective_timeout_s): a collective "
+                          "waits for a rank that does not arrive; its NCCL "
+                          "communicators are aborted",
+                          what.str(), limit));
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    if (cudaError_t state = cudaStreamSynchronize(stream)) {
+      llvm::Error error = checkCuda(state, what + " on the GPU");
+      if (waitEachInstruction)
+        return error;
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          llvm::toString(std::move(error)) +
+              " (a kernel's fault shows at the next wait; with "
+              "CUDA_LAUNCH_BLOCKING=1 the instruction that made it fails)");
+    }
   }
-  device.ncclComms->abort();
-  return llvm::createStringError(
-      llvm::inconvertibleErrorCode(),
-      llvm::formatv("{0} did not finish on the GPU within {1} s "
-                    "(parallel.collective_timeout_s): a collective waits for "
-                    "a rank that does not arrive; its NCCL communicators are "
-                    "aborted",
-                    entry.name(), limit));
+  return llvm::Error::success();
 }
 
 llvm::Error CudaBackend::run(const EntryPoint &entry,
@@ -473,28 +521,34 @@ llvm::Error CudaBackend::run(const EntryPoint &entry,
   if (auto error = device.timeline.restart(profiler != nullptr, device.stream))
     return error;
   if (auto error = runInstructions(entry)) {
-    // What was queued before the failure finishes, and any flag it raised
-    // is dropped: the next run starts clean and idle.
-    cudaStreamSynchronize(device.commStream);
-    cudaStreamSynchronize(device.copyStream);
+    // What was queued before the failure finishes (within the timeout), and
+    // any flag it raised is dropped: the next run starts clean and idle.
+    llvm::Error settled =
+        waitFor({device.commStream, device.copyStream, device.stream},
+                entry.name() + "'s work before the failure");
     device.forgetFlights();
-    cudaMemsetAsync(device.errors, 0, sizeof(int), device.stream);
-    cudaStreamSynchronize(device.stream);
+    if (!settled)
+      settled = checkCuda(cudaMemset(device.errors, 0, sizeof(int)),
+                          "cudaMemset");
+    if (settled)
+      return llvm::joinErrors(std::move(error), std::move(settled));
     return error;
   }
   // What only the device saw (a token outside the vocabulary) fails the
   // run before any parameter or state is written back, as on the cpu; the
   // flags are cleared for the next run.
-  int errors = 0;
-  if (auto error =
-          checkCuda(cudaMemcpyAsync(&errors, device.errors, sizeof(int),
-                                    cudaMemcpyDeviceToHost, device.stream),
-                    "cudaMemcpyAsync"))
+  if (auto error = checkCuda(cudaMemcpyAsync(device.errorsOnHost, device.errors,
+                                             sizeof(int),
+                                             cudaMemcpyDeviceToHost,
+                                             device.stream),
+                             "cudaMemcpyAsync"))
     return error;
-  if (auto error = finish(entry))
+  if (auto error = waitFor({device.stream}, entry.name()))
     return error;
-  if (errors) {
-    cudaMemsetAsync(device.errors, 0, sizeof(int), device.stream);
+  if (int errors = *device.errorsOnHost) {
+    if (auto error = checkCuda(cudaMemset(device.errors, 0, sizeof(int)),
+                               "cudaMemset"))
+      return error;
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),
         entry.name() + (errors & cuda::kTokenOutsideVocab
@@ -533,6 +587,12 @@ llvm::Error CudaBackend::upload(llvm::ArrayRef<int> ids) {
       return error;
   return checkCuda(cudaStreamSynchronize(device.stream),
                    "cudaStreamSynchronize");
+}
+
+llvm::Error CudaBackend::usable() {
+  // A device fault (an illegal address, a trap) leaves the context unable
+  // to run anything more, and every later call returns its error.
+  return checkCuda(cudaDeviceSynchronize(), "the GPU");
 }
 
 llvm::Error CudaBackend::download(llvm::ArrayRef<int> ids) {

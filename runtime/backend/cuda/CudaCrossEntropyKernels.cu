@@ -2,7 +2,8 @@
 //
 // Row statistics (maximum, target logit, sum of exponentials) over the
 // block of the vocab this rank holds, all-reduced by the backend between
-// kernels, then the loss or its gradient.
+// kernels, then the loss or its gradient. Exponentials are fp32 intrinsics
+// of arguments at most 0; the statistics are kept in double.
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,9 +46,10 @@ __global__ void softmaxSumKernel(const T *logits, VocabBlock vocab,
                                  const double *max, double *sum) {
   int64_t row = blockIdx.x, columns = validColumns(vocab);
   const T *z = logits + row * vocab.columns;
+  float best = float(max[row]); // a logit's value, exact in fp32
   double total = 0;
   for (int64_t i = threadIdx.x; i < columns; i += blockDim.x)
-    total += exp(double(load(z[i])) - max[row]);
+    total += __expf(load(z[i]) - best);
   total = blockSum(total);
   if (threadIdx.x == 0)
     sum[row] = total;
@@ -82,8 +84,8 @@ crossEntropyGradKernel(const T *logits, const int32_t *labels, int64_t rows,
     int64_t label = labels[row];
     float value = 0.0f;
     if (label != ignoreIndex && column < columns) {
-      value =
-          float(exp(double(load(logits[i])) - max[row]) / sum[row] * *lossGrad);
+      value = __expf(load(logits[i]) - float(max[row])) *
+              float(*lossGrad / sum[row]);
       if (column == label - vocab.first)
         value -= *lossGrad;
     }

@@ -27,7 +27,7 @@
 
 namespace twill {
 
-inline llvm::Error checkCuda(cudaError_t result, llvm::StringRef call) {
+inline llvm::Error checkCuda(cudaError_t result, const llvm::Twine &call) {
   if (result == cudaSuccess)
     return llvm::Error::success();
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
@@ -107,7 +107,8 @@ struct Device {
   void *matmulWorkspace = nullptr;
   /// cuBLASLt's choice per matmul problem (sizes, transposes, dtype).
   std::map<std::vector<int64_t>, cublasLtMatmulAlgo_t> matmulAlgorithms;
-  int *errors = nullptr; // ErrorBit flags raised by kernels
+  int *errors = nullptr;       // ErrorBit flags raised by kernels
+  int *errorsOnHost = nullptr; // pinned: where a run copies them back
   /// How NCCL's communicators are made, where the mesh has an axis of
   /// several ranks (none: NCCL is never needed).
   std::function<llvm::Expected<std::unique_ptr<NcclComm>>()> makeNccl;

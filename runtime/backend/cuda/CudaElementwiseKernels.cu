@@ -71,24 +71,25 @@ __global__ void sqrtKernel(const T *x, T *out, int64_t count) {
   GRID_STRIDE(i, count) out[i] = storeAs<T>(sqrtf(load(x[i])));
 }
 
-/// A warp per row: each lane sums a stride of the columns, then the warp
-/// adds its lanes' sums.
+/// A warp per row, the grid's warps striding over the rows: each lane sums
+/// a stride of the columns, then the warp adds its lanes' sums.
 template <typename T>
 __global__ void rowSumSquaresKernel(const T *x, int64_t rows, int64_t columns,
                                     T *out) {
-  int64_t warp = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  int64_t warps = int64_t(gridDim.x) * blockDim.x / 32;
   int lane = threadIdx.x % 32;
-  if (warp >= rows)
-    return;
-  float sum = 0;
-  for (int64_t c = lane; c < columns; c += 32) {
-    float value = load(x[warp * columns + c]);
-    sum += value * value;
+  for (int64_t row = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+       row < rows; row += warps) {
+    float sum = 0;
+    for (int64_t c = lane; c < columns; c += 32) {
+      float value = load(x[row * columns + c]);
+      sum += value * value;
+    }
+    for (int offset = 16; offset > 0; offset /= 2)
+      sum += __shfl_down_sync(0xffffffffu, sum, offset);
+    if (lane == 0)
+      out[row] = storeAs<T>(sum);
   }
-  for (int offset = 16; offset > 0; offset /= 2)
-    sum += __shfl_down_sync(0xffffffffu, sum, offset);
-  if (lane == 0)
-    out[warp] = storeAs<T>(sum);
 }
 
 template <typename T>

@@ -1,6 +1,7 @@
 //===- CudaEmbeddingKernels.cu - the embedding and its gradient -----------===//
 //
-// Table rows gathered per token; the gradient sums the rows of each id.
+// Table rows gathered per token; the gradient sums the rows of each id
+// into a table its runner zeroes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -55,7 +56,6 @@ void embedding(const void *table, int64_t rows, int64_t dim, const int32_t *ids,
 void embeddingGrad(const int32_t *ids, int64_t count, const float *grad,
                    int64_t rows, int64_t dim, float *out, int *errors,
                    cudaStream_t stream) {
-  cudaMemsetAsync(out, 0, rows * dim * sizeof(float), stream);
   embeddingGradKernel<<<blocksFor(count * dim), kThreads, 0, stream>>>(
       ids, count, grad, rows, dim, out, errors);
 }

@@ -40,6 +40,8 @@ void cast(const void *in, CastSource from, void *out, bool toBF16,
 void embedding(const void *table, int64_t rows, int64_t dim, const int32_t *ids,
                int64_t count, void *out, int64_t firstRow, bool wholeTable,
                int *errors, bool bf16, cudaStream_t stream);
+/// Adds each position's gradient row into its id's row of `out` (zeroed
+/// before).
 void embeddingGrad(const int32_t *ids, int64_t count, const float *grad,
                    int64_t rows, int64_t dim, float *out, int *errors,
                    cudaStream_t stream);

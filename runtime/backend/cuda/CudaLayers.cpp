@@ -30,6 +30,11 @@ llvm::Error cuda::runEmbeddingGrad(const InstructionView &in, Device &device) {
   int64_t dim = in.dim(2, 0);
   if (in.count(1) != in.count(0) * dim)
     return in.fail("grad size is not ids x hidden");
+  if (auto error = checkCuda(cudaMemsetAsync(in.data<float>(2), 0,
+                                             in.count(2) * sizeof(float),
+                                             device.stream),
+                             "cudaMemsetAsync"))
+    return error;
   cuda::embeddingGrad(in.data<int32_t>(0), in.count(0), in.data<float>(1),
                       in.shape(2)[0], dim, in.data<float>(2), device.errors,
                       device.stream);

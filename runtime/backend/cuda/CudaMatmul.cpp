@@ -4,7 +4,8 @@
 // operands swap, nothing moves), its matrices described as cuBLASLt's
 // layouts: the mapping GemmTest checks on the cpu against an emulation of
 // cuBLASLt. The addend is cuBLASLt's C and the result its D. The algorithm
-// cuBLASLt's heuristic picks is kept per problem, so each shape asks once.
+// cuBLASLt's heuristic picks is kept per problem and operands' alignment, so
+// each asks once.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,10 +16,6 @@
 using namespace twill;
 
 namespace {
-
-/// Every buffer starts on a multiple of this (MemoryPlan's and cudaMalloc's
-/// alignment, the smaller).
-constexpr uint32_t kAlignmentBytes = 64;
 
 /// Descriptors of one call, destroyed with it.
 struct LtCall {
@@ -56,25 +53,27 @@ llvm::Error layout(cublasLtMatrixLayout_t &out, cudaDataType type,
                    "cublasLtMatrixLayoutSetAttribute");
 }
 
-/// cuBLASLt's best algorithm for `call` within the workspace and alignment.
-llvm::Expected<cublasLtMatmulAlgo_t> chooseAlgorithm(Device &device,
-                                                     const LtCall &call) {
+/// cuBLASLt's best algorithm for `call` within the workspace, for operands
+/// A, B, C and D aligned as `alignments` says.
+llvm::Expected<cublasLtMatmulAlgo_t>
+chooseAlgorithm(Device &device, const LtCall &call,
+                const std::array<uint32_t, 4> &alignments) {
   cublasLtMatmulPreference_t preference = nullptr;
   if (auto error = checkBlas(cublasLtMatmulPreferenceCreate(&preference),
                              "cublasLtMatmulPreferenceCreate"))
     return std::move(error);
-  // The memory plan aligns values to 64 bytes, not cuBLASLt's assumed 256:
-  // only algorithms that need no more may be chosen.
+  // cuBLASLt assumes 256-byte operands unless told less: only algorithms
+  // that need no more than each operand's own alignment may be chosen.
   size_t workspace = Device::kMatmulWorkspaceBytes;
-  uint32_t alignment = kAlignmentBytes;
   cublasStatus_t status = cublasLtMatmulPreferenceSetAttribute(
       preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
       sizeof(workspace));
-  for (cublasLtMatmulPreferenceAttributes_t attribute :
-       {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
-        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
-        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
+  for (auto [attribute, alignment] :
+       llvm::zip_equal(std::array{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+                                  CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                                  CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+                                  CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES},
+                       alignments))
     if (status == CUBLAS_STATUS_SUCCESS)
       status = cublasLtMatmulPreferenceSetAttribute(
           preference, attribute, &alignment, sizeof(alignment));
@@ -121,21 +120,26 @@ llvm::Error cuda::gemm(Device &device, const RowMajorGemm &rowMajor, DType type,
     if (auto error = layout(*made, dataType, matrix))
       return error;
 
+  if (!addend)
+    addend = g.c;
+  // An algorithm is chosen for the problem and its operands' alignment,
+  // which differs between calls of one shape (tiles at offsets).
+  std::array<uint32_t, 4> alignments =
+      gemmAlignments(g, addend, bytesPerElement(type));
   std::vector<int64_t> key = {dataType, g.transA, g.transB, g.m, g.n, g.k};
   for (const StoredMatrix &matrix : stored)
     key.insert(key.end(), {matrix.rows, matrix.columns, matrix.ld, matrix.batch,
                            matrix.stride});
+  key.insert(key.end(), alignments.begin(), alignments.end());
   auto found = device.matmulAlgorithms.find(key);
   if (found == device.matmulAlgorithms.end()) {
     llvm::Expected<cublasLtMatmulAlgo_t> algorithm =
-        chooseAlgorithm(device, call);
+        chooseAlgorithm(device, call, alignments);
     if (!algorithm)
       return algorithm.takeError();
     found = device.matmulAlgorithms.emplace(key, *algorithm).first;
   }
   float alpha = rowMajor.alpha, beta = rowMajor.accumulate ? 1.0f : 0.0f;
-  if (!addend)
-    addend = g.c;
   return checkBlas(cublasLtMatmul(device.lt, call.desc, &alpha, g.a, call.a,
                                   g.b, call.b, &beta, addend, call.c, g.c,
                                   call.c, &found->second,

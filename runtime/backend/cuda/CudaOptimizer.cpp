@@ -21,7 +21,10 @@ llvm::Error cuda::runSquares(const InstructionView &in, Device &device) {
   if (!space)
     return space.takeError();
   double *accumulator = static_cast<double *>(*space);
-  cudaMemsetAsync(accumulator, 0, sizeof(double), device.stream);
+  if (auto error = checkCuda(
+          cudaMemsetAsync(accumulator, 0, sizeof(double), device.stream),
+          "cudaMemsetAsync"))
+    return error;
   for (int i = 0; i < inputs; ++i) {
     if (in.dtype(i) != F32)
       return in.fail("inputs must be f32");

@@ -31,11 +31,12 @@ NcclComm::create(const Communicator &mpi, const Mesh &mesh) {
   // rank that never comes is seen by settle() and the job ends.
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
-  if (llvm::Error error = comm->settle(
-          comm->world,
-          ncclCommInitRankConfig(&comm->world, mpi.worldSize(), id,
-                                 mpi.rank(), &config),
-          "ncclCommInitRankConfig"))
+  // The call writes comm->world: it is read only after the call returns
+  // (an argument beside the call could be read before it, as nullptr).
+  ncclResult_t started = ncclCommInitRankConfig(&comm->world, mpi.worldSize(),
+                                                id, mpi.rank(), &config);
+  if (llvm::Error error =
+          comm->settle(comm->world, started, "ncclCommInitRankConfig"))
     return std::move(error);
   // One communicator per axis: the color is the rank's place on the other
   // axes, the key its coordinate on this one. They inherit non-blocking.
@@ -77,6 +78,25 @@ llvm::Error NcclComm::settle(ncclComm_t comm, ncclResult_t result,
       return error;
   }
   return checkNccl(result, call);
+}
+
+llvm::Error NcclComm::asyncError() {
+  std::vector<ncclComm_t> all;
+  for (auto &[name, comm] : axes)
+    all.push_back(comm);
+  all.push_back(world);
+  for (ncclComm_t comm : all) {
+    ncclResult_t state = ncclSuccess;
+    if (comm)
+      if (llvm::Error error = checkNccl(ncclCommGetAsyncError(comm, &state),
+                                        "ncclCommGetAsyncError"))
+        return error;
+    if (state != ncclSuccess && state != ncclInProgress) {
+      abort();
+      return checkNccl(state, "a collective");
+    }
+  }
+  return llvm::Error::success();
 }
 
 void NcclComm::abort() {

@@ -40,6 +40,11 @@ public:
   llvm::Error settle(ncclComm_t comm, ncclResult_t result,
                      llvm::StringRef call);
 
+  /// Fails, aborting every communicator, once one of them has met an
+  /// error in a collective it runs (a peer gone, a network fault): a
+  /// stream waiting on such a collective would otherwise wait forever.
+  llvm::Error asyncError();
+
   /// The communicator of mesh axis `name`.
   llvm::Expected<ncclComm_t> axis(llvm::StringRef name) const;
   /// The communicator of mesh axis `name`, checked to hold all `ranks` of

@@ -1,0 +1,230 @@
+"""bench/device_check.py's own guarantees, with stand-in programs (no GPU):
+
+1. no GPU: every part says SKIPPED (none passed or failed) within seconds,
+   and OUT holds at most 8 files, results.md among them, saying the check
+   ended;
+2. a fault that ends the GPU's context: the conformance goes on from the
+   next case in a new process, and the failed case is run again alone;
+3. a part that hangs: at the deadline it is killed with everything it
+   started (its grandchild too), what it printed before is kept, the parts
+   after it are named as not run, and the whole check ends by its deadline;
+4. SIGTERM to the check (the caller's own limit): the running part's
+   process group is killed and results.md and the logs are still written.
+
+    python device_check_test.py --work DIR
+"""
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import tarfile
+import textwrap
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+CHECK = HERE.parent.parent / "bench" / "device_check.py"
+
+# Stand-ins for twill-conformance, twill-train and cuda_vs_cpu.py, acting
+# as FAKE_MODE says: nogpu, fault or hang. A hanging one starts a
+# grandchild (whose pid it writes to $FAKE_PIDS) and waits forever.
+HANG = """
+sleep 1000 &
+echo $! >> "$FAKE_PIDS"
+echo "[0] add f32 [3]: max error 0.0e+00, tolerance 1.0e-06 PASS"
+while true; do sleep 1; done
+"""
+CONFORMANCE = f"""#!/bin/bash
+case "$FAKE_MODE" in
+nogpu)
+  echo "twill-conformance: --backend=cuda needs a GPU, and this machine has none" >&2
+  exit 77;;
+hang) {HANG};;
+fault)
+  if [[ " $* " == *" --case=1 "* ]]; then
+    echo "[1] matmul bf16 [5,7]: error: an illegal memory access FAIL"
+    exit 1
+  elif [[ " $* " == *" --first=2 "* ]]; then
+    echo "[2] add f32 [3]: max error 0.0e+00, tolerance 1.0e-06 PASS"
+    echo "conformance: 1 of 1 cases passed, 0 failed, 0 instruction kinds without a case; cuda against cpu in 0.1 s"
+    exit 0
+  fi
+  echo "[0] add f32 [3]: max error 0.0e+00, tolerance 1.0e-06 PASS"
+  echo "[1] matmul bf16 [5,7]: error: an illegal memory access FAIL"
+  echo "conformance: the cuda backend can run nothing more after case 1 (the GPU failed: an illegal memory access); the cases after it need a new process: --first=2"
+  echo "conformance: 1 of 2 cases passed, 1 failed, 0 instruction kinds without a case; cuda against cpu in 0.1 s (stopped after case 1)"
+  exit 1;;
+esac
+"""
+TRAIN = f"""#!/bin/bash
+[ "$FAKE_MODE" = hang ] && {{ {HANG} }}
+echo "memory: 1.0 MiB of computed values share a 1.0 MiB arena; the program needs 2.0 MiB (2097152 B)"
+echo "twill-train: --backend=cuda needs a GPU, and this machine has none" >&2
+exit 1
+"""
+CUDA_VS_CPU = """
+import os, sys
+print("SKIPPED: twill-train: --backend=cuda needs a GPU, and this machine has none")
+sys.exit(77)
+"""
+
+
+def stand_ins(work):
+    bin_dir, tests = work / "bin", work / "tests"
+    for folder in (bin_dir, tests, work / "programs"):
+        folder.mkdir(parents=True, exist_ok=True)
+    for name, text in (("twill-conformance", CONFORMANCE),
+                       ("twill-train", TRAIN)):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    (tests / "cuda_vs_cpu.py").write_text(CUDA_VS_CPU)
+    return bin_dir, tests
+
+
+def start(work, mode, deadline, out):
+    bin_dir, tests = stand_ins(work)
+    pids = work / f"pids-{out.name}"
+    pids.write_text("")
+    env = dict(os.environ, FAKE_MODE=mode, FAKE_PIDS=str(pids),
+               PATH=f"{bin_dir}:/usr/bin:/bin")
+    command = [sys.executable, str(CHECK), "--bin", str(bin_dir),
+               "--programs", str(work / "programs"), "--tests", str(tests),
+               "--data", str(work / "data.jsonl"), "--out", str(out),
+               "--work", str(work / f"parts-{out.name}"),
+               "--deadline", str(deadline)]
+    return subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True), pids
+
+
+def finish(process, limit):
+    try:
+        output, _ = process.communicate(timeout=limit)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        sys.exit(f"the check did not end within {limit} s")
+    return output
+
+
+def alive(pids):
+    living = []
+    for pid in pids.read_text().split():
+        try:
+            os.kill(int(pid), 0)
+            living.append(pid)
+        except ProcessLookupError:
+            pass
+    return living
+
+
+def expect(condition, what, context=""):
+    if not condition:
+        sys.exit(f"FAILED: {what}\n{context}")
+    print(f"ok: {what}")
+
+
+def came_back(out):
+    """What a device call would bring back: every file under OUT."""
+    files = [path for path in out.rglob("*") if path.is_file()]
+    expect(len(files) <= 8, f"{out.name}: at most 8 files ({len(files)})",
+           "\n".join(map(str, files)))
+    expect((out / "results.md").exists(), f"{out.name}: results.md written")
+    return (out / "results.md").read_text()
+
+
+def rows(results):
+    return [line for line in results.splitlines()
+            if line.startswith("| ") and not line.startswith("| what")]
+
+
+def no_gpu(work):
+    out = work / "nogpu"
+    began = time.monotonic()
+    process, _ = start(work, "nogpu", 120, out)
+    output = finish(process, 90)
+    seconds = time.monotonic() - began
+    results = came_back(out)
+    expect(seconds < 60, f"no GPU: every part ends within seconds ({seconds:.0f} s)")
+    gpu_rows = [row for row in rows(results) if "wall time" not in row]
+    expect(len(gpu_rows) >= 8, "no GPU: a row per part", results)
+    expect(all("SKIPPED" in row for row in gpu_rows),
+           "no GPU: every part says SKIPPED", results)
+    expect(not any(word in results for word in ("passed", "FAILED", "PASS")),
+           "no GPU: nothing says passed or failed", results)
+    expect("the check ended" in results, "no GPU: results.md says it ended")
+    with tarfile.open(out / "logs.tar.gz") as archive:
+        names = archive.getnames()
+    expect("conformance-0.txt" in names and "cuda_vs_cpu.txt" in names,
+           "no GPU: each part's output in logs.tar.gz", str(names))
+
+
+def fault(work):
+    out = work / "fault"
+    process, _ = start(work, "fault", 120, out)
+    finish(process, 90)
+    results = came_back(out)
+    row = next(row for row in rows(results) if row.startswith("| conformance ("))
+    expect("lost 1 time(s)" in row and "--first=2" in row,
+           "fault: the conformance goes on from the next case", row)
+    expect("1 of 2 cases passed" in row and "1 of 1 cases passed" in row,
+           "fault: both processes' totals are reported", row)
+    expect("[1] fails alone" in results,
+           "fault: the failed case is run again alone", results)
+    expect("cut off" not in row, "fault: the conformance ran to its end", row)
+
+
+def hang(work):
+    out = work / "hang"
+    deadline = 14
+    began = time.monotonic()
+    process, pids = start(work, "hang", deadline, out)
+    finish(process, deadline + 30)
+    seconds = time.monotonic() - began
+    results = came_back(out)
+    expect(seconds < deadline + 5,
+           f"hang: the check ends by its deadline ({seconds:.1f} s of {deadline})")
+    expect(not alive(pids) and pids.read_text().split(),
+           "hang: the hanging part's grandchild is killed with it",
+           pids.read_text())
+    log = (out / "device_check.log").read_text()
+    expect("[0] add f32 [3]" in log,
+           "hang: what the part printed before its end is kept", log)
+    expect("stopped after its limit" in log, "hang: the cut is said", log)
+    expect(any("NOT RUN: the deadline had come" in row for row in rows(results)),
+           "hang: the parts after it are named as not run", results)
+
+
+def terminated(work):
+    out = work / "term"
+    process, pids = start(work, "hang", 200, out)
+    log = out / "device_check.log"
+    for _ in range(200):  # until the hanging part has started its grandchild
+        if pids.read_text().strip():
+            break
+        time.sleep(0.1)
+    time.sleep(0.5)
+    process.send_signal(signal.SIGTERM)
+    finish(process, 20)
+    results = came_back(out)
+    expect("stopped by signal 15" in results,
+           "SIGTERM: results.md says the check was stopped", results)
+    expect(not alive(pids), "SIGTERM: the running part's group is killed",
+           pids.read_text())
+    expect((out / "logs.tar.gz").exists() and "[0] add f32" in log.read_text(),
+           "SIGTERM: the logs are kept")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--work", type=Path, required=True)
+    args = parser.parse_args()
+    import shutil
+    shutil.rmtree(args.work, ignore_errors=True)
+    args.work.mkdir(parents=True)
+    (args.work / "data.jsonl").write_text('{"input_ids": [1, 2, 3]}\n')
+    for case in (no_gpu, fault, hang, terminated):
+        case(args.work)
+
+
+if __name__ == "__main__":
+    main()
