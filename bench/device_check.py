@@ -2,7 +2,7 @@
 of value, under one deadline.
 
     python3 bench/device_check.py --bin BIN --out OUT [--programs DIR]
-        [--deadline SECONDS] [--work DIR]
+        [--deadline SECONDS] [--work DIR] [--parts NAME,...]
 
 BIN holds twill-train and twill-conformance built with CUDA; DIR the
 programs of bench/compile_gpu_programs.sh (compiled where twillc is; they
@@ -43,6 +43,9 @@ The parts, most valuable first:
 6. compute-sanitizer over the conformance cases: memcheck on every case,
    racecheck on those whose kernels share memory within a block.
 
+--parts runs some of them (conformance, cuda_vs_cpu, peak, steps, long,
+sanitizer), as a second run in a window does after a fix.
+
 A part that finds no GPU (no device, no driver, no CUDA build, no PyTorch
 with CUDA) says SKIPPED, never passed or failed.
 
@@ -75,6 +78,7 @@ GOAL = 8000  # tokens/s, issue 12's first figure
 FILE_LIMIT = 15 << 20  # each file that comes back: under the 16 MiB limit
 RESERVE = 8  # seconds kept after the last part, to write and pack
 SKIP = 77
+PARTS = ["conformance", "cuda_vs_cpu", "peak", "steps", "long", "sanitizer"]
 # Ops whose cuda kernels share memory within a block (blockSum, blockMax).
 SHARED_MEMORY_OPS = "attention,cross_entropy,norm,sum_squares"
 
@@ -444,7 +448,12 @@ def main():
                         help="each part's output before it is packed")
     parser.add_argument("--deadline", type=float, default=540,
                         help="seconds for the whole check")
+    parser.add_argument("--parts", default=",".join(PARTS),
+                        help="which parts, comma-separated: " + ", ".join(PARTS))
     args = parser.parse_args()
+    parts = set(args.parts.split(","))
+    if parts - set(PARTS):
+        parser.error(f"no such part: {', '.join(sorted(parts - set(PARTS)))}")
     args.bin = args.bin.resolve()
     args.out.mkdir(parents=True, exist_ok=True)
     shutil.rmtree(args.work, ignore_errors=True)
@@ -466,11 +475,12 @@ def main():
     check.row("GPU (nvidia-smi)", text.strip().splitlines()[-1][:200]
               if code == 0 and text.strip() else
               not_run(code, text) or f"SKIPPED: no GPU ({text.strip()[:200]})")
-    steps = [(4096, "llama8b-4096", "seq 4096", 120),
-             (4096, "llama8b-dropout-4096", "seq 4096, LoRA dropout 0.1", 120),
-             (16384, "llama8b-16384", "seq 16384", 150),
+    steps = [(4096, "llama8b-4096", "seq 4096", 120, "steps"),
+             (4096, "llama8b-dropout-4096", "seq 4096, LoRA dropout 0.1", 120,
+              "steps"),
+             (16384, "llama8b-16384", "seq 16384", 150, "steps"),
              (32768, "llama8b-long-32768", "seq 32768, FULL + offload + tiles",
-              180)]
+              180, "long")]
 
     def guarded(name, part, *arguments):
         try:  # one part's failure must not stop the next
@@ -478,13 +488,18 @@ def main():
         except Exception as error:
             check.row(name, f"FAILED: {error!r}")
 
-    guarded("conformance", conformance, check, args)
-    guarded("gpu.cuda_vs_cpu", cuda_vs_cpu, check, args)
-    peak = guarded("bf16 GEMM peak", gemm_peak, check)
-    for seq, program, what, limit in steps:
-        guarded(f"8B LoRA step, {what}", llama_step, check, args, seq, peak,
-                program, what, limit)
-    guarded("compute-sanitizer", sanitizer, check, args)
+    if "conformance" in parts:
+        guarded("conformance", conformance, check, args)
+    if "cuda_vs_cpu" in parts:
+        guarded("gpu.cuda_vs_cpu", cuda_vs_cpu, check, args)
+    peak = guarded("bf16 GEMM peak", gemm_peak, check) if "peak" in parts \
+        else None
+    for seq, program, what, limit, part in steps:
+        if part in parts:
+            guarded(f"8B LoRA step, {what}", llama_step, check, args, seq,
+                    peak, program, what, limit)
+    if "sanitizer" in parts:
+        guarded("compute-sanitizer", sanitizer, check, args)
     check.row("device check wall time",
               f"{time.monotonic() - check.began:.0f} s of a {args.deadline:.0f} s "
               "deadline")

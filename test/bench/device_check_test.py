@@ -107,13 +107,19 @@ def finish(process, limit):
 
 
 def alive(pids):
-    living = []
-    for pid in pids.read_text().split():
+    """The processes of `pids` still running after a second's grace (a
+    killed one is a zombie until init reaps it: that counts as ended)."""
+    def running(pid):
         try:
-            os.kill(int(pid), 0)
-            living.append(pid)
-        except ProcessLookupError:
-            pass
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1]
+        except OSError:
+            return False
+        return state.split()[0] not in "ZX"
+    for _ in range(20):
+        living = [pid for pid in pids.read_text().split() if running(pid)]
+        if not living:
+            break
+        time.sleep(0.1)
     return living
 
 
