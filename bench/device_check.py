@@ -343,10 +343,12 @@ def llama_step(check, args, seq, peak, program, what, limit):
             ids = [rng.randrange(128000) for _ in range(seq)]
             f.write(json.dumps({"input_ids": ids}) + "\n")
     trace = args.programs / f"{program}.trace.json"
-    # The GPU's memory in use, every 200 ms, whoever holds it.
-    sampler = ("nvidia-smi --query-gpu=memory.used --format=csv,noheader,"
-               "nounits -lms 200 > {0} 2>/dev/null & exec \"$@\"".format(
-                   args.programs / f"{program}.memory"))
+    # The GPU's memory in use, every 200 ms, whoever holds it: a line at a
+    # time (stdbuf), so that what it sampled is in the file when the part's
+    # end kills it.
+    sampler = ("stdbuf -oL nvidia-smi --query-gpu=memory.used --format=csv,"
+               "noheader,nounits -lms 200 > {0} 2>/dev/null & exec \"$@\""
+               .format(args.programs / f"{program}.memory"))
     code, text = check.run(
         f"Llama-3.1-8B LoRA step, {what}",
         ["sh", "-c", sampler, "sh", args.bin / "twill-train",
@@ -380,9 +382,11 @@ def llama_step(check, args, seq, peak, program, what, limit):
         if len(steps) > 2 else seq / tokens_per_second
     check.row(f"{name}: step time, twillc's prediction at "
               "clusters/h200.textproto against measured (profiled)",
-              (f"predicted {float(predicted.group(1)) / 1e3:.3f} s, measured "
-               f"{measured:.3f} s: {float(predicted.group(1)) / 1e3 / measured:.2f}"
-               if predicted else f"no prediction; measured {measured:.3f} s"))
+              (f"predicted {float(predicted.group(1)):.4g} ms, measured "
+               f"{measured * 1e3:.4g} ms: "
+               f"{float(predicted.group(1)) / 1e3 / measured:.3g} of it"
+               if predicted else
+               f"no prediction; measured {measured * 1e3:.4g} ms"))
     planned = re.search(r"the program needs (\S+) MiB", text)
     device = re.search(r"^cuda: device memory in use at most (\S+) GiB.*"
                        r"allocations at most (\S+) GiB: (\S+) GiB", text,

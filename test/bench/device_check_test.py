@@ -9,12 +9,19 @@
    started (its grandchild too), what it printed before is kept, the parts
    after it are named as not run, and the whole check ends by its deadline;
 4. SIGTERM to the check (the caller's own limit): the running part's
-   process group is killed and results.md and the logs are still written.
+   process group is killed and results.md and the logs are still written;
+5. a GPU that works, played by the real twill-train on the cpu (tiny
+   programs under the 8B programs' names, with twillc's real reports) and
+   an nvidia-smi that samples: every figure of every step is read from the
+   tools' real output (tokens/s, MFU, predicted against measured step,
+   memory, profile) and the traces come back.
 
-    python device_check_test.py --work DIR
+    python device_check_test.py --work DIR --bin BUILD/bin --config TINY
+        --data TRAIN_JSONL --cluster CLUSTER
 """
 import argparse
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -37,6 +44,9 @@ while true; do sleep 1; done
 """
 CONFORMANCE = f"""#!/bin/bash
 case "$FAKE_MODE" in
+gpu)
+  echo "[0] add f32 [3]: max error 0.0e+00, tolerance 1.0e-06 PASS"
+  echo "conformance: 1 of 1 cases passed, 0 failed, 0 instruction kinds without a case; cuda against cpu in 0.1 s";;
 nogpu)
   echo "twill-conformance: --backend=cuda needs a GPU, and this machine has none" >&2
   exit 77;;
@@ -57,14 +67,40 @@ fault)
   exit 1;;
 esac
 """
+# A working GPU: the real twill-train on the cpu, fed the tiny job's data,
+# saying what the cuda backend says of its memory.
+GPU_TRAIN = """
+args=()
+while (($#)); do
+  case "$1" in
+  --backend=cuda) args+=(--backend=cpu);;
+  --data) args+=(--data "$FAKE_DATA"); shift;;
+  *) args+=("$1");;
+  esac
+  shift
+done
+"$FAKE_TWILL_BIN/twill-train" "${args[@]}" || exit $?
+echo "cuda: device memory in use at most 1.50 GiB (cudaMemGetInfo after each run, every process on the GPU); Twill's own allocations at most 1.20 GiB: 1.00 GiB of buffers as planned, the rest scratch and the matmul workspace"
+exit 0
+"""
+NVIDIA_SMI = """#!/bin/bash
+if [[ " $* " == *" -lms "* ]]; then
+  while true; do echo 1234; sleep 0.1; done
+fi
+echo "NVIDIA H200, 143771 MiB, 580.159.03"
+"""
 TRAIN = f"""#!/bin/bash
 [ "$FAKE_MODE" = hang ] && {{ {HANG} }}
+[ "$FAKE_MODE" = gpu ] && {{ {GPU_TRAIN} }}
 echo "memory: 1.0 MiB of computed values share a 1.0 MiB arena; the program needs 2.0 MiB (2097152 B)"
 echo "twill-train: --backend=cuda needs a GPU, and this machine has none" >&2
 exit 1
 """
 CUDA_VS_CPU = """
 import os, sys
+if os.environ["FAKE_MODE"] == "gpu":
+    print("LoRA: loss 6.300000 vs 6.300001, 12 gradients within 1.0e-06")
+    sys.exit(0)
 print("SKIPPED: twill-train: --backend=cuda needs a GPU, and this machine has none")
 sys.exit(77)
 """
@@ -79,6 +115,9 @@ def stand_ins(work):
         (bin_dir / name).write_text(text)
         (bin_dir / name).chmod(0o755)
     (tests / "cuda_vs_cpu.py").write_text(CUDA_VS_CPU)
+    (work / "gpu-bin").mkdir(exist_ok=True)
+    (work / "gpu-bin" / "nvidia-smi").write_text(NVIDIA_SMI)
+    (work / "gpu-bin" / "nvidia-smi").chmod(0o755)
     return bin_dir, tests
 
 
@@ -86,8 +125,9 @@ def start(work, mode, deadline, out):
     bin_dir, tests = stand_ins(work)
     pids = work / f"pids-{out.name}"
     pids.write_text("")
+    gpu = f"{work / 'gpu-bin'}:" if mode == "gpu" else ""
     env = dict(os.environ, FAKE_MODE=mode, FAKE_PIDS=str(pids),
-               PATH=f"{bin_dir}:/usr/bin:/bin")
+               PATH=f"{gpu}{bin_dir}:/usr/bin:/bin")
     command = [sys.executable, str(CHECK), "--bin", str(bin_dir),
                "--programs", str(work / "programs"), "--tests", str(tests),
                "--data", str(work / "data.jsonl"), "--out", str(out),
@@ -220,9 +260,67 @@ def terminated(work):
            "SIGTERM: the logs are kept")
 
 
+# The programs the check runs, each the tiny job under an 8B program's name
+# writing where the check reads, with twillc's report at the cluster.
+PROGRAMS = {"llama8b-4096": [], "llama8b-dropout-4096": ["lora.dropout=0.1"],
+            "llama8b-16384": [],
+            "llama8b-long-32768": ["parallel.activation_checkpointing=FULL"]}
+
+
+def working_gpu(work, args):
+    programs = work / "programs"
+    for name, overrides in PROGRAMS.items():
+        job = [args.bin / "twillc", args.config, "train.epochs=1",
+               "train.max_steps_per_epoch=4", "checkpoint.save_every=0",
+               f"checkpoint.output_dir={programs / (name + '-out')}",
+               *overrides]
+        subprocess.run(job + ["-o", programs / f"{name}.twx"], check=True)
+        with open(programs / f"{name}.report.txt", "w") as report:
+            subprocess.run(job + ["--report", "--cluster", args.cluster],
+                           stdout=report, check=True)
+    os.environ.update(FAKE_TWILL_BIN=str(args.bin), FAKE_DATA=str(args.data))
+    out = work / "gpu"
+    process, _ = start(work, "gpu", 120, out)
+    output = finish(process, 110)
+    results = came_back(out)
+    for what in ("seq 4096", "seq 4096, LoRA dropout 0.1", "seq 16384",
+                 "seq 32768, FULL + offload + tiles"):
+        step = [row for row in rows(results)
+                if row.startswith(f"| 8B LoRA step, {what}: ")]
+        figures = "\n".join(step)
+        expect(len(step) == 6 and re.search(r"tokens/s .*\| [\d,]+ \(goal",
+                                            figures),
+               f"GPU: {what}: tokens/s", figures + output[-2000:])
+        expect(re.search(r"MFU \| \S+% of 989 TFLOP/s", figures),
+               f"GPU: {what}: MFU", figures)
+        expect(re.search(r"predicted [\d.]+ ms, measured [\d.]+ ms: [\d.]+ of it",
+                         figures), f"GPU: {what}: predicted against measured",
+               figures)
+        expect(re.search(r"memory \| plan [\d.]+ GiB; Twill allocated at most "
+                         r"1.20 GiB \(1.00 GiB buffers\); cudaMemGetInfo peak "
+                         r"1.50 GiB; nvidia-smi peak 1.21 GiB", figures),
+               f"GPU: {what}: memory, sampled", figures)
+        expect(re.search(r"profile \(top op kinds\) \| matmul \S+% ", figures),
+               f"GPU: {what}: profile", figures)
+    expect("| GPU (nvidia-smi) | NVIDIA H200, 143771 MiB" in results and
+           "| gpu.cuda_vs_cpu | passed" in results and
+           "1 of 1 cases passed" in results,
+           "GPU: the other parts' verdicts", results)
+    with tarfile.open(out / "traces.tar.gz") as archive:
+        names = archive.getnames()
+    expect(sorted(names) == ["llama8b-4096.trace.json.gz",
+                             "llama8b-dropout-4096.trace.json.gz"],
+           "GPU: the seq-4096 traces come back", str(names))
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--work", type=Path, required=True)
+    parser.add_argument("--bin", type=Path, required=True,
+                        help="twillc and twill-train, for a working GPU")
+    parser.add_argument("--config", type=Path, required=True)
+    parser.add_argument("--data", type=Path, required=True)
+    parser.add_argument("--cluster", type=Path, required=True)
     args = parser.parse_args()
     import shutil
     shutil.rmtree(args.work, ignore_errors=True)
@@ -230,6 +328,7 @@ def main():
     (args.work / "data.jsonl").write_text('{"input_ids": [1, 2, 3]}\n')
     for case in (no_gpu, fault, hang, terminated):
         case(args.work)
+    working_gpu(args.work, args)
 
 
 if __name__ == "__main__":
