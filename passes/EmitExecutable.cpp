@@ -34,6 +34,9 @@ public:
     for (int64_t size : mesh.getAxisSizes())
       out.add_shape(size);
   }
+  void setFormatVersion(int version) {
+    executable.set_format_version(version);
+  }
   void setArenaBytes(int64_t bytes) { executable.set_arena_bytes(bytes); }
   void setHostArenaBytes(int64_t bytes) {
     executable.set_host_arena_bytes(bytes);
@@ -445,6 +448,7 @@ LogicalResult ExecutableEmitter::emitFunction(func::FuncOp function) {
 
 FailureOr<Executable> mlir::twill::emitExecutable(ModuleOp module) {
   ExecutableEmitter emitter;
+  emitter.setFormatVersion(::twill::EXECUTABLE_FORMAT);
   if (auto arena =
           module->getAttrOfType<IntegerAttr>(mlir::twill::kArenaBytesAttrName))
     emitter.setArenaBytes(arena.getInt());

@@ -41,6 +41,23 @@ int64_t twill::numElements(const Buffer &buffer) {
   return count;
 }
 
+static llvm::Error problem(const llvm::Twine &what) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), what);
+}
+
+static llvm::Error checkFormat(const Executable &executable) {
+  if (executable.format_version() != EXECUTABLE_FORMAT)
+    return problem(llvm::formatv(
+        "Executable format {0}{1}, and this runtime reads format {2}: "
+        "compile the job again with the twillc built with it",
+        executable.format_version(),
+        executable.format_version() == EXECUTABLE_UNVERSIONED
+            ? " (written before formats had versions)"
+            : "",
+        int(EXECUTABLE_FORMAT)));
+  return llvm::Error::success();
+}
+
 llvm::Expected<Executable> twill::loadExecutable(llvm::StringRef path) {
   auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                           /*RequiresNullTerminator=*/false);
@@ -55,6 +72,14 @@ llvm::Expected<Executable> twill::loadExecutable(llvm::StringRef path) {
         llvm::inconvertibleErrorCode(),
         "%s is not an Executable written by twillc (corrupt or truncated)",
         path.str().c_str());
+  // A program of another format is refused before anything else is read
+  // from it; an empty file is no program of any.
+  llvm::Error format = executable.ByteSizeLong() ? checkFormat(executable)
+                                                 : llvm::Error::success();
+  if (format)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   path + ": " +
+                                       llvm::toString(std::move(format)));
   if (!executable.has_job() || executable.entry_points_size() == 0)
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),
@@ -65,10 +90,6 @@ llvm::Expected<Executable> twill::loadExecutable(llvm::StringRef path) {
                                    path + ": " +
                                        llvm::toString(std::move(error)));
   return executable;
-}
-
-static llvm::Error problem(const llvm::Twine &what) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), what);
 }
 
 /// Fails unless the instruction has an opcode this runtime knows and every
@@ -101,6 +122,9 @@ static llvm::Error checkInstruction(const Instruction &instruction) {
 }
 
 llvm::Error twill::verifyExecutable(const Executable &executable) {
+  // Nothing else is read from a program of another format.
+  if (llvm::Error error = checkFormat(executable))
+    return error;
   int numBuffers = executable.buffers_size();
   for (int id = 0; id < numBuffers; ++id) {
     const Buffer &buffer = executable.buffers(id);

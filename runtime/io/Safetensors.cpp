@@ -3,7 +3,7 @@
 #include "runtime/io/Safetensors.h"
 
 
-#include "runtime/io/AtomicFile.h"
+#include "support/AtomicFile.h"
 #include "runtime/executable/BFloat16.h"
 #include "support/Json.h"
 #include "llvm/ADT/STLExtras.h"

@@ -2,7 +2,7 @@
 
 #include "runtime/train/Adapter.h"
 
-#include "runtime/io/AtomicFile.h"
+#include "support/AtomicFile.h"
 #include "runtime/io/Safetensors.h"
 #include "support/LoraScale.h"
 
@@ -97,7 +97,7 @@ llvm::Error twill::writePeftAdapter(Program &program, llvm::StringRef directory,
   std::string text;
   llvm::raw_string_ostream(text)
       << llvm::formatv("{0:2}", llvm::json::Value(std::move(adapterConfig)));
-  return io::writeFileAtomically(config,
+  return writeFileAtomically(config,
                                  [&](llvm::raw_ostream &os) { os << text; });
 }
 
@@ -249,7 +249,7 @@ static llvm::Error writeShards(llvm::StringRef directory,
   std::string text;
   llvm::raw_string_ostream(text)
       << llvm::formatv("{0:2}", llvm::json::Value(std::move(index)));
-  return io::writeFileAtomically(inDirectory("model.safetensors.index.json"),
+  return writeFileAtomically(inDirectory("model.safetensors.index.json"),
                                  [&](llvm::raw_ostream &os) { os << text; });
 }
 
@@ -289,7 +289,7 @@ llvm::Error twill::writeHfModel(Program &program, llvm::StringRef directory,
       << llvm::formatv("{0:2}", llvm::json::Value(std::move(object)));
   llvm::SmallString<256> config(directory);
   llvm::sys::path::append(config, "config.json");
-  return io::writeFileAtomically(config,
+  return writeFileAtomically(config,
                                  [&](llvm::raw_ostream &os) { os << text; });
 }
 

@@ -3,7 +3,7 @@
 #include "runtime/train/Checkpoint.h"
 
 #include "runtime/data/JsonLines.h"
-#include "runtime/io/AtomicFile.h"
+#include "support/AtomicFile.h"
 #include "runtime/io/Safetensors.h"
 #include "runtime/train/Adapter.h"
 #include "llvm/ADT/StringSet.h"
@@ -119,7 +119,7 @@ llvm::Error twill::saveCheckpoint(Program &program, llvm::StringRef outputDir,
     std::string text;
     llvm::raw_string_ostream(text)
         << llvm::formatv("{0:2}", json::Value(std::move(trainer)));
-    if (llvm::Error error = io::writeFileAtomically(
+    if (llvm::Error error = writeFileAtomically(
             joinPath(stateDir, "trainer.json"),
             [&](llvm::raw_ostream &os) { os << text; }))
       return error;

@@ -1,6 +1,7 @@
 // twill-emit-executable writes one buffer per value and one instruction per
 // op, with the parameter table and the inputs; each op becomes its opcode
-// and every attribute its kind carries, defaults written out.
+// and every attribute its kind carries, defaults written out; the program
+// says which format it is.
 // RUN: twill-opt %s --twill-emit-executable=output=%t.txtpb -split-input-file -verify-diagnostics
 // RUN: FileCheck %s < %t.txtpb
 
@@ -56,6 +57,7 @@ func.func @forward(%w: tensor<4x8xf32> {twill.param = "layer.weight"},
 // CHECK-NEXT:       permutation: 0
 // CHECK:        outputs: 6
 // CHECK:        role: FORWARD
+// CHECK:      format_version: 1
 
 // -----
 

@@ -190,6 +190,7 @@ TEST_F(CommTest, CollectivesInFlightCompleteInAnyOrder) {
 /// reduce's input also read by an add while the reduce is in flight.
 Executable collectiveProgram(int tp, bool started) {
   Executable executable;
+  executable.set_format_version(EXECUTABLE_FORMAT);
   auto addBuffer = [&](std::initializer_list<int64_t> dims) {
     Buffer &buffer = *executable.add_buffers();
     buffer.set_dtype(F32);

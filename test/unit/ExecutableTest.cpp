@@ -2,6 +2,8 @@
 
 #include "runtime/executable/Executable.h"
 
+#include "llvm/Support/FormatVariadic.h"
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -13,6 +15,7 @@ namespace {
 /// x (input) -> scale -> y, returned.
 Executable validProgram() {
   Executable executable;
+  executable.set_format_version(EXECUTABLE_FORMAT);
   for (int i = 0; i < 2; ++i) {
     Buffer &buffer = *executable.add_buffers();
     buffer.set_dtype(F32);
@@ -143,6 +146,36 @@ TEST(Executable, EveryCollectiveInFlightIsWaitedOnceBeforeItsResultIsRead) {
   twoOperands.mutable_entry_points(0)->mutable_instructions(1)->add_operands(0);
   EXPECT_THAT(problemOf(twoOperands),
               HasSubstr("must name one started result and write none"));
+}
+
+// A program of another format is refused before anything else is read
+// from it, naming both versions.
+TEST(Executable, AnotherFormatIsRefusedNamingBoth) {
+  Executable newer = validProgram();
+  newer.set_format_version(EXECUTABLE_FORMAT + 1);
+  EXPECT_THAT(problemOf(newer),
+              HasSubstr(llvm::formatv("Executable format {0}, and this "
+                                      "runtime reads format {1}",
+                                      EXECUTABLE_FORMAT + 1,
+                                      int(EXECUTABLE_FORMAT))
+                            .str()));
+  Executable old = validProgram();
+  old.clear_format_version();
+  EXPECT_THAT(problemOf(old),
+              HasSubstr("format 0 (written before formats had versions)"));
+
+  std::string path = ::testing::TempDir() + "/newer.twx";
+  newer.mutable_job();
+  std::string bytes;
+  ASSERT_TRUE(newer.SerializeToString(&bytes));
+  FILE *file = fopen(path.c_str(), "wb");
+  ASSERT_TRUE(file);
+  fwrite(bytes.data(), 1, bytes.size(), file);
+  fclose(file);
+  llvm::Expected<Executable> loaded = loadExecutable(path);
+  ASSERT_FALSE(bool(loaded));
+  EXPECT_THAT(llvm::toString(loaded.takeError()),
+              HasSubstr(path + ": Executable format"));
 }
 
 TEST(Executable, GarbageFileIsNamed) {

@@ -23,6 +23,7 @@ namespace {
 /// it: v1 at 0 for the whole run, the others taking turns at 1024 and 2048.
 Executable chain() {
   Executable executable;
+  executable.set_format_version(EXECUTABLE_FORMAT);
   const int64_t offsets[8] = {-1, 0, 1024, 2048, 1024, 2048, 1024, -1};
   for (int64_t offset : offsets) {
     Buffer &buffer = *executable.add_buffers();
@@ -102,6 +103,7 @@ TEST(MemoryPlan, LiveValuesMayNotShare) {
 /// matmul's left factor too.
 Executable inPlace(bool extra, bool factor) {
   Executable executable;
+  executable.set_format_version(EXECUTABLE_FORMAT);
   for (int64_t offset : {-1, 0, 0, -1, -1}) {
     Buffer &buffer = *executable.add_buffers();
     buffer.set_dtype(F32);
@@ -152,6 +154,7 @@ TEST(MemoryPlan, AMatmulMayComputeInPlaceOverItsLastReadAddend) {
 /// `bOffset` -> wait s -> out = 2s + b: the sum reads a until its wait.
 Executable sumInFlight(int64_t bOffset) {
   Executable executable;
+  executable.set_format_version(EXECUTABLE_FORMAT);
   for (int64_t offset : {int64_t(-1), int64_t(0), int64_t(64), bOffset,
                          int64_t(-1), int64_t(-1)}) {
     Buffer &buffer = *executable.add_buffers();

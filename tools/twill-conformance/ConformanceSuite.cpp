@@ -717,6 +717,7 @@ void collectiveCases(Suite &suite) {
 
 Suite conformance::conformanceSuite() {
   Suite suite;
+  suite.executable.set_format_version(EXECUTABLE_FORMAT);
   Mesh &mesh = *suite.executable.add_meshes();
   mesh.set_name("mesh");
   for (auto [axis, size] : llvm::zip_equal(kMeshAxes, kMeshShape)) {

@@ -21,9 +21,9 @@
 #include "mlir/Support/Timing.h"
 #include "passes/Passes.h"
 #include "passes/ResourceReport.h"
+#include "support/AtomicFile.h"
 #include "tools/twillc/Planner.h"
 #include "llvm/Support/CommandLine.h"
-#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/WithColor.h"
@@ -421,22 +421,9 @@ static int writeExecutable(const twill::JobConfig &config,
   std::string bytes;
   if (!executable->SerializeToString(&bytes))
     return fail("cannot serialise the Executable");
-  llvm::Expected<llvm::sys::fs::TempFile> temp =
-      llvm::sys::fs::TempFile::create(path + "-%%%%%%.tmp");
-  if (!temp)
-    return fail("cannot write " + path + ": " +
-                llvm::toString(temp.takeError()));
-  llvm::raw_fd_ostream os(temp->FD, /*shouldClose=*/false);
-  os << bytes;
-  os.flush();
-  if (os.has_error()) {
-    os.clear_error();
-    llvm::consumeError(temp->discard());
-    return fail("cannot write " + path);
-  }
-  if (llvm::Error error = temp->keep(path))
-    return fail("cannot write " + path + ": " +
-                llvm::toString(std::move(error)));
+  if (llvm::Error error = twill::writeFileAtomically(
+          path, [&](llvm::raw_ostream &os) { os << bytes; }))
+    return fail(llvm::toString(std::move(error)));
   return 0;
 }
 

@@ -1,13 +1,13 @@
 //===- AtomicFile.cpp - files that are whole or absent --------------------===//
 
-#include "runtime/io/AtomicFile.h"
+#include "support/AtomicFile.h"
 
 #include "llvm/Support/FileSystem.h"
 
 using namespace twill;
 
 llvm::Error
-io::writeFileAtomically(llvm::StringRef path,
+twill::writeFileAtomically(llvm::StringRef path,
                         llvm::function_ref<void(llvm::raw_ostream &)> write) {
   auto fail = [&](const llvm::Twine &why) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
