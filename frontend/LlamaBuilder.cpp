@@ -12,6 +12,7 @@
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/xxhash.h"
 
 #include <cmath>
 
@@ -28,6 +29,19 @@ namespace {
 struct Split {
   TensorParallelStyle style;
   int64_t heads = 0; // the attention heads the split dim holds, if any
+};
+
+/// The deviation of a base weight drawn at random (checkpoint.random_base):
+/// transformers' initializer_range.
+constexpr double kBaseWeightStd = 0.02;
+
+/// What a parameter is beyond its shape: how it starts where no checkpoint
+/// gives it, and, for an adapter's, which part of which weight's adapter.
+struct Role {
+  InitKind init;
+  std::optional<AdapterPart> part; // an adapter's
+  std::string of;                  // the weight an adapter's adapts
+  std::string tied; // the parameter holding `of`'s values, if another
 };
 
 /// Marks every op a builder inserts with the decoder layer being traced.
@@ -47,8 +61,9 @@ struct LayerMarker : public OpBuilder::Listener {
 /// layer its layer.
 class LlamaTracer {
 public:
-  LlamaTracer(MLIRContext &context, const JobConfig &job)
-      : job(job), model(job.model()), builder(&context),
+  LlamaTracer(MLIRContext &context, const JobConfig &job,
+              const ::twill::TraceOptions &options)
+      : job(job), model(job.model()), options(options), builder(&context),
         batch(job.train().batch_size()), seq(job.train().seq_len()) {
     builder.setListener(&layerMarker);
   }
@@ -65,9 +80,12 @@ private:
     return RankedTensorType::get(shape, builder.getF32Type());
   }
 
-  /// Appends a parameter argument named `name`, split as `split`.
+  /// Appends a parameter argument named `name`, split as `split`, that is
+  /// what `role` says.
   Value param(const Twine &name, ArrayRef<int64_t> shape, bool trainable,
-              Split split);
+              Split split, const Role &role);
+  /// A base weight's role: drawn at random where no checkpoint gives it.
+  static Role baseWeight() { return {InitKind::Normal, std::nullopt, {}}; }
   /// Appends an input argument named `name`: a [batch, seq] one (tokens,
   /// labels, positions, segments, token_index), or one of `shape`.
   Value input(StringRef name, Type elementType);
@@ -130,6 +148,7 @@ private:
 
   const JobConfig &job;
   const ModelConfig &model;
+  const ::twill::TraceOptions &options;
   OpBuilder builder;
   LayerMarker layerMarker;
   int64_t batch, seq;
@@ -137,7 +156,8 @@ private:
   Block *body = nullptr;
   unsigned numParams = 0;
   SmallVector<DictionaryAttr> paramAttrs;
-  llvm::StringMap<Value> params; // by Hugging Face name
+  llvm::StringMap<Value> params;   // by Hugging Face name
+  llvm::DenseMap<Value, std::string> paramNames; // the names they have
   Value positions, segments;
   SmallVector<StringRef> inputNames; // in argument order
   /// With LoRA dropout: every position's index in the micro-batch (row x
@@ -149,18 +169,38 @@ private:
 } // namespace
 
 Value LlamaTracer::param(const Twine &name, ArrayRef<int64_t> shape,
-                         bool trainable, Split split) {
+                         bool trainable, Split split, const Role &role) {
   std::string hfName = name.str();
   // Traced again (by each tile of a tiled MLP): the same argument.
   if (Value traced = params.lookup(hfName))
     return traced;
+  // The name is the checkpoint's; nothing after the frontend reads meaning
+  // into it (the renaming test option checks that).
+  std::string named = options.parameterPrefix + hfName;
   Value arg = body->insertArgument(numParams++, floatType(shape), loc(hfName));
   params[hfName] = arg;
-  SmallVector<NamedAttribute, 4> attrs{
-      builder.getNamedAttr(kParamAttrName, builder.getStringAttr(hfName)),
+  paramNames[arg] = named;
+  MLIRContext *context = builder.getContext();
+  // Its random values are its own whatever it is called.
+  InitKind init = role.init;
+  if (init == InitKind::Ones && options.zeroOnes)
+    init = InitKind::Zeros;
+  SmallVector<NamedAttribute, 6> attrs{
+      builder.getNamedAttr(kParamAttrName, builder.getStringAttr(named)),
       builder.getNamedAttr(kTensorParallelAttrName,
-                           TensorParallelAttr::get(builder.getContext(),
-                                                   split.style, split.heads))};
+                           TensorParallelAttr::get(context, split.style,
+                                                   split.heads)),
+      builder.getNamedAttr(
+          kInitAttrName,
+          InitAttr::get(context, init,
+                        llvm::APFloat(init == InitKind::Normal ? kBaseWeightStd
+                                                               : 0.0),
+                        llvm::xxh3_64bits(hfName)))};
+  if (role.part)
+    attrs.push_back(builder.getNamedAttr(
+        kAdapterAttrName,
+        AdapterAttr::get(context, *role.part, options.parameterPrefix + role.of,
+                         role.tied)));
   if (trainable)
     attrs.push_back(
         builder.getNamedAttr(kTrainableAttrName, builder.getUnitAttr()));
@@ -192,7 +232,8 @@ Value LlamaTracer::matmulTransposed(Value x, Value weight, Location at) {
 
 Value LlamaTracer::linear(Value x, const std::string &path, StringRef target,
                           int64_t in, int64_t out, Split split) {
-  Value weight = param(path + ".weight", {out, in}, baseTrainable(), split);
+  Value weight =
+      param(path + ".weight", {out, in}, baseTrainable(), split, baseWeight());
   return linearWith(x, weight, path, target, split);
 }
 
@@ -207,10 +248,19 @@ Value LlamaTracer::linearWith(Value x, Value weight, const std::string &path,
   // where the base splits that dim, and is whole otherwise.
   Split whole{TensorParallelStyle::Replicate};
   bool splitsInput = split.style == TensorParallelStyle::Row;
+  // PEFT's start: A kaiming-uniform, B zero, so the product starts at 0.
+  // The weight adapted is `path`.weight; where another parameter holds it
+  // (an lm_head tied to the embedding), the adapter says which.
+  std::string weightName = path + ".weight",
+              holder = paramNames.lookup(weight);
+  std::string tied =
+      holder == options.parameterPrefix + weightName ? "" : holder;
   Value a = param(path + ".lora_A.weight", {rank, outIn[1]}, true,
-                  splitsInput ? split : whole);
+                  splitsInput ? split : whole,
+                  {InitKind::KaimingUniform, AdapterPart::A, weightName, tied});
   Value b = param(path + ".lora_B.weight", {outIn[0], rank}, true,
-                  splitsInput ? whole : split);
+                  splitsInput ? whole : split,
+                  {InitKind::Zeros, AdapterPart::B, weightName, tied});
   Location at = loc(path + ".lora");
   Value dropped = x;
   if (double rate = job.lora().dropout(); rate > 0)
@@ -235,7 +285,9 @@ Value LlamaTracer::linearWith(Value x, Value weight, const std::string &path,
   // (or in evaluation) W d(x) is W x itself.
   Location doraAt = loc(path + ".lora_magnitude_vector");
   Value magnitude = param(path + ".lora_magnitude_vector", {outIn[0]}, true,
-                          splitsInput ? whole : split);
+                          splitsInput ? whole : split,
+                          {InitKind::RowNorms, AdapterPart::Magnitude,
+                           weightName, tied});
   Value product = MatmulOp::create(builder, doraAt, weight.getType(), b, a,
                                    /*transposeLhs=*/false,
                                    /*transposeRhs=*/false);
@@ -268,7 +320,8 @@ Value LlamaTracer::linearWith(Value x, Value weight, const std::string &path,
 Value LlamaTracer::rmsNorm(Value x, const Twine &path) {
   std::string module = path.str();
   Value weight = param(module + ".weight", {model.hidden_size()},
-                       baseTrainable(), {TensorParallelStyle::Replicate});
+                       baseTrainable(), {TensorParallelStyle::Replicate},
+                       {InitKind::Ones, std::nullopt, {}});
   return RmsNormOp::create(builder, loc(module), x.getType(), x, weight,
                            builder.getF64FloatAttr(model.rms_norm_eps()));
 }
@@ -461,7 +514,7 @@ OwningOpRef<ModuleOp> LlamaTracer::trace() {
   int64_t vocab = model.vocab_size(), hidden = model.hidden_size();
   Split vocabRows{TensorParallelStyle::Vocab};
   Value embedTable = param("model.embed_tokens.weight", {vocab, hidden},
-                           baseTrainable(), vocabRows);
+                           baseTrainable(), vocabRows, baseWeight());
   // Under sequence parallelism the lookup's partial sums are scattered a
   // tile at a time, as the loss gathers its input.
   Location embedAt = loc("model.embed_tokens");
@@ -481,7 +534,7 @@ OwningOpRef<ModuleOp> LlamaTracer::trace() {
   Value lmHead = model.tie_word_embeddings()
                      ? embedTable
                      : param("lm_head.weight", {vocab, hidden}, baseTrainable(),
-                             vocabRows);
+                             vocabRows, baseWeight());
   Value logits = linearWith(h, lmHead, "lm_head", "lm_head", vocabRows);
   // Named, so that the runtime can dump it.
   logits.getDefiningOp()->setLoc(loc("logits"));
@@ -543,7 +596,8 @@ OwningOpRef<ModuleOp> LlamaTracer::trace() {
 
 namespace twill {
 OwningOpRef<ModuleOp> buildLlamaModule(MLIRContext &context,
-                                       const JobConfig &job) {
-  return LlamaTracer(context, job).trace();
+                                       const JobConfig &job,
+                                       const TraceOptions &options) {
+  return LlamaTracer(context, job, options).trace();
 }
 } // namespace twill

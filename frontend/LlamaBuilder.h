@@ -8,8 +8,10 @@
 //           tensor<i64> {twill.output = "token_count"})
 //
 // at global shapes [train.batch_size, train.seq_len]. Parameters are
-// arguments named with their Hugging Face names (`twill.param`); the
-// trainable ones carry `twill.trainable`; inputs carry `twill.input`. Labels are per position (the
+// arguments named with their Hugging Face names (`twill.param`), each
+// stating how it starts (`twill.init`) and, an adapter's, what it adapts
+// (`twill.adapter`); the trainable ones carry `twill.trainable`; inputs
+// carry `twill.input`. Labels are per position (the
 // token that should follow it, -100 to ignore): the data pipeline shifts, the
 // model does not. Positions restart and segments change at each document of
 // a packed row, so attention never crosses a document boundary.
@@ -23,12 +25,26 @@
 #include "mlir/IR/OwningOpRef.h"
 #include "proto/job_config.pb.h"
 
+#include <string>
+
 namespace twill {
+
+/// Hooks for tests that check that nothing after the frontend reads
+/// meaning into a parameter's name or assumes how it starts.
+struct TraceOptions {
+  /// Put before every parameter's name (and every name that refers to a
+  /// parameter): the program must train as without it.
+  std::string parameterPrefix;
+  /// Parameters that start at 1 (the norms' weights) start at 0 instead,
+  /// as a family whose norm scales by (1 + w) starts them.
+  bool zeroOnes = false;
+};
 
 /// Builds the module for `job` (a resolved, validated config): its mesh and
 /// its @forward function.
-mlir::OwningOpRef<mlir::ModuleOp> buildLlamaModule(mlir::MLIRContext &context,
-                                                   const JobConfig &job);
+mlir::OwningOpRef<mlir::ModuleOp>
+buildLlamaModule(mlir::MLIRContext &context, const JobConfig &job,
+                 const TraceOptions &options = {});
 
 } // namespace twill
 

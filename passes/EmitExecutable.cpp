@@ -127,6 +127,54 @@ FailureOr<int> ExecutableEmitter::sharedBuffer(BlockArgument argument,
   return id;
 }
 
+/// The parameter's roles, as the frontend stated them (twill.init,
+/// twill.adapter): what the runtime knows it by.
+static void describeRoles(func::FuncOp function, unsigned index,
+                          ::twill::Parameter &parameter) {
+  namespace tw = mlir::twill;
+  if (auto init =
+          function.getArgAttrOfType<tw::InitAttr>(index, tw::kInitAttrName)) {
+    ::twill::Initializer &out = *parameter.mutable_init();
+    switch (init.getKind()) {
+    case tw::InitKind::Zeros:
+      out.set_kind(::twill::Initializer::ZEROS);
+      break;
+    case tw::InitKind::Ones:
+      out.set_kind(::twill::Initializer::ONES);
+      break;
+    case tw::InitKind::Normal:
+      out.set_kind(::twill::Initializer::NORMAL);
+      break;
+    case tw::InitKind::KaimingUniform:
+      out.set_kind(::twill::Initializer::KAIMING_UNIFORM);
+      break;
+    case tw::InitKind::RowNorms:
+      out.set_kind(::twill::Initializer::ROW_NORMS);
+      break;
+    }
+    out.set_std(init.getStd().convertToDouble());
+    out.set_stream(init.getStream());
+  }
+  if (auto adapter = function.getArgAttrOfType<tw::AdapterAttr>(
+          index, tw::kAdapterAttrName)) {
+    ::twill::AdapterRole &out = *parameter.mutable_adapter();
+    switch (adapter.getPart()) {
+    case tw::AdapterPart::A:
+      out.set_part(::twill::AdapterRole::LORA_A);
+      break;
+    case tw::AdapterPart::B:
+      out.set_part(::twill::AdapterRole::LORA_B);
+      break;
+    case tw::AdapterPart::Magnitude:
+      out.set_part(::twill::AdapterRole::MAGNITUDE);
+      break;
+    }
+    out.set_of(adapter.getOf().str());
+    if (!adapter.getTied().empty())
+      out.set_tied(adapter.getTied().str());
+  }
+}
+
 LogicalResult ExecutableEmitter::emitArgument(BlockArgument argument,
                                               func::FuncOp function) {
   unsigned index = argument.getArgNumber();
@@ -159,6 +207,7 @@ LogicalResult ExecutableEmitter::emitArgument(BlockArgument argument,
             parameter.set_trainable(
                 function.getArgAttr(index, mlir::twill::kTrainableAttrName) !=
                 nullptr);
+            describeRoles(function, index, parameter);
           }))
     return *emitted;
   if (auto emitted =
@@ -189,7 +238,8 @@ static std::string axisName(std::optional<StringRef> axis) {
 /// The instruction's opcode and every attribute the runtime reads, from the
 /// op's own accessors: renaming an ODS attribute breaks this function's
 /// build instead of silently changing what the runtime reads.
-static LogicalResult describe(Operation *op, ::twill::Instruction &out) {
+LogicalResult mlir::twill::describeOp(Operation *op,
+                                      ::twill::Instruction &out) {
   namespace tw = mlir::twill;
   auto opcode = [&](::twill::Opcode code) {
     out.set_opcode(code);
@@ -378,10 +428,7 @@ static LogicalResult describe(Operation *op, ::twill::Instruction &out) {
       .Case([&](tw::OffloadStartOp) { return opcode(::twill::OFFLOAD_START); })
       .Case([&](tw::ReloadStartOp) { return opcode(::twill::RELOAD_START); })
       .Case([&](tw::WaitOp) { return opcode(::twill::WAIT); })
-      .Default([](Operation *op) {
-        return op->emitError("cannot emit ")
-               << op->getName() << ": the Executable has no opcode for it";
-      });
+      .Default([](Operation *) { return failure(); });
 }
 
 LogicalResult ExecutableEmitter::emitFunction(func::FuncOp function) {
@@ -412,8 +459,9 @@ LogicalResult ExecutableEmitter::emitFunction(func::FuncOp function) {
     if (op.getNumRegions() != 0)
       return op.emitError("cannot emit ops with regions");
     ::twill::Instruction &instruction = *entry.add_instructions();
-    if (failed(describe(&op, instruction)))
-      return failure();
+    if (failed(mlir::twill::describeOp(&op, instruction)))
+      return op.emitError("cannot emit ")
+             << op.getName() << ": the Executable has no opcode for it";
     for (Value operand : op.getOperands())
       instruction.add_operands(buffers.lookup(operand));
     // A wait writes nothing: its result is the buffer its start fills.

@@ -26,6 +26,11 @@ void buildCompilePipeline(OpPassManager &pm, const ::twill::JobConfig &job,
 /// The Executable for `module`; diagnostics on the offending op otherwise.
 FailureOr<::twill::Executable> emitExecutable(ModuleOp module);
 
+/// `op` as the Executable describes it (its opcode and attributes, no
+/// buffers): what twill-emit-executable writes for it, and what the cost
+/// models (opmodel/) read. Fails, silently, for an op it has no opcode for.
+LogicalResult describeOp(Operation *op, ::twill::Instruction &out);
+
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"
 

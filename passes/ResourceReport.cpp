@@ -4,6 +4,8 @@
 
 #include "dialects/twill/TwillOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "opmodel/Flops.h"
+#include "passes/Passes.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -45,32 +47,17 @@ static std::pair<StringRef, int64_t> sentBytes(Operation *op, int64_t ranks) {
   return {"", 0};
 }
 
-/// The FLOPs of the ops that dominate compute: matmuls (2 m n k) and
-/// causal attention (half of 2 b h s^2 d for each of its two products; its
-/// gradient's four products, and a recomputed score matrix, 2.5 times that).
-static double flopsOf(Operation *op) {
-  if (auto matmul = dyn_cast<MatmulOp>(op)) {
-    ArrayRef<int64_t> lhs =
-        cast<RankedTensorType>(matmul.getLhs().getType()).getShape();
-    int64_t k = matmul.getTransposeLhs() ? lhs[lhs.size() - 2] : lhs.back();
-    return 2.0 * cast<RankedTensorType>(matmul.getType()).getNumElements() * k;
-  }
-  if (isa<LinearCrossEntropyOp, LinearCrossEntropyGradOp>(op)) {
-    // The logits' product, and in a gradient the product that uses them.
-    ArrayRef<int64_t> weight =
-        cast<RankedTensorType>(op->getOperand(1).getType()).getShape();
-    double logits =
-        2.0 * weight[0] * weight[1] *
-        cast<RankedTensorType>(lossLabels(op).getType()).getNumElements();
-    return isa<LinearCrossEntropyGradOp>(op) ? 2 * logits : logits;
-  }
-  if (isa<AttentionOp, AttentionGradOp>(op)) {
-    ArrayRef<int64_t> query =
-        cast<RankedTensorType>(op->getOperand(0).getType()).getShape();
-    double forward = 2.0 * query[0] * query[2] * query[1] * query[1] * query[3];
-    return isa<AttentionGradOp>(op) ? 2.5 * forward : forward;
-  }
-  return 0;
+double mlir::twill::flopsOf(Operation *op) {
+  ::twill::Instruction instruction;
+  if (op->getNumResults() == 0 || failed(describeOp(op, instruction)))
+    return 0;
+  auto shapeOf = [](Value value) {
+    auto type = dyn_cast<RankedTensorType>(value.getType());
+    return type ? type.getShape() : ArrayRef<int64_t>();
+  };
+  SmallVector<ArrayRef<int64_t>> operands =
+      llvm::map_to_vector(op->getOperands(), shapeOf);
+  return ::twill::flopsOf(instruction, operands, shapeOf(op->getResult(0)));
 }
 
 /// The axis a collective (or its start, or a vocab-parallel loss) runs on.

@@ -24,6 +24,10 @@
 
 namespace mlir::twill {
 
+/// The floating-point operations of `op`, as opmodel/Flops.h counts those
+/// of the instruction it is emitted as (0 for an op that is none).
+double flopsOf(Operation *op);
+
 struct ResourceReport {
   struct Traffic {
     int64_t calls = 0, bytes = 0;

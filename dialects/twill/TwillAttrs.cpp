@@ -167,3 +167,24 @@ TensorParallelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "a replicated weight splits into no heads";
   return success();
 }
+
+LogicalResult InitAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               InitKind kind, llvm::APFloat std,
+                               uint64_t stream) {
+  double deviation = std.convertToDouble();
+  if (kind == InitKind::Normal ? !(deviation > 0) : deviation != 0)
+    return emitError() << "std is the deviation of a normal init, and "
+                          "positive there; got "
+                       << deviation;
+  return success();
+}
+
+LogicalResult AdapterAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                  AdapterPart part, StringRef of,
+                                  StringRef tied) {
+  if (of.empty())
+    return emitError() << "an adapter names the weight it adapts (of)";
+  if (tied == of)
+    return emitError() << "a weight is not tied to itself";
+  return success();
+}

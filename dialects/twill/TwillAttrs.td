@@ -1,4 +1,4 @@
-//===- TwillAttrs.td - placements and tensor-parallel styles -*- tablegen -*-===//
+//===- TwillAttrs.td - placements and parameter roles ------*- tablegen -*-===//
 
 #ifndef TWILL_ATTRS_TD
 #define TWILL_ATTRS_TD
@@ -85,6 +85,96 @@ def Twill_TensorParallelAttr : Twill_Attr<"TensorParallel", "tp"> {
     DefaultValuedParameter<"int64_t", "0">:$heads
   );
   let assemblyFormat = "`<` $style (`,` `heads` `=` $heads^)? `>`";
+  let genVerifyDecl = 1;
+}
+
+def Twill_InitKind : I32EnumAttr<"InitKind",
+    "how a parameter no checkpoint gives starts", [
+      I32EnumAttrCase<"Zeros", 0, "zeros">,
+      I32EnumAttrCase<"Ones", 1, "ones">,
+      I32EnumAttrCase<"Normal", 2, "normal">,
+      I32EnumAttrCase<"KaimingUniform", 3, "kaiming_uniform">,
+      I32EnumAttrCase<"RowNorms", 4, "row_norms">]> {
+  let cppNamespace = "::mlir::twill";
+  let genSpecializedAttr = 0;
+}
+
+// A double (held as an APFloat) in an attribute's assembly, a plain number
+// printed in the shortest form that reads back exactly.
+class Twill_DoubleParameter<string value>
+    : AttrOrTypeParameter<"::llvm::APFloat", "a double"> {
+  let comparator = "$_lhs.bitwiseIsEqual($_rhs)";
+  let defaultValue = "::llvm::APFloat(" # value # ")";
+  let parser = [{ [&]() -> ::mlir::FailureOr<::llvm::APFloat> {
+    double value;
+    if ($_parser.parseFloat(value))
+      return ::mlir::failure();
+    return ::llvm::APFloat(value);
+  }() }];
+  let printer = [{ $_printer.printFloat($_self) }];
+}
+
+def Twill_InitAttr : Twill_Attr<"Init", "init"> {
+  let summary = "How a parameter starts where no checkpoint gives it";
+  let description = [{
+    Stated by the frontend on each parameter (`twill.init`), so that the
+    runtime starts an untrained weight (a LoRA factor, or any weight under
+    `checkpoint.random_base`) knowing no model's names:
+
+    - `zeros`, `ones`;
+    - `normal`: mean 0, deviation `std`;
+    - `kaiming_uniform`: uniform within +-1/sqrt(fan in), fan in the last
+      dim (PEFT's `kaiming_uniform_(a=sqrt(5))` for LoRA A);
+    - `row_norms`: the norm of each row of the weight its `twill.adapter`
+      adapts (DoRA's magnitudes, as PEFT starts them).
+
+    `stream` keys its random values (with `train.seed`), one per element, so
+    every rank and mesh draws the same, whatever the parameter is named.
+
+    ```mlir
+    %a: tensor<8x64xf32> {twill.init = #twill.init<kind = kaiming_uniform, stream = 77>, ...}
+    ```
+  }];
+  let parameters = (ins
+    EnumParameter<Twill_InitKind>:$kind,
+    Twill_DoubleParameter<"0.0">:$std,
+    DefaultValuedParameter<"uint64_t", "0">:$stream
+  );
+  // Keyed, in any order; std and stream may be left out where 0.
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def Twill_AdapterPart : I32EnumAttr<"AdapterPart",
+    "which part of an adapter a parameter is", [
+      I32EnumAttrCase<"A", 0, "a">,
+      I32EnumAttrCase<"B", 1, "b">,
+      I32EnumAttrCase<"Magnitude", 2, "magnitude">]> {
+  let cppNamespace = "::mlir::twill";
+  let genSpecializedAttr = 0;
+}
+
+def Twill_AdapterAttr : Twill_Attr<"Adapter", "adapter"> {
+  let summary = "The part of a LoRA adapter a parameter is, and what it adapts";
+  let description = [{
+    Stated by the frontend on each adapter parameter (`twill.adapter`):
+    LoRA's `a` and `b`, or DoRA's `magnitude`, of the weight named `of`
+    (by its checkpoint name, as a merged model names it). Where `of` is no
+    parameter of the program (an output layer tied to the embedding),
+    `tied` names the parameter whose values it has. The runtime reads and
+    writes adapters, and merges them, by this alone.
+
+    ```mlir
+    %b: tensor<64x8xf32> {twill.adapter = #twill.adapter<b, of = "model.layers.0.self_attn.q_proj.weight">, ...}
+    ```
+  }];
+  let parameters = (ins
+    EnumParameter<Twill_AdapterPart>:$part,
+    StringRefParameter<"the weight it adapts">:$of,
+    StringRefParameter<"the parameter `of` is tied to", "\"\"">:$tied
+  );
+  let assemblyFormat =
+      "`<` $part `,` `of` `=` $of (`,` `tied` `=` $tied^)? `>`";
   let genVerifyDecl = 1;
 }
 

@@ -33,9 +33,11 @@ LogicalResult TwillDialect::verifyOperationAttribute(Operation *op,
                                                      NamedAttribute attribute) {
   if (attribute.getName() == kLayerAttrName)
     return verifyLayer(attribute, [&] { return op->emitOpError(); });
-  if (attribute.getName() == kTensorParallelAttrName)
-    return op->emitOpError() << "'" << kTensorParallelAttrName
-                             << "' belongs on a parameter, not an op";
+  for (llvm::StringLiteral onParameters :
+       {kTensorParallelAttrName, kInitAttrName, kAdapterAttrName})
+    if (attribute.getName() == onParameters)
+      return op->emitOpError() << "'" << onParameters
+                               << "' belongs on a parameter, not an op";
   if (attribute.getName() == kArenaBytesAttrName)
     return verifyFlightsInPlannedMemory(op);
   return success();
@@ -53,5 +55,12 @@ LogicalResult TwillDialect::verifyRegionArgAttribute(Operation *op, unsigned,
       !isa<TensorParallelAttr>(attribute.getValue()))
     return emitError() << "'" << kTensorParallelAttrName
                        << "' must be a #twill.tp<...> style";
+  if (attribute.getName() == kInitAttrName &&
+      !isa<InitAttr>(attribute.getValue()))
+    return emitError() << "'" << kInitAttrName << "' must be a #twill.init<...>";
+  if (attribute.getName() == kAdapterAttrName &&
+      !isa<AdapterAttr>(attribute.getValue()))
+    return emitError() << "'" << kAdapterAttrName
+                       << "' must be a #twill.adapter<...>";
   return success();
 }

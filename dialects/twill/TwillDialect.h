@@ -25,6 +25,12 @@ inline constexpr llvm::StringLiteral kOutputAttrName = "twill.output";
 /// parameter (#twill.tp), stated by the frontend; states carry their
 /// parameter's.
 inline constexpr llvm::StringLiteral kTensorParallelAttrName = "twill.tp";
+/// Function argument attributes of a parameter, stated by the frontend:
+/// how it starts where no checkpoint gives it (#twill.init), and for an
+/// adapter's, which part it is of what (#twill.adapter). The runtime knows
+/// a parameter by these alone.
+inline constexpr llvm::StringLiteral kInitAttrName = "twill.init";
+inline constexpr llvm::StringLiteral kAdapterAttrName = "twill.adapter";
 /// Op and parameter attribute: the index of the model layer (a decoder
 /// layer) it belongs to, stated by the frontend; activation checkpointing
 /// recomputes by layer.

@@ -147,6 +147,21 @@ llvm::Error twill::verifyExecutable(const Executable &executable) {
     if (!inRange(parameter.buffer()) || preset[parameter.buffer()])
       return invalid("parameter '" + parameter.name() + "' has a bad buffer");
     preset[parameter.buffer()] = true;
+    // The runtime knows a parameter by its roles: how it starts, and an
+    // adapter's part and weight.
+    const Initializer &init = parameter.init();
+    if (init.kind() == Initializer::INIT_UNSPECIFIED ||
+        (init.kind() == Initializer::NORMAL) != (init.std() > 0))
+      return invalid("parameter '" + parameter.name() +
+                     "' says not how it starts (or a normal one's deviation)");
+    const AdapterRole &adapter = parameter.adapter();
+    if (parameter.has_adapter() &&
+        (adapter.part() == AdapterRole::PART_UNSPECIFIED || adapter.of().empty()))
+      return invalid("parameter '" + parameter.name() +
+                     "' is an adapter's without its part or weight");
+    if (init.kind() == Initializer::ROW_NORMS && !parameter.has_adapter())
+      return invalid("parameter '" + parameter.name() +
+                     "' starts as a weight's rows' norms but adapts none");
   }
   for (const State &state : executable.states()) {
     if (!inRange(state.buffer()) || preset[state.buffer()])

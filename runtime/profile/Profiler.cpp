@@ -2,8 +2,10 @@
 
 #include "runtime/profile/Profiler.h"
 
-#include "runtime/backend/InstructionView.h"
+#include "opmodel/Flops.h"
+#include "runtime/executable/Opcodes.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SmallVectorExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -37,28 +39,15 @@ double twill::bytesOf(const Executable &executable,
 
 double twill::flopsOf(const Executable &executable,
                       const Instruction &instruction) {
-  Opcode op = instruction.opcode();
-  if (op == MATMUL) {
-    InstructionView in(
-        executable, instruction, [](int) -> void * { return nullptr; },
-        nullptr);
-    llvm::Expected<MatmulShape> shape = matmulShape(in);
-    if (!shape) {
-      llvm::consumeError(shape.takeError());
-      return 0;
-    }
-    return 2.0 * shape->batch * shape->m * shape->n * shape->k;
-  }
-  if (op == ATTENTION || op == ATTENTION_GRAD) {
-    const Buffer &query = executable.buffers(instruction.operands(0));
-    if (query.shape_size() != 4)
-      return 0;
-    double batch = query.shape(0), seq = query.shape(1), heads = query.shape(2),
-           dim = query.shape(3);
-    double forward = 2 * batch * heads * seq * seq * dim;
-    return op == ATTENTION ? forward : 2.5 * forward;
-  }
-  return 0;
+  auto shapeOf = [&](int id) {
+    return llvm::ArrayRef<int64_t>(executable.buffers(id).shape().data(),
+                                   executable.buffers(id).shape_size());
+  };
+  llvm::SmallVector<llvm::ArrayRef<int64_t>> operands =
+      llvm::map_to_vector(instruction.operands(), shapeOf);
+  if (instruction.results_size() == 0)
+    return 0;
+  return flopsOf(instruction, operands, shapeOf(instruction.results(0)));
 }
 
 /// "[2,17,6,12] [2,17,2,12] -> [2,17,6,12]".

@@ -76,9 +76,8 @@ private:
 /// first part ("lm_head", "loss").
 std::string layerOf(llvm::StringRef valueName);
 
-/// The floating-point operations of an instruction: 2mnk per matmul
-/// product; causal attention 2·B·H·S²·D forward and 2.5 times that
-/// backward (five GEMMs to its two); 0 for the rest.
+/// The floating-point operations of an instruction (opmodel/Flops.h: the
+/// model twillc's cost estimate counts by too).
 double flopsOf(const Executable &executable, const Instruction &instruction);
 
 /// The bytes an instruction reads and writes, each value once.

@@ -2,17 +2,17 @@
 
 #include "runtime/train/Adapter.h"
 
-#include "support/AtomicFile.h"
-#include "runtime/io/Safetensors.h"
-#include "support/LoraScale.h"
-
 #include "google/protobuf/message.h"
+#include "runtime/io/Safetensors.h"
 #include "runtime/train/Weights.h"
+#include "support/AtomicFile.h"
+#include "support/LoraScale.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
 
+#include <cmath>
 #include <cstdio>
 
 using namespace twill;
@@ -25,21 +25,23 @@ static llvm::Error createDirectory(llvm::StringRef directory) {
   return llvm::Error::success();
 }
 
-/// Whole tensors, put together from every rank's blocks, ready to write.
+/// Whole tensors, put together from every rank's blocks, ready to write;
+/// each the value of a parameter of the program.
 struct WholeTensors {
   std::vector<std::vector<float>> values;
   std::vector<io::NamedTensor> tensors;
+  std::vector<const Parameter *> parameters;
 };
 
-/// The LoRA weights (or all the others), named by `rename`. A collective:
-/// every rank calls it.
+/// The adapter's weights (or all the others), named by `rename`. A
+/// collective: every rank calls it.
 static llvm::Expected<WholeTensors>
 parameterTensors(Program &program, bool lora,
                  llvm::function_ref<std::string(llvm::StringRef)> rename) {
   WholeTensors whole;
   std::vector<const Parameter *> chosen;
   for (const Parameter &parameter : program.executable().parameters())
-    if (isLoraWeight(parameter.name()) == lora)
+    if (parameter.has_adapter() == lora)
       chosen.push_back(&parameter);
   whole.values.reserve(chosen.size());
   for (const Parameter *parameter : chosen) {
@@ -53,6 +55,7 @@ parameterTensors(Program &program, bool lora,
     whole.values.push_back(std::move(*values));
     whole.tensors.push_back(
         {rename(parameter->name()), block->globalShape, whole.values.back()});
+    whole.parameters.push_back(parameter);
   }
   return whole;
 }
@@ -140,43 +143,50 @@ static llvm::json::Object toJson(const google::protobuf::Message &message) {
 
 /// Folds each LoRA pair into the weight it adapts: W += scale * B A
 /// (loraScale: alpha / r, or alpha / sqrt(r) with rsLoRA), and with DoRA
-/// each row then scaled to magnitude / its norm.
-/// A LoRA on a tied lm_head gets its own lm_head.weight (the embedding
-/// plus the update), and the model is no longer tied.
+/// each row then scaled to magnitude / its norm. An adapted weight tied to
+/// another (an output layer to the embedding) gets its own: the other's
+/// values plus the update, and the model is no longer tied.
 static llvm::Error mergeLora(const JobConfig &job, WholeTensors &base,
                              const WholeTensors &lora, bool &untied) {
   double scale =
       loraScale(job.lora().alpha(), job.lora().rank(), job.lora().use_rslora());
-  auto find = [](WholeTensors &tensors, llvm::StringRef name) {
+  auto find = [](const WholeTensors &tensors, llvm::StringRef name) {
     for (auto [index, tensor] : llvm::enumerate(tensors.tensors))
       if (tensor.name == name)
         return int(index);
     return -1;
   };
-  for (const io::NamedTensor &a : lora.tensors) {
-    llvm::StringRef module = a.name;
-    if (!module.consume_back(".lora_A.weight"))
+  // Part `part` of the adapter of weight `of`, if it has one.
+  auto partOf = [&](llvm::StringRef of,
+                    AdapterRole::Part part) -> const io::NamedTensor * {
+    for (auto [parameter, tensor] :
+         llvm::zip_equal(lora.parameters, lora.tensors))
+      if (parameter->adapter().of() == of && parameter->adapter().part() == part)
+        return &tensor;
+    return nullptr;
+  };
+  for (auto [parameter, a] : llvm::zip_equal(lora.parameters, lora.tensors)) {
+    const AdapterRole &role = parameter->adapter();
+    if (role.part() != AdapterRole::LORA_A)
       continue;
-    const io::NamedTensor *b = nullptr;
-    for (const io::NamedTensor &tensor : lora.tensors)
-      if (tensor.name == module.str() + ".lora_B.weight")
-        b = &tensor;
-    int target = find(base, module.str() + ".weight");
-    if (target < 0 && module == "lm_head" &&
-        job.model().tie_word_embeddings()) {
-      int embedding = find(base, "model.embed_tokens.weight");
-      if (embedding < 0)
+    const io::NamedTensor *b = partOf(role.of(), AdapterRole::LORA_B);
+    int target = find(base, role.of());
+    if (target < 0 && !role.tied().empty()) {
+      int holder = find(base, role.tied());
+      if (holder < 0)
         return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                       "a tied lm_head without an embedding");
-      base.values.push_back(base.values[embedding]);
-      base.tensors.push_back(
-          {"lm_head.weight", base.tensors[embedding].shape, {}});
+                                       "cannot merge the LoRA of '" +
+                                           role.of() + "': '" + role.tied() +
+                                           "', which it is tied to, is missing");
+      base.values.push_back(base.values[holder]);
+      base.tensors.push_back({role.of(), base.tensors[holder].shape, {}});
+      base.parameters.push_back(nullptr);
       target = base.tensors.size() - 1;
       untied = true;
     }
     if (!b || target < 0)
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     "cannot merge the LoRA of '" + module +
+                                     "cannot merge the LoRA of '" + role.of() +
                                          "': its B or base weight is missing");
     // W [out, in] += scale * B [out, r] A [r, in]
     int64_t rank = a.shape[0], in = a.shape[1], out = b->shape[0];
@@ -188,18 +198,16 @@ static llvm::Error mergeLora(const JobConfig &job, WholeTensors &base,
           weight[o * in + i] += float(factor * a.values[k * in + i]);
       }
     // DoRA: each row of W + scale B A scaled to its magnitude.
-    for (const io::NamedTensor &magnitude : lora.tensors) {
-      if (magnitude.name != module.str() + kMagnitudeSuffix.str())
-        continue;
+    if (const io::NamedTensor *magnitude =
+            partOf(role.of(), AdapterRole::MAGNITUDE))
       for (int64_t o = 0; o < out; ++o) {
         double sum = 0;
         for (int64_t i = 0; i < in; ++i)
           sum += double(weight[o * in + i]) * weight[o * in + i];
-        double factor = magnitude.values[o] / std::sqrt(sum);
+        double factor = magnitude->values[o] / std::sqrt(sum);
         for (int64_t i = 0; i < in; ++i)
           weight[o * in + i] = float(weight[o * in + i] * factor);
       }
-    }
   }
   for (auto [tensor, values] : llvm::zip_equal(base.tensors, base.values))
     tensor.values = values; // re-point: values may have moved

@@ -10,7 +10,6 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
-#include "llvm/Support/xxhash.h"
 
 #include <cmath>
 #include <cstring>
@@ -21,12 +20,6 @@ using namespace twill;
 
 std::string twill::peftAdapterKey(llvm::StringRef name) {
   return "base_model.model." + name.str();
-}
-
-bool twill::isLoraWeight(llvm::StringRef name) {
-  return name.ends_with(".lora_A.weight") ||
-         name.ends_with(".lora_B.weight") ||
-         name.ends_with(kMagnitudeSuffix);
 }
 
 static llvm::Error weightError(const llvm::Twine &what) {
@@ -102,26 +95,35 @@ static uint64_t randomBits(uint64_t counter) {
   return z ^ (z >> 31);
 }
 
-/// Fills `values` as an untrained parameter named `name` starts, from its
-/// own random stream (the seed and its name), one draw per value.
-static void initialise(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
+/// Fills `values` as an untrained parameter starts (`init`), from its own
+/// random stream (the seed and the initializer's), one draw per value.
+/// Magnitudes (ROW_NORMS) are zero here: initialiseMagnitudes sets them
+/// once every weight is in place.
+static void initialise(const Initializer &init, llvm::ArrayRef<int64_t> shape,
                        llvm::MutableArrayRef<float> values, uint64_t seed) {
-  if (name.ends_with(".lora_B.weight") || name.ends_with("norm.weight")) {
+  switch (init.kind()) {
+  case Initializer::ZEROS:
+  case Initializer::ROW_NORMS:
+  case Initializer::ONES:
     std::fill(values.begin(), values.end(),
-              name.ends_with("norm.weight") ? 1.0f : 0.0f);
+              init.kind() == Initializer::ONES ? 1.0f : 0.0f);
     return;
+  case Initializer::INIT_UNSPECIFIED: // the loader refuses such a program
+  case Initializer::NORMAL:
+  case Initializer::KAIMING_UNIFORM:
+    break;
   }
-  // LoRA A: kaiming_uniform_(a=sqrt(5)), PEFT's choice, bound 1 / sqrt(fan
-  // in). Every other weight: mean 0, deviation 0.02, as the sum of four
+  // kaiming_uniform_(a=sqrt(5)), PEFT's choice for LoRA A: bound 1 /
+  // sqrt(fan in). Normal: mean 0, deviation `std`, as the sum of four
   // uniforms (Irwin-Hall: bell-shaped within 3.5 deviations), which costs
   // no logarithm or sine: 8B parameters take seconds.
-  bool uniform = name.ends_with(".lora_A.weight");
+  bool uniform = init.kind() == Initializer::KAIMING_UNIFORM;
   double bound = 1.0 / std::sqrt(double(shape.empty() ? 1 : shape.back()));
-  uint64_t stream = randomBits(seed ^ llvm::xxh3_64bits(name));
+  uint64_t stream = randomBits(seed ^ init.stream());
   int64_t count = values.size();
   constexpr double kSixteenBits = 0x1p-16;
   // (sum of four U(0,1) - 2) has deviation sqrt(4 / 12).
-  const double normalScale = 0.02 / std::sqrt(4.0 / 12);
+  const double normalScale = init.std() / std::sqrt(4.0 / 12);
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < count; ++i) {
     uint64_t bits = randomBits(stream + uint64_t(i));
@@ -153,19 +155,21 @@ static llvm::Error checkFinite(llvm::ArrayRef<float> values,
                                    file, tensor, values[first], first));
 }
 
-/// DoRA's magnitudes start as PEFT's do, as the norm of each output row of
-/// W + scale B A, which with B = 0 is W's. A collective: each weight is put
-/// together from every rank's block (as the host holds it: the device has
-/// nothing yet), each rank keeps its block of the norms.
+/// DoRA's magnitudes (ROW_NORMS) start as PEFT's do, as the norm of each
+/// output row of W + scale B A, which with B = 0 is W's, the weight their
+/// adapter adapts. A collective: each weight is put together from every
+/// rank's block (as the host holds it: the device has nothing yet), each
+/// rank keeps its block of the norms.
 static llvm::Error initialiseMagnitudes(Program &program) {
   for (const Parameter &parameter : program.executable().parameters()) {
-    llvm::StringRef module = parameter.name();
-    if (!module.consume_back(kMagnitudeSuffix))
+    if (parameter.init().kind() != Initializer::ROW_NORMS)
       continue;
-    int weight = program.bufferOf((module + ".weight").str());
+    const AdapterRole &role = parameter.adapter();
+    int weight = program.bufferOf(role.tied().empty() ? role.of() : role.tied());
     if (weight < 0)
-      return weightError("DoRA's '" + parameter.name() +
-                         "' has no weight '" + module + ".weight'");
+      return weightError("'" + parameter.name() + "' starts as the rows' "
+                         "norms of '" + role.of() +
+                         "', which the program does not hold");
     llvm::Expected<BufferBlock> weightBlock = program.block(weight);
     llvm::Expected<BufferBlock> block = program.block(parameter.buffer());
     if (!weightBlock)
@@ -228,7 +232,7 @@ llvm::Expected<uint64_t> twill::loadParameters(Program &program,
     // the LoRA weights, lm_head's say; those are not Twill's to load.)
     llvm::StringSet<> expected;
     for (const Parameter &parameter : program.executable().parameters())
-      if (isLoraWeight(parameter.name()))
+      if (parameter.has_adapter())
         expected.insert(peftAdapterKey(parameter.name()));
     for (const std::string &name : adapter->names())
       if (llvm::StringRef(name).contains(".lora_") && !expected.contains(name))
@@ -251,7 +255,7 @@ llvm::Expected<uint64_t> twill::loadParameters(Program &program,
       return block.takeError();
     // Made in fp32, stored as the program keeps the parameter.
     local.resize(numElements(buffer));
-    bool lora = isLoraWeight(parameter.name());
+    bool lora = parameter.has_adapter();
     if ((lora && adapter) || (!lora && base)) {
       // Each rank reads only its block of the checkpoint's tensor.
       values.resize(block->extentElements());
@@ -270,7 +274,7 @@ llvm::Expected<uint64_t> twill::loadParameters(Program &program,
       placeBlock(values, *block, local);
     } else if (block->globalShape == block->localShape &&
                block->extentElements() == int64_t(local.size())) {
-      initialise(parameter.name(), block->globalShape, local, seed);
+      initialise(parameter.init(), block->globalShape, local, seed);
     } else {
       // The same values on every rank: draw the whole tensor, keep the
       // block, so any mesh starts from the same weights.
@@ -278,14 +282,14 @@ llvm::Expected<uint64_t> twill::loadParameters(Program &program,
       for (int64_t size : block->globalShape)
         count *= size;
       whole.resize(count);
-      initialise(parameter.name(), block->globalShape, whole, seed);
+      initialise(parameter.init(), block->globalShape, whole, seed);
       sliceBlock<float>(whole, *block, local);
     }
     if (llvm::Error stored =
             program.buffers().setFloats(parameter.buffer(), local))
       return std::move(stored);
   }
-  if (!adapter && job.has_lora() && job.lora().use_dora())
+  if (!adapter)
     if (llvm::Error error = initialiseMagnitudes(program))
       return std::move(error);
   return (base ? base->bytesRead() : 0) + (adapter ? adapter->bytesRead() : 0);

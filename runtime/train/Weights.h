@@ -22,14 +22,6 @@ llvm::Expected<uint64_t> loadParameters(Program &program, llvm::StringRef baseDi
 /// PEFT's name for the parameter `name` inside adapter_model.safetensors.
 std::string peftAdapterKey(llvm::StringRef name);
 
-/// DoRA's magnitudes: "<module>.lora_magnitude_vector", as PEFT names them.
-inline constexpr llvm::StringLiteral kMagnitudeSuffix =
-    ".lora_magnitude_vector";
-
-/// Whether `name` is a LoRA adapter weight (…lora_A.weight, …lora_B.weight,
-/// DoRA's …lora_magnitude_vector).
-bool isLoraWeight(llvm::StringRef name);
-
 } // namespace twill
 
 #endif // TWILL_RUNTIME_TRAIN_WEIGHTS_H

@@ -1,12 +1,13 @@
 // twill-emit-executable writes one buffer per value and one instruction per
 // op, with the parameter table and the inputs; each op becomes its opcode
-// and every attribute its kind carries, defaults written out; the program
-// says which format it is.
+// and every attribute its kind carries, defaults written out; each
+// parameter its roles (how it starts, what it adapts); the program says
+// which format it is.
 // RUN: twill-opt %s --twill-emit-executable=output=%t.txtpb -split-input-file -verify-diagnostics
 // RUN: FileCheck %s < %t.txtpb
 
-func.func @forward(%w: tensor<4x8xf32> {twill.param = "layer.weight"},
-                   %a: tensor<2x8xf32> {twill.param = "layer.lora_A.weight", twill.trainable},
+func.func @forward(%w: tensor<4x8xf32> {twill.param = "layer.weight", twill.init = #twill.init<kind = normal, std = 0.02, stream = 5>},
+                   %a: tensor<2x8xf32> {twill.param = "layer.lora_A.weight", twill.trainable, twill.init = #twill.init<kind = kaiming_uniform, stream = 7>, twill.adapter = #twill.adapter<a, of = "layer.weight">},
                    %x: tensor<3x8xf32> {twill.input = "x"}) -> tensor<3x4xf32> {
   %0 = twill.matmul %x, %w {transpose_rhs} : (tensor<3x8xf32>, tensor<4x8xf32>) -> tensor<3x4xf32> loc("layer")
   %1 = twill.scale %0 by 5.000000e-01 : tensor<3x4xf32>
@@ -26,10 +27,23 @@ func.func @forward(%w: tensor<4x8xf32> {twill.param = "layer.weight"},
 // CHECK-NEXT:   name: "layer.weight"
 // CHECK-NEXT:   buffer: 0
 // CHECK-NEXT:   trainable: false
+// CHECK-NEXT:   init {
+// CHECK-NEXT:     kind: NORMAL
+// CHECK-NEXT:     std: 0.02
+// CHECK-NEXT:     stream: 5
 // CHECK:      parameters {
 // CHECK-NEXT:   name: "layer.lora_A.weight"
 // CHECK-NEXT:   buffer: 1
 // CHECK-NEXT:   trainable: true
+// CHECK-NEXT:   init {
+// CHECK-NEXT:     kind: KAIMING_UNIFORM
+// CHECK-NEXT:     std: 0
+// CHECK-NEXT:     stream: 7
+// CHECK-NEXT:   }
+// CHECK-NEXT:   adapter {
+// CHECK-NEXT:     part: LORA_A
+// CHECK-NEXT:     of: "layer.weight"
+// CHECK-NEXT:   }
 // CHECK:      inputs {
 // CHECK-NEXT:   name: "x"
 // CHECK-NEXT:   buffer: 2
@@ -57,7 +71,7 @@ func.func @forward(%w: tensor<4x8xf32> {twill.param = "layer.weight"},
 // CHECK-NEXT:       permutation: 0
 // CHECK:        outputs: 6
 // CHECK:        role: FORWARD
-// CHECK:      format_version: 1
+// CHECK:      format_version: 2
 
 // -----
 

@@ -124,6 +124,17 @@ static cl::opt<double> deviceMemoryGb(
              "default: parallel.memory_budget_gb)"),
     cl::init(0), cl::cat(options));
 
+// Hooks for tests (hidden): the frontend's TraceOptions.
+static cl::opt<std::string> testParameterPrefix(
+    "test-parameter-prefix",
+    cl::desc("Put this before every parameter's name (a test that nothing "
+             "reads meaning into names)"),
+    cl::Hidden, cl::cat(options));
+static cl::opt<bool> testZeroOnes(
+    "test-zero-ones",
+    cl::desc("Parameters that start at 1 start at 0 (a test initialiser)"),
+    cl::Hidden, cl::cat(options));
+
 static int fail(llvm::Twine message) {
   llvm::WithColor::error(llvm::errs(), "twillc") << message << "\n";
   return 1;
@@ -139,7 +150,8 @@ compile(mlir::MLIRContext &context, const twill::JobConfig &config,
   mlir::OwningOpRef<mlir::ModuleOp> module;
   {
     mlir::TimingScope tracing = root.nest("trace (frontend/LlamaBuilder)");
-    module = twill::buildLlamaModule(context, config);
+    module = twill::buildLlamaModule(
+        context, config, {testParameterPrefix.getValue(), testZeroOnes});
   }
   mlir::PassManager pm(&context);
   pm.enableTiming(root);

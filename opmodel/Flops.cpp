@@ -1,0 +1,47 @@
+//===- Flops.cpp - the floating-point operations of an op -----------------===//
+
+#include "opmodel/Flops.h"
+
+using namespace twill;
+
+static double elements(llvm::ArrayRef<int64_t> shape) {
+  double count = 1;
+  for (int64_t dim : shape)
+    count *= double(dim);
+  return count;
+}
+
+double twill::flopsOf(const Instruction &instruction,
+                      llvm::ArrayRef<llvm::ArrayRef<int64_t>> operandShapes,
+                      llvm::ArrayRef<int64_t> resultShape) {
+  switch (instruction.opcode()) {
+  case MATMUL: {
+    // Every result element sums k products, k the lhs's contracted dim.
+    llvm::ArrayRef<int64_t> lhs = operandShapes[0];
+    if (lhs.size() < 2)
+      return 0;
+    double k = instruction.matmul().transpose_lhs() ? lhs[lhs.size() - 2]
+                                                    : lhs.back();
+    return 2 * elements(resultShape) * k;
+  }
+  case ATTENTION:
+  case ATTENTION_GRAD: {
+    llvm::ArrayRef<int64_t> query = operandShapes[0]; // [batch, seq, heads, dim]
+    if (query.size() != 4)
+      return 0;
+    double forward = 2.0 * query[0] * query[2] * query[1] * query[1] * query[3];
+    return instruction.opcode() == ATTENTION ? forward : 2.5 * forward;
+  }
+  case LINEAR_CROSS_ENTROPY:
+  case LINEAR_CROSS_ENTROPY_GRAD: {
+    // Operands input, weight [vocab block, hidden], labels (one per row).
+    llvm::ArrayRef<int64_t> weight = operandShapes[1];
+    if (weight.size() != 2)
+      return 0;
+    double logits = 2.0 * weight[0] * weight[1] * elements(operandShapes[2]);
+    return instruction.opcode() == LINEAR_CROSS_ENTROPY ? logits : 2 * logits;
+  }
+  default:
+    return 0;
+  }
+}
