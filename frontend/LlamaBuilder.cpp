@@ -2,6 +2,7 @@
 
 #include "frontend/LlamaBuilder.h"
 
+#include "dialects/twill/TwillEntryPoints.h"
 #include "dialects/twill/TwillOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -498,6 +499,7 @@ OwningOpRef<ModuleOp> LlamaTracer::trace() {
 
   auto forward = func::FuncOp::create(builder, loc("forward"), "forward",
                                       builder.getFunctionType({}, {}));
+  setEntryRole(forward, EntryRole::Forward);
   body = forward.addEntryBlock();
   builder.setInsertionPointToStart(body);
 

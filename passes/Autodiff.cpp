@@ -2,6 +2,7 @@
 
 #include "passes/Passes.h"
 
+#include "dialects/twill/TwillEntryPoints.h"
 #include "dialects/twill/TwillOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -127,19 +128,21 @@ namespace {
 struct AutodiffPass : public mlir::twill::impl::AutodiffBase<AutodiffPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto forward = module.lookupSymbol<func::FuncOp>("forward");
+    func::FuncOp forward = entryPoint(module, EntryRole::Forward);
     if (!forward) {
-      module.emitError("twill-autodiff needs a @forward function");
+      module.emitError("twill-autodiff needs a forward entry point "
+                       "(twill.entry = #twill.entry<forward>)");
       return signalPassFailure();
     }
-    if (module.lookupSymbol("train_step")) {
-      module.emitError("the module already has a @train_step");
+    if (entryPoint(module, EntryRole::TrainStep)) {
+      module.emitError("the module already has a train step");
       return signalPassFailure();
     }
     OpBuilder builder(forward);
     builder.setInsertionPointAfter(forward);
     auto step = cast<func::FuncOp>(builder.clone(*forward));
     step.setSymName("train_step");
+    setEntryRole(step, EntryRole::TrainStep);
     // The host reads the logits @forward computes: the step's would only
     // keep memory of their own (a sequence times the vocab) for nothing,
     // and a loss that forms them tile by tile does not read them at all.

@@ -2,6 +2,7 @@
 
 #include "passes/Passes.h"
 
+#include "dialects/twill/TwillEntryPoints.h"
 #include "dialects/twill/TwillOps.h"
 #include "google/protobuf/text_format.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -441,11 +442,20 @@ LogicalResult ExecutableEmitter::emitFunction(func::FuncOp function) {
 
   ::twill::EntryPoint &entry = *executable.add_entry_points();
   entry.set_name(function.getSymName().str());
-  entry.set_role(llvm::StringSwitch<::twill::EntryRole>(function.getSymName())
-                     .Case("forward", ::twill::FORWARD)
-                     .Case("train_step", ::twill::TRAIN_STEP)
-                     .Case("optimizer_step", ::twill::OPTIMIZER_STEP)
-                     .Default(::twill::ROLE_UNSPECIFIED));
+  entry.set_role(::twill::ROLE_UNSPECIFIED);
+  if (std::optional<mlir::twill::EntryRole> role =
+          mlir::twill::entryRoleOf(function))
+    switch (*role) {
+    case mlir::twill::EntryRole::Forward:
+      entry.set_role(::twill::FORWARD);
+      break;
+    case mlir::twill::EntryRole::TrainStep:
+      entry.set_role(::twill::TRAIN_STEP);
+      break;
+    case mlir::twill::EntryRole::OptimizerStep:
+      entry.set_role(::twill::OPTIMIZER_STEP);
+      break;
+    }
   for (Operation &op : body) {
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
       for (auto [index, output] : llvm::enumerate(ret.getOperands())) {

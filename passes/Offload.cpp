@@ -2,6 +2,7 @@
 
 #include "passes/Passes.h"
 
+#include "dialects/twill/TwillEntryPoints.h"
 #include "dialects/twill/TwillOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -79,7 +80,7 @@ struct OffloadPass : public mlir::twill::impl::OffloadBase<OffloadPass> {
   using OffloadBase::OffloadBase;
   void runOnOperation() override {
     for (auto function : getOperation().getOps<func::FuncOp>())
-      if (function.getSymName() == "train_step" &&
+      if (entryRoleOf(function) == EntryRole::TrainStep &&
           failed(offload(function, layers)))
         return signalPassFailure();
   }

@@ -2,6 +2,7 @@
 
 #include "passes/Passes.h"
 
+#include "dialects/twill/TwillEntryPoints.h"
 #include "dialects/twill/TwillOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -158,6 +159,7 @@ void OptimizerPass::buildOptimizerStep(func::FuncOp step,
   Location loc = step.getLoc();
   auto optimizer = func::FuncOp::create(builder, loc, "optimizer_step",
                                         builder.getFunctionType({}, {}));
+  setEntryRole(optimizer, EntryRole::OptimizerStep);
   optimizer.addEntryBlock();
   FunctionBuilder function(builder, optimizer);
   builder.setInsertionPointToStart(function.body);
@@ -237,10 +239,10 @@ void OptimizerPass::buildOptimizerStep(func::FuncOp step,
 
 void OptimizerPass::runOnOperation() {
   ModuleOp module = getOperation();
-  auto step = module.lookupSymbol<func::FuncOp>("train_step");
+  func::FuncOp step = entryPoint(module, EntryRole::TrainStep);
   if (!step) {
-    module.emitError("twill-optimizer needs the @train_step of "
-                     "twill-autodiff");
+    module.emitError("twill-optimizer needs the train step of "
+                     "twill-autodiff (twill.entry = #twill.entry<train_step>)");
     return signalPassFailure();
   }
   FailureOr<SmallVector<Trainable>> trainables = accumulateGradients(step);

@@ -2,6 +2,7 @@
 
 #include "passes/Passes.h"
 
+#include "dialects/twill/TwillEntryPoints.h"
 #include "dialects/twill/TwillOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -135,7 +136,7 @@ struct RematerializePass
   using RematerializeBase::RematerializeBase;
   void runOnOperation() override {
     for (auto function : getOperation().getOps<func::FuncOp>())
-      if (function.getSymName() == "train_step" &&
+      if (entryRoleOf(function) == EntryRole::TrainStep &&
           failed(rematerialize(function, selective, layers)))
         return signalPassFailure();
   }

@@ -2,6 +2,7 @@
 
 #include "passes/ResourceReport.h"
 
+#include "dialects/twill/TwillEntryPoints.h"
 #include "dialects/twill/TwillOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "opmodel/Flops.h"
@@ -219,9 +220,10 @@ mlir::twill::reportResources(ModuleOp module, int64_t microSteps,
                                             : report.ownValueBytes) +=
                 bytesOf(result.getType());
     });
-    int64_t repeats = function.getSymName() == "train_step"       ? microSteps
-                      : function.getSymName() == "optimizer_step" ? 1
-                                                                  : 0;
+    std::optional<EntryRole> role = entryRoleOf(function);
+    int64_t repeats = role == EntryRole::TrainStep       ? microSteps
+                      : role == EntryRole::OptimizerStep ? 1
+                                                         : 0;
     if (!repeats)
       continue; // @forward is evaluation, not the training step
     Timeline timeline;

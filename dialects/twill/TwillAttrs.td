@@ -178,4 +178,28 @@ def Twill_AdapterAttr : Twill_Attr<"Adapter", "adapter"> {
   let genVerifyDecl = 1;
 }
 
+def Twill_EntryRole : I32EnumAttr<"EntryRole", "what an entry point is for", [
+      I32EnumAttrCase<"Forward", 0, "forward">,
+      I32EnumAttrCase<"TrainStep", 1, "train_step">,
+      I32EnumAttrCase<"OptimizerStep", 2, "optimizer_step">]> {
+  let cppNamespace = "::mlir::twill";
+  let genSpecializedAttr = 0;
+}
+
+def Twill_EntryRoleAttr : EnumAttr<Twill_Dialect, Twill_EntryRole, "entry"> {
+  let summary = "What an entry point is for";
+  let description = [{
+    On each function the runtime runs (`twill.entry`), stated by whoever
+    makes it: the frontend's `forward` (the loss and logits of a batch),
+    twill-autodiff's `train_step` (forward and backward, summing
+    gradients), twill-optimizer's `optimizer_step`. Passes and the emitter
+    find entry points by it, never by their symbol names.
+
+    ```mlir
+    func.func @forward(...) attributes {twill.entry = #twill.entry<forward>}
+    ```
+  }];
+  let assemblyFormat = "`<` $value `>`";
+}
+
 #endif // TWILL_ATTRS_TD

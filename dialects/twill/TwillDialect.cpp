@@ -40,6 +40,10 @@ LogicalResult TwillDialect::verifyOperationAttribute(Operation *op,
                                << "' belongs on a parameter, not an op";
   if (attribute.getName() == kArenaBytesAttrName)
     return verifyFlightsInPlannedMemory(op);
+  if (attribute.getName() == kEntryAttrName &&
+      !isa<EntryRoleAttr>(attribute.getValue()))
+    return op->emitOpError() << "'" << kEntryAttrName
+                             << "' must be a #twill.entry<...>";
   return success();
 }
 

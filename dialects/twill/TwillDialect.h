@@ -31,6 +31,8 @@ inline constexpr llvm::StringLiteral kTensorParallelAttrName = "twill.tp";
 /// a parameter by these alone.
 inline constexpr llvm::StringLiteral kInitAttrName = "twill.init";
 inline constexpr llvm::StringLiteral kAdapterAttrName = "twill.adapter";
+/// Function attribute: what an entry point is for (#twill.entry).
+inline constexpr llvm::StringLiteral kEntryAttrName = "twill.entry";
 /// Op and parameter attribute: the index of the model layer (a decoder
 /// layer) it belongs to, stated by the frontend; activation checkpointing
 /// recomputes by layer.

@@ -10,7 +10,7 @@ func.func @forward(%w: tensor<16x8xf32> {twill.param = "proj.weight"},
                    %b: tensor<16x2xf32> {twill.param = "proj.lora_B.weight", twill.trainable},
                    %x: tensor<3x4x8xf32> {twill.input = "x"},
                    %labels: tensor<3x4xi32> {twill.input = "labels"})
-    -> (tensor<f32> {twill.output = "loss_sum"}, tensor<i64> {twill.output = "token_count"}) {
+    -> (tensor<f32> {twill.output = "loss_sum"}, tensor<i64> {twill.output = "token_count"}) attributes {twill.entry = #twill.entry<forward>} {
   %y = twill.matmul %x, %w {transpose_rhs} : (tensor<3x4x8xf32>, tensor<16x8xf32>) -> tensor<3x4x16xf32>
   %d = twill.matmul %x, %a {transpose_rhs} : (tensor<3x4x8xf32>, tensor<2x8xf32>) -> tensor<3x4x2xf32>
   %u = twill.matmul %d, %b {transpose_rhs} : (tensor<3x4x2xf32>, tensor<16x2xf32>) -> tensor<3x4x16xf32>
@@ -60,7 +60,7 @@ func.func @forward(%w: tensor<16x8xf32> {twill.param = "proj.weight"},
 func.func @forward(%w: tensor<16x8xf32> {twill.param = "proj.weight", twill.trainable},
                    %x: tensor<3x8xf32> {twill.input = "x"},
                    %labels: tensor<3xi32> {twill.input = "labels"})
-    -> (tensor<f32>, tensor<i64>) {
+    -> (tensor<f32>, tensor<i64>) attributes {twill.entry = #twill.entry<forward>} {
   %y = twill.matmul %x, %w {transpose_rhs} : (tensor<3x8xf32>, tensor<16x8xf32>) -> tensor<3x16xf32>
   %loss, %count = twill.cross_entropy %y, %labels : (tensor<3x16xf32>, tensor<3xi32>) -> (tensor<f32>, tensor<i64>)
   return %loss, %count : tensor<f32>, tensor<i64>
@@ -81,7 +81,7 @@ func.func @forward(%w: tensor<16x8xf32> {twill.param = "lm_head.weight", twill.t
                    %a: tensor<8x8xf32> {twill.param = "proj.lora_A.weight", twill.trainable},
                    %x: tensor<3x8xf32> {twill.input = "x"},
                    %labels: tensor<3xi32> {twill.input = "labels"})
-    -> (tensor<f32>, tensor<i64>) {
+    -> (tensor<f32>, tensor<i64>) attributes {twill.entry = #twill.entry<forward>} {
   %h = twill.matmul %x, %a {transpose_rhs} : (tensor<3x8xf32>, tensor<8x8xf32>) -> tensor<3x8xf32>
   %logits = twill.matmul %h, %w {transpose_rhs, twill.host_read} : (tensor<3x8xf32>, tensor<16x8xf32>) -> tensor<3x16xf32>
   %loss, %count, %tile = twill.linear_cross_entropy %h, %w, %labels : (tensor<3x8xf32>, tensor<16x8xf32>, tensor<3xi32>) -> (tensor<f32>, tensor<i64>, tensor<2x16xf32>)
@@ -105,7 +105,7 @@ func.func @forward(%w: tensor<16x8xf32> {twill.param = "lm_head.weight", twill.t
 func.func @forward(%a: tensor<4x8xf32> {twill.param = "a", twill.trainable},
                    %x: tensor<3x4x8xf32> {twill.input = "x"},
                    %labels: tensor<3x3xi32> {twill.input = "labels"})
-    -> (tensor<f32>, tensor<i64>) {
+    -> (tensor<f32>, tensor<i64>) attributes {twill.entry = #twill.entry<forward>} {
   %h = twill.matmul %x, %a {transpose_rhs} : (tensor<3x4x8xf32>, tensor<4x8xf32>) -> tensor<3x4x4xf32>
   %p:3 = twill.split %h {dim = 1 : i64} : tensor<3x4x4xf32> -> tensor<3x2x4xf32>, tensor<3x1x4xf32>, tensor<3x1x4xf32>
   %y0 = twill.scale %p#0 by 2.0 : tensor<3x2x4xf32>
@@ -132,7 +132,7 @@ func.func @forward(%a: tensor<4x8xf32> {twill.param = "a", twill.trainable},
 func.func @forward(%a: tensor<4x8xf32> {twill.param = "a", twill.trainable},
                    %x: tensor<3x4x8xf32> {twill.input = "x"},
                    %labels: tensor<3x4xi32> {twill.input = "labels"})
-    -> (tensor<f32>, tensor<i64>) {
+    -> (tensor<f32>, tensor<i64>) attributes {twill.entry = #twill.entry<forward>} {
   %h = twill.matmul %x, %a {transpose_rhs} : (tensor<3x4x8xf32>, tensor<4x8xf32>) -> tensor<3x4x4xf32>
   %p:2 = twill.split %h {dim = 1 : i64, blocks = 2 : i64} : tensor<3x4x4xf32> -> tensor<3x2x4xf32>, tensor<3x2x4xf32>
   %y0 = twill.scale %p#0 by 2.0 : tensor<3x2x4xf32>
@@ -152,7 +152,7 @@ func.func @forward(%a: tensor<4x8xf32> {twill.param = "a", twill.trainable},
 func.func @forward(%unused: tensor<4xf32> {twill.param = "unused", twill.trainable},
                    %z: tensor<3x16xf32> {twill.input = "z"},
                    %labels: tensor<3xi32> {twill.input = "labels"})
-    -> (tensor<f32>, tensor<i64>) {
+    -> (tensor<f32>, tensor<i64>) attributes {twill.entry = #twill.entry<forward>} {
   %loss, %count = twill.cross_entropy %z, %labels : (tensor<3x16xf32>, tensor<3xi32>) -> (tensor<f32>, tensor<i64>)
   return %loss, %count : tensor<f32>, tensor<i64>
 }
@@ -163,7 +163,35 @@ func.func @forward(%unused: tensor<4xf32> {twill.param = "unused", twill.trainab
 
 // -----
 
-// expected-error @+1 {{twill-autodiff needs a @forward function}}
+// The forward entry point is found by its role, whatever its name; the
+// train step says its own.
+func.func @model(%a: tensor<2x8xf32> {twill.param = "a", twill.trainable},
+                 %x: tensor<3x8xf32> {twill.input = "x"},
+                 %labels: tensor<3xi32> {twill.input = "labels"})
+    -> (tensor<f32> {twill.output = "loss_sum"}, tensor<i64> {twill.output = "token_count"}) attributes {twill.entry = #twill.entry<forward>} {
+  %z = twill.matmul %x, %a {transpose_rhs} : (tensor<3x8xf32>, tensor<2x8xf32>) -> tensor<3x2xf32>
+  %loss, %count = twill.cross_entropy %z, %labels : (tensor<3x2xf32>, tensor<3xi32>) -> (tensor<f32>, tensor<i64>)
+  return %loss, %count : tensor<f32>, tensor<i64>
+}
+
+// CHECK-LABEL: func.func @model(
+// CHECK-LABEL: func.func @train_step(
+// CHECK-SAME: attributes {twill.entry = #twill.entry<train_step>}
+// CHECK: twill.cross_entropy_grad
+
+// -----
+
+// A function named forward is no forward entry point without its role.
+// expected-error @+1 {{twill-autodiff needs a forward entry point}}
+module {
+  func.func @forward() {
+    return
+  }
+}
+
+// -----
+
+// expected-error @+1 {{twill-autodiff needs a forward entry point}}
 module {
   func.func @other() {
     return

@@ -16,7 +16,7 @@ func.func @forward(%w: tensor<8x16xf32> {twill.param = "down.weight", twill.tp =
                    %m: tensor<8xf32> {twill.param = "down.lora_magnitude_vector", twill.tp = #twill.tp<replicate>, twill.trainable},
                    %x: tensor<3x4x16xf32> {twill.input = "x"},
                    %labels: tensor<3x4xi32> {twill.input = "labels"})
-    -> (tensor<f32> {twill.output = "loss_sum"}, tensor<i64> {twill.output = "token_count"}) {
+    -> (tensor<f32> {twill.output = "loss_sum"}, tensor<i64> {twill.output = "token_count"}) attributes {twill.entry = #twill.entry<forward>} {
   %ba = twill.matmul %b, %a : (tensor<8x2xf32>, tensor<2x16xf32>) -> tensor<8x16xf32>
   %wba = twill.add %w, %ba : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
   %sq = twill.row_sum_squares %wba : tensor<8x16xf32> -> tensor<8xf32>

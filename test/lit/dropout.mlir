@@ -18,7 +18,7 @@ func.func @forward(%up: tensor<16x8xf32> {twill.param = "up.weight", twill.tp = 
                    %labels: tensor<3x4xi32> {twill.input = "labels"},
                    %index: tensor<3x4xi32> {twill.input = "token_index"},
                    %micro: tensor<i64> {twill.input = "micro_batch"})
-    -> (tensor<f32> {twill.output = "loss_sum"}, tensor<i64> {twill.output = "token_count"}) {
+    -> (tensor<f32> {twill.output = "loss_sum"}, tensor<i64> {twill.output = "token_count"}) attributes {twill.entry = #twill.entry<forward>} {
   %h = twill.matmul %x, %up {transpose_rhs} : (tensor<3x4x8xf32>, tensor<16x8xf32>) -> tensor<3x4x16xf32>
   %y = twill.matmul %h, %w {transpose_rhs} : (tensor<3x4x16xf32>, tensor<8x16xf32>) -> tensor<3x4x8xf32>
   %dh = twill.dropout %h tokens(%index) micro_batch(%micro) {rate = 0.1 : f64, seed = 3 : i64, stream = 77 : i64} : (tensor<3x4x16xf32>, tensor<3x4xi32>, tensor<i64>) -> tensor<3x4x16xf32>

@@ -8,7 +8,7 @@
 
 func.func @forward(%w: tensor<4x8xf32> {twill.param = "layer.weight", twill.init = #twill.init<kind = normal, std = 0.02, stream = 5>},
                    %a: tensor<2x8xf32> {twill.param = "layer.lora_A.weight", twill.trainable, twill.init = #twill.init<kind = kaiming_uniform, stream = 7>, twill.adapter = #twill.adapter<a, of = "layer.weight">},
-                   %x: tensor<3x8xf32> {twill.input = "x"}) -> tensor<3x4xf32> {
+                   %x: tensor<3x8xf32> {twill.input = "x"}) -> tensor<3x4xf32> attributes {twill.entry = #twill.entry<forward>} {
   %0 = twill.matmul %x, %w {transpose_rhs} : (tensor<3x8xf32>, tensor<4x8xf32>) -> tensor<3x4xf32> loc("layer")
   %1 = twill.scale %0 by 5.000000e-01 : tensor<3x4xf32>
   %2 = twill.transpose %1, [1, 0] : tensor<3x4xf32> -> tensor<4x3xf32>

@@ -9,7 +9,7 @@ func.func @forward(%w: tensor<16x8xf32> {twill.param = "proj.weight"},
                    %b: tensor<16x2xf32> {twill.param = "proj.lora_B.weight", twill.trainable},
                    %x: tensor<3x4x8xf32> {twill.input = "x"},
                    %labels: tensor<3x4xi32> {twill.input = "labels"})
-    -> (tensor<f32> {twill.output = "loss_sum"}, tensor<i64> {twill.output = "token_count"}) {
+    -> (tensor<f32> {twill.output = "loss_sum"}, tensor<i64> {twill.output = "token_count"}) attributes {twill.entry = #twill.entry<forward>} {
   %y = twill.matmul %x, %w {transpose_rhs} : (tensor<3x4x8xf32>, tensor<16x8xf32>) -> tensor<3x4x16xf32>
   %d = twill.matmul %x, %a {transpose_rhs} : (tensor<3x4x8xf32>, tensor<2x8xf32>) -> tensor<3x4x2xf32>
   %u = twill.matmul %d, %b {transpose_rhs} : (tensor<3x4x2xf32>, tensor<16x2xf32>) -> tensor<3x4x16xf32>

@@ -12,7 +12,7 @@
 func.func @train_step(%w: tensor<8x8xf32> {twill.param = "l.weight"},
                       %x: tensor<2x8xf32> {twill.input = "x"},
                       %labels: tensor<2xi32> {twill.input = "labels"})
-    -> (tensor<f32>, tensor<8x8xf32>) {
+    -> (tensor<f32>, tensor<8x8xf32>) attributes {twill.entry = #twill.entry<train_step>} {
   // CHECK-NEXT: %[[H:.*]] = twill.matmul %{{.*}}, %{{.*}} {transpose_rhs, twill.layer = 0 : i64}
   // CHECK-NEXT: %[[A:.*]] = twill.mul %[[H]], %[[H]]
   // CHECK-NEXT: %[[HOST:.*]] = twill.offload %[[H]] {twill.layer = 0 : i64} : tensor<2x8xf32>

@@ -9,7 +9,7 @@ func.func @forward(%w: tensor<16x8xf32> {twill.param = "proj.weight"},
                    %a: tensor<2x8xf32> {twill.param = "proj.lora_A.weight", twill.trainable},
                    %x: tensor<3x8xf32> {twill.input = "x"},
                    %labels: tensor<3xi32> {twill.input = "labels"})
-    -> (tensor<f32> {twill.output = "loss_sum"}, tensor<i64> {twill.output = "token_count"}) {
+    -> (tensor<f32> {twill.output = "loss_sum"}, tensor<i64> {twill.output = "token_count"}) attributes {twill.entry = #twill.entry<forward>} {
   %y = twill.matmul %x, %w {transpose_rhs} : (tensor<3x8xf32>, tensor<16x8xf32>) -> tensor<3x16xf32>
   %d = twill.matmul %x, %a {transpose_rhs} : (tensor<3x8xf32>, tensor<2x8xf32>) -> tensor<3x2xf32>
   %e = twill.matmul %d, %a : (tensor<3x2xf32>, tensor<2x8xf32>) -> tensor<3x8xf32>
@@ -60,4 +60,4 @@ func.func @forward(%w: tensor<16x8xf32> {twill.param = "proj.weight"},
 // NOCLIP-NOT: twill.clip_coefficient
 // NOCLIP: twill.adamw
 
-// ORDER: error: twill-optimizer needs the @train_step of twill-autodiff
+// ORDER: error: twill-optimizer needs the train step of twill-autodiff

@@ -17,7 +17,7 @@ func.func @train_step(%h: tensor<2x8xf32> {twill.input = "h"},
                       %wa: tensor<8x8xf32> {twill.param = "a.weight"},
                       %wb: tensor<8x8xf32> {twill.param = "b.weight"},
                       %labels: tensor<2xi32> {twill.input = "labels"})
-    -> (tensor<f32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<2x8xf32>) {
+    -> (tensor<f32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<2x8xf32>) attributes {twill.entry = #twill.entry<train_step>} {
   // CHECK: %[[G:.*]] = twill.matmul
   // CHECK-NEXT: %[[U:.*]] = twill.matmul
   // CHECK: %[[Z:.*]] = twill.add

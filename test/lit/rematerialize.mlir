@@ -31,7 +31,7 @@ func.func @train_step(%w0: tensor<8x8xf32> {twill.param = "l0.weight"},
                       %w1: tensor<8x8xf32> {twill.param = "l1.weight"},
                       %x: tensor<2x8xf32> {twill.input = "x"},
                       %labels: tensor<2xi32> {twill.input = "labels"})
-    -> (tensor<f32>, tensor<8x8xf32>, tensor<8x8xf32>) {
+    -> (tensor<f32>, tensor<8x8xf32>, tensor<8x8xf32>) attributes {twill.entry = #twill.entry<train_step>} {
   // The forward, unchanged.
   // CHECK-NEXT: %[[H0:.*]] = twill.matmul %[[X]], %[[W0]] {transpose_rhs, twill.layer = 0 : i64}
   // CHECK-NEXT: %[[A0:.*]] = twill.mul %[[H0]], %[[H0]] {twill.layer = 0 : i64}

@@ -1,0 +1,43 @@
+//===- TwillEntryPoints.h - entry points by their role ----------*- C++ -*-===//
+//
+// The functions the runtime runs, each stating what it is for
+// (#twill.entry): passes and the emitter find them by that role alone.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TWILL_DIALECTS_TWILL_TWILLENTRYPOINTS_H
+#define TWILL_DIALECTS_TWILL_TWILLENTRYPOINTS_H
+
+#include "dialects/twill/TwillAttrs.h"
+#include "dialects/twill/TwillDialect.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include <optional>
+
+namespace mlir::twill {
+
+/// What `function` is for, if it is an entry point.
+inline std::optional<EntryRole> entryRoleOf(func::FuncOp function) {
+  if (auto role = function->getAttrOfType<EntryRoleAttr>(kEntryAttrName))
+    return role.getValue();
+  return std::nullopt;
+}
+
+/// Marks `function` as the entry point for `role`.
+inline void setEntryRole(func::FuncOp function, EntryRole role) {
+  function->setAttr(kEntryAttrName,
+                    EntryRoleAttr::get(function.getContext(), role));
+}
+
+/// The module's entry point for `role`, or null.
+inline func::FuncOp entryPoint(ModuleOp module, EntryRole role) {
+  for (auto function : module.getOps<func::FuncOp>())
+    if (entryRoleOf(function) == role)
+      return function;
+  return nullptr;
+}
+
+} // namespace mlir::twill
+
+#endif // TWILL_DIALECTS_TWILL_TWILLENTRYPOINTS_H
