@@ -6,7 +6,10 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
+#include <algorithm>
 #include <cmath>
+#include <string>
+#include <utility>
 #include <vector>
 
 using namespace twill;
@@ -248,6 +251,340 @@ TEST(CpuKernels, ElementwiseOps) {
   EXPECT_NEAR(out[0], -1 / (1 + std::exp(1.0)) * 3, 1e-6);
   EXPECT_EQ(out[1], 0);
   EXPECT_NEAR(out[2], 2 / (1 + std::exp(-2.0)) * -5, 1e-5);
+}
+
+//===----------------------------------------------------------------------===//
+// Each kernel against a naive loop of its definition, in double
+//===----------------------------------------------------------------------===//
+
+std::string errorText(llvm::Error error) {
+  return llvm::toString(std::move(error));
+}
+
+/// Each value within `absolute + relative * |expected|` of the naive one.
+void expectClose(const std::vector<float> &actual,
+                 const std::vector<double> &expected, double relative,
+                 double absolute) {
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < actual.size(); ++i)
+    ASSERT_NEAR(actual[i], expected[i],
+                absolute + relative * std::abs(expected[i]))
+        << "at " << i;
+}
+
+TEST(CpuKernels, EmbeddingTakesEachIdsRowAndZerosOutsideItsBlock) {
+  const int64_t vocab = 13, dim = 7;
+  std::vector<float> table = randomValues(vocab * dim, 21);
+  std::vector<int32_t> ids = {0, 12, 5, 5, 9, 1, 3, 12, 7, 2, 11};
+  const int64_t count = ids.size();
+  std::vector<float> out(count * dim, 9.0f), expected(count * dim);
+  for (int64_t i = 0; i < count; ++i)
+    for (int64_t d = 0; d < dim; ++d)
+      expected[i * dim + d] = table[ids[i] * dim + d];
+  ASSERT_FALSE(
+      cpu::embedding(table.data(), vocab, dim, ids.data(), count, out.data()));
+  expectNear(out, expected, 0.0f);
+
+  // A rank holding rows [4, 9) (vocab parallel): other ids give zero rows.
+  const int64_t first = 4, rows = 5;
+  std::vector<float> block(table.begin() + first * dim,
+                           table.begin() + (first + rows) * dim);
+  for (int64_t i = 0; i < count; ++i)
+    for (int64_t d = 0; d < dim; ++d)
+      expected[i * dim + d] = ids[i] >= first && ids[i] < first + rows
+                                  ? table[ids[i] * dim + d]
+                                  : 0.0f;
+  out.assign(count * dim, 9.0f);
+  ASSERT_FALSE(cpu::embedding(block.data(), rows, dim, ids.data(), count,
+                              out.data(), first));
+  expectNear(out, expected, 0.0f);
+
+  for (int32_t bad : {13, -1}) {
+    ids[2] = bad;
+    EXPECT_THAT(errorText(cpu::embedding(table.data(), vocab, dim, ids.data(),
+                                         count, out.data())),
+                HasSubstr("token id " + std::to_string(bad) +
+                          " at position 2 is outside the vocabulary [0, 13)"));
+  }
+}
+
+TEST(CpuKernels, EmbeddingGradSumsTheGradRowsOfEachId) {
+  const int64_t vocab = 13, dim = 7;
+  std::vector<int32_t> ids = {3, 0, 12, 3, 7, 3, 12, 5, 0, 9, 3};
+  const int64_t count = ids.size();
+  std::vector<float> grad = randomValues(count * dim, 22);
+  std::vector<double> expected(vocab * dim, 0.0);
+  for (int64_t v = 0; v < vocab; ++v)
+    for (int64_t i = 0; i < count; ++i)
+      if (ids[i] == v)
+        for (int64_t d = 0; d < dim; ++d)
+          expected[v * dim + d] += grad[i * dim + d];
+  std::vector<float> out(vocab * dim, 9.0f); // stale values are replaced
+  ASSERT_FALSE(cpu::embeddingGrad(ids.data(), count, grad.data(), vocab, dim,
+                                  out.data()));
+  expectClose(out, expected, 1e-6, 1e-6);
+
+  ids[4] = 13;
+  EXPECT_THAT(errorText(cpu::embeddingGrad(ids.data(), count, grad.data(),
+                                           vocab, dim, out.data())),
+              HasSubstr("token id 13 at position 4 is outside the vocabulary "
+                        "[0, 13)"));
+}
+
+/// 1 / sqrt(mean(x^2) + eps) of a row, in double.
+double naiveInverseRms(const float *row, int64_t dim, double eps) {
+  double sum = 0;
+  for (int64_t i = 0; i < dim; ++i)
+    sum += double(row[i]) * row[i];
+  return 1 / std::sqrt(sum / dim + eps);
+}
+
+// y = x * r(x) * w, r = (mean(x^2) + eps)^-1/2, so dy_i/dx_j = w_i (delta_ij
+// r - x_i x_j r^3 / dim): the whole Jacobian, summed against the gradient.
+// The first row is tiny (eps dominates it); 291 values cross the kernels'
+// 256-value blocks.
+TEST(CpuKernels, RmsNormAndItsGradientsMatchTheDefinition) {
+  const double eps = 1e-5;
+  for (auto [rows, dim] : {std::pair<int64_t, int64_t>{7, 33}, {3, 291}}) {
+    std::vector<float> x = randomValues(rows * dim, 23);
+    std::vector<float> weight = randomValues(dim, 24);
+    std::vector<float> grad = randomValues(rows * dim, 25);
+    for (int64_t i = 0; i < dim; ++i)
+      x[i] *= 1e-3f;
+    std::vector<double> y(rows * dim), dx(rows * dim, 0.0), dw(dim, 0.0);
+    for (int64_t r = 0; r < rows; ++r) {
+      const float *in = &x[r * dim], *g = &grad[r * dim];
+      double inverse = naiveInverseRms(in, dim, eps);
+      for (int64_t i = 0; i < dim; ++i) {
+        y[r * dim + i] = in[i] * inverse * weight[i];
+        dw[i] += double(g[i]) * in[i] * inverse;
+        for (int64_t j = 0; j < dim; ++j)
+          dx[r * dim + j] +=
+              double(g[i]) * weight[i] *
+              ((i == j ? inverse : 0.0) -
+               double(in[i]) * in[j] * inverse * inverse * inverse / dim);
+      }
+    }
+    std::vector<float> out(rows * dim), weightGrad(dim);
+    cpu::rmsNorm(x.data(), weight.data(), out.data(), rows, dim, eps);
+    expectClose(out, y, 1e-6, 1e-6);
+    cpu::rmsNormGrad(x.data(), weight.data(), grad.data(), out.data(), rows,
+                     dim, eps);
+    expectClose(out, dx, 1e-6, 1e-6);
+    cpu::rmsNormWeightGrad(x.data(), grad.data(), weightGrad.data(), rows, dim,
+                           eps);
+    expectClose(weightGrad, dw, 1e-6, 1e-6);
+  }
+}
+
+/// Llama's inverse frequency of pair i, with Llama 3.1's scaling as Hugging
+/// Face's _compute_llama3_parameters writes it.
+double naiveFrequency(int64_t i, int64_t headDim, double theta,
+                      const RopeFrequencyScaling &s) {
+  double frequency = std::pow(theta, -2.0 * i / headDim);
+  if (s.factor == 0)
+    return frequency;
+  double wavelength = 2 * M_PI / frequency, old = s.originalMaxPosition;
+  if (wavelength < old / s.highFreqFactor)
+    return frequency;
+  if (wavelength > old / s.lowFreqFactor)
+    return frequency / s.factor;
+  double smooth = (old / wavelength - s.lowFreqFactor) /
+                  (s.highFreqFactor - s.lowFreqFactor);
+  return (1 - smooth) * frequency / s.factor + smooth * frequency;
+}
+
+// x * cos + rotate_half(x) * sin, rotate_half(x) = [-x2, x1]. With head size
+// 10 and theta 1e4 the wavelengths are 6.3, 40, 250, 1579 and 9955: under
+// the scaling below they fall in each of its three ranges.
+TEST(CpuKernels, RopeRotatesEachHalfPairByItsPositionsAngle) {
+  const int64_t tokens = 7, heads = 3, headDim = 10, half = 5;
+  const double theta = 1e4;
+  std::vector<float> x = randomValues(tokens * heads * headDim, 26);
+  const int32_t positions[] = {0, 1, 7, 100, 1000, 8191, 3};
+  for (RopeFrequencyScaling scaling :
+       {RopeFrequencyScaling{}, RopeFrequencyScaling{8, 1, 4, 512}})
+    for (bool inverse : {false, true}) {
+      std::vector<double> expected(x.size());
+      for (int64_t t = 0; t < tokens; ++t)
+        for (int64_t h = 0; h < heads; ++h)
+          for (int64_t i = 0; i < half; ++i) {
+            double angle =
+                positions[t] * naiveFrequency(i, headDim, theta, scaling);
+            if (inverse)
+              angle = -angle;
+            int64_t base = (t * heads + h) * headDim;
+            double x1 = x[base + i], x2 = x[base + i + half];
+            expected[base + i] = x1 * std::cos(angle) - x2 * std::sin(angle);
+            expected[base + i + half] =
+                x2 * std::cos(angle) + x1 * std::sin(angle);
+          }
+      std::vector<float> out(x.size());
+      cpu::rope(x.data(), positions, out.data(), tokens, heads, headDim, theta,
+                scaling, inverse);
+      SCOPED_TRACE(testing::Message() << "factor " << scaling.factor
+                                      << (inverse ? ", inverse" : ""));
+      expectClose(out, expected, 1e-6, 1e-6);
+    }
+}
+
+TEST(CpuKernels, CopyAndFillWriteTheirCountAndNothingPast) {
+  const int64_t count = 2 * 65536 + 7; // three of copy's blocks, one partial
+  std::vector<float> from = randomValues(count, 27), to(count + 1, 9.0f);
+  cpu::copy(from.data(), to.data(), count);
+  EXPECT_EQ(to[count], 9.0f);
+  to.pop_back();
+  expectNear(to, from, 0.0f);
+  cpu::copy(to.data(), to.data(), count); // in place: nothing changes
+  expectNear(to, from, 0.0f);
+
+  cpu::fill(to.data(), 33, 0.1);
+  for (int64_t i = 0; i < count; ++i)
+    ASSERT_EQ(to[i], i < 33 ? 0.1f : from[i]) << "at " << i;
+}
+
+TEST(CpuKernels, DivIsTheQuotientOfEachPair) {
+  const int64_t count = 33;
+  std::vector<float> lhs = randomValues(count, 28);
+  std::vector<float> rhs = randomValues(count, 29), out(count);
+  std::vector<double> expected(count);
+  for (int64_t i = 0; i < count; ++i) {
+    rhs[i] += rhs[i] < 0 ? -0.25f : 0.25f; // away from zero
+    expected[i] = double(lhs[i]) / rhs[i];
+  }
+  cpu::div(lhs.data(), rhs.data(), out.data(), count);
+  expectClose(out, expected, 1e-7, 0); // one rounding: half an ulp
+}
+
+// DoRA's column norms and magnitude scaling; 133 columns cross
+// scaleColumnsGrad's 64-column blocks, the last one partial.
+TEST(CpuKernels, RowSumSquaresAndColumnScalesMatchTheirSums) {
+  const int64_t rows = 7, columns = 133;
+  std::vector<float> x = randomValues(rows * columns, 30);
+  std::vector<float> scale = randomValues(columns, 31);
+  std::vector<float> grad = randomValues(rows * columns, 32);
+  std::vector<double> squares(rows, 0.0), scaled(rows * columns),
+      inputGrad(rows * columns), scaleGrad(columns, 0.0);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < columns; ++c) {
+      int64_t i = r * columns + c;
+      squares[r] += double(x[i]) * x[i];
+      scaled[i] = double(x[i]) * scale[c];
+      inputGrad[i] = double(grad[i]) * scale[c];
+      scaleGrad[c] += double(grad[i]) * x[i];
+    }
+  std::vector<float> out(rows), values(rows * columns), sums(columns);
+  cpu::rowSumSquares(x.data(), rows, columns, out.data());
+  expectClose(out, squares, 1e-7, 0); // summed in double: one rounding
+  cpu::scaleColumns(x.data(), scale.data(), rows, columns, values.data());
+  expectClose(values, scaled, 1e-7, 0);
+  cpu::scaleColumnsGrad(x.data(), scale.data(), grad.data(), rows, columns,
+                        values.data(), sums.data());
+  expectClose(values, inputGrad, 1e-7, 0);
+  expectClose(sums, scaleGrad, 1e-7, 1e-12);
+}
+
+// d/dgate silu(gate) = s + gate s (1 - s), s = sigmoid(gate); gates up to
+// +-20 reach both saturated ends.
+TEST(CpuKernels, SwigluGradIsTheDerivativeOfSiluTimesUp) {
+  const int64_t count = 67;
+  std::vector<float> gate = randomValues(count, 33);
+  std::vector<float> up = randomValues(count, 34);
+  std::vector<float> grad = randomValues(count, 35);
+  for (float &g : gate)
+    g *= 8;
+  gate[0] = -20;
+  gate[1] = 20;
+  std::vector<double> gateGrad(count), upGrad(count);
+  for (int64_t i = 0; i < count; ++i) {
+    double s = 1 / (1 + std::exp(-double(gate[i])));
+    upGrad[i] = double(grad[i]) * gate[i] * s;
+    gateGrad[i] = double(grad[i]) * up[i] * (s + gate[i] * s * (1 - s));
+  }
+  std::vector<float> outGate(count), outUp(count);
+  cpu::swigluGrad(gate.data(), up.data(), grad.data(), outGate.data(),
+                  outUp.data(), count);
+  expectClose(outGate, gateGrad, 1e-6, 1e-7);
+  expectClose(outUp, upGrad, 1e-6, 1e-7);
+}
+
+// The squares add to what the sum holds; the coefficient is
+// min(1, maxNorm / (norm + 1e-6)), so a norm equal to the limit clips a little.
+TEST(CpuKernels, GradNormSquaresAccumulateAndClipAsTorchDoes) {
+  std::vector<float> x = randomValues(33, 36);
+  double sum = 2.5, expected = 2.5;
+  for (float value : x)
+    expected += double(value) * value;
+  cpu::accumulateSquares(x.data(), 13, sum);
+  cpu::accumulateSquares(x.data() + 13, 20, sum);
+  EXPECT_NEAR(sum, expected, 1e-13);
+
+  for (auto [norm, maxNorm] : {std::pair<float, double>{0.5f, 1.0},
+                               {0.0f, 1.0},
+                               {1.0f, 1.0},
+                               {3.0f, 1.0},
+                               {1e4f, 0.3}})
+    EXPECT_FLOAT_EQ(cpu::clipCoefficient(norm, maxNorm),
+                    float(std::min(1.0, maxNorm / (norm + 1e-6))))
+        << "norm " << norm << ", max " << maxNorm;
+}
+
+// lr * step / warmup while warming up, then lr * (1 + cos(pi * progress)) /
+// 2, progress going from 0 after the warmup to 1 at the last step.
+TEST(CpuKernels, ScheduledLrWarmsUpLinearlyThenFallsAlongAHalfCosine) {
+  const double lr = 3e-4;
+  const int64_t total = 33;
+  for (int64_t warmup : {0, 1, 7})
+    for (int64_t step = 0; step <= total; ++step) {
+      double expected =
+          step < warmup
+              ? lr * step / warmup
+              : lr * (1 + std::cos(M_PI * (step - warmup) / (total - warmup))) /
+                    2;
+      EXPECT_NEAR(cpu::scheduledLr(step, total, lr, warmup), expected,
+                  1e-7 * lr)
+          << "step " << step << " of " << total << ", warmup " << warmup;
+    }
+  EXPECT_EQ(cpu::scheduledLr(0, total, lr, 7), 0.0f);
+  EXPECT_EQ(cpu::scheduledLr(7, total, lr, 7), float(lr));
+}
+
+// torch.optim.AdamW's step t = step + 1 as Loshchilov and Hutter write it:
+// decoupled decay of the parameter, then the bias-corrected moments; the
+// second case's eps is large enough to tell sqrt(v^) + eps from
+// sqrt(v^ + eps).
+TEST(CpuKernels, AdamwIsOneTorchAdamwStep) {
+  const int64_t count = 37;
+  std::vector<float> param = randomValues(count, 37);
+  std::vector<float> grad = randomValues(count, 38);
+  std::vector<float> expAvg = randomValues(count, 39);
+  std::vector<float> expAvgSq = randomValues(count, 40);
+  for (float &v : expAvgSq)
+    v = 0.01f * (0.1f + v * v);
+  for (auto [step, settings] :
+       {std::pair<int64_t, AdamWSettings>{0, {0.9, 0.999, 1e-8, 0.0}},
+        {4, {0.9, 0.999, 1e-3, 0.1}}}) {
+    const float lr = 1e-2f, gradScale = 0.5f;
+    std::vector<double> p(count), m(count), v(count);
+    int64_t t = step + 1;
+    for (int64_t i = 0; i < count; ++i) {
+      double g = double(grad[i]) * gradScale;
+      m[i] = settings.beta1 * expAvg[i] + (1 - settings.beta1) * g;
+      v[i] = settings.beta2 * expAvgSq[i] + (1 - settings.beta2) * g * g;
+      double mHat = m[i] / (1 - std::pow(settings.beta1, t));
+      double vHat = v[i] / (1 - std::pow(settings.beta2, t));
+      p[i] = param[i] * (1 - lr * settings.weightDecay) -
+             lr * mHat / (std::sqrt(vHat) + settings.eps);
+    }
+    std::vector<float> newParam(count), newExpAvg(count), newExpAvgSq(count);
+    cpu::adamw(param.data(), grad.data(), expAvg.data(), expAvgSq.data(), lr,
+               gradScale, step, settings, newParam.data(), newExpAvg.data(),
+               newExpAvgSq.data(), count);
+    SCOPED_TRACE(testing::Message() << "step " << step);
+    expectClose(newParam, p, 1e-6, 1e-7);
+    expectClose(newExpAvg, m, 1e-6, 1e-7);
+    expectClose(newExpAvgSq, v, 1e-6, 0);
+  }
 }
 
 } // namespace
