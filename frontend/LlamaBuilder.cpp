@@ -87,10 +87,11 @@ private:
               Split split, const Role &role);
   /// A base weight's role: drawn at random where no checkpoint gives it.
   static Role baseWeight() { return {InitKind::Normal, std::nullopt, {}}; }
-  /// Appends an input argument named `name`: a [batch, seq] one (tokens,
-  /// labels, positions, segments, token_index), or one of `shape`.
-  Value input(StringRef name, Type elementType);
-  Value input(StringRef name, Type elementType, ArrayRef<int64_t> shape);
+  /// Appends the input argument that is `role`, named after it: a [batch,
+  /// seq] one (tokens, labels, positions, segments, token_index), or one of
+  /// `shape`.
+  Value input(ValueRole role, Type elementType);
+  Value input(ValueRole role, Type elementType, ArrayRef<int64_t> shape);
 
   bool isLoraTarget(StringRef module) const {
     return job.has_lora() &&
@@ -160,7 +161,7 @@ private:
   llvm::StringMap<Value> params;   // by Hugging Face name
   llvm::DenseMap<Value, std::string> paramNames; // the names they have
   Value positions, segments;
-  SmallVector<StringRef> inputNames; // in argument order
+  SmallVector<ValueRole> inputRoles; // in argument order
   /// With LoRA dropout: every position's index in the micro-batch (row x
   /// seq_len + position), the micro-batch's number in the run, and the
   /// index of the positions being traced (the whole, or a tile's).
@@ -212,15 +213,15 @@ Value LlamaTracer::param(const Twine &name, ArrayRef<int64_t> shape,
   return arg;
 }
 
-Value LlamaTracer::input(StringRef name, Type elementType) {
-  return input(name, elementType, {batch, seq});
+Value LlamaTracer::input(ValueRole role, Type elementType) {
+  return input(role, elementType, {batch, seq});
 }
 
-Value LlamaTracer::input(StringRef name, Type elementType,
+Value LlamaTracer::input(ValueRole role, Type elementType,
                          ArrayRef<int64_t> shape) {
-  inputNames.push_back(name);
+  inputRoles.push_back(role);
   return body->addArgument(RankedTensorType::get(shape, elementType),
-                           loc(name));
+                           loc(stringifyValueRole(role)));
 }
 
 Value LlamaTracer::matmulTransposed(Value x, Value weight, Location at) {
@@ -504,13 +505,13 @@ OwningOpRef<ModuleOp> LlamaTracer::trace() {
   builder.setInsertionPointToStart(body);
 
   Type i32 = builder.getI32Type();
-  Value tokens = input("tokens", i32);
-  Value labels = input("labels", i32);
-  positions = input("positions", i32);
-  segments = input("segments", i32);
+  Value tokens = input(ValueRole::Tokens, i32);
+  Value labels = input(ValueRole::Labels, i32);
+  positions = input(ValueRole::Positions, i32);
+  segments = input(ValueRole::Segments, i32);
   if (job.has_lora() && job.lora().dropout() > 0) {
-    tokenIndex = tracedTokens = input("token_index", i32);
-    microBatch = input("micro_batch", builder.getI64Type(), {});
+    tokenIndex = tracedTokens = input(ValueRole::TokenIndex, i32);
+    microBatch = input(ValueRole::MicroBatch, builder.getI64Type(), {});
   }
 
   int64_t vocab = model.vocab_size(), hidden = model.hidden_size();
@@ -586,13 +587,20 @@ OwningOpRef<ModuleOp> LlamaTracer::trace() {
       body->getArgumentTypes(),
       forward.getBody().front().getTerminator()->getOperandTypes()));
   SmallVector<Attribute> argAttrs(paramAttrs.begin(), paramAttrs.end());
-  for (StringRef name : inputNames)
-    argAttrs.push_back(builder.getDictionaryAttr(
-        builder.getNamedAttr(kInputAttrName, builder.getStringAttr(name))));
+  // Inputs and outputs are named after their roles.
+  auto named = [&](StringRef attrName, ValueRole role) {
+    return builder.getDictionaryAttr(
+        {builder.getNamedAttr(attrName,
+                              builder.getStringAttr(stringifyValueRole(role))),
+         builder.getNamedAttr(kRoleAttrName,
+                              ValueRoleAttr::get(builder.getContext(), role))});
+  };
+  for (ValueRole role : inputRoles)
+    argAttrs.push_back(named(kInputAttrName, role));
   forward.setAllArgAttrs(argAttrs);
-  forward.setResultAttr(0, kOutputAttrName, builder.getStringAttr("loss_sum"));
-  forward.setResultAttr(1, kOutputAttrName,
-                        builder.getStringAttr("token_count"));
+  forward.setAllResultAttrs(ArrayRef<DictionaryAttr>{
+      named(kOutputAttrName, ValueRole::LossSum),
+      named(kOutputAttrName, ValueRole::TokenCount)});
   return module;
 }
 

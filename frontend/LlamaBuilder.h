@@ -4,14 +4,15 @@
 // Hugging Face's LlamaForCausalLM + PEFT compute it, into
 //
 //   func.func @forward(%params..., %tokens, %labels, %positions, %segments)
-//       -> (tensor<f32> {twill.output = "loss_sum"},
-//           tensor<i64> {twill.output = "token_count"})
+//       -> (tensor<f32> {twill.output = "loss_sum", twill.role = ...},
+//           tensor<i64> {twill.output = "token_count", twill.role = ...})
 //
 // at global shapes [train.batch_size, train.seq_len]. Parameters are
 // arguments named with their Hugging Face names (`twill.param`), each
 // stating how it starts (`twill.init`) and, an adapter's, what it adapts
 // (`twill.adapter`); the trainable ones carry `twill.trainable`; inputs
-// carry `twill.input`. Labels are per position (the
+// carry `twill.input` and outputs `twill.output`, each with its role
+// (`twill.role`), which the runtime finds them by. Labels are per position (the
 // token that should follow it, -100 to ignore): the data pipeline shifts, the
 // model does not. Positions restart and segments change at each document of
 // a packed row, so attention never crosses a document boundary.

@@ -53,6 +53,7 @@ private:
   Executable executable;
   llvm::DenseMap<Value, int> buffers;
   llvm::StringMap<int> sharedBuffers; // parameters, states and inputs
+  llvm::StringMap<int> updatable;     // parameters and states
 };
 
 } // namespace
@@ -126,6 +127,46 @@ FailureOr<int> ExecutableEmitter::sharedBuffer(BlockArgument argument,
   if (succeeded(id))
     it->second = *id;
   return id;
+}
+
+/// The Executable's ValueRole of the compiler's #twill.role.
+static ::twill::ValueRole valueRoleOf(mlir::twill::ValueRole role) {
+  using mlir::twill::ValueRole;
+  switch (role) {
+  case ValueRole::Tokens:
+    return ::twill::TOKENS;
+  case ValueRole::Labels:
+    return ::twill::LABELS;
+  case ValueRole::Positions:
+    return ::twill::POSITIONS;
+  case ValueRole::Segments:
+    return ::twill::SEGMENTS;
+  case ValueRole::TokenIndex:
+    return ::twill::TOKEN_INDEX;
+  case ValueRole::MicroBatch:
+    return ::twill::MICRO_BATCH;
+  case ValueRole::TotalSteps:
+    return ::twill::TOTAL_STEPS;
+  case ValueRole::ScheduleStep:
+    return ::twill::SCHEDULE_STEP;
+  case ValueRole::LossSum:
+    return ::twill::LOSS_SUM;
+  case ValueRole::TokenCount:
+    return ::twill::TOKEN_COUNT;
+  case ValueRole::GradNorm:
+    return ::twill::GRAD_NORM;
+  case ValueRole::Lr:
+    return ::twill::LR;
+  }
+  return ::twill::VALUE_UNSPECIFIED;
+}
+
+/// The role the attributes `attrs` (an argument's or a result's) state.
+static ::twill::ValueRole valueRoleIn(DictionaryAttr attrs) {
+  auto role = attrs ? attrs.getAs<mlir::twill::ValueRoleAttr>(
+                          mlir::twill::kRoleAttrName)
+                    : nullptr;
+  return role ? valueRoleOf(role.getValue()) : ::twill::VALUE_UNSPECIFIED;
 }
 
 /// The parameter's roles, as the frontend stated them (twill.init,
@@ -209,6 +250,7 @@ LogicalResult ExecutableEmitter::emitArgument(BlockArgument argument,
                 function.getArgAttr(index, mlir::twill::kTrainableAttrName) !=
                 nullptr);
             describeRoles(function, index, parameter);
+            updatable[name] = id;
           }))
     return *emitted;
   if (auto emitted =
@@ -216,6 +258,7 @@ LogicalResult ExecutableEmitter::emitArgument(BlockArgument argument,
             ::twill::State &state = *executable.add_states();
             state.set_name(name.str());
             state.set_buffer(id);
+            updatable[name] = id;
           }))
     return *emitted;
   if (auto emitted =
@@ -223,6 +266,7 @@ LogicalResult ExecutableEmitter::emitArgument(BlockArgument argument,
             ::twill::Input &input = *executable.add_inputs();
             input.set_name(name.str());
             input.set_buffer(id);
+            input.set_role(valueRoleIn(function.getArgAttrDict(index)));
           }))
     return *emitted;
   return function.emitError("argument ")
@@ -459,10 +503,18 @@ LogicalResult ExecutableEmitter::emitFunction(func::FuncOp function) {
   for (Operation &op : body) {
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
       for (auto [index, output] : llvm::enumerate(ret.getOperands())) {
-        entry.add_outputs(buffers.lookup(output));
+        int id = buffers.lookup(output);
+        entry.add_outputs(id);
         auto name = function.getResultAttrOfType<StringAttr>(
             index, mlir::twill::kOutputAttrName);
         entry.add_output_names(name ? name.str() : "");
+        entry.add_output_roles(valueRoleIn(function.getResultAttrDict(index)));
+        // A result named after a parameter or a state is its new value.
+        auto updated = name ? updatable.find(name.getValue()) : updatable.end();
+        entry.add_output_updates(
+            updated != updatable.end() && updated->second != id
+                ? updated->second
+                : -1);
       }
       continue;
     }

@@ -42,10 +42,24 @@ public:
     return argument;
   }
 
-  void addResult(Value value, const Twine &name) {
+  /// The per-step input that is `role`, named after it.
+  Value addInput(Type type, ValueRole role) {
+    Value input = addArgument(type, kInputAttrName, stringifyValueRole(role));
+    argAttrs.back() = withRole(argAttrs.back(), role);
+    return input;
+  }
+
+  /// A result named `name`, that is `role` where it has one.
+  void addResult(Value value, const Twine &name,
+                 std::optional<ValueRole> role = std::nullopt) {
     results.push_back(value);
-    resultAttrs.push_back(builder.getDictionaryAttr(
-        builder.getNamedAttr(kOutputAttrName, builder.getStringAttr(name))));
+    DictionaryAttr attrs = builder.getDictionaryAttr(
+        builder.getNamedAttr(kOutputAttrName, builder.getStringAttr(name)));
+    resultAttrs.push_back(role ? withRole(attrs, *role) : attrs);
+  }
+  /// An output that is `role`, named after it.
+  void addResult(Value value, ValueRole role) {
+    addResult(value, stringifyValueRole(role), role);
   }
 
   /// Replaces the terminator and the signature with what was added.
@@ -59,6 +73,12 @@ public:
         body->getArgumentTypes(), ValueRange(results).getTypes()));
     function.setAllArgAttrs(argAttrs);
     function.setAllResultAttrs(resultAttrs);
+  }
+
+  DictionaryAttr withRole(DictionaryAttr attrs, ValueRole role) {
+    NamedAttrList list(attrs);
+    list.set(kRoleAttrName, ValueRoleAttr::get(builder.getContext(), role));
+    return list.getDictionary(builder.getContext());
   }
 
   OpBuilder &builder;
@@ -119,20 +139,23 @@ OptimizerPass::accumulateGradients(func::FuncOp step) {
     auto name = step.getResultAttrOfType<StringAttr>(index, kOutputAttrName);
     if (!name)
       return step.emitError("result ") << index << " has no twill.output name";
-    if (name.getValue() == "token_count") {
+    std::optional<ValueRole> role;
+    if (auto attr = step.getResultAttrOfType<ValueRoleAttr>(index, kRoleAttrName))
+      role = attr.getValue();
+    if (role == ValueRole::TokenCount) {
       // The step's count, summed over micro-batches as a float: what the
       // gradients are divided by.
       auto floatType = RankedTensorType::get({}, builder.getF32Type());
       Value sum =
           function.addArgument(floatType, kStateAttrName, "token_count_sum");
       Value count = CastOp::create(builder, loc, floatType, value);
-      function.addResult(value, name.getValue());
+      function.addResult(value, name.getValue(), role);
       function.addResult(AddOp::create(builder, loc, floatType, sum, count),
                          "token_count_sum");
       continue;
     }
     if (!name.getValue().ends_with(kGradSuffix)) {
-      function.addResult(value, name.getValue());
+      function.addResult(value, name.getValue(), role);
       continue;
     }
     std::string parameter = name.getValue().drop_back(kGradSuffix.size()).str();
@@ -186,14 +209,13 @@ void OptimizerPass::buildOptimizerStep(func::FuncOp step,
   Value stepCount = function.addArgument(i64, kStateAttrName, "step");
   Value tokenCount =
       function.addArgument(f32, kStateAttrName, "token_count_sum");
-  Value totalSteps = function.addArgument(i64, kInputAttrName, "total_steps");
+  Value totalSteps = function.addInput(i64, ValueRole::TotalSteps);
   // The step's place in the lr schedule, which the host sets: the steps
   // before it, whether or not they updated (a step without a labelled token
   // updates nothing, as a torch loop that calls scheduler.step() every
   // iteration but skips optimizer.step()); `step` counts the updates made,
   // AdamW's bias correction.
-  Value scheduleStep =
-      function.addArgument(i64, kInputAttrName, "schedule_step");
+  Value scheduleStep = function.addInput(i64, ValueRole::ScheduleStep);
 
   // Gradients are sums over tokens: scale by 1 / count, then clip.
   auto constant = [&](Type type, double value) -> Value {
@@ -232,8 +254,8 @@ void OptimizerPass::buildOptimizerStep(func::FuncOp step,
   }
   function.addResult(IncrementOp::create(builder, loc, i64, stepCount), "step");
   function.addResult(constant(f32, 0.0), "token_count_sum");
-  function.addResult(norm, "grad_norm");
-  function.addResult(lrValue, "lr");
+  function.addResult(norm, ValueRole::GradNorm);
+  function.addResult(lrValue, ValueRole::Lr);
   function.finish(loc);
 }
 

@@ -202,4 +202,40 @@ def Twill_EntryRoleAttr : EnumAttr<Twill_Dialect, Twill_EntryRole, "entry"> {
   let assemblyFormat = "`<` $value `>`";
 }
 
+def Twill_ValueRole : I32EnumAttr<"ValueRole",
+    "what a per-step input or an entry point's output is", [
+      I32EnumAttrCase<"Tokens", 0, "tokens">,
+      I32EnumAttrCase<"Labels", 1, "labels">,
+      I32EnumAttrCase<"Positions", 2, "positions">,
+      I32EnumAttrCase<"Segments", 3, "segments">,
+      I32EnumAttrCase<"TokenIndex", 4, "token_index">,
+      I32EnumAttrCase<"MicroBatch", 5, "micro_batch">,
+      I32EnumAttrCase<"TotalSteps", 6, "total_steps">,
+      I32EnumAttrCase<"ScheduleStep", 7, "schedule_step">,
+      I32EnumAttrCase<"LossSum", 8, "loss_sum">,
+      I32EnumAttrCase<"TokenCount", 9, "token_count">,
+      I32EnumAttrCase<"GradNorm", 10, "grad_norm">,
+      I32EnumAttrCase<"Lr", 11, "lr">]> {
+  let cppNamespace = "::mlir::twill";
+  let genSpecializedAttr = 0;
+}
+
+def Twill_ValueRoleAttr : EnumAttr<Twill_Dialect, Twill_ValueRole, "role"> {
+  let summary = "What a per-step input or an output is, for the runtime";
+  let description = [{
+    On an entry point's argument or result that the runtime fills or reads
+    (`twill.role`), stated by whoever makes it: the frontend's batch inputs
+    (tokens, labels, positions, segments; with LoRA dropout token_index and
+    micro_batch) and its loss_sum and token_count; twill-optimizer's
+    total_steps and schedule_step inputs and its grad_norm and lr outputs.
+    The runtime finds them by role; their names (`twill.input`,
+    `twill.output`) are for reading.
+
+    ```mlir
+    %tokens: tensor<4x64xi32> {twill.input = "tokens", twill.role = #twill.role<tokens>}
+    ```
+  }];
+  let assemblyFormat = "`<` $value `>`";
+}
+
 #endif // TWILL_ATTRS_TD

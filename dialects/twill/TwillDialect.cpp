@@ -66,5 +66,17 @@ LogicalResult TwillDialect::verifyRegionArgAttribute(Operation *op, unsigned,
       !isa<AdapterAttr>(attribute.getValue()))
     return emitError() << "'" << kAdapterAttrName
                        << "' must be a #twill.adapter<...>";
+  if (attribute.getName() == kRoleAttrName &&
+      !isa<ValueRoleAttr>(attribute.getValue()))
+    return emitError() << "'" << kRoleAttrName << "' must be a #twill.role<...>";
+  return success();
+}
+
+LogicalResult TwillDialect::verifyRegionResultAttribute(
+    Operation *op, unsigned, unsigned resultIndex, NamedAttribute attribute) {
+  if (attribute.getName() == kRoleAttrName &&
+      !isa<ValueRoleAttr>(attribute.getValue()))
+    return op->emitOpError() << "result " << resultIndex << ": '"
+                             << kRoleAttrName << "' must be a #twill.role<...>";
   return success();
 }

@@ -31,6 +31,9 @@ inline constexpr llvm::StringLiteral kTensorParallelAttrName = "twill.tp";
 /// a parameter by these alone.
 inline constexpr llvm::StringLiteral kInitAttrName = "twill.init";
 inline constexpr llvm::StringLiteral kAdapterAttrName = "twill.adapter";
+/// Function argument and result attribute: what a per-step input or an
+/// output is (#twill.role), which the runtime finds it by.
+inline constexpr llvm::StringLiteral kRoleAttrName = "twill.role";
 /// Function attribute: what an entry point is for (#twill.entry).
 inline constexpr llvm::StringLiteral kEntryAttrName = "twill.entry";
 /// Op and parameter attribute: the index of the model layer (a decoder

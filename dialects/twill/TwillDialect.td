@@ -34,6 +34,7 @@ def Twill_Dialect : Dialect {
   // ops and parameters.
   let hasOperationAttrVerify = 1;
   let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
   let extraClassDeclaration = [{
     /// Defined beside the attribute storage classes (TwillAttrs.cpp).
     void registerAttributes();

@@ -142,11 +142,12 @@ llvm::Error twill::verifyExecutable(const Executable &executable) {
   auto inRange = [&](int id) { return id >= 0 && id < numBuffers; };
 
   // Parameters and inputs are written before any entry point runs.
-  std::vector<bool> preset(numBuffers, false);
+  // What an output may update: a parameter's or a state's buffer.
+  std::vector<bool> preset(numBuffers, false), updatable(numBuffers, false);
   for (const Parameter &parameter : executable.parameters()) {
     if (!inRange(parameter.buffer()) || preset[parameter.buffer()])
       return invalid("parameter '" + parameter.name() + "' has a bad buffer");
-    preset[parameter.buffer()] = true;
+    preset[parameter.buffer()] = updatable[parameter.buffer()] = true;
     // The runtime knows a parameter by its roles: how it starts, and an
     // adapter's part and weight.
     const Initializer &init = parameter.init();
@@ -166,7 +167,7 @@ llvm::Error twill::verifyExecutable(const Executable &executable) {
   for (const State &state : executable.states()) {
     if (!inRange(state.buffer()) || preset[state.buffer()])
       return invalid("state '" + state.name() + "' has a bad buffer");
-    preset[state.buffer()] = true;
+    preset[state.buffer()] = updatable[state.buffer()] = true;
   }
   for (const Input &input : executable.inputs()) {
     if (!inRange(input.buffer()) || preset[input.buffer()])
@@ -197,6 +198,26 @@ llvm::Error twill::verifyExecutable(const Executable &executable) {
     for (int output : entry.outputs())
       if (!inRange(output) || !written[output])
         return invalid(entry.name() + " returns a buffer it never writes");
+    // Each output says what it is and what it updates: a parameter's or a
+    // state's buffer of its own size and type, or none.
+    if (entry.output_roles_size() != entry.outputs_size() ||
+        entry.output_updates_size() != entry.outputs_size())
+      return invalid(entry.name() + " does not say of each output its role "
+                                    "and what it updates");
+    for (auto [output, updated] :
+         llvm::zip_equal(entry.outputs(), entry.output_updates())) {
+      if (updated < 0)
+        continue;
+      auto fits = [&](const Buffer &to, const Buffer &from) {
+        return to.size_bytes() == from.size_bytes() &&
+               to.dtype() == from.dtype();
+      };
+      if (!inRange(updated) || !updatable[updated] ||
+          !fits(executable.buffers(updated), executable.buffers(output)))
+        return invalid(entry.name() + " updates buffer " +
+                       std::to_string(updated) +
+                       ", which is no parameter or state its output fits");
+    }
     if (auto paired = pairStartsWithWaits(entry); !paired)
       return invalid(llvm::toString(paired.takeError()));
   }

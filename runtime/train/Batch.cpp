@@ -15,12 +15,13 @@
 using namespace twill;
 namespace json = llvm::json;
 
-/// Fills batch input `name` with this rank's block of `whole` (the batch,
-/// batch_size x seq_len values); rows past the batch (when batch_size does
-/// not divide over dp) are padding with no labels.
-static llvm::Error fillInput(Program &program, llvm::StringRef name,
+/// Fills the batch input that is `role` with this rank's block of `whole`
+/// (the batch, batch_size x seq_len values); rows past the batch (when
+/// batch_size does not divide over dp) are padding with no labels.
+static llvm::Error fillInput(Program &program, ValueRole role,
                              llvm::ArrayRef<int32_t> whole) {
-  int id = program.bufferOf(name);
+  std::string name = llvm::StringRef(ValueRole_Name(role)).lower();
+  int id = program.inputOf(role);
   if (id < 0)
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "the program has no input '" + name + "'");
@@ -37,7 +38,7 @@ static llvm::Error fillInput(Program &program, llvm::StringRef name,
         llvm::formatv("'{0}' holds {1} values; the job needs {2} "
                       "(batch_size x seq_len)",
                       name, whole.size(), count));
-  int32_t pad = name == "labels" ? kIgnoreLabel : 0;
+  int32_t pad = role == LABELS ? kIgnoreLabel : 0;
   sliceBlock<int32_t>(whole, *block,
                       llvm::MutableArrayRef<int32_t>(
                           program.buffers().as<int32_t>(id),
@@ -49,16 +50,16 @@ static llvm::Error fillInput(Program &program, llvm::StringRef name,
 /// With LoRA dropout, the program reads each position's index in the
 /// batch (row x seq_len + position), which its mask is keyed by.
 static llvm::Error fillTokenIndex(Program &program, int64_t positions) {
-  if (program.bufferOf("token_index") < 0)
+  if (program.inputOf(TOKEN_INDEX) < 0)
     return llvm::Error::success();
   std::vector<int32_t> index(positions);
   std::iota(index.begin(), index.end(), 0);
-  return fillInput(program, "token_index", index);
+  return fillInput(program, TOKEN_INDEX, index);
 }
 
 llvm::Error twill::fillBatch(Program &program, llvm::ArrayRef<Row> rows) {
   int64_t seqLen = rows.empty() ? 0 : rows.front().tokens.size();
-  for (auto [index, name] : llvm::enumerate(kBatchInputs)) {
+  for (auto [index, role] : llvm::enumerate(kBatchInputs)) {
     std::vector<int32_t> whole;
     whole.reserve(rows.size() * seqLen);
     for (const Row &row : rows) {
@@ -66,7 +67,7 @@ llvm::Error twill::fillBatch(Program &program, llvm::ArrayRef<Row> rows) {
                                               &row.positions, &row.segments};
       whole.insert(whole.end(), fields[index]->begin(), fields[index]->end());
     }
-    if (llvm::Error error = fillInput(program, name, whole))
+    if (llvm::Error error = fillInput(program, role, whole))
       return error;
   }
   return fillTokenIndex(program, rows.size() * seqLen);
@@ -100,7 +101,7 @@ llvm::Error twill::loadBatchJson(Program &program, llvm::StringRef path) {
     return fail("expected a JSON object of inputs");
 
   int64_t positions = 0;
-  for (llvm::StringRef name : kBatchInputs) {
+  for (auto [role, name] : llvm::zip_equal(kBatchInputs, kBatchKeys)) {
     const json::Value *value = batch->get(name);
     if (!value)
       return fail("no '" + name + "'");
@@ -114,7 +115,7 @@ llvm::Error twill::loadBatchJson(Program &program, llvm::StringRef path) {
         return fail("'" + name + "' holds a value beyond int32");
       whole.push_back(int32_t(value));
     }
-    if (llvm::Error error = fillInput(program, name, whole))
+    if (llvm::Error error = fillInput(program, role, whole))
       return fail(llvm::toString(std::move(error)));
     positions = whole.size();
   }

@@ -8,9 +8,12 @@
 
 namespace twill {
 
-/// The per-position inputs of a batch, in the order of Row's fields.
-inline constexpr llvm::StringLiteral kBatchInputs[] = {"tokens", "labels",
-                                                       "positions", "segments"};
+/// The per-position inputs of a batch, in the order of Row's fields, and
+/// their keys in a batch JSON file (--batch).
+inline constexpr ValueRole kBatchInputs[] = {TOKENS, LABELS, POSITIONS,
+                                             SEGMENTS};
+inline constexpr llvm::StringLiteral kBatchKeys[] = {"tokens", "labels",
+                                                     "positions", "segments"};
 
 /// Fills the batch inputs from `rows` (batch_size of them), and with LoRA
 /// dropout `token_index` (each position's index in the batch).

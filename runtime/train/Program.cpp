@@ -19,10 +19,8 @@ Program::Program(Executable executable, Communicator *comm)
     named[parameter.name()] = parameter.buffer();
   for (const State &state : program.states())
     named[state.name()] = state.buffer();
-  for (const Input &input : program.inputs()) {
-    named[input.name()] = input.buffer();
+  for (const Input &input : program.inputs())
     inputIds.push_back(input.buffer());
-  }
   backend = createCpuBackend(*memory, comm);
   if (program.meshes_size())
     for (const std::string &axis : program.meshes(0).axes())
@@ -70,9 +68,16 @@ const EntryPoint *Program::entryPoint(EntryRole role) const {
   return nullptr;
 }
 
-int Program::outputBuffer(const EntryPoint &entry, llvm::StringRef name) {
-  for (int i = 0; i < entry.output_names_size(); ++i)
-    if (entry.output_names(i) == name)
+int Program::inputOf(ValueRole role) const {
+  for (const Input &input : program.inputs())
+    if (input.role() == role)
+      return input.buffer();
+  return -1;
+}
+
+int Program::outputOf(const EntryPoint &entry, ValueRole role) {
+  for (int i = 0; i < entry.output_roles_size(); ++i)
+    if (entry.output_roles(i) == role)
       return entry.outputs(i);
   return -1;
 }
@@ -88,10 +93,10 @@ int Program::hostReadBuffer(const EntryPoint &entry) const {
 llvm::Error Program::run(const EntryPoint &entry) {
   std::vector<WriteBack> writeBacks;
   std::vector<int> results;
-  for (int i = 0; i < entry.output_names_size(); ++i) {
-    int target = bufferOf(entry.output_names(i));
+  for (int i = 0; i < entry.outputs_size(); ++i) {
+    int target = entry.output_updates(i);
     int source = entry.outputs(i);
-    if (target < 0 || target == source) {
+    if (target < 0) {
       results.push_back(source);
       continue;
     }

@@ -1,9 +1,9 @@
 //===- Program.h - an Executable with its memory, ready to run --*- C++ -*-===//
 //
-// Holds the buffers of every value, finds parameters, states and inputs by
-// name, and runs entry points on the CPU backend. After a run, outputs
-// named after a parameter or a state are written back into it: that is how
-// a step's updates persist.
+// Holds the buffers of every value, finds parameters and states by name and
+// inputs and outputs by role, and runs entry points on a backend. After a
+// run, each output that updates a parameter or a state (as the Executable
+// says) is written back into it: that is how a step's updates persist.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,11 +29,13 @@ public:
   BufferSet &buffers() { return *memory; }
   const JobConfig &job() const { return program.job(); }
 
-  /// The buffer of the parameter, state or input `name`; -1 if none.
+  /// The buffer of the parameter or state `name`; -1 if none.
   int bufferOf(llvm::StringRef name) const {
     auto it = named.find(name);
     return it == named.end() ? -1 : it->second;
   }
+  /// The buffer of the per-step input that is `role`; -1 if none.
+  int inputOf(ValueRole role) const;
   /// The entry point of `role`; none if the program has none.
   const EntryPoint *entryPoint(EntryRole role) const;
 
@@ -63,8 +65,8 @@ public:
   llvm::Error upload(llvm::ArrayRef<int> ids) { return backend->upload(ids); }
 
   /// Runs `entry` on the backend (the inputs as the host buffers hold
-  /// them), then writes back its outputs named after parameters or states;
-  /// the host buffers of its other outputs are then current.
+  /// them), then writes each output that updates a parameter or state
+  /// back into it; the host buffers of its other outputs are then current.
   llvm::Error run(const EntryPoint &entry);
 
   /// Runs on the backend named `name` ("cpu", the default, or "cuda").
@@ -85,8 +87,9 @@ public:
   /// backend: after loading weights, before the first run.
   llvm::Error uploadState();
 
-  /// The buffer of `entry`'s output `name` (as of its last run); -1 if none.
-  static int outputBuffer(const EntryPoint &entry, llvm::StringRef name);
+  /// The buffer of `entry`'s output that is `role` (as of its last run);
+  /// -1 if none.
+  static int outputOf(const EntryPoint &entry, ValueRole role);
   /// The buffer of the value `entry` computes for the host to read after
   /// it (the logits); -1 if none.
   int hostReadBuffer(const EntryPoint &entry) const;

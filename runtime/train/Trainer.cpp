@@ -76,8 +76,8 @@ static std::string duration(double seconds) {
 
 template <typename T>
 static T scalarOutput(Program &program, const EntryPoint &entry,
-                      llvm::StringRef name) {
-  int id = Program::outputBuffer(entry, name);
+                      ValueRole role) {
+  int id = Program::outputOf(entry, role);
   return id < 0 ? T() : *program.buffers().as<T>(id);
 }
 
@@ -118,15 +118,15 @@ twill::train(Program &program, llvm::ArrayRef<Row> rows, llvm::StringRef source,
         start.steps, start.epoch + 1, start.index, totalSteps, stepsPerEpoch,
         source, settings.epochs(), batchSize, accumulation,
         settings.max_steps_per_epoch()));
-  int totalStepsBuffer = program.bufferOf("total_steps");
+  int totalStepsBuffer = program.inputOf(TOTAL_STEPS);
   if (totalStepsBuffer < 0)
     return trainError("the executable has no total_steps input: compile "
                       "it again with this release's twillc");
   *program.buffers().as<int64_t>(totalStepsBuffer) = totalSteps;
   // With LoRA dropout, the micro-batch's number in the run keys its masks:
   // the same on every mesh, and after resuming.
-  int microBatchBuffer = program.bufferOf("micro_batch");
-  int scheduleStepBuffer = program.bufferOf("schedule_step");
+  int microBatchBuffer = program.inputOf(MICRO_BATCH);
+  int scheduleStepBuffer = program.inputOf(SCHEDULE_STEP);
   if (scheduleStepBuffer < 0)
     return trainError("the executable has no schedule_step input: compile "
                       "it again with this release's twillc");
@@ -201,8 +201,8 @@ twill::train(Program &program, llvm::ArrayRef<Row> rows, llvm::StringRef source,
               result.steps * accumulation + micro;
         if (llvm::Error error = program.run(*step))
           return atStep(result.steps + 1, std::move(error));
-        lossSum += scalarOutput<float>(program, *step, "loss_sum");
-        tokens += scalarOutput<int64_t>(program, *step, "token_count");
+        lossSum += scalarOutput<float>(program, *step, LOSS_SUM);
+        tokens += scalarOutput<int64_t>(program, *step, TOKEN_COUNT);
       }
       ++result.steps;
       // A non-finite loss stops the run before the update it would spread
@@ -231,8 +231,8 @@ twill::train(Program &program, llvm::ArrayRef<Row> rows, llvm::StringRef source,
         double tokensPerSecond =
             batchSize * accumulation * seqLen / secondsSince(stepStart);
         result.lastLoss = lossSum / tokens;
-        float lr = scalarOutput<float>(program, *update, "lr");
-        float gradNorm = scalarOutput<float>(program, *update, "grad_norm");
+        float lr = scalarOutput<float>(program, *update, LR);
+        float gradNorm = scalarOutput<float>(program, *update, GRAD_NORM);
         // The update is made: stop before anything is written from it.
         if (!std::isfinite(gradNorm))
           return diverged(result.steps, "the gradient norm", gradNorm,
@@ -317,7 +317,7 @@ llvm::Expected<Evaluation> twill::evaluate(Program &program,
       return std::move(error);
     if (llvm::Error error = program.run(*forward))
       return std::move(error);
-    lossSum += scalarOutput<float>(program, *forward, "loss_sum");
+    lossSum += scalarOutput<float>(program, *forward, LOSS_SUM);
     llvm::Expected<std::vector<float>> values = program.wholeTensor(logitsId);
     if (!values)
       return values.takeError();

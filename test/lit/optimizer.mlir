@@ -9,7 +9,7 @@ func.func @forward(%w: tensor<16x8xf32> {twill.param = "proj.weight"},
                    %a: tensor<2x8xf32> {twill.param = "proj.lora_A.weight", twill.trainable},
                    %x: tensor<3x8xf32> {twill.input = "x"},
                    %labels: tensor<3xi32> {twill.input = "labels"})
-    -> (tensor<f32> {twill.output = "loss_sum"}, tensor<i64> {twill.output = "token_count"}) attributes {twill.entry = #twill.entry<forward>} {
+    -> (tensor<f32> {twill.output = "loss_sum", twill.role = #twill.role<loss_sum>}, tensor<i64> {twill.output = "token_count", twill.role = #twill.role<token_count>}) attributes {twill.entry = #twill.entry<forward>} {
   %y = twill.matmul %x, %w {transpose_rhs} : (tensor<3x8xf32>, tensor<16x8xf32>) -> tensor<3x16xf32>
   %d = twill.matmul %x, %a {transpose_rhs} : (tensor<3x8xf32>, tensor<2x8xf32>) -> tensor<3x2xf32>
   %e = twill.matmul %d, %a : (tensor<3x2xf32>, tensor<2x8xf32>) -> tensor<3x8xf32>
@@ -22,7 +22,7 @@ func.func @forward(%w: tensor<16x8xf32> {twill.param = "proj.weight"},
 // CHECK-LABEL: func.func @train_step(
 // CHECK-SAME: %[[COUNTSUM:[^:]*]]: tensor<f32> {twill.state = "token_count_sum"}
 // CHECK-SAME: %[[GRADSUM:[^:]*]]: tensor<2x8xf32> {twill.state = "proj.lora_A.weight.grad_sum"}
-// CHECK-SAME: -> (tensor<f32> {twill.output = "loss_sum"}, tensor<i64> {twill.output = "token_count"}, tensor<f32> {twill.output = "token_count_sum"}, tensor<2x8xf32> {twill.output = "proj.lora_A.weight.grad_sum"})
+// CHECK-SAME: -> (tensor<f32> {twill.output = "loss_sum", twill.role = #twill.role<loss_sum>}, tensor<i64> {twill.output = "token_count", twill.role = #twill.role<token_count>}, tensor<f32> {twill.output = "token_count_sum"}, tensor<2x8xf32> {twill.output = "proj.lora_A.weight.grad_sum"})
 // CHECK: %[[LOSS:.*]], %[[COUNT:.*]] = twill.cross_entropy
 // CHECK: %[[COUNTF:.*]] = twill.cast %[[COUNT]] : tensor<i64> -> tensor<f32>
 // CHECK-NEXT: %[[NEWCOUNT:.*]] = twill.add %[[COUNTSUM]], %[[COUNTF]]
@@ -36,10 +36,10 @@ func.func @forward(%w: tensor<16x8xf32> {twill.param = "proj.weight"},
 // CHECK-SAME: %[[V:[^:]*]]: tensor<2x8xf32> {twill.state = "proj.lora_A.weight.exp_avg_sq"}
 // CHECK-SAME: %[[STEP:[^:]*]]: tensor<i64> {twill.state = "step"}
 // CHECK-SAME: %[[TOKENS:[^:]*]]: tensor<f32> {twill.state = "token_count_sum"}
-// CHECK-SAME: %[[TOTAL:[^:]*]]: tensor<i64> {twill.input = "total_steps"}
-// CHECK-SAME: %[[AT:[^:]*]]: tensor<i64> {twill.input = "schedule_step"}
+// CHECK-SAME: %[[TOTAL:[^:]*]]: tensor<i64> {twill.input = "total_steps", twill.role = #twill.role<total_steps>}
+// CHECK-SAME: %[[AT:[^:]*]]: tensor<i64> {twill.input = "schedule_step", twill.role = #twill.role<schedule_step>}
 // Results named after a parameter or state update it; the rest is reported.
-// CHECK-SAME: -> (tensor<2x8xf32> {twill.output = "proj.lora_A.weight"}, tensor<2x8xf32> {twill.output = "proj.lora_A.weight.exp_avg"}, tensor<2x8xf32> {twill.output = "proj.lora_A.weight.exp_avg_sq"}, tensor<2x8xf32> {twill.output = "proj.lora_A.weight.grad_sum"}, tensor<i64> {twill.output = "step"}, tensor<f32> {twill.output = "token_count_sum"}, tensor<f32> {twill.output = "grad_norm"}, tensor<f32> {twill.output = "lr"})
+// CHECK-SAME: -> (tensor<2x8xf32> {twill.output = "proj.lora_A.weight"}, tensor<2x8xf32> {twill.output = "proj.lora_A.weight.exp_avg"}, tensor<2x8xf32> {twill.output = "proj.lora_A.weight.exp_avg_sq"}, tensor<2x8xf32> {twill.output = "proj.lora_A.weight.grad_sum"}, tensor<i64> {twill.output = "step"}, tensor<f32> {twill.output = "token_count_sum"}, tensor<f32> {twill.output = "grad_norm", twill.role = #twill.role<grad_norm>}, tensor<f32> {twill.output = "lr", twill.role = #twill.role<lr>})
 // CHECK-NEXT: %[[ONE:.*]] = twill.constant 1.000000e+00 : tensor<f32>
 // CHECK-NEXT: %[[INV:.*]] = twill.div %[[ONE]], %[[TOKENS]]
 // CHECK-NEXT: %[[NORMSUM:.*]] = twill.global_norm %[[G]] : (tensor<2x8xf32>) -> tensor<f32>

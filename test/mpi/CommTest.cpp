@@ -236,7 +236,11 @@ Executable collectiveProgram(int tp, bool started) {
   if (started)
     wait(2);
   entry.add_outputs(2);
+  entry.add_output_roles(VALUE_UNSPECIFIED);
+  entry.add_output_updates(-1);
   entry.add_outputs(3);
+  entry.add_output_roles(VALUE_UNSPECIFIED);
+  entry.add_output_updates(-1);
   return executable;
 }
 

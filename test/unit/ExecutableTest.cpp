@@ -34,6 +34,8 @@ Executable validProgram() {
   scale.add_results(1);
   scale.mutable_scale()->set_factor(2);
   entry.add_outputs(1);
+  entry.add_output_roles(VALUE_UNSPECIFIED);
+  entry.add_output_updates(-1);
   return executable;
 }
 
@@ -61,6 +63,17 @@ TEST(Executable, RejectsInconsistentPrograms) {
   executable.mutable_entry_points(0)->mutable_instructions(0)->set_results(0,
                                                                            0);
   EXPECT_THAT(problemOf(executable), HasSubstr("writes a buffer twice"));
+
+  // An output updates a parameter's or a state's buffer, or none: never an
+  // input's.
+  executable = validProgram();
+  executable.mutable_entry_points(0)->set_output_updates(0, 0);
+  EXPECT_THAT(problemOf(executable),
+              HasSubstr("updates buffer 0, which is no parameter or state"));
+  executable = validProgram();
+  executable.mutable_entry_points(0)->clear_output_roles();
+  EXPECT_THAT(problemOf(executable),
+              HasSubstr("does not say of each output its role"));
 
   executable = validProgram();
   executable.mutable_entry_points(0)->mutable_instructions(0)->set_operands(0,
@@ -106,6 +119,8 @@ Executable inFlight(std::initializer_list<llvm::StringRef> order) {
   EntryPoint &entry = *executable.mutable_entry_points(0);
   entry.clear_instructions();
   entry.clear_outputs();
+  entry.clear_output_roles();
+  entry.clear_output_updates();
   for (llvm::StringRef name : order) {
     Instruction &instruction = *entry.add_instructions();
     if (name == "start") {
@@ -125,6 +140,8 @@ Executable inFlight(std::initializer_list<llvm::StringRef> order) {
     }
   }
   entry.add_outputs(3);
+  entry.add_output_roles(VALUE_UNSPECIFIED);
+  entry.add_output_updates(-1);
   return executable;
 }
 

@@ -50,6 +50,8 @@ Executable chain() {
   last.add_operands(1);
   last.add_results(7);
   entry.add_outputs(7);
+  entry.add_output_roles(VALUE_UNSPECIFIED);
+  entry.add_output_updates(-1);
   return executable;
 }
 
@@ -134,9 +136,13 @@ Executable inPlace(bool extra, bool factor) {
   matmul.set_alpha(1);
   add(SCALE, {2}, 3).mutable_scale()->set_factor(2);
   entry.add_outputs(3);
+  entry.add_output_roles(VALUE_UNSPECIFIED);
+  entry.add_output_updates(-1);
   if (extra) {
     add(ADD, {3, 1}, 4);
     entry.add_outputs(4);
+    entry.add_output_roles(VALUE_UNSPECIFIED);
+    entry.add_output_updates(-1);
   }
   return executable;
 }
@@ -185,6 +191,8 @@ Executable sumInFlight(int64_t bOffset) {
   add(SCALE, {2}, {4}).mutable_scale()->set_factor(2);
   add(ADD, {4, 3}, {5});
   entry.add_outputs(5);
+  entry.add_output_roles(VALUE_UNSPECIFIED);
+  entry.add_output_updates(-1);
   return executable;
 }
 

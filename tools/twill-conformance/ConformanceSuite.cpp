@@ -116,8 +116,11 @@ public:
       wait.set_opcode(WAIT);
       wait.add_operands(current.results.front());
     }
-    for (int id : current.results)
+    for (int id : current.results) {
       entry.add_outputs(id);
+      entry.add_output_roles(VALUE_UNSPECIFIED);
+      entry.add_output_updates(-1);
+    }
     suite.cases.push_back(std::move(current));
   }
 

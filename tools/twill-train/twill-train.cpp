@@ -158,14 +158,17 @@ static int runEval(Program &program) {
     return fail(std::move(error));
   // With LoRA dropout, @train_step drops what the run's first micro-batch
   // would (its masks are keyed by the micro-batch's number).
-  if (int micro = program.bufferOf("micro_batch"); micro >= 0)
+  if (int micro = program.inputOf(MICRO_BATCH); micro >= 0)
     *program.buffers().as<int64_t>(micro) = 0;
   if (llvm::Error error = program.run(*entry))
     return fail(std::move(error));
-  float lossSum =
-      *program.buffers().as<float>(Program::outputBuffer(*entry, "loss_sum"));
-  int64_t tokens = *program.buffers().as<int64_t>(
-      Program::outputBuffer(*entry, "token_count"));
+  int lossOutput = Program::outputOf(*entry, LOSS_SUM),
+      countOutput = Program::outputOf(*entry, TOKEN_COUNT);
+  if (lossOutput < 0 || countOutput < 0)
+    return fail(executablePath + ": its " + entry->name() +
+                " returns no loss sum and token count");
+  float lossSum = *program.buffers().as<float>(lossOutput);
+  int64_t tokens = *program.buffers().as<int64_t>(countOutput);
   report() << llvm::formatv("loss {0:f6} (sum {1:f6} over {2} tokens)\n",
                             tokens ? lossSum / tokens : 0.0f, lossSum, tokens);
   if (!gradientsPath.empty()) {
