@@ -8,6 +8,7 @@
 #include "mlir/IR/Builders.h"
 #include "support/BlockedPieces.h"
 #include "support/Dropout.h"
+#include "support/IgnoreLabel.h"
 #include "support/LoraScale.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/ScopeExit.h"
@@ -561,7 +562,7 @@ OwningOpRef<ModuleOp> LlamaTracer::trace() {
       int64_t rows = std::min(tileTokens, (batch + dp - 1) / dp * positions);
       auto tile = LinearCrossEntropyOp::create(
           builder, at, scalar(f32), scalar(i64), floatType({rows, vocab}),
-          input, lmHead, tileLabel, /*ignore_index=*/-100,
+          input, lmHead, tileLabel, /*ignore_index=*/::twill::kIgnoreLabel,
           /*shard_axis=*/nullptr, /*vocab_size=*/nullptr);
       if (loss.empty()) {
         loss = {tile.getLoss(), tile.getCount()};
@@ -575,7 +576,7 @@ OwningOpRef<ModuleOp> LlamaTracer::trace() {
   } else {
     auto whole = CrossEntropyOp::create(builder, loc("loss"), scalar(f32),
                                         scalar(i64), logits, labels,
-                                        /*ignore_index=*/-100,
+                                        /*ignore_index=*/::twill::kIgnoreLabel,
                                         /*shard_axis=*/nullptr,
                                         /*vocab_size=*/nullptr);
     loss = {whole.getLoss(), whole.getCount()};

@@ -196,7 +196,7 @@ def Twill_CrossEntropyGradOp : Twill_ComputeOp<"cross_entropy_grad", [Pure]> {
   }];
   let arguments = (ins Twill_FloatTensor:$logits, Twill_IntTensor:$labels,
                        0DTensorOf<[AnyFloat]>:$grad,
-                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
+                       DefaultValuedAttr<I64Attr, "::twill::kIgnoreLabel">:$ignore_index,
                        OptionalAttr<StrAttr>:$shard_axis,
                        OptionalAttr<I64Attr>:$vocab_size);
   let results = (outs Twill_FloatTensor:$result);
@@ -227,7 +227,7 @@ def Twill_LinearCrossEntropyGradOp : Twill_ComputeOp<"linear_cross_entropy_grad"
   let arguments = (ins Twill_FloatTensor:$input, Twill_FloatTensor:$weight,
                        Twill_IntTensor:$labels, 0DTensorOf<[AnyFloat]>:$grad,
                        UnitAttr:$wrt_weight,
-                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
+                       DefaultValuedAttr<I64Attr, "::twill::kIgnoreLabel">:$ignore_index,
                        OptionalAttr<StrAttr>:$shard_axis,
                        OptionalAttr<I64Attr>:$vocab_size);
   let results = (outs Twill_FloatTensor:$result, Twill_FloatTensor:$tile);

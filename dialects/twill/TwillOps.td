@@ -367,7 +367,7 @@ def Twill_CrossEntropyOp : Twill_ComputeOp<"cross_entropy", [Pure, DeclareOpInte
     the axis itself, so the logits are never gathered (vocab-parallel loss).
   }];
   let arguments = (ins Twill_FloatTensor:$logits, Twill_IntTensor:$labels,
-                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
+                       DefaultValuedAttr<I64Attr, "::twill::kIgnoreLabel">:$ignore_index,
                        OptionalAttr<StrAttr>:$shard_axis,
                        OptionalAttr<I64Attr>:$vocab_size);
   let results = (outs 0DTensorOf<[AnyFloat]>:$loss,
@@ -399,7 +399,7 @@ def Twill_LinearCrossEntropyOp : Twill_ComputeOp<"linear_cross_entropy", [Pure, 
   }];
   let arguments = (ins Twill_FloatTensor:$input, Twill_FloatTensor:$weight,
                        Twill_IntTensor:$labels,
-                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
+                       DefaultValuedAttr<I64Attr, "::twill::kIgnoreLabel">:$ignore_index,
                        OptionalAttr<StrAttr>:$shard_axis,
                        OptionalAttr<I64Attr>:$vocab_size);
   let results = (outs 0DTensorOf<[AnyFloat]>:$loss,

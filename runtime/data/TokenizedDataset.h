@@ -12,6 +12,7 @@
 #ifndef TWILL_RUNTIME_DATA_TOKENIZEDDATASET_H
 #define TWILL_RUNTIME_DATA_TOKENIZEDDATASET_H
 
+#include "support/IgnoreLabel.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
 
@@ -51,9 +52,6 @@ struct PackResult {
 /// trained to predict label i + 1 of its example.
 PackResult packExamples(llvm::ArrayRef<Example> examples, int64_t seqLen,
                         bool packed);
-
-/// The label of a position that is not trained on (Hugging Face's -100).
-inline constexpr int32_t kIgnoreLabel = -100;
 
 /// A row with no tokens to train on, to complete a last batch.
 Row paddingRow(int64_t seqLen);
