@@ -497,7 +497,10 @@ OwningOpRef<ModuleOp> LlamaTracer::trace() {
   builder.setInsertionPointToEnd(module->getBody());
   MeshOp::create(
       builder, loc("mesh"), "mesh", builder.getStrArrayAttr({"dp", "tp"}),
-      builder.getI64ArrayAttr({job.parallel().dp(), job.parallel().tp()}));
+      builder.getI64ArrayAttr({job.parallel().dp(), job.parallel().tp()}),
+      builder.getArrayAttr(
+          {AxisRoleAttr::get(builder.getContext(), AxisRole::Data),
+           AxisRoleAttr::get(builder.getContext(), AxisRole::Tensor)}));
 
   auto forward = func::FuncOp::create(builder, loc("forward"), "forward",
                                       builder.getFunctionType({}, {}));

@@ -114,6 +114,7 @@ struct Timeline {
   }
 
   void run(func::FuncOp function, const llvm::StringMap<int64_t> &axisSizes,
+           const llvm::StringMap<ResourceReport::Link> &axisLinks,
            const ResourceReport::Rates &rates) {
     Block &body = function.getBody().front();
     // The train step's layers recomputed in its backward: layer ops after
@@ -128,9 +129,9 @@ struct Timeline {
       StringAttr axis = axisOf(&op);
       int64_t ranks = axis ? axisSizes.lookup(axis.getValue()) : 1;
       if (int64_t bytes = axis ? sentBytes(&op, ranks).second : 0) {
-        auto found = rates.links.find(axis.getValue().str());
+        auto found = axisLinks.find(axis.getValue());
         const ResourceReport::Link &link =
-            found != rates.links.end() ? found->second : rates.link;
+            found != axisLinks.end() ? found->second : rates.link;
         transfer(&op, axis.getValue(),
                  bytes / link.bytesPerSecond +
                      ringSteps(&op, ranks) * link.latencySeconds,
@@ -169,11 +170,16 @@ mlir::twill::reportResources(ModuleOp module, int64_t microSteps,
     report.arenaBytes = arena.getInt();
   if (auto arena = module->getAttrOfType<IntegerAttr>(kHostArenaBytesAttrName))
     report.hostArenaBytes = arena.getInt();
+  // Each axis's size, and its link: its role's.
   llvm::StringMap<int64_t> axisSizes;
+  llvm::StringMap<ResourceReport::Link> axisLinks;
   for (MeshOp mesh : module.getOps<MeshOp>())
     for (auto [index, axis] : llvm::enumerate(mesh.getAxes())) {
       StringRef name = cast<StringAttr>(axis).getValue();
       axisSizes[name] = mesh.getAxisSizes()[index];
+      std::optional<AxisRole> role = mesh.roleOf(index);
+      auto link = role ? rates.links.find(*role) : rates.links.end();
+      axisLinks[name] = link != rates.links.end() ? link->second : rates.link;
       report.mesh += llvm::formatv("{0}{1}={2}", index ? " x " : "", name,
                                    mesh.getAxisSizes()[index]);
     }
@@ -227,7 +233,7 @@ mlir::twill::reportResources(ModuleOp module, int64_t microSteps,
     if (!repeats)
       continue; // @forward is evaluation, not the training step
     Timeline timeline;
-    timeline.run(function, axisSizes, rates);
+    timeline.run(function, axisSizes, axisLinks, rates);
     report.computeSeconds += repeats * timeline.computing;
     report.recomputeSeconds += repeats * timeline.recomputing;
     report.communicationSeconds += repeats * timeline.communicating;

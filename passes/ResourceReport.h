@@ -16,6 +16,7 @@
 #ifndef TWILL_PASSES_RESOURCEREPORT_H
 #define TWILL_PASSES_RESOURCEREPORT_H
 
+#include "dialects/twill/TwillAttrs.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -70,8 +71,8 @@ struct ResourceReport {
   };
   struct Rates {
     double flopsPerSecond = 400e12, memoryBytesPerSecond = 0;
-    Link link; // every mesh axis's, unless `links` names it
-    std::map<std::string, Link> links; // by mesh axis
+    Link link; // every mesh axis's, unless `links` has its role's
+    std::map<AxisRole, Link> links; // by what a mesh axis parallelises
     Link host{50e9, 0};                // copies to and from host memory
     /// False where the cores that compute also move the bytes (ranks
     /// sharing a cpu): then every transfer holds compute until it is done.

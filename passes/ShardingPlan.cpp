@@ -34,14 +34,12 @@ FailureOr<MeshPlan> MeshPlan::fromModule(ModuleOp module, bool sequenceParallel,
   plan.mesh = FlatSymbolRefAttr::get(meshOp.getSymNameAttr());
   plan.sequenceParallel = sequenceParallel;
   for (auto [index, axis] : llvm::enumerate(meshOp.getAxes())) {
-    StringRef name = cast<StringAttr>(axis).getValue();
-    plan.axisNames.push_back(name);
+    plan.axisNames.push_back(cast<StringAttr>(axis).getValue());
     plan.axisSizes.push_back(meshOp.getAxisSizes()[index]);
-    if (name == "dp")
-      plan.dp = index;
-    if (name == "tp")
-      plan.tp = index;
   }
+  // The axes by what they parallelise, whatever they are named.
+  plan.dp = meshOp.axisOf(AxisRole::Data).value_or(-1);
+  plan.tp = meshOp.axisOf(AxisRole::Tensor).value_or(-1);
   return plan;
 }
 

@@ -238,4 +238,23 @@ def Twill_ValueRoleAttr : EnumAttr<Twill_Dialect, Twill_ValueRole, "role"> {
   let assemblyFormat = "`<` $value `>`";
 }
 
+def Twill_AxisRole : I32EnumAttr<"AxisRole", "what a mesh axis parallelises", [
+      I32EnumAttrCase<"Data", 0, "data">,
+      I32EnumAttrCase<"Tensor", 1, "tensor">]> {
+  let cppNamespace = "::mlir::twill";
+  let genSpecializedAttr = 0;
+}
+
+def Twill_AxisRoleAttr : EnumAttr<Twill_Dialect, Twill_AxisRole, "axis"> {
+  let summary = "What a mesh axis parallelises";
+  let description = [{
+    On each axis of a `twill.mesh` (its `roles`), stated by the frontend:
+    `data` (fully sharded data parallel: the batch and every weight's FSDP
+    blocks split over it) or `tensor` (tensor and sequence parallel, as
+    each parameter's `#twill.tp` says). The sharding plan finds its axes by
+    role, whatever they are named.
+  }];
+  let assemblyFormat = "`<` $value `>`";
+}
+
 #endif // TWILL_ATTRS_TD

@@ -50,7 +50,32 @@ LogicalResult MeshOp::verify() {
   for (int64_t size : getAxisSizes())
     if (size <= 0)
       return emitOpError() << "axis sizes must be positive, got " << size;
+  if (std::optional<ArrayAttr> roles = getRoles()) {
+    if (roles->size() != getAxes().size())
+      return emitOpError() << "has " << getAxes().size() << " axes but "
+                           << roles->size() << " roles";
+    for (AxisRole role : {AxisRole::Data, AxisRole::Tensor})
+      if (llvm::count_if(*roles, [&](Attribute attr) {
+            return cast<AxisRoleAttr>(attr).getValue() == role;
+          }) > 1)
+        return emitOpError() << "gives two axes the role "
+                             << stringifyAxisRole(role);
+  }
   return success();
+}
+
+std::optional<AxisRole> MeshOp::roleOf(size_t index) {
+  std::optional<ArrayAttr> roles = getRoles();
+  if (!roles || index >= roles->size())
+    return std::nullopt;
+  return cast<AxisRoleAttr>((*roles)[index]).getValue();
+}
+
+std::optional<size_t> MeshOp::axisOf(AxisRole role) {
+  for (size_t index = 0; index < getAxes().size(); ++index)
+    if (roleOf(index) == role)
+      return index;
+  return std::nullopt;
 }
 
 //===----------------------------------------------------------------------===//

@@ -32,20 +32,28 @@ def Twill_MeshOp : Op<Twill_Dialect, "mesh", [Symbol]> {
   let summary = "A named grid of devices";
   let description = [{
     Declares the device mesh that placements refer to: named axes and their
-    sizes, major axis first. Twill's plans use `dp` (fully sharded data
-    parallel) and `tp` (tensor and sequence parallel).
+    sizes, major axis first, and what each axis parallelises (`roles`, one
+    `#twill.axis<data|tensor>` per axis, each at most once): the sharding
+    plan's fully sharded data parallel and tensor (and sequence) parallel
+    axes. The frontend names them `dp` and `tp`; nothing reads the names.
 
     ```mlir
-    twill.mesh @mesh {axes = ["dp", "tp"], shape = [2, 4]}
+    twill.mesh @mesh {axes = ["dp", "tp"], shape = [2, 4], roles = [#twill.axis<data>, #twill.axis<tensor>]}
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, StrArrayAttr:$axes,
-                       I64ArrayAttr:$shape);
+                       I64ArrayAttr:$shape,
+                       OptionalAttr<TypedArrayAttrBase<Twill_AxisRoleAttr,
+                                                       "axis roles">>:$roles);
   let assemblyFormat = "$sym_name attr-dict";
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     /// The size of each axis, major first.
     ::llvm::SmallVector<int64_t> getAxisSizes();
+    /// The role of axis `index`, if the mesh gives it one.
+    std::optional<AxisRole> roleOf(size_t index);
+    /// The index of the axis that is `role`, if any.
+    std::optional<size_t> axisOf(AxisRole role);
   }];
 }
 

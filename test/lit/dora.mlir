@@ -9,7 +9,7 @@
 // RUN: FileCheck %s --check-prefix=EMIT < %t.txtpb
 
 // A row layer (its weight's input dim split over tp) with DoRA.
-twill.mesh @mesh {axes = ["dp", "tp"], shape = [1, 2]}
+twill.mesh @mesh {axes = ["dp", "tp"], shape = [1, 2], roles = [#twill.axis<data>, #twill.axis<tensor>]}
 func.func @forward(%w: tensor<8x16xf32> {twill.param = "down.weight", twill.tp = #twill.tp<row>},
                    %a: tensor<2x16xf32> {twill.param = "down.lora_A.weight", twill.tp = #twill.tp<row>, twill.trainable},
                    %b: tensor<8x2xf32> {twill.param = "down.lora_B.weight", twill.tp = #twill.tp<replicate>, twill.trainable},

@@ -9,7 +9,7 @@
 // RUN: twill-opt %s -split-input-file --twill-autodiff --twill-propagate-sharding --twill-partition --twill-emit-executable=output=%t.txtpb
 // RUN: FileCheck %s --check-prefix=EMIT < %t.txtpb
 
-twill.mesh @mesh {axes = ["dp", "tp"], shape = [1, 2]}
+twill.mesh @mesh {axes = ["dp", "tp"], shape = [1, 2], roles = [#twill.axis<data>, #twill.axis<tensor>]}
 func.func @forward(%up: tensor<16x8xf32> {twill.param = "up.weight", twill.tp = #twill.tp<column>, twill.trainable},
                    %w: tensor<8x16xf32> {twill.param = "down.weight", twill.tp = #twill.tp<row>},
                    %a: tensor<2x16xf32> {twill.param = "down.lora_A.weight", twill.tp = #twill.tp<row>, twill.trainable},

@@ -11,7 +11,7 @@
 // at most two tiles' collectives at a time.
 // RUN: twill-opt %s --twill-propagate-sharding --twill-partition --twill-schedule -split-input-file | FileCheck %s --check-prefix=FLIGHT
 
-twill.mesh @mesh {axes = ["tp"], shape = [2]}
+twill.mesh @mesh {axes = ["tp"], shape = [2], roles = [#twill.axis<tensor>]}
 
 // 10 positions in 2 sequence blocks of 5, each cut 3 + 2: the pieces hold
 // 6 and 4 positions, 3 and 2 on each rank.
@@ -66,7 +66,7 @@ func.func @tiled_mlp(%w0: tensor<8x8xf32> {twill.param = "in.weight", twill.tp =
 
 // Blocks that are not the axis's ranks (3 on tp = 2) never split: the
 // split runs on the gathered whole.
-twill.mesh @mesh {axes = ["tp"], shape = [2]}
+twill.mesh @mesh {axes = ["tp"], shape = [2], roles = [#twill.axis<tensor>]}
 // CHECK-LABEL: func.func @other_blocks
 // CHECK: %[[W:.*]] = twill.all_gather {{.*}} over @mesh["tp"] dim 1 : tensor<1x3x8xf32> -> tensor<1x6x8xf32>
 // CHECK-NEXT: twill.split %[[W]] {blocks = 3 : i64, dim = 1 : i64} : tensor<1x6x8xf32> -> tensor<1x3x8xf32>, tensor<1x3x8xf32>

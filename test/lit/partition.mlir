@@ -22,7 +22,7 @@
 // CHECK-NEXT: %[[D:.*]] = twill.all_gather %[[Z]] over @mesh["dp"] dim 0 : tensor<2x3x8xf32> -> tensor<4x3x8xf32>
 // CHECK-NEXT: %[[W:.*]] = twill.all_gather %[[D]] over @mesh["tp"] dim 1 : tensor<4x3x8xf32> -> tensor<4x6x8xf32>
 // CHECK-NEXT: return %[[W]] : tensor<4x6x8xf32>
-twill.mesh @mesh {axes = ["dp", "tp"], shape = [2, 2]}
+twill.mesh @mesh {axes = ["dp", "tp"], shape = [2, 2], roles = [#twill.axis<data>, #twill.axis<tensor>]}
 func.func @mlp(%arg0: tensor<16x8xf32, #twill.placement<@mesh, [shard<0>, shard<0>]>> {twill.param = "up.weight", twill.tp = #twill.tp<column>},
     %arg1: tensor<8x16xf32, #twill.placement<@mesh, [shard<0>, shard<1>]>> {twill.param = "down.weight", twill.tp = #twill.tp<row>},
     %arg2: tensor<4x6x8xf32, #twill.placement<@mesh, [shard<0>, replicate]>> {twill.input = "x"}) -> tensor<4x6x8xf32, #twill.placement<@mesh, [shard<0>, shard<1>]>> {
@@ -44,7 +44,7 @@ func.func @mlp(%arg0: tensor<16x8xf32, #twill.placement<@mesh, [shard<0>, shard<
 // CHECK: twill.reduce_scatter {{.*}} over @mesh["tp"] dim 1 : tensor<2x5x8xf32> -> tensor<2x2x8xf32>
 // CHECK: twill.local_slice {{.*}} over @mesh["tp"] dim 1 : tensor<2x5x8xf32> -> tensor<2x2x8xf32>
 // CHECK: twill.all_gather {{.*}} over @mesh["tp"] dim 1 : tensor<2x2x8xf32> -> tensor<2x5x8xf32>
-twill.mesh @mesh {axes = ["dp", "tp"], shape = [1, 3]}
+twill.mesh @mesh {axes = ["dp", "tp"], shape = [1, 3], roles = [#twill.axis<data>, #twill.axis<tensor>]}
 func.func @uneven(%arg0: tensor<10x8xf32, #twill.placement<@mesh, [shard<0>, shard<0>]>> {twill.param = "up.weight", twill.tp = #twill.tp<column>},
     %arg1: tensor<8x10xf32, #twill.placement<@mesh, [shard<0>, shard<1>]>> {twill.param = "down.weight", twill.tp = #twill.tp<row>},
     %arg2: tensor<2x5x8xf32, #twill.placement<@mesh, [shard<0>, replicate]>> {twill.input = "x"}) -> tensor<2x5x8xf32, #twill.placement<@mesh, [shard<0>, shard<1>]>> {

@@ -74,3 +74,14 @@ twill.mesh @mesh {axes = ["dp", "tp"], shape = [2, 0]}
 
 // expected-error @+1 {{needs at least one axis}}
 twill.mesh @mesh {axes = [], shape = []}
+
+// -----
+
+// A mesh gives each axis at most one role, and each role to one axis.
+// expected-error @+1 {{has 2 axes but 1 roles}}
+twill.mesh @short {axes = ["dp", "tp"], shape = [2, 4], roles = [#twill.axis<data>]}
+
+// -----
+
+// expected-error @+1 {{gives two axes the role data}}
+twill.mesh @twice {axes = ["a", "b"], shape = [2, 4], roles = [#twill.axis<data>, #twill.axis<data>]}

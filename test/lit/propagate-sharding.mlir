@@ -7,7 +7,7 @@
 // A two-layer MLP with a residual on 2x2: the column layer's output is
 // split over its hidden dim, the row layer's product is a partial sum on
 // tp, which the residual add resolves into a sequence shard.
-twill.mesh @mesh {axes = ["dp", "tp"], shape = [2, 2]}
+twill.mesh @mesh {axes = ["dp", "tp"], shape = [2, 2], roles = [#twill.axis<data>, #twill.axis<tensor>]}
 // CHECK-LABEL: func.func @mlp(
 // CHECK-SAME: tensor<16x8xf32, #twill.placement<@mesh, [shard<0>, shard<0>]>> {twill.param = "up.weight"
 // CHECK-SAME: tensor<8x16xf32, #twill.placement<@mesh, [shard<0>, shard<1>]>> {twill.param = "down.weight"
@@ -30,7 +30,7 @@ func.func @mlp(%w1: tensor<16x8xf32> {twill.param = "up.weight", twill.tp = #twi
 
 // Weights whose split dim holds attention heads: 3 heads do not split over
 // tp = 2, so those weights stay whole on tp (the product too); 2 heads do.
-twill.mesh @mesh {axes = ["dp", "tp"], shape = [1, 2]}
+twill.mesh @mesh {axes = ["dp", "tp"], shape = [1, 2], roles = [#twill.axis<data>, #twill.axis<tensor>]}
 // CHECK-LABEL: func.func @heads(
 // CHECK-SAME: tensor<24x8xf32, #twill.placement<@mesh, [shard<0>, replicate]>> {twill.param = "q3.weight"
 // CHECK-SAME: tensor<16x8xf32, #twill.placement<@mesh, [shard<0>, shard<0>]>> {twill.param = "q2.weight"
@@ -50,21 +50,22 @@ func.func @heads(%q3: tensor<24x8xf32> {twill.param = "q3.weight", twill.tp = #t
 
 // A low-rank adapter beside a column layer: A whole on tp, B split like its
 // base, so the rank (3) never splits and the two products add shard to
-// shard.
-twill.mesh @mesh {axes = ["dp", "tp"], shape = [2, 2]}
+// shard. The mesh's axes are found by their roles, whatever their names and
+// order: here the tensor axis comes first.
+twill.mesh @mesh {axes = ["model", "batch"], shape = [2, 2], roles = [#twill.axis<tensor>, #twill.axis<data>]}
 // CHECK-LABEL: func.func @adapter(
-// CHECK-SAME: tensor<3x8xf32, #twill.placement<@mesh, [shard<0>, replicate]>> {twill.param = "proj.lora_A.weight"
+// CHECK-SAME: tensor<3x8xf32, #twill.placement<@mesh, [replicate, shard<0>]>> {twill.param = "proj.lora_A.weight"
 // CHECK-SAME: tensor<16x3xf32, #twill.placement<@mesh, [shard<0>, shard<0>]>> {twill.param = "proj.lora_B.weight"
 func.func @adapter(%w: tensor<16x8xf32> {twill.param = "proj.weight", twill.tp = #twill.tp<column>},
                    %a: tensor<3x8xf32> {twill.param = "proj.lora_A.weight", twill.tp = #twill.tp<replicate>, twill.trainable},
                    %b: tensor<16x3xf32> {twill.param = "proj.lora_B.weight", twill.tp = #twill.tp<column>, twill.trainable},
                    %x: tensor<4x6x8xf32> {twill.input = "x"}) -> tensor<4x6x16xf32> {
   %y = twill.matmul %x, %w {transpose_rhs} : (tensor<4x6x8xf32>, tensor<16x8xf32>) -> tensor<4x6x16xf32>
-  // CHECK: twill.matmul {{.*}} -> tensor<4x6x3xf32, #twill.placement<@mesh, [shard<0>, replicate]>>
+  // CHECK: twill.matmul {{.*}} -> tensor<4x6x3xf32, #twill.placement<@mesh, [replicate, shard<0>]>>
   %d = twill.matmul %x, %a {transpose_rhs} : (tensor<4x6x8xf32>, tensor<3x8xf32>) -> tensor<4x6x3xf32>
-  // CHECK: twill.matmul {{.*}} -> tensor<4x6x16xf32, #twill.placement<@mesh, [shard<0>, shard<2>]>>
+  // CHECK: twill.matmul {{.*}} -> tensor<4x6x16xf32, #twill.placement<@mesh, [shard<2>, shard<0>]>>
   %u = twill.matmul %d, %b {transpose_rhs} : (tensor<4x6x3xf32>, tensor<16x3xf32>) -> tensor<4x6x16xf32>
-  // CHECK: twill.add {{.*}} -> tensor<4x6x16xf32, #twill.placement<@mesh, [shard<0>, shard<2>]>>
+  // CHECK: twill.add {{.*}} -> tensor<4x6x16xf32, #twill.placement<@mesh, [shard<2>, shard<0>]>>
   %z = twill.add %y, %u : (tensor<4x6x16xf32>, tensor<4x6x16xf32>) -> tensor<4x6x16xf32>
   return %z : tensor<4x6x16xf32>
 }
@@ -75,7 +76,7 @@ func.func @adapter(%w: tensor<16x8xf32> {twill.param = "proj.weight", twill.tp =
 // parameter's #twill.tp) live alike; a replicated norm weight is only
 // FSDP-split; a scalar state is whole. The table's lookup is a partial sum
 // over the vocab blocks, resolved by the norm into a sequence shard.
-twill.mesh @mesh {axes = ["dp", "tp"], shape = [2, 2]}
+twill.mesh @mesh {axes = ["dp", "tp"], shape = [2, 2], roles = [#twill.axis<data>, #twill.axis<tensor>]}
 // CHECK-LABEL: func.func @table(
 // CHECK-SAME: tensor<10x8xf32, #twill.placement<@mesh, [shard<0>, shard<0>]>> {twill.param = "table"
 // CHECK-SAME: tensor<8xf32, #twill.placement<@mesh, [shard<0>, replicate]>> {twill.param = "norm"

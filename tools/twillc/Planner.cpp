@@ -34,8 +34,8 @@ ResourceReport::Rates twill::ratesOn(const ClusterConfig &cluster,
   // a node; a dp group strides by tp, across nodes once the mesh does.
   bool dpSpansNodes =
       cluster.nodes() > 1 && dp * tp > cluster.devices_per_node();
-  rates.links["tp"] = intra;
-  rates.links["dp"] = dpSpansNodes ? inter : intra;
+  rates.links[mlir::twill::AxisRole::Tensor] = intra;
+  rates.links[mlir::twill::AxisRole::Data] = dpSpansNodes ? inter : intra;
   rates.communicationOverlapsCompute = cluster.communication_overlaps_compute();
   return rates;
 }
