@@ -184,7 +184,6 @@ Value LlamaTracer::param(const Twine &name, ArrayRef<int64_t> shape,
   params[hfName] = arg;
   paramNames[arg] = named;
   MLIRContext *context = builder.getContext();
-  // Its random values are its own whatever it is called.
   InitKind init = role.init;
   if (init == InitKind::Ones && options.zeroOnes)
     init = InitKind::Zeros;
@@ -198,6 +197,9 @@ Value LlamaTracer::param(const Twine &name, ArrayRef<int64_t> shape,
           InitAttr::get(context, init,
                         llvm::APFloat(init == InitKind::Normal ? kBaseWeightStd
                                                                : 0.0),
+                        // Its random values keyed by its checkpoint name
+                        // here, so that they stay its own however the
+                        // program names it.
                         llvm::xxh3_64bits(hfName)))};
   if (role.part)
     attrs.push_back(builder.getNamedAttr(

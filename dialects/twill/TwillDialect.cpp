@@ -29,6 +29,17 @@ static LogicalResult verifyLayer(NamedAttribute attribute,
   return success();
 }
 
+/// Fails unless `attribute`, where it is the one named `name`, is an
+/// `AttrT` (written `what`).
+template <typename AttrT>
+static LogicalResult expectKind(NamedAttribute attribute, StringRef name,
+                                StringRef what,
+                                function_ref<InFlightDiagnostic()> emitError) {
+  if (attribute.getName() != name || isa<AttrT>(attribute.getValue()))
+    return success();
+  return emitError() << "'" << name << "' must be " << what;
+}
+
 LogicalResult TwillDialect::verifyOperationAttribute(Operation *op,
                                                      NamedAttribute attribute) {
   if (attribute.getName() == kLayerAttrName)
@@ -40,11 +51,9 @@ LogicalResult TwillDialect::verifyOperationAttribute(Operation *op,
                                << "' belongs on a parameter, not an op";
   if (attribute.getName() == kArenaBytesAttrName)
     return verifyFlightsInPlannedMemory(op);
-  if (attribute.getName() == kEntryAttrName &&
-      !isa<EntryRoleAttr>(attribute.getValue()))
-    return op->emitOpError() << "'" << kEntryAttrName
-                             << "' must be a #twill.entry<...>";
-  return success();
+  return expectKind<EntryRoleAttr>(attribute, kEntryAttrName,
+                                  "a #twill.entry<...>",
+                                  [&] { return op->emitOpError(); });
 }
 
 LogicalResult TwillDialect::verifyRegionArgAttribute(Operation *op, unsigned,
@@ -55,28 +64,23 @@ LogicalResult TwillDialect::verifyRegionArgAttribute(Operation *op, unsigned,
   };
   if (attribute.getName() == kLayerAttrName)
     return verifyLayer(attribute, emitError);
-  if (attribute.getName() == kTensorParallelAttrName &&
-      !isa<TensorParallelAttr>(attribute.getValue()))
-    return emitError() << "'" << kTensorParallelAttrName
-                       << "' must be a #twill.tp<...> style";
-  if (attribute.getName() == kInitAttrName &&
-      !isa<InitAttr>(attribute.getValue()))
-    return emitError() << "'" << kInitAttrName << "' must be a #twill.init<...>";
-  if (attribute.getName() == kAdapterAttrName &&
-      !isa<AdapterAttr>(attribute.getValue()))
-    return emitError() << "'" << kAdapterAttrName
-                       << "' must be a #twill.adapter<...>";
-  if (attribute.getName() == kRoleAttrName &&
-      !isa<ValueRoleAttr>(attribute.getValue()))
-    return emitError() << "'" << kRoleAttrName << "' must be a #twill.role<...>";
-  return success();
+  return success(
+      succeeded(expectKind<TensorParallelAttr>(attribute, kTensorParallelAttrName,
+                                               "a #twill.tp<...> style",
+                                               emitError)) &&
+      succeeded(expectKind<InitAttr>(attribute, kInitAttrName,
+                                     "a #twill.init<...>", emitError)) &&
+      succeeded(expectKind<AdapterAttr>(attribute, kAdapterAttrName,
+                                        "a #twill.adapter<...>", emitError)) &&
+      succeeded(expectKind<ValueRoleAttr>(attribute, kRoleAttrName,
+                                          "a #twill.role<...>", emitError)));
 }
 
 LogicalResult TwillDialect::verifyRegionResultAttribute(
     Operation *op, unsigned, unsigned resultIndex, NamedAttribute attribute) {
-  if (attribute.getName() == kRoleAttrName &&
-      !isa<ValueRoleAttr>(attribute.getValue()))
-    return op->emitOpError() << "result " << resultIndex << ": '"
-                             << kRoleAttrName << "' must be a #twill.role<...>";
-  return success();
+  return expectKind<ValueRoleAttr>(attribute, kRoleAttrName,
+                                  "a #twill.role<...>", [&] {
+                                    return op->emitOpError()
+                                           << "result " << resultIndex << ": ";
+                                  });
 }

@@ -74,8 +74,8 @@ llvm::Expected<Executable> twill::loadExecutable(llvm::StringRef path) {
         path.str().c_str());
   // A program of another format is refused before anything else is read
   // from it; an empty file is no program of any.
-  llvm::Error format = executable.ByteSizeLong() ? checkFormat(executable)
-                                                 : llvm::Error::success();
+  llvm::Error format = (*file)->getBufferSize() ? checkFormat(executable)
+                                                : llvm::Error::success();
   if (format)
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    path + ": " +
@@ -204,14 +204,13 @@ llvm::Error twill::verifyExecutable(const Executable &executable) {
         entry.output_updates_size() != entry.outputs_size())
       return invalid(entry.name() + " does not say of each output its role "
                                     "and what it updates");
+    auto fits = [&](const Buffer &to, const Buffer &from) {
+      return to.size_bytes() == from.size_bytes() && to.dtype() == from.dtype();
+    };
     for (auto [output, updated] :
          llvm::zip_equal(entry.outputs(), entry.output_updates())) {
       if (updated < 0)
         continue;
-      auto fits = [&](const Buffer &to, const Buffer &from) {
-        return to.size_bytes() == from.size_bytes() &&
-               to.dtype() == from.dtype();
-      };
       if (!inRange(updated) || !updatable[updated] ||
           !fits(executable.buffers(updated), executable.buffers(output)))
         return invalid(entry.name() + " updates buffer " +

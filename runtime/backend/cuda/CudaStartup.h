@@ -2,10 +2,10 @@
 //
 // What cudaGetDeviceCount's answer means. Only a machine without a GPU (no
 // device, or no NVIDIA driver at all) is one the cuda backend cannot run
-// on (a NoGpuError, which tests report as skipped); every other failure (a driver older
-// than the runtime, a device the process may not use, one not ready) is an
-// error that names CUDA's own reason, so a broken GPU never looks like an
-// absent one.
+// on (a NoGpuError, which tests report as skipped); every other failure (a
+// driver older than the runtime, a device the process may not use, one not
+// ready) is an error that names CUDA's own reason, so a broken GPU never
+// looks like an absent one.
 //
 //===----------------------------------------------------------------------===//
 
