@@ -217,6 +217,35 @@ static void describeRoles(func::FuncOp function, unsigned index,
   }
 }
 
+/// What the state is, as twill-optimizer stated it (twill.state_role).
+static void describeState(func::FuncOp function, unsigned index,
+                          ::twill::State &state) {
+  namespace tw = mlir::twill;
+  auto role = function.getArgAttrOfType<tw::StateRoleAttr>(
+      index, tw::kStateRoleAttrName);
+  if (!role)
+    return;
+  switch (role.getKind()) {
+  case tw::StateKind::GradSum:
+    state.set_kind(::twill::State::GRAD_SUM);
+    break;
+  case tw::StateKind::ExpAvg:
+    state.set_kind(::twill::State::EXP_AVG);
+    break;
+  case tw::StateKind::ExpAvgSq:
+    state.set_kind(::twill::State::EXP_AVG_SQ);
+    break;
+  case tw::StateKind::Step:
+    state.set_kind(::twill::State::STEP);
+    break;
+  case tw::StateKind::TokenCountSum:
+    state.set_kind(::twill::State::TOKEN_COUNT_SUM);
+    break;
+  }
+  if (!role.getOf().empty())
+    state.set_of(role.getOf().str());
+}
+
 LogicalResult ExecutableEmitter::emitArgument(BlockArgument argument,
                                               func::FuncOp function) {
   unsigned index = argument.getArgNumber();
@@ -258,6 +287,7 @@ LogicalResult ExecutableEmitter::emitArgument(BlockArgument argument,
             ::twill::State &state = *executable.add_states();
             state.set_name(name.str());
             state.set_buffer(id);
+            describeState(function, index, state);
             updatable[name] = id;
           }))
     return *emitted;
@@ -524,6 +554,9 @@ LogicalResult ExecutableEmitter::emitFunction(func::FuncOp function) {
     if (failed(mlir::twill::describeOp(&op, instruction)))
       return op.emitError("cannot emit ")
              << op.getName() << ": the Executable has no opcode for it";
+    if (std::optional<int64_t> layer =
+            mlir::twill::forwardOrBackwardLayerOf(&op))
+      instruction.set_layer(*layer);
     for (Value operand : op.getOperands())
       instruction.add_operands(buffers.lookup(operand));
     // A wait writes nothing: its result is the buffer its start fills.

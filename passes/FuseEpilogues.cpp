@@ -47,7 +47,13 @@ void refuse(MatmulOp matmul, Operation *at, double alpha, Value addend) {
 /// gradient once for two products (B's gradient and the one through B).
 void foldIntoReaders(ScaleOp scale) {
   Value scaled = scale.getResult();
-  if (!scale->getDiscardableAttrs().empty() || scaled.use_empty())
+  // A scale something is said of stays (which layer's backward it is does
+  // not count: the readers are of the same layer's).
+  bool marked = llvm::any_of(
+      scale->getDiscardableAttrs(), [](NamedAttribute attribute) {
+        return attribute.getName() != kGradLayerAttrName;
+      });
+  if (marked || scaled.use_empty())
     return;
   for (Operation *reader : scaled.getUsers()) {
     auto matmul = dyn_cast<MatmulOp>(reader);

@@ -19,6 +19,13 @@ namespace {
 
 constexpr llvm::StringLiteral kGradSuffix = ".grad";
 
+/// The name of the state that is `kind`, kept for `parameter` (none: the
+/// empty name): "<parameter>.grad_sum", "step".
+std::string stateName(StateKind kind, StringRef parameter = "") {
+  StringRef what = stringifyStateKind(kind);
+  return parameter.empty() ? what.str() : (parameter + "." + what).str();
+}
+
 /// Builds a function's signature as arguments and results are added.
 class FunctionBuilder {
 public:
@@ -40,6 +47,18 @@ public:
     attrs.append(structure.begin(), structure.end());
     argAttrs.push_back(builder.getDictionaryAttr(attrs));
     return argument;
+  }
+
+  /// A state that is `kind`, kept for `parameter` (none: the empty name)
+  /// and split as its `structure` says; named by stateName.
+  Value addState(Type type, StateKind kind, StringRef parameter = "",
+                 ArrayRef<NamedAttribute> structure = {}) {
+    SmallVector<NamedAttribute, 4> attrs(structure);
+    attrs.push_back(builder.getNamedAttr(
+        kStateRoleAttrName,
+        StateRoleAttr::get(builder.getContext(), kind, parameter)));
+    return addArgument(type, kStateAttrName, stateName(kind, parameter),
+                       /*trainable=*/false, attrs);
   }
 
   /// The per-step input that is `role`, named after it.
@@ -146,12 +165,11 @@ OptimizerPass::accumulateGradients(func::FuncOp step) {
       // The step's count, summed over micro-batches as a float: what the
       // gradients are divided by.
       auto floatType = RankedTensorType::get({}, builder.getF32Type());
-      Value sum =
-          function.addArgument(floatType, kStateAttrName, "token_count_sum");
+      Value sum = function.addState(floatType, StateKind::TokenCountSum);
       Value count = CastOp::create(builder, loc, floatType, value);
       function.addResult(value, name.getValue(), role);
       function.addResult(AddOp::create(builder, loc, floatType, sum, count),
-                         "token_count_sum");
+                         stateName(StateKind::TokenCountSum));
       continue;
     }
     if (!name.getValue().ends_with(kGradSuffix)) {
@@ -161,14 +179,13 @@ OptimizerPass::accumulateGradients(func::FuncOp step) {
     std::string parameter = name.getValue().drop_back(kGradSuffix.size()).str();
     auto type = cast<RankedTensorType>(value.getType());
     SmallVector<NamedAttribute, 2> structure = parameters.lookup(parameter);
-    Value sum =
-        function.addArgument(type, kStateAttrName, parameter + ".grad_sum",
-                             /*trainable=*/false, structure);
+    Value sum = function.addState(type, StateKind::GradSum, parameter,
+                                  structure);
     // Named after the parameter, as its gradient's matmul that this add
-    // may become (twill-fuse-epilogues): profiles tell the layer.
+    // may become (twill-fuse-epilogues).
     Location named = NameLoc::get(builder.getStringAttr(parameter), loc);
     function.addResult(AddOp::create(builder, named, type, sum, value),
-                       parameter + ".grad_sum");
+                       stateName(StateKind::GradSum, parameter));
     trainables.push_back({parameter, type, structure});
   }
   function.finish(ret.getLoc());
@@ -197,18 +214,16 @@ void OptimizerPass::buildOptimizerStep(func::FuncOp step,
                                           trainable.name, /*trainable=*/true,
                                           trainable.structure));
   for (const Trainable &trainable : trainables) {
-    auto state = [&](StringRef suffix) {
-      return function.addArgument(trainable.type, kStateAttrName,
-                                  trainable.name + suffix.str(),
-                                  /*trainable=*/false, trainable.structure);
+    auto state = [&](StateKind kind) {
+      return function.addState(trainable.type, kind, trainable.name,
+                               trainable.structure);
     };
-    sums.push_back(state(".grad_sum"));
-    expAvgs.push_back(state(".exp_avg"));
-    expAvgSqs.push_back(state(".exp_avg_sq"));
+    sums.push_back(state(StateKind::GradSum));
+    expAvgs.push_back(state(StateKind::ExpAvg));
+    expAvgSqs.push_back(state(StateKind::ExpAvgSq));
   }
-  Value stepCount = function.addArgument(i64, kStateAttrName, "step");
-  Value tokenCount =
-      function.addArgument(f32, kStateAttrName, "token_count_sum");
+  Value stepCount = function.addState(i64, StateKind::Step);
+  Value tokenCount = function.addState(f32, StateKind::TokenCountSum);
   Value totalSteps = function.addInput(i64, ValueRole::TotalSteps);
   // The step's place in the lr schedule, which the host sets: the steps
   // before it, whether or not they updated (a step without a labelled token
@@ -246,14 +261,17 @@ void OptimizerPass::buildOptimizerStep(func::FuncOp step,
         builder.getF64FloatAttr(beta2), builder.getF64FloatAttr(eps),
         builder.getF64FloatAttr(weightDecay));
     function.addResult(update.getNewParam(), trainable.name);
-    function.addResult(update.getNewExpAvg(), trainable.name + ".exp_avg");
-    function.addResult(update.getNewExpAvgSq(), trainable.name + ".exp_avg_sq");
+    function.addResult(update.getNewExpAvg(),
+                       stateName(StateKind::ExpAvg, trainable.name));
+    function.addResult(update.getNewExpAvgSq(),
+                       stateName(StateKind::ExpAvgSq, trainable.name));
     function.addResult(ConstantOp::create(builder, named, trainable.type,
                                           builder.getF64FloatAttr(0.0)),
-                       trainable.name + ".grad_sum");
+                       stateName(StateKind::GradSum, trainable.name));
   }
-  function.addResult(IncrementOp::create(builder, loc, i64, stepCount), "step");
-  function.addResult(constant(f32, 0.0), "token_count_sum");
+  function.addResult(IncrementOp::create(builder, loc, i64, stepCount),
+                     stateName(StateKind::Step));
+  function.addResult(constant(f32, 0.0), stateName(StateKind::TokenCountSum));
   function.addResult(norm, ValueRole::GradNorm);
   function.addResult(lrValue, ValueRole::Lr);
   function.finish(loc);

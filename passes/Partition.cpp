@@ -35,12 +35,15 @@ struct OpPlan {
 
 /// Marks what partitioning inserts for an op with the op's twill.layer:
 /// the collectives a layer's ops need are the layer's (activation
-/// checkpointing recomputes them with it).
+/// checkpointing recomputes them with it); and with its twill.grad_layer:
+/// those of a layer's backward are its backward's.
 struct LayerInheritance : public OpBuilder::Listener {
-  Attribute layer;
+  Attribute layer, gradLayer;
   void notifyOperationInserted(Operation *op, OpBuilder::InsertPoint) override {
     if (layer)
       op->setAttr(kLayerAttrName, layer);
+    if (gradLayer)
+      op->setAttr(kGradLayerAttrName, gradLayer);
   }
 };
 
@@ -280,6 +283,7 @@ void Partitioner::rewriteGlobalNorm(GlobalNormOp op) {
 
 LogicalResult Partitioner::rewriteOp(Operation *op) {
   inheritance.layer = op->getAttr(kLayerAttrName);
+  inheritance.gradLayer = op->getAttr(kGradLayerAttrName);
   if (auto norm = dyn_cast<GlobalNormOp>(op)) {
     rewriteGlobalNorm(norm);
     return success();

@@ -200,9 +200,10 @@ mlir::twill::reportResources(ModuleOp module, int64_t microSteps,
                      index, kStateAttrName)) {
         if (!seen.insert(name.getValue()).second)
           continue;
-        (name.getValue().ends_with(".grad_sum") ? report.gradientBytes
-                                                : report.optimizerBytes) +=
-            bytes;
+        auto role =
+            function.getArgAttrOfType<StateRoleAttr>(index, kStateRoleAttrName);
+        bool gradient = role && role.getKind() == StateKind::GradSum;
+        (gradient ? report.gradientBytes : report.optimizerBytes) += bytes;
       } else if (auto name = function.getArgAttrOfType<StringAttr>(
                      index, kInputAttrName)) {
         if (seen.insert(("input " + name.getValue()).str()).second)

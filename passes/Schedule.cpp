@@ -197,8 +197,9 @@ void schedule(func::FuncOp function, int64_t prefetch) {
     auto wait = WaitOp::create(builder, collective->getLoc(), result.getType(),
                                start->getResult(0));
     // The start has the collective's attributes, its layer among them.
-    if (Attribute layer = collective->getAttr(kLayerAttrName))
-      wait->setAttr(kLayerAttrName, layer);
+    for (StringRef layerAttrName : {kLayerAttrName, kGradLayerAttrName})
+      if (Attribute layer = collective->getAttr(layerAttrName))
+        wait->setAttr(layerAttrName, layer);
     result.replaceAllUsesWith(wait.getResult());
     collective->erase();
     if (copy)

@@ -179,6 +179,20 @@ LogicalResult InitAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+LogicalResult StateRoleAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, StateKind kind,
+    StringRef of) {
+  bool perParameter = kind == StateKind::GradSum ||
+                      kind == StateKind::ExpAvg || kind == StateKind::ExpAvgSq;
+  if (perParameter && of.empty())
+    return emitError() << "a " << stringifyStateKind(kind)
+                       << " state names the parameter it is kept for (of)";
+  if (!perParameter && !of.empty())
+    return emitError() << "a " << stringifyStateKind(kind)
+                       << " state is kept for no one parameter";
+  return success();
+}
+
 LogicalResult AdapterAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                   AdapterPart part, StringRef of,
                                   StringRef tied) {

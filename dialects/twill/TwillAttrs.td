@@ -178,6 +178,38 @@ def Twill_AdapterAttr : Twill_Attr<"Adapter", "adapter"> {
   let genVerifyDecl = 1;
 }
 
+def Twill_StateKind : I32EnumAttr<"StateKind",
+    "what a state kept between entry points and steps is", [
+      I32EnumAttrCase<"GradSum", 0, "grad_sum">,
+      I32EnumAttrCase<"ExpAvg", 1, "exp_avg">,
+      I32EnumAttrCase<"ExpAvgSq", 2, "exp_avg_sq">,
+      I32EnumAttrCase<"Step", 3, "step">,
+      I32EnumAttrCase<"TokenCountSum", 4, "token_count_sum">]> {
+  let cppNamespace = "::mlir::twill";
+  let genSpecializedAttr = 0;
+}
+
+def Twill_StateRoleAttr : Twill_Attr<"StateRole", "state_role"> {
+  let summary = "What a state is, and the parameter it is kept for";
+  let description = [{
+    Stated by twill-optimizer on each state it adds (`twill.state_role`):
+    a trainable parameter's gradient sum and AdamW moments, each `of` the
+    parameter (by name), and the step counter and token count sum, of no
+    parameter. The cost report and the runtime (`--gradients`) know the
+    states by this alone.
+
+    ```mlir
+    %g: tensor<8x64xf32> {twill.state = "a.lora_A.weight.grad_sum", twill.state_role = #twill.state_role<grad_sum, of = "a.lora_A.weight">}
+    ```
+  }];
+  let parameters = (ins
+    EnumParameter<Twill_StateKind>:$kind,
+    StringRefParameter<"the parameter it is kept for", "\"\"">:$of
+  );
+  let assemblyFormat = "`<` $kind (`,` `of` `=` $of^)? `>`";
+  let genVerifyDecl = 1;
+}
+
 def Twill_EntryRole : I32EnumAttr<"EntryRole", "what an entry point is for", [
       I32EnumAttrCase<"Forward", 0, "forward">,
       I32EnumAttrCase<"TrainStep", 1, "train_step">,

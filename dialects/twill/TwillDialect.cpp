@@ -19,12 +19,13 @@ void TwillDialect::initialize() {
       >();
 }
 
-/// twill.layer: a layer index, on an op or a parameter.
+/// twill.layer (on an op or a parameter) and twill.grad_layer (on an op): a
+/// layer index.
 static LogicalResult verifyLayer(NamedAttribute attribute,
                                  function_ref<InFlightDiagnostic()> emitError) {
   auto layer = dyn_cast<IntegerAttr>(attribute.getValue());
   if (!layer || layer.getInt() < 0)
-    return emitError() << "'" << kLayerAttrName
+    return emitError() << "'" << attribute.getName().getValue()
                        << "' must be a non-negative integer layer index";
   return success();
 }
@@ -42,7 +43,8 @@ static LogicalResult expectKind(NamedAttribute attribute, StringRef name,
 
 LogicalResult TwillDialect::verifyOperationAttribute(Operation *op,
                                                      NamedAttribute attribute) {
-  if (attribute.getName() == kLayerAttrName)
+  if (attribute.getName() == kLayerAttrName ||
+      attribute.getName() == kGradLayerAttrName)
     return verifyLayer(attribute, [&] { return op->emitOpError(); });
   for (llvm::StringLiteral onParameters :
        {kTensorParallelAttrName, kInitAttrName, kAdapterAttrName})
@@ -73,7 +75,10 @@ LogicalResult TwillDialect::verifyRegionArgAttribute(Operation *op, unsigned,
       succeeded(expectKind<AdapterAttr>(attribute, kAdapterAttrName,
                                         "a #twill.adapter<...>", emitError)) &&
       succeeded(expectKind<ValueRoleAttr>(attribute, kRoleAttrName,
-                                          "a #twill.role<...>", emitError)));
+                                          "a #twill.role<...>", emitError)) &&
+      succeeded(expectKind<StateRoleAttr>(attribute, kStateRoleAttrName,
+                                          "a #twill.state_role<...>",
+                                          emitError)));
 }
 
 LogicalResult TwillDialect::verifyRegionResultAttribute(

@@ -17,6 +17,9 @@ inline constexpr llvm::StringLiteral kInputAttrName = "twill.input";
 /// Function argument attribute: program state kept between steps
 /// (optimizer moments, gradient sums, the step counter), zero at first.
 inline constexpr llvm::StringLiteral kStateAttrName = "twill.state";
+/// Function argument attribute beside twill.state: what the state is
+/// (#twill.state_role), which the runtime and the cost report know it by.
+inline constexpr llvm::StringLiteral kStateRoleAttrName = "twill.state_role";
 /// Function result attribute: what the result is ("loss_sum",
 /// "token_count", "<parameter>.grad"); a result named after a parameter or
 /// a state is its new value.
@@ -40,6 +43,11 @@ inline constexpr llvm::StringLiteral kEntryAttrName = "twill.entry";
 /// layer) it belongs to, stated by the frontend; activation checkpointing
 /// recomputes by layer.
 inline constexpr llvm::StringLiteral kLayerAttrName = "twill.layer";
+/// Op attribute set by twill-autodiff on the ops of a layer op's gradient:
+/// the layer whose backward they are. Apart from twill.layer, which marks
+/// the forward that checkpointing recomputes and the scheduler prefetches
+/// by; the Executable carries either as the instruction's layer.
+inline constexpr llvm::StringLiteral kGradLayerAttrName = "twill.grad_layer";
 /// Function argument attribute set by twill-partition: the argument's whole
 /// type with its placement (the argument itself is the local block).
 inline constexpr llvm::StringLiteral kGlobalAttrName = "twill.global";

@@ -25,11 +25,20 @@
 namespace mlir::twill {
 /// The layer an op belongs to, as the frontend (or the pass that made the
 /// op for one of the layer's) says in its twill.layer.
-inline std::optional<int64_t> layerOf(Operation *op) {
-  auto layer = op->getAttrOfType<IntegerAttr>(kLayerAttrName);
+inline std::optional<int64_t> layerOf(Operation *op,
+                                      StringRef attrName = kLayerAttrName) {
+  auto layer = op->getAttrOfType<IntegerAttr>(attrName);
   if (!layer)
     return std::nullopt;
   return layer.getInt();
+}
+
+/// The layer whose forward or backward an op is part of: its twill.layer,
+/// else its twill.grad_layer.
+inline std::optional<int64_t> forwardOrBackwardLayerOf(Operation *op) {
+  if (std::optional<int64_t> layer = layerOf(op))
+    return layer;
+  return layerOf(op, kGradLayerAttrName);
 }
 
 /// The loss ops, which reduce a vocab split over a mesh axis themselves:

@@ -3,6 +3,7 @@
 #include "frontend/config/JobConfig.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVectorExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -11,6 +12,19 @@
 
 using namespace twill;
 namespace pb = google::protobuf;
+
+/// The model families the frontend builds (model.model_type), each with
+/// the transformers class of its causal LM (config.json's architectures).
+struct Family {
+  llvm::StringLiteral modelType, causalLm;
+};
+static constexpr Family kFamilies[] = {{"llama", "LlamaForCausalLM"}};
+
+static const Family *familyOf(llvm::StringRef modelType) {
+  const Family *family = llvm::find_if(
+      kFamilies, [&](const Family &f) { return f.modelType == modelType; });
+  return family == std::end(kFamilies) ? nullptr : family;
+}
 
 /// Sets every unset singular scalar of `message`, and of each sub-message
 /// that is present, to the default the schema declares.
@@ -76,6 +90,9 @@ void twill::resolveDefaults(JobConfig &config) {
     config.mutable_lora()->add_target_modules("v_proj");
   }
   ModelConfig &model = *config.mutable_model();
+  if (const Family *family = familyOf(model.model_type());
+      family && model.architectures().empty())
+    model.add_architectures(family->causalLm.str());
   if (!model.has_head_dim() && model.num_attention_heads() > 0)
     model.set_head_dim(model.hidden_size() / model.num_attention_heads());
   fillDefaults(config);
@@ -154,7 +171,17 @@ private:
 } // namespace
 
 static void validateModel(const ModelConfig &model, Problems &problems) {
-  problems.oneOf("model.model_type", model.model_type(), {"llama"});
+  const Family *family = familyOf(model.model_type());
+  problems.oneOf("model.model_type", model.model_type(),
+                 llvm::map_to_vector(kFamilies, [](const Family &f) {
+                   return llvm::StringRef(f.modelType);
+                 }));
+  // A model of another head (a classifier) would be saved as the causal LM
+  // Twill trains.
+  if (family)
+    for (const std::string &architecture : model.architectures())
+      problems.oneOf("model.architectures", architecture,
+                     {llvm::StringRef(family->causalLm)});
   problems.oneOf("model.hidden_act", model.hidden_act(), {"silu"});
   if (model.attention_bias() || model.mlp_bias())
     problems.add("model.attention_bias and model.mlp_bias must be false: "

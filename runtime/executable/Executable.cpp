@@ -7,6 +7,7 @@
 
 #include "google/protobuf/descriptor.h"
 
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -164,10 +165,24 @@ llvm::Error twill::verifyExecutable(const Executable &executable) {
       return invalid("parameter '" + parameter.name() +
                      "' starts as a weight's rows' norms but adapts none");
   }
+  llvm::StringSet<> parameters;
+  for (const Parameter &parameter : executable.parameters())
+    parameters.insert(parameter.name());
   for (const State &state : executable.states()) {
     if (!inRange(state.buffer()) || preset[state.buffer()])
       return invalid("state '" + state.name() + "' has a bad buffer");
     preset[state.buffer()] = updatable[state.buffer()] = true;
+    // The runtime knows a state by its kind; a gradient sum or a moment is
+    // kept for a parameter of the program.
+    bool perParameter = state.kind() == State::GRAD_SUM ||
+                        state.kind() == State::EXP_AVG ||
+                        state.kind() == State::EXP_AVG_SQ;
+    if (state.kind() == State::KIND_UNSPECIFIED ||
+        perParameter != state.has_of() ||
+        (perParameter && !parameters.contains(state.of())))
+      return invalid("state '" + state.name() +
+                     "' says not what it is (or names no parameter it is "
+                     "kept for)");
   }
   for (const Input &input : executable.inputs()) {
     if (!inRange(input.buffer()) || preset[input.buffer()])

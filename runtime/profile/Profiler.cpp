@@ -15,16 +15,9 @@
 
 using namespace twill;
 
-std::string twill::layerOf(llvm::StringRef name) {
-  if (name.empty())
-    return "(unnamed)";
-  llvm::SmallVector<llvm::StringRef> parts;
-  name.split(parts, '.');
-  size_t keep = 1;
-  if (parts[0] == "model")
-    keep = parts.size() > 2 && parts[1] == "layers" ? 3 : 2;
-  keep = std::min(keep, parts.size());
-  return llvm::join(llvm::ArrayRef(parts).take_front(keep), ".");
+std::string twill::layerOf(const Instruction &instruction) {
+  return instruction.has_layer() ? "layer " + std::to_string(instruction.layer())
+                                 : "outside the layers";
 }
 
 double twill::bytesOf(const Executable &executable,
@@ -120,8 +113,7 @@ llvm::Error Profiler::writeTrace(llvm::StringRef path, int rank) const {
                                         : instruction.opcode()));
           json.attributeObject("args", [&] {
             json.attribute("shapes", shapesOf(executable, instruction));
-            json.attribute("layer",
-                           layerOf(valueName(executable, instruction)));
+            json.attribute("layer", layerOf(instruction));
             json.attribute("value", valueName(executable, instruction));
             json.attribute("entry", span.entry->name());
             json.attribute("index", span.instruction);
@@ -190,7 +182,7 @@ void Profiler::printSummary(llvm::raw_ostream &os) const {
     kind.seconds += seconds;
     kind.flops += flopsOf(executable, instruction);
     kind.bytes += bytesOf(executable, instruction);
-    layers[layerOf(valueName(executable, instruction))] += seconds;
+    layers[layerOf(instruction)] += seconds;
     computeSeconds += seconds;
   }
   if (runSeconds <= 0) {

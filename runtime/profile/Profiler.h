@@ -71,10 +71,10 @@ private:
   std::vector<Span> spans;
 };
 
-/// The layer a value belongs to, from its name: "model.layers.N" for a
-/// decoder layer's, the first two parts of other "model." names, else the
-/// first part ("lm_head", "loss").
-std::string layerOf(llvm::StringRef valueName);
+/// The layer an instruction is part of, as the Executable says: "layer N"
+/// (its forward or backward), or "outside the layers" (the embedding, the
+/// head, the loss, the optimizer).
+std::string layerOf(const Instruction &instruction);
 
 /// The floating-point operations of an instruction (opmodel/Flops.h: the
 /// model twillc's cost estimate counts by too).

@@ -114,8 +114,16 @@ static llvm::json::Object toJson(const google::protobuf::Message &message) {
   std::vector<const pb::FieldDescriptor *> fields;
   reflection.ListFields(message, &fields);
   for (const pb::FieldDescriptor *field : fields) {
-    if (field->is_repeated())
-      continue; // ModelConfig has none
+    if (field->is_repeated()) {
+      // Strings only: ModelConfig's architectures.
+      if (field->cpp_type() != pb::FieldDescriptor::CPPTYPE_STRING)
+        continue;
+      llvm::json::Array values;
+      for (int i = 0, e = reflection.FieldSize(message, field); i < e; ++i)
+        values.push_back(reflection.GetRepeatedString(message, field, i));
+      object[field->name()] = std::move(values);
+      continue;
+    }
     llvm::json::Value value = nullptr;
     switch (field->cpp_type()) {
     case pb::FieldDescriptor::CPPTYPE_INT64:
@@ -286,9 +294,9 @@ llvm::Error twill::writeHfModel(Program &program, llvm::StringRef directory,
                       program.job().checkpoint().max_shard_bytes()))
     return error;
 
-  // ModelConfig's fields are config.json's keys.
+  // ModelConfig's fields are config.json's keys, its architectures among
+  // them (the frontend states them).
   llvm::json::Object object = toJson(program.job().model());
-  object["architectures"] = llvm::json::Array{"LlamaForCausalLM"};
   object["torch_dtype"] = "float32";
   if (untied)
     object["tie_word_embeddings"] = false;

@@ -197,3 +197,29 @@ module {
     return
   }
 }
+
+// -----
+
+// The ops of a layer op's gradient carry the layer as twill.grad_layer (the
+// Executable says which layer each backward instruction is of); twill.layer
+// stays on the forward alone, which recomputation and scheduling group by.
+// The seed and the gradient of the op outside every layer get neither.
+func.func @forward(%w: tensor<16x8xf32> {twill.param = "proj.weight", twill.trainable},
+                   %x: tensor<3x8xf32> {twill.input = "x"},
+                   %labels: tensor<3xi32> {twill.input = "labels"})
+    -> (tensor<f32>, tensor<i64>) attributes {twill.entry = #twill.entry<forward>} {
+  %y = twill.matmul %x, %w {transpose_rhs, twill.layer = 2 : i64} : (tensor<3x8xf32>, tensor<16x8xf32>) -> tensor<3x16xf32>
+  %loss, %count = twill.cross_entropy %y, %labels : (tensor<3x16xf32>, tensor<3xi32>) -> (tensor<f32>, tensor<i64>)
+  return %loss, %count : tensor<f32>, tensor<i64>
+}
+
+// CHECK-LABEL: func.func @train_step(
+// CHECK: twill.matmul {{.*}}twill.layer = 2
+// CHECK: %[[ONE:.*]] = twill.constant 1.000000e+00 : tensor<f32>
+// CHECK-NOT: twill.grad_layer
+// CHECK-NEXT: %[[DY:.*]] = twill.cross_entropy_grad
+// CHECK-NOT: twill.grad_layer
+// CHECK-SAME: -> tensor<3x16xf32>
+// CHECK-NEXT: twill.matmul %[[DY]], %{{.*}} {transpose_lhs, twill.grad_layer = 2 : i64}
+// CHECK-NOT: twill.layer
+// CHECK-NEXT: return

@@ -2,18 +2,19 @@
 // op, with the parameter table and the inputs; each op becomes its opcode
 // and every attribute its kind carries, defaults written out; each
 // parameter its roles (how it starts, what it adapts), each input and
-// output its role, and each output the parameter or state it updates (one
-// named after it); the program says which format it is.
+// output its role, each state what it is, each instruction its layer (a
+// forward's or a backward's), and each output the parameter or state it
+// updates (one named after it); the program says which format it is.
 // RUN: twill-opt %s --twill-emit-executable=output=%t.txtpb -split-input-file -verify-diagnostics
 // RUN: FileCheck %s < %t.txtpb
 
 func.func @forward(%w: tensor<4x8xf32> {twill.param = "layer.weight", twill.init = #twill.init<kind = normal, std = 0.02, stream = 5>},
                    %a: tensor<2x8xf32> {twill.param = "layer.lora_A.weight", twill.trainable, twill.init = #twill.init<kind = kaiming_uniform, stream = 7>, twill.adapter = #twill.adapter<a, of = "layer.weight">},
                    %x: tensor<3x8xf32> {twill.input = "x", twill.role = #twill.role<tokens>},
-                   %n: tensor<i64> {twill.state = "step"})
+                   %n: tensor<i64> {twill.state = "step", twill.state_role = #twill.state_role<step>})
     -> (tensor<3x4xf32> {twill.output = "y", twill.role = #twill.role<loss_sum>}, tensor<i64> {twill.output = "step"}) attributes {twill.entry = #twill.entry<forward>} {
-  %0 = twill.matmul %x, %w {transpose_rhs} : (tensor<3x8xf32>, tensor<4x8xf32>) -> tensor<3x4xf32> loc("layer")
-  %1 = twill.scale %0 by 5.000000e-01 : tensor<3x4xf32>
+  %0 = twill.matmul %x, %w {transpose_rhs, twill.layer = 3 : i64} : (tensor<3x8xf32>, tensor<4x8xf32>) -> tensor<3x4xf32> loc("layer")
+  %1 = twill.scale %0 by 5.000000e-01 {twill.grad_layer = 2 : i64} : tensor<3x4xf32>
   %2 = twill.transpose %1, [1, 0] : tensor<3x4xf32> -> tensor<4x3xf32>
   %3 = twill.transpose %2, [1, 0] : tensor<4x3xf32> -> tensor<3x4xf32>
   %4 = twill.increment %n : tensor<i64>
@@ -59,6 +60,7 @@ func.func @forward(%w: tensor<4x8xf32> {twill.param = "layer.weight", twill.init
 // CHECK-NEXT:     operands: 2
 // CHECK-NEXT:     operands: 0
 // CHECK-NEXT:     results: 4
+// CHECK-NEXT:     layer: 3
 // CHECK-NEXT:     matmul {
 // CHECK-NEXT:       transpose_lhs: false
 // CHECK-NEXT:       transpose_rhs: true
@@ -67,10 +69,12 @@ func.func @forward(%w: tensor<4x8xf32> {twill.param = "layer.weight", twill.init
 // CHECK-NEXT:     opcode: SCALE
 // CHECK-NEXT:     operands: 4
 // CHECK-NEXT:     results: 5
+// CHECK-NEXT:     layer: 2
 // CHECK-NEXT:     scale {
 // CHECK-NEXT:       factor: 0.5
 // CHECK:        instructions {
 // CHECK-NEXT:     opcode: TRANSPOSE
+// CHECK-NOT:      layer:
 // CHECK:          transpose {
 // CHECK-NEXT:       permutation: 1
 // CHECK-NEXT:       permutation: 0
@@ -83,7 +87,12 @@ func.func @forward(%w: tensor<4x8xf32> {twill.param = "layer.weight", twill.init
 // CHECK-NEXT:   output_roles: VALUE_UNSPECIFIED
 // CHECK-NEXT:   output_updates: -1
 // CHECK-NEXT:   output_updates: 3
-// CHECK:      format_version: 3
+// CHECK:      states {
+// CHECK-NEXT:   name: "step"
+// CHECK-NEXT:   buffer: 3
+// CHECK-NEXT:   kind: STEP
+// CHECK-NEXT: }
+// CHECK:      format_version: 4
 
 // -----
 

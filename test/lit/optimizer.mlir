@@ -20,8 +20,8 @@ func.func @forward(%w: tensor<16x8xf32> {twill.param = "proj.weight"},
 }
 
 // CHECK-LABEL: func.func @train_step(
-// CHECK-SAME: %[[COUNTSUM:[^:]*]]: tensor<f32> {twill.state = "token_count_sum"}
-// CHECK-SAME: %[[GRADSUM:[^:]*]]: tensor<2x8xf32> {twill.state = "proj.lora_A.weight.grad_sum"}
+// CHECK-SAME: %[[COUNTSUM:[^:]*]]: tensor<f32> {twill.state = "token_count_sum", twill.state_role = #twill.state_role<token_count_sum>}
+// CHECK-SAME: %[[GRADSUM:[^:]*]]: tensor<2x8xf32> {twill.state = "proj.lora_A.weight.grad_sum", twill.state_role = #twill.state_role<grad_sum, of = "proj.lora_A.weight">}
 // CHECK-SAME: -> (tensor<f32> {twill.output = "loss_sum", twill.role = #twill.role<loss_sum>}, tensor<i64> {twill.output = "token_count", twill.role = #twill.role<token_count>}, tensor<f32> {twill.output = "token_count_sum"}, tensor<2x8xf32> {twill.output = "proj.lora_A.weight.grad_sum"})
 // CHECK: %[[LOSS:.*]], %[[COUNT:.*]] = twill.cross_entropy
 // CHECK: %[[COUNTF:.*]] = twill.cast %[[COUNT]] : tensor<i64> -> tensor<f32>
@@ -31,11 +31,11 @@ func.func @forward(%w: tensor<16x8xf32> {twill.param = "proj.weight"},
 
 // CHECK-LABEL: func.func @optimizer_step(
 // CHECK-SAME: %[[P:[^:]*]]: tensor<2x8xf32> {twill.param = "proj.lora_A.weight", twill.trainable}
-// CHECK-SAME: %[[G:[^:]*]]: tensor<2x8xf32> {twill.state = "proj.lora_A.weight.grad_sum"}
-// CHECK-SAME: %[[M:[^:]*]]: tensor<2x8xf32> {twill.state = "proj.lora_A.weight.exp_avg"}
-// CHECK-SAME: %[[V:[^:]*]]: tensor<2x8xf32> {twill.state = "proj.lora_A.weight.exp_avg_sq"}
-// CHECK-SAME: %[[STEP:[^:]*]]: tensor<i64> {twill.state = "step"}
-// CHECK-SAME: %[[TOKENS:[^:]*]]: tensor<f32> {twill.state = "token_count_sum"}
+// CHECK-SAME: %[[G:[^:]*]]: tensor<2x8xf32> {twill.state = "proj.lora_A.weight.grad_sum", twill.state_role = #twill.state_role<grad_sum, of = "proj.lora_A.weight">}
+// CHECK-SAME: %[[M:[^:]*]]: tensor<2x8xf32> {twill.state = "proj.lora_A.weight.exp_avg", twill.state_role = #twill.state_role<exp_avg, of = "proj.lora_A.weight">}
+// CHECK-SAME: %[[V:[^:]*]]: tensor<2x8xf32> {twill.state = "proj.lora_A.weight.exp_avg_sq", twill.state_role = #twill.state_role<exp_avg_sq, of = "proj.lora_A.weight">}
+// CHECK-SAME: %[[STEP:[^:]*]]: tensor<i64> {twill.state = "step", twill.state_role = #twill.state_role<step>}
+// CHECK-SAME: %[[TOKENS:[^:]*]]: tensor<f32> {twill.state = "token_count_sum", twill.state_role = #twill.state_role<token_count_sum>}
 // CHECK-SAME: %[[TOTAL:[^:]*]]: tensor<i64> {twill.input = "total_steps", twill.role = #twill.role<total_steps>}
 // CHECK-SAME: %[[AT:[^:]*]]: tensor<i64> {twill.input = "schedule_step", twill.role = #twill.role<schedule_step>}
 // Results named after a parameter or state update it; the rest is reported.

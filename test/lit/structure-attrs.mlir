@@ -55,8 +55,37 @@ func.func @bad_op_layer(%x: tensor<8xf32>) -> tensor<8xf32> {
 
 // -----
 
+func.func @bad_grad_layer(%x: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'twill.grad_layer' must be a non-negative integer layer index}}
+  %y = twill.scale %x by 2.0 {twill.grad_layer = -3 : i64} : tensor<8xf32>
+  return %y : tensor<8xf32>
+}
+
+// -----
+
 func.func @style_on_an_op(%x: tensor<8xf32>) -> tensor<8xf32> {
   // expected-error @+1 {{'twill.tp' belongs on a parameter, not an op}}
   %y = twill.scale %x by 2.0 {twill.tp = #twill.tp<row>} : tensor<8xf32>
   return %y : tensor<8xf32>
+}
+
+// -----
+
+// expected-error @+1 {{a grad_sum state names the parameter it is kept for (of)}}
+func.func @grad_sum_of_nothing(%g: tensor<8xf32> {twill.state = "g", twill.state_role = #twill.state_role<grad_sum>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{a step state is kept for no one parameter}}
+func.func @step_of_a_parameter(%n: tensor<i64> {twill.state = "step", twill.state_role = #twill.state_role<step, of = "w">}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{argument 0: 'twill.state_role' must be a #twill.state_role<...>}}
+func.func @state_role_by_name(%n: tensor<i64> {twill.state = "step", twill.state_role = "step"}) {
+  return
 }

@@ -14,7 +14,10 @@ mpirun) with --profile, then checks:
 - collectives (1 x 2) also show on the communication track;
 - the summary printed at exit adds up: its op-kind rows and the time outside
   instructions sum to the runs' time, which is what the trace's entry point
-  spans after the first step add up to, within a few percent.
+  spans after the first step add up to, within a few percent; its layer
+  rows (each layer's forward and backward, and what is outside the layers)
+  sum to the instructions' time;
+- a train step's instructions go through the layers forward and back.
 """
 import argparse
 import collections
@@ -49,6 +52,20 @@ def check_trace(path, expect_collectives):
             assert span["name"] and args["shapes"] and args["layer"], span
             assert {"entry", "index", "value"} <= args.keys(), span
     runs = sorted((e for e in spans if e["tid"] == 2), key=lambda e: e["ts"])
+    # A train step runs the layers forward, then backward: the layer of its
+    # instructions (the Executable's, not read from names) goes 0, 1, then
+    # 1, 0.
+    step = next(r for r in runs if r["name"] == "train_step")
+    order = [s["args"]["layer"] for s in sorted(
+        (s for s in spans if s["tid"] == 0 and
+         s["args"]["entry"] == "train_step" and
+         step["ts"] <= s["ts"] <= step["ts"] + step["dur"]),
+        key=lambda s: s["ts"])]
+    changes = [layer for i, layer in enumerate(order)
+               if layer.startswith("layer") and
+               (i == 0 or order[i - 1] != layer)]
+    assert changes[0] == "layer 0" and changes[-1] == "layer 0" and \
+        "layer 1" in changes, changes
     compute = [e for e in spans if e["tid"] == 0]
     # Each instruction index of an entry point appears once per run.
     sizes = collections.defaultdict(int)
@@ -89,7 +106,8 @@ def check_summary(output, runs, compute):
                       output, re.MULTILINE)
     assert found, output
     total = float(found.group(1)) / 1e3
-    rows = re.findall(r"^  (\w+)\s+(\d+)\s+(\S+)\s+(\S+)%", output,
+    # Op kinds: name, calls, ms, share and rate (a layer's row has no rate).
+    rows = re.findall(r"^  (\w+)\s+(\d+)\s+(\S+)\s+(\S+)%  \S", output,
                       re.MULTILINE)
     assert rows, output
     kinds = sum(float(ms) for _, _, ms, _ in rows) / 1e3
@@ -103,9 +121,13 @@ def check_summary(output, runs, compute):
     assert abs(everything - compute_seconds) <= 0.03 * compute_seconds, \
         (everything, compute_seconds)
     assert abs(shares - 100 * everything / total) < 3, (shares, everything)
-    layers = re.findall(r"^  (model\.layers\.\d+)\s+\S+\s+\S+%$", output,
-                        re.MULTILINE)
-    assert layers == ["model.layers.0", "model.layers.1"], layers
+    layers = re.findall(r"^  (layer \d+|outside the layers)\s+(\S+)\s+\S+%$",
+                        output, re.MULTILINE)
+    assert [name for name, _ in layers] == \
+        ["outside the layers", "layer 0", "layer 1"], layers
+    by_layer = sum(float(ms) for _, ms in layers) / 1e3
+    assert abs(by_layer - everything) <= 0.01 * everything, \
+        (by_layer, everything)
     return total, kinds, outside
 
 

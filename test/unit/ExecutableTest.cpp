@@ -110,6 +110,42 @@ TEST(Executable, RejectsInconsistentPrograms) {
   EXPECT_THAT(problemOf(executable), HasSubstr("input 'x' has a bad buffer"));
 }
 
+/// validProgram with buffer 1 a state that is `kind`, kept for `of`
+/// (none: empty), and the scale writing a third buffer.
+Executable withState(State::Kind kind, const std::string &of) {
+  Executable executable = validProgram();
+  *executable.add_buffers() = executable.buffers(1);
+  executable.mutable_entry_points(0)->mutable_instructions(0)->set_results(0,
+                                                                           2);
+  executable.mutable_entry_points(0)->set_outputs(0, 2);
+  State &state = *executable.add_states();
+  state.set_name("w.grad_sum");
+  state.set_buffer(1);
+  state.set_kind(kind);
+  if (!of.empty())
+    state.set_of(of);
+  Parameter &parameter = *executable.add_parameters();
+  parameter.set_name("w");
+  parameter.set_buffer(0);
+  parameter.mutable_init()->set_kind(Initializer::ZEROS);
+  executable.clear_inputs();
+  return executable;
+}
+
+TEST(Executable, EveryStateSaysWhatItIsAndForWhichParameter) {
+  EXPECT_FALSE(verifyExecutable(withState(State::GRAD_SUM, "w")));
+  EXPECT_FALSE(verifyExecutable(withState(State::STEP, "")));
+  const char *says = "state 'w.grad_sum' says not what it is (or names no "
+                     "parameter it is kept for)";
+  EXPECT_THAT(problemOf(withState(State::KIND_UNSPECIFIED, "")),
+              HasSubstr(says));
+  // A gradient sum or a moment is a parameter's, of one the program has.
+  EXPECT_THAT(problemOf(withState(State::EXP_AVG, "")), HasSubstr(says));
+  EXPECT_THAT(problemOf(withState(State::GRAD_SUM, "v")), HasSubstr(says));
+  // The step counter is no parameter's.
+  EXPECT_THAT(problemOf(withState(State::STEP, "w")), HasSubstr(says));
+}
+
 /// x (input) -> all_reduce_start -> (scale of x) -> wait -> scale of the
 /// sum, returned; `order` lists the instructions by name.
 Executable inFlight(std::initializer_list<llvm::StringRef> order) {

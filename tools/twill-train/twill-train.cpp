@@ -172,13 +172,13 @@ static int runEval(Program &program) {
   report() << llvm::formatv("loss {0:f6} (sum {1:f6} over {2} tokens)\n",
                             tokens ? lossSum / tokens : 0.0f, lossSum, tokens);
   if (!gradientsPath.empty()) {
-    // The step sums gradients into "<parameter>.grad_sum" states, zero
-    // before this one step: they hold its gradients.
+    // The step sums gradients into each trainable parameter's gradient sum
+    // state, zero before this one step: they hold its gradients, written
+    // as "<parameter>.grad".
     llvm::DenseMap<int, std::string> gradients;
     for (const State &state : program.executable().states())
-      if (llvm::StringRef(state.name()).ends_with(".grad_sum"))
-        gradients[state.buffer()] =
-            llvm::StringRef(state.name()).drop_back(4).str();
+      if (state.kind() == State::GRAD_SUM)
+        gradients[state.buffer()] = state.of() + ".grad";
     if (llvm::Error error = writeBuffers(program, gradientsPath, [&](int id) {
           return gradients.lookup(id);
         }))
