@@ -13,6 +13,7 @@
 #include "runtime/backend/ChunkedAttention.h"
 #include "runtime/backend/InstructionView.h"
 #include "runtime/backend/cpu/CpuKernels.h"
+#include "runtime/backend/shapes/MatmulShape.h"
 
 #include "test/unit/RandomValues.h"
 

@@ -1,13 +1,16 @@
 //===- CpuAttention.cpp - chunked attention on oneDNN GEMMs ---------------===//
 //
 // The cpu backend's operations for ChunkedAttention.h: fp32 storage, GEMMs
-// through oneDNN, the row kernels vectorized (VectorMath.h).
+// through oneDNN, the row kernels vectorized (VectorMath.h); and the
+// attention instructions' runners.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backend/ChunkedAttention.h"
 #include "runtime/backend/cpu/CpuKernels.h"
+#include "runtime/backend/cpu/CpuOps.h"
 #include "runtime/backend/cpu/VectorMath.h"
+#include "runtime/backend/shapes/AttentionShape.h"
 
 #include <algorithm>
 #include <cmath>
@@ -169,4 +172,28 @@ void cpu::attentionGrad(const float *q, const float *k, const float *v,
       ops,
       problem(q, k, v, segments, batch, seq, heads, kvHeads, headDim, scale),
       grad, queryGrad, keyGrad, valueGrad, budgetBytes);
+}
+
+llvm::Error cpu::runAttention(const InstructionView &in) {
+  llvm::Expected<AttentionShape> shape = attentionShape(in, false);
+  if (!shape)
+    return shape.takeError();
+  cpu::attention(in.data<float>(0), in.data<float>(1), in.data<float>(2),
+                 shape->segments(in), in.data<float>(shape->firstResult),
+                 shape->batch, shape->seq, shape->heads, shape->kvHeads,
+                 shape->headDim, shape->scale);
+  return llvm::Error::success();
+}
+
+llvm::Error cpu::runAttentionGrad(const InstructionView &in) {
+  llvm::Expected<AttentionShape> shape = attentionShape(in, true);
+  if (!shape)
+    return shape.takeError();
+  int first = shape->firstResult;
+  cpu::attentionGrad(
+      in.data<float>(0), in.data<float>(1), in.data<float>(2),
+      in.data<float>(4), shape->segments(in), in.data<float>(first),
+      in.data<float>(first + 1), in.data<float>(first + 2), shape->batch,
+      shape->seq, shape->heads, shape->kvHeads, shape->headDim, shape->scale);
+  return llvm::Error::success();
 }

@@ -3,6 +3,7 @@
 #include "runtime/backend/cpu/CpuCollectives.h"
 
 #include "runtime/backend/cpu/WideCopies.h"
+#include "runtime/backend/shapes/CollectiveShape.h"
 #include "runtime/executable/BFloat16.h"
 
 #include <algorithm>

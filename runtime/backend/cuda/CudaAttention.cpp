@@ -10,6 +10,7 @@
 
 #include "runtime/backend/ChunkedAttention.h"
 #include "runtime/backend/cuda/CudaKernels.h"
+#include "runtime/backend/shapes/AttentionShape.h"
 
 using namespace twill;
 

@@ -3,6 +3,7 @@
 #include "runtime/backend/cuda/CudaOps.h"
 
 #include "runtime/backend/cuda/CudaKernels.h"
+#include "runtime/backend/shapes/CollectiveShape.h"
 
 using namespace twill;
 

@@ -10,6 +10,7 @@
 #include "runtime/backend/cuda/CudaOps.h"
 
 #include "runtime/backend/cuda/CudaKernels.h"
+#include "runtime/backend/shapes/CrossEntropyShapes.h"
 
 using namespace twill;
 

@@ -8,6 +8,7 @@
 #include "runtime/backend/cuda/CudaOps.h"
 
 #include "runtime/backend/cuda/CudaKernels.h"
+#include "runtime/backend/shapes/ElementwiseShapes.h"
 
 #include <optional>
 

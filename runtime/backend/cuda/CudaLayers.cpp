@@ -10,6 +10,7 @@
 
 #include "runtime/backend/RopeFrequencies.h"
 #include "runtime/backend/cuda/CudaKernels.h"
+#include "runtime/backend/shapes/LayerShapes.h"
 
 using namespace twill;
 

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backend/cuda/CudaOps.h"
+#include "runtime/backend/shapes/MatmulShape.h"
 
 #include <cublasLt.h>
 

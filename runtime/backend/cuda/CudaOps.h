@@ -8,6 +8,7 @@
 #ifndef TWILL_RUNTIME_BACKEND_CUDA_CUDAOPS_H
 #define TWILL_RUNTIME_BACKEND_CUDA_CUDAOPS_H
 
+#include "runtime/backend/Gemm.h"
 #include "runtime/backend/InstructionView.h"
 #include "runtime/backend/cuda/CudaDevice.h"
 

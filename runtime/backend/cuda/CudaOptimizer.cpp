@@ -8,6 +8,7 @@
 #include "runtime/backend/cuda/CudaOps.h"
 
 #include "runtime/backend/cuda/CudaKernels.h"
+#include "runtime/backend/shapes/OptimizerShapes.h"
 
 using namespace twill;
 

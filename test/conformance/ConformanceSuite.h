@@ -14,8 +14,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TWILL_TOOLS_TWILL_CONFORMANCE_CONFORMANCESUITE_H
-#define TWILL_TOOLS_TWILL_CONFORMANCE_CONFORMANCESUITE_H
+#ifndef TWILL_TEST_CONFORMANCE_CONFORMANCESUITE_H
+#define TWILL_TEST_CONFORMANCE_CONFORMANCESUITE_H
 
 #include "proto/executable.pb.h"
 
@@ -69,4 +69,4 @@ Suite conformanceSuite();
 
 } // namespace twill::conformance
 
-#endif // TWILL_TOOLS_TWILL_CONFORMANCE_CONFORMANCESUITE_H
+#endif // TWILL_TEST_CONFORMANCE_CONFORMANCESUITE_H

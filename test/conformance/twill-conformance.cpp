@@ -23,7 +23,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tools/twill-conformance/ConformanceSuite.h"
+#include "test/conformance/ConformanceSuite.h"
 
 #include "runtime/backend/Backend.h"
 #include "runtime/executable/Opcodes.h"

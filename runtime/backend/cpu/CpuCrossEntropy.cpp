@@ -1,0 +1,66 @@
+//===- CpuCrossEntropy.cpp - the losses, vocab-parallel -------------------===//
+
+#include "runtime/backend/cpu/CpuOps.h"
+
+#include "runtime/backend/cpu/CpuKernels.h"
+#include "runtime/backend/shapes/CrossEntropyShapes.h"
+
+using namespace twill;
+
+/// Row statistics summed (or maxed) over the `shard_axis` ranks.
+static auto rowReduce(const InstructionView &in) {
+  return [&in](std::vector<double> &rows, bool max) -> llvm::Error {
+    const std::string &axis = in->cross_entropy().shard_axis();
+    if (axis.empty())
+      return llvm::Error::success();
+    llvm::Expected<Communicator *> comm = in.communicator();
+    if (!comm)
+      return comm.takeError();
+    return (*comm)->allReduce(axis, rows.data(), rows.size(), max);
+  };
+}
+
+/// cross_entropy (logits, labels -> loss sum, count) and cross_entropy_grad
+/// (logits, labels, loss grad -> the logits').
+llvm::Error cpu::runCrossEntropyFamily(const InstructionView &in) {
+  bool grad = in.opcode() == CROSS_ENTROPY_GRAD;
+  if (auto error = grad ? in.expect(3, 1, {F32, I32, F32, F32}, {1, 0, 0, 1})
+                        : in.expect(2, 2, {F32, I32, F32, I64}, {1, 0, 0, 0}))
+    return error;
+  int64_t vocab = in.dim(0, 0);
+  if (in.count(1) * vocab != in.count(0) || in.count(2) != 1 ||
+      in.count(3) != (grad ? in.count(0) : 1))
+    return in.fail(grad ? "logits, labels, grad and result do not agree"
+                        : "logits, labels and results do not agree");
+  llvm::Expected<VocabBlock> block = vocabBlock(in, vocab);
+  if (!block)
+    return block.takeError();
+  int64_t ignore = in->cross_entropy().ignore_index();
+  if (grad)
+    return cpu::crossEntropyGrad(in.data<float>(0), in.data<int32_t>(1),
+                                 in.count(1), *block, ignore, rowReduce(in),
+                                 *in.data<float>(2), in.data<float>(3));
+  return cpu::crossEntropy(in.data<float>(0), in.data<int32_t>(1), in.count(1),
+                           *block, ignore, rowReduce(in), in.data<float>(2),
+                           in.data<int64_t>(3));
+}
+
+/// linear_cross_entropy (input, weight, labels) -> (loss, count, tile) and
+/// its gradient (input, weight, labels, loss grad) -> (grad, tile).
+llvm::Error cpu::runLinearCrossEntropy(const InstructionView &in) {
+  if (in.floatType() != F32)
+    return in.fail("the cpu backend computes in fp32 only");
+  llvm::Expected<TiledLogits> shape = tiledLogits(in);
+  if (!shape)
+    return shape.takeError();
+  int64_t ignore = in->cross_entropy().ignore_index();
+  const float *input = in.data<float>(0), *weight = in.data<float>(1);
+  const int32_t *labels = in.data<int32_t>(2);
+  if (in.opcode() == LINEAR_CROSS_ENTROPY_GRAD)
+    return cpu::linearCrossEntropyGrad(input, weight, labels, *shape, ignore,
+                                       rowReduce(in), *in.data<float>(3),
+                                       in.data<float>(5), in.data<float>(4));
+  return cpu::linearCrossEntropy(input, weight, labels, *shape, ignore,
+                                 rowReduce(in), in.data<float>(5),
+                                 in.data<float>(3), in.data<int64_t>(4));
+}

@@ -1,0 +1,84 @@
+//===- AttentionShape.h - attention's sizes ---------------------*- C++ -*-===//
+//
+// The decoders of one op family (the backends' runners of that family
+// share them): each checks its instructions' operands against each other
+// before a kernel touches memory.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TWILL_RUNTIME_BACKEND_SHAPES_ATTENTIONSHAPE_H
+#define TWILL_RUNTIME_BACKEND_SHAPES_ATTENTIONSHAPE_H
+
+#include "runtime/backend/InstructionView.h"
+
+namespace twill {
+
+/// The query heads of an attention op: all of them, or with `shard_axis`
+/// this rank's block over every key/value head.
+inline llvm::Expected<HeadBlock> headBlock(const InstructionView &in,
+                                           int64_t heads, int64_t kvHeads) {
+  auto position = shardAxis(in, in->attention().shard_axis());
+  if (!position)
+    return position.takeError();
+  HeadBlock block = HeadBlock::whole(heads);
+  if (*position)
+    block = {heads, (*position)->coordinate * heads, heads * (*position)->size};
+  if (kvHeads == 0 || block.total % kvHeads != 0)
+    return in.fail("query heads are no multiple of key/value heads");
+  return block;
+}
+
+/// attention's or attention_grad's sizes: (query, key, value[, output,
+/// grad][, segments]) -> output or (dq, dk, dv), all [batch, seq, heads,
+/// headDim].
+struct AttentionShape {
+  int64_t batch, seq, kvHeads, headDim;
+  HeadBlock heads;
+  int firstResult; // the operand count: results follow
+  double scale;
+  bool hasSegments;
+
+  const int32_t *segments(const InstructionView &in) const {
+    return hasSegments ? in.data<int32_t>(firstResult - 1) : nullptr;
+  }
+};
+
+inline llvm::Expected<AttentionShape> attentionShape(const InstructionView &in,
+                                                     bool gradient) {
+  int inputs = gradient ? 5 : 3, results = gradient ? 3 : 1;
+  bool hasSegments = in.numOperands() == inputs + 1;
+  DType type = in.floatType();
+  std::vector<DType> dtypes(inputs, type);
+  std::vector<int> ranks(inputs, 4);
+  if (hasSegments) {
+    dtypes.push_back(I32);
+    ranks.push_back(2);
+  }
+  dtypes.insert(dtypes.end(), results, type);
+  ranks.insert(ranks.end(), results, 4);
+  if (auto error = in.expect(inputs + hasSegments, results, dtypes, ranks))
+    return std::move(error);
+  llvm::ArrayRef<int64_t> q = in.shape(0), k = in.shape(1);
+  int first = inputs + hasSegments;
+  bool agree = q[0] == k[0] && q[1] == k[1] && q[3] == k[3] &&
+               in.shape(2) == k &&
+               (!hasSegments || in.count(inputs) == q[0] * q[1]);
+  for (int index : {3, 4})
+    agree = agree && (!gradient || in.shape(index) == q);
+  agree = agree && in.shape(first) == q;
+  for (int index = first + 1; index < first + results; ++index)
+    agree = agree && in.shape(index) == k;
+  if (!agree)
+    return in.fail("query, key, value, segment and result shapes do not "
+                   "agree");
+  llvm::Expected<HeadBlock> heads = headBlock(in, q[2], k[2]);
+  if (!heads)
+    return heads.takeError();
+  return AttentionShape{
+      q[0], q[1], k[2], q[3], *heads, first, in->attention().scale(),
+      hasSegments};
+}
+
+} // namespace twill
+
+#endif // TWILL_RUNTIME_BACKEND_SHAPES_ATTENTIONSHAPE_H

@@ -1,0 +1,35 @@
+//===- OptimizerShapes.h - AdamW's settings ---------------------*- C++ -*-===//
+//
+// The decoders of one op family (the backends' runners of that family
+// share them): each checks its instructions' operands against each other
+// before a kernel touches memory.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TWILL_RUNTIME_BACKEND_SHAPES_OPTIMIZERSHAPES_H
+#define TWILL_RUNTIME_BACKEND_SHAPES_OPTIMIZERSHAPES_H
+
+#include "runtime/backend/InstructionView.h"
+
+namespace twill {
+
+/// adamw (param, grad, exp_avg, exp_avg_sq, lr, grad_scale, step) ->
+/// (param, exp_avg, exp_avg_sq): its settings, once the shapes agree.
+inline llvm::Expected<AdamWSettings> adamwSettings(const InstructionView &in) {
+  if (auto error =
+          in.expect(7, 3, {F32, F32, F32, F32, F32, F32, I64, F32, F32, F32},
+                    {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}))
+    return std::move(error);
+  for (int index : {1, 2, 3, 7, 8, 9})
+    if (auto error = in.expectSameCount(0, index))
+      return std::move(error);
+  if (in.count(4) != 1 || in.count(5) != 1 || in.count(6) != 1)
+    return in.fail("lr, grad_scale and step must be scalars");
+  const AdamWAttributes &adamw = in->adamw();
+  return AdamWSettings{adamw.beta1(), adamw.beta2(), adamw.eps(),
+                       adamw.weight_decay()};
+}
+
+} // namespace twill
+
+#endif // TWILL_RUNTIME_BACKEND_SHAPES_OPTIMIZERSHAPES_H

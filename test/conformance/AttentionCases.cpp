@@ -1,0 +1,56 @@
+//===- AttentionCases.cpp - attention and its gradient ----------------------===//
+
+#include "test/conformance/CaseBuilder.h"
+
+#include <cmath>
+
+using namespace twill;
+using namespace twill::conformance;
+
+/// attention and attention_grad over q [batch, seq, heads, dim] and k, v
+/// [batch, seq, kvHeads, dim], with packed documents or not, on one rank's
+/// block of heads (`axis`) or all of them.
+static void attention(Suite &suite, DType type, int64_t batch, int64_t seq,
+               int64_t heads, int64_t kvHeads, int64_t dim, bool packed,
+               const char *axis, const char *note) {
+  Shape q = {batch, seq, heads, dim}, kv = {batch, seq, kvHeads, dim};
+  double tolerance = type == BF16 ? kBF16Attention : kSummed;
+  for (bool gradient : {false, true}) {
+    CaseBuilder c(suite, gradient ? ATTENTION_GRAD : ATTENTION, type,
+                  tolerance);
+    c.in(q);
+    c.in(kv);
+    c.in(kv);
+    if (gradient) {
+      c.in(q); // the forward's output: both backends recompute it
+      c.in(q);
+    }
+    if (packed)
+      c.operand(I32, {batch, seq}, segments(seq));
+    c.out(q);
+    if (gradient) {
+      c.out(kv);
+      c.out(kv);
+    }
+    c->mutable_attention()->set_scale(1 / std::sqrt(double(dim)));
+    c->mutable_attention()->set_shard_axis(axis);
+    c.note(note).add();
+  }
+}
+
+void conformance::attentionCases(Suite &suite) {
+  for (DType type : kFloats) {
+    attention(suite, type, 2, 17, 3, 3, 10, false, "", "MHA");
+    attention(suite, type, 3, 1, 6, 2, 12, false, "", "GQA, seq 1");
+    attention(suite, type, 2, 17, 6, 2, 12, true, "", "GQA, packed");
+    attention(suite, type, 1, 513, 4, 2, 20, true, "",
+              "GQA, packed, two chunks");
+    // Query heads 2-3 of 6 (middle block): they straddle two KV heads.
+    attention(suite, type, 2, 17, 2, 2, 12, true, "mid", "heads 2-3 of 6, GQA");
+    // Query head 2 of 3 over all 3 KV heads: KV heads replicated.
+    attention(suite, type, 2, 17, 1, 3, 12, false, "last",
+              "head 2 of 3, replicated KV heads");
+    attention(suite, type, 1, 4096, 2, 1, 16, true, "",
+              "seq 4096, MQA, packed");
+  }
+}

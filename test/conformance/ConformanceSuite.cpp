@@ -1,0 +1,30 @@
+//===- ConformanceSuite.cpp - the cases of twill-conformance --------------===//
+
+#include "test/conformance/CaseBuilder.h"
+
+using namespace twill;
+using namespace twill::conformance;
+
+Suite conformance::conformanceSuite() {
+  Suite suite;
+  suite.executable.set_format_version(EXECUTABLE_FORMAT);
+  Mesh &mesh = *suite.executable.add_meshes();
+  mesh.set_name("mesh");
+  for (auto [axis, size] : llvm::zip_equal(kMeshAxes, kMeshShape)) {
+    mesh.add_axes(axis);
+    mesh.add_shape(size);
+  }
+  embeddingCases(suite);
+  matmulCases(suite);
+  normCases(suite);
+  ropeCases(suite);
+  attentionCases(suite);
+  elementwiseCases(suite);
+  crossEntropyCases(suite);
+  linearCrossEntropyCases(suite);
+  layoutCases(suite);
+  embeddingGradCases(suite);
+  optimizerCases(suite);
+  collectiveCases(suite);
+  return suite;
+}

@@ -1,0 +1,97 @@
+//===- CrossEntropyCases.cpp - the losses -----------------------------------===//
+
+#include "test/conformance/CaseBuilder.h"
+
+using namespace twill;
+using namespace twill::conformance;
+
+void conformance::crossEntropyCases(Suite &suite) {
+  // A 97-token vocab, whole or in blocks of 33 columns (the last padded);
+  // about a fifth of the labels ignored (-100); and a wide vocab.
+  struct Logits {
+    int64_t rows, columns, vocab;
+    const char *axis;
+  };
+  for (DType type : kFloats)
+    for (Logits logits :
+         {Logits{23, 97, 97, ""}, Logits{23, 33, 97, "mid"},
+          Logits{23, 33, 97, "last"}, Logits{7, 4099, 4099, ""}})
+      for (bool gradient : {false, true}) {
+        CaseBuilder c(suite, gradient ? CROSS_ENTROPY_GRAD : CROSS_ENTROPY,
+                      type, kSummed);
+        c.in({logits.rows, logits.columns}, normal(3));
+        c.operand(I32, {logits.rows}, labels(logits.vocab));
+        if (gradient) {
+          c.operand(F32, {}, value(0.37));
+          c.out({logits.rows, logits.columns});
+        } else {
+          c.result(F32, {});
+          c.result(I64, {});
+        }
+        CrossEntropyAttributes &attributes = *c->mutable_cross_entropy();
+        attributes.set_ignore_index(-100);
+        attributes.set_shard_axis(logits.axis);
+        attributes.set_vocab_size(*logits.axis ? logits.vocab : 0);
+        attributes.set_wrt_weight(false);
+        if (*logits.axis)
+          c.note(std::string("vocab block of ") + logits.axis);
+        c.add();
+      }
+  for (bool gradient : {false, true}) {
+    CaseBuilder c(suite, gradient ? CROSS_ENTROPY_GRAD : CROSS_ENTROPY, F32,
+                  kSummed);
+    c.in({5, 97});
+    c.operand(I32, {5}, integers(97, 100)); // labels past the vocab
+    if (gradient) {
+      c.operand(F32, {}, value(1));
+      c.out({5, 97});
+    } else {
+      c.result(F32, {});
+      c.result(I64, {});
+    }
+    CrossEntropyAttributes &attributes = *c->mutable_cross_entropy();
+    attributes.set_ignore_index(-100);
+    attributes.set_shard_axis("");
+    attributes.set_vocab_size(0);
+    attributes.set_wrt_weight(false);
+    c.note("label outside the vocab").refused().add();
+  }
+}
+
+void conformance::linearCrossEntropyCases(Suite &suite) {
+  // 20 positions in tiles of 6 (the last of 2), hidden 24; the vocab whole
+  // or in blocks as for cross_entropy. The tile (the last tile's logits, or
+  // their gradient) is compared too.
+  struct Vocab {
+    int64_t columns, vocab;
+    const char *axis;
+  };
+  for (DType type : kFloats)
+    for (Vocab v :
+         {Vocab{97, 97, ""}, Vocab{33, 97, "mid"}, Vocab{33, 97, "last"}})
+      for (int gradient : {0, 1, 2}) { // none, the input's, the weight's
+        CaseBuilder c(
+            suite, gradient ? LINEAR_CROSS_ENTROPY_GRAD : LINEAR_CROSS_ENTROPY,
+            type, kSummed);
+        c.in({5, 4, 24});
+        c.in({v.columns, 24}, normal(0.5));
+        c.operand(I32, {5, 4}, labels(v.vocab));
+        if (gradient) {
+          c.operand(F32, {}, value(0.37));
+          c.out(gradient == 1 ? Shape{5, 4, 24} : Shape{v.columns, 24});
+        } else {
+          c.result(F32, {});
+          c.result(I64, {});
+        }
+        c.out({6, v.columns});
+        CrossEntropyAttributes &attributes = *c->mutable_cross_entropy();
+        attributes.set_ignore_index(-100);
+        attributes.set_shard_axis(v.axis);
+        attributes.set_vocab_size(*v.axis ? v.vocab : 0);
+        attributes.set_wrt_weight(gradient == 2);
+        c.note(std::string(gradient == 2 ? "the weight's; " : "") +
+               (*v.axis ? std::string("vocab block of ") + v.axis
+                        : std::string("whole vocab")));
+        c.add();
+      }
+}
