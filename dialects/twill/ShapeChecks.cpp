@@ -2,6 +2,8 @@
 
 #include "dialects/twill/ShapeChecks.h"
 
+#include "opmodel/Shapes.h"
+
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/STLExtras.h"
 
@@ -9,16 +11,23 @@ using namespace mlir;
 using namespace mlir::twill;
 
 std::string mlir::twill::shapeText(ArrayRef<int64_t> shape) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << "[";
-  llvm::interleaveComma(shape, os);
-  os << "]";
-  return text;
+  return ::twill::shapes::text(shape);
+}
+
+LogicalResult mlir::twill::check(Operation *op, llvm::Error rule) {
+  if (!rule)
+    return success();
+  return op->emitOpError() << llvm::toString(std::move(rule));
 }
 
 ArrayRef<int64_t> mlir::twill::shapeOf(Value value) {
   return cast<RankedTensorType>(value.getType()).getShape();
+}
+
+std::optional<ArrayRef<int64_t>> mlir::twill::shapeIfAny(Value value) {
+  if (!value)
+    return std::nullopt;
+  return shapeOf(value);
 }
 
 Type mlir::twill::elementTypeOf(Value value) {
@@ -28,10 +37,7 @@ Type mlir::twill::elementTypeOf(Value value) {
 LogicalResult mlir::twill::expectShape(Operation *op, StringRef what,
                                        ArrayRef<int64_t> actual,
                                        ArrayRef<int64_t> expected) {
-  if (actual == expected)
-    return success();
-  return op->emitOpError() << what << " must have shape " << shapeText(expected)
-                           << ", got " << shapeText(actual);
+  return check(op, ::twill::shapes::expectShape(what, actual, expected));
 }
 
 LogicalResult mlir::twill::expectSameElementType(Operation *op,
@@ -46,10 +52,7 @@ LogicalResult mlir::twill::expectSameElementType(Operation *op,
 
 LogicalResult mlir::twill::expectRank(Operation *op, StringRef what,
                                       Value value, int64_t rank) {
-  if ((int64_t)shapeOf(value).size() == rank)
-    return success();
-  return op->emitOpError() << what << " must have rank " << rank << ", got "
-                           << shapeOf(value).size();
+  return check(op, ::twill::shapes::expectRank(what, shapeOf(value), rank));
 }
 
 LogicalResult
@@ -73,35 +76,4 @@ mlir::twill::verifyRopeScaling(Operation *op,
   if ((int64_t)*originalMaxPosition <= 0)
     return op->emitOpError("original_max_position must be positive");
   return success();
-}
-
-LogicalResult mlir::twill::verifyHeadGroups(Operation *op, int64_t queryHeads,
-                                            int64_t kvHeads,
-                                            bool queryHeadsSharded) {
-  if (kvHeads > 0 && queryHeads % kvHeads == 0)
-    return success();
-  if (queryHeadsSharded && queryHeads > 0 && kvHeads % queryHeads == 0)
-    return success();
-  return op->emitOpError() << "query heads (" << queryHeads
-                           << ") must be a multiple of key/value heads ("
-                           << kvHeads << ")";
-}
-
-LogicalResult mlir::twill::verifyTiledLogits(Operation *op, Value input,
-                                             Value weight, Value labels,
-                                             Value tile) {
-  if (failed(expectSameElementType(op, {input, weight, tile})) ||
-      failed(expectRank(op, "weight", weight, 2)) ||
-      failed(expectRank(op, "tile", tile, 2)))
-    return failure();
-  ArrayRef<int64_t> in = shapeOf(input), w = shapeOf(weight);
-  if (in.empty())
-    return op->emitOpError("input must have a hidden dim");
-  if (failed(expectShape(op, "labels", shapeOf(labels), in.drop_back())) ||
-      failed(expectShape(op, "weight", w, {w[0], in.back()})))
-    return failure();
-  ArrayRef<int64_t> rows = shapeOf(tile);
-  if (rows[0] < 1)
-    return op->emitOpError("tile must hold at least one row");
-  return expectShape(op, "tile", rows, {rows[0], w[0]});
 }

@@ -9,6 +9,7 @@
 #define TWILL_DIALECTS_TWILL_SHAPECHECKS_H
 
 #include "mlir/IR/Operation.h"
+#include "llvm/Support/Error.h"
 
 #include <optional>
 #include <string>
@@ -18,7 +19,13 @@ namespace mlir::twill {
 /// `[2, 4, 8]`, for diagnostics.
 std::string shapeText(ArrayRef<int64_t> shape);
 ArrayRef<int64_t> shapeOf(Value value);
+/// The shape of an optional operand, if it is there.
+std::optional<ArrayRef<int64_t>> shapeIfAny(Value value);
 Type elementTypeOf(Value value);
+
+/// Emits what a shape rule of opmodel/Shapes.h found wrong (if anything)
+/// as the op's error: the runtime reports the same rule in the same words.
+LogicalResult check(Operation *op, llvm::Error rule);
 
 /// Fails with "<what> must have shape [..], got [..]" unless they match.
 LogicalResult expectShape(Operation *op, StringRef what,
@@ -33,16 +40,6 @@ LogicalResult verifyRopeScaling(Operation *op,
                                 std::optional<llvm::APFloat> lowFreqFactor,
                                 std::optional<llvm::APFloat> highFreqFactor,
                                 std::optional<uint64_t> originalMaxPosition);
-/// Grouped-query attention: every key/value head serves a whole number of
-/// query heads. With `queryHeadsSharded` (the query heads are one rank's
-/// block, the key/value heads all of them) either count may divide the other.
-LogicalResult verifyHeadGroups(Operation *op, int64_t queryHeads,
-                               int64_t kvHeads, bool queryHeadsSharded);
-/// linear_cross_entropy and its gradient: `input [..., hidden]`, `weight
-/// [vocab, hidden]`, `labels [...]` and a `tile [rows, vocab]` of at least
-/// one row, all floats of one type.
-LogicalResult verifyTiledLogits(Operation *op, Value input, Value weight,
-                                Value labels, Value tile);
 
 } // namespace mlir::twill
 

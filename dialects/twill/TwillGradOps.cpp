@@ -7,77 +7,55 @@
 
 #include "dialects/twill/ShapeChecks.h"
 #include "dialects/twill/TwillOps.h"
+#include "opmodel/Shapes.h"
 
 using namespace mlir;
 using namespace mlir::twill;
+namespace shapes = ::twill::shapes;
 
 LogicalResult EmbeddingGradOp::verify() {
-  if (failed(expectRank(*this, "result", getResult(), 2)) ||
-      failed(expectSameElementType(*this, {getGrad(), getResult()})))
+  if (failed(expectSameElementType(*this, {getGrad(), getResult()})))
     return failure();
-  SmallVector<int64_t> expected(shapeOf(getIds()));
-  expected.push_back(shapeOf(getResult())[1]);
-  return expectShape(*this, "grad", shapeOf(getGrad()), expected);
+  return check(*this, shapes::embeddingGrad(shapeOf(getIds()), shapeOf(getGrad()),
+                                            shapeOf(getResult())));
 }
 
 LogicalResult RmsNormGradOp::verify() {
   if (failed(expectSameElementType(
           *this, {getInput(), getWeight(), getGrad(), getResult()})))
     return failure();
-  ArrayRef<int64_t> input = shapeOf(getInput());
-  if (input.empty())
-    return emitOpError("input must have rank 1 or more");
-  if (failed(expectShape(*this, "weight", shapeOf(getWeight()),
-                         input.take_back())) ||
-      failed(expectShape(*this, "grad", shapeOf(getGrad()), input)))
-    return failure();
-  return expectShape(*this, "result", shapeOf(getResult()), input);
+  return check(*this,
+               shapes::rmsNormGrad(shapeOf(getInput()), shapeOf(getWeight()),
+                                   shapeOf(getGrad()), shapeOf(getResult())));
 }
 
 LogicalResult RmsNormWeightGradOp::verify() {
   if (failed(
           expectSameElementType(*this, {getInput(), getGrad(), getResult()})))
     return failure();
-  ArrayRef<int64_t> input = shapeOf(getInput());
-  if (input.empty())
-    return emitOpError("input must have rank 1 or more");
-  if (failed(expectShape(*this, "grad", shapeOf(getGrad()), input)))
-    return failure();
-  return expectShape(*this, "result", shapeOf(getResult()), input.take_back());
+  return check(*this, shapes::rmsNormWeightGrad(shapeOf(getInput()),
+                                                shapeOf(getGrad()),
+                                                shapeOf(getResult())));
 }
 
 LogicalResult RopeGradOp::verify() {
-  if (failed(expectRank(*this, "grad", getGrad(), 4)) ||
-      failed(expectSameElementType(*this, {getGrad(), getResult()})) ||
-      failed(verifyRopeScaling(*this, getScalingFactor(), getLowFreqFactor(),
-                               getHighFreqFactor(), getOriginalMaxPosition())))
+  if (failed(expectSameElementType(*this, {getGrad(), getResult()})) ||
+      failed(check(*this, shapes::rope(shapeOf(getGrad()),
+                                       shapeOf(getPositions()),
+                                       shapeOf(getResult())))))
     return failure();
-  ArrayRef<int64_t> grad = shapeOf(getGrad());
-  if (failed(expectShape(*this, "positions", shapeOf(getPositions()),
-                         grad.take_front(2))))
-    return failure();
-  return expectShape(*this, "result", shapeOf(getResult()), grad);
+  return verifyRopeScaling(*this, getScalingFactor(), getLowFreqFactor(),
+                           getHighFreqFactor(), getOriginalMaxPosition());
 }
 
 LogicalResult AttentionGradOp::verify() {
-  ArrayRef<int64_t> query = shapeOf(getQuery()), key = shapeOf(getKey());
-  if (failed(expectRank(*this, "query", getQuery(), 4)) ||
-      failed(expectRank(*this, "key", getKey(), 4)) ||
-      failed(expectShape(*this, "value", shapeOf(getValue()), key)) ||
-      failed(expectShape(*this, "output", shapeOf(getOutput()), query)) ||
-      failed(expectShape(*this, "grad", shapeOf(getGrad()), query)) ||
-      failed(
-          expectShape(*this, "query_grad", shapeOf(getQueryGrad()), query)) ||
-      failed(expectShape(*this, "key_grad", shapeOf(getKeyGrad()), key)) ||
-      failed(expectShape(*this, "value_grad", shapeOf(getValueGrad()), key)))
-    return failure();
-  if (failed(verifyHeadGroups(*this, query[2], key[2], bool(getShardAxis()))))
-    return failure();
-  if (getSegments() &&
-      failed(expectShape(*this, "segments", shapeOf(getSegments()),
-                         query.take_front(2))))
-    return failure();
-  return success();
+  return check(*this,
+               shapes::attentionGrad(
+                   shapeOf(getQuery()), shapeOf(getKey()), shapeOf(getValue()),
+                   shapeOf(getOutput()), shapeOf(getGrad()),
+                   shapeIfAny(getSegments()),
+                   shapeOf(getQueryGrad()), shapeOf(getKeyGrad()),
+                   shapeOf(getValueGrad()), bool(getShardAxis())));
 }
 
 LogicalResult SwigluGradOp::verify() {
@@ -121,13 +99,13 @@ LogicalResult CrossEntropyGradOp::verify() {
 }
 
 LogicalResult LinearCrossEntropyGradOp::verify() {
-  if (failed(verifyTiledLogits(*this, getInput(), getWeight(), getLabels(),
-                               getTile())))
+  if (failed(expectSameElementType(
+          *this, {getInput(), getWeight(), getTile(), getResult()})))
     return failure();
-  Value wrt = getWrtWeight() ? getWeight() : getInput();
-  if (failed(expectSameElementType(*this, {wrt, getResult()})))
-    return failure();
-  return expectShape(*this, "result", shapeOf(getResult()), shapeOf(wrt));
+  return check(*this, shapes::tiledLogitsGrad(
+                          shapeOf(getInput()), shapeOf(getWeight()),
+                          shapeOf(getLabels()), shapeOf(getTile()),
+                          shapeOf(getResult()), getWrtWeight()));
 }
 
 LogicalResult SqrtOp::verify() {

@@ -9,6 +9,7 @@
 #include "dialects/twill/TwillOps.h"
 
 #include "dialects/twill/ShapeChecks.h"
+#include "opmodel/Shapes.h"
 #include "support/BlockedPieces.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -19,6 +20,7 @@
 
 using namespace mlir;
 using namespace mlir::twill;
+namespace shapes = ::twill::shapes;
 
 #define GET_OP_CLASSES
 #include "dialects/twill/TwillOps.cpp.inc"
@@ -83,81 +85,45 @@ std::optional<size_t> MeshOp::axisOf(AxisRole role) {
 //===----------------------------------------------------------------------===//
 
 LogicalResult EmbeddingOp::verify() {
-  if (failed(expectRank(*this, "table", getTable(), 2)) ||
-      failed(expectSameElementType(*this, {getTable(), getResult()})))
+  if (failed(expectSameElementType(*this, {getTable(), getResult()})))
     return failure();
-  SmallVector<int64_t> expected(shapeOf(getIds()));
-  expected.push_back(shapeOf(getTable())[1]);
-  return expectShape(*this, "result", shapeOf(getResult()), expected);
+  return check(*this, shapes::embedding(shapeOf(getTable()), shapeOf(getIds()),
+                                        shapeOf(getResult())));
 }
 
 LogicalResult MatmulOp::verify() {
   if (failed(expectSameElementType(*this, {getLhs(), getRhs(), getResult()})))
     return failure();
-  ArrayRef<int64_t> lhs = shapeOf(getLhs()), rhs = shapeOf(getRhs());
-  if (lhs.size() < 2 || rhs.size() < 2)
-    return emitOpError("operands must have rank 2 or more");
-  ArrayRef<int64_t> batch = lhs.drop_back(2);
-  if (rhs.size() != 2 && rhs.drop_back(2) != batch)
-    return emitOpError() << "rhs must have no batch dims or lhs's "
-                         << shapeText(batch) << ", got "
-                         << shapeText(rhs.drop_back(2));
-  int64_t m = lhs[lhs.size() - 2], k = lhs.back();
-  if (getTransposeLhs())
-    std::swap(m, k);
-  int64_t rhsK = rhs[rhs.size() - 2], n = rhs.back();
-  if (getTransposeRhs())
-    std::swap(rhsK, n);
-  if (k != rhsK)
-    return emitOpError() << "contracting dims differ: " << k << " vs " << rhsK;
-  SmallVector<int64_t> expected(batch);
-  if (shapeOf(getResult()).size() == 2 && !batch.empty() &&
-      rhs.size() == lhs.size()) {
-    if (!getTransposeLhs() || getTransposeRhs())
-      return emitOpError("sums over batch dims only with transpose_lhs and "
-                         "without transpose_rhs");
-    expected.clear(); // the batch dims are contracted
-  }
-  expected.append({m, n});
-  if (failed(expectShape(*this, "result", shapeOf(getResult()), expected)))
-    return failure();
+  llvm::Expected<shapes::MatmulDims> dims =
+      shapes::matmul(shapeOf(getLhs()), shapeOf(getRhs()), shapeOf(getResult()),
+                     getTransposeLhs(), getTransposeRhs());
+  if (!dims)
+    return check(*this, dims.takeError());
   if (getAddend() && getAddend().getType() != getResult().getType())
     return emitOpError("addend must have the result's type");
   return success();
 }
 
 LogicalResult RmsNormOp::verify() {
-  if (failed(expectRank(*this, "weight", getWeight(), 1)) ||
-      failed(
+  if (failed(
           expectSameElementType(*this, {getInput(), getWeight(), getResult()})))
     return failure();
-  ArrayRef<int64_t> input = shapeOf(getInput());
-  if (input.empty())
-    return emitOpError("input must have rank 1 or more");
   if (getEpsilon().convertToDouble() <= 0.0)
     return emitOpError("epsilon must be positive");
-  if (failed(expectShape(*this, "weight", shapeOf(getWeight()),
-                         input.take_back())))
-    return failure();
-  return expectShape(*this, "result", shapeOf(getResult()), input);
+  return check(*this, shapes::rmsNorm(shapeOf(getInput()), shapeOf(getWeight()),
+                                      shapeOf(getResult())));
 }
 
 LogicalResult RopeOp::verify() {
-  if (failed(expectRank(*this, "input", getInput(), 4)) ||
-      failed(expectSameElementType(*this, {getInput(), getResult()})))
+  if (failed(expectSameElementType(*this, {getInput(), getResult()})) ||
+      failed(check(*this, shapes::rope(shapeOf(getInput()),
+                                       shapeOf(getPositions()),
+                                       shapeOf(getResult())))))
     return failure();
-  ArrayRef<int64_t> input = shapeOf(getInput());
-  if (input.back() % 2 != 0)
-    return emitOpError() << "head dim must be even, got " << input.back();
   if (getTheta().convertToDouble() <= 0.0)
     return emitOpError("theta must be positive");
-  if (failed(verifyRopeScaling(*this, getScalingFactor(), getLowFreqFactor(),
-                               getHighFreqFactor(), getOriginalMaxPosition())))
-    return failure();
-  if (failed(expectShape(*this, "positions", shapeOf(getPositions()),
-                         input.take_front(2))))
-    return failure();
-  return expectShape(*this, "result", shapeOf(getResult()), input);
+  return verifyRopeScaling(*this, getScalingFactor(), getLowFreqFactor(),
+                           getHighFreqFactor(), getOriginalMaxPosition());
 }
 
 LogicalResult RowSumSquaresOp::verify() {
@@ -201,28 +167,16 @@ LogicalResult DropoutOp::verify() {
 }
 
 LogicalResult AttentionOp::verify() {
-  for (auto [name, value] : {std::pair<StringRef, Value>{"query", getQuery()},
-                             {"key", getKey()},
-                             {"value", getValue()}})
-    if (failed(expectRank(*this, name, value, 4)))
-      return failure();
   if (failed(expectSameElementType(
-          *this, {getQuery(), getKey(), getValue(), getResult()})))
-    return failure();
-  ArrayRef<int64_t> query = shapeOf(getQuery()), key = shapeOf(getKey());
-  SmallVector<int64_t> expectedKey{query[0], query[1], key[2], query[3]};
-  if (failed(expectShape(*this, "key", key, expectedKey)) ||
-      failed(expectShape(*this, "value", shapeOf(getValue()), key)))
-    return failure();
-  if (failed(verifyHeadGroups(*this, query[2], key[2], bool(getShardAxis()))))
+          *this, {getQuery(), getKey(), getValue(), getResult()})) ||
+      failed(check(*this, shapes::attention(
+                              shapeOf(getQuery()), shapeOf(getKey()),
+                              shapeOf(getValue()), shapeIfAny(getSegments()),
+                              shapeOf(getResult()), bool(getShardAxis())))))
     return failure();
   if (getScale().convertToDouble() <= 0.0)
     return emitOpError("scale must be positive");
-  if (getSegments() &&
-      failed(expectShape(*this, "segments", shapeOf(getSegments()),
-                         query.take_front(2))))
-    return failure();
-  return expectShape(*this, "result", shapeOf(getResult()), query);
+  return success();
 }
 
 /// Add, mul and swiglu: one shape and element type for all three values.
@@ -249,8 +203,12 @@ LogicalResult CrossEntropyOp::verify() {
 }
 
 LogicalResult LinearCrossEntropyOp::verify() {
-  return verifyTiledLogits(*this, getInput(), getWeight(), getLabels(),
-                           getTile());
+  if (failed(expectSameElementType(*this, {getInput(), getWeight(), getTile()})))
+    return failure();
+  return check(*this, shapes::tiledLogits(shapeOf(getInput()),
+                                          shapeOf(getWeight()),
+                                          shapeOf(getLabels()),
+                                          shapeOf(getTile())));
 }
 
 LogicalResult mlir::twill::verifyOnlyReloadsRead(Operation *op, Value host) {

@@ -42,6 +42,13 @@ public:
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    opcodeName(opcode()) + ": " + what);
   }
+  /// What a shape rule of opmodel/Shapes.h found wrong, if anything, as
+  /// this instruction's error: in the words of the compiler's verifier.
+  llvm::Error check(llvm::Error rule) const {
+    if (!rule)
+      return llvm::Error::success();
+    return fail(llvm::toString(std::move(rule)));
+  }
 
   /// The buffer of operand (or, after the operands, result) `index`.
   int bufferId(int index) const {

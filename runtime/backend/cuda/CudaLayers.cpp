@@ -26,18 +26,16 @@ llvm::Error cuda::runEmbedding(const InstructionView &in, Device &device) {
 }
 
 llvm::Error cuda::runEmbeddingGrad(const InstructionView &in, Device &device) {
-  if (auto error = in.expect(2, 1, {I32, F32, F32}, {0, 1, 2}))
-    return error;
-  int64_t dim = in.dim(2, 0);
-  if (in.count(1) != in.count(0) * dim)
-    return in.fail("grad size is not ids x hidden");
+  llvm::Expected<EmbeddingGradShape> shape = embeddingGradShape(in);
+  if (!shape)
+    return shape.takeError();
   if (auto error = checkCuda(cudaMemsetAsync(in.data<float>(2), 0,
                                              in.count(2) * sizeof(float),
                                              device.stream),
                              "cudaMemsetAsync"))
     return error;
   cuda::embeddingGrad(in.data<int32_t>(0), in.count(0), in.data<float>(1),
-                      in.shape(2)[0], dim, in.data<float>(2), device.errors,
+                      shape->rows, shape->dim, in.data<float>(2), device.errors,
                       device.stream);
   return llvm::Error::success();
 }
@@ -45,24 +43,13 @@ llvm::Error cuda::runEmbeddingGrad(const InstructionView &in, Device &device) {
 /// rms_norm (operands x, weight), rms_norm_grad (x, weight, grad) and
 /// rms_norm_weight_grad (x, grad): rows of the last dim.
 llvm::Error cuda::runRmsNormFamily(const InstructionView &in, Device &device) {
+  llvm::Expected<RmsNormShape> shape = rmsNormShape(in);
+  if (!shape)
+    return shape.takeError();
+  auto [rows, dim, eps] = *shape;
+  bool bf16 = in.floatType() == BF16;
   bool grad = in.opcode() == RMS_NORM_GRAD;
   bool weightGrad = in.opcode() == RMS_NORM_WEIGHT_GRAD;
-  int operands = grad ? 3 : 2;
-  DType type = in.floatType();
-  bool bf16 = type == BF16;
-  if (auto error =
-          in.expect(operands, 1, std::vector<DType>(operands + 1, type),
-                    std::vector<int>(operands + 1, 1)))
-    return error;
-  int64_t dim = in.dim(0, 0), rows = in.count(0) / std::max<int64_t>(dim, 1);
-  double eps = in->rms_norm().epsilon();
-  int result = operands;
-  bool agree = weightGrad
-                   ? in.count(1) == in.count(0) && in.count(2) == dim
-                   : in.count(1) == dim && in.count(result) == in.count(0) &&
-                         (!grad || in.count(2) == in.count(0));
-  if (!agree)
-    return in.fail("input, weight, grad and result do not agree");
   if (weightGrad) {
     llvm::Expected<void *> inverse =
         device.scratchSpace(0, rows * sizeof(double));

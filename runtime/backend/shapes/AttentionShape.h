@@ -9,6 +9,7 @@
 #ifndef TWILL_RUNTIME_BACKEND_SHAPES_ATTENTIONSHAPE_H
 #define TWILL_RUNTIME_BACKEND_SHAPES_ATTENTIONSHAPE_H
 
+#include "opmodel/Shapes.h"
 #include "runtime/backend/InstructionView.h"
 
 namespace twill {
@@ -49,28 +50,27 @@ inline llvm::Expected<AttentionShape> attentionShape(const InstructionView &in,
   bool hasSegments = in.numOperands() == inputs + 1;
   DType type = in.floatType();
   std::vector<DType> dtypes(inputs, type);
-  std::vector<int> ranks(inputs, 4);
-  if (hasSegments) {
+  if (hasSegments)
     dtypes.push_back(I32);
-    ranks.push_back(2);
-  }
   dtypes.insert(dtypes.end(), results, type);
-  ranks.insert(ranks.end(), results, 4);
+  std::vector<int> ranks(dtypes.size(), 0);
   if (auto error = in.expect(inputs + hasSegments, results, dtypes, ranks))
     return std::move(error);
-  llvm::ArrayRef<int64_t> q = in.shape(0), k = in.shape(1);
   int first = inputs + hasSegments;
-  bool agree = q[0] == k[0] && q[1] == k[1] && q[3] == k[3] &&
-               in.shape(2) == k &&
-               (!hasSegments || in.count(inputs) == q[0] * q[1]);
-  for (int index : {3, 4})
-    agree = agree && (!gradient || in.shape(index) == q);
-  agree = agree && in.shape(first) == q;
-  for (int index = first + 1; index < first + results; ++index)
-    agree = agree && in.shape(index) == k;
-  if (!agree)
-    return in.fail("query, key, value, segment and result shapes do not "
-                   "agree");
+  std::optional<llvm::ArrayRef<int64_t>> segments;
+  if (hasSegments)
+    segments = in.shape(inputs);
+  bool sharded = !in->attention().shard_axis().empty();
+  llvm::Error rule =
+      gradient ? shapes::attentionGrad(in.shape(0), in.shape(1), in.shape(2),
+                                       in.shape(3), in.shape(4), segments,
+                                       in.shape(first), in.shape(first + 1),
+                                       in.shape(first + 2), sharded)
+               : shapes::attention(in.shape(0), in.shape(1), in.shape(2),
+                                   segments, in.shape(first), sharded);
+  if (auto error = in.check(std::move(rule)))
+    return std::move(error);
+  llvm::ArrayRef<int64_t> q = in.shape(0), k = in.shape(1);
   llvm::Expected<HeadBlock> heads = headBlock(in, q[2], k[2]);
   if (!heads)
     return heads.takeError();

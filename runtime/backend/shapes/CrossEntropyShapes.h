@@ -9,6 +9,7 @@
 #ifndef TWILL_RUNTIME_BACKEND_SHAPES_CROSSENTROPYSHAPES_H
 #define TWILL_RUNTIME_BACKEND_SHAPES_CROSSENTROPYSHAPES_H
 
+#include "opmodel/Shapes.h"
 #include "runtime/backend/InstructionView.h"
 #include "runtime/backend/TiledLogits.h"
 
@@ -33,23 +34,24 @@ inline llvm::Expected<VocabBlock> vocabBlock(const InstructionView &in,
 inline llvm::Expected<TiledLogits> tiledLogits(const InstructionView &in) {
   bool grad = in.opcode() == LINEAR_CROSS_ENTROPY_GRAD;
   DType type = in.floatType();
-  llvm::Error shapes = grad
-                           ? in.expect(4, 2, {type, type, I32, F32, type, type},
-                                       {1, 2, 0, 0, 1, 2})
-                           : in.expect(3, 3, {type, type, I32, F32, I64, type},
-                                       {1, 2, 0, 0, 0, 2});
-  if (shapes)
-    return std::move(shapes);
+  if (auto error = grad ? in.expect(4, 2, {type, type, I32, F32, type, type},
+                                    {0, 0, 0, 0, 0, 0})
+                        : in.expect(3, 3, {type, type, I32, F32, I64, type},
+                                    {0, 0, 0, 0, 0, 0}))
+    return std::move(error);
   constexpr int tile = 5; // the last of six values either way
+  bool wrtWeight = grad && in->cross_entropy().wrt_weight();
+  if (auto error = in.check(
+          grad ? shapes::tiledLogitsGrad(in.shape(0), in.shape(1), in.shape(2),
+                                         in.shape(tile), in.shape(4), wrtWeight)
+               : shapes::tiledLogits(in.shape(0), in.shape(1), in.shape(2),
+                                     in.shape(tile))))
+    return std::move(error);
+  // The loss (and its gradient, and the token count) are scalars.
+  if (in.count(3) != 1 || (!grad && in.count(4) != 1))
+    return in.fail("the loss, its gradient and the token count are scalars");
   int64_t columns = in.dim(1, 1), hidden = in.dim(1, 0);
   int64_t rows = in.count(2);
-  if (in.dim(0, 0) != hidden || in.count(0) != rows * hidden ||
-      in.dim(tile, 0) != columns || in.dim(tile, 1) < 1)
-    return in.fail("input, weight, labels and tile do not agree");
-  bool wrtWeight = grad && in->cross_entropy().wrt_weight();
-  if (grad ? in.count(3) != 1 || in.count(4) != in.count(wrtWeight ? 1 : 0)
-           : in.count(3) != 1 || in.count(4) != 1)
-    return in.fail("the results do not agree with the operands");
   llvm::Expected<VocabBlock> block = vocabBlock(in, columns);
   if (!block)
     return block.takeError();

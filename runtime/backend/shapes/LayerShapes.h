@@ -1,4 +1,4 @@
-//===- LayerShapes.h - embeddings and rope ----------------------*- C++ -*-===//
+//===- LayerShapes.h - embeddings, norms and rope ---------------*- C++ -*-===//
 //
 // The decoders of one op family (the backends' runners of that family
 // share them): each checks its instructions' operands against each other
@@ -9,6 +9,7 @@
 #ifndef TWILL_RUNTIME_BACKEND_SHAPES_LAYERSHAPES_H
 #define TWILL_RUNTIME_BACKEND_SHAPES_LAYERSHAPES_H
 
+#include "opmodel/Shapes.h"
 #include "runtime/backend/InstructionView.h"
 
 namespace twill {
@@ -24,11 +25,12 @@ struct EmbeddingShape {
 inline llvm::Expected<EmbeddingShape>
 embeddingShape(const InstructionView &in) {
   DType type = in.floatType();
-  if (auto error = in.expect(2, 1, {type, I32, type}, {2, 0, 1}))
+  if (auto error = in.expect(2, 1, {type, I32, type}, {0, 0, 0}))
+    return std::move(error);
+  if (auto error =
+          in.check(shapes::embedding(in.shape(0), in.shape(1), in.shape(2))))
     return std::move(error);
   EmbeddingShape shape{in.shape(0)[0], in.dim(0, 0), std::nullopt};
-  if (in.count(2) != in.count(1) * shape.dim)
-    return in.fail("result size is not ids x hidden");
   auto position = shardAxis(in, in->embedding().shard_axis());
   if (!position)
     return position.takeError();
@@ -37,8 +39,53 @@ embeddingShape(const InstructionView &in) {
   return shape;
 }
 
-/// rope's or rope_grad's sizes and frequencies' settings: (x, positions)
-/// -> result, x [.., heads, headDim] with one position per token.
+/// embedding_grad's sizes: (ids, grad [ids..., dim]) -> the table's
+/// gradient [rows, dim], in fp32 (rows that many ids add into).
+struct EmbeddingGradShape {
+  int64_t rows, dim;
+};
+
+inline llvm::Expected<EmbeddingGradShape>
+embeddingGradShape(const InstructionView &in) {
+  if (auto error = in.expect(2, 1, {I32, F32, F32}, {0, 0, 0}))
+    return std::move(error);
+  if (auto error = in.check(
+          shapes::embeddingGrad(in.shape(0), in.shape(1), in.shape(2))))
+    return std::move(error);
+  return EmbeddingGradShape{in.shape(2)[0], in.dim(2, 0)};
+}
+
+/// rms_norm (input, weight), rms_norm_grad (input, weight, grad) and
+/// rms_norm_weight_grad (input, grad): `rows` rows of `dim`, every value of
+/// one float type.
+struct RmsNormShape {
+  int64_t rows, dim;
+  double epsilon;
+};
+
+inline llvm::Expected<RmsNormShape> rmsNormShape(const InstructionView &in) {
+  Opcode op = in.opcode();
+  int operands = op == RMS_NORM_GRAD ? 3 : 2;
+  DType type = in.floatType();
+  if (auto error =
+          in.expect(operands, 1, std::vector<DType>(operands + 1, type),
+                    std::vector<int>(operands + 1, 0)))
+    return std::move(error);
+  llvm::Error rule =
+      op == RMS_NORM ? shapes::rmsNorm(in.shape(0), in.shape(1), in.shape(2))
+      : op == RMS_NORM_GRAD
+          ? shapes::rmsNormGrad(in.shape(0), in.shape(1), in.shape(2),
+                                in.shape(3))
+          : shapes::rmsNormWeightGrad(in.shape(0), in.shape(1), in.shape(2));
+  if (auto error = in.check(std::move(rule)))
+    return std::move(error);
+  int64_t dim = in.dim(0, 0);
+  return RmsNormShape{in.count(0) / std::max<int64_t>(dim, 1), dim,
+                      in->rms_norm().epsilon()};
+}
+
+/// rope's or rope_grad's sizes and frequencies' settings: (x [batch, seq,
+/// heads, headDim], positions [batch, seq]) -> like x.
 struct RopeShape {
   int64_t tokens, heads, headDim;
   double theta;
@@ -47,17 +94,15 @@ struct RopeShape {
 
 inline llvm::Expected<RopeShape> ropeShape(const InstructionView &in) {
   DType type = in.floatType();
-  if (auto error = in.expect(2, 1, {type, I32, type}, {4, 2, 4}))
+  if (auto error = in.expect(2, 1, {type, I32, type}, {0, 0, 0}))
+    return std::move(error);
+  if (auto error =
+          in.check(shapes::rope(in.shape(0), in.shape(1), in.shape(2))))
     return std::move(error);
   RopeShape shape;
   shape.headDim = in.dim(0, 0);
   shape.heads = in.dim(0, 1);
-  shape.tokens =
-      in.count(0) / std::max<int64_t>(shape.heads * shape.headDim, 1);
-  if (in.count(1) != shape.tokens)
-    return in.fail("positions do not match the tokens");
-  if (auto error = in.expectSameCount(0, 2))
-    return std::move(error);
+  shape.tokens = in.count(1);
   const RopeAttributes &rope = in->rope();
   shape.theta = rope.theta();
   shape.scaling.factor = rope.scaling_factor();

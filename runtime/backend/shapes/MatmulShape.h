@@ -9,8 +9,9 @@
 #ifndef TWILL_RUNTIME_BACKEND_SHAPES_MATMULSHAPE_H
 #define TWILL_RUNTIME_BACKEND_SHAPES_MATMULSHAPE_H
 
-#include "runtime/backend/InstructionView.h"
+#include "opmodel/Shapes.h"
 #include "runtime/backend/Gemm.h"
+#include "runtime/backend/InstructionView.h"
 
 namespace twill {
 
@@ -33,7 +34,7 @@ inline llvm::Expected<MatmulShape> matmulShape(const InstructionView &in) {
   int operands = in.numOperands() == 3 ? 3 : 2;
   if (auto error =
           in.expect(operands, 1, std::vector<DType>(operands + 1, type),
-                    std::vector<int>(operands + 1, 2)))
+                    std::vector<int>(operands + 1, 0)))
     return std::move(error);
   MatmulShape shape;
   shape.hasAddend = operands == 3;
@@ -41,30 +42,20 @@ inline llvm::Expected<MatmulShape> matmulShape(const InstructionView &in) {
   shape.result = operands;
   shape.transposeLhs = in->matmul().transpose_lhs();
   shape.transposeRhs = in->matmul().transpose_rhs();
-  shape.m = in.dim(0, shape.transposeLhs ? 0 : 1);
-  shape.k = in.dim(0, shape.transposeLhs ? 1 : 0);
-  shape.n = in.dim(1, shape.transposeRhs ? 1 : 0);
-  int64_t rhsK = in.dim(1, shape.transposeRhs ? 0 : 1);
-  // The batch from the dims themselves: an empty product (k = 0) still has
-  // its rows and columns.
-  shape.batch = 1;
-  for (int64_t dim : in.shape(0).drop_back(2))
-    shape.batch *= dim;
-  shape.rhsBatched = in.shape(1).size() > 2;
-  if (in.shape(shape.result).size() == 2 && in.shape(0).size() > 2) {
-    if (!shape.transposeLhs || shape.transposeRhs)
-      return in.fail("sums over batch dims only with transpose_lhs");
-    shape.k *= shape.batch;
-    rhsK = in.count(1) / std::max<int64_t>(shape.n, 1);
-    shape.batch = 1;
-    shape.rhsBatched = false;
-  }
-  if (shape.k != rhsK ||
-      in.count(shape.result) != shape.batch * shape.m * shape.n ||
-      (shape.rhsBatched && in.count(1) != shape.batch * shape.k * shape.n))
-    return in.fail("operand shapes do not multiply");
-  if (shape.hasAddend && in.count(2) != in.count(shape.result))
-    return in.fail("the addend differs from the result in size");
+  llvm::Expected<shapes::MatmulDims> dims =
+      shapes::matmul(in.shape(0), in.shape(1), in.shape(shape.result),
+                     shape.transposeLhs, shape.transposeRhs);
+  if (!dims)
+    return in.check(dims.takeError());
+  if (shape.hasAddend)
+    if (auto error = in.check(shapes::expectShape("addend", in.shape(2),
+                                                  in.shape(shape.result))))
+      return std::move(error);
+  shape.batch = dims->batch;
+  shape.m = dims->m;
+  shape.n = dims->n;
+  shape.k = dims->k;
+  shape.rhsBatched = dims->rhsBatched;
   return shape;
 }
 

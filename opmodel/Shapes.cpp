@@ -1,0 +1,212 @@
+//===- Shapes.cpp - the shape rule of each op -----------------------------===//
+
+#include "opmodel/Shapes.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <tuple>
+
+using namespace twill;
+using llvm::Error;
+
+static Error problem(const llvm::Twine &what) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), what);
+}
+
+std::string shapes::text(Shape shape) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "[";
+  llvm::interleaveComma(shape, os);
+  os << "]";
+  return text;
+}
+
+Error shapes::expectShape(llvm::StringRef what, Shape actual, Shape expected) {
+  if (actual == expected)
+    return Error::success();
+  return problem(what + " must have shape " + text(expected) + ", got " +
+                 text(actual));
+}
+
+Error shapes::expectRank(llvm::StringRef what, Shape shape, int64_t rank) {
+  if (int64_t(shape.size()) == rank)
+    return Error::success();
+  return problem(llvm::formatv("{0} must have rank {1}, got {2}", what, rank,
+                               shape.size()));
+}
+
+/// `ids` with `dim` appended: an embedding's rows.
+static llvm::SmallVector<int64_t> rowsOf(shapes::Shape ids, int64_t dim) {
+  llvm::SmallVector<int64_t> rows(ids);
+  rows.push_back(dim);
+  return rows;
+}
+
+Error shapes::embedding(Shape table, Shape ids, Shape result) {
+  if (Error error = expectRank("table", table, 2))
+    return error;
+  return expectShape("result", result, rowsOf(ids, table[1]));
+}
+
+Error shapes::embeddingGrad(Shape ids, Shape grad, Shape result) {
+  if (Error error = expectRank("result", result, 2))
+    return error;
+  return expectShape("grad", grad, rowsOf(ids, result[1]));
+}
+
+Error shapes::rmsNorm(Shape input, Shape weight, Shape result) {
+  if (input.empty())
+    return problem("input must have rank 1 or more");
+  if (Error error = expectShape("weight", weight, input.take_back()))
+    return error;
+  return expectShape("result", result, input);
+}
+
+Error shapes::rmsNormGrad(Shape input, Shape weight, Shape grad,
+                          Shape result) {
+  if (Error error = rmsNorm(input, weight, result))
+    return error;
+  return expectShape("grad", grad, input);
+}
+
+Error shapes::rmsNormWeightGrad(Shape input, Shape grad, Shape result) {
+  if (input.empty())
+    return problem("input must have rank 1 or more");
+  if (Error error = expectShape("grad", grad, input))
+    return error;
+  return expectShape("result", result, input.take_back());
+}
+
+Error shapes::rope(Shape x, Shape positions, Shape result) {
+  if (Error error = expectRank("input", x, 4))
+    return error;
+  if (x.back() % 2 != 0)
+    return problem(llvm::formatv("head dim must be even, got {0}", x.back()));
+  if (Error error = expectShape("positions", positions, x.take_front(2)))
+    return error;
+  return expectShape("result", result, x);
+}
+
+/// What attention and its gradient both check of their operands.
+static Error attentionOperands(shapes::Shape query, shapes::Shape key,
+                               shapes::Shape value,
+                               std::optional<shapes::Shape> segments,
+                               bool queryHeadsSharded) {
+  using namespace shapes;
+  for (auto [what, shape] : {std::pair<const char *, Shape>{"query", query},
+                             {"key", key},
+                             {"value", value}})
+    if (Error error = expectRank(what, shape, 4))
+      return error;
+  if (Error error =
+          expectShape("key", key, {query[0], query[1], key[2], query[3]}))
+    return error;
+  if (Error error = expectShape("value", value, key))
+    return error;
+  if (segments)
+    if (Error error =
+            expectShape("segments", *segments, query.take_front(2)))
+      return error;
+  int64_t heads = query[2], kvHeads = key[2];
+  if ((kvHeads > 0 && heads % kvHeads == 0) ||
+      (queryHeadsSharded && heads > 0 && kvHeads % heads == 0))
+    return Error::success();
+  return problem(llvm::formatv(
+      "query heads ({0}) must be a multiple of key/value heads ({1})", heads,
+      kvHeads));
+}
+
+Error shapes::attention(Shape query, Shape key, Shape value,
+                        std::optional<Shape> segments, Shape result,
+                        bool queryHeadsSharded) {
+  if (Error error =
+          attentionOperands(query, key, value, segments, queryHeadsSharded))
+    return error;
+  return expectShape("result", result, query);
+}
+
+Error shapes::attentionGrad(Shape query, Shape key, Shape value, Shape output,
+                            Shape grad, std::optional<Shape> segments,
+                            Shape queryGrad, Shape keyGrad, Shape valueGrad,
+                            bool queryHeadsSharded) {
+  if (Error error =
+          attentionOperands(query, key, value, segments, queryHeadsSharded))
+    return error;
+  for (auto [what, shape, like] :
+       {std::tuple<const char *, Shape, Shape>{"output", output, query},
+        {"grad", grad, query},
+        {"query_grad", queryGrad, query},
+        {"key_grad", keyGrad, key},
+        {"value_grad", valueGrad, key}})
+    if (Error error = expectShape(what, shape, like))
+      return error;
+  return Error::success();
+}
+
+Error shapes::tiledLogits(Shape input, Shape weight, Shape labels, Shape tile) {
+  if (Error error = expectRank("weight", weight, 2))
+    return error;
+  if (Error error = expectRank("tile", tile, 2))
+    return error;
+  if (input.empty())
+    return problem("input must have a hidden dim");
+  if (Error error = expectShape("labels", labels, input.drop_back()))
+    return error;
+  if (Error error = expectShape("weight", weight, {weight[0], input.back()}))
+    return error;
+  if (tile[0] < 1)
+    return problem("tile must hold at least one row");
+  return expectShape("tile", tile, {tile[0], weight[0]});
+}
+
+Error shapes::tiledLogitsGrad(Shape input, Shape weight, Shape labels,
+                              Shape tile, Shape result, bool wrtWeight) {
+  if (Error error = tiledLogits(input, weight, labels, tile))
+    return error;
+  return expectShape("result", result, wrtWeight ? weight : input);
+}
+
+llvm::Expected<shapes::MatmulDims>
+shapes::matmul(Shape lhs, Shape rhs, Shape result, bool transposeLhs,
+               bool transposeRhs) {
+  if (lhs.size() < 2 || rhs.size() < 2)
+    return problem("operands must have rank 2 or more");
+  Shape batchDims = lhs.drop_back(2);
+  if (rhs.size() != 2 && rhs.drop_back(2) != batchDims)
+    return problem("rhs must have no batch dims or lhs's " + text(batchDims) +
+                   ", got " + text(rhs.drop_back(2)));
+  MatmulDims dims;
+  dims.m = lhs[lhs.size() - 2];
+  dims.k = lhs.back();
+  if (transposeLhs)
+    std::swap(dims.m, dims.k);
+  int64_t rhsK = rhs[rhs.size() - 2];
+  dims.n = rhs.back();
+  if (transposeRhs)
+    std::swap(rhsK, dims.n);
+  if (dims.k != rhsK)
+    return problem(
+        llvm::formatv("contracting dims differ: {0} vs {1}", dims.k, rhsK));
+  dims.batch = 1;
+  for (int64_t dim : batchDims)
+    dims.batch *= dim;
+  dims.rhsBatched = rhs.size() > 2;
+  llvm::SmallVector<int64_t> expected(batchDims);
+  if (result.size() == 2 && !batchDims.empty() && dims.rhsBatched) {
+    if (!transposeLhs || transposeRhs)
+      return problem("sums over batch dims only with transpose_lhs and "
+                     "without transpose_rhs");
+    expected.clear(); // the batch dims are contracted
+    dims.k *= dims.batch;
+    dims.batch = 1;
+    dims.rhsBatched = false;
+  }
+  expected.append({dims.m, dims.n});
+  if (Error error = expectShape("result", result, expected))
+    return std::move(error);
+  return dims;
+}

@@ -1,0 +1,89 @@
+//===- Shapes.h - the shape rule of each op, written once -------*- C++ -*-===//
+//
+// What shapes an op's operands and results must have, over plain shapes:
+// the dialect's verifiers check the IR's types by these rules, and the
+// runtime's decoders (runtime/backend/shapes/) check the Executable's
+// buffers by them before a kernel touches memory, so the compiler and the
+// runtime cannot disagree on an op's shapes, and say the same when one is
+// wrong. Element types are each side's own (the runtime's follow what its
+// kernels compute in). MLIR-free: the runtime links it too.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TWILL_OPMODEL_SHAPES_H
+#define TWILL_OPMODEL_SHAPES_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <optional>
+#include <string>
+
+namespace twill::shapes {
+
+using Shape = llvm::ArrayRef<int64_t>;
+
+/// "[2, 4, 8]", for messages.
+std::string text(Shape shape);
+
+/// Fails with "<what> must have shape [..], got [..]" unless they match.
+llvm::Error expectShape(llvm::StringRef what, Shape actual, Shape expected);
+/// Fails with "<what> must have rank N, got M" unless it has.
+llvm::Error expectRank(llvm::StringRef what, Shape shape, int64_t rank);
+
+/// embedding: table [rows, dim], ids [...] -> [..., dim].
+llvm::Error embedding(Shape table, Shape ids, Shape result);
+/// embedding_grad: ids [...], grad [..., dim] -> the table's [rows, dim].
+llvm::Error embeddingGrad(Shape ids, Shape grad, Shape result);
+
+/// rms_norm: input [..., dim], weight [dim] -> like input.
+llvm::Error rmsNorm(Shape input, Shape weight, Shape result);
+/// rms_norm_grad: input, weight, grad -> the input's.
+llvm::Error rmsNormGrad(Shape input, Shape weight, Shape grad, Shape result);
+/// rms_norm_weight_grad: input, grad -> the weight's [dim].
+llvm::Error rmsNormWeightGrad(Shape input, Shape grad, Shape result);
+
+/// rope and rope_grad: x [batch, seq, heads, headDim] (headDim even),
+/// positions [batch, seq] -> like x.
+llvm::Error rope(Shape x, Shape positions, Shape result);
+
+/// attention: query [batch, seq, heads, headDim], key and value [batch,
+/// seq, kvHeads, headDim], segments (if any: none is empty) [batch, seq]
+/// -> like query. The query heads are a multiple of the key/value heads;
+/// with `queryHeadsSharded` (the query heads one rank's block, the
+/// key/value heads all of them) either count may divide the other.
+llvm::Error attention(Shape query, Shape key, Shape value,
+                      std::optional<Shape> segments, Shape result,
+                      bool queryHeadsSharded);
+/// attention_grad: query, key, value, output, grad [, segments] -> the
+/// gradients of query, key and value.
+llvm::Error attentionGrad(Shape query, Shape key, Shape value, Shape output,
+                          Shape grad, std::optional<Shape> segments,
+                          Shape queryGrad, Shape keyGrad, Shape valueGrad,
+                          bool queryHeadsSharded);
+
+/// linear_cross_entropy's operands: input [..., hidden], weight [vocab,
+/// hidden], labels [...] and a tile [rows, vocab] of at least one row.
+llvm::Error tiledLogits(Shape input, Shape weight, Shape labels, Shape tile);
+/// linear_cross_entropy_grad's: the same, and the gradient of the input or
+/// (`wrtWeight`) of the weight.
+llvm::Error tiledLogitsGrad(Shape input, Shape weight, Shape labels,
+                            Shape tile, Shape result, bool wrtWeight);
+
+/// A matmul's dims: `batch` products of op(lhs) [m, k] and op(rhs) [k, n].
+/// rhs has no batch dims (one matrix for every product) or lhs's; a matrix
+/// result from batched operands sums over the batch (with transpose_lhs
+/// and without transpose_rhs: a weight's gradient), which then counts in
+/// k and no longer in batch.
+struct MatmulDims {
+  int64_t batch, m, n, k;
+  bool rhsBatched;
+};
+/// matmul: lhs, rhs [, addend] -> result (the addend of the result's shape).
+llvm::Expected<MatmulDims> matmul(Shape lhs, Shape rhs, Shape result,
+                                  bool transposeLhs, bool transposeRhs);
+
+} // namespace twill::shapes
+
+#endif // TWILL_OPMODEL_SHAPES_H

@@ -1,0 +1,188 @@
+//===- ShapesTest.cpp - each op's shape rule, and both sides using it -----===//
+//
+// opmodel/Shapes.h is the one shape rule of an op: the dialect's verifiers
+// (test/lit/ops-invalid.mlir) and the runtime's decoders report it in the
+// same words. Here each rule on good and bad shapes, and the runtime's
+// decoders on the very shapes ops-invalid.mlir gives the verifiers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "opmodel/Shapes.h"
+#include "runtime/backend/shapes/LayerShapes.h"
+#include "runtime/backend/shapes/MatmulShape.h"
+
+#include <gtest/gtest.h>
+
+using namespace twill;
+
+namespace {
+
+/// The rule's message, or "" where it holds.
+std::string problemOf(llvm::Error rule) {
+  return rule ? llvm::toString(std::move(rule)) : "";
+}
+template <typename T> std::string problemOf(llvm::Expected<T> rule) {
+  return rule ? "" : llvm::toString(rule.takeError());
+}
+
+TEST(Shapes, MatmulDimsAndItsRefusals) {
+  // A batch of products sharing one weight, transposed.
+  llvm::Expected<shapes::MatmulDims> dims =
+      shapes::matmul({2, 8, 64}, {96, 64}, {2, 8, 96}, false, true);
+  ASSERT_TRUE(bool(dims)) << llvm::toString(dims.takeError());
+  EXPECT_EQ(dims->batch, 2);
+  EXPECT_EQ(dims->m, 8);
+  EXPECT_EQ(dims->k, 64);
+  EXPECT_EQ(dims->n, 96);
+  EXPECT_FALSE(dims->rhsBatched);
+  // A weight's gradient: the batch sums into k.
+  dims = shapes::matmul({2, 8, 5}, {2, 8, 7}, {5, 7}, true, false);
+  ASSERT_TRUE(bool(dims)) << llvm::toString(dims.takeError());
+  EXPECT_EQ(dims->batch, 1);
+  EXPECT_EQ(dims->k, 16);
+  EXPECT_FALSE(dims->rhsBatched);
+
+  EXPECT_EQ(problemOf(shapes::matmul({2, 8, 64}, {96, 32}, {2, 8, 96}, false,
+                                     true)),
+            "contracting dims differ: 64 vs 32");
+  EXPECT_EQ(problemOf(shapes::matmul({3, 8, 16}, {4, 16, 8}, {3, 8, 8}, false,
+                                     false)),
+            "rhs must have no batch dims or lhs's [3], got [4]");
+  EXPECT_EQ(problemOf(shapes::matmul({8}, {8, 4}, {4}, false, false)),
+            "operands must have rank 2 or more");
+  EXPECT_EQ(
+      problemOf(shapes::matmul({2, 5, 8}, {2, 8, 7}, {5, 7}, false, false)),
+      "sums over batch dims only with transpose_lhs and without "
+      "transpose_rhs");
+  EXPECT_EQ(problemOf(shapes::matmul({8, 16}, {16, 4}, {4, 8}, false, false)),
+            "result must have shape [8, 4], got [4, 8]");
+}
+
+TEST(Shapes, LayerRules) {
+  EXPECT_EQ(problemOf(shapes::embedding({512, 64}, {2, 8}, {2, 8, 64})), "");
+  EXPECT_EQ(problemOf(shapes::embedding({512}, {2, 8}, {2, 8, 64})),
+            "table must have rank 2, got 1");
+  EXPECT_EQ(problemOf(shapes::embeddingGrad({2, 8}, {2, 8, 32}, {512, 64})),
+            "grad must have shape [2, 8, 64], got [2, 8, 32]");
+  EXPECT_EQ(problemOf(shapes::rmsNorm({2, 8, 64}, {64}, {2, 8, 64})), "");
+  EXPECT_EQ(problemOf(shapes::rmsNorm({2, 8, 64}, {32}, {2, 8, 64})),
+            "weight must have shape [64], got [32]");
+  EXPECT_EQ(problemOf(shapes::rmsNormGrad({2, 64}, {64}, {2, 63}, {2, 64})),
+            "grad must have shape [2, 64], got [2, 63]");
+  EXPECT_EQ(problemOf(shapes::rmsNormWeightGrad({}, {}, {})),
+            "input must have rank 1 or more");
+  EXPECT_EQ(problemOf(shapes::rmsNormWeightGrad({2, 64}, {2, 64}, {2, 64})),
+            "result must have shape [64], got [2, 64]");
+  EXPECT_EQ(problemOf(shapes::rope({2, 8, 4, 16}, {2, 8}, {2, 8, 4, 16})), "");
+  EXPECT_EQ(problemOf(shapes::rope({2, 8, 4, 15}, {2, 8}, {2, 8, 4, 15})),
+            "head dim must be even, got 15");
+  EXPECT_EQ(problemOf(shapes::rope({2, 8, 4, 16}, {2, 6}, {2, 8, 4, 16})),
+            "positions must have shape [2, 8], got [2, 6]");
+  EXPECT_EQ(problemOf(shapes::rope({8, 4, 16}, {8}, {8, 4, 16})),
+            "input must have rank 4, got 3");
+}
+
+TEST(Shapes, AttentionRules) {
+  std::vector<int64_t> q = {2, 8, 4, 16}, kv = {2, 8, 2, 16};
+  EXPECT_EQ(problemOf(shapes::attention(q, kv, kv, std::nullopt, q, false)),
+            "");
+  EXPECT_EQ(problemOf(shapes::attention(q, {2, 8, 2, 8}, kv, std::nullopt, q,
+                                        false)),
+            "key must have shape [2, 8, 2, 16], got [2, 8, 2, 8]");
+  EXPECT_EQ(problemOf(shapes::attention(q, kv, kv, shapes::Shape{2, 7}, q,
+                                        false)),
+            "segments must have shape [2, 8], got [2, 7]");
+  // 3 query heads on 2 key/value heads: only as one rank's block of them.
+  std::vector<int64_t> three = {2, 8, 3, 16};
+  EXPECT_EQ(
+      problemOf(shapes::attention(three, kv, kv, std::nullopt, three, false)),
+      "query heads (3) must be a multiple of key/value heads (2)");
+  std::vector<int64_t> one = {2, 8, 1, 16};
+  EXPECT_EQ(problemOf(shapes::attention(one, kv, kv, std::nullopt, one, true)),
+            "");
+  EXPECT_EQ(problemOf(shapes::attentionGrad(q, kv, kv, q, q, std::nullopt, q,
+                                            kv, q, false)),
+            "value_grad must have shape [2, 8, 2, 16], got [2, 8, 4, 16]");
+}
+
+TEST(Shapes, TiledLogitsRules) {
+  EXPECT_EQ(problemOf(shapes::tiledLogits({2, 8, 64}, {512, 64}, {2, 8},
+                                          {5, 512})),
+            "");
+  EXPECT_EQ(problemOf(shapes::tiledLogits({2, 8, 64}, {512, 64}, {2, 8},
+                                          {0, 512})),
+            "tile must hold at least one row");
+  EXPECT_EQ(problemOf(shapes::tiledLogits({2, 8, 64}, {512, 32}, {2, 8},
+                                          {5, 512})),
+            "weight must have shape [512, 64], got [512, 32]");
+  EXPECT_EQ(problemOf(shapes::tiledLogitsGrad({2, 8, 64}, {512, 64}, {2, 8},
+                                              {5, 512}, {2, 8, 64}, true)),
+            "result must have shape [512, 64], got [2, 8, 64]");
+}
+
+/// A buffer's shape and dtype.
+struct Value {
+  std::vector<int64_t> shape;
+  DType dtype = F32;
+};
+
+/// One instruction of `opcode` over buffers of these values (its operands,
+/// then its results), viewed as a backend's runner sees it.
+class OneInstruction {
+public:
+  OneInstruction(Opcode opcode, std::vector<Value> operands,
+                 std::vector<Value> results) {
+    instruction.set_opcode(opcode);
+    for (const Value &value : operands)
+      instruction.add_operands(add(value));
+    for (const Value &value : results)
+      instruction.add_results(add(value));
+  }
+  Instruction *operator->() { return &instruction; }
+  InstructionView view() const {
+    return InstructionView(executable, instruction, nowhere, nullptr);
+  }
+
+private:
+  int add(const Value &value) {
+    Buffer &buffer = *executable.add_buffers();
+    buffer.set_dtype(value.dtype);
+    for (int64_t dim : value.shape)
+      buffer.add_shape(dim);
+    return executable.buffers_size() - 1;
+  }
+  static void *nowhere(int) { return nullptr; }
+
+  Executable executable;
+  Instruction instruction;
+};
+
+TEST(Shapes, TheRuntimeRefusesInTheVerifiersWords) {
+  // test/lit/ops-invalid.mlir's @matmul_contracting and @rms_norm_weight.
+  OneInstruction matmul(MATMUL, {{{2, 8, 64}}, {{96, 32}}}, {{{2, 8, 96}}});
+  matmul->mutable_matmul()->set_transpose_rhs(true);
+  EXPECT_EQ(problemOf(matmulShape(matmul.view())),
+            "matmul: contracting dims differ: 64 vs 32");
+  OneInstruction norm(RMS_NORM, {{{2, 8, 64}}, {{32}}}, {{{2, 8, 64}}});
+  norm->mutable_rms_norm()->set_epsilon(1e-5);
+  EXPECT_EQ(problemOf(rmsNormShape(norm.view())),
+            "rms_norm: weight must have shape [64], got [32]");
+  OneInstruction rope(ROPE, {{{2, 8, 4, 15}}, {{2, 8}, I32}},
+                      {{{2, 8, 4, 15}}});
+  rope->mutable_rope()->set_theta(10000);
+  EXPECT_EQ(problemOf(ropeShape(rope.view())),
+            "rope: head dim must be even, got 15");
+
+  // And accepts what the verifier does, with the dims its kernel needs.
+  OneInstruction good(MATMUL, {{{2, 8, 64}}, {{96, 64}}, {{2, 8, 96}}},
+                      {{{2, 8, 96}}});
+  good->mutable_matmul()->set_transpose_rhs(true);
+  llvm::Expected<MatmulShape> shape = matmulShape(good.view());
+  ASSERT_TRUE(bool(shape)) << llvm::toString(shape.takeError());
+  EXPECT_TRUE(shape->hasAddend);
+  EXPECT_EQ(shape->batch * shape->m, 16);
+  EXPECT_EQ(shape->k, 64);
+  EXPECT_EQ(shape->n, 96);
+}
+
+} // namespace
