@@ -91,6 +91,146 @@ Error shapes::rope(Shape x, Shape positions, Shape result) {
   return expectShape("result", result, x);
 }
 
+/// Fails unless each named shape is `like`.
+static Error allLike(shapes::Shape like,
+                     std::initializer_list<std::pair<const char *, shapes::Shape>>
+                         values) {
+  for (auto [what, shape] : values)
+    if (Error error = shapes::expectShape(what, shape, like))
+      return error;
+  return Error::success();
+}
+
+Error shapes::binary(Shape lhs, Shape rhs, Shape result) {
+  return allLike(lhs, {{"rhs", rhs}, {"result", result}});
+}
+
+Error shapes::unary(Shape input, Shape result) {
+  return expectShape("result", result, input);
+}
+
+/// The elements of a value of `shape`.
+static int64_t elementsOf(shapes::Shape shape) {
+  int64_t count = 1;
+  for (int64_t dim : shape)
+    count *= dim;
+  return count;
+}
+
+Error shapes::reshape(Shape input, Shape result) {
+  if (elementsOf(input) == elementsOf(result))
+    return Error::success();
+  return problem(llvm::formatv("cannot reshape {0} elements into {1}",
+                               elementsOf(input), elementsOf(result)));
+}
+
+Error shapes::swigluGrad(Shape gate, Shape up, Shape grad, Shape gateGrad,
+                         Shape upGrad) {
+  return allLike(gate, {{"up", up},
+                        {"grad", grad},
+                        {"gate_grad", gateGrad},
+                        {"up_grad", upGrad}});
+}
+
+Error shapes::transpose(Shape input, llvm::ArrayRef<int64_t> permutation,
+                        Shape result) {
+  llvm::SmallVector<bool> used(input.size(), false);
+  bool permutes = permutation.size() == input.size();
+  for (int64_t dim : permutation) {
+    permutes = permutes && dim >= 0 && dim < int64_t(input.size()) &&
+               !used[dim];
+    if (permutes)
+      used[dim] = true;
+  }
+  if (!permutes)
+    return problem(llvm::formatv(
+        "permutation {0} is not a permutation of the {1} input dims",
+        text(permutation), input.size()));
+  llvm::SmallVector<int64_t> expected;
+  for (int64_t dim : permutation)
+    expected.push_back(input[dim]);
+  return expectShape("result", result, expected);
+}
+
+llvm::Expected<std::vector<PieceRun>>
+shapes::pieces(Shape whole, llvm::ArrayRef<Shape> pieces, int64_t dim,
+               int64_t blocks) {
+  if (dim < 0 || dim >= int64_t(whole.size()))
+    return problem(llvm::formatv("dim {0} is not a dim of {1}", dim,
+                                 text(whole)));
+  if (pieces.empty())
+    return problem("needs at least one piece");
+  llvm::SmallVector<int64_t> sizes;
+  for (Shape piece : pieces) {
+    llvm::SmallVector<int64_t> expected(whole);
+    if (piece.size() == whole.size())
+      expected[dim] = piece[dim];
+    if (Error error = expectShape("piece", piece, expected))
+      return std::move(error);
+    sizes.push_back(piece[dim]);
+  }
+  llvm::Expected<std::vector<PieceRun>> runs =
+      blockedPieceRuns(whole[dim], blocks, sizes);
+  if (!runs)
+    return problem(llvm::formatv("pieces do not lay out dim {0}: {1}", dim,
+                                 llvm::toString(runs.takeError())));
+  return runs;
+}
+
+Error shapes::rowSumSquares(Shape input, Shape result) {
+  if (input.empty())
+    return problem("input must have a dim to sum over");
+  return expectShape("result", result, input.drop_back());
+}
+
+Error shapes::scaleColumns(Shape input, Shape scale, Shape result) {
+  if (input.empty())
+    return problem("input must have columns");
+  if (Error error = expectShape("scale", scale, input.take_back()))
+    return error;
+  return expectShape("result", result, input);
+}
+
+Error shapes::scaleColumnsGrad(Shape input, Shape scale, Shape grad,
+                               Shape inputGrad, Shape scaleGrad) {
+  if (input.empty())
+    return problem("input must have columns");
+  if (Error error = allLike(input, {{"grad", grad}, {"input_grad", inputGrad}}))
+    return error;
+  return allLike(input.take_back(),
+                 {{"scale", scale}, {"scale_grad", scaleGrad}});
+}
+
+Error shapes::dropout(Shape input, Shape tokens, Shape result) {
+  if (Error error = expectRank("input", input, 3))
+    return error;
+  if (Error error = expectShape("result", result, input))
+    return error;
+  return expectShape("tokens", tokens, input.take_front(2));
+}
+
+Error shapes::crossEntropy(Shape logits, Shape labels) {
+  if (logits.empty())
+    return problem("logits must have a vocab dim");
+  return expectShape("labels", labels, logits.drop_back());
+}
+
+Error shapes::crossEntropyGrad(Shape logits, Shape labels, Shape result) {
+  if (Error error = crossEntropy(logits, labels))
+    return error;
+  return expectShape("result", result, logits);
+}
+
+Error shapes::adamw(Shape param, Shape grad, Shape expAvg, Shape expAvgSq,
+                    Shape newParam, Shape newExpAvg, Shape newExpAvgSq) {
+  return allLike(param, {{"grad", grad},
+                         {"exp_avg", expAvg},
+                         {"exp_avg_sq", expAvgSq},
+                         {"new_param", newParam},
+                         {"new_exp_avg", newExpAvg},
+                         {"new_exp_avg_sq", newExpAvgSq}});
+}
+
 /// What attention and its gradient both check of their operands.
 static Error attentionOperands(shapes::Shape query, shapes::Shape key,
                                shapes::Shape value,

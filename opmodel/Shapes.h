@@ -13,12 +13,15 @@
 #ifndef TWILL_OPMODEL_SHAPES_H
 #define TWILL_OPMODEL_SHAPES_H
 
+#include "support/BlockedPieces.h"
+
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace twill::shapes {
 
@@ -47,6 +50,46 @@ llvm::Error rmsNormWeightGrad(Shape input, Shape grad, Shape result);
 /// rope and rope_grad: x [batch, seq, heads, headDim] (headDim even),
 /// positions [batch, seq] -> like x.
 llvm::Error rope(Shape x, Shape positions, Shape result);
+
+/// add, mul, div and swiglu: lhs, rhs -> result, all of one shape.
+llvm::Error binary(Shape lhs, Shape rhs, Shape result);
+/// scale, sqrt and cast: the result of the input's shape.
+llvm::Error unary(Shape input, Shape result);
+/// reshape: as many elements in the result as in the input.
+llvm::Error reshape(Shape input, Shape result);
+/// swiglu_grad: gate, up, grad -> the gate's and up's, all of one shape.
+llvm::Error swigluGrad(Shape gate, Shape up, Shape grad, Shape gateGrad,
+                       Shape upGrad);
+/// transpose: result dim i is input dim permutation[i], a permutation of
+/// every dim.
+llvm::Error transpose(Shape input, llvm::ArrayRef<int64_t> permutation,
+                      Shape result);
+/// split and concat: `whole` cut along `dim` into `pieces` laid out in
+/// `blocks` blocks (support/BlockedPieces.h), every other dim equal: the
+/// runs of that layout.
+llvm::Expected<std::vector<PieceRun>>
+pieces(Shape whole, llvm::ArrayRef<Shape> pieces, int64_t dim, int64_t blocks);
+
+/// DoRA's: row_sum_squares, input [..., columns] -> [...]; scale_columns,
+/// input, scale [columns] -> like input; and its gradient, input, scale,
+/// grad -> the input's and the scale's.
+llvm::Error rowSumSquares(Shape input, Shape result);
+llvm::Error scaleColumns(Shape input, Shape scale, Shape result);
+llvm::Error scaleColumnsGrad(Shape input, Shape scale, Shape grad,
+                             Shape inputGrad, Shape scaleGrad);
+/// dropout: input [batch, seq, features], tokens [batch, seq] -> like
+/// input.
+llvm::Error dropout(Shape input, Shape tokens, Shape result);
+
+/// cross_entropy: logits [..., vocab], labels [...]; its gradient's result
+/// like the logits.
+llvm::Error crossEntropy(Shape logits, Shape labels);
+llvm::Error crossEntropyGrad(Shape logits, Shape labels, Shape result);
+
+/// adamw: param, grad, exp_avg, exp_avg_sq and the three new values, all
+/// of one shape.
+llvm::Error adamw(Shape param, Shape grad, Shape expAvg, Shape expAvgSq,
+                  Shape newParam, Shape newExpAvg, Shape newExpAvgSq);
 
 /// attention: query [batch, seq, heads, headDim], key and value [batch,
 /// seq, kvHeads, headDim], segments (if any: none is empty) [batch, seq]

@@ -59,43 +59,26 @@ LogicalResult AttentionGradOp::verify() {
 }
 
 LogicalResult SwigluGradOp::verify() {
-  ArrayRef<int64_t> gate = shapeOf(getGate());
-  for (auto [name, value] : {std::pair<StringRef, Value>{"up", getUp()},
-                             {"grad", getGrad()},
-                             {"gate_grad", getGateGrad()},
-                             {"up_grad", getUpGrad()}})
-    if (failed(expectShape(*this, name, shapeOf(value), gate)))
-      return failure();
-  return success();
+  return check(*this, shapes::swigluGrad(shapeOf(getGate()), shapeOf(getUp()),
+                                         shapeOf(getGrad()),
+                                         shapeOf(getGateGrad()),
+                                         shapeOf(getUpGrad())));
 }
 
 LogicalResult ScaleColumnsGradOp::verify() {
-  ArrayRef<int64_t> input = shapeOf(getInput());
-  if (input.empty())
-    return emitOpError("input must have columns");
   if (failed(expectSameElementType(*this, {getInput(), getScale(), getGrad(),
                                            getInputGrad(), getScaleGrad()})))
     return failure();
-  for (auto [name, value] :
-       {std::pair<StringRef, Value>{"grad", getGrad()},
-        {"input_grad", getInputGrad()}})
-    if (failed(expectShape(*this, name, shapeOf(value), input)))
-      return failure();
-  for (auto [name, value] : {std::pair<StringRef, Value>{"scale", getScale()},
-                             {"scale_grad", getScaleGrad()}})
-    if (failed(expectShape(*this, name, shapeOf(value), input.take_back())))
-      return failure();
-  return success();
+  return check(*this, shapes::scaleColumnsGrad(
+                          shapeOf(getInput()), shapeOf(getScale()),
+                          shapeOf(getGrad()), shapeOf(getInputGrad()),
+                          shapeOf(getScaleGrad())));
 }
 
 LogicalResult CrossEntropyGradOp::verify() {
-  ArrayRef<int64_t> logits = shapeOf(getLogits());
-  if (logits.empty())
-    return emitOpError("logits must have a vocab dim");
-  if (failed(expectShape(*this, "labels", shapeOf(getLabels()),
-                         logits.drop_back())))
-    return failure();
-  return expectShape(*this, "result", shapeOf(getResult()), logits);
+  return check(*this, shapes::crossEntropyGrad(shapeOf(getLogits()),
+                                               shapeOf(getLabels()),
+                                               shapeOf(getResult())));
 }
 
 LogicalResult LinearCrossEntropyGradOp::verify() {
@@ -111,19 +94,14 @@ LogicalResult LinearCrossEntropyGradOp::verify() {
 LogicalResult SqrtOp::verify() {
   if (failed(expectSameElementType(*this, {getInput(), getResult()})))
     return failure();
-  return expectShape(*this, "result", shapeOf(getResult()),
-                     shapeOf(getInput()));
+  return check(*this, shapes::unary(shapeOf(getInput()), shapeOf(getResult())));
 }
 
 LogicalResult AdamWOp::verify() {
-  ArrayRef<int64_t> param = shapeOf(getParam());
-  for (auto [name, value] : {std::pair<StringRef, Value>{"grad", getGrad()},
-                             {"exp_avg", getExpAvg()},
-                             {"exp_avg_sq", getExpAvgSq()},
-                             {"new_param", getNewParam()},
-                             {"new_exp_avg", getNewExpAvg()},
-                             {"new_exp_avg_sq", getNewExpAvgSq()}})
-    if (failed(expectShape(*this, name, shapeOf(value), param)))
-      return failure();
-  return success();
+  return check(*this, shapes::adamw(shapeOf(getParam()), shapeOf(getGrad()),
+                                    shapeOf(getExpAvg()),
+                                    shapeOf(getExpAvgSq()),
+                                    shapeOf(getNewParam()),
+                                    shapeOf(getNewExpAvg()),
+                                    shapeOf(getNewExpAvgSq())));
 }

@@ -127,31 +127,26 @@ LogicalResult RopeOp::verify() {
 }
 
 LogicalResult RowSumSquaresOp::verify() {
-  if (shapeOf(getInput()).empty())
-    return emitOpError("input must have a dim to sum over");
   if (failed(expectSameElementType(*this, {getInput(), getResult()})))
     return failure();
-  return expectShape(*this, "result", shapeOf(getResult()),
-                     shapeOf(getInput()).drop_back());
+  return check(*this, shapes::rowSumSquares(shapeOf(getInput()),
+                                            shapeOf(getResult())));
 }
 
 LogicalResult ScaleColumnsOp::verify() {
-  if (shapeOf(getInput()).empty())
-    return emitOpError("input must have columns");
-  if (failed(expectSameElementType(*this,
-                                   {getInput(), getScale(), getResult()})) ||
-      failed(expectShape(*this, "scale", shapeOf(getScale()),
-                         shapeOf(getInput()).take_back())))
+  if (failed(
+          expectSameElementType(*this, {getInput(), getScale(), getResult()})))
     return failure();
-  return expectShape(*this, "result", shapeOf(getResult()),
-                     shapeOf(getInput()));
+  return check(*this, shapes::scaleColumns(shapeOf(getInput()),
+                                           shapeOf(getScale()),
+                                           shapeOf(getResult())));
 }
 
 LogicalResult DropoutOp::verify() {
-  if (failed(expectRank(*this, "input", getInput(), 3)) ||
-      failed(expectSameElementType(*this, {getInput(), getResult()})) ||
-      failed(expectShape(*this, "result", shapeOf(getResult()),
-                         shapeOf(getInput()))))
+  if (failed(expectSameElementType(*this, {getInput(), getResult()})) ||
+      failed(check(*this, shapes::dropout(shapeOf(getInput()),
+                                          shapeOf(getTokens()),
+                                          shapeOf(getResult())))))
     return failure();
   double rate = getRate().convertToDouble();
   if (!(rate > 0.0 && rate < 1.0))
@@ -162,8 +157,7 @@ LogicalResult DropoutOp::verify() {
   if (!cast<RankedTensorType>(getTokens().getType()).getElementType()
            .isInteger(32))
     return emitOpError("tokens must be i32");
-  return expectShape(*this, "tokens", shapeOf(getTokens()),
-                     shapeOf(getInput()).take_front(2));
+  return success();
 }
 
 LogicalResult AttentionOp::verify() {
@@ -179,15 +173,15 @@ LogicalResult AttentionOp::verify() {
   return success();
 }
 
-/// Add, mul and swiglu: one shape and element type for all three values.
+/// Add, mul, div and swiglu: one shape and element type for all three
+/// values.
 static LogicalResult verifyElementwiseBinary(Operation *op) {
   if (failed(expectSameElementType(
           op, {op->getOperand(0), op->getOperand(1), op->getResult(0)})))
     return failure();
-  ArrayRef<int64_t> lhs = shapeOf(op->getOperand(0));
-  if (failed(expectShape(op, "rhs", shapeOf(op->getOperand(1)), lhs)))
-    return failure();
-  return expectShape(op, "result", shapeOf(op->getResult(0)), lhs);
+  return check(op, shapes::binary(shapeOf(op->getOperand(0)),
+                                  shapeOf(op->getOperand(1)),
+                                  shapeOf(op->getResult(0))));
 }
 
 LogicalResult AddOp::verify() { return verifyElementwiseBinary(*this); }
@@ -196,10 +190,8 @@ LogicalResult SwigluOp::verify() { return verifyElementwiseBinary(*this); }
 LogicalResult DivOp::verify() { return verifyElementwiseBinary(*this); }
 
 LogicalResult CrossEntropyOp::verify() {
-  ArrayRef<int64_t> logits = shapeOf(getLogits());
-  if (logits.empty())
-    return emitOpError("logits must have a vocab dim");
-  return expectShape(*this, "labels", shapeOf(getLabels()), logits.drop_back());
+  return check(*this,
+               shapes::crossEntropy(shapeOf(getLogits()), shapeOf(getLabels())));
 }
 
 LogicalResult LinearCrossEntropyOp::verify() {
@@ -230,32 +222,18 @@ LogicalResult ReloadOp::verify() {
   return success();
 }
 
-/// `whole` cut along `dim` into `pieces` laid out in `blocks` blocks: every
-/// other dim equal, one element type, the sizes along `dim` the layout's.
+/// `whole` cut along `dim` into `pieces` laid out in `blocks` blocks: one
+/// element type, the shapes the layout's.
 static LogicalResult verifyPieces(Operation *op, Value whole, ValueRange pieces,
                                   int64_t dim, int64_t blocks) {
-  ArrayRef<int64_t> shape = shapeOf(whole);
-  if (dim < 0 || dim >= (int64_t)shape.size())
-    return op->emitOpError()
-           << "dim " << dim << " is not a dim of " << shapeText(shape);
-  if (pieces.empty())
-    return op->emitOpError("needs at least one piece");
-  SmallVector<int64_t> sizes;
+  SmallVector<ArrayRef<int64_t>> shapes;
   for (Value piece : pieces) {
-    SmallVector<int64_t> expected(shape);
-    ArrayRef<int64_t> actual = shapeOf(piece);
-    if (actual.size() == shape.size())
-      expected[dim] = actual[dim];
-    if (failed(expectShape(op, "piece", actual, expected)) ||
-        failed(expectSameElementType(op, {whole, piece})))
+    if (failed(expectSameElementType(op, {whole, piece})))
       return failure();
-    sizes.push_back(actual[dim]);
+    shapes.push_back(shapeOf(piece));
   }
-  auto runs = ::twill::blockedPieceRuns(shape[dim], blocks, sizes);
-  if (!runs)
-    return op->emitOpError() << "pieces do not lay out dim " << dim << ": "
-                             << llvm::toString(runs.takeError());
-  return success();
+  auto runs = ::twill::shapes::pieces(shapeOf(whole), shapes, dim, blocks);
+  return check(op, runs.takeError());
 }
 
 LogicalResult SplitOp::verify() {
@@ -269,41 +247,20 @@ LogicalResult ConcatOp::verify() {
 LogicalResult ReshapeOp::verify() {
   if (failed(expectSameElementType(*this, {getInput(), getResult()})))
     return failure();
-  auto input = cast<RankedTensorType>(getInput().getType());
-  auto result = cast<RankedTensorType>(getResult().getType());
-  if (input.getNumElements() != result.getNumElements())
-    return emitOpError() << "cannot reshape " << input.getNumElements()
-                         << " elements into " << result.getNumElements();
-  return success();
+  return check(*this,
+               shapes::reshape(shapeOf(getInput()), shapeOf(getResult())));
 }
 
 LogicalResult TransposeOp::verify() {
   if (failed(expectSameElementType(*this, {getInput(), getResult()})))
     return failure();
-  ArrayRef<int64_t> input = shapeOf(getInput());
-  ArrayRef<int64_t> permutation = getPermutation();
-  auto notAPermutation = [&] {
-    return emitOpError() << "permutation " << shapeText(permutation)
-                         << " is not a permutation of the " << input.size()
-                         << " input dims";
-  };
-  if (permutation.size() != input.size())
-    return notAPermutation();
-  SmallVector<bool> used(input.size(), false);
-  for (int64_t dim : permutation) {
-    if (dim < 0 || dim >= (int64_t)input.size() || used[dim])
-      return notAPermutation();
-    used[dim] = true;
-  }
-  SmallVector<int64_t> expected =
-      llvm::map_to_vector(permutation, [&](int64_t dim) { return input[dim]; });
-  return expectShape(*this, "result", shapeOf(getResult()), expected);
+  return check(*this, shapes::transpose(shapeOf(getInput()), getPermutation(),
+                                        shapeOf(getResult())));
 }
 
 LogicalResult CastOp::verify() {
   if (isa<FloatType>(elementTypeOf(getInput())) &&
       !isa<FloatType>(elementTypeOf(getResult())))
     return emitOpError("cannot cast floats to integers");
-  return expectShape(*this, "result", shapeOf(getResult()),
-                     shapeOf(getInput()));
+  return check(*this, shapes::unary(shapeOf(getInput()), shapeOf(getResult())));
 }

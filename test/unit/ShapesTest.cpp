@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "opmodel/Shapes.h"
+#include "runtime/backend/shapes/ElementwiseShapes.h"
 #include "runtime/backend/shapes/LayerShapes.h"
 #include "runtime/backend/shapes/MatmulShape.h"
 
@@ -120,6 +121,42 @@ TEST(Shapes, TiledLogitsRules) {
             "result must have shape [512, 64], got [2, 8, 64]");
 }
 
+TEST(Shapes, ElementwiseLayoutAndOptimizerRules) {
+  EXPECT_EQ(problemOf(shapes::binary({2, 8}, {2, 8}, {2, 8})), "");
+  EXPECT_EQ(problemOf(shapes::binary({2, 8}, {8, 2}, {2, 8})),
+            "rhs must have shape [2, 8], got [8, 2]");
+  EXPECT_EQ(problemOf(shapes::swigluGrad({4}, {4}, {4}, {4}, {5})),
+            "up_grad must have shape [4], got [5]");
+  EXPECT_EQ(problemOf(shapes::reshape({2, 8}, {4, 5})),
+            "cannot reshape 16 elements into 20");
+  EXPECT_EQ(problemOf(shapes::transpose({2, 8, 4}, {2, 0, 1}, {4, 2, 8})), "");
+  EXPECT_EQ(problemOf(shapes::transpose({2, 8, 4}, {2, 0, 1}, {8, 2, 4})),
+            "result must have shape [4, 2, 8], got [8, 2, 4]");
+  EXPECT_EQ(problemOf(shapes::transpose({2, 8, 4}, {0, 0, 1}, {2, 2, 8})),
+            "permutation [0, 0, 1] is not a permutation of the 3 input dims");
+  std::vector<int64_t> first = {2, 3, 4}, second = {2, 5, 4}, bad = {2, 3, 5};
+  EXPECT_EQ(problemOf(shapes::pieces({2, 8, 4}, {first, second}, 1, 1)), "");
+  EXPECT_EQ(problemOf(shapes::pieces({2, 8, 4}, {first, bad}, 1, 1)),
+            "piece must have shape [2, 3, 4], got [2, 3, 5]");
+  EXPECT_EQ(problemOf(shapes::pieces({2, 8, 4}, {first, first}, 1, 1))
+                .rfind("pieces do not lay out dim 1: ", 0),
+            0u);
+  EXPECT_EQ(problemOf(shapes::pieces({2, 8}, {first}, 2, 1)),
+            "dim 2 is not a dim of [2, 8]");
+  EXPECT_EQ(problemOf(shapes::scaleColumnsGrad({6, 4}, {4}, {6, 4}, {6, 4},
+                                               {6})),
+            "scale_grad must have shape [4], got [6]");
+  EXPECT_EQ(problemOf(shapes::rowSumSquares({}, {})),
+            "input must have a dim to sum over");
+  EXPECT_EQ(problemOf(shapes::dropout({2, 8, 64}, {2, 7}, {2, 8, 64})),
+            "tokens must have shape [2, 8], got [2, 7]");
+  EXPECT_EQ(problemOf(shapes::crossEntropy({2, 8, 512}, {2, 8})), "");
+  EXPECT_EQ(problemOf(shapes::crossEntropyGrad({2, 8, 512}, {2, 8}, {16, 512})),
+            "result must have shape [2, 8, 512], got [16, 512]");
+  EXPECT_EQ(problemOf(shapes::adamw({8}, {8}, {8}, {8}, {8}, {7}, {8})),
+            "new_exp_avg must have shape [8], got [7]");
+}
+
 /// A buffer's shape and dtype.
 struct Value {
   std::vector<int64_t> shape;
@@ -172,6 +209,14 @@ TEST(Shapes, TheRuntimeRefusesInTheVerifiersWords) {
   rope->mutable_rope()->set_theta(10000);
   EXPECT_EQ(problemOf(ropeShape(rope.view())),
             "rope: head dim must be even, got 15");
+
+  // A transpose whose result holds the input's count but not its permuted
+  // shape: the runtime compared counts only before the rule was shared.
+  OneInstruction transpose(TRANSPOSE, {{{2, 8, 4}}}, {{{8, 2, 4}}});
+  for (int64_t dim : {2, 0, 1})
+    transpose->mutable_transpose()->add_permutation(dim);
+  EXPECT_EQ(problemOf(transposePermutation(transpose.view())),
+            "transpose: result must have shape [4, 2, 8], got [8, 2, 4]");
 
   // And accepts what the verifier does, with the dims its kernel needs.
   OneInstruction good(MATMUL, {{{2, 8, 64}}, {{96, 64}}, {{2, 8, 96}}},

@@ -23,26 +23,18 @@ static auto rowReduce(const InstructionView &in) {
 /// cross_entropy (logits, labels -> loss sum, count) and cross_entropy_grad
 /// (logits, labels, loss grad -> the logits').
 llvm::Error cpu::runCrossEntropyFamily(const InstructionView &in) {
-  bool grad = in.opcode() == CROSS_ENTROPY_GRAD;
-  if (auto error = grad ? in.expect(3, 1, {F32, I32, F32, F32}, {1, 0, 0, 1})
-                        : in.expect(2, 2, {F32, I32, F32, I64}, {1, 0, 0, 0}))
-    return error;
-  int64_t vocab = in.dim(0, 0);
-  if (in.count(1) * vocab != in.count(0) || in.count(2) != 1 ||
-      in.count(3) != (grad ? in.count(0) : 1))
-    return in.fail(grad ? "logits, labels, grad and result do not agree"
-                        : "logits, labels and results do not agree");
-  llvm::Expected<VocabBlock> block = vocabBlock(in, vocab);
-  if (!block)
-    return block.takeError();
+  llvm::Expected<CrossEntropyShape> shape = crossEntropyShape(in);
+  if (!shape)
+    return shape.takeError();
   int64_t ignore = in->cross_entropy().ignore_index();
-  if (grad)
+  if (in.opcode() == CROSS_ENTROPY_GRAD)
     return cpu::crossEntropyGrad(in.data<float>(0), in.data<int32_t>(1),
-                                 in.count(1), *block, ignore, rowReduce(in),
-                                 *in.data<float>(2), in.data<float>(3));
-  return cpu::crossEntropy(in.data<float>(0), in.data<int32_t>(1), in.count(1),
-                           *block, ignore, rowReduce(in), in.data<float>(2),
-                           in.data<int64_t>(3));
+                                 shape->rows, shape->block, ignore,
+                                 rowReduce(in), *in.data<float>(2),
+                                 in.data<float>(3));
+  return cpu::crossEntropy(in.data<float>(0), in.data<int32_t>(1), shape->rows,
+                           shape->block, ignore, rowReduce(in),
+                           in.data<float>(2), in.data<int64_t>(3));
 }
 
 /// linear_cross_entropy (input, weight, labels) -> (loss, count, tile) and

@@ -28,18 +28,12 @@ llvm::Error cpu::runElementwise(const InstructionView &in) {
     *in.data<int64_t>(2) = *in.data<int64_t>(0) + *in.data<int64_t>(1);
     return llvm::Error::success();
   }
-  int expectedOperands = op == SCALE || op == SQRT ? 1
-                         : op == SWIGLU_GRAD       ? 3
-                                                   : 2;
-  int expectedResults = op == SWIGLU_GRAD ? 2 : 1;
-  int values = expectedOperands + expectedResults;
-  if (auto error = in.expect(expectedOperands, expectedResults,
-                             std::vector<DType>(values, F32),
+  if (auto error = elementwiseShapes(in))
+    return error;
+  int values = operands + results;
+  if (auto error = in.expect(operands, results, std::vector<DType>(values, F32),
                              std::vector<int>(values, 0)))
     return error;
-  for (int index = 1; index < values; ++index)
-    if (auto error = in.expectSameCount(0, index))
-      return error;
   int64_t count = in.count(0);
   switch (op) {
   case SCALE:
@@ -140,7 +134,7 @@ llvm::Error cpu::runCast(const InstructionView &in) {
   DType from = in.dtype(0);
   if (in.dtype(1) != F32 || (from != F32 && from != I32 && from != I64))
     return in.fail("the cpu backend casts floats, i32 and i64 to floats only");
-  if (auto error = in.expectSameCount(0, 1))
+  if (auto error = in.check(shapes::unary(in.shape(0), in.shape(1))))
     return error;
   float *out = in.data<float>(1);
   for (int64_t i = 0; i < in.count(0); ++i)

@@ -70,20 +70,12 @@ llvm::Expected<std::array<double *, 3>> statsSpace(Device &device,
 llvm::Error cuda::runCrossEntropyFamily(const InstructionView &in,
                                          Device &device) {
   bool grad = in.opcode() == CROSS_ENTROPY_GRAD;
-  DType type = in.floatType(); // the logits', read as stored
-  bool bf16 = type == BF16;
-  llvm::Error shapes =
-      grad ? in.expect(3, 1, {type, I32, F32, type}, {1, 0, 0, 1})
-           : in.expect(2, 2, {type, I32, F32, I64}, {1, 0, 0, 0});
-  if (shapes)
-    return shapes;
-  int64_t columns = in.dim(0, 0), rows = in.count(1);
-  if (rows * columns != in.count(0) || in.count(2) != 1 ||
-      in.count(3) != (grad ? in.count(0) : 1))
-    return in.fail("logits, labels and results do not agree");
-  llvm::Expected<VocabBlock> block = vocabBlock(in, columns);
-  if (!block)
-    return block.takeError();
+  bool bf16 = in.floatType() == BF16; // the logits', read as stored
+  llvm::Expected<CrossEntropyShape> shape = crossEntropyShape(in);
+  if (!shape)
+    return shape.takeError();
+  int64_t rows = shape->rows;
+  const VocabBlock &block = shape->block;
   int64_t ignore = in->cross_entropy().ignore_index();
   llvm::Expected<std::array<double *, 3>> stats = statsSpace(device, rows);
   if (!stats)
@@ -92,10 +84,10 @@ llvm::Error cuda::runCrossEntropyFamily(const InstructionView &in,
   const void *logits = in.data<void>(0);
   const int32_t *labels = in.data<int32_t>(1);
   if (auto error =
-          rowStats(in, device, logits, labels, rows, *block, max, sum, target))
+          rowStats(in, device, logits, labels, rows, block, max, sum, target))
     return error;
   if (grad) {
-    cuda::crossEntropyGrad(logits, labels, rows, *block, ignore, max, sum,
+    cuda::crossEntropyGrad(logits, labels, rows, block, ignore, max, sum,
                            in.data<float>(2), in.data<void>(3), bf16,
                            device.stream);
     return llvm::Error::success();

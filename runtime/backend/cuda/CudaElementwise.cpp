@@ -28,15 +28,14 @@ llvm::Error cuda::runElementwise(const InstructionView &in, Device &device) {
                     in.data<int64_t>(2), device.stream);
     return llvm::Error::success();
   }
+  if (auto error = elementwiseShapes(in))
+    return error;
   DType type = in.floatType();
   bool bf16 = type == BF16;
   if (auto error = in.expect(operands, results,
                              std::vector<DType>(operands + results, type),
                              std::vector<int>(operands + results, 0)))
     return error;
-  for (int index = 1; index < operands + results; ++index)
-    if (auto error = in.expectSameCount(0, index))
-      return error;
   int64_t count = in.count(0);
   if (op == SCALE && operands == 1 && results == 1) {
     cuda::scale(in.data<void>(0), in->scale().factor(), in.data<void>(1),
@@ -152,7 +151,7 @@ llvm::Error cuda::runPieces(const InstructionView &in, Device &device) {
 llvm::Error cuda::runCast(const InstructionView &in, Device &device) {
   if (in.numOperands() != 1 || in.numResults() != 1)
     return in.fail("expects one value and one result");
-  if (auto error = in.expectSameCount(0, 1))
+  if (auto error = in.check(shapes::unary(in.shape(0), in.shape(1))))
     return error;
   DType from = in.dtype(0), to = in.dtype(1);
   std::optional<cuda::CastSource> source;

@@ -30,6 +30,33 @@ inline llvm::Expected<VocabBlock> vocabBlock(const InstructionView &in,
   return VocabBlock{columns, (*position)->coordinate * columns, vocab};
 }
 
+/// cross_entropy's (logits, labels -> loss sum, token count) or
+/// cross_entropy_grad's (logits, labels, loss grad -> the logits') rows of
+/// logits, and this rank's block of the vocab in them.
+struct CrossEntropyShape {
+  int64_t rows;
+  VocabBlock block;
+};
+
+inline llvm::Expected<CrossEntropyShape>
+crossEntropyShape(const InstructionView &in) {
+  bool grad = in.opcode() == CROSS_ENTROPY_GRAD;
+  DType type = in.floatType(); // the logits'
+  if (auto error = grad ? in.expect(3, 1, {type, I32, F32, type}, {0, 0, 0, 0})
+                        : in.expect(2, 2, {type, I32, F32, I64}, {0, 0, 0, 0}))
+    return std::move(error);
+  if (auto error = in.check(
+          grad ? shapes::crossEntropyGrad(in.shape(0), in.shape(1), in.shape(3))
+               : shapes::crossEntropy(in.shape(0), in.shape(1))))
+    return std::move(error);
+  if (in.count(2) != 1 || (!grad && in.count(3) != 1))
+    return in.fail("the loss, its gradient and the token count are scalars");
+  llvm::Expected<VocabBlock> block = vocabBlock(in, in.dim(0, 0));
+  if (!block)
+    return block.takeError();
+  return CrossEntropyShape{in.count(1), *block};
+}
+
 /// linear_cross_entropy's or its gradient's sizes, checked.
 inline llvm::Expected<TiledLogits> tiledLogits(const InstructionView &in) {
   bool grad = in.opcode() == LINEAR_CROSS_ENTROPY_GRAD;

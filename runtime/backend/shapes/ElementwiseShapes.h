@@ -9,11 +9,30 @@
 #ifndef TWILL_RUNTIME_BACKEND_SHAPES_ELEMENTWISESHAPES_H
 #define TWILL_RUNTIME_BACKEND_SHAPES_ELEMENTWISESHAPES_H
 
+#include "opmodel/Shapes.h"
 #include "runtime/backend/InstructionView.h"
 #include "support/BlockedPieces.h"
 #include "support/Dropout.h"
 
 namespace twill {
+
+/// An elementwise op's operand and result counts and shape rule: add, mul,
+/// div and swiglu (two operands, one result), scale and sqrt (one, one),
+/// swiglu_grad (three, two). Each backend checks the dtypes it computes in.
+inline llvm::Error elementwiseShapes(const InstructionView &in) {
+  Opcode op = in.opcode();
+  int operands = op == SCALE || op == SQRT ? 1 : op == SWIGLU_GRAD ? 3 : 2;
+  int results = op == SWIGLU_GRAD ? 2 : 1;
+  if (in.numOperands() != operands || in.numResults() != results)
+    return in.fail(llvm::formatv("expects {0} operands and {1} results",
+                                 operands, results));
+  if (op == SCALE || op == SQRT)
+    return in.check(shapes::unary(in.shape(0), in.shape(1)));
+  if (op == SWIGLU_GRAD)
+    return in.check(shapes::swigluGrad(in.shape(0), in.shape(1), in.shape(2),
+                                       in.shape(3), in.shape(4)));
+  return in.check(shapes::binary(in.shape(0), in.shape(1), in.shape(2)));
+}
 
 /// The rows and columns of DoRA's ops, checked: row_sum_squares (input
 /// [rows..., columns] -> [rows...]), scale_columns (input, scale
@@ -25,34 +44,23 @@ struct ColumnsShape {
 
 inline llvm::Expected<ColumnsShape> columnsShape(const InstructionView &in) {
   DType type = in.floatType();
-  int operands = 1, results = 1;
-  if (in.opcode() == SCALE_COLUMNS)
-    operands = 2;
-  else if (in.opcode() == SCALE_COLUMNS_GRAD)
-    operands = 3, results = 2;
-  std::vector<int> minRanks(operands + results, 0);
-  minRanks.front() = 1; // the input has columns
+  Opcode op = in.opcode();
+  int operands = op == ROW_SUM_SQUARES ? 1 : op == SCALE_COLUMNS ? 2 : 3;
+  int results = op == SCALE_COLUMNS_GRAD ? 2 : 1;
   if (auto error = in.expect(operands, results,
                              std::vector<DType>(operands + results, type),
-                             minRanks))
+                             std::vector<int>(operands + results, 0)))
     return std::move(error);
-  ColumnsShape shape{0, in.dim(0, 0)};
-  shape.rows = in.count(0) / shape.columns;
-  if (in.opcode() == ROW_SUM_SQUARES) {
-    if (in.count(1) != shape.rows)
-      return in.fail("result is not one per row of the input");
-    return shape;
-  }
-  // The scale (and its gradient) one per column; the rest like the input.
-  for (int index = 1; index < operands + results; ++index) {
-    bool perColumn = index == 1 || index == 4;
-    if (in.count(index) != (perColumn ? shape.columns : in.count(0)))
-      return in.fail(llvm::formatv("operand or result {0} has {1} values, "
-                                   "expected {2}",
-                                   index, in.count(index),
-                                   perColumn ? shape.columns : in.count(0)));
-  }
-  return shape;
+  llvm::Error rule =
+      op == ROW_SUM_SQUARES ? shapes::rowSumSquares(in.shape(0), in.shape(1))
+      : op == SCALE_COLUMNS
+          ? shapes::scaleColumns(in.shape(0), in.shape(1), in.shape(2))
+          : shapes::scaleColumnsGrad(in.shape(0), in.shape(1), in.shape(2),
+                                     in.shape(3), in.shape(4));
+  if (auto error = in.check(std::move(rule)))
+    return std::move(error);
+  int64_t columns = in.dim(0, 0);
+  return ColumnsShape{in.count(0) / std::max<int64_t>(columns, 1), columns};
 }
 
 /// A dropout's sizes: (input [tokens..., features], token index [tokens...],
@@ -66,14 +74,14 @@ struct DropoutShape {
 
 inline llvm::Expected<DropoutShape> dropoutShape(const InstructionView &in) {
   DType type = in.floatType();
-  if (auto error = in.expect(3, 1, {type, I32, I64, type}, {2, 1, 0, 2}))
+  if (auto error = in.expect(3, 1, {type, I32, I64, type}, {0, 0, 0, 0}))
     return std::move(error);
-  if (in.count(3) != in.count(0) || in.count(2) != 1)
-    return in.fail("result and input differ, or the micro-batch is not one "
-                   "value");
+  if (auto error = in.check(
+          shapes::dropout(in.shape(0), in.shape(1), in.shape(3))))
+    return std::move(error);
+  if (in.count(2) != 1)
+    return in.fail("the micro-batch is not one value");
   DropoutShape shape{in.count(1), in.dim(0, 0), 0, {}};
-  if (shape.tokens * shape.features != in.count(0))
-    return in.fail("input size is not tokens x features");
   const DropoutAttributes &attributes = in->dropout();
   if (!(attributes.rate() > 0 && attributes.rate() < 1))
     return in.fail("needs a rate in (0, 1)");
@@ -113,29 +121,25 @@ inline llvm::Expected<PiecesShape> piecesShape(const InstructionView &in) {
   shape.whole = split ? 0 : operands;
   llvm::ArrayRef<int64_t> whole = in.shape(shape.whole);
   int64_t dim = in->split().dim();
-  if (dim < 0 || dim >= (int64_t)whole.size())
-    return in.fail("its dim is not a dim of the whole");
+  int first = split ? 1 : 0, count = split ? results : operands;
+  std::vector<llvm::ArrayRef<int64_t>> pieces;
+  for (int piece = first; piece < first + count; ++piece) {
+    if (in.dtype(piece) != in.dtype(shape.whole))
+      return in.fail("a piece differs from the whole in dtype");
+    pieces.push_back(in.shape(piece));
+  }
+  llvm::Expected<std::vector<PieceRun>> runs =
+      shapes::pieces(whole, pieces, dim, in->split().blocks());
+  if (!runs)
+    return in.check(runs.takeError());
   int64_t rows = 1, inner = bytesPerElement(in.dtype(shape.whole));
   for (int64_t d = 0; d < dim; ++d)
     rows *= whole[d];
   for (int64_t d = dim + 1; d < (int64_t)whole.size(); ++d)
     inner *= whole[d];
-  int first = split ? 1 : 0, count = split ? results : operands;
   std::vector<int64_t> sizes;
-  for (int piece = first; piece < first + count; ++piece) {
-    llvm::ArrayRef<int64_t> dims = in.shape(piece);
-    bool fits =
-        in.dtype(piece) == in.dtype(shape.whole) && dims.size() == whole.size();
-    for (int64_t d = 0; fits && d < (int64_t)whole.size(); ++d)
-      fits = d == dim || dims[d] == whole[d];
-    if (!fits)
-      return in.fail("a piece differs from the whole beyond its dim");
-    sizes.push_back(dims[dim]);
-  }
-  llvm::Expected<std::vector<PieceRun>> runs =
-      blockedPieceRuns(whole[dim], in->split().blocks(), sizes);
-  if (!runs)
-    return in.fail(llvm::toString(runs.takeError()));
+  for (llvm::ArrayRef<int64_t> piece : pieces)
+    sizes.push_back(piece[dim]);
   for (const PieceRun &run : *runs)
     shape.pieces.push_back({first + int(run.piece), rows, run.length * inner,
                             run.wholeStart * inner, run.pieceStart * inner,
@@ -150,19 +154,12 @@ transposePermutation(const InstructionView &in) {
   DType type = in.floatType();
   if (auto error = in.expect(1, 1, {type, type}, {0, 0}))
     return std::move(error);
-  const auto &permutation = in->transpose().permutation();
-  llvm::ArrayRef<int64_t> shape = in.shape(0);
-  if (permutation.size() != (int)shape.size())
-    return in.fail("needs a permutation of every dim");
-  std::vector<bool> seen(shape.size(), false);
-  for (int64_t dim : permutation) {
-    if (dim < 0 || dim >= (int64_t)shape.size() || seen[dim])
-      return in.fail("permutation is not a permutation");
-    seen[dim] = true;
-  }
-  if (auto error = in.expectSameCount(0, 1))
+  llvm::ArrayRef<int64_t> permutation(in->transpose().permutation().data(),
+                                      in->transpose().permutation_size());
+  if (auto error = in.check(
+          shapes::transpose(in.shape(0), permutation, in.shape(1))))
     return std::move(error);
-  return llvm::ArrayRef<int64_t>(permutation.data(), shape.size());
+  return permutation;
 }
 
 } // namespace twill

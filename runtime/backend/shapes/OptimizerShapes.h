@@ -9,6 +9,7 @@
 #ifndef TWILL_RUNTIME_BACKEND_SHAPES_OPTIMIZERSHAPES_H
 #define TWILL_RUNTIME_BACKEND_SHAPES_OPTIMIZERSHAPES_H
 
+#include "opmodel/Shapes.h"
 #include "runtime/backend/InstructionView.h"
 
 namespace twill {
@@ -20,9 +21,11 @@ inline llvm::Expected<AdamWSettings> adamwSettings(const InstructionView &in) {
           in.expect(7, 3, {F32, F32, F32, F32, F32, F32, I64, F32, F32, F32},
                     {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}))
     return std::move(error);
-  for (int index : {1, 2, 3, 7, 8, 9})
-    if (auto error = in.expectSameCount(0, index))
-      return std::move(error);
+  if (auto error = in.check(shapes::adamw(in.shape(0), in.shape(1),
+                                          in.shape(2), in.shape(3),
+                                          in.shape(7), in.shape(8),
+                                          in.shape(9))))
+    return std::move(error);
   if (in.count(4) != 1 || in.count(5) != 1 || in.count(6) != 1)
     return in.fail("lr, grad_scale and step must be scalars");
   const AdamWAttributes &adamw = in->adamw();
