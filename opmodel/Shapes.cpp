@@ -231,6 +231,56 @@ Error shapes::adamw(Shape param, Shape grad, Shape expAvg, Shape expAvgSq,
                          {"new_exp_avg_sq", newExpAvgSq}});
 }
 
+Error shapes::collectiveDims(Collective kind, Shape input, int64_t dim,
+                             int64_t splitDim) {
+  if (kind == Collective::AllReduce)
+    return Error::success();
+  auto isDim = [&](const char *name, int64_t d) -> Error {
+    if (d >= 0 && d < int64_t(input.size()))
+      return Error::success();
+    return problem(llvm::formatv("{0} {1} is not a dim of a {2}-d tensor",
+                                 name, d, input.size()));
+  };
+  if (kind != Collective::AllToAll)
+    return isDim("dim", dim);
+  if (Error error = isDim("split_dim", splitDim))
+    return error;
+  return isDim("concat_dim", dim);
+}
+
+Error shapes::collective(Collective kind, Shape input, Shape result,
+                         int64_t dim, int64_t splitDim, int64_t ranks,
+                         llvm::StringRef axis) {
+  if (Error error = collectiveDims(kind, input, dim, splitDim))
+    return error;
+  auto block = [&](int64_t whole) { return (whole + ranks - 1) / ranks; };
+  llvm::SmallVector<int64_t> expected(input);
+  switch (kind) {
+  case Collective::AllReduce:
+    break;
+  case Collective::AllGather:
+    if (result.size() == input.size() && block(result[dim]) == input[dim])
+      expected[dim] = result[dim];
+    else
+      expected[dim] *= ranks;
+    break;
+  case Collective::ReduceScatter:
+  case Collective::LocalSlice:
+    expected[dim] = block(expected[dim]);
+    break;
+  case Collective::AllToAll:
+    if (expected[splitDim] % ranks != 0)
+      return problem(llvm::formatv(
+          "split dim {0} of size {1} does not split over the {2} ranks of "
+          "\"{3}\"",
+          splitDim, expected[splitDim], ranks, axis));
+    expected[splitDim] /= ranks;
+    expected[dim] *= ranks;
+    break;
+  }
+  return expectShape("result", result, expected);
+}
+
 /// What attention and its gradient both check of their operands.
 static Error attentionOperands(shapes::Shape query, shapes::Shape key,
                                shapes::Shape value,

@@ -91,6 +91,28 @@ llvm::Error crossEntropyGrad(Shape logits, Shape labels, Shape result);
 llvm::Error adamw(Shape param, Shape grad, Shape expAvg, Shape expAvgSq,
                   Shape newParam, Shape newExpAvg, Shape newExpAvgSq);
 
+/// The collectives, blocking or started: what moves over the `ranks` ranks
+/// of a mesh axis.
+enum class Collective {
+  AllGather,
+  ReduceScatter,
+  LocalSlice,
+  AllReduce,
+  AllToAll,
+};
+/// The dims a collective names are its input's: `dim` (all_gather,
+/// reduce_scatter, local_slice; all_to_all's concat_dim) and all_to_all's
+/// `splitDim`.
+llvm::Error collectiveDims(Collective kind, Shape input, int64_t dim,
+                           int64_t splitDim);
+/// collectiveDims, and the result's shape over `ranks` ranks of `axis`:
+/// all_reduce's the input's; reduce_scatter's and local_slice's `dim` one
+/// block of ceil(whole / ranks); all_gather's `ranks` such blocks (a whole
+/// of any size they cover: the last block padded); all_to_all's split dim
+/// divided by `ranks` (evenly) and its concat dim multiplied.
+llvm::Error collective(Collective kind, Shape input, Shape result, int64_t dim,
+                       int64_t splitDim, int64_t ranks, llvm::StringRef axis);
+
 /// attention: query [batch, seq, heads, headDim], key and value [batch,
 /// seq, kvHeads, headDim], segments (if any: none is empty) [batch, seq]
 /// -> like query. The query heads are a multiple of the key/value heads;

@@ -187,37 +187,28 @@ LogicalResult mlir::twill::verifyFlightsInPlannedMemory(Operation *planned) {
 }
 
 /// The start's own operand checks, as its blocking collective's.
-static LogicalResult verifyStartOperands(Operation *start,
-                                         ArrayRef<StringRef> dims) {
+static LogicalResult verifyStartOperands(Operation *start) {
   Value input = start->getOperand(0);
   RankedTensorType result = collectiveResultType(start);
   if (elementTypeOf(input) != result.getElementType())
     return start->emitOpError()
            << "input and result must have one element type, got "
            << elementTypeOf(input) << " and " << result.getElementType();
-  for (StringRef name : dims) {
-    int64_t dim = start->getAttrOfType<IntegerAttr>(name).getInt();
-    if (dim < 0 || dim >= (int64_t)shapeOf(input).size())
-      return start->emitOpError() << name << " " << dim << " is not a dim of a "
-                                  << shapeOf(input).size() << "-d tensor";
-  }
+  if (failed(verifyCollectiveDims(start)))
+    return failure();
   return verifyStart(start);
 }
 
-LogicalResult AllGatherStartOp::verify() {
-  return verifyStartOperands(*this, {"dim"});
-}
+LogicalResult AllGatherStartOp::verify() { return verifyStartOperands(*this); }
 LogicalResult ReduceScatterStartOp::verify() {
-  return verifyStartOperands(*this, {"dim"});
+  return verifyStartOperands(*this);
 }
 LogicalResult AllReduceStartOp::verify() {
   if (getInput().getType() != getHandle().getType().getValue())
     return emitOpError("an all_reduce's result has its input's type");
-  return verifyStartOperands(*this, {});
+  return verifyStartOperands(*this);
 }
-LogicalResult AllToAllStartOp::verify() {
-  return verifyStartOperands(*this, {"split_dim", "concat_dim"});
-}
+LogicalResult AllToAllStartOp::verify() { return verifyStartOperands(*this); }
 
 /// A copy's start: its wait yields a value of its input's type.
 static LogicalResult verifyTransferStart(Operation *start) {

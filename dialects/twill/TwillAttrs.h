@@ -38,6 +38,9 @@ llvm::raw_ostream &operator<<(llvm::raw_ostream &os,
 LogicalResult verifyPlacementSymbols(Operation *op,
                                      SymbolTableCollection &symbolTable);
 
+/// That the dims a collective (or its start) names are its input's.
+LogicalResult verifyCollectiveDims(Operation *op);
+
 /// verifyPlacementSymbols, and that a collective's mesh has its axis and
 /// its result has the shape the axis size gives.
 LogicalResult verifyCollective(Operation *op,

@@ -2,43 +2,51 @@
 
 #include "dialects/twill/ShapeChecks.h"
 #include "dialects/twill/TwillOps.h"
+#include "opmodel/Shapes.h"
+
+#include <tuple>
 
 using namespace mlir;
 using namespace mlir::twill;
+namespace shapes = ::twill::shapes;
 
-/// Fails unless `dim` is a dim of `value`.
-static LogicalResult expectDim(Operation *op, StringRef name, int64_t dim,
-                               Value value) {
-  if (dim >= 0 && dim < (int64_t)shapeOf(value).size())
-    return success();
-  return op->emitOpError() << name << " " << dim << " is not a dim of a "
-                           << shapeOf(value).size() << "-d tensor";
+/// The collective `op` is (or starts), with the dims it names (all_to_all:
+/// its concat dim, then its split dim).
+static std::tuple<shapes::Collective, int64_t, int64_t>
+collectiveOf(Operation *op) {
+  auto dimAttr = [&](StringRef name) {
+    auto attr = op->getAttrOfType<IntegerAttr>(name);
+    return attr ? attr.getInt() : 0;
+  };
+  using shapes::Collective;
+  Collective kind =
+      isa<AllGatherOp, AllGatherStartOp>(op)           ? Collective::AllGather
+      : isa<ReduceScatterOp, ReduceScatterStartOp>(op) ? Collective::ReduceScatter
+      : isa<LocalSliceOp>(op)                          ? Collective::LocalSlice
+      : isa<AllToAllOp, AllToAllStartOp>(op)           ? Collective::AllToAll
+                                                       : Collective::AllReduce;
+  if (kind == Collective::AllToAll)
+    return {kind, dimAttr("concat_dim"), dimAttr("split_dim")};
+  return {kind, dimAttr("dim"), 0};
 }
 
-LogicalResult AllGatherOp::verify() {
-  if (failed(expectSameElementType(*this, {getInput(), getResult()})))
+LogicalResult mlir::twill::verifyCollectiveDims(Operation *op) {
+  auto [kind, dim, splitDim] = collectiveOf(op);
+  return check(op, shapes::collectiveDims(kind, shapeOf(op->getOperand(0)), dim,
+                                          splitDim));
+}
+
+/// A blocking collective: one element type, and the dims it names.
+static LogicalResult verifyBlocking(Operation *op) {
+  if (failed(expectSameElementType(op, {op->getOperand(0), op->getResult(0)})))
     return failure();
-  return expectDim(*this, "dim", getDim(), getInput());
+  return verifyCollectiveDims(op);
 }
 
-LogicalResult ReduceScatterOp::verify() {
-  if (failed(expectSameElementType(*this, {getInput(), getResult()})))
-    return failure();
-  return expectDim(*this, "dim", getDim(), getInput());
-}
-
-LogicalResult LocalSliceOp::verify() {
-  if (failed(expectSameElementType(*this, {getInput(), getResult()})))
-    return failure();
-  return expectDim(*this, "dim", getDim(), getInput());
-}
-
-LogicalResult AllToAllOp::verify() {
-  if (failed(expectSameElementType(*this, {getInput(), getResult()})) ||
-      failed(expectDim(*this, "split", getSplitDim(), getInput())))
-    return failure();
-  return expectDim(*this, "concat", getConcatDim(), getInput());
-}
+LogicalResult AllGatherOp::verify() { return verifyBlocking(*this); }
+LogicalResult ReduceScatterOp::verify() { return verifyBlocking(*this); }
+LogicalResult LocalSliceOp::verify() { return verifyBlocking(*this); }
+LogicalResult AllToAllOp::verify() { return verifyBlocking(*this); }
 
 LogicalResult
 mlir::twill::verifyCollective(Operation *op,
@@ -59,31 +67,8 @@ mlir::twill::verifyCollective(Operation *op,
     return op->emitOpError("mesh ") << meshName << " has no axis " << axisName
                                     << " (it has " << mesh.getAxes() << ")";
 
-  // A block is ceil(whole / ranks) long: the last one may be padded.
-  auto block = [&](int64_t whole) { return (whole + size - 1) / size; };
-  auto dimAttr = [&](StringRef name) {
-    return op->getAttrOfType<IntegerAttr>(name).getInt();
-  };
-  ArrayRef<int64_t> input = shapeOf(op->getOperand(0));
-  ArrayRef<int64_t> result = collectiveResultType(op).getShape();
-  SmallVector<int64_t> expected(input);
-  if (isa<AllGatherOp, AllGatherStartOp>(op)) {
-    int64_t dim = dimAttr("dim");
-    if (result.size() == input.size() && block(result[dim]) == input[dim])
-      expected[dim] = result[dim];
-    else
-      expected[dim] *= size;
-  } else if (isa<ReduceScatterOp, ReduceScatterStartOp, LocalSliceOp>(op)) {
-    int64_t dim = dimAttr("dim");
-    expected[dim] = block(expected[dim]);
-  } else if (isa<AllToAllOp, AllToAllStartOp>(op)) {
-    int64_t split = dimAttr("split_dim"), concat = dimAttr("concat_dim");
-    if (expected[split] % size != 0)
-      return op->emitOpError()
-             << "split dim " << split << " of size " << expected[split]
-             << " does not split over the " << size << " ranks of " << axisName;
-    expected[split] /= size;
-    expected[concat] *= size;
-  }
-  return expectShape(op, "result", result, expected);
+  auto [kind, dim, splitDim] = collectiveOf(op);
+  return check(op, shapes::collective(kind, shapeOf(op->getOperand(0)),
+                                      collectiveResultType(op).getShape(), dim,
+                                      splitDim, size, axisName.getValue()));
 }

@@ -157,6 +157,32 @@ TEST(Shapes, ElementwiseLayoutAndOptimizerRules) {
             "new_exp_avg must have shape [8], got [7]");
 }
 
+TEST(Shapes, CollectiveRules) {
+  using shapes::Collective;
+  // 10 rows over 4 ranks: blocks of 3, the last padded.
+  EXPECT_EQ(problemOf(shapes::collective(Collective::AllGather, {3, 8},
+                                         {10, 8}, 0, 0, 4, "tp")),
+            "");
+  EXPECT_EQ(problemOf(shapes::collective(Collective::AllGather, {3, 8},
+                                         {13, 8}, 0, 0, 4, "tp")),
+            "result must have shape [12, 8], got [13, 8]");
+  EXPECT_EQ(problemOf(shapes::collective(Collective::ReduceScatter, {10, 8},
+                                         {3, 8}, 0, 0, 4, "dp")),
+            "");
+  EXPECT_EQ(problemOf(shapes::collective(Collective::AllReduce, {10, 8},
+                                         {8, 10}, 0, 0, 4, "dp")),
+            "result must have shape [10, 8], got [8, 10]");
+  EXPECT_EQ(problemOf(shapes::collective(Collective::AllToAll, {2, 8, 6},
+                                         {2, 32, 6}, 1, 2, 4, "tp")),
+            "split dim 2 of size 6 does not split over the 4 ranks of \"tp\"");
+  EXPECT_EQ(problemOf(shapes::collective(Collective::AllToAll, {2, 8, 8},
+                                         {2, 32, 2}, 1, 2, 4, "tp")),
+            "");
+  EXPECT_EQ(problemOf(shapes::collectiveDims(Collective::LocalSlice,
+                                             {2, 8, 8}, 3, 0)),
+            "dim 3 is not a dim of a 3-d tensor");
+}
+
 /// A buffer's shape and dtype.
 struct Value {
   std::vector<int64_t> shape;

@@ -9,6 +9,7 @@
 #ifndef TWILL_RUNTIME_BACKEND_SHAPES_COLLECTIVESHAPE_H
 #define TWILL_RUNTIME_BACKEND_SHAPES_COLLECTIVESHAPE_H
 
+#include "opmodel/Shapes.h"
 #include "runtime/backend/InstructionView.h"
 
 namespace twill {
@@ -60,44 +61,33 @@ collectiveShape(const InstructionView &in) {
     return in.fail("the mesh has no axis '" + shape.axis + "'");
   shape.size = size;
   shape.coordinate = (*comm)->coordinate(shape.axis);
-  if (op == ALL_REDUCE || op == ALL_TO_ALL) {
-    if (in.count(0) != in.count(1))
-      return in.fail("result size differs from the input's");
-    if (op == ALL_REDUCE)
-      return shape;
+  using shapes::Collective;
+  Collective kind = op == ALL_GATHER       ? Collective::AllGather
+                    : op == REDUCE_SCATTER ? Collective::ReduceScatter
+                    : op == LOCAL_SLICE    ? Collective::LocalSlice
+                    : op == ALL_TO_ALL     ? Collective::AllToAll
+                                           : Collective::AllReduce;
+  if (kind == Collective::AllToAll) {
+    shape.dim = in->all_to_all().concat_dim();
+    shape.splitDim = in->all_to_all().split_dim();
+  } else if (kind != Collective::AllReduce) {
+    shape.dim = in->gather().dim();
   }
   llvm::ArrayRef<int64_t> inShape = in.shape(0), outShape = in.shape(1);
-  int64_t rank = inShape.size();
-  auto checkDim = [&](int64_t dim,
-                      llvm::StringRef name) -> llvm::Expected<int64_t> {
-    if (dim < 0 || dim >= rank || (int64_t)outShape.size() != rank)
-      return in.fail(name + " is not a dim of the input and result");
-    return dim;
-  };
-  llvm::Expected<int64_t> dim =
-      op == ALL_TO_ALL ? checkDim(in->all_to_all().concat_dim(), "concat_dim")
-                       : checkDim(in->gather().dim(), "dim");
-  if (!dim)
-    return dim.takeError();
-  shape.dim = *dim;
-  if (op == ALL_TO_ALL) {
-    llvm::Expected<int64_t> split =
-        checkDim(in->all_to_all().split_dim(), "split_dim");
-    if (!split)
-      return split.takeError();
-    shape.splitDim = *split;
+  if (auto error =
+          in.check(shapes::collective(kind, inShape, outShape, shape.dim,
+                                      shape.splitDim, size, shape.axis)))
+    return std::move(error);
+  if (kind == Collective::AllReduce || kind == Collective::AllToAll)
     return shape;
-  }
-  for (int64_t d = 0; d < rank; ++d)
+  for (int64_t d = 0; d < int64_t(inShape.size()); ++d)
     if (d < shape.dim)
       shape.outer *= inShape[d];
     else if (d > shape.dim)
       shape.inner *= inShape[d];
-  bool gather = op == ALL_GATHER;
-  shape.whole = gather ? outShape[shape.dim] : inShape[shape.dim];
+  shape.whole = kind == Collective::AllGather ? outShape[shape.dim]
+                                              : inShape[shape.dim];
   shape.block = (shape.whole + size - 1) / size;
-  if ((gather ? inShape[shape.dim] : outShape[shape.dim]) != shape.block)
-    return in.fail("block size does not match the axis size");
   return shape;
 }
 
