@@ -7,8 +7,6 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <tuple>
-
 using namespace twill;
 using llvm::Error;
 
@@ -326,15 +324,11 @@ Error shapes::attentionGrad(Shape query, Shape key, Shape value, Shape output,
   if (Error error =
           attentionOperands(query, key, value, segments, queryHeadsSharded))
     return error;
-  for (auto [what, shape, like] :
-       {std::tuple<const char *, Shape, Shape>{"output", output, query},
-        {"grad", grad, query},
-        {"query_grad", queryGrad, query},
-        {"key_grad", keyGrad, key},
-        {"value_grad", valueGrad, key}})
-    if (Error error = expectShape(what, shape, like))
-      return error;
-  return Error::success();
+  if (Error error = allLike(query, {{"output", output},
+                                    {"grad", grad},
+                                    {"query_grad", queryGrad}}))
+    return error;
+  return allLike(key, {{"key_grad", keyGrad}, {"value_grad", valueGrad}});
 }
 
 Error shapes::tiledLogits(Shape input, Shape weight, Shape labels, Shape tile) {

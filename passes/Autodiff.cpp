@@ -18,17 +18,6 @@ using namespace mlir::twill;
 
 namespace {
 
-/// Marks the ops the reverse pass builds for a layer's op with the layer
-/// (twill.grad_layer), so the Executable says which layer each backward
-/// instruction is of.
-struct GradLayerMarker : public OpBuilder::Listener {
-  Attribute layer;
-  void notifyOperationInserted(Operation *op, OpBuilder::InsertPoint) override {
-    if (layer)
-      op->setAttr(kGradLayerAttrName, layer);
-  }
-};
-
 /// Appends the reverse pass to `function`, a clone of @forward.
 class ReverseBuilder {
 public:
@@ -49,7 +38,10 @@ private:
   }
 
   func::FuncOp function;
-  GradLayerMarker marker;
+  /// Marks the ops built for a layer's op with its layer as
+  /// twill.grad_layer: the Executable says which layer each backward
+  /// instruction is of.
+  LayerMarker marker;
   OpBuilder builder;
   llvm::DenseMap<Value, Value> cotangents;
 };
@@ -99,7 +91,7 @@ LogicalResult ReverseBuilder::build() {
     if (llvm::all_of(resultCotangents, [](Value v) { return !v; }) ||
         llvm::none_of(needed, [](bool b) { return b; }))
       continue;
-    marker.layer = op->getAttr(kLayerAttrName);
+    marker.gradLayer = op->getAttr(kLayerAttrName);
     auto rule = dyn_cast<VJPOpInterface>(op);
     if (!rule)
       return op->emitError("has no gradient rule, but a trainable parameter "
@@ -113,7 +105,7 @@ LogicalResult ReverseBuilder::build() {
         accumulate(operand, grad, op->getLoc());
   }
 
-  marker.layer = nullptr;
+  marker.gradLayer = nullptr;
   // Results: the forward's, then one gradient per trainable parameter (zero
   // for one the loss does not depend on).
   SmallVector<Value> results(ret.getOperands());

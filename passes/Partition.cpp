@@ -33,20 +33,6 @@ struct OpPlan {
   int offsetAxis = -1;             // the axis of the op's shard_axis
 };
 
-/// Marks what partitioning inserts for an op with the op's twill.layer:
-/// the collectives a layer's ops need are the layer's (activation
-/// checkpointing recomputes them with it); and with its twill.grad_layer:
-/// those of a layer's backward are its backward's.
-struct LayerInheritance : public OpBuilder::Listener {
-  Attribute layer, gradLayer;
-  void notifyOperationInserted(Operation *op, OpBuilder::InsertPoint) override {
-    if (layer)
-      op->setAttr(kLayerAttrName, layer);
-    if (gradLayer)
-      op->setAttr(kGradLayerAttrName, gradLayer);
-  }
-};
-
 class Partitioner {
 public:
   Partitioner(MeshPlan plan, MLIRContext *context)
@@ -77,7 +63,10 @@ private:
 
   MeshPlan plan;
   OpBuilder builder;
-  LayerInheritance inheritance;
+  /// What partitioning inserts for an op has the op's twill.layer (the
+  /// collectives a layer's ops need are the layer's: activation
+  /// checkpointing recomputes them with it) and twill.grad_layer.
+  LayerMarker inheritance;
   /// Every value's placed type, from before the rewrite.
   DenseMap<Value, RankedTensorType> placed;
   DenseMap<Operation *, OpPlan> plans;

@@ -2,17 +2,11 @@
 
 #include "dialects/twill/ShapeChecks.h"
 
-#include "opmodel/Shapes.h"
-
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/STLExtras.h"
 
 using namespace mlir;
 using namespace mlir::twill;
-
-std::string mlir::twill::shapeText(ArrayRef<int64_t> shape) {
-  return ::twill::shapes::text(shape);
-}
 
 LogicalResult mlir::twill::check(Operation *op, llvm::Error rule) {
   if (!rule)
@@ -34,12 +28,6 @@ Type mlir::twill::elementTypeOf(Value value) {
   return cast<RankedTensorType>(value.getType()).getElementType();
 }
 
-LogicalResult mlir::twill::expectShape(Operation *op, StringRef what,
-                                       ArrayRef<int64_t> actual,
-                                       ArrayRef<int64_t> expected) {
-  return check(op, ::twill::shapes::expectShape(what, actual, expected));
-}
-
 LogicalResult mlir::twill::expectSameElementType(Operation *op,
                                                  ValueRange values) {
   Type expected = elementTypeOf(values.front());
@@ -48,11 +36,6 @@ LogicalResult mlir::twill::expectSameElementType(Operation *op,
       return op->emitOpError() << "expects one element type, got " << expected
                                << " and " << elementTypeOf(value);
   return success();
-}
-
-LogicalResult mlir::twill::expectRank(Operation *op, StringRef what,
-                                      Value value, int64_t rank) {
-  return check(op, ::twill::shapes::expectRank(what, shapeOf(value), rank));
 }
 
 LogicalResult

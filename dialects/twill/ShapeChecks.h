@@ -12,12 +12,9 @@
 #include "llvm/Support/Error.h"
 
 #include <optional>
-#include <string>
 
 namespace mlir::twill {
 
-/// `[2, 4, 8]`, for diagnostics.
-std::string shapeText(ArrayRef<int64_t> shape);
 ArrayRef<int64_t> shapeOf(Value value);
 /// The shape of an optional operand, if it is there.
 std::optional<ArrayRef<int64_t>> shapeIfAny(Value value);
@@ -27,13 +24,8 @@ Type elementTypeOf(Value value);
 /// as the op's error: the runtime reports the same rule in the same words.
 LogicalResult check(Operation *op, llvm::Error rule);
 
-/// Fails with "<what> must have shape [..], got [..]" unless they match.
-LogicalResult expectShape(Operation *op, StringRef what,
-                          ArrayRef<int64_t> actual, ArrayRef<int64_t> expected);
 /// Fails unless every value has the element type of the first.
 LogicalResult expectSameElementType(Operation *op, ValueRange values);
-LogicalResult expectRank(Operation *op, StringRef what, Value value,
-                         int64_t rank);
 /// Llama 3.1 rope scaling: all four attributes or none, in range.
 LogicalResult verifyRopeScaling(Operation *op,
                                 std::optional<llvm::APFloat> factor,

@@ -7,6 +7,7 @@
 #include "dialects/twill/TwillAttrs.h"
 #include "dialects/twill/TwillDialect.h"
 #include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -25,9 +26,8 @@
 namespace mlir::twill {
 /// The layer an op belongs to, as the frontend (or the pass that made the
 /// op for one of the layer's) says in its twill.layer.
-inline std::optional<int64_t> layerOf(Operation *op,
-                                      StringRef attrName = kLayerAttrName) {
-  auto layer = op->getAttrOfType<IntegerAttr>(attrName);
+inline std::optional<int64_t> layerOf(Operation *op) {
+  auto layer = op->getAttrOfType<IntegerAttr>(kLayerAttrName);
   if (!layer)
     return std::nullopt;
   return layer.getInt();
@@ -36,10 +36,24 @@ inline std::optional<int64_t> layerOf(Operation *op,
 /// The layer whose forward or backward an op is part of: its twill.layer,
 /// else its twill.grad_layer.
 inline std::optional<int64_t> forwardOrBackwardLayerOf(Operation *op) {
-  if (std::optional<int64_t> layer = layerOf(op))
-    return layer;
-  return layerOf(op, kGradLayerAttrName);
+  for (StringRef name : {kLayerAttrName, kGradLayerAttrName})
+    if (auto layer = op->getAttrOfType<IntegerAttr>(name))
+      return layer.getInt();
+  return std::nullopt;
 }
+
+/// Marks every op a builder inserts with `layer` (twill.layer) and
+/// `gradLayer` (twill.grad_layer), where set: what a pass makes for a
+/// layer's op belongs to the layer's forward or backward as the op does.
+struct LayerMarker : public OpBuilder::Listener {
+  Attribute layer, gradLayer;
+  void notifyOperationInserted(Operation *op, OpBuilder::InsertPoint) override {
+    if (layer)
+      op->setAttr(kLayerAttrName, layer);
+    if (gradLayer)
+      op->setAttr(kGradLayerAttrName, gradLayer);
+  }
+};
 
 /// The loss ops, which reduce a vocab split over a mesh axis themselves:
 /// cross_entropy and linear_cross_entropy, and their gradients.
