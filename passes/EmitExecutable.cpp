@@ -5,6 +5,7 @@
 #include "dialects/twill/TwillEntryPoints.h"
 #include "dialects/twill/TwillOps.h"
 #include "google/protobuf/text_format.h"
+#include "proto/OpcodeAttributes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/Support/FileUtilities.h"
@@ -310,93 +311,71 @@ static std::string axisName(std::optional<StringRef> axis) {
   return axis ? axis->str() : std::string();
 }
 
-/// The instruction's opcode and every attribute the runtime reads, from the
-/// op's own accessors: renaming an ODS attribute breaks this function's
-/// build instead of silently changing what the runtime reads.
-LogicalResult mlir::twill::describeOp(Operation *op,
-                                      ::twill::Instruction &out) {
+/// The opcode of a twill op: the Opcode named as the op is
+/// ("twill.rms_norm_grad": RMS_NORM_GRAD), which is how the runtime names
+/// it back (opcodeName); EmitExecutableTest holds every op of the dialect
+/// to one.
+std::optional<::twill::Opcode> mlir::twill::opcodeOf(OperationName name) {
+  ::twill::Opcode code;
+  if (name.getDialectNamespace() != TwillDialect::getDialectNamespace() ||
+      !::twill::Opcode_Parse(name.stripDialect().upper(), &code) ||
+      code == ::twill::OPCODE_UNSPECIFIED)
+    return std::nullopt;
+  return code;
+}
+
+/// Every attribute the runtime reads, from the op's own accessors:
+/// renaming an ODS attribute breaks this function's build instead of
+/// silently changing what the runtime reads. Ops without attributes write
+/// none.
+static void describeAttributes(Operation *op, ::twill::Instruction &out) {
   namespace tw = mlir::twill;
-  auto opcode = [&](::twill::Opcode code) {
-    out.set_opcode(code);
-    return success();
-  };
-  auto rope = [&](auto op, ::twill::Opcode code) {
-    ::twill::RopeAttributes &a = *out.mutable_rope();
-    a.set_theta(op.getTheta().convertToDouble());
-    a.set_scaling_factor(
-        op.getScalingFactor().value_or(llvm::APFloat(0.0)).convertToDouble());
-    a.set_low_freq_factor(
-        op.getLowFreqFactor().value_or(llvm::APFloat(0.0)).convertToDouble());
-    a.set_high_freq_factor(
-        op.getHighFreqFactor().value_or(llvm::APFloat(0.0)).convertToDouble());
-    a.set_original_max_position(op.getOriginalMaxPosition().value_or(0));
-    return opcode(code);
-  };
-  auto attention = [&](auto op, ::twill::Opcode code) {
-    ::twill::AttentionAttributes &a = *out.mutable_attention();
-    a.set_scale(op.getScale().convertToDouble());
-    a.set_shard_axis(axisName(op.getShardAxis()));
-    return opcode(code);
-  };
-  auto crossEntropy = [&](auto op, ::twill::Opcode code,
-                          bool wrtWeight = false) {
+  auto crossEntropy = [&](auto op, bool wrtWeight) {
     ::twill::CrossEntropyAttributes &a = *out.mutable_cross_entropy();
     a.set_wrt_weight(wrtWeight);
     a.set_ignore_index(op.getIgnoreIndex());
     a.set_shard_axis(axisName(op.getShardAxis()));
     a.set_vocab_size(op.getVocabSize().value_or(0));
-    return opcode(code);
   };
-  auto norm = [&](auto op, ::twill::Opcode code) {
-    out.mutable_rms_norm()->set_epsilon(op.getEpsilon().convertToDouble());
-    return opcode(code);
-  };
-  auto gather = [&](auto op, ::twill::Opcode code) {
-    out.mutable_gather()->set_axis(op.getAxis().str());
-    out.mutable_gather()->set_dim(op.getDim());
-    return opcode(code);
-  };
-  auto allReduce = [&](auto op, ::twill::Opcode code) {
-    out.mutable_all_reduce()->set_axis(op.getAxis().str());
-    return opcode(code);
-  };
-  auto allToAll = [&](auto op, ::twill::Opcode code) {
-    ::twill::AllToAllAttributes &a = *out.mutable_all_to_all();
-    a.set_axis(op.getAxis().str());
-    a.set_split_dim(op.getSplitDim());
-    a.set_concat_dim(op.getConcatDim());
-    return opcode(code);
-  };
-  return TypeSwitch<Operation *, LogicalResult>(op)
+  TypeSwitch<Operation *>(op)
       .Case([&](tw::EmbeddingOp op) {
         out.mutable_embedding()->set_shard_axis(axisName(op.getShardAxis()));
-        return opcode(::twill::EMBEDDING);
       })
       .Case([&](tw::MatmulOp op) {
         ::twill::MatmulAttributes &a = *out.mutable_matmul();
         a.set_transpose_lhs(op.getTransposeLhs());
         a.set_transpose_rhs(op.getTransposeRhs());
         a.set_alpha(op.getAlpha().convertToDouble());
-        return opcode(::twill::MATMUL);
       })
-      .Case([&](tw::RmsNormOp op) { return norm(op, ::twill::RMS_NORM); })
-      .Case([&](tw::RopeOp op) { return rope(op, ::twill::ROPE); })
-      .Case(
-          [&](tw::AttentionOp op) { return attention(op, ::twill::ATTENTION); })
-      .Case([&](tw::AddOp) { return opcode(::twill::ADD); })
-      .Case([&](tw::MulOp) { return opcode(::twill::MUL); })
-      .Case([&](tw::DivOp) { return opcode(::twill::DIV); })
-      .Case([&](tw::SwigluOp) { return opcode(::twill::SWIGLU); })
+      .Case<tw::RmsNormOp, tw::RmsNormGradOp, tw::RmsNormWeightGradOp>(
+          [&](auto op) {
+            out.mutable_rms_norm()->set_epsilon(
+                op.getEpsilon().convertToDouble());
+          })
+      .Case<tw::RopeOp, tw::RopeGradOp>([&](auto op) {
+        ::twill::RopeAttributes &a = *out.mutable_rope();
+        auto orZero = [](std::optional<llvm::APFloat> value) {
+          return value.value_or(llvm::APFloat(0.0)).convertToDouble();
+        };
+        a.set_theta(op.getTheta().convertToDouble());
+        a.set_scaling_factor(orZero(op.getScalingFactor()));
+        a.set_low_freq_factor(orZero(op.getLowFreqFactor()));
+        a.set_high_freq_factor(orZero(op.getHighFreqFactor()));
+        a.set_original_max_position(op.getOriginalMaxPosition().value_or(0));
+      })
+      .Case<tw::AttentionOp, tw::AttentionGradOp>([&](auto op) {
+        ::twill::AttentionAttributes &a = *out.mutable_attention();
+        a.set_scale(op.getScale().convertToDouble());
+        a.set_shard_axis(axisName(op.getShardAxis()));
+      })
+      .Case<tw::CrossEntropyOp, tw::CrossEntropyGradOp,
+            tw::LinearCrossEntropyOp>(
+          [&](auto op) { crossEntropy(op, /*wrtWeight=*/false); })
+      .Case([&](tw::LinearCrossEntropyGradOp op) {
+        crossEntropy(op, op.getWrtWeight());
+      })
       .Case([&](tw::ScaleOp op) {
         out.mutable_scale()->set_factor(op.getFactor().convertToDouble());
-        return opcode(::twill::SCALE);
-      })
-      .Case([&](tw::RowSumSquaresOp) {
-        return opcode(::twill::ROW_SUM_SQUARES);
-      })
-      .Case([&](tw::ScaleColumnsOp) { return opcode(::twill::SCALE_COLUMNS); })
-      .Case([&](tw::ScaleColumnsGradOp) {
-        return opcode(::twill::SCALE_COLUMNS_GRAD);
       })
       .Case([&](tw::DropoutOp op) {
         ::twill::DropoutAttributes &a = *out.mutable_dropout();
@@ -404,69 +383,25 @@ LogicalResult mlir::twill::describeOp(Operation *op,
         a.set_seed(op.getSeed());
         a.set_stream(op.getStream());
         a.set_shard_axis(axisName(op.getShardAxis()));
-        return opcode(::twill::DROPOUT);
       })
-      .Case([&](tw::CrossEntropyOp op) {
-        return crossEntropy(op, ::twill::CROSS_ENTROPY);
-      })
-      .Case([&](tw::LinearCrossEntropyOp op) {
-        return crossEntropy(op, ::twill::LINEAR_CROSS_ENTROPY);
-      })
-      .Case([&](tw::ReshapeOp) { return opcode(::twill::RESHAPE); })
       .Case([&](tw::TransposeOp op) {
         for (int64_t dim : op.getPermutation())
           out.mutable_transpose()->add_permutation(dim);
-        return opcode(::twill::TRANSPOSE);
       })
-      .Case([&](tw::CastOp) { return opcode(::twill::CAST); })
-      .Case([&](tw::OffloadOp) { return opcode(::twill::OFFLOAD); })
-      .Case([&](tw::SplitOp op) {
+      .Case<tw::SplitOp, tw::ConcatOp>([&](auto op) {
         out.mutable_split()->set_dim(op.getDim());
         out.mutable_split()->set_blocks(op.getBlocks());
-        return opcode(::twill::SPLIT);
       })
-      .Case([&](tw::ConcatOp op) {
-        out.mutable_split()->set_dim(op.getDim());
-        out.mutable_split()->set_blocks(op.getBlocks());
-        return opcode(::twill::CONCAT);
-      })
-      .Case([&](tw::ReloadOp) { return opcode(::twill::RELOAD); })
       .Case([&](tw::ConstantOp op) {
         out.mutable_constant()->set_value(op.getValue().convertToDouble());
-        return opcode(::twill::CONSTANT);
       })
-      .Case(
-          [&](tw::EmbeddingGradOp) { return opcode(::twill::EMBEDDING_GRAD); })
-      .Case([&](tw::RmsNormGradOp op) {
-        return norm(op, ::twill::RMS_NORM_GRAD);
-      })
-      .Case([&](tw::RmsNormWeightGradOp op) {
-        return norm(op, ::twill::RMS_NORM_WEIGHT_GRAD);
-      })
-      .Case([&](tw::RopeGradOp op) { return rope(op, ::twill::ROPE_GRAD); })
-      .Case([&](tw::AttentionGradOp op) {
-        return attention(op, ::twill::ATTENTION_GRAD);
-      })
-      .Case([&](tw::SwigluGradOp) { return opcode(::twill::SWIGLU_GRAD); })
-      .Case([&](tw::CrossEntropyGradOp op) {
-        return crossEntropy(op, ::twill::CROSS_ENTROPY_GRAD);
-      })
-      .Case([&](tw::LinearCrossEntropyGradOp op) {
-        return crossEntropy(op, ::twill::LINEAR_CROSS_ENTROPY_GRAD,
-                            op.getWrtWeight());
-      })
-      .Case([&](tw::GlobalNormOp) { return opcode(::twill::GLOBAL_NORM); })
-      .Case([&](tw::SumSquaresOp) { return opcode(::twill::SUM_SQUARES); })
-      .Case([&](tw::SqrtOp) { return opcode(::twill::SQRT); })
       .Case([&](tw::ClipCoefficientOp op) {
         out.mutable_clip_coefficient()->set_max_norm(
             op.getMaxNorm().convertToDouble());
-        return opcode(::twill::CLIP_COEFFICIENT);
       })
       .Case([&](tw::LrScheduleOp op) {
         out.mutable_lr_schedule()->set_lr(op.getLr().convertToDouble());
         out.mutable_lr_schedule()->set_warmup_steps(op.getWarmupSteps());
-        return opcode(::twill::LR_SCHEDULE);
       })
       .Case([&](tw::AdamWOp op) {
         ::twill::AdamWAttributes &a = *out.mutable_adamw();
@@ -474,36 +409,41 @@ LogicalResult mlir::twill::describeOp(Operation *op,
         a.set_beta2(op.getBeta2().convertToDouble());
         a.set_eps(op.getEps().convertToDouble());
         a.set_weight_decay(op.getWeightDecay().convertToDouble());
-        return opcode(::twill::ADAMW);
       })
-      .Case([&](tw::IncrementOp) { return opcode(::twill::INCREMENT); })
-      .Case([&](tw::AllGatherOp op) { return gather(op, ::twill::ALL_GATHER); })
-      .Case([&](tw::ReduceScatterOp op) {
-        return gather(op, ::twill::REDUCE_SCATTER);
+      .Case<tw::AllGatherOp, tw::ReduceScatterOp, tw::LocalSliceOp,
+            tw::AllGatherStartOp, tw::ReduceScatterStartOp>([&](auto op) {
+        out.mutable_gather()->set_axis(op.getAxis().str());
+        out.mutable_gather()->set_dim(op.getDim());
       })
-      .Case(
-          [&](tw::LocalSliceOp op) { return gather(op, ::twill::LOCAL_SLICE); })
-      .Case([&](tw::AllReduceOp op) {
-        return allReduce(op, ::twill::ALL_REDUCE);
+      .Case<tw::AllReduceOp, tw::AllReduceStartOp>([&](auto op) {
+        out.mutable_all_reduce()->set_axis(op.getAxis().str());
       })
-      .Case(
-          [&](tw::AllToAllOp op) { return allToAll(op, ::twill::ALL_TO_ALL); })
-      .Case([&](tw::AllGatherStartOp op) {
-        return gather(op, ::twill::ALL_GATHER_START);
-      })
-      .Case([&](tw::ReduceScatterStartOp op) {
-        return gather(op, ::twill::REDUCE_SCATTER_START);
-      })
-      .Case([&](tw::AllReduceStartOp op) {
-        return allReduce(op, ::twill::ALL_REDUCE_START);
-      })
-      .Case([&](tw::AllToAllStartOp op) {
-        return allToAll(op, ::twill::ALL_TO_ALL_START);
-      })
-      .Case([&](tw::OffloadStartOp) { return opcode(::twill::OFFLOAD_START); })
-      .Case([&](tw::ReloadStartOp) { return opcode(::twill::RELOAD_START); })
-      .Case([&](tw::WaitOp) { return opcode(::twill::WAIT); })
-      .Default([](Operation *) { return failure(); });
+      .Case<tw::AllToAllOp, tw::AllToAllStartOp>([&](auto op) {
+        ::twill::AllToAllAttributes &a = *out.mutable_all_to_all();
+        a.set_axis(op.getAxis().str());
+        a.set_split_dim(op.getSplitDim());
+        a.set_concat_dim(op.getConcatDim());
+      });
+}
+
+LogicalResult mlir::twill::describeOp(Operation *op,
+                                      ::twill::Instruction &out) {
+  std::optional<::twill::Opcode> code = opcodeOf(op->getName());
+  if (!code)
+    return failure();
+  out.set_opcode(*code);
+  describeAttributes(op, out);
+  ::twill::Instruction::AttributesCase declared = ::twill::attributesOf(*code);
+  if (out.attributes_case() == declared)
+    return success();
+  // executable.proto says which attributes the opcode carries.
+  const google::protobuf::FieldDescriptor *field =
+      ::twill::Instruction::descriptor()->FindFieldByNumber(declared);
+  return op->emitError("the emitter writes ")
+         << (field ? "no " + field->name() : std::string("attributes"))
+         << " attributes for it, which its opcode "
+         << ::twill::Opcode_Name(*code)
+         << (field ? " carries" : " has none of");
 }
 
 LogicalResult ExecutableEmitter::emitFunction(func::FuncOp function) {
@@ -552,8 +492,10 @@ LogicalResult ExecutableEmitter::emitFunction(func::FuncOp function) {
       return op.emitError("cannot emit ops with regions");
     ::twill::Instruction &instruction = *entry.add_instructions();
     if (failed(mlir::twill::describeOp(&op, instruction)))
-      return op.emitError("cannot emit ")
-             << op.getName() << ": the Executable has no opcode for it";
+      return instruction.has_opcode() // the error is said
+                 ? failure()
+                 : op.emitError("cannot emit ")
+                       << op.getName() << ": the Executable has no opcode for it";
     if (std::optional<int64_t> layer =
             mlir::twill::forwardOrBackwardLayerOf(&op))
       instruction.set_layer(*layer);

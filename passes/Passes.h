@@ -26,9 +26,14 @@ void buildCompilePipeline(OpPassManager &pm, const ::twill::JobConfig &job,
 /// The Executable for `module`; diagnostics on the offending op otherwise.
 FailureOr<::twill::Executable> emitExecutable(ModuleOp module);
 
+/// The Executable's opcode for a twill op (none for an op that is not
+/// emitted: twill.mesh, twill.detach, other dialects').
+std::optional<::twill::Opcode> opcodeOf(OperationName name);
+
 /// `op` as the Executable describes it (its opcode and attributes, no
 /// buffers): what twill-emit-executable writes for it, and what the cost
-/// models (opmodel/) read. Fails, silently, for an op it has no opcode for.
+/// models (opmodel/) read. Fails, silently, for an op it has no opcode for,
+/// and with an error if it writes other attributes than the opcode carries.
 LogicalResult describeOp(Operation *op, ::twill::Instruction &out);
 
 #define GEN_PASS_REGISTRATION

@@ -2,15 +2,16 @@
 //-*-===//
 //
 // The Opcode enum (proto/executable.proto) is the one list of instruction
-// kinds. What is decided per kind (the attributes it carries here, the
-// kernel in each backend) is a switch over all of it, so a new kind does
-// not compile until every one is answered for it (-Werror=switch).
+// kinds, with the attributes each carries; each backend's runners are
+// checked against it (KernelTable.h). What else is decided per kind here is
+// a switch over all of it (-Werror=switch).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef TWILL_RUNTIME_EXECUTABLE_OPCODES_H
 #define TWILL_RUNTIME_EXECUTABLE_OPCODES_H
 
+#include "proto/OpcodeAttributes.h"
 #include "proto/executable.pb.h"
 #include "llvm/Support/Error.h"
 
@@ -25,9 +26,6 @@ std::string opcodeName(Opcode opcode);
 
 /// Every opcode, OPCODE_UNSPECIFIED aside.
 std::vector<Opcode> allOpcodes();
-
-/// The attributes an instruction of this kind carries (none: it has none).
-Instruction::AttributesCase attributesOf(Opcode opcode);
 
 /// The kinds that move values between ranks, blocking or started
 /// (local_slice only slices).

@@ -1,11 +1,14 @@
 //===- ExecutableTest.cpp - checking compiled jobs before running them ----===//
 
 #include "runtime/executable/Executable.h"
+#include "runtime/executable/Opcodes.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+
+#include <set>
 
 using namespace twill;
 using ::testing::HasSubstr;
@@ -229,6 +232,37 @@ TEST(Executable, AnotherFormatIsRefusedNamingBoth) {
   ASSERT_FALSE(bool(loaded));
   EXPECT_THAT(llvm::toString(loaded.takeError()),
               HasSubstr(path + ": Executable format"));
+}
+
+// Each opcode's `attributes` option names a field of the attributes oneof,
+// and each field of it is some opcode's.
+TEST(Executable, EveryOpcodeNamesAttributesThatExist) {
+  std::set<int> used;
+  for (Opcode opcode : allOpcodes()) {
+    const std::string &name = Opcode_descriptor()
+                                  ->FindValueByNumber(opcode)
+                                  ->options()
+                                  .GetExtension(attributes);
+    if (name.empty()) {
+      EXPECT_EQ(attributesOf(opcode), Instruction::ATTRIBUTES_NOT_SET);
+      continue;
+    }
+    const google::protobuf::FieldDescriptor *field =
+        Instruction::descriptor()->FindFieldByName(name);
+    ASSERT_TRUE(field && field->containing_oneof())
+        << opcodeName(opcode) << " names no attributes field " << name;
+    EXPECT_EQ(attributesOf(opcode), field->number());
+    used.insert(field->number());
+  }
+  const google::protobuf::OneofDescriptor &oneof =
+      *Instruction::descriptor()->FindOneofByName("attributes");
+  for (int i = 0; i < oneof.field_count(); ++i)
+    EXPECT_TRUE(used.count(oneof.field(i)->number()))
+        << oneof.field(i)->name() << " is no opcode's";
+  EXPECT_EQ(attributesOf(LINEAR_CROSS_ENTROPY_GRAD),
+            Instruction::kCrossEntropy);
+  EXPECT_EQ(attributesOf(REDUCE_SCATTER_START), Instruction::kGather);
+  EXPECT_EQ(attributesOf(ADD), Instruction::ATTRIBUTES_NOT_SET);
 }
 
 TEST(Executable, GarbageFileIsNamed) {

@@ -174,7 +174,7 @@ void cpu::attentionGrad(const float *q, const float *k, const float *v,
       grad, queryGrad, keyGrad, valueGrad, budgetBytes);
 }
 
-llvm::Error cpu::runAttention(const InstructionView &in) {
+static llvm::Error runAttention(const InstructionView &in) {
   llvm::Expected<AttentionShape> shape = attentionShape(in, false);
   if (!shape)
     return shape.takeError();
@@ -185,7 +185,7 @@ llvm::Error cpu::runAttention(const InstructionView &in) {
   return llvm::Error::success();
 }
 
-llvm::Error cpu::runAttentionGrad(const InstructionView &in) {
+static llvm::Error runAttentionGrad(const InstructionView &in) {
   llvm::Expected<AttentionShape> shape = attentionShape(in, true);
   if (!shape)
     return shape.takeError();
@@ -196,4 +196,9 @@ llvm::Error cpu::runAttentionGrad(const InstructionView &in) {
       in.data<float>(first + 1), in.data<float>(first + 2), shape->batch,
       shape->seq, shape->heads, shape->kvHeads, shape->headDim, shape->scale);
   return llvm::Error::success();
+}
+
+void cpu::addAttentionKernels(Kernels &kernels) {
+  kernels.add({ATTENTION}, runAttention);
+  kernels.add({ATTENTION_GRAD}, runAttentionGrad);
 }

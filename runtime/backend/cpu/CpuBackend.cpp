@@ -1,7 +1,7 @@
 //===- CpuBackend.cpp - runs an Executable on the CPU ---------------------===//
 //
-// The run loop and each opcode's runner (CpuOps.h, in the families of the
-// cuda backend's); collectives through CpuCollectives.
+// The run loop, and the table of every family's runners (CpuOps.h, in the
+// families of the cuda backend's); collectives through CpuCollectives.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,97 +26,27 @@
 
 using namespace twill;
 
-namespace {
-
-using Kernel = llvm::Error (*)(const InstructionView &);
-
-/// The kernel of each opcode: a switch over every one of them.
-Kernel kernelOf(Opcode opcode) {
-  using namespace cpu;
-  switch (opcode) {
-  case EMBEDDING:
-    return runEmbedding;
-  case EMBEDDING_GRAD:
-    return runEmbeddingGrad;
-  case MATMUL:
-    return runMatmul;
-  case RESHAPE:
-  case OFFLOAD:
-  case RELOAD:
-  case OFFLOAD_START: // copied at once: its wait has nothing left to do
-  case RELOAD_START:
-    return runCopy;
-  case SPLIT:
-  case CONCAT:
-    return runPieces;
-  case CAST:
-    return runCast;
-  case RMS_NORM:
-  case RMS_NORM_GRAD:
-  case RMS_NORM_WEIGHT_GRAD:
-    return runRmsNormFamily;
-  case ROPE:
-  case ROPE_GRAD:
-    return runRope;
-  case ATTENTION:
-    return runAttention;
-  case ATTENTION_GRAD:
-    return runAttentionGrad;
-  case ADD:
-  case MUL:
-  case DIV:
-  case SWIGLU:
-  case SCALE:
-  case SQRT:
-  case SWIGLU_GRAD:
-    return runElementwise;
-  case DROPOUT:
-    return runDropout;
-  case ROW_SUM_SQUARES:
-  case SCALE_COLUMNS:
-  case SCALE_COLUMNS_GRAD:
-    return runColumns;
-  case TRANSPOSE:
-    return runTranspose;
-  case CONSTANT:
-    return runConstant;
-  case CROSS_ENTROPY:
-  case CROSS_ENTROPY_GRAD:
-    return runCrossEntropyFamily;
-  case LINEAR_CROSS_ENTROPY:
-  case LINEAR_CROSS_ENTROPY_GRAD:
-    return runLinearCrossEntropy;
-  case GLOBAL_NORM:
-  case SUM_SQUARES:
-    return runSquares;
-  case CLIP_COEFFICIENT:
-  case LR_SCHEDULE:
-  case INCREMENT:
-    return runScalar;
-  case ADAMW:
-    return runAdamW;
-  case LOCAL_SLICE:
-    return runLocalSlice;
-  case ALL_GATHER:
-  case REDUCE_SCATTER:
-  case ALL_REDUCE:
-  case ALL_TO_ALL:
-  case ALL_GATHER_START:
-  case REDUCE_SCATTER_START:
-  case ALL_REDUCE_START:
-  case ALL_TO_ALL_START:
-  case WAIT: // CpuCollectives runs these
-  case OPCODE_UNSPECIFIED:
-    break;
-  }
-  return nullptr;
+const cpu::Kernels &cpu::kernelTable() {
+  static const Kernels table = [] {
+    Kernels kernels;
+    for (auto add :
+         {addLayerKernels, addElementwiseKernels, addCrossEntropyKernels,
+          addOptimizerKernels, addMatmulKernels, addAttentionKernels,
+          addCollectiveKernels})
+      add(kernels);
+    return kernels;
+  }();
+  return table;
 }
 
-} // namespace
+bool cpu::runByCollectives(Opcode opcode) {
+  return opcode == WAIT || isCollective(opcode);
+}
 
 /// Runs `kernel` on fp32 copies of the instruction's bf16 values: every
 /// kernel computes in fp32, and each bf16 result is rounded once.
-static llvm::Error runWidened(Kernel kernel, const Instruction &instruction,
+static llvm::Error runWidened(cpu::Kernel kernel,
+                              const Instruction &instruction,
                               BufferSet &buffers, Communicator *comm) {
   WideCopies wide(buffers, instruction);
   auto address = [&](int id) { return wide.address(id); };
@@ -132,10 +62,12 @@ static llvm::Error runWidened(Kernel kernel, const Instruction &instruction,
 /// Runs one instruction that is not a collective, its start or its wait.
 static llvm::Error runKernel(const Instruction &instruction, BufferSet &buffers,
                              Communicator *comm) {
-  Kernel kernel = kernelOf(instruction.opcode());
-  if (!kernel) // the loader refuses such a program
-    return llvm::createStringError(llvm::inconvertibleErrorCode(), "no opcode");
-  return runWidened(kernel, instruction, buffers, comm);
+  const cpu::Kernel *kernel = cpu::kernelTable().find(instruction.opcode());
+  if (!kernel)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "the cpu backend has no kernel for " +
+                                       opcodeName(instruction.opcode()));
+  return runWidened(*kernel, instruction, buffers, comm);
 }
 
 Backend::PeakMemory CpuBackend::peakMemory() const {
@@ -161,7 +93,7 @@ llvm::Error CpuBackend::run(const EntryPoint &entry, BufferSet &buffers,
         if (opcode == WAIT && instruction.operands_size() == 1 &&
             copied.erase(instruction.operands(0))) {
           // A copy's wait.
-        } else if (opcode == WAIT || isCollective(opcode)) {
+        } else if (cpu::runByCollectives(opcode)) {
           // The result in flight: a start's, or the one a wait ends.
           const auto &ids =
               opcode == WAIT ? instruction.operands() : instruction.results();

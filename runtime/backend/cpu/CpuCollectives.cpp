@@ -2,6 +2,7 @@
 
 #include "runtime/backend/cpu/CpuCollectives.h"
 
+#include "runtime/backend/cpu/CpuOps.h"
 #include "runtime/backend/cpu/WideCopies.h"
 #include "runtime/backend/shapes/CollectiveShape.h"
 #include "runtime/executable/BFloat16.h"
@@ -27,7 +28,9 @@ static void copyAlongDim(const T *from, int64_t fromSize, int64_t first, T *to,
   }
 }
 
-llvm::Error twill::runLocalSlice(const InstructionView &in) {
+/// local_slice: this rank's block of a value every rank holds whole (no
+/// communication).
+static llvm::Error runLocalSlice(const InstructionView &in) {
   llvm::Expected<CollectiveShape> shape = collectiveShape(in);
   if (!shape)
     return shape.takeError();
@@ -143,4 +146,8 @@ llvm::Error CpuCollectives::progress() {
       break;
   }
   return llvm::Error::success();
+}
+
+void cpu::addCollectiveKernels(Kernels &kernels) {
+  kernels.add({LOCAL_SLICE}, runLocalSlice);
 }

@@ -41,10 +41,6 @@ private:
   llvm::DenseMap<int, std::unique_ptr<Communicator::Pending>> inFlight;
 };
 
-/// local_slice: this rank's block of a value every rank holds whole (no
-/// communication).
-llvm::Error runLocalSlice(const InstructionView &in);
-
 } // namespace twill
 
 #endif // TWILL_RUNTIME_BACKEND_CPU_CPUCOLLECTIVES_H

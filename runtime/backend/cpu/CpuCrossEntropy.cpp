@@ -22,16 +22,15 @@ static auto rowReduce(const InstructionView &in) {
 
 /// cross_entropy (logits, labels -> loss sum, count) and cross_entropy_grad
 /// (logits, labels, loss grad -> the logits').
-llvm::Error cpu::runCrossEntropyFamily(const InstructionView &in) {
+static llvm::Error runCrossEntropyFamily(const InstructionView &in) {
   llvm::Expected<CrossEntropyShape> shape = crossEntropyShape(in);
   if (!shape)
     return shape.takeError();
   int64_t ignore = in->cross_entropy().ignore_index();
   if (in.opcode() == CROSS_ENTROPY_GRAD)
-    return cpu::crossEntropyGrad(in.data<float>(0), in.data<int32_t>(1),
-                                 shape->rows, shape->block, ignore,
-                                 rowReduce(in), *in.data<float>(2),
-                                 in.data<float>(3));
+    return cpu::crossEntropyGrad(
+        in.data<float>(0), in.data<int32_t>(1), shape->rows, shape->block,
+        ignore, rowReduce(in), *in.data<float>(2), in.data<float>(3));
   return cpu::crossEntropy(in.data<float>(0), in.data<int32_t>(1), shape->rows,
                            shape->block, ignore, rowReduce(in),
                            in.data<float>(2), in.data<int64_t>(3));
@@ -39,7 +38,7 @@ llvm::Error cpu::runCrossEntropyFamily(const InstructionView &in) {
 
 /// linear_cross_entropy (input, weight, labels) -> (loss, count, tile) and
 /// its gradient (input, weight, labels, loss grad) -> (grad, tile).
-llvm::Error cpu::runLinearCrossEntropy(const InstructionView &in) {
+static llvm::Error runLinearCrossEntropy(const InstructionView &in) {
   if (in.floatType() != F32)
     return in.fail("the cpu backend computes in fp32 only");
   llvm::Expected<TiledLogits> shape = tiledLogits(in);
@@ -55,4 +54,10 @@ llvm::Error cpu::runLinearCrossEntropy(const InstructionView &in) {
   return cpu::linearCrossEntropy(input, weight, labels, *shape, ignore,
                                  rowReduce(in), in.data<float>(5),
                                  in.data<float>(3), in.data<int64_t>(4));
+}
+
+void cpu::addCrossEntropyKernels(Kernels &kernels) {
+  kernels.add({CROSS_ENTROPY, CROSS_ENTROPY_GRAD}, runCrossEntropyFamily);
+  kernels.add({LINEAR_CROSS_ENTROPY, LINEAR_CROSS_ENTROPY_GRAD},
+              runLinearCrossEntropy);
 }

@@ -10,7 +10,7 @@ using namespace twill;
 /// The addend is copied into the result, which the GEMM then adds to (the
 /// memory plan may place the result over the addend: then the copy is
 /// none).
-llvm::Error cpu::runMatmul(const InstructionView &in) {
+static llvm::Error runMatmul(const InstructionView &in) {
   llvm::Expected<MatmulShape> shape = matmulShape(in);
   if (!shape)
     return shape.takeError();
@@ -19,4 +19,8 @@ llvm::Error cpu::runMatmul(const InstructionView &in) {
     cpu::copy(in.data<float>(2), out, in.count(2));
   cpu::gemm(matmulGemm(*shape, in.data<float>(0), in.data<float>(1), out));
   return llvm::Error::success();
+}
+
+void cpu::addMatmulKernels(Kernels &kernels) {
+  kernels.add({MATMUL}, runMatmul);
 }

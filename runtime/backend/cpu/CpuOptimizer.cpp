@@ -11,7 +11,7 @@ using namespace twill;
 
 /// global_norm, or sum_squares: the (root of the) sum of squares of every
 /// input's elements, in order.
-llvm::Error cpu::runSquares(const InstructionView &in) {
+static llvm::Error runSquares(const InstructionView &in) {
   int inputs = in.numOperands();
   if (in.numResults() != 1 || in.dtype(inputs) != F32 || in.count(inputs) != 1)
     return in.fail("expects inputs and one f32 scalar result");
@@ -21,14 +21,14 @@ llvm::Error cpu::runSquares(const InstructionView &in) {
       return in.fail("inputs must be f32");
     cpu::accumulateSquares(in.data<float>(i), in.count(i), sumSquares);
   }
-  *in.data<float>(inputs) = float(
-      in.opcode() == GLOBAL_NORM ? std::sqrt(sumSquares) : sumSquares);
+  *in.data<float>(inputs) =
+      float(in.opcode() == GLOBAL_NORM ? std::sqrt(sumSquares) : sumSquares);
   return llvm::Error::success();
 }
 
 /// clip_coefficient (norm -> coefficient), lr_schedule (step, total steps ->
 /// lr) and increment (step -> step + 1): scalars.
-llvm::Error cpu::runScalar(const InstructionView &in) {
+static llvm::Error runScalar(const InstructionView &in) {
   if (in.opcode() == CLIP_COEFFICIENT) {
     if (auto error = in.expect(1, 1, {F32, F32}, {0, 0}))
       return error;
@@ -56,7 +56,7 @@ llvm::Error cpu::runScalar(const InstructionView &in) {
   return llvm::Error::success();
 }
 
-llvm::Error cpu::runAdamW(const InstructionView &in) {
+static llvm::Error runAdamW(const InstructionView &in) {
   llvm::Expected<AdamWSettings> settings = adamwSettings(in);
   if (!settings)
     return settings.takeError();
@@ -65,4 +65,10 @@ llvm::Error cpu::runAdamW(const InstructionView &in) {
              *in.data<int64_t>(6), *settings, in.data<float>(7),
              in.data<float>(8), in.data<float>(9), in.count(0));
   return llvm::Error::success();
+}
+
+void cpu::addOptimizerKernels(Kernels &kernels) {
+  kernels.add({GLOBAL_NORM, SUM_SQUARES}, runSquares);
+  kernels.add({CLIP_COEFFICIENT, LR_SCHEDULE, INCREMENT}, runScalar);
+  kernels.add({ADAMW}, runAdamW);
 }

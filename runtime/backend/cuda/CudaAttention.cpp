@@ -125,7 +125,7 @@ AttentionProblem problem(const InstructionView &in,
 
 } // namespace
 
-llvm::Error cuda::runAttention(const InstructionView &in, Device &device) {
+static llvm::Error runAttention(const InstructionView &in, Device &device) {
   llvm::Expected<AttentionShape> shape = attentionShape(in, false);
   if (!shape)
     return shape.takeError();
@@ -135,7 +135,7 @@ llvm::Error cuda::runAttention(const InstructionView &in, Device &device) {
   return std::move(ops.error);
 }
 
-llvm::Error cuda::runAttentionGrad(const InstructionView &in, Device &device) {
+static llvm::Error runAttentionGrad(const InstructionView &in, Device &device) {
   llvm::Expected<AttentionShape> shape = attentionShape(in, true);
   if (!shape)
     return shape.takeError();
@@ -145,4 +145,9 @@ llvm::Error cuda::runAttentionGrad(const InstructionView &in, Device &device) {
                        in.data<void>(first), in.data<void>(first + 1),
                        in.data<void>(first + 2), kBudgetBytes);
   return std::move(ops.error);
+}
+
+void cuda::addAttentionKernels(Kernels &kernels) {
+  kernels.add({ATTENTION}, {runAttention, /*bf16=*/true});
+  kernels.add({ATTENTION_GRAD}, {runAttentionGrad, /*bf16=*/true});
 }

@@ -36,98 +36,6 @@ using namespace twill::cuda;
 
 namespace {
 
-using Kernel = llvm::Error (*)(const InstructionView &, Device &);
-
-/// A kernel, and whether it reads and writes bf16 values as they are
-/// stored; the others get them widened to fp32 (Device::widened).
-struct KernelEntry {
-  Kernel run;
-  bool bf16 = false;
-};
-
-/// The kernel of each opcode: a switch over every one of them.
-KernelEntry kernelOf(Opcode opcode) {
-  switch (opcode) {
-  case EMBEDDING:
-    return {runEmbedding, /*bf16=*/true};
-  case EMBEDDING_GRAD:
-    return {runEmbeddingGrad};
-  case MATMUL:
-    return {runMatmul, /*bf16=*/true};
-  case RESHAPE:
-  case OFFLOAD:
-  case RELOAD:
-  case OFFLOAD_START:
-  case RELOAD_START:
-    return {runCopy, /*bf16=*/true};
-  case SPLIT:
-  case CONCAT:
-    return {runPieces, /*bf16=*/true};
-  case CAST:
-    return {runCast, /*bf16=*/true};
-  case RMS_NORM:
-  case RMS_NORM_GRAD:
-  case RMS_NORM_WEIGHT_GRAD:
-    return {runRmsNormFamily, /*bf16=*/true};
-  case ROPE:
-    return {runRope, /*bf16=*/true};
-  case ROPE_GRAD:
-    return {runRope, /*bf16=*/true};
-  case ATTENTION:
-    return {cuda::runAttention, /*bf16=*/true};
-  case ATTENTION_GRAD:
-    return {cuda::runAttentionGrad, /*bf16=*/true};
-  case ADD:
-  case MUL:
-  case DIV:
-  case SWIGLU:
-  case SCALE:
-  case SQRT:
-  case SWIGLU_GRAD:
-    return {runElementwise, /*bf16=*/true};
-  case DROPOUT:
-    return {runDropout, /*bf16=*/true};
-  case ROW_SUM_SQUARES:
-  case SCALE_COLUMNS:
-  case SCALE_COLUMNS_GRAD:
-    return {runColumns, /*bf16=*/true};
-  case TRANSPOSE:
-    return {runTranspose, /*bf16=*/true};
-  case CONSTANT:
-    return {runConstant, /*bf16=*/true};
-  case CROSS_ENTROPY:
-  case CROSS_ENTROPY_GRAD:
-    return {runCrossEntropyFamily, /*bf16=*/true};
-  case LINEAR_CROSS_ENTROPY:
-  case LINEAR_CROSS_ENTROPY_GRAD:
-    return {cuda::runLinearCrossEntropy, /*bf16=*/true};
-  case GLOBAL_NORM:
-  case SUM_SQUARES:
-    return {runSquares};
-  case CLIP_COEFFICIENT:
-  case LR_SCHEDULE:
-  case INCREMENT:
-    return {runScalar};
-  case ADAMW:
-    return {runAdamW};
-  case ALL_GATHER:
-  case REDUCE_SCATTER:
-  case ALL_REDUCE:
-  case ALL_TO_ALL:
-  case ALL_GATHER_START:
-  case REDUCE_SCATTER_START:
-  case ALL_REDUCE_START:
-  case ALL_TO_ALL_START:
-  case LOCAL_SLICE:
-    return {cuda::runCollective, /*bf16=*/true};
-  case WAIT:
-    return {cuda::runWait, /*bf16=*/true};
-  case OPCODE_UNSPECIFIED:
-    break;
-  }
-  return {nullptr};
-}
-
 class CudaBackend : public Backend {
 public:
   CudaBackend(BufferSet &host, Communicator *comm) : host(host), comm(comm) {}
@@ -152,8 +60,7 @@ private:
   /// first run that computes them: a training run never holds the forward
   /// pass's logits.
   llvm::Error holdHostReadValues(const EntryPoint &entry);
-  llvm::Error runKernel(const KernelEntry &kernel,
-                        const Instruction &instruction);
+  llvm::Error runKernel(const Kernel &kernel, const Instruction &instruction);
   llvm::Error runInstructions(const EntryPoint &entry);
   /// Waits for the work queued on `streams`; with NCCL, no longer than the
   /// collective timeout (past it, or at an error NCCL reports, its
@@ -182,6 +89,19 @@ private:
 };
 
 } // namespace
+
+const cuda::Kernels &cuda::kernelTable() {
+  static const Kernels table = [] {
+    Kernels kernels;
+    for (auto add :
+         {addLayerKernels, addElementwiseKernels, addCrossEntropyKernels,
+          addOptimizerKernels, addMatmulKernels, addAttentionKernels,
+          addCollectiveKernels})
+      add(kernels);
+    return kernels;
+  }();
+  return table;
+}
 
 llvm::Error CudaBackend::initialise() {
   int devices = 0;
@@ -227,8 +147,8 @@ llvm::Error CudaBackend::initialise() {
     return error;
   // Pinned, so that copying the flags back queues like any other work: a
   // copy into pageable memory would block the host until the stream ends.
-  if (auto error = checkCuda(
-          cudaMallocHost(&device.errorsOnHost, sizeof(int)), "cudaMallocHost"))
+  if (auto error = checkCuda(cudaMallocHost(&device.errorsOnHost, sizeof(int)),
+                             "cudaMallocHost"))
     return error;
   // The memory plan's values share one arena; the rest have their own
   // (the host-read values' from the first run that computes them).
@@ -359,7 +279,7 @@ CudaBackend::~CudaBackend() {
 /// Runs `kernel` on the instruction; a kernel without a bf16 form gets
 /// fp32 copies of its bf16 values (in Device::widened) and its bf16 results
 /// are rounded once after it.
-llvm::Error CudaBackend::runKernel(const KernelEntry &kernel,
+llvm::Error CudaBackend::runKernel(const Kernel &kernel,
                                    const Instruction &instruction) {
   const Executable &executable = host.executable();
   BF16Buffers bf16;
@@ -406,24 +326,24 @@ llvm::Error CudaBackend::runKernel(const KernelEntry &kernel,
 llvm::Error CudaBackend::runInstructions(const EntryPoint &entry) {
   return forEachInstruction(
       entry, [&](int index, const Instruction &instruction) -> llvm::Error {
-        KernelEntry kernel = kernelOf(instruction.opcode());
-        if (!kernel.run) // the loader refuses such a program
+        const Kernel *kernel = kernelTable().find(instruction.opcode());
+        if (!kernel)
           return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                         "no opcode");
+                                         "the cuda backend has no kernel for " +
+                                             opcodeName(instruction.opcode()));
         device.timeline.instruction = index;
         llvm::Expected<cudaEvent_t> start =
             device.timeline.record(device.stream);
         if (!start)
           return start.takeError();
-        if (auto error = runKernel(kernel, instruction))
+        if (auto error = runKernel(*kernel, instruction))
           return error;
         if (auto error = checkCuda(cudaGetLastError(), "a kernel launch"))
           return error;
         if (waitEachInstruction)
-          if (auto error =
-                  waitFor({device.stream, device.commStream, device.copyStream},
-                          llvm::Twine(opcodeName(instruction.opcode())) +
-                              "'s work"))
+          if (auto error = waitFor(
+                  {device.stream, device.commStream, device.copyStream},
+                  llvm::Twine(opcodeName(instruction.opcode())) + "'s work"))
             return error;
         llvm::Expected<cudaEvent_t> end = device.timeline.record(device.stream);
         if (!end)
@@ -528,8 +448,8 @@ llvm::Error CudaBackend::run(const EntryPoint &entry,
                 entry.name() + "'s work before the failure");
     device.forgetFlights();
     if (!settled)
-      settled = checkCuda(cudaMemset(device.errors, 0, sizeof(int)),
-                          "cudaMemset");
+      settled =
+          checkCuda(cudaMemset(device.errors, 0, sizeof(int)), "cudaMemset");
     if (settled)
       return llvm::joinErrors(std::move(error), std::move(settled));
     return error;
@@ -537,17 +457,16 @@ llvm::Error CudaBackend::run(const EntryPoint &entry,
   // What only the device saw (a token outside the vocabulary) fails the
   // run before any parameter or state is written back, as on the cpu; the
   // flags are cleared for the next run.
-  if (auto error = checkCuda(cudaMemcpyAsync(device.errorsOnHost, device.errors,
-                                             sizeof(int),
-                                             cudaMemcpyDeviceToHost,
-                                             device.stream),
-                             "cudaMemcpyAsync"))
+  if (auto error = checkCuda(
+          cudaMemcpyAsync(device.errorsOnHost, device.errors, sizeof(int),
+                          cudaMemcpyDeviceToHost, device.stream),
+          "cudaMemcpyAsync"))
     return error;
   if (auto error = waitFor({device.stream}, entry.name()))
     return error;
   if (int errors = *device.errorsOnHost) {
-    if (auto error = checkCuda(cudaMemset(device.errors, 0, sizeof(int)),
-                               "cudaMemset"))
+    if (auto error =
+            checkCuda(cudaMemset(device.errors, 0, sizeof(int)), "cudaMemset"))
       return error;
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),

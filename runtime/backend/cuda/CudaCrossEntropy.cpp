@@ -31,7 +31,8 @@ llvm::Error reduceRows(const InstructionView &in, Device &device, double *rows,
   return device.communicate([&](cudaStream_t stream) {
     return (*nccl)->settle(*comm,
                            ncclAllReduce(rows, rows, count, ncclDouble,
-                                         max ? ncclMax : ncclSum, *comm, stream),
+                                         max ? ncclMax : ncclSum, *comm,
+                                         stream),
                            "ncclAllReduce");
   });
 }
@@ -67,7 +68,7 @@ llvm::Expected<std::array<double *, 3>> statsSpace(Device &device,
 
 /// cross_entropy (logits, labels) -> (loss, count) and cross_entropy_grad
 /// (logits, labels, loss grad) -> dlogits.
-llvm::Error cuda::runCrossEntropyFamily(const InstructionView &in,
+static llvm::Error runCrossEntropyFamily(const InstructionView &in,
                                          Device &device) {
   bool grad = in.opcode() == CROSS_ENTROPY_GRAD;
   bool bf16 = in.floatType() == BF16; // the logits', read as stored
@@ -104,8 +105,8 @@ llvm::Error cuda::runCrossEntropyFamily(const InstructionView &in,
 /// tile of rows, the logits' GEMM into the tile and the loss kernels on it;
 /// the gradient's tile becomes the logits' gradient in place and is
 /// multiplied out. Per row the statistics are the untiled op's.
-llvm::Error cuda::runLinearCrossEntropy(const InstructionView &in,
-                                        Device &device) {
+static llvm::Error runLinearCrossEntropy(const InstructionView &in,
+                                         Device &device) {
   llvm::Expected<TiledLogits> shape = tiledLogits(in);
   if (!shape)
     return shape.takeError();
@@ -127,7 +128,7 @@ llvm::Error cuda::runLinearCrossEntropy(const InstructionView &in,
                      "cudaMemsetAsync");
   for (int64_t first = 0; first < rows; first += shape->tileRows) {
     int64_t count = std::min(shape->tileRows, rows - first);
-    if (auto error = gemm(
+    if (auto error = cuda::gemm(
             device, shape->logits(input, weight, tile, first, count), type))
       return in.fail(llvm::toString(std::move(error)));
     if (auto error =
@@ -142,7 +143,7 @@ llvm::Error cuda::runLinearCrossEntropy(const InstructionView &in,
     RowMajorGemm product =
         shape->wrtWeight ? shape->weightGrad(tile, input, out, first, count)
                          : shape->inputGrad(tile, weight, out, first, count);
-    if (auto error = gemm(device, product, type))
+    if (auto error = cuda::gemm(device, product, type))
       return in.fail(llvm::toString(std::move(error)));
   }
   if (grad)
@@ -152,4 +153,11 @@ llvm::Error cuda::runLinearCrossEntropy(const InstructionView &in,
   cuda::crossEntropyLoss(labels, rows, ignore, max, sum, target,
                          in.data<float>(3), in.data<int64_t>(4), device.stream);
   return llvm::Error::success();
+}
+
+void cuda::addCrossEntropyKernels(Kernels &kernels) {
+  kernels.add({CROSS_ENTROPY, CROSS_ENTROPY_GRAD},
+              {runCrossEntropyFamily, /*bf16=*/true});
+  kernels.add({LINEAR_CROSS_ENTROPY, LINEAR_CROSS_ENTROPY_GRAD},
+              {runLinearCrossEntropy, /*bf16=*/true});
 }

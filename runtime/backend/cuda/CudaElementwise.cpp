@@ -15,7 +15,7 @@
 using namespace twill;
 
 /// Elementwise ops: operands and results of one size.
-llvm::Error cuda::runElementwise(const InstructionView &in, Device &device) {
+static llvm::Error runElementwise(const InstructionView &in, Device &device) {
   Opcode op = in.opcode();
   int operands = in.numOperands(), results = in.numResults();
   // Token counts (a tiled loss's tiles') add as integers.
@@ -38,8 +38,8 @@ llvm::Error cuda::runElementwise(const InstructionView &in, Device &device) {
     return error;
   int64_t count = in.count(0);
   if (op == SCALE) {
-    cuda::scale(in.data<void>(0), in->scale().factor(), in.data<void>(1),
-                count, bf16, device.stream);
+    cuda::scale(in.data<void>(0), in->scale().factor(), in.data<void>(1), count,
+                bf16, device.stream);
     return llvm::Error::success();
   }
   if (op == SQRT) {
@@ -69,33 +69,33 @@ llvm::Error cuda::runElementwise(const InstructionView &in, Device &device) {
   return llvm::Error::success();
 }
 
-llvm::Error cuda::runDropout(const InstructionView &in, Device &device) {
+static llvm::Error runDropout(const InstructionView &in, Device &device) {
   llvm::Expected<DropoutShape> shape = dropoutShape(in);
   if (!shape)
     return shape.takeError();
   cuda::dropout(in.data<void>(0), in.data<int32_t>(1), in.data<int64_t>(2),
-                shape->tokens, shape->features, shape->firstFeature,
-                shape->key, in->dropout().rate(), in.data<void>(3),
-                in.floatType() == BF16, device.stream);
+                shape->tokens, shape->features, shape->firstFeature, shape->key,
+                in->dropout().rate(), in.data<void>(3), in.floatType() == BF16,
+                device.stream);
   return llvm::Error::success();
 }
 
-llvm::Error cuda::runColumns(const InstructionView &in, Device &device) {
+static llvm::Error runColumns(const InstructionView &in, Device &device) {
   llvm::Expected<ColumnsShape> shape = columnsShape(in);
   if (!shape)
     return shape.takeError();
   auto [rows, columns] = *shape;
   bool bf16 = in.floatType() == BF16;
   if (in.opcode() == ROW_SUM_SQUARES)
-    cuda::rowSumSquares(in.data<void>(0), rows, columns, in.data<void>(1),
-                        bf16, device.stream);
+    cuda::rowSumSquares(in.data<void>(0), rows, columns, in.data<void>(1), bf16,
+                        device.stream);
   else if (in.opcode() == SCALE_COLUMNS)
     cuda::scaleColumns(in.data<void>(0), in.data<void>(1), rows, columns,
                        in.data<void>(2), bf16, device.stream);
   else
-    cuda::scaleColumnsGrad(in.data<void>(0), in.data<void>(1),
-                           in.data<void>(2), rows, columns, in.data<void>(3),
-                           in.data<void>(4), bf16, device.stream);
+    cuda::scaleColumnsGrad(in.data<void>(0), in.data<void>(1), in.data<void>(2),
+                           rows, columns, in.data<void>(3), in.data<void>(4),
+                           bf16, device.stream);
   return llvm::Error::success();
 }
 
@@ -105,7 +105,7 @@ llvm::Error cuda::runColumns(const InstructionView &in, Device &device) {
 /// reload_start on the copy stream, once the compute stream has made the
 /// input, in flight until their wait (runWait), so that a layer's input
 /// goes out, or comes back, while other layers compute.
-llvm::Error cuda::runCopy(const InstructionView &in, Device &device) {
+static llvm::Error runCopy(const InstructionView &in, Device &device) {
   if (in.numOperands() != 1 || in.numResults() != 1 ||
       in.dtype(0) != in.dtype(1))
     return in.fail("expects one value and a result of its dtype");
@@ -125,7 +125,7 @@ llvm::Error cuda::runCopy(const InstructionView &in, Device &device) {
 
 /// split and concat: each piece (or piece of a block) one 2-D copy out of
 /// or into the whole.
-llvm::Error cuda::runPieces(const InstructionView &in, Device &device) {
+static llvm::Error runPieces(const InstructionView &in, Device &device) {
   llvm::Expected<PiecesShape> shape = piecesShape(in);
   if (!shape)
     return shape.takeError();
@@ -148,7 +148,7 @@ llvm::Error cuda::runPieces(const InstructionView &in, Device &device) {
 }
 
 /// cast from a float or integer dtype to a float one.
-llvm::Error cuda::runCast(const InstructionView &in, Device &device) {
+static llvm::Error runCast(const InstructionView &in, Device &device) {
   if (in.numOperands() != 1 || in.numResults() != 1)
     return in.fail("expects one value and one result");
   if (auto error = in.check(shapes::unary(in.shape(0), in.shape(1))))
@@ -178,7 +178,7 @@ llvm::Error cuda::runCast(const InstructionView &in, Device &device) {
   return llvm::Error::success();
 }
 
-llvm::Error cuda::runTranspose(const InstructionView &in, Device &device) {
+static llvm::Error runTranspose(const InstructionView &in, Device &device) {
   llvm::Expected<llvm::ArrayRef<int64_t>> permutation =
       transposePermutation(in);
   if (!permutation)
@@ -191,11 +191,25 @@ llvm::Error cuda::runTranspose(const InstructionView &in, Device &device) {
   return llvm::Error::success();
 }
 
-llvm::Error cuda::runConstant(const InstructionView &in, Device &device) {
+static llvm::Error runConstant(const InstructionView &in, Device &device) {
   DType type = in.floatType();
   if (auto error = in.expect(0, 1, {type}, {0}))
     return error;
   cuda::fill(in.data<void>(0), in.count(0), float(in->constant().value()),
              type == BF16, device.stream);
   return llvm::Error::success();
+}
+
+void cuda::addElementwiseKernels(Kernels &kernels) {
+  kernels.add({ADD, MUL, DIV, SWIGLU, SCALE, SQRT, SWIGLU_GRAD},
+              {runElementwise, /*bf16=*/true});
+  kernels.add({RESHAPE, OFFLOAD, RELOAD, OFFLOAD_START, RELOAD_START},
+              {runCopy, /*bf16=*/true});
+  kernels.add({SPLIT, CONCAT}, {runPieces, /*bf16=*/true});
+  kernels.add({CAST}, {runCast, /*bf16=*/true});
+  kernels.add({TRANSPOSE}, {runTranspose, /*bf16=*/true});
+  kernels.add({CONSTANT}, {runConstant, /*bf16=*/true});
+  kernels.add({DROPOUT}, {runDropout, /*bf16=*/true});
+  kernels.add({ROW_SUM_SQUARES, SCALE_COLUMNS, SCALE_COLUMNS_GRAD},
+              {runColumns, /*bf16=*/true});
 }

@@ -149,7 +149,7 @@ llvm::Error cuda::gemm(Device &device, const RowMajorGemm &rowMajor, DType type,
                    "cublasLtMatmul");
 }
 
-llvm::Error cuda::runMatmul(const InstructionView &in, Device &device) {
+static llvm::Error runMatmul(const InstructionView &in, Device &device) {
   llvm::Expected<MatmulShape> shape = matmulShape(in);
   if (!shape)
     return shape.takeError();
@@ -164,10 +164,14 @@ llvm::Error cuda::runMatmul(const InstructionView &in, Device &device) {
                               cudaMemcpyDeviceToDevice, device.stream)
             : cudaMemsetAsync(result, 0, resultBytes, device.stream),
         "cudaMemcpyAsync");
-  if (auto error =
-          gemm(device,
-               matmulGemm(*shape, in.data<void>(0), in.data<void>(1), result),
-               in.dtype(0), shape->hasAddend ? in.data<void>(2) : nullptr))
+  if (auto error = cuda::gemm(
+          device,
+          matmulGemm(*shape, in.data<void>(0), in.data<void>(1), result),
+          in.dtype(0), shape->hasAddend ? in.data<void>(2) : nullptr))
     return in.fail(llvm::toString(std::move(error)));
   return llvm::Error::success();
+}
+
+void cuda::addMatmulKernels(Kernels &kernels) {
+  kernels.add({MATMUL}, {runMatmul, /*bf16=*/true});
 }

@@ -14,7 +14,7 @@ using namespace twill;
 
 /// global_norm and sum_squares: one scalar from every element of every
 /// input.
-llvm::Error cuda::runSquares(const InstructionView &in, Device &device) {
+static llvm::Error runSquares(const InstructionView &in, Device &device) {
   int inputs = in.numOperands();
   if (in.numResults() != 1 || in.dtype(inputs) != F32 || in.count(inputs) != 1)
     return in.fail("expects inputs and one f32 scalar result");
@@ -38,7 +38,7 @@ llvm::Error cuda::runSquares(const InstructionView &in, Device &device) {
 }
 
 /// The scalar ops of the optimizer step.
-llvm::Error cuda::runScalar(const InstructionView &in, Device &device) {
+static llvm::Error runScalar(const InstructionView &in, Device &device) {
   Opcode op = in.opcode();
   for (int i = 0; i < in.numOperands() + in.numResults(); ++i)
     if (in.count(i) != 1)
@@ -62,7 +62,7 @@ llvm::Error cuda::runScalar(const InstructionView &in, Device &device) {
   return llvm::Error::success();
 }
 
-llvm::Error cuda::runAdamW(const InstructionView &in, Device &device) {
+static llvm::Error runAdamW(const InstructionView &in, Device &device) {
   llvm::Expected<AdamWSettings> settings = adamwSettings(in);
   if (!settings)
     return settings.takeError();
@@ -71,4 +71,10 @@ llvm::Error cuda::runAdamW(const InstructionView &in, Device &device) {
               in.data<int64_t>(6), *settings, in.data<float>(7),
               in.data<float>(8), in.data<float>(9), in.count(0), device.stream);
   return llvm::Error::success();
+}
+
+void cuda::addOptimizerKernels(Kernels &kernels) {
+  kernels.add({GLOBAL_NORM, SUM_SQUARES}, {runSquares});
+  kernels.add({CLIP_COEFFICIENT, LR_SCHEDULE, INCREMENT}, {runScalar});
+  kernels.add({ADAMW}, {runAdamW});
 }
