@@ -11,6 +11,7 @@
 #include "runtime/backend/shapes/ElementwiseShapes.h"
 #include "runtime/backend/shapes/LayerShapes.h"
 #include "runtime/backend/shapes/MatmulShape.h"
+#include "runtime/backend/shapes/OptimizerShapes.h"
 
 #include <gtest/gtest.h>
 
@@ -254,6 +255,22 @@ TEST(Shapes, TheRuntimeRefusesInTheVerifiersWords) {
   EXPECT_EQ(shape->batch * shape->m, 16);
   EXPECT_EQ(shape->k, 64);
   EXPECT_EQ(shape->n, 96);
+}
+
+// The optimizer's norms and scalar ops: one decoder for both backends.
+TEST(Shapes, TheOptimizersScalarsAreCheckedOnce) {
+  OneInstruction schedule(LR_SCHEDULE, {{{}, I64}, {{}, I64}}, {{{2}}});
+  EXPECT_EQ(problemOf(scalarShape(schedule.view())),
+            "lr_schedule: expects scalars");
+  OneInstruction increment(INCREMENT, {{{}, I64}}, {{{}, F32}});
+  EXPECT_NE(problemOf(scalarShape(increment.view())), "");
+  OneInstruction clip(CLIP_COEFFICIENT, {{{}}}, {{{}}});
+  EXPECT_EQ(problemOf(scalarShape(clip.view())), "");
+  OneInstruction norm(GLOBAL_NORM, {{{4, 4}}, {{3}, BF16}}, {{{}}});
+  EXPECT_EQ(problemOf(squaresShape(norm.view())),
+            "global_norm: inputs must be f32");
+  OneInstruction sums(SUM_SQUARES, {{{4, 4}}, {{3}}}, {{{}}});
+  EXPECT_EQ(problemOf(squaresShape(sums.view())), "");
 }
 
 } // namespace

@@ -15,9 +15,9 @@ using namespace twill;
 /// global_norm and sum_squares: one scalar from every element of every
 /// input.
 static llvm::Error runSquares(const InstructionView &in, Device &device) {
+  if (auto error = squaresShape(in))
+    return error;
   int inputs = in.numOperands();
-  if (in.numResults() != 1 || in.dtype(inputs) != F32 || in.count(inputs) != 1)
-    return in.fail("expects inputs and one f32 scalar result");
   llvm::Expected<void *> space = device.scratchSpace(0, sizeof(double));
   if (!space)
     return space.takeError();
@@ -26,12 +26,9 @@ static llvm::Error runSquares(const InstructionView &in, Device &device) {
           cudaMemsetAsync(accumulator, 0, sizeof(double), device.stream),
           "cudaMemsetAsync"))
     return error;
-  for (int i = 0; i < inputs; ++i) {
-    if (in.dtype(i) != F32)
-      return in.fail("inputs must be f32");
+  for (int i = 0; i < inputs; ++i)
     cuda::accumulateSquares(in.data<float>(i), in.count(i), accumulator,
                             device.stream);
-  }
   cuda::finishSquares(accumulator, in.opcode() == GLOBAL_NORM,
                       in.data<float>(inputs), device.stream);
   return llvm::Error::success();
@@ -39,23 +36,16 @@ static llvm::Error runSquares(const InstructionView &in, Device &device) {
 
 /// The scalar ops of the optimizer step.
 static llvm::Error runScalar(const InstructionView &in, Device &device) {
+  if (auto error = scalarShape(in))
+    return error;
   Opcode op = in.opcode();
-  for (int i = 0; i < in.numOperands() + in.numResults(); ++i)
-    if (in.count(i) != 1)
-      return in.fail("expects scalars");
   if (op == LR_SCHEDULE) {
-    if (auto error = in.expect(2, 1, {I64, I64, F32}, {0, 0, 0}))
-      return error;
     cuda::scheduledLr(in.data<int64_t>(0), in.data<int64_t>(1),
                       in->lr_schedule().lr(), in->lr_schedule().warmup_steps(),
                       in.data<float>(2), device.stream);
   } else if (op == INCREMENT) {
-    if (auto error = in.expect(1, 1, {I64, I64}, {0, 0}))
-      return error;
     cuda::increment(in.data<int64_t>(0), in.data<int64_t>(1), device.stream);
   } else {
-    if (auto error = in.expect(1, 1, {F32, F32}, {0, 0}))
-      return error;
     cuda::clipCoefficient(in.data<float>(0), in->clip_coefficient().max_norm(),
                           in.data<float>(1), device.stream);
   }
