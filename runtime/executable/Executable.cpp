@@ -2,6 +2,7 @@
 
 #include "runtime/executable/Executable.h"
 
+#include "proto/ExecutableChecksum.h"
 #include "runtime/executable/BFloat16.h"
 #include "runtime/executable/Opcodes.h"
 
@@ -9,6 +10,7 @@
 
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/Twine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -60,6 +62,12 @@ static llvm::Error checkFormat(const Executable &executable) {
 }
 
 llvm::Expected<Executable> twill::loadExecutable(llvm::StringRef path) {
+  // A FIFO or a device (/dev/zero) would be read without end.
+  if (llvm::sys::fs::exists(path) && !llvm::sys::fs::is_regular_file(path))
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "%s is not a regular file: give the program twillc wrote",
+        path.str().c_str());
   auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                           /*RequiresNullTerminator=*/false);
   if (!file)
@@ -86,6 +94,13 @@ llvm::Expected<Executable> twill::loadExecutable(llvm::StringRef path) {
         llvm::inconvertibleErrorCode(),
         "%s holds no program (an empty file?): compile one with twillc",
         path.str().c_str());
+  if (!isIntact((*file)->getBuffer(), executable))
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "%s is damaged: its contents do not match the checksum twillc "
+        "sealed it with (a bad copy, a disk error, or an edit): compile the "
+        "job again",
+        path.str().c_str());
   if (llvm::Error error = verifyExecutable(executable))
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    path + ": " +
@@ -96,8 +111,7 @@ llvm::Expected<Executable> twill::loadExecutable(llvm::StringRef path) {
 /// Fails unless the instruction has an opcode this runtime knows and every
 /// attribute its kind carries.
 static llvm::Error checkInstruction(const Instruction &instruction) {
-  if (!instruction.has_opcode() ||
-      instruction.opcode() == OPCODE_UNSPECIFIED)
+  if (!instruction.has_opcode() || instruction.opcode() == OPCODE_UNSPECIFIED)
     return problem("has no opcode this runtime knows: compiled by a newer "
                    "twillc?");
   Instruction::AttributesCase expected = attributesOf(instruction.opcode());
@@ -158,7 +172,8 @@ llvm::Error twill::verifyExecutable(const Executable &executable) {
                      "' says not how it starts (or a normal one's deviation)");
     const AdapterRole &adapter = parameter.adapter();
     if (parameter.has_adapter() &&
-        (adapter.part() == AdapterRole::PART_UNSPECIFIED || adapter.of().empty()))
+        (adapter.part() == AdapterRole::PART_UNSPECIFIED ||
+         adapter.of().empty()))
       return invalid("parameter '" + parameter.name() +
                      "' is an adapter's without its part or weight");
     if (init.kind() == Initializer::ROW_NORMS && !parameter.has_adapter())
@@ -246,8 +261,7 @@ BufferSet::BufferSet(const Executable &executable)
 
 std::byte *BufferSet::data(int id) {
   if (memoryPlan.offsets[id] >= 0) {
-    std::vector<std::byte> &in =
-        memoryPlan.inHostArena[id] ? hostArena : arena;
+    std::vector<std::byte> &in = memoryPlan.inHostArena[id] ? hostArena : arena;
     if (in.empty())
       in.resize(memoryPlan.inHostArena[id] ? memoryPlan.hostArenaBytes
                                            : memoryPlan.arenaBytes);

@@ -3,9 +3,9 @@
 #include "runtime/train/Checkpoint.h"
 
 #include "runtime/data/JsonLines.h"
-#include "support/AtomicFile.h"
 #include "runtime/io/Safetensors.h"
 #include "runtime/train/Adapter.h"
+#include "support/AtomicFile.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -13,7 +13,9 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
+#include <cstdio> // renameat2
 #include <cstdlib>
+#include <fcntl.h>
 
 using namespace twill;
 namespace json = llvm::json;
@@ -49,6 +51,40 @@ static std::vector<std::pair<std::string, int>> savedBuffers(Program &program) {
   for (const State &state : program.executable().states())
     buffers.push_back({state.name(), state.buffer()});
   return buffers;
+}
+
+/// Renames the complete checkpoint `partial` to `final`. An existing
+/// `final` (a run resumed from before it) is swapped with it in one step
+/// (RENAME_EXCHANGE), so that a complete step_N exists at every moment, and
+/// only then removed; where the filesystem cannot swap, it is renamed away
+/// first and removed last.
+static llvm::Error putInPlace(const std::string &partial,
+                              const std::string &final) {
+  auto failed = [&](const llvm::Twine &what) {
+    return checkpointError("cannot rename " + partial + " to " + final + ": " +
+                           what);
+  };
+  if (!llvm::sys::fs::exists(final)) {
+    if (std::error_code error = llvm::sys::fs::rename(partial, final))
+      return failed(error.message());
+    return llvm::Error::success();
+  }
+  if (renameat2(AT_FDCWD, partial.c_str(), AT_FDCWD, final.c_str(),
+                RENAME_EXCHANGE) == 0) {
+    // `partial` holds the old checkpoint now: never resumed from.
+    llvm::sys::fs::remove_directories(partial, /*IgnoreErrors=*/true);
+    return llvm::Error::success();
+  }
+  std::string replaced = final + ".replaced";
+  llvm::sys::fs::remove_directories(replaced, /*IgnoreErrors=*/true);
+  if (std::error_code error = llvm::sys::fs::rename(final, replaced))
+    return failed(error.message());
+  if (std::error_code error = llvm::sys::fs::rename(partial, final)) {
+    (void)llvm::sys::fs::rename(replaced, final); // the old one back
+    return failed(error.message());
+  }
+  llvm::sys::fs::remove_directories(replaced, /*IgnoreErrors=*/true);
+  return llvm::Error::success();
 }
 
 llvm::Error twill::saveCheckpoint(Program &program, llvm::StringRef outputDir,
@@ -119,14 +155,12 @@ llvm::Error twill::saveCheckpoint(Program &program, llvm::StringRef outputDir,
     std::string text;
     llvm::raw_string_ostream(text)
         << llvm::formatv("{0:2}", json::Value(std::move(trainer)));
-    if (llvm::Error error = writeFileAtomically(
-            joinPath(stateDir, "trainer.json"),
-            [&](llvm::raw_ostream &os) { os << text; }))
+    if (llvm::Error error =
+            writeFileAtomically(joinPath(stateDir, "trainer.json"),
+                                [&](llvm::raw_ostream &os) { os << text; }))
       return error;
-    llvm::sys::fs::remove_directories(final, /*IgnoreErrors=*/true);
-    if (std::error_code error = llvm::sys::fs::rename(partial, final))
-      return checkpointError("cannot rename " + partial + " to " + final +
-                             ": " + error.message());
+    if (llvm::Error error = putInPlace(partial, final))
+      return error;
   }
   return program.barrier();
 }
@@ -169,9 +203,12 @@ llvm::Expected<TrainPosition> twill::loadCheckpoint(Program &program,
   if (!parsed)
     return parsed.takeError();
   const json::Object *trainer = parsed->getAsObject();
-  std::optional<int64_t> steps = trainer ? trainer->getInteger("steps") : std::nullopt;
-  std::optional<int64_t> epoch = trainer ? trainer->getInteger("epoch") : std::nullopt;
-  std::optional<int64_t> index = trainer ? trainer->getInteger("index") : std::nullopt;
+  std::optional<int64_t> steps =
+      trainer ? trainer->getInteger("steps") : std::nullopt;
+  std::optional<int64_t> epoch =
+      trainer ? trainer->getInteger("epoch") : std::nullopt;
+  std::optional<int64_t> index =
+      trainer ? trainer->getInteger("index") : std::nullopt;
   std::optional<llvm::StringRef> mesh =
       trainer ? trainer->getString("mesh") : std::nullopt;
   const json::Object *integers =

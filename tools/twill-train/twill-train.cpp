@@ -18,6 +18,7 @@
 #include "runtime/train/Batch.h"
 #include "runtime/train/Trainer.h"
 #include "runtime/train/Weights.h"
+#include "support/RunLock.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringExtras.h"
@@ -90,6 +91,11 @@ static cl::opt<std::string> gradientsPath(
     cl::desc("With --eval: run the training step instead and write the "
              "gradient of the summed loss for every trainable parameter"),
     cl::value_desc("grads.safetensors"), cl::cat(options));
+static cl::opt<std::string> runLockToken(
+    "run-lock",
+    cl::desc("The token of the output folder's run lock that `twill train` "
+             "holds for this run"),
+    cl::Hidden, cl::cat(options));
 
 /// Prints "twill-train: error: <message>" in one write, so that the lines
 /// of several ranks sharing a terminal do not interleave.
@@ -404,6 +410,16 @@ static int runJob(Executable executable) {
     return 1;
   }
   isFirstRank = (*comm)->rank() == 0;
+  // Training writes the output folder (its log, checkpoints, adapter):
+  // one run at a time. Rank 0 writes it, so rank 0 holds it.
+  std::optional<RunLock> lock;
+  if (!eval && isFirstRank) {
+    llvm::Expected<RunLock> taken =
+        RunLock::take(executable.job().checkpoint().output_dir(), runLockToken);
+    if (!taken)
+      return fail(taken.takeError());
+    lock.emplace(std::move(*taken));
+  }
   (*comm)->setTimeout(executable.job().parallel().collective_timeout_s());
   Program program(std::move(executable), comm->get());
   std::string baseDir = weightsPath.empty()

@@ -7,7 +7,8 @@
 // Resolves the job as twillc does, compiles it into its output folder
 // (checkpoint.output_dir/job.twx) unless the program there was compiled
 // from the same resolved job by the same twillc, checks the number of
-// ranks against dp x tp, and starts them: inside a Slurm allocation with
+// ranks against dp x tp, and starts them, holding the output folder's run
+// lock from before compiling to the run's end: inside a Slurm allocation with
 // srun, elsewhere with mpirun (or, for one rank, twill-train itself).
 // FLAGS after `--` go to every twill-train (--backend=cuda, --eval-data,
 // ...). twillc and twill-train are the ones beside this program.
@@ -15,6 +16,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/config/JobConfig.h"
+#include "proto/ExecutableChecksum.h"
+#include "support/RunLock.h"
+#include "support/Sha256File.h"
 
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
@@ -25,7 +29,6 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
-#include "llvm/Support/SHA256.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -106,28 +109,43 @@ static std::string sibling(const char *argv0, llvm::StringRef name) {
   return path.str().str();
 }
 
-/// What the compiled program depends on: the resolved job (every layer,
-/// paths absolute) and the twillc that compiles it (its size and time).
-static llvm::Expected<std::string> cacheKey(const JobConfig &job,
-                                            llvm::StringRef twillc) {
-  llvm::sys::fs::file_status status;
-  if (std::error_code error = llvm::sys::fs::status(twillc, status))
-    return llvm::createStringError(error, "cannot find %s: %s",
-                                   twillc.str().c_str(),
-                                   error.message().c_str());
+/// `job` serialized deterministically: two jobs are the same job when these
+/// bytes are.
+static std::string jobBytes(const JobConfig &job) {
   std::string serialized;
   google::protobuf::io::StringOutputStream stream(&serialized);
   google::protobuf::io::CodedOutputStream coded(&stream);
   coded.SetSerializationDeterministic(true);
   job.SerializeToCodedStream(&coded);
   coded.Trim();
-  llvm::SHA256 hash;
-  hash.update(serialized);
-  hash.update(
-      llvm::formatv("{0} {1} {2}", twillc, status.getSize(),
-                    status.getLastModificationTime().time_since_epoch().count())
-          .str());
-  return llvm::toHex(hash.final(), /*LowerCase=*/true);
+  return serialized;
+}
+
+/// Why `program` is not what twillc (whose contents hash to `compiler`)
+/// compiles `job` to; empty when it is. The program says what made it (its
+/// job and its twillc's hash) and is sealed with a checksum: its file's
+/// size and time say nothing.
+static std::string whyNotUpToDate(llvm::StringRef program, const JobConfig &job,
+                                  llvm::StringRef compiler) {
+  if (!llvm::sys::fs::exists(program))
+    return "there is none yet";
+  if (!llvm::sys::fs::is_regular_file(program))
+    return "it is not a regular file";
+  auto file = llvm::MemoryBuffer::getFile(program, /*IsText=*/false,
+                                          /*RequiresNullTerminator=*/false);
+  Executable executable;
+  if (!file || !executable.ParseFromArray((*file)->getBufferStart(),
+                                          (*file)->getBufferSize()))
+    return "it cannot be read as a program";
+  if (executable.format_version() != EXECUTABLE_FORMAT)
+    return "another release of twillc wrote it";
+  if (!isIntact((*file)->getBuffer(), executable))
+    return "it is damaged (its checksum does not match)";
+  if (executable.compiler_sha256() != compiler)
+    return "another twillc compiled it";
+  if (jobBytes(executable.job()) != jobBytes(job))
+    return "it was compiled from another job, or other overrides";
+  return "";
 }
 
 /// Runs `argv` and waits; its exit status.
@@ -141,8 +159,10 @@ static int run(llvm::ArrayRef<std::string> argv) {
   return status;
 }
 
-/// The program `job` compiles to, in its output folder: compiled again only
-/// when what it depends on changed.
+/// The program `job` compiles to, in its output folder: compiled again
+/// (into a temporary file renamed into place) unless the one there was
+/// compiled from this job by this twillc. The caller holds the folder's
+/// run lock.
 static llvm::Expected<std::string> compiled(const Request &request,
                                             const JobConfig &job,
                                             const std::string &twillc) {
@@ -151,18 +171,15 @@ static llvm::Expected<std::string> compiled(const Request &request,
     return llvm::createStringError(error, "cannot create %s: %s",
                                    folder.str().c_str(),
                                    error.message().c_str());
-  llvm::SmallString<256> program(folder), keyPath(folder);
+  llvm::SmallString<256> program(folder);
   llvm::sys::path::append(program, "job.twx");
-  llvm::sys::path::append(keyPath, "job.twx.key");
-  llvm::Expected<std::string> key = cacheKey(job, twillc);
-  if (!key)
-    return key.takeError();
-  auto stored = llvm::MemoryBuffer::getFile(keyPath);
-  if (stored && (*stored)->getBuffer().trim() == *key &&
-      llvm::sys::fs::exists(program)) {
+  llvm::Expected<std::string> compiler = sha256OfFile(twillc);
+  if (!compiler)
+    return compiler.takeError();
+  std::string why = whyNotUpToDate(program, job, *compiler);
+  if (why.empty()) {
     llvm::outs() << "twill: " << program
-                 << " is up to date (the job, its overrides and twillc are "
-                    "unchanged)\n";
+                 << " is up to date (compiled from this job by this twillc)\n";
     return program.str().str();
   }
   std::vector<std::string> compile = {twillc, request.job};
@@ -170,18 +187,11 @@ static llvm::Expected<std::string> compiled(const Request &request,
                  request.overrides.end());
   compile.insert(compile.end(), {"-o", program.str().str()});
   llvm::outs() << "twill: compiling " << request.job << " into " << program
-               << "\n";
+               << " (" << why << ")\n";
   llvm::outs().flush();
   if (run(compile) != 0)
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "twillc failed on " + request.job);
-  std::error_code error;
-  llvm::raw_fd_ostream out(keyPath, error);
-  if (!error)
-    out << *key << "\n";
-  if (error || out.has_error()) // the program runs; it compiles again next
-    llvm::WithColor::warning(llvm::errs(), "twill")
-        << "cannot write " << keyPath << "\n";
   return program.str().str();
 }
 
@@ -254,12 +264,21 @@ static int train(const char *argv0, llvm::ArrayRef<const char *> args) {
         "--nproc is {3}: set parallel.dp and parallel.tp so their product is "
         "{3}, or leave --nproc out",
         dp, tp, dp * tp, request->ranks));
+  // Held from here to the run's end: what this process becomes (mpirun,
+  // srun or twill-train) keeps it, and passes its token to twill-train.
+  llvm::Expected<RunLock> lock = RunLock::take(job->checkpoint().output_dir());
+  if (!lock)
+    return fail(llvm::toString(lock.takeError()));
+  lock->keepAcrossExec();
   llvm::Expected<std::string> program =
       compiled(*request, *job, sibling(argv0, "twillc"));
   if (!program)
     return fail(llvm::toString(program.takeError()));
-  llvm::Expected<std::vector<std::string>> command = launcher(
-      dp * tp, sibling(argv0, "twill-train"), *program, request->trainFlags);
+  std::vector<std::string> flags = {"--run-lock=" + lock->token()};
+  flags.insert(flags.end(), request->trainFlags.begin(),
+               request->trainFlags.end());
+  llvm::Expected<std::vector<std::string>> command =
+      launcher(dp * tp, sibling(argv0, "twill-train"), *program, flags);
   if (!command)
     return fail(llvm::toString(command.takeError()));
   // Replaced by the launcher: its exit status and signals are the job's.

@@ -21,11 +21,14 @@
 #include "mlir/Support/Timing.h"
 #include "passes/Passes.h"
 #include "passes/ResourceReport.h"
+#include "proto/ExecutableChecksum.h"
 #include "support/AtomicFile.h"
+#include "support/Sha256File.h"
 #include "tools/twillc/Planner.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Program.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -418,9 +421,9 @@ static int printReport(const twill::JobConfig &config) {
 }
 
 /// Compiles `config` and writes the Executable to `path` (replacing it only
-/// once the new one is complete).
-static int writeExecutable(const twill::JobConfig &config,
-                           llvm::StringRef path) {
+/// once the new one is complete), sealed, and saying which twillc made it.
+static int writeExecutable(const twill::JobConfig &config, llvm::StringRef path,
+                           const char *argv0) {
   mlir::MLIRContext context;
   mlir::OwningOpRef<mlir::ModuleOp> module = compile(context, config);
   if (!module)
@@ -430,9 +433,13 @@ static int writeExecutable(const twill::JobConfig &config,
   if (mlir::failed(executable))
     return fail("cannot compile " + jobPath + " (the errors above say why)");
   *executable->mutable_job() = config;
-  std::string bytes;
-  if (!executable->SerializeToString(&bytes))
-    return fail("cannot serialise the Executable");
+  static int anchor;
+  llvm::Expected<std::string> compiler =
+      twill::sha256OfFile(llvm::sys::fs::getMainExecutable(argv0, &anchor));
+  if (!compiler)
+    return fail(llvm::toString(compiler.takeError()));
+  executable->set_compiler_sha256(*compiler);
+  std::string bytes = twill::sealedBytes(*executable);
   if (llvm::Error error = twill::writeFileAtomically(
           path, [&](llvm::raw_ostream &os) { os << bytes; }))
     return fail(llvm::toString(std::move(error)));
@@ -477,7 +484,7 @@ int main(int argc, char **argv) {
 
   switch (emit) {
   case Emit::Executable:
-    return writeExecutable(*config, outputPath);
+    return writeExecutable(*config, outputPath, argv[0]);
   case Emit::Config: {
     std::string text;
     google::protobuf::TextFormat::PrintToString(*config, &text);

@@ -1,0 +1,164 @@
+"""Programs and output folders that cannot be mixed up (issue 34): each case
+failed before the program carried its checksum and what made it, and before
+an output folder was held by one run at a time.
+
+    python integrity.py --bin BUILD/bin --work DIR --data train.jsonl \
+        --config tiny.textproto
+
+- damaged programs: single-bit flips of a .twx are refused, naming it (they
+  used to run, some to another adapter);
+- stale programs: the launcher compiles again when the program beside the
+  job was made by another twillc of the same size and time, from another
+  job, or is truncated or a device (it used to trust sizes and times);
+- one run per folder: a second run into a folder a run holds is refused
+  naming the first (both used to run, corrupting each other's log).
+"""
+import argparse
+import fcntl
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from robustness import Suite
+
+FAST = ["train.epochs=1", "train.max_steps_per_epoch=2"]
+
+
+def damaged_programs(s):
+    program, _ = s.compile("sealed")
+    good = program.read_bytes()
+    damaged = s.work / "damaged.twx"
+    rng = random.Random(34)
+    ran = []
+    for flip in range(20):
+        data = bytearray(good)
+        at = rng.randrange(len(data))
+        data[at] ^= 1 << rng.randrange(8)
+        damaged.write_bytes(data)
+        result = s.run([s.tool("twill-train"), damaged, "--eval"])
+        if result.returncode != 1 or str(damaged) not in result.stderr:
+            ran.append(f"byte {at}: exit {result.returncode} "
+                       f"{result.stderr.strip()[-200:]}")
+    s.check("20 bit flips of a program are each refused, naming it",
+            not ran, "; ".join(ran))
+
+
+def launch(s, bin_dir, out, *overrides, timeout=300):
+    return s.run([bin_dir / "twill", "train", s.args.config,
+                  f"checkpoint.output_dir={out}", f"data.path={s.args.data}",
+                  *FAST, *overrides], timeout=timeout)
+
+
+def stale_programs(s):
+    # A copy of the tools, so that its twillc can be altered.
+    bin_dir = s.work / "bin"
+    bin_dir.mkdir()
+    for tool in ("twill", "twillc", "twill-train"):
+        shutil.copy2(s.tool(tool), bin_dir / tool)
+    out = s.work / "stale-out"
+    first = launch(s, bin_dir, out)
+    s.check("a first launch compiles and trains", first.returncode == 0 and
+            "compiling" in first.stdout, first.stderr[-300:])
+    again = launch(s, bin_dir, out)
+    s.check("... a second is up to date", "is up to date" in again.stdout,
+            again.stdout[:300])
+
+    # Another job's program put beside the job.
+    program = out / "job.twx"
+    foreign, _ = s.compile("foreign", "train.lr=0.5")
+    shutil.copy(foreign, program)
+    beside = launch(s, bin_dir, out)
+    s.check("another job's program beside the job is compiled again",
+            "compiled from another job" in beside.stdout, beside.stdout[:300])
+
+    # A truncated program, and a device in its place.
+    program.write_bytes(program.read_bytes()[:1000])
+    truncated = launch(s, bin_dir, out)
+    s.check("a truncated program is compiled again",
+            "compiling" in truncated.stdout and truncated.returncode == 0,
+            truncated.stdout[:300] + truncated.stderr[-300:])
+    program.unlink()
+    program.symlink_to("/dev/zero")
+    device = launch(s, bin_dir, out, timeout=60)
+    s.check("/dev/zero as the program is compiled over",
+            "not a regular file" in device.stdout and device.returncode == 0
+            and program.is_file() and not program.is_symlink(),
+            device.stdout[:300] + device.stderr[-300:])
+
+    # Another twillc of the same size and time: one byte of its help text.
+    twillc = bin_dir / "twillc"
+    stat = twillc.stat()
+    data = twillc.read_bytes()
+    at = data.index(b"Twill job compiler")
+    twillc.write_bytes(data[:at] + b"twill" + data[at + 5:])
+    os.utime(twillc, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    other = launch(s, bin_dir, out)
+    s.check("another twillc of the same size and time compiles again",
+            "another twillc compiled it" in other.stdout, other.stdout[:300])
+    s.expect("twill-train refuses a device as its program",
+             s.run([s.tool("twill-train"), "/dev/zero"], timeout=60),
+             "/dev/zero is not a regular file")
+
+
+def one_run_per_folder(s):
+    out = s.work / "held-out"
+    out.mkdir()
+    program, _ = s.compile("held")
+    shutil.copy(program, out / "job.twx")
+    with open(out / ".twill-run.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        lock.write("host elsewhere pid 4242 started 2026-01-01T00:00:00Z "
+                   "token abc\n")
+        lock.flush()
+        s.expect("twill train into a held folder is refused, naming the run",
+                 launch(s, s.args.bin, out), "is in use by another run",
+                 "host elsewhere pid 4242")
+        s.expect("... and so is twill-train",
+                 s.train(out / "job.twx"), "is in use by another run")
+        s.expect("... with another run's token too",
+                 s.train(out / "job.twx", "--run-lock=abd"),
+                 "is in use by another run")
+    free = launch(s, s.args.bin, out)
+    s.check("once the holder ends, the folder is free",
+            free.returncode == 0, free.stderr[-300:])
+
+    # Two real launches: the second, started while the first trains.
+    first = subprocess.Popen(
+        [s.tool("twill"), "train", s.args.config,
+         f"checkpoint.output_dir={out}", f"data.path={s.args.data}",
+         "train.epochs=200"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and first.poll() is None:
+        line = first.stdout.readline()
+        if line.startswith("step "):
+            break
+    second = launch(s, s.args.bin, out)
+    first.kill()
+    first.communicate()
+    s.expect("a second launch into a folder a run trains in is refused",
+             second, "is in use by another run", f"pid {first.pid}")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    for flag in ("--bin", "--work", "--data", "--config"):
+        parser.add_argument(flag, type=Path, required=True)
+    args = parser.parse_args()
+    shutil.rmtree(args.work, ignore_errors=True)
+    args.work.mkdir(parents=True)
+    s = Suite(args)
+    for case in (damaged_programs, stale_programs, one_run_per_folder):
+        case(s)
+    print(f"{len(s.failures)} failed")
+    for failure in s.failures:
+        print("\n" + failure)
+    return 1 if s.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
