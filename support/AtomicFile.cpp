@@ -13,6 +13,12 @@ twill::writeFileAtomically(llvm::StringRef path,
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    path + ": cannot write: " + why);
   };
+  // Renaming over a device or a FIFO would replace it (/dev/null, for
+  // root) with the file.
+  if (llvm::sys::fs::exists(path) && !llvm::sys::fs::is_regular_file(path) &&
+      !llvm::sys::fs::is_directory(path))
+    return fail("it is not a regular file (a device or a FIFO): give the "
+                "path of a file");
   llvm::Expected<llvm::sys::fs::TempFile> temp =
       llvm::sys::fs::TempFile::create(path + "-%%%%%%.tmp");
   if (!temp)

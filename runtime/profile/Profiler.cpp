@@ -4,6 +4,7 @@
 
 #include "opmodel/Flops.h"
 #include "runtime/executable/Opcodes.h"
+#include "support/AtomicFile.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SmallVectorExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -16,8 +17,9 @@
 using namespace twill;
 
 std::string twill::layerOf(const Instruction &instruction) {
-  return instruction.has_layer() ? "layer " + std::to_string(instruction.layer())
-                                 : "outside the layers";
+  return instruction.has_layer()
+             ? "layer " + std::to_string(instruction.layer())
+             : "outside the layers";
 }
 
 double twill::bytesOf(const Executable &executable,
@@ -73,60 +75,53 @@ static llvm::StringRef valueName(const Executable &executable,
 }
 
 llvm::Error Profiler::writeTrace(llvm::StringRef path, int rank) const {
-  std::error_code error;
-  llvm::raw_fd_ostream file(path, error);
-  if (error)
-    return llvm::createStringError(error, "cannot write the profile " + path +
-                                              ": " + error.message());
-  llvm::json::OStream json(file);
-  json.object([&] {
-    json.attribute("displayTimeUnit", "ms");
-    json.attributeArray("traceEvents", [&] {
-      const char *tracks[] = {"compute", "communication", "entry points"};
-      for (int track = 0; track < 3; ++track)
-        json.object([&] {
-          json.attribute("ph", "M");
-          json.attribute("name", "thread_name");
-          json.attribute("pid", rank);
-          json.attribute("tid", track);
-          json.attributeObject("args",
-                               [&] { json.attribute("name", tracks[track]); });
-        });
-      for (const Span &span : spans)
-        json.object([&] {
-          json.attribute("ph", "X");
-          json.attribute("pid", rank);
-          json.attribute("tid", int(span.track));
-          json.attribute("ts", span.start * 1e6);
-          json.attribute("dur", (span.end - span.start) * 1e6);
-          if (span.instruction < 0) {
-            json.attribute("name", span.entry->name());
-            return;
-          }
-          const Instruction &instruction =
-              span.entry->instructions(span.instruction);
-          // A transfer is named by its collective, whether it was started
-          // and waited apart or at once.
-          json.attribute("name",
-                         opcodeName(span.track == Communication
-                                        ? blockingOf(instruction.opcode())
-                                        : instruction.opcode()));
-          json.attributeObject("args", [&] {
-            json.attribute("shapes", shapesOf(executable, instruction));
-            json.attribute("layer", layerOf(instruction));
-            json.attribute("value", valueName(executable, instruction));
-            json.attribute("entry", span.entry->name());
-            json.attribute("index", span.instruction);
+  // Whole or not at all, and a full disk an error naming the file.
+  return writeFileAtomically(path, [&](llvm::raw_ostream &file) {
+    llvm::json::OStream json(file);
+    json.object([&] {
+      json.attribute("displayTimeUnit", "ms");
+      json.attributeArray("traceEvents", [&] {
+        const char *tracks[] = {"compute", "communication", "entry points"};
+        for (int track = 0; track < 3; ++track)
+          json.object([&] {
+            json.attribute("ph", "M");
+            json.attribute("name", "thread_name");
+            json.attribute("pid", rank);
+            json.attribute("tid", track);
+            json.attributeObject(
+                "args", [&] { json.attribute("name", tracks[track]); });
           });
-        });
+        for (const Span &span : spans)
+          json.object([&] {
+            json.attribute("ph", "X");
+            json.attribute("pid", rank);
+            json.attribute("tid", int(span.track));
+            json.attribute("ts", span.start * 1e6);
+            json.attribute("dur", (span.end - span.start) * 1e6);
+            if (span.instruction < 0) {
+              json.attribute("name", span.entry->name());
+              return;
+            }
+            const Instruction &instruction =
+                span.entry->instructions(span.instruction);
+            // A transfer is named by its collective, whether it was started
+            // and waited apart or at once.
+            json.attribute("name",
+                           opcodeName(span.track == Communication
+                                          ? blockingOf(instruction.opcode())
+                                          : instruction.opcode()));
+            json.attributeObject("args", [&] {
+              json.attribute("shapes", shapesOf(executable, instruction));
+              json.attribute("layer", layerOf(instruction));
+              json.attribute("value", valueName(executable, instruction));
+              json.attribute("entry", span.entry->name());
+              json.attribute("index", span.instruction);
+            });
+          });
+      });
     });
+    file << "\n";
   });
-  file << "\n";
-  file.close();
-  if (file.has_error())
-    return llvm::createStringError(file.error(),
-                                   "cannot write the profile " + path);
-  return llvm::Error::success();
 }
 
 /// "512.3 TFLOP/s", "1.21 TB/s": a rate in its unit.

@@ -9,9 +9,14 @@ an output folder was held by one run at a time.
   used to run, some to another adapter);
 - stale programs: the launcher compiles again when the program beside the
   job was made by another twillc of the same size and time, from another
-  job, or is truncated or a device (it used to trust sizes and times);
+  job, or is truncated (it used to trust sizes and times), and refuses a
+  device in its place;
 - one run per folder: a second run into a folder a run holds is refused
-  naming the first (both used to run, corrupting each other's log).
+  naming the first (both used to run, corrupting each other's log);
+- output errors: a full disk under stdout, a profile or a plan is an error
+  naming what could not be written (it used to be LLVM's fatal "IO failure
+  on output stream"), and a device given as a file to write is refused
+  (renaming over it replaced /dev/full, for root, with a file).
 """
 import argparse
 import fcntl
@@ -83,11 +88,12 @@ def stale_programs(s):
             truncated.stdout[:300] + truncated.stderr[-300:])
     program.unlink()
     program.symlink_to("/dev/zero")
-    device = launch(s, bin_dir, out, timeout=60)
-    s.check("/dev/zero as the program is compiled over",
-            "not a regular file" in device.stdout and device.returncode == 0
-            and program.is_file() and not program.is_symlink(),
-            device.stdout[:300] + device.stderr[-300:])
+    s.expect("/dev/zero as the program is refused, naming it",
+             launch(s, bin_dir, out, timeout=60),
+             f"{program} is not a regular file")
+    s.check("... and left alone", Path("/dev/zero").is_char_device())
+    program.unlink()
+    launch(s, bin_dir, out)
 
     # Another twillc of the same size and time: one byte of its help text.
     twillc = bin_dir / "twillc"
@@ -144,6 +150,34 @@ def one_run_per_folder(s):
              second, "is in use by another run", f"pid {first.pid}")
 
 
+def output_errors(s):
+    full = open("/dev/full", "w")
+    root = s.args.config.parent.parent
+    for name, command in (
+            ("twillc --emit=config", [s.tool("twillc"), s.args.config,
+                                      "--emit=config"]),
+            ("twill --help", [s.tool("twill"), "--help"]),
+            ("twill-train --help", [s.tool("twill-train"), "--help"]),
+            ("twill-tokenize --help", [s.tool("twill-tokenize"), "--help"])):
+        result = subprocess.run([str(c) for c in command], stdout=full,
+                                stderr=subprocess.PIPE, text=True, timeout=300)
+        s.check(f"{name} into a full stdout fails, saying so",
+                result.returncode == 1 and "LLVM ERROR" not in result.stderr
+                and "cannot write standard output: No space left on device"
+                in result.stderr, f"exit {result.returncode}: "
+                f"{result.stderr.strip()[-300:]}")
+    program, _ = s.compile("profiled", *FAST)
+    s.expect("a profile onto a device is refused, naming it",
+             s.train(program, "--profile", "/dev/full"),
+             "/dev/full: cannot write: it is not a regular file")
+    s.expect("a plan onto a device is refused, naming it",
+             s.run([s.tool("twillc"), s.args.config, "--plan", "--cluster",
+                    root / "clusters" / "h200x8.textproto", "-o",
+                    "/dev/full"]), "/dev/full: cannot write")
+    s.check("... and the device is left a device",
+            not Path("/dev/full").is_file())
+
+
 def main():
     parser = argparse.ArgumentParser()
     for flag in ("--bin", "--work", "--data", "--config"):
@@ -152,7 +186,8 @@ def main():
     shutil.rmtree(args.work, ignore_errors=True)
     args.work.mkdir(parents=True)
     s = Suite(args)
-    for case in (damaged_programs, stale_programs, one_run_per_folder):
+    for case in (damaged_programs, stale_programs, one_run_per_folder,
+                 output_errors):
         case(s)
     print(f"{len(s.failures)} failed")
     for failure in s.failures:

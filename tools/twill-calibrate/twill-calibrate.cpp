@@ -17,6 +17,8 @@
 #include "runtime/backend/cpu/CpuBackend.h"
 #include "runtime/backend/cpu/CpuKernels.h"
 #include "runtime/comm/Communicator.h"
+#include "support/AtomicFile.h"
+#include "support/ToolOutput.h"
 
 #include "google/protobuf/text_format.h"
 #include "llvm/Support/CommandLine.h"
@@ -167,11 +169,11 @@ llvm::Error measureCompute(Timer &timer, ClusterConfig &cluster,
 
   cluster.set_matmul_tflops(*flops / 1e12);
   cluster.set_memory_gbps(*bytes / 1e9);
-  details = llvm::formatv("# fp32 GEMM 1024x1024x512: {0:f1} GFLOP/s per "
-                          "rank; add over {1} MiB: {2:f1} GB/s per rank\n",
-                          *flops / 1e9, 3 * count * sizeof(float) >> 20,
-                          *bytes / 1e9)
-                .str();
+  details =
+      llvm::formatv("# fp32 GEMM 1024x1024x512: {0:f1} GFLOP/s per "
+                    "rank; add over {1} MiB: {2:f1} GB/s per rank\n",
+                    *flops / 1e9, 3 * count * sizeof(float) >> 20, *bytes / 1e9)
+          .str();
   return llvm::Error::success();
 }
 
@@ -218,8 +220,8 @@ llvm::Error measureLink(Communicator &comm, Timer &timer,
 
   // An FSDP gather of a LoRA layer's piece over two GEMMs of a layer.
   OwnedGemm gemm(256, 512, 256);
-  std::vector<float> piece(int64_t(1) << 15, 1.0f), gathered(piece.size() *
-                                                             ranks);
+  std::vector<float> piece(int64_t(1) << 15, 1.0f),
+      gathered(piece.size() * ranks);
   int64_t shape[] = {int64_t(piece.size())};
   auto gather = [&](llvm::function_ref<void(Communicator::Pending &)> between) {
     runCollective(
@@ -258,10 +260,9 @@ llvm::Error measureLink(Communicator &comm, Timer &timer,
   // Less than half hidden: count it whole, as the step will.
   bool overlaps = *exposed < 0.5 * *aloneMean;
   double gatherSteps = ranks - 1;
-  double ringStep =
-      (*exposed - gatherSteps / ranks * gathered.size() * sizeof(float) /
-                      *bandwidth) /
-      gatherSteps;
+  double ringStep = (*exposed - gatherSteps / ranks * gathered.size() *
+                                    sizeof(float) / *bandwidth) /
+                    gatherSteps;
 
   cluster.set_intra_node_gbps(*bandwidth / 1e9);
   cluster.set_intra_node_latency_us(
@@ -273,8 +274,7 @@ llvm::Error measureLink(Communicator &comm, Timer &timer,
                  "alone, {6:f3} ms more over two GEMMs of {7:f3} ms\n",
                  big.size() * sizeof(float) >> 20, ranks, 1e3 * *bigSeconds,
                  1e6 * *oneSeconds, piece.size() * sizeof(float) >> 10,
-                 1e3 * *aloneMean, 1e3 * *exposed,
-                 1e3 * overCompute->first)
+                 1e3 * *aloneMean, 1e3 * *exposed, 1e3 * overCompute->first)
                  .str();
   return llvm::Error::success();
 }
@@ -297,6 +297,7 @@ llvm::Error measure(Communicator &comm, ClusterConfig &cluster,
 } // namespace
 
 int main(int argc, char **argv) {
+  twill::checkStandardOutputAtExit("twill-calibrate");
   llvm::InitLLVM init(argc, argv);
   cl::ParseCommandLineOptions(argc, argv, "Twill: measure this machine\n");
   Communicator::initialize(argc, argv);
@@ -308,7 +309,8 @@ int main(int argc, char **argv) {
     useRankThreads();
     ClusterConfig cluster;
     std::string details;
-    llvm::Error error = comm ? measure(**comm, cluster, details) : comm.takeError();
+    llvm::Error error =
+        comm ? measure(**comm, cluster, details) : comm.takeError();
     if (error) {
       llvm::WithColor::error(llvm::errs(), "twill-calibrate")
           << llvm::toString(std::move(error)) << "\n";
@@ -320,17 +322,16 @@ int main(int argc, char **argv) {
           llvm::formatv("{0}, {1} ranks (measured)", host, ranks).str());
       std::string text;
       google::protobuf::TextFormat::PrintToString(cluster, &text);
-      std::error_code fileError;
-      llvm::raw_fd_ostream out(outputPath, fileError);
-      if (fileError) {
+      if (llvm::Error error =
+              writeFileAtomically(outputPath, [&](llvm::raw_ostream &out) {
+                out << "# twill-calibrate on " << host << ", " << ranks
+                    << " ranks at once\n"
+                    << details << text;
+              })) {
         llvm::WithColor::error(llvm::errs(), "twill-calibrate")
-            << "cannot write " << outputPath << ": " << fileError.message()
-            << "\n";
+            << llvm::toString(std::move(error)) << "\n";
         status = 1;
       } else {
-        out << "# twill-calibrate on " << host << ", " << ranks
-            << " ranks at once\n"
-            << details << text;
         llvm::outs() << details << text;
       }
     }

@@ -11,6 +11,7 @@
 
 #include "runtime/data/Tokenizer.h"
 #include "support/Json.h"
+#include "support/ToolOutput.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
@@ -68,6 +69,7 @@ parseMessages(llvm::StringRef text) {
 }
 
 int main(int argc, char **argv) {
+  twill::checkStandardOutputAtExit("twill-tokenize");
   llvm::InitLLVM init(argc, argv);
   // --help lists these, not the LLVM internals linked in.
   cl::HideUnrelatedOptions(options);

@@ -19,6 +19,7 @@
 #include "runtime/train/Trainer.h"
 #include "runtime/train/Weights.h"
 #include "support/RunLock.h"
+#include "support/ToolOutput.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringExtras.h"
@@ -522,6 +523,7 @@ static std::optional<std::string> misplacedFlags() {
 }
 
 int main(int argc, char **argv) {
+  twill::checkStandardOutputAtExit("twill-train");
   llvm::InitLLVM init(argc, argv);
   // --help lists these, not the LLVM internals linked in.
   cl::HideUnrelatedOptions(options);

@@ -19,6 +19,7 @@
 #include "proto/ExecutableChecksum.h"
 #include "support/RunLock.h"
 #include "support/Sha256File.h"
+#include "support/ToolOutput.h"
 
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
@@ -129,8 +130,6 @@ static std::string whyNotUpToDate(llvm::StringRef program, const JobConfig &job,
                                   llvm::StringRef compiler) {
   if (!llvm::sys::fs::exists(program))
     return "there is none yet";
-  if (!llvm::sys::fs::is_regular_file(program))
-    return "it is not a regular file";
   auto file = llvm::MemoryBuffer::getFile(program, /*IsText=*/false,
                                           /*RequiresNullTerminator=*/false);
   Executable executable;
@@ -173,6 +172,14 @@ static llvm::Expected<std::string> compiled(const Request &request,
                                    error.message().c_str());
   llvm::SmallString<256> program(folder);
   llvm::sys::path::append(program, "job.twx");
+  // Compiling would rename the program over a device or a FIFO there.
+  if (llvm::sys::fs::exists(program) &&
+      !llvm::sys::fs::is_regular_file(program))
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "%s is not a regular file (a device or a FIFO): remove it, and twill "
+        "compiles the job into it",
+        program.c_str());
   llvm::Expected<std::string> compiler = sha256OfFile(twillc);
   if (!compiler)
     return compiler.takeError();
@@ -314,6 +321,7 @@ static int plan(const char *argv0, llvm::ArrayRef<const char *> args) {
 }
 
 int main(int argc, char **argv) {
+  twill::checkStandardOutputAtExit("twill");
   llvm::StringRef command = argc > 1 ? argv[1] : "";
   if (command == "train")
     return train(argv[0], llvm::ArrayRef(argv + 2, argc - 2));

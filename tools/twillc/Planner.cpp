@@ -2,6 +2,8 @@
 
 #include "tools/twillc/Planner.h"
 
+#include "support/AtomicFile.h"
+
 #include "google/protobuf/text_format.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/Format.h"
@@ -21,10 +23,10 @@ ResourceReport::Rates twill::ratesOn(const ClusterConfig &cluster,
   int64_t dp = job.parallel().dp(), tp = job.parallel().tp();
   ResourceReport::Rates rates;
   bool fp32 = job.train().precision() == TrainConfig::FP32;
-  rates.flopsPerSecond = (fp32 && cluster.fp32_matmul_tflops() > 0
-                              ? cluster.fp32_matmul_tflops()
-                              : cluster.matmul_tflops()) *
-                         1e12;
+  rates.flopsPerSecond =
+      (fp32 && cluster.fp32_matmul_tflops() > 0 ? cluster.fp32_matmul_tflops()
+                                                : cluster.matmul_tflops()) *
+      1e12;
   rates.memoryBytesPerSecond = cluster.memory_gbps() * 1e9;
   ResourceReport::Link intra{cluster.intra_node_gbps() * 1e9,
                              cluster.intra_node_latency_us() * 1e-6};
@@ -210,8 +212,7 @@ private:
   std::optional<Cost> costAt(const Candidate &candidate, int64_t layerCount) {
     JobConfig at = candidate.job;
     at.mutable_model()->set_num_hidden_layers(layerCount);
-    mlir::FailureOr<ResourceReport> report =
-        costOf(at, ratesOn(cluster, at));
+    mlir::FailureOr<ResourceReport> report = costOf(at, ratesOn(cluster, at));
     if (mlir::failed(report))
       return std::nullopt;
     return Cost::of(*report);
@@ -315,18 +316,19 @@ int twill::planJob(const JobConfig &job, const ClusterConfig &cluster,
 
   std::string text;
   google::protobuf::TextFormat::PrintToString(winner.job, &text);
-  std::error_code error;
-  llvm::raw_fd_ostream out(output, error);
-  if (error)
-    return (llvm::errs() << "twillc: error: cannot write " << output << ": "
-                         << error.message() << "\n"),
-           1;
-  out << llvm::formatv("# twillc --plan on {0}: predicted {1:f0} tokens/s "
+  if (llvm::Error error =
+          writeFileAtomically(output, [&](llvm::raw_ostream &out) {
+            out << llvm::formatv(
+                       "# twillc --plan on {0}: predicted {1:f0} tokens/s "
                        "per device, {2:f3} s a step; the program needs {3} B "
                        "per device\n",
                        clusterName, winner.tokensPerDevice, winner.cost.step,
                        int64_t(winner.cost.programBytes))
-      << text;
+                << text;
+          }))
+    return (llvm::errs() << "twillc: error: "
+                         << llvm::toString(std::move(error)) << "\n"),
+           1;
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - began)
           .count();

@@ -13,6 +13,7 @@
 #include "frontend/LlamaBuilder.h"
 #include "frontend/config/ClusterConfig.h"
 #include "frontend/config/JobConfig.h"
+#include "support/ToolOutput.h"
 
 #include "dialects/twill/TwillOps.h"
 #include "google/protobuf/text_format.h"
@@ -447,6 +448,7 @@ static int writeExecutable(const twill::JobConfig &config, llvm::StringRef path,
 }
 
 int main(int argc, char **argv) {
+  twill::checkStandardOutputAtExit("twillc");
   llvm::InitLLVM init(argc, argv);
   // --help lists these, not the LLVM internals linked in.
   cl::HideUnrelatedOptions(options);
