@@ -26,6 +26,15 @@ template <typename Kernel> class KernelTable {
 public:
   KernelTable() : kernels(Opcode_MAX + 1) {}
 
+  /// The table each of `families` adds its runners to.
+  static KernelTable
+  of(std::initializer_list<void (*)(KernelTable &)> families) {
+    KernelTable table;
+    for (auto add : families)
+      add(table);
+    return table;
+  }
+
   /// Runs each of `opcodes` with `kernel`; an opcode gets one kernel.
   void add(std::initializer_list<Opcode> opcodes, Kernel kernel) {
     for (Opcode opcode : opcodes) {

@@ -2,10 +2,12 @@
 
 #include "runtime/train/Checkpoint.h"
 
+#include "google/protobuf/text_format.h"
 #include "runtime/data/JsonLines.h"
 #include "runtime/io/Safetensors.h"
 #include "runtime/train/Adapter.h"
 #include "support/AtomicFile.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -16,6 +18,8 @@
 #include <cstdio> // renameat2
 #include <cstdlib>
 #include <fcntl.h>
+#include <map>
+#include <set>
 
 using namespace twill;
 namespace json = llvm::json;
@@ -51,6 +55,40 @@ static std::vector<std::pair<std::string, int>> savedBuffers(Program &program) {
   for (const State &state : program.executable().states())
     buffers.push_back({state.name(), state.buffer()});
   return buffers;
+}
+
+/// What defines the model whose state a checkpoint holds: every field of
+/// the job's model section and of its adaptation (LoRA's rank, alpha,
+/// targets and variants, or full fine-tuning), as "section.field" -> its
+/// value in text format. State of one model is not another's; the rest of
+/// the job (the learning rate, steps, logging, data) may change on resume.
+static std::map<std::string, std::string>
+modelDefinition(const JobConfig &job) {
+  std::map<std::string, std::string> fields;
+  auto add = [&](llvm::StringRef section,
+                 const google::protobuf::Message &message) {
+    const google::protobuf::Descriptor &type = *message.GetDescriptor();
+    const google::protobuf::Reflection &reflection = *message.GetReflection();
+    for (int i = 0; i < type.field_count(); ++i) {
+      const google::protobuf::FieldDescriptor *field = type.field(i);
+      std::string value;
+      int count =
+          field->is_repeated() ? reflection.FieldSize(message, field) : 1;
+      for (int index = 0; index < count; ++index) {
+        std::string one;
+        google::protobuf::TextFormat::PrintFieldValueToString(
+            message, field, field->is_repeated() ? index : -1, &one);
+        value += (index ? ", " : "") + one;
+      }
+      fields[(section + "." + field->name()).str()] = value;
+    }
+  };
+  add("model", job.model());
+  if (job.has_full_finetune())
+    add("full_finetune", job.full_finetune());
+  else
+    add("lora", job.lora());
+  return fields;
 }
 
 /// Renames the complete checkpoint `partial` to `final`. An existing
@@ -146,11 +184,15 @@ llvm::Error twill::saveCheckpoint(Program &program, llvm::StringRef outputDir,
     return error;
 
   if (program.writesFiles()) {
+    json::Object definition;
+    for (const auto &[field, value] : modelDefinition(program.job()))
+      definition[field] = value;
     json::Object trainer{{"steps", position.steps},
                          {"epoch", position.epoch},
                          {"index", position.index},
                          {"ranks", program.worldSize()},
                          {"mesh", meshText(program.executable())},
+                         {"model_definition", std::move(definition)},
                          {"integer_states", std::move(integers)}};
     std::string text;
     llvm::raw_string_ostream(text)
@@ -192,6 +234,44 @@ static llvm::Expected<std::string> findCheckpoint(llvm::StringRef path) {
   return best;
 }
 
+/// Fails unless the checkpoint in `directory`, whose trainer.json recorded
+/// `saved`, holds state of the model `job` defines, naming each field that
+/// differs.
+static llvm::Error checkSameModel(const json::Object *saved,
+                                  const JobConfig &job,
+                                  llvm::StringRef directory) {
+  if (!saved)
+    return checkpointError(
+        directory +
+        ": records no model definition (written by an older twill-train): "
+        "resume with the release that wrote it, or start a new run");
+  std::vector<std::string> differences;
+  std::map<std::string, std::string> current = modelDefinition(job);
+  std::set<std::string> names;
+  for (const auto &[field, value] : current)
+    names.insert(field);
+  for (const auto &[field, value] : *saved)
+    names.insert(field.str());
+  for (const std::string &field : names) {
+    std::optional<llvm::StringRef> there = saved->getString(field);
+    auto here = current.find(field);
+    std::string was = there ? there->str() : "unset",
+                is = here != current.end() ? here->second : "unset";
+    if (was != is)
+      differences.push_back(llvm::formatv("{0} is {1} there and {2} here",
+                                          field, was.empty() ? "empty" : was,
+                                          is.empty() ? "empty" : is));
+  }
+  if (differences.empty())
+    return llvm::Error::success();
+  return checkpointError(
+      directory +
+      " holds the state of another model: " + llvm::join(differences, "; ") +
+      ". Resume with the job that wrote it (the learning rate, steps, "
+      "logging and data may change), or start a new run in another "
+      "checkpoint.output_dir");
+}
+
 llvm::Expected<TrainPosition> twill::loadCheckpoint(Program &program,
                                                     llvm::StringRef path) {
   llvm::Expected<std::string> directory = findCheckpoint(path);
@@ -228,6 +308,10 @@ llvm::Expected<TrainPosition> twill::loadCheckpoint(Program &program,
                                          *directory, *mesh,
                                          meshText(program.executable()))
                                .str());
+
+  if (llvm::Error error = checkSameModel(trainer->getObject("model_definition"),
+                                         program.job(), *directory))
+    return std::move(error);
 
   std::string rankFile = joinPath(
       stateDir, llvm::formatv("rank-{0}.safetensors", program.rank()).str());
@@ -269,5 +353,5 @@ llvm::Expected<TrainPosition> twill::loadCheckpoint(Program &program,
   }
   if (llvm::Error error = program.upload(ids))
     return std::move(error);
-  return TrainPosition{*steps, *epoch, *index};
+  return TrainPosition{*steps, *epoch, *index, *directory};
 }

@@ -10,7 +10,9 @@
 //
 // It is written to `step_N.partial/` and renamed to `step_N/` only once
 // every rank's files are complete: a crash during a save leaves the
-// previous checkpoint as it was.
+// previous checkpoint as it was. `trainer.json` records the model it is
+// state of (the job's model and adaptation sections, field by field): a
+// resume with another is refused naming the fields that differ.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +27,8 @@ namespace twill {
 /// within it of the next one.
 struct TrainPosition {
   int64_t steps = 0, epoch = 0, index = 0;
+  /// The checkpoint it was read from (empty: not resumed).
+  std::string checkpoint;
 };
 
 /// Writes `outputDir/step_<steps>/` (a collective: every rank calls it).

@@ -6,10 +6,12 @@
 #include "runtime/io/TensorBoard.h"
 #include "runtime/train/Adapter.h"
 #include "runtime/train/Batch.h"
+#include "support/AtomicFile.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
 #include <chrono>
@@ -53,6 +55,38 @@ static llvm::Error diverged(int64_t step, llvm::StringRef what, double value,
       lastCheckpoint.empty()
           ? std::string("; no checkpoint was saved before it")
           : "; the last good checkpoint is " + lastCheckpoint.str()));
+}
+
+/// metrics.jsonl as a run resumed after step `steps` continues it: the lines
+/// of the steps after it (written before the run stopped, by the run that
+/// is resumed or a later one) go, so that each step is listed once.
+static llvm::Error keepMetricsUpTo(llvm::StringRef path, int64_t steps) {
+  if (!llvm::sys::fs::exists(path))
+    return llvm::Error::success();
+  auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  if (!file)
+    return trainError("cannot read " + path + ": " + file.getError().message());
+  std::string kept;
+  bool dropped = false;
+  llvm::SmallVector<llvm::StringRef> lines;
+  (*file)->getBuffer().split(lines, '\n', -1, /*KeepEmpty=*/false);
+  for (llvm::StringRef line : lines) {
+    llvm::Expected<llvm::json::Value> value = llvm::json::parse(line);
+    std::optional<int64_t> step;
+    if (value && value->getAsObject())
+      step = value->getAsObject()->getInteger("step");
+    else
+      llvm::consumeError(value.takeError());
+    // A line cut short by the stop is no step's.
+    if (!step || *step > steps) {
+      dropped = true;
+      continue;
+    }
+    kept += line.str() + "\n";
+  }
+  if (!dropped)
+    return llvm::Error::success();
+  return writeFileAtomically(path, [&](llvm::raw_ostream &os) { os << kept; });
 }
 
 static double secondsSince(std::chrono::steady_clock::time_point then) {
@@ -148,6 +182,9 @@ twill::train(Program &program, llvm::ArrayRef<Row> rows, llvm::StringRef source,
   if (program.writesFiles()) {
     if (std::error_code error = llvm::sys::fs::create_directories(outputDir))
       return trainError("cannot create " + outputDir + ": " + error.message());
+    if (start.steps)
+      if (llvm::Error error = keepMetricsUpTo(metricsPath, start.steps))
+        return error;
     std::error_code metricsError;
     // A resumed run continues the metrics of the steps before it.
     metricsFile = std::make_unique<llvm::raw_fd_ostream>(

@@ -18,7 +18,6 @@ an output folder was held by one run at a time.
   on output stream"), and a device given as a file to write is refused
   (renaming over it replaced /dev/full, for root, with a file).
 """
-import argparse
 import fcntl
 import os
 import random
@@ -28,7 +27,7 @@ import sys
 import time
 from pathlib import Path
 
-from robustness import Suite
+from robustness import run_cases
 
 FAST = ["train.epochs=1", "train.max_steps_per_epoch=2"]
 
@@ -179,20 +178,8 @@ def output_errors(s):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    for flag in ("--bin", "--work", "--data", "--config"):
-        parser.add_argument(flag, type=Path, required=True)
-    args = parser.parse_args()
-    shutil.rmtree(args.work, ignore_errors=True)
-    args.work.mkdir(parents=True)
-    s = Suite(args)
-    for case in (damaged_programs, stale_programs, one_run_per_folder,
-                 output_errors):
-        case(s)
-    print(f"{len(s.failures)} failed")
-    for failure in s.failures:
-        print("\n" + failure)
-    return 1 if s.failures else 0
+    return run_cases((damaged_programs, stale_programs, one_run_per_folder,
+                      output_errors))
 
 
 if __name__ == "__main__":

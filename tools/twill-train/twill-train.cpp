@@ -327,9 +327,10 @@ static int runTraining(Program &program, const TrainingData &data) {
     if (!resumed)
       return fail(resumed.takeError());
     start = *resumed;
-    report() << llvm::formatv("resuming after step {0} (epoch {1}, step {2} "
-                              "of it next)\n",
-                              start.steps, start.epoch + 1, start.index + 1);
+    report() << llvm::formatv("resuming from {0}: after step {1} (epoch "
+                              "{2}, step {3} of it next)\n",
+                              start.checkpoint, start.steps, start.epoch + 1,
+                              start.index + 1);
   }
   const std::vector<Row> &evalRows = data.evalRows;
   std::optional<Evaluation> before;

@@ -27,15 +27,10 @@
 using namespace twill;
 
 const cpu::Kernels &cpu::kernelTable() {
-  static const Kernels table = [] {
-    Kernels kernels;
-    for (auto add :
-         {addLayerKernels, addElementwiseKernels, addCrossEntropyKernels,
-          addOptimizerKernels, addMatmulKernels, addAttentionKernels,
-          addCollectiveKernels})
-      add(kernels);
-    return kernels;
-  }();
+  static const Kernels table = Kernels::of(
+      {addLayerKernels, addElementwiseKernels, addCrossEntropyKernels,
+       addOptimizerKernels, addMatmulKernels, addAttentionKernels,
+       addCollectiveKernels});
   return table;
 }
 

@@ -91,15 +91,10 @@ private:
 } // namespace
 
 const cuda::Kernels &cuda::kernelTable() {
-  static const Kernels table = [] {
-    Kernels kernels;
-    for (auto add :
-         {addLayerKernels, addElementwiseKernels, addCrossEntropyKernels,
-          addOptimizerKernels, addMatmulKernels, addAttentionKernels,
-          addCollectiveKernels})
-      add(kernels);
-    return kernels;
-  }();
+  static const Kernels table = Kernels::of(
+      {addLayerKernels, addElementwiseKernels, addCrossEntropyKernels,
+       addOptimizerKernels, addMatmulKernels, addAttentionKernels,
+       addCollectiveKernels});
   return table;
 }
 
