@@ -154,9 +154,8 @@ twill::loadJobConfig(llvm::StringRef jobPath,
                                    error.message().c_str());
   llvm::sys::path::remove_filename(jobFolder);
   resolvePaths(*config, jobFolder);
-  for (const std::string &assignment : overrides)
-    if (llvm::Error error = applyOverride(*config, assignment))
-      return std::move(error);
+  if (llvm::Error error = applyOverrides(*config, overrides))
+    return std::move(error);
   if (std::error_code error = llvm::sys::fs::current_path(workingFolder))
     return llvm::createStringError(error,
                                    "cannot find the current "

@@ -9,6 +9,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <limits>
+#include <map>
 
 using namespace twill;
 namespace pb = google::protobuf;
@@ -121,8 +122,7 @@ static llvm::Error setField(pb::Message &message,
     parser.RecordErrorsTo(&errors);
     if (!parser.MergeFromString(value.str(), section))
       return overrideError(key + ": cannot parse '{" + value + "}' as " +
-                           field.message_type()->name() + ": " +
-                           errors.first);
+                           field.message_type()->name() + ": " + errors.first);
     return llvm::Error::success();
   }
   if (!field.is_repeated())
@@ -166,4 +166,53 @@ llvm::Error twill::applyOverride(JobConfig &config,
   for (const pb::FieldDescriptor *section : llvm::ArrayRef(fields).drop_back())
     message = message->GetReflection()->MutableMessage(message, section);
   return setField(*message, *fields.back(), key, value.trim());
+}
+
+llvm::Error twill::applyOverrides(JobConfig &config,
+                                  llvm::ArrayRef<std::string> assignments) {
+  // The members of each oneof the overrides choose (`lora` and
+  // `full_finetune` of `adaptation`), each by the first override that
+  // chose it; `member=` (empty) unchoses it. Two members still chosen
+  // contradict each other: applied in order, the last would silently drop
+  // the first's settings (a job file refuses the pair too).
+  std::map<const pb::OneofDescriptor *,
+           std::map<const pb::FieldDescriptor *, std::string>>
+      chosen;
+  for (const std::string &assignment : assignments) {
+    auto [key, value] = llvm::StringRef(assignment).split('=');
+    llvm::SmallVector<llvm::StringRef> parts;
+    key.trim().split(parts, '.');
+    const pb::Descriptor *type = JobConfig::descriptor();
+    for (size_t i = 0; i < parts.size() && type; ++i) {
+      const pb::FieldDescriptor *field = type->FindFieldByName(parts[i].str());
+      if (!field)
+        break; // applyOverride names the unknown key
+      if (const pb::OneofDescriptor *oneof = field->real_containing_oneof()) {
+        if (i + 1 == parts.size() && value.trim().empty())
+          chosen[oneof].erase(field);
+        else
+          chosen[oneof].try_emplace(field, assignment);
+      }
+      type = field->is_repeated() ? nullptr : field->message_type();
+    }
+  }
+  auto position = [&](const std::string &assignment) {
+    return llvm::find(assignments, assignment) - assignments.begin();
+  };
+  for (const auto &[oneof, members] : chosen)
+    if (members.size() > 1) {
+      auto first = members.begin(), second = std::next(first);
+      if (position(second->second) < position(first->second))
+        std::swap(first, second); // in the command line's order
+      return overrideError(llvm::formatv(
+          "'{0}' and '{1}' contradict each other: {2} and {3} are "
+          "alternatives (one of {4}); keep one, or unset the other "
+          "({2}= or {3}=)",
+          first->second, second->second, first->first->name(),
+          second->first->name(), oneof->name()));
+    }
+  for (const std::string &assignment : assignments)
+    if (llvm::Error error = applyOverride(config, assignment))
+      return error;
+  return llvm::Error::success();
 }

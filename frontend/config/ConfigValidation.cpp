@@ -296,6 +296,14 @@ llvm::Error twill::validateJobConfig(const JobConfig &config) {
   // pads and masks what does not divide.
   problems.positive("parallel.dp", config.parallel().dp());
   problems.positive("parallel.tp", config.parallel().tp());
+  // dp x tp ranks, checked before anything multiplies them (an overflow
+  // asked mpirun for -np 0).
+  constexpr int64_t kMostRanks = int64_t(1) << 20;
+  int64_t dp = config.parallel().dp(), tp = config.parallel().tp();
+  if (dp > 0 && tp > 0 && (dp > kMostRanks || tp > kMostRanks / dp))
+    problems.add("parallel.dp x parallel.tp must be at most {0} ranks, got "
+                 "{1} x {2}",
+                 kMostRanks, dp, tp);
   problems.positive("parallel.collective_timeout_s",
                     config.parallel().collective_timeout_s());
   problems.nonNegative("parallel.prefetch_layers",
@@ -308,6 +316,12 @@ llvm::Error twill::validateJobConfig(const JobConfig &config) {
                        config.parallel().attention_tile_tokens());
   problems.nonNegative("parallel.memory_budget_gb",
                        config.parallel().memory_budget_gb());
+  // In bytes it must fit an int64 with room: more than a petabyte per rank
+  // is a typo, which would overflow to a budget nothing fits.
+  if (config.parallel().memory_budget_gb() > 1e6)
+    problems.add("parallel.memory_budget_gb must be at most 1e6 (a petabyte "
+                 "per rank), got {0}",
+                 llvm::format("%g", config.parallel().memory_budget_gb()));
   for (auto [field, layers] : {std::pair{"parallel.checkpoint_layers",
                                          config.parallel().checkpoint_layers()},
                                std::pair{"parallel.offload_layers",

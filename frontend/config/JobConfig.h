@@ -45,6 +45,11 @@ llvm::Expected<JobConfig> parseJobConfig(llvm::StringRef text,
 /// section. An unknown path names the closest valid one.
 llvm::Error applyOverride(JobConfig &config, llvm::StringRef assignment);
 
+/// Applies every override in order, after checking that no two choose
+/// different members of one oneof (`lora.rank=4 full_finetune={}`).
+llvm::Error applyOverrides(JobConfig &config,
+                           llvm::ArrayRef<std::string> assignments);
+
 /// Reads a Hugging Face config.json into a ModelConfig. Understands both the
 /// `rope_theta` + `rope_scaling` keys of transformers 4 and the
 /// `rope_parameters` of transformers 5; ignores keys Twill does not use.

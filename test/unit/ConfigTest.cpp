@@ -67,9 +67,13 @@ JobConfig loadTiny(llvm::ArrayRef<std::string> overrides = {}) {
 }
 
 /// A resolved tiny job with `override` applied, checked again.
-std::string validationErrorAfter(llvm::StringRef override) {
+/// The validation error after the space-separated `overrides`.
+std::string validationErrorAfter(llvm::StringRef overrides) {
   JobConfig config = loadTiny();
-  EXPECT_FALSE(applyOverride(config, override));
+  llvm::SmallVector<llvm::StringRef> each;
+  overrides.split(each, ' ', -1, /*KeepEmpty=*/false);
+  for (llvm::StringRef override : each)
+    EXPECT_FALSE(applyOverride(config, override));
   return errorOf(validateJobConfig(config));
 }
 
@@ -182,6 +186,29 @@ TEST(JobConfigOverrides, SectionTakesTextproto) {
   EXPECT_DOUBLE_EQ(config.model().rope_scaling().factor(), 4);
   EXPECT_EQ(config.model().rope_scaling().original_max_position_embeddings(),
             64);
+}
+
+// Two overrides that choose different members of one oneof contradict each
+// other: applied in order, the last silently dropped the first (issue 34).
+TEST(JobConfigOverrides, AlternativesOnOneCommandLineAreRefused) {
+  JobConfig config;
+  EXPECT_THAT(errorOf(applyOverrides(
+                  config, {"lora.use_dora=true", "full_finetune={}"})),
+              HasSubstr("'lora.use_dora=true' and 'full_finetune={}' "
+                        "contradict each other: lora and full_finetune are "
+                        "alternatives (one of adaptation)"));
+  EXPECT_FALSE(config.has_full_finetune()); // nothing applied
+  // A member unset after it was chosen is no longer chosen: the switch
+  // the mesh-equivalence runs make.
+  llvm::Error switched =
+      applyOverrides(config, {"lora.rank=3", "full_finetune={}", "lora="});
+  EXPECT_FALSE(bool(switched)) << llvm::toString(std::move(switched));
+  EXPECT_TRUE(config.has_full_finetune());
+  config.Clear();
+  // One member, however many of its fields, is no contradiction.
+  llvm::Error applied = applyOverrides(config, {"lora.rank=4", "lora.alpha=8"});
+  EXPECT_FALSE(bool(applied)) << llvm::toString(std::move(applied));
+  EXPECT_EQ(config.lora().rank(), 4);
 }
 
 TEST(JobConfigOverrides, EmptyValueUnsets) {
@@ -351,6 +378,13 @@ TEST(JobConfigValidation, RangesAndSupportedVariants) {
   EXPECT_THAT(validationErrorAfter("parallel.memory_budget_gb=-1"),
               HasSubstr("parallel.memory_budget_gb must be zero or a positive "
                         "finite number, got -1"));
+  EXPECT_THAT(
+      validationErrorAfter("parallel.dp=4294967296 parallel.tp=4294967296"),
+      HasSubstr("parallel.dp x parallel.tp must be at most 1048576 "
+                "ranks, got 4294967296 x 4294967296"));
+  EXPECT_THAT(validationErrorAfter("parallel.memory_budget_gb=1e30"),
+              HasSubstr("parallel.memory_budget_gb must be at most 1e6 (a "
+                        "petabyte per rank), got 1e+30"));
   EXPECT_THAT(validationErrorAfter("train.beta2=1"),
               HasSubstr("train.beta2 must be in [0, 1)"));
   EXPECT_THAT(validationErrorAfter("model.rope_scaling.rope_type=linear"),

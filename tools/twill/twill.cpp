@@ -208,7 +208,9 @@ static llvm::Expected<std::vector<std::string>>
 launcher(int64_t ranks, const std::string &trainer, const std::string &program,
          llvm::ArrayRef<std::string> flags) {
   std::vector<std::string> argv;
-  if (std::getenv("SLURM_JOB_ID")) {
+  // An empty SLURM_JOB_ID (an unset one, exported blank) is no allocation.
+  const char *allocation = std::getenv("SLURM_JOB_ID");
+  if (allocation && *allocation) {
     if (const char *tasks = std::getenv("SLURM_NTASKS")) {
       int64_t allocated = 0;
       if (!llvm::StringRef(tasks).getAsInteger(10, allocated) &&
@@ -302,11 +304,12 @@ static int plan(const char *argv0, llvm::ArrayRef<const char *> args) {
                               "take --nproc N\n") +
                   kUsage);
     int64_t ranks = 1;
-    if (args.size() == 4 &&
-        (llvm::StringRef(args[2]) != "--nproc" ||
-         llvm::StringRef(args[3]).getAsInteger(10, ranks) || ranks < 1))
-      return fail(llvm::Twine("--calibrate FILE takes --nproc N (N "
-                              "positive) and nothing else\n") +
+    if (args.size() == 4 && (llvm::StringRef(args[2]) != "--nproc" ||
+                             llvm::StringRef(args[3]).getAsInteger(10, ranks) ||
+                             ranks < 1 || ranks > 4096))
+      return fail(llvm::Twine("--calibrate FILE takes --nproc N (N from 1 "
+                              "to 4096: the ranks of one node's or a few "
+                              "nodes' measurement) and nothing else\n") +
                   kUsage);
     llvm::Expected<std::vector<std::string>> command =
         launcher(ranks, sibling(argv0, "twill-calibrate"), args[1], {});

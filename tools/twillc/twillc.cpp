@@ -350,9 +350,11 @@ static int printReport(const twill::JobConfig &config) {
             "--report-tflops", reportTflops, "positive"},
         {"--report-gbps", reportGbps, "positive"},
         {"--device-memory-gb", deviceMemoryGb, "0 or more"}})
-    if (least == "positive" ? !(value > 0) : !(value >= 0))
-      return fail(
-          llvm::formatv("{0} is {1}: it must be {2}", flag, value, least));
+    // At most 1e6 (TFLOP/s, GB/s, GB): a larger one is a typo, and in
+    // bytes one past int64 reported that nothing fits.
+    if (!(least == "positive" ? value > 0 : value >= 0) || !(value <= 1e6))
+      return fail(llvm::formatv("{0} is {1}: it must be {2} and at most 1e6",
+                                flag, value, least));
   // The estimate's rates: a cluster's for the job's mesh, else the flags'.
   mlir::twill::ResourceReport::Rates rates = flagRates();
   std::string ratesName;
