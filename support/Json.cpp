@@ -1,6 +1,7 @@
 //===- Json.cpp - JSON from untrusted files -------------------------------===//
 
 #include "support/Json.h"
+#include "support/ReadFile.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -42,17 +43,16 @@ llvm::Expected<llvm::json::Value> twill::parseJson(llvm::StringRef text,
                       kMaxJsonDepth));
   llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(text);
   if (!parsed)
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   what + ": not valid JSON: " +
-                                       llvm::toString(parsed.takeError()));
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        what + ": not valid JSON: " + llvm::toString(parsed.takeError()));
   return parsed;
 }
 
-llvm::Expected<llvm::json::Value> twill::readJsonFile(llvm::StringRef path) {
-  auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+llvm::Expected<llvm::json::Value> twill::readJsonFile(llvm::StringRef path,
+                                                      uint64_t maxBytes) {
+  auto file = readRegularFile(path, maxBytes);
   if (!file)
-    return llvm::createStringError(file.getError(),
-                                   path + ": cannot read: " +
-                                       file.getError().message());
+    return file.takeError();
   return parseJson((*file)->getBuffer(), path);
 }

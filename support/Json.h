@@ -22,9 +22,10 @@ inline constexpr int kMaxJsonDepth = 256;
 llvm::Expected<llvm::json::Value> parseJson(llvm::StringRef text,
                                             const llvm::Twine &what);
 
-/// The JSON document in `path`; errors name the path ("path: cannot read:
-/// ...").
-llvm::Expected<llvm::json::Value> readJsonFile(llvm::StringRef path);
+/// The JSON document in the regular file `path` of at most `maxBytes`
+/// (ReadFile.h); errors name the path.
+llvm::Expected<llvm::json::Value>
+readJsonFile(llvm::StringRef path, uint64_t maxBytes = uint64_t(64) << 20);
 
 } // namespace twill
 

@@ -3,6 +3,7 @@
 #include "frontend/config/ClusterConfig.h"
 
 #include "frontend/config/JobConfig.h"
+#include "support/ReadFile.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -10,11 +11,9 @@
 using namespace twill;
 
 llvm::Expected<ClusterConfig> twill::loadClusterConfig(llvm::StringRef path) {
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  auto buffer = readRegularFile(path, kMaxConfigBytes, "cluster");
   if (!buffer)
-    return llvm::createStringError(
-        buffer.getError(), "cannot read cluster %s: %s", path.str().c_str(),
-        buffer.getError().message().c_str());
+    return buffer.takeError();
   ClusterConfig cluster;
   if (llvm::Error error = parseTextproto((*buffer)->getBuffer(), path, cluster))
     return std::move(error);

@@ -1,6 +1,7 @@
 //===- ConfigLoader.cpp - job textproto and the layering of sources -------===//
 
 #include "frontend/config/JobConfig.h"
+#include "support/ReadFile.h"
 
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
@@ -134,11 +135,9 @@ static void resolvePaths(JobConfig &config, llvm::StringRef folder) {
 llvm::Expected<JobConfig>
 twill::loadJobConfig(llvm::StringRef jobPath,
                      llvm::ArrayRef<std::string> overrides) {
-  auto buffer = llvm::MemoryBuffer::getFile(jobPath, /*IsText=*/true);
+  auto buffer = readRegularFile(jobPath, kMaxConfigBytes, "job");
   if (!buffer)
-    return llvm::createStringError(buffer.getError(), "cannot read job %s: %s",
-                                   jobPath.str().c_str(),
-                                   buffer.getError().message().c_str());
+    return buffer.takeError();
   llvm::Expected<JobConfig> config =
       parseJobConfig((*buffer)->getBuffer(), jobPath);
   if (!config)

@@ -2,6 +2,8 @@
 
 #include "runtime/data/JsonLines.h"
 
+#include "support/ReadFile.h"
+
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -10,11 +12,9 @@ llvm::Error twill::readJsonLines(
     llvm::StringRef path,
     llvm::function_ref<llvm::Error(const llvm::json::Object &, int64_t line)>
         read) {
-  auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  auto file = readRegularFile(path, kMaxDataBytes);
   if (!file)
-    return llvm::createStringError(file.getError(), "cannot read %s: %s",
-                                   path.str().c_str(),
-                                   file.getError().message().c_str());
+    return file.takeError();
   llvm::SmallVector<llvm::StringRef> lines;
   (*file)->getBuffer().split(lines, '\n');
   for (auto [index, text] : llvm::enumerate(lines)) {
@@ -25,6 +25,12 @@ llvm::Error twill::readJsonLines(
     };
     if (text.trim().empty())
       continue;
+    // Parsed, a line takes many times its size: bounded before parsing.
+    if (text.size() > kMaxJsonLineBytes)
+      return fail(llvm::formatv("a line of {0} bytes, longer than the {1} "
+                                "one example may be",
+                                text.size(), kMaxJsonLineBytes)
+                      .str());
     llvm::Expected<llvm::json::Value> parsed =
         parseJson(text, llvm::formatv("{0}:{1}", path, index + 1));
     if (!parsed)

@@ -3,6 +3,7 @@
 #include "runtime/data/Tokenizer.h"
 
 #include "runtime/data/JsonLines.h"
+#include "support/ReadFile.h"
 
 #include "llvm/Support/Base64.h"
 #include "llvm/Support/ConvertUTF.h"
@@ -49,11 +50,9 @@ Tokenizer::~Tokenizer() = default;
 
 llvm::Expected<std::unique_ptr<Tokenizer>>
 Tokenizer::loadTiktoken(llvm::StringRef path) {
-  auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  auto file = readRegularFile(path, kMaxTokenizerBytes);
   if (!file)
-    return llvm::createStringError(file.getError(), "cannot read %s: %s",
-                                   path.str().c_str(),
-                                   file.getError().message().c_str());
+    return file.takeError();
   auto tokenizer = std::unique_ptr<Tokenizer>(new Tokenizer());
   llvm::SmallVector<llvm::StringRef> lines;
   (*file)->getBuffer().split(lines, '\n', -1, /*KeepEmpty=*/false);
@@ -78,8 +77,8 @@ Tokenizer::loadTiktoken(llvm::StringRef path) {
     // One rank per token: a second would leave the first undecodable.
     auto [existing, added] = tokenizer->ranks.try_emplace(token, rank);
     if (!added)
-      return fail(llvm::formatv("the token of rank {0} again", existing->second)
-                      .str());
+      return fail(
+          llvm::formatv("the token of rank {0} again", existing->second).str());
     tokenizer->tokens.push_back(std::move(token));
   }
   return finish(std::move(tokenizer), llama3Specials(), path);
@@ -99,10 +98,10 @@ Tokenizer::finish(std::unique_ptr<Tokenizer> tokenizer,
   for (std::string &special : specials) {
     // A special token is not also text: its id must mean one thing.
     if (!tokenizer->ranks.try_emplace(special, tokenizer->tokens.size()).second)
-      return llvm::createStringError(
-          llvm::inconvertibleErrorCode(),
-          path + ": special token '" + special + "' is also a token of the "
-                                                  "vocabulary or named twice");
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     path + ": special token '" + special +
+                                         "' is also a token of the "
+                                         "vocabulary or named twice");
     tokenizer->tokens.push_back(special);
     tokenizer->specials.push_back(std::move(special));
   }
@@ -162,7 +161,8 @@ Tokenizer::loadHuggingFace(llvm::StringRef path) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    path + ": " + what);
   };
-  llvm::Expected<llvm::json::Value> parsed = readJsonFile(path);
+  llvm::Expected<llvm::json::Value> parsed =
+      readJsonFile(path, kMaxTokenizerBytes);
   if (!parsed)
     return parsed.takeError();
   const llvm::json::Object *root = parsed->getAsObject();
@@ -181,8 +181,7 @@ Tokenizer::loadHuggingFace(llvm::StringRef path) {
   for (const auto &[text, value] : *vocab) {
     std::optional<int64_t> id = value.getAsInteger();
     if (!id || *id < 0 || *id >= (int64_t)vocab->size())
-      return fail("token '" + text.str() +
-                  "' has no id in [0, vocab size)");
+      return fail("token '" + text.str() + "' has no id in [0, vocab size)");
     if (assigned[*id])
       return fail(llvm::formatv("two tokens have id {0} (one is '{1}')", *id,
                                 text.str())
@@ -202,7 +201,8 @@ Tokenizer::loadHuggingFace(llvm::StringRef path) {
   if (const llvm::json::Array *added = root->getArray("added_tokens"))
     for (const llvm::json::Value &value : *added) {
       const llvm::json::Object *token = value.getAsObject();
-      std::optional<int64_t> id = token ? token->getInteger("id") : std::nullopt;
+      std::optional<int64_t> id =
+          token ? token->getInteger("id") : std::nullopt;
       std::optional<llvm::StringRef> content =
           token ? token->getString("content") : std::nullopt;
       if (!id || !content)

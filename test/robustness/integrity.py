@@ -16,7 +16,10 @@ an output folder was held by one run at a time.
 - output errors: a full disk under stdout, a profile or a plan is an error
   naming what could not be written (it used to be LLVM's fatal "IO failure
   on output stream"), and a device given as a file to write is refused
-  (renaming over it replaced /dev/full, for root, with a file).
+  (renaming over it replaced /dev/full, for root, with a file);
+- bounded reads: a FIFO or a device as a tokenizer, job or cluster file is
+  refused (a FIFO hung), and a data line longer than any example (36 MB)
+  is refused naming its line before it is parsed (it ran out of memory).
 """
 import fcntl
 import os
@@ -177,9 +180,34 @@ def output_errors(s):
             not Path("/dev/full").is_file())
 
 
+def bounded_reads(s):
+    fifo = s.work / "fifo"
+    os.mkfifo(fifo)
+    for name, path, command in (
+            ("a FIFO as the tokenizer", fifo,
+             [s.tool("twill-tokenize"), f"--tokenizer={fifo}"]),
+            ("/dev/zero as the tokenizer", "/dev/zero",
+             [s.tool("twill-tokenize"), "--tokenizer=/dev/zero"]),
+            ("a FIFO as the job", fifo,
+             [s.tool("twillc"), fifo, "--emit=config"]),
+            ("a FIFO as the cluster", fifo,
+             [s.tool("twillc"), s.args.config, "--plan", "--cluster", fifo])):
+        result = subprocess.run([str(c) for c in command], input="hi\n",
+                                capture_output=True, text=True, timeout=60)
+        s.expect(name + " is refused, naming it", result,
+                 f"{path}: it is not a regular file")
+    big = s.work / "big.jsonl"
+    ids = [1] * 6_000_000
+    big.write_text(f'{{"input_ids": {ids}, "labels": {ids}}}\n')
+    program, _ = s.compile("bounded", *FAST)
+    s.expect("a 36 MB line of data is refused, naming its line",
+             s.train(program, data=big, timeout=120),
+             f"{big}:1: a line of", "longer than the 16777216 one example")
+
+
 def main():
     return run_cases((damaged_programs, stale_programs, one_run_per_folder,
-                      output_errors))
+                      output_errors, bounded_reads))
 
 
 if __name__ == "__main__":
