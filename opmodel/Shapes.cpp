@@ -375,9 +375,7 @@ shapes::matmul(Shape lhs, Shape rhs, Shape result, bool transposeLhs,
   if (dims.k != rhsK)
     return problem(
         llvm::formatv("contracting dims differ: {0} vs {1}", dims.k, rhsK));
-  dims.batch = 1;
-  for (int64_t dim : batchDims)
-    dims.batch *= dim;
+  dims.batch = elementsOf(batchDims);
   dims.rhsBatched = rhs.size() > 2;
   llvm::SmallVector<int64_t> expected(batchDims);
   if (result.size() == 2 && !batchDims.empty() && dims.rhsBatched) {

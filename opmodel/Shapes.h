@@ -145,7 +145,8 @@ struct MatmulDims {
   int64_t batch, m, n, k;
   bool rhsBatched;
 };
-/// matmul: lhs, rhs [, addend] -> result (the addend of the result's shape).
+/// matmul: lhs, rhs -> result. An addend, of the result's type, each side
+/// checks with its types (the verifier, MatmulShape.h).
 llvm::Expected<MatmulDims> matmul(Shape lhs, Shape rhs, Shape result,
                                   bool transposeLhs, bool transposeRhs);
 

@@ -14,10 +14,21 @@
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "proto/executable.pb.h"
-#include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/SHA256.h"
+#include "support/Sha256File.h"
 
 namespace twill {
+
+/// `message` serialized deterministically: equal messages give equal bytes.
+inline std::string
+deterministicBytes(const google::protobuf::Message &message) {
+  std::string bytes;
+  google::protobuf::io::StringOutputStream stream(&bytes);
+  google::protobuf::io::CodedOutputStream coded(&stream);
+  coded.SetSerializationDeterministic(true);
+  message.SerializeToCodedStream(&coded);
+  coded.Trim();
+  return bytes;
+}
 
 /// The checksum field, serialized: what ends a sealed program.
 inline std::string checksumField(const std::string &checksum) {
@@ -30,16 +41,8 @@ inline std::string checksumField(const std::string &checksum) {
 inline std::string sealedBytes(const Executable &executable) {
   Executable unsealed = executable;
   unsealed.clear_checksum();
-  std::string bytes;
-  {
-    google::protobuf::io::StringOutputStream stream(&bytes);
-    google::protobuf::io::CodedOutputStream coded(&stream);
-    coded.SetSerializationDeterministic(true);
-    unsealed.SerializeToCodedStream(&coded);
-  }
-  std::string checksum =
-      llvm::toHex(llvm::SHA256::hash(llvm::arrayRefFromStringRef(bytes)), true);
-  return bytes + checksumField(checksum);
+  std::string bytes = deterministicBytes(unsealed);
+  return bytes + checksumField(sha256Hex(bytes));
 }
 
 /// Whether `bytes`, which parsed to `executable`, are as twillc sealed them:
@@ -50,9 +53,7 @@ inline bool isIntact(llvm::StringRef bytes, const Executable &executable) {
   std::string field = checksumField(executable.checksum());
   if (!bytes.ends_with(field))
     return false;
-  llvm::StringRef payload = bytes.drop_back(field.size());
-  return llvm::toHex(llvm::SHA256::hash(llvm::arrayRefFromStringRef(payload)),
-                     true) == executable.checksum();
+  return sha256Hex(bytes.drop_back(field.size())) == executable.checksum();
 }
 
 } // namespace twill

@@ -137,6 +137,25 @@ static llvm::Error setField(pb::Message &message,
   return llvm::Error::success();
 }
 
+/// The fields `key` ("lora.rank") names, from JobConfig down; empty when
+/// a part names no field.
+static llvm::SmallVector<const pb::FieldDescriptor *>
+fieldsOf(llvm::StringRef key) {
+  llvm::SmallVector<llvm::StringRef> parts;
+  key.split(parts, '.');
+  llvm::SmallVector<const pb::FieldDescriptor *> fields;
+  const pb::Descriptor *type = JobConfig::descriptor();
+  for (llvm::StringRef part : parts) {
+    const pb::FieldDescriptor *field =
+        type ? type->FindFieldByName(part.str()) : nullptr;
+    if (!field)
+      return {};
+    fields.push_back(field);
+    type = field->is_repeated() ? nullptr : field->message_type();
+  }
+  return fields;
+}
+
 llvm::Error twill::applyOverride(JobConfig &config,
                                  llvm::StringRef assignment) {
   auto [key, value] = assignment.split('=');
@@ -147,20 +166,11 @@ llvm::Error twill::applyOverride(JobConfig &config,
                          "train.batch_size=2");
 
   // Resolve the whole path before changing anything.
-  llvm::SmallVector<llvm::StringRef> parts;
-  key.split(parts, '.');
-  llvm::SmallVector<const pb::FieldDescriptor *> fields;
-  const pb::Descriptor *type = JobConfig::descriptor();
-  for (llvm::StringRef part : parts) {
-    const pb::FieldDescriptor *field =
-        type ? type->FindFieldByName(part.str()) : nullptr;
-    if (!field)
-      return overrideError("unknown config key '" + key + "' (did you mean " +
-                           closestFieldPath(*JobConfig::descriptor(), key) +
-                           "?)");
-    fields.push_back(field);
-    type = field->is_repeated() ? nullptr : field->message_type();
-  }
+  llvm::SmallVector<const pb::FieldDescriptor *> fields = fieldsOf(key);
+  if (fields.empty())
+    return overrideError("unknown config key '" + key + "' (did you mean " +
+                         closestFieldPath(*JobConfig::descriptor(), key) +
+                         "?)");
 
   pb::Message *message = &config;
   for (const pb::FieldDescriptor *section : llvm::ArrayRef(fields).drop_back())
@@ -180,21 +190,16 @@ llvm::Error twill::applyOverrides(JobConfig &config,
       chosen;
   for (const std::string &assignment : assignments) {
     auto [key, value] = llvm::StringRef(assignment).split('=');
-    llvm::SmallVector<llvm::StringRef> parts;
-    key.trim().split(parts, '.');
-    const pb::Descriptor *type = JobConfig::descriptor();
-    for (size_t i = 0; i < parts.size() && type; ++i) {
-      const pb::FieldDescriptor *field = type->FindFieldByName(parts[i].str());
-      if (!field)
-        break; // applyOverride names the unknown key
+    // An unknown key chooses nothing: applyOverride names it.
+    llvm::SmallVector<const pb::FieldDescriptor *> fields =
+        fieldsOf(key.trim());
+    for (const pb::FieldDescriptor *field : fields)
       if (const pb::OneofDescriptor *oneof = field->real_containing_oneof()) {
-        if (i + 1 == parts.size() && value.trim().empty())
+        if (field == fields.back() && value.trim().empty())
           chosen[oneof].erase(field);
         else
           chosen[oneof].try_emplace(field, assignment);
       }
-      type = field->is_repeated() ? nullptr : field->message_type();
-    }
   }
   auto position = [&](const std::string &assignment) {
     return llvm::find(assignments, assignment) - assignments.begin();

@@ -90,26 +90,40 @@ public:
   }
 
   /// Fails unless the instruction has `operands` operands and `results`
-  /// results, with these dtypes (operands first) and at least these ranks.
-  llvm::Error expect(int operands, int results, llvm::ArrayRef<DType> dtypes,
-                     llvm::ArrayRef<int> minRanks) const {
-    if (instruction.operands_size() != operands ||
-        instruction.results_size() != results)
-      return fail(llvm::formatv("expects {0} operands and {1} results",
-                                operands, results));
-    int index = 0;
-    for (auto [dtype, rank] : llvm::zip_equal(dtypes, minRanks)) {
-      if (this->dtype(index) != dtype)
-        return fail(llvm::formatv("value {0} has dtype {1}, the kernel "
-                                  "needs {2}",
-                                  index, DType_Name(this->dtype(index)),
-                                  DType_Name(dtype)));
-      if ((int)shape(index).size() < rank)
-        return fail(
-            llvm::formatv("value {0} needs rank {1} or more", index, rank));
-      ++index;
-    }
+  /// results, with these dtypes (operands first). Shapes are the rules'
+  /// (opmodel/Shapes.h).
+  llvm::Error expect(int operands, int results,
+                     llvm::ArrayRef<DType> dtypes) const {
+    if (llvm::Error error = expectCounts(operands, results))
+      return error;
+    for (auto [index, dtype] : llvm::enumerate(dtypes))
+      if (llvm::Error error = expectDType(index, dtype))
+        return error;
     return llvm::Error::success();
+  }
+  /// The same, every value of one dtype.
+  llvm::Error expect(int operands, int results, DType all) const {
+    if (llvm::Error error = expectCounts(operands, results))
+      return error;
+    for (int index = 0; index < operands + results; ++index)
+      if (llvm::Error error = expectDType(index, all))
+        return error;
+    return llvm::Error::success();
+  }
+
+  llvm::Error expectCounts(int operands, int results) const {
+    if (instruction.operands_size() == operands &&
+        instruction.results_size() == results)
+      return llvm::Error::success();
+    return fail(llvm::formatv("expects {0} operands and {1} results", operands,
+                              results));
+  }
+  llvm::Error expectDType(int index, DType dtype) const {
+    if (this->dtype(index) == dtype)
+      return llvm::Error::success();
+    return fail(llvm::formatv("value {0} has dtype {1}, the kernel needs {2}",
+                              index, DType_Name(this->dtype(index)),
+                              DType_Name(dtype)));
   }
 
   llvm::Error expectSameCount(int a, int b) const {

@@ -7,6 +7,7 @@
 #include "runtime/train/Adapter.h"
 #include "runtime/train/Batch.h"
 #include "support/AtomicFile.h"
+#include "support/Json.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -71,7 +72,7 @@ static llvm::Error keepMetricsUpTo(llvm::StringRef path, int64_t steps) {
   llvm::SmallVector<llvm::StringRef> lines;
   (*file)->getBuffer().split(lines, '\n', -1, /*KeepEmpty=*/false);
   for (llvm::StringRef line : lines) {
-    llvm::Expected<llvm::json::Value> value = llvm::json::parse(line);
+    llvm::Expected<llvm::json::Value> value = parseJson(line, path);
     std::optional<int64_t> step;
     if (value && value->getAsObject())
       step = value->getAsObject()->getInteger("step");

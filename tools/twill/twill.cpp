@@ -21,9 +21,6 @@
 #include "support/Sha256File.h"
 #include "support/ToolOutput.h"
 
-#include "google/protobuf/io/coded_stream.h"
-#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
-
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -110,18 +107,6 @@ static std::string sibling(const char *argv0, llvm::StringRef name) {
   return path.str().str();
 }
 
-/// `job` serialized deterministically: two jobs are the same job when these
-/// bytes are.
-static std::string jobBytes(const JobConfig &job) {
-  std::string serialized;
-  google::protobuf::io::StringOutputStream stream(&serialized);
-  google::protobuf::io::CodedOutputStream coded(&stream);
-  coded.SetSerializationDeterministic(true);
-  job.SerializeToCodedStream(&coded);
-  coded.Trim();
-  return serialized;
-}
-
 /// Why `program` is not what twillc (whose contents hash to `compiler`)
 /// compiles `job` to; empty when it is. The program says what made it (its
 /// job and its twillc's hash) and is sealed with a checksum: its file's
@@ -142,7 +127,8 @@ static std::string whyNotUpToDate(llvm::StringRef program, const JobConfig &job,
     return "it is damaged (its checksum does not match)";
   if (executable.compiler_sha256() != compiler)
     return "another twillc compiled it";
-  if (jobBytes(executable.job()) != jobBytes(job))
+  // Two jobs are the same job when their deterministic bytes are.
+  if (deterministicBytes(executable.job()) != deterministicBytes(job))
     return "it was compiled from another job, or other overrides";
   return "";
 }

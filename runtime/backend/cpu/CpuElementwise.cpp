@@ -21,7 +21,7 @@ static llvm::Error runElementwise(const InstructionView &in) {
   int operands = in.numOperands(), results = in.numResults();
   // Token counts (a tiled loss's tiles') add as integers.
   if (op == ADD && operands == 2 && results == 1 && in.dtype(0) == I64) {
-    if (auto error = in.expect(2, 1, {I64, I64, I64}, {0, 0, 0}))
+    if (auto error = in.expect(2, 1, {I64, I64, I64}))
       return error;
     if (in.count(0) != 1 || in.count(1) != 1 || in.count(2) != 1)
       return in.fail("adds counts only as scalars");
@@ -31,8 +31,7 @@ static llvm::Error runElementwise(const InstructionView &in) {
   if (auto error = elementwiseShapes(in))
     return error;
   int values = operands + results;
-  if (auto error = in.expect(operands, results, std::vector<DType>(values, F32),
-                             std::vector<int>(values, 0)))
+  if (auto error = in.expect(operands, results, F32))
     return error;
   int64_t count = in.count(0);
   switch (op) {
@@ -155,7 +154,7 @@ static llvm::Error runTranspose(const InstructionView &in) {
 }
 
 static llvm::Error runConstant(const InstructionView &in) {
-  if (auto error = in.expect(0, 1, {F32}, {0}))
+  if (auto error = in.expect(0, 1, {F32}))
     return error;
   cpu::fill(in.data<float>(0), in.count(0), in->constant().value());
   return llvm::Error::success();

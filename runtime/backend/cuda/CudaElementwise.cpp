@@ -20,7 +20,7 @@ static llvm::Error runElementwise(const InstructionView &in, Device &device) {
   int operands = in.numOperands(), results = in.numResults();
   // Token counts (a tiled loss's tiles') add as integers.
   if (op == ADD && operands == 2 && in.dtype(0) == I64) {
-    if (auto error = in.expect(2, 1, {I64, I64, I64}, {0, 0, 0}))
+    if (auto error = in.expect(2, 1, {I64, I64, I64}))
       return error;
     if (in.count(0) != 1 || in.count(1) != 1 || in.count(2) != 1)
       return in.fail("adds counts only as scalars");
@@ -32,9 +32,7 @@ static llvm::Error runElementwise(const InstructionView &in, Device &device) {
     return error;
   DType type = in.floatType();
   bool bf16 = type == BF16;
-  if (auto error = in.expect(operands, results,
-                             std::vector<DType>(operands + results, type),
-                             std::vector<int>(operands + results, 0)))
+  if (auto error = in.expect(operands, results, type))
     return error;
   int64_t count = in.count(0);
   if (op == SCALE) {
@@ -193,7 +191,7 @@ static llvm::Error runTranspose(const InstructionView &in, Device &device) {
 
 static llvm::Error runConstant(const InstructionView &in, Device &device) {
   DType type = in.floatType();
-  if (auto error = in.expect(0, 1, {type}, {0}))
+  if (auto error = in.expect(0, 1, {type}))
     return error;
   cuda::fill(in.data<void>(0), in.count(0), float(in->constant().value()),
              type == BF16, device.stream);

@@ -49,12 +49,11 @@ inline llvm::Expected<AttentionShape> attentionShape(const InstructionView &in,
   int inputs = gradient ? 5 : 3, results = gradient ? 3 : 1;
   bool hasSegments = in.numOperands() == inputs + 1;
   DType type = in.floatType();
-  std::vector<DType> dtypes(inputs, type);
+  llvm::SmallVector<DType, 9> dtypes(inputs, type);
   if (hasSegments)
     dtypes.push_back(I32);
-  dtypes.insert(dtypes.end(), results, type);
-  std::vector<int> ranks(dtypes.size(), 0);
-  if (auto error = in.expect(inputs + hasSegments, results, dtypes, ranks))
+  dtypes.append(results, type);
+  if (auto error = in.expect(inputs + hasSegments, results, dtypes))
     return std::move(error);
   int first = inputs + hasSegments;
   std::optional<llvm::ArrayRef<int64_t>> segments;
@@ -75,7 +74,7 @@ inline llvm::Expected<AttentionShape> attentionShape(const InstructionView &in,
   if (!heads)
     return heads.takeError();
   return AttentionShape{
-      q[0], q[1], k[2], q[3], *heads, first, in->attention().scale(),
+      q[0],       q[1], k[2], q[3], *heads, first, in->attention().scale(),
       hasSegments};
 }
 

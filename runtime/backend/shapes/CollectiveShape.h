@@ -47,10 +47,10 @@ collectiveShape(const InstructionView &in) {
     return in.fail("is no collective");
   }
   DType dtype = in.dtype(0);
-  bool integer = (op == ALL_REDUCE && dtype == I64) ||
-                 (op == LOCAL_SLICE && dtype == I32);
+  bool integer =
+      (op == ALL_REDUCE && dtype == I64) || (op == LOCAL_SLICE && dtype == I32);
   DType expected = integer ? dtype : in.floatType();
-  if (auto error = in.expect(1, 1, {expected, expected}, {0, 0}))
+  if (auto error = in.expect(1, 1, {expected, expected}))
     return std::move(error);
   llvm::Expected<Communicator *> comm = in.communicator();
   if (!comm)
@@ -85,8 +85,8 @@ collectiveShape(const InstructionView &in) {
       shape.outer *= inShape[d];
     else if (d > shape.dim)
       shape.inner *= inShape[d];
-  shape.whole = kind == Collective::AllGather ? outShape[shape.dim]
-                                              : inShape[shape.dim];
+  shape.whole =
+      kind == Collective::AllGather ? outShape[shape.dim] : inShape[shape.dim];
   shape.block = (shape.whole + size - 1) / size;
   return shape;
 }

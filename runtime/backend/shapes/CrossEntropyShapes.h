@@ -42,8 +42,8 @@ inline llvm::Expected<CrossEntropyShape>
 crossEntropyShape(const InstructionView &in) {
   bool grad = in.opcode() == CROSS_ENTROPY_GRAD;
   DType type = in.floatType(); // the logits'
-  if (auto error = grad ? in.expect(3, 1, {type, I32, F32, type}, {0, 0, 0, 0})
-                        : in.expect(2, 2, {type, I32, F32, I64}, {0, 0, 0, 0}))
+  if (auto error = grad ? in.expect(3, 1, {type, I32, F32, type})
+                        : in.expect(2, 2, {type, I32, F32, I64}))
     return std::move(error);
   if (auto error = in.check(
           grad ? shapes::crossEntropyGrad(in.shape(0), in.shape(1), in.shape(3))
@@ -61,10 +61,8 @@ crossEntropyShape(const InstructionView &in) {
 inline llvm::Expected<TiledLogits> tiledLogits(const InstructionView &in) {
   bool grad = in.opcode() == LINEAR_CROSS_ENTROPY_GRAD;
   DType type = in.floatType();
-  if (auto error = grad ? in.expect(4, 2, {type, type, I32, F32, type, type},
-                                    {0, 0, 0, 0, 0, 0})
-                        : in.expect(3, 3, {type, type, I32, F32, I64, type},
-                                    {0, 0, 0, 0, 0, 0}))
+  if (auto error = grad ? in.expect(4, 2, {type, type, I32, F32, type, type})
+                        : in.expect(3, 3, {type, type, I32, F32, I64, type}))
     return std::move(error);
   constexpr int tile = 5; // the last of six values either way
   bool wrtWeight = grad && in->cross_entropy().wrt_weight();

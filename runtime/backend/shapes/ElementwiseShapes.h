@@ -47,9 +47,7 @@ inline llvm::Expected<ColumnsShape> columnsShape(const InstructionView &in) {
   Opcode op = in.opcode();
   int operands = op == ROW_SUM_SQUARES ? 1 : op == SCALE_COLUMNS ? 2 : 3;
   int results = op == SCALE_COLUMNS_GRAD ? 2 : 1;
-  if (auto error = in.expect(operands, results,
-                             std::vector<DType>(operands + results, type),
-                             std::vector<int>(operands + results, 0)))
+  if (auto error = in.expect(operands, results, type))
     return std::move(error);
   llvm::Error rule =
       op == ROW_SUM_SQUARES ? shapes::rowSumSquares(in.shape(0), in.shape(1))
@@ -74,10 +72,10 @@ struct DropoutShape {
 
 inline llvm::Expected<DropoutShape> dropoutShape(const InstructionView &in) {
   DType type = in.floatType();
-  if (auto error = in.expect(3, 1, {type, I32, I64, type}, {0, 0, 0, 0}))
+  if (auto error = in.expect(3, 1, {type, I32, I64, type}))
     return std::move(error);
-  if (auto error = in.check(
-          shapes::dropout(in.shape(0), in.shape(1), in.shape(3))))
+  if (auto error =
+          in.check(shapes::dropout(in.shape(0), in.shape(1), in.shape(3))))
     return std::move(error);
   if (in.count(2) != 1)
     return in.fail("the micro-batch is not one value");
@@ -152,12 +150,12 @@ inline llvm::Expected<PiecesShape> piecesShape(const InstructionView &in) {
 inline llvm::Expected<llvm::ArrayRef<int64_t>>
 transposePermutation(const InstructionView &in) {
   DType type = in.floatType();
-  if (auto error = in.expect(1, 1, {type, type}, {0, 0}))
+  if (auto error = in.expect(1, 1, {type, type}))
     return std::move(error);
   llvm::ArrayRef<int64_t> permutation(in->transpose().permutation().data(),
                                       in->transpose().permutation_size());
-  if (auto error = in.check(
-          shapes::transpose(in.shape(0), permutation, in.shape(1))))
+  if (auto error =
+          in.check(shapes::transpose(in.shape(0), permutation, in.shape(1))))
     return std::move(error);
   return permutation;
 }

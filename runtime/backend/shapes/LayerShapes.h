@@ -25,7 +25,7 @@ struct EmbeddingShape {
 inline llvm::Expected<EmbeddingShape>
 embeddingShape(const InstructionView &in) {
   DType type = in.floatType();
-  if (auto error = in.expect(2, 1, {type, I32, type}, {0, 0, 0}))
+  if (auto error = in.expect(2, 1, {type, I32, type}))
     return std::move(error);
   if (auto error =
           in.check(shapes::embedding(in.shape(0), in.shape(1), in.shape(2))))
@@ -47,7 +47,7 @@ struct EmbeddingGradShape {
 
 inline llvm::Expected<EmbeddingGradShape>
 embeddingGradShape(const InstructionView &in) {
-  if (auto error = in.expect(2, 1, {I32, F32, F32}, {0, 0, 0}))
+  if (auto error = in.expect(2, 1, {I32, F32, F32}))
     return std::move(error);
   if (auto error = in.check(
           shapes::embeddingGrad(in.shape(0), in.shape(1), in.shape(2))))
@@ -67,9 +67,7 @@ inline llvm::Expected<RmsNormShape> rmsNormShape(const InstructionView &in) {
   Opcode op = in.opcode();
   int operands = op == RMS_NORM_GRAD ? 3 : 2;
   DType type = in.floatType();
-  if (auto error =
-          in.expect(operands, 1, std::vector<DType>(operands + 1, type),
-                    std::vector<int>(operands + 1, 0)))
+  if (auto error = in.expect(operands, 1, type))
     return std::move(error);
   llvm::Error rule =
       op == RMS_NORM ? shapes::rmsNorm(in.shape(0), in.shape(1), in.shape(2))
@@ -94,7 +92,7 @@ struct RopeShape {
 
 inline llvm::Expected<RopeShape> ropeShape(const InstructionView &in) {
   DType type = in.floatType();
-  if (auto error = in.expect(2, 1, {type, I32, type}, {0, 0, 0}))
+  if (auto error = in.expect(2, 1, {type, I32, type}))
     return std::move(error);
   if (auto error =
           in.check(shapes::rope(in.shape(0), in.shape(1), in.shape(2))))

@@ -32,9 +32,7 @@ struct MatmulShape {
 inline llvm::Expected<MatmulShape> matmulShape(const InstructionView &in) {
   DType type = in.floatType();
   int operands = in.numOperands() == 3 ? 3 : 2;
-  if (auto error =
-          in.expect(operands, 1, std::vector<DType>(operands + 1, type),
-                    std::vector<int>(operands + 1, 0)))
+  if (auto error = in.expect(operands, 1, type))
     return std::move(error);
   MatmulShape shape;
   shape.hasAddend = operands == 3;
@@ -48,8 +46,8 @@ inline llvm::Expected<MatmulShape> matmulShape(const InstructionView &in) {
   if (!dims)
     return in.check(dims.takeError());
   if (shape.hasAddend)
-    if (auto error = in.check(shapes::expectShape("addend", in.shape(2),
-                                                  in.shape(shape.result))))
+    if (auto error = in.check(
+            shapes::expectShape("addend", in.shape(2), in.shape(shape.result))))
       return std::move(error);
   shape.batch = dims->batch;
   shape.m = dims->m;

@@ -29,10 +29,10 @@ inline llvm::Error squaresShape(const InstructionView &in) {
 /// steps -> lr: i64, i64 -> f32) and increment (step -> step + 1, i64):
 /// scalars.
 inline llvm::Error scalarShape(const InstructionView &in) {
-  llvm::Error error =
-      in.opcode() == LR_SCHEDULE ? in.expect(2, 1, {I64, I64, F32}, {0, 0, 0})
-      : in.opcode() == INCREMENT ? in.expect(1, 1, {I64, I64}, {0, 0})
-                                 : in.expect(1, 1, {F32, F32}, {0, 0});
+  llvm::Error error = in.opcode() == LR_SCHEDULE
+                          ? in.expect(2, 1, {I64, I64, F32})
+                      : in.opcode() == INCREMENT ? in.expect(1, 1, {I64, I64})
+                                                 : in.expect(1, 1, {F32, F32});
   if (error)
     return error;
   for (int i = 0; i < in.numOperands() + in.numResults(); ++i)
@@ -45,12 +45,10 @@ inline llvm::Error scalarShape(const InstructionView &in) {
 /// (param, exp_avg, exp_avg_sq): its settings, once the shapes agree.
 inline llvm::Expected<AdamWSettings> adamwSettings(const InstructionView &in) {
   if (auto error =
-          in.expect(7, 3, {F32, F32, F32, F32, F32, F32, I64, F32, F32, F32},
-                    {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}))
+          in.expect(7, 3, {F32, F32, F32, F32, F32, F32, I64, F32, F32, F32}))
     return std::move(error);
-  if (auto error = in.check(shapes::adamw(in.shape(0), in.shape(1),
-                                          in.shape(2), in.shape(3),
-                                          in.shape(7), in.shape(8),
+  if (auto error = in.check(shapes::adamw(in.shape(0), in.shape(1), in.shape(2),
+                                          in.shape(3), in.shape(7), in.shape(8),
                                           in.shape(9))))
     return std::move(error);
   if (in.count(4) != 1 || in.count(5) != 1 || in.count(6) != 1)
