@@ -363,12 +363,17 @@ LogicalResult Partitioner::run(ModuleOp module) {
   // Rewrite: arguments to local blocks (keeping their global type), then
   // every op in program order, so operands are local before their users.
   for (func::FuncOp function : functions) {
+    // All at once: setting one argument's attribute rebuilds the array of
+    // every argument's, which made this quadratic in the layers.
+    SmallVector<DictionaryAttr> argAttrs;
     for (BlockArgument argument : function.getArguments()) {
       RankedTensorType type = placedType(argument);
-      function.setArgAttr(argument.getArgNumber(), kGlobalAttrName,
-                          TypeAttr::get(type));
+      NamedAttrList attrs(function.getArgAttrDict(argument.getArgNumber()));
+      attrs.set(kGlobalAttrName, TypeAttr::get(type));
+      argAttrs.push_back(attrs.getDictionary(module.getContext()));
       argument.setType(localType(type, placementOf(type, plan.axes())));
     }
+    function.setAllArgAttrs(argAttrs);
     for (Operation &op :
          llvm::make_early_inc_range(function.getBody().front()))
       if (failed(rewriteOp(&op)))

@@ -9,6 +9,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
+#include <limits>
 
 using namespace twill;
 namespace pb = google::protobuf;
@@ -128,6 +129,12 @@ public:
       add("{0} must be zero or a positive finite number, got {1}", field,
           numberText(value));
   }
+  /// A count past `most` is a typo, and the compiler's products of it
+  /// would overflow.
+  void atMost(llvm::StringRef field, int64_t value, int64_t most) {
+    if (value > most)
+      add("{0} must be at most {1}, got {2}", field, most, value);
+  }
   template <typename T> static bool isFinite(T value) {
     if constexpr (std::is_integral_v<T>)
       return true;
@@ -151,6 +158,8 @@ public:
       add("{0} '{1}' is not supported; allowed: {2}", field, value,
           llvm::join(allowed, ", "));
   }
+
+  bool empty() const { return lines.empty(); }
 
   llvm::Error takeError() {
     if (lines.empty())
@@ -186,22 +195,31 @@ static void validateModel(const ModelConfig &model, Problems &problems) {
   if (model.attention_bias() || model.mlp_bias())
     problems.add("model.attention_bias and model.mlp_bias must be false: "
                  "Llama has no biases");
-  std::pair<llvm::StringRef, int64_t> sizes[] = {
-      {"model.vocab_size", model.vocab_size()},
-      {"model.hidden_size", model.hidden_size()},
-      {"model.num_hidden_layers", model.num_hidden_layers()},
-      {"model.num_attention_heads", model.num_attention_heads()},
-      {"model.num_key_value_heads", model.num_key_value_heads()},
-      {"model.intermediate_size", model.intermediate_size()},
-      {"model.max_position_embeddings", model.max_position_embeddings()}};
+  // The most of each: far past any model trained today (vocab 262,144,
+  // hidden 16,384, intermediate 53,248, 126 layers, 128 heads), and small
+  // enough that the compiler's products of them fit int64.
+  struct Size {
+    llvm::StringRef field;
+    int64_t value, most;
+  } sizes[] = {
+      {"model.vocab_size", model.vocab_size(), 1 << 24},
+      {"model.hidden_size", model.hidden_size(), 1 << 18},
+      {"model.num_hidden_layers", model.num_hidden_layers(), 1 << 10},
+      {"model.num_attention_heads", model.num_attention_heads(), 1 << 12},
+      {"model.num_key_value_heads", model.num_key_value_heads(), 1 << 12},
+      {"model.intermediate_size", model.intermediate_size(), 1 << 20},
+      {"model.max_position_embeddings", model.max_position_embeddings(),
+       std::numeric_limits<int64_t>::max()}};
   bool sizesOk = true;
-  for (auto [field, value] : sizes) {
+  for (auto [field, value, most] : sizes) {
     if (value <= 0) {
       problems.add("{0} must be positive, got {1} (set it in the job, or "
                    "point checkpoint.base_dir at a Hugging Face model folder)",
                    field, value);
       sizesOk = false;
     }
+    problems.atMost(field, value, most);
+    sizesOk &= value <= most;
   }
   problems.positive("model.rms_norm_eps", model.rms_norm_eps());
   problems.positive("model.rope_theta", model.rope_theta());
@@ -250,6 +268,7 @@ static constexpr llvm::StringRef kLoraTargets[] = {
 
 static void validateLora(const LoraConfig &lora, Problems &problems) {
   problems.positive("lora.rank", lora.rank());
+  problems.atMost("lora.rank", lora.rank(), 1 << 16);
   problems.positive("lora.alpha", lora.alpha());
   if (!(lora.dropout() >= 0 && lora.dropout() < 1))
     problems.add("lora.dropout must be in [0, 1), got {0}", lora.dropout());
@@ -271,6 +290,17 @@ static void validateTrain(const TrainConfig &train, Problems &problems) {
   problems.positive("train.seq_len", train.seq_len());
   problems.positive("train.gradient_accumulation_steps",
                     train.gradient_accumulation_steps());
+  // A hundred times the longest context trained today; the compiler's
+  // tiles of a longer one take minutes and gigabytes to form.
+  problems.atMost("train.seq_len", train.seq_len(), 1 << 27);
+  problems.atMost("train.gradient_accumulation_steps",
+                  train.gradient_accumulation_steps(), 1 << 20);
+  constexpr int64_t kMostTokens = int64_t(1) << 32;
+  if (train.seq_len() > 0 &&
+      train.batch_size() > kMostTokens / train.seq_len())
+    problems.add("train.batch_size x train.seq_len (the tokens of a "
+                 "micro-batch) must be at most {0}, got {1} x {2}",
+                 kMostTokens, train.batch_size(), train.seq_len());
   problems.positive("train.epochs", train.epochs());
   problems.nonNegative("train.max_steps_per_epoch",
                        train.max_steps_per_epoch());
@@ -285,6 +315,32 @@ static void validateTrain(const TrainConfig &train, Problems &problems) {
   problems.nonNegative("train.warmup_steps", train.warmup_steps());
   problems.nonNegative("train.max_grad_norm", train.max_grad_norm());
   problems.positive("train.log_every", train.log_every());
+}
+
+/// What a micro-batch through the model forms, in elements: the weights,
+/// and each token's values in every layer (a generous count, not the cost
+/// model's). At most 2^52, so that every byte count the compiler adds up
+/// (a few bytes each, a few hundred values deep) stays inside int64.
+static void validateScale(const JobConfig &config, Problems &problems) {
+  const ModelConfig &model = config.model();
+  double hidden = model.hidden_size(), inner = model.intermediate_size(),
+         vocab = model.vocab_size(), layers = model.num_hidden_layers(),
+         heads = double(model.num_attention_heads()) + 2 *
+                 double(model.num_key_value_heads()),
+         rank = config.has_lora() ? config.lora().rank() : 0,
+         tokens = double(config.train().batch_size()) *
+                  double(config.train().seq_len());
+  double width = 4 * hidden + 3 * inner + heads * double(model.head_dim()) +
+                 7 * rank;
+  double weights = layers * (4 * hidden * hidden + 3 * hidden * inner) +
+                   2 * vocab * hidden;
+  double elements = tokens * (layers * width + vocab) + weights;
+  constexpr double kMostElements = 4503599627370496.0; // 2^52
+  if (!(elements <= kMostElements))
+    problems.add("the job is too large to compile: {0} tokens a micro-batch "
+                 "through this model form about {1} values, more than 2^52; "
+                 "lower train.batch_size or train.seq_len",
+                 llvm::format("%.0f", tokens), llvm::format("%.3g", elements));
 }
 
 llvm::Error twill::validateJobConfig(const JobConfig &config) {
@@ -331,6 +387,8 @@ llvm::Error twill::validateJobConfig(const JobConfig &config) {
                    "{1}",
                    field, layers);
   validateTrain(config.train(), problems);
+  if (problems.empty()) // of sizes that are each in range
+    validateScale(config, problems);
   problems.nonNegative("checkpoint.save_every",
                        config.checkpoint().save_every());
   if (config.checkpoint().random_base() &&

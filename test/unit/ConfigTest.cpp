@@ -394,6 +394,40 @@ TEST(JobConfigValidation, RangesAndSupportedVariants) {
               HasSubstr("Llama has no biases"));
 }
 
+// Issue 34, class 8: counts past any model overflowed int64 in the
+// compiler (hidden_size 4e12 reported negative bytes, batch_size 1e12 an
+// internal error) or compiled for minutes (1e8 layers, seq_len 1e12).
+TEST(JobConfigValidation, CountsHaveTheirMost) {
+  EXPECT_THAT(validationErrorAfter("model.hidden_size=4000000000000"),
+              HasSubstr("model.hidden_size must be at most 262144, got "
+                        "4000000000000"));
+  EXPECT_THAT(validationErrorAfter("model.num_hidden_layers=100000000"),
+              HasSubstr("model.num_hidden_layers must be at most 1024"));
+  EXPECT_THAT(validationErrorAfter("model.vocab_size=1000000000000000"),
+              HasSubstr("model.vocab_size must be at most 16777216"));
+  EXPECT_THAT(validationErrorAfter("lora.rank=1000000000000"),
+              HasSubstr("lora.rank must be at most 65536"));
+  EXPECT_THAT(validationErrorAfter("train.seq_len=1000000000000"),
+              HasSubstr("train.seq_len must be at most 134217728"));
+  EXPECT_THAT(
+      validationErrorAfter("train.gradient_accumulation_steps=1000000000000"),
+      HasSubstr("train.gradient_accumulation_steps must be at most 1048576"));
+  EXPECT_THAT(validationErrorAfter("train.batch_size=1000000000000"),
+              HasSubstr("train.batch_size x train.seq_len (the tokens of a "
+                        "micro-batch) must be at most 4294967296, got "
+                        "1000000000000 x 64"));
+  // Each count in range, their product past what the compiler can count:
+  // one message, not one per field.
+  std::string scale = validationErrorAfter(
+      "model.hidden_size=262144 model.head_dim=65536 "
+      "model.intermediate_size=1048576 model.num_hidden_layers=1024 "
+      "train.seq_len=1048576");
+  EXPECT_THAT(scale, HasSubstr("the job is too large to compile: 4194304 "
+                               "tokens a micro-batch through this model form "
+                               "about"));
+  EXPECT_THAT(scale, Not(HasSubstr("must be at most")));
+}
+
 TEST(JobConfigValidation, EveryProblemIsReported) {
   JobConfig config = loadTiny();
   ASSERT_FALSE(applyOverride(config, "train.seq_len=0"));

@@ -2,6 +2,7 @@
 
 #include "tools/twillc/Planner.h"
 
+#include "frontend/config/JobConfig.h"
 #include "support/AtomicFile.h"
 
 #include "google/protobuf/text_format.h"
@@ -80,13 +81,29 @@ std::string checkpointingName(ParallelConfig::ActivationCheckpointing mode) {
   return ParallelConfig::ActivationCheckpointing_Name(mode);
 }
 
-/// The divisors of `n`, ascending.
+/// The divisors of `n`, ascending, found up to its square root.
 std::vector<int64_t> divisors(int64_t n) {
-  std::vector<int64_t> found;
-  for (int64_t d = 1; d <= n; ++d)
-    if (n % d == 0)
-      found.push_back(d);
-  return found;
+  std::vector<int64_t> low, high;
+  for (int64_t d = 1; d <= n / d; ++d)
+    if (n % d == 0) {
+      low.push_back(d);
+      if (d != n / d)
+        high.push_back(n / d);
+    }
+  low.insert(low.end(), high.rbegin(), high.rend());
+  return low;
+}
+
+/// The micro-batch sizes worth costing: the job's own, and divisors of
+/// `rows` at least twice the last one taken, and `rows` itself. A step's
+/// cost changes little between closer sizes, and a batch of many divisors
+/// (720720 has 240) would otherwise compile a program for each.
+std::vector<int64_t> microBatchRows(int64_t rows, int64_t own) {
+  std::vector<int64_t> taken;
+  for (int64_t d : divisors(rows))
+    if (taken.empty() || d >= 2 * taken.back() || d == rows || d == own)
+      taken.push_back(d);
+  return taken;
 }
 
 class Planner {
@@ -107,7 +124,8 @@ public:
       for (auto checkpointing :
            {ParallelConfig::NONE, ParallelConfig::SELECTIVE,
             ParallelConfig::FULL})
-        for (int64_t rows : divisors(rowsPerStep)) {
+        for (int64_t rows :
+             microBatchRows(rowsPerStep, job.train().batch_size())) {
           Candidate candidate;
           candidate.dp = devices / tp;
           candidate.tp = tp;
@@ -115,6 +133,12 @@ public:
           candidate.rows = rows;
           candidate.accumulation = rowsPerStep / rows;
           candidate.job = jobFor(candidate);
+          // A split past a job's limits (accumulation steps, tokens of a
+          // micro-batch) would be written as a job twillc refuses.
+          if (llvm::Error invalid = validateJobConfig(candidate.job)) {
+            llvm::consumeError(std::move(invalid));
+            continue;
+          }
           all.push_back(std::move(candidate));
         }
     }

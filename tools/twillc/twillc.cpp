@@ -469,6 +469,9 @@ int main(int argc, char **argv) {
   if (plan) {
     if (clusterPath.empty())
       return fail("--plan needs --cluster FILE (clusters/ has some)");
+    if (planRows < 1)
+      return fail(llvm::formatv("--plan-rows is {0}: it must be at least 1",
+                                planRows.getValue()));
     llvm::Expected<twill::ClusterConfig> cluster =
         twill::loadClusterConfig(clusterPath);
     if (!cluster)
