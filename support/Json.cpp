@@ -8,10 +8,19 @@
 
 using namespace twill;
 
-/// The deepest nesting of arrays and objects in `text`, counting brackets
-/// outside strings, or kMaxJsonDepth + 1 as soon as it goes deeper.
-static int nestingDepth(llvm::StringRef text) {
-  int depth = 0, deepest = 0;
+namespace {
+/// What the parser would build of a text: its deepest nesting of arrays
+/// and objects and its count of objects, counting brackets outside
+/// strings; the scan stops once either is past its limit.
+struct JsonShape {
+  int depth = 0;
+  int64_t objects = 0;
+};
+} // namespace
+
+static JsonShape shapeOf(llvm::StringRef text, int64_t maxObjects) {
+  JsonShape deepest;
+  int depth = 0;
   bool inString = false;
   for (size_t i = 0; i < text.size(); ++i) {
     char c = text[i];
@@ -24,28 +33,35 @@ static int nestingDepth(llvm::StringRef text) {
     }
     if (c == '"')
       inString = true;
-    else if (c == '[' || c == '{')
-      deepest = std::max(deepest, ++depth);
-    else if (c == ']' || c == '}')
+    else if (c == '[' || c == '{') {
+      deepest.depth = std::max(deepest.depth, ++depth);
+      deepest.objects += c == '{';
+    } else if (c == ']' || c == '}')
       --depth;
-    if (deepest > kMaxJsonDepth)
+    if (deepest.depth > kMaxJsonDepth || deepest.objects > maxObjects)
       break;
   }
   return deepest;
 }
 
-llvm::Expected<llvm::json::Value> twill::parseJson(llvm::StringRef text,
-                                                   const llvm::Twine &what) {
-  if (nestingDepth(text) > kMaxJsonDepth)
-    return llvm::createStringError(
-        llvm::inconvertibleErrorCode(),
-        llvm::formatv("{0}: JSON nested deeper than {1} levels", what.str(),
-                      kMaxJsonDepth));
+llvm::Expected<llvm::json::Value>
+twill::parseJson(llvm::StringRef text, const llvm::Twine &what,
+                 int64_t maxObjects) {
+  auto fail = [&](const llvm::Twine &why) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   what + ": " + why);
+  };
+  JsonShape shape = shapeOf(text, maxObjects);
+  if (shape.depth > kMaxJsonDepth)
+    return fail(llvm::formatv("JSON nested deeper than {0} levels",
+                              kMaxJsonDepth));
+  if (shape.objects > maxObjects)
+    return fail(llvm::formatv("JSON of more than {0} objects (each takes "
+                              "kilobytes parsed)",
+                              maxObjects));
   llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(text);
   if (!parsed)
-    return llvm::createStringError(
-        llvm::inconvertibleErrorCode(),
-        what + ": not valid JSON: " + llvm::toString(parsed.takeError()));
+    return fail("not valid JSON: " + llvm::toString(parsed.takeError()));
   return parsed;
 }
 

@@ -31,8 +31,11 @@ llvm::Error twill::readJsonLines(
                                 "one example may be",
                                 text.size(), kMaxJsonLineBytes)
                       .str());
+    // One example's objects are a conversation's messages, at most.
+    constexpr int64_t kMaxExampleObjects = int64_t(1) << 16;
     llvm::Expected<llvm::json::Value> parsed =
-        parseJson(text, llvm::formatv("{0}:{1}", path, index + 1));
+        parseJson(text, llvm::formatv("{0}:{1}", path, index + 1),
+                  kMaxExampleObjects);
     if (!parsed)
       return parsed.takeError();
     const llvm::json::Object *line = parsed->getAsObject();

@@ -91,32 +91,52 @@ modelDefinition(const JobConfig &job) {
   return fields;
 }
 
+/// Fault injection for the crash tests (resume.test): ends the process at
+/// once, as a kill would, at the moment TWILL_TEST_CRASH_DURING_SAVE names.
+static bool crashTestAt(llvm::StringRef moment) {
+  const char *asked = std::getenv("TWILL_TEST_CRASH_DURING_SAVE");
+  return asked && moment == asked;
+}
+static void crashIfTestedAt(llvm::StringRef moment) {
+  if (crashTestAt(moment))
+    std::_Exit(86);
+}
+
+/// Where an existing step_N is moved while a new one takes its place, on a
+/// filesystem that cannot swap them: still a complete checkpoint.
+static constexpr llvm::StringLiteral kReplacedSuffix = ".replaced";
+
 /// Renames the complete checkpoint `partial` to `final`. An existing
 /// `final` (a run resumed from before it) is swapped with it in one step
 /// (RENAME_EXCHANGE), so that a complete step_N exists at every moment, and
-/// only then removed; where the filesystem cannot swap, it is renamed away
-/// first and removed last.
+/// only then removed. Where the filesystem cannot swap (Lustre, NFS), it is
+/// renamed to step_N.replaced first, which a resume takes for step_N while
+/// there is none, and removed last.
 static llvm::Error putInPlace(const std::string &partial,
                               const std::string &final) {
   auto failed = [&](const llvm::Twine &what) {
     return checkpointError("cannot rename " + partial + " to " + final + ": " +
                            what);
   };
+  std::string replaced = final + kReplacedSuffix.str();
   if (!llvm::sys::fs::exists(final)) {
     if (std::error_code error = llvm::sys::fs::rename(partial, final))
       return failed(error.message());
+    llvm::sys::fs::remove_directories(replaced, /*IgnoreErrors=*/true);
     return llvm::Error::success();
   }
-  if (renameat2(AT_FDCWD, partial.c_str(), AT_FDCWD, final.c_str(),
+  if (!crashTestAt("moved-away") &&
+      renameat2(AT_FDCWD, partial.c_str(), AT_FDCWD, final.c_str(),
                 RENAME_EXCHANGE) == 0) {
+    crashIfTestedAt("swapped");
     // `partial` holds the old checkpoint now: never resumed from.
     llvm::sys::fs::remove_directories(partial, /*IgnoreErrors=*/true);
     return llvm::Error::success();
   }
-  std::string replaced = final + ".replaced";
   llvm::sys::fs::remove_directories(replaced, /*IgnoreErrors=*/true);
   if (std::error_code error = llvm::sys::fs::rename(final, replaced))
     return failed(error.message());
+  crashIfTestedAt("moved-away");
   if (std::error_code error = llvm::sys::fs::rename(partial, final)) {
     (void)llvm::sys::fs::rename(replaced, final); // the old one back
     return failed(error.message());
@@ -175,11 +195,8 @@ llvm::Error twill::saveCheckpoint(Program &program, llvm::StringRef outputDir,
   if (llvm::Error error = io::writeSafetensors(
           rankFile, tensors, {{"mesh", meshText(program.executable())}}))
     return error;
-  // Fault injection for the crash-during-save test: end at once, as a
-  // killed process would, with this rank's state written and the checkpoint
-  // not yet renamed into place.
-  if (std::getenv("TWILL_TEST_CRASH_DURING_SAVE"))
-    std::_Exit(86);
+  // This rank's state written, the checkpoint not yet in place.
+  crashIfTestedAt("written");
   if (llvm::Error error = program.barrier())
     return error;
 
@@ -207,7 +224,8 @@ llvm::Error twill::saveCheckpoint(Program &program, llvm::StringRef outputDir,
   return program.barrier();
 }
 
-/// `path` itself when it is a checkpoint, else its latest complete step_N.
+/// `path` itself when it is a checkpoint, else its latest complete step_N
+/// (or step_N.replaced, where a crash left no step_N beside it).
 static llvm::Expected<std::string> findCheckpoint(llvm::StringRef path) {
   auto isCheckpoint = [](llvm::StringRef directory) {
     return llvm::sys::fs::exists(
@@ -217,14 +235,19 @@ static llvm::Expected<std::string> findCheckpoint(llvm::StringRef path) {
     return path.str();
   std::string best;
   int64_t bestStep = -1;
+  bool bestReplaced = false;
   std::error_code error;
   for (llvm::sys::fs::directory_iterator entry(path, error), end;
        entry != end && !error; entry.increment(error)) {
     llvm::StringRef name = llvm::sys::path::filename(entry->path());
+    bool replaced = name.consume_back(kReplacedSuffix);
     int64_t step = 0;
-    if (name.consume_front("step_") && !name.getAsInteger(10, step) &&
-        step > bestStep && isCheckpoint(entry->path())) {
+    if (!name.consume_front("step_") || name.getAsInteger(10, step) ||
+        !isCheckpoint(entry->path()))
+      continue;
+    if (step > bestStep || (step == bestStep && bestReplaced && !replaced)) {
       bestStep = step;
+      bestReplaced = replaced;
       best = entry->path();
     }
   }

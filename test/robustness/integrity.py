@@ -18,12 +18,14 @@ an output folder was held by one run at a time.
   on output stream"), and a device given as a file to write is refused
   (renaming over it replaced /dev/full, for root, with a file);
 - bounded reads: a FIFO or a device as a tokenizer, job or cluster file is
-  refused (a FIFO hung), and a data line longer than any example (36 MB)
-  is refused naming its line before it is parsed (it ran out of memory).
+  refused (a FIFO hung), and a data line longer than any example (36 MB),
+  or of more JSON objects than any (1.9 million in 15 MB), is refused
+  naming its line before it is parsed (each ran out of memory).
 """
 import fcntl
 import os
 import random
+import resource
 import shutil
 import subprocess
 import sys
@@ -196,6 +198,18 @@ def bounded_reads(s):
                                 capture_output=True, text=True, timeout=60)
         s.expect(name + " is refused, naming it", result,
                  f"{path}: it is not a regular file")
+    # Objects take kilobytes parsed: 1.9 million in a 15 MB line aborted
+    # ("Allocation failed") under a 4 GiB address space.
+    wide = s.work / "wide.jsonl"
+    wide.write_text('{"messages": [' + ",".join(['{"a":0}'] * 1_900_000)
+                    + "]}\n")
+    program, _ = s.compile("wide", *FAST)
+    limited = subprocess.run(
+        [s.tool("twill-train"), str(program), "--data", str(wide)], capture_output=True, text=True, timeout=120,
+        preexec_fn=lambda: resource.setrlimit(
+            resource.RLIMIT_AS, (4 << 30, 4 << 30)))
+    s.expect("a line of 1.9 million JSON objects is refused, naming its line",
+             limited, f"{wide}:1: JSON of more than 65536 objects")
     big = s.work / "big.jsonl"
     ids = [1] * 6_000_000
     big.write_text(f'{{"input_ids": {ids}, "labels": {ids}}}\n')
