@@ -20,11 +20,14 @@ an output folder was held by one run at a time.
 - bounded reads: a FIFO or a device as a tokenizer, job or cluster file is
   refused (a FIFO hung), and a data line longer than any example (36 MB),
   or of more JSON objects than any (1.9 million in 15 MB), is refused
-  naming its line before it is parsed (each ran out of memory).
+  naming its line before it is parsed (each ran out of memory);
+- a watched launch: `twill train` ends, saying why, when a rank hangs after
+  the run has ended (mpirun waited for it forever).
 """
 import fcntl
 import os
 import random
+import re
 import resource
 import shutil
 import subprocess
@@ -32,7 +35,7 @@ import sys
 import time
 from pathlib import Path
 
-from robustness import run_cases
+from robustness import MPI_ENV, run_cases
 
 FAST = ["train.epochs=1", "train.max_steps_per_epoch=2"]
 
@@ -219,9 +222,34 @@ def bounded_reads(s):
              f"{big}:1: a line of", "longer than the 16777216 one example")
 
 
+def watched_launch(s):
+    """A rank that hangs once it has ended (as one stuck in MPI_Finalize):
+    mpirun waited for it forever, and so did `twill train`."""
+    out = s.work / "watched-out"
+    env = dict(MPI_ENV, TWILL_TEST_HANG_AT_END="1")
+    started = time.time()
+    result = s.run([s.tool("twill"), "train", s.args.config,
+                    f"checkpoint.output_dir={out}", f"data.path={s.args.data}",
+                    "parallel.dp=2", "parallel.collective_timeout_s=2",
+                    *FAST], timeout=120, env=env)
+    took = time.time() - started
+    s.check("twill train ends when a rank hangs after the run's end, "
+            f"saying so (in {took:.0f} s)",
+            result.returncode != 0 and re.search(
+                r"twill: rank \d ended with status 0 4 s ago \(twice "
+                r"parallel.collective_timeout_s\) and the launcher",
+                result.stderr) and took < 60, result.stderr[-400:])
+    left = subprocess.run(["pgrep", "-f", str(out)], capture_output=True,
+                          text=True).stdout.split()
+    s.check("... and leaves no rank behind", not left, " ".join(left))
+    again = launch(s, s.args.bin, out)
+    s.check("... nor the folder held", again.returncode == 0,
+            again.stderr[-300:])
+
+
 def main():
     return run_cases((damaged_programs, stale_programs, one_run_per_folder,
-                      output_errors, bounded_reads))
+                      output_errors, bounded_reads, watched_launch))
 
 
 if __name__ == "__main__":

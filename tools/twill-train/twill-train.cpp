@@ -19,6 +19,7 @@
 #include "runtime/train/Trainer.h"
 #include "runtime/train/Weights.h"
 #include "support/RunLock.h"
+#include "support/RunWatchdog.h"
 #include "support/ToolOutput.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -30,6 +31,9 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <optional>
+#include <unistd.h> // pause
 
 namespace cl = llvm::cl;
 using namespace twill;
@@ -107,10 +111,23 @@ static void printError(const llvm::Twine &message) {
   llvm::errs() << line;
 }
 
+/// Where this rank marks the run's end for `twill train`'s watchdog
+/// (RunWatchdog.h), once it knows the run: set when launched by it.
+struct RunEnd {
+  std::string folder;
+  int rank = 0;
+};
+static std::optional<RunEnd> runEnd;
+static void markEnd(int status) {
+  if (runEnd)
+    markRunEnded(runEnd->folder, runLockToken, runEnd->rank, status);
+}
+
 /// Reports an error of this rank. With several ranks the others may be
 /// waiting in a collective, so the whole job ends here rather than hang.
 static int fail(const llvm::Twine &message) {
   printError(message);
+  markEnd(1);
   if (Communicator::launchedRanks() > 1)
     Communicator::abortAll();
   return 1;
@@ -422,6 +439,9 @@ static int runJob(Executable executable) {
       return fail(taken.takeError());
     lock.emplace(std::move(*taken));
   }
+  if (!eval && !runLockToken.empty())
+    runEnd = RunEnd{executable.job().checkpoint().output_dir(),
+                    (*comm)->rank()};
   (*comm)->setTimeout(executable.job().parallel().collective_timeout_s());
   Program program(std::move(executable), comm->get());
   std::string baseDir = weightsPath.empty()
@@ -537,6 +557,13 @@ int main(int argc, char **argv) {
   llvm::Expected<Executable> executable = loadExecutable(executablePath);
   int status = executable ? runJob(std::move(*executable))
                           : fail(executable.takeError());
+  markEnd(status);
+  // Fault injection for the watchdog's test (integrity.py): this rank
+  // hangs once it has ended, as one stuck in MPI_Finalize would.
+  if (const char *rank = std::getenv("TWILL_TEST_HANG_AT_END");
+      rank && runEnd && std::to_string(runEnd->rank) == rank)
+    for (;;)
+      pause();
   // After runJob: its communicator must go before MPI does.
   Communicator::finalize();
   return status;

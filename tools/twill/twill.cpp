@@ -18,6 +18,7 @@
 #include "frontend/config/JobConfig.h"
 #include "proto/ExecutableChecksum.h"
 #include "support/RunLock.h"
+#include "support/RunWatchdog.h"
 #include "support/Sha256File.h"
 #include "support/ToolOutput.h"
 
@@ -276,7 +277,12 @@ static int train(const char *argv0, llvm::ArrayRef<const char *> args) {
       launcher(dp * tp, sibling(argv0, "twill-train"), *program, flags);
   if (!command)
     return fail(llvm::toString(command.takeError()));
-  // Replaced by the launcher: its exit status and signals are the job's.
+  // Replaced by the launcher: its exit status and signals are the job's;
+  // watched, so that it ends once the ranks have.
+  if (llvm::Error error = startRunWatchdog(
+          job->checkpoint().output_dir(), lock->token(),
+          2 * job->parallel().collective_timeout_s()))
+    return fail(llvm::toString(std::move(error)));
   return become(std::move(*command));
 }
 
