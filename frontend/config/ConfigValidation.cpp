@@ -295,6 +295,9 @@ static void validateTrain(const TrainConfig &train, Problems &problems) {
   problems.atMost("train.seq_len", train.seq_len(), 1 << 27);
   problems.atMost("train.gradient_accumulation_steps",
                   train.gradient_accumulation_steps(), 1 << 20);
+  // Times the steps of an epoch, the run's steps: 2^63 epochs overflowed
+  // into an error about a checkpoint that was not there.
+  problems.atMost("train.epochs", train.epochs(), 1 << 20);
   constexpr int64_t kMostTokens = int64_t(1) << 32;
   if (train.seq_len() > 0 &&
       train.batch_size() > kMostTokens / train.seq_len())

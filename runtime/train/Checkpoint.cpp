@@ -363,6 +363,13 @@ llvm::Expected<TrainPosition> twill::loadCheckpoint(Program &program,
       if (!value)
         return checkpointError(trainerPath + ": no integer state '" + name +
                                "'");
+      // The integer states count the run's updates (Adam's bias
+      // correction): -7 made the loss nan, blamed on the learning rate.
+      if (*value < 0 || *value > *steps)
+        return checkpointError(llvm::formatv(
+            "{0}: integer state '{1}' is {2}: a count of the run's updates "
+            "is from 0 to its steps ({3})",
+            trainerPath, name, *value, *steps));
       *program.buffers().as<int64_t>(id) = *value;
       continue;
     }

@@ -412,6 +412,8 @@ TEST(JobConfigValidation, CountsHaveTheirMost) {
   EXPECT_THAT(
       validationErrorAfter("train.gradient_accumulation_steps=1000000000000"),
       HasSubstr("train.gradient_accumulation_steps must be at most 1048576"));
+  EXPECT_THAT(validationErrorAfter("train.epochs=9223372036854775807"),
+              HasSubstr("train.epochs must be at most 1048576"));
   EXPECT_THAT(validationErrorAfter("train.batch_size=1000000000000"),
               HasSubstr("train.batch_size x train.seq_len (the tokens of a "
                         "micro-batch) must be at most 4294967296, got "
