@@ -165,7 +165,8 @@ def output_errors(s):
                                       "--emit=config"]),
             ("twill --help", [s.tool("twill"), "--help"]),
             ("twill-train --help", [s.tool("twill-train"), "--help"]),
-            ("twill-tokenize --help", [s.tool("twill-tokenize"), "--help"])):
+            ("twill-tokenize --help", [s.tool("twill-tokenize"), "--help"]),
+            ("twill-opt --help", [s.tool("twill-opt"), "--help"])):
         result = subprocess.run([str(c) for c in command], stdout=full,
                                 stderr=subprocess.PIPE, text=True, timeout=300)
         s.check(f"{name} into a full stdout fails, saying so",

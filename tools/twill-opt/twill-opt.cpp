@@ -11,12 +11,34 @@
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
 #include "passes/Passes.h"
+#include "llvm/Support/ErrorHandling.h"
+#include "llvm/Support/WithColor.h"
+
+#include <string>
+#include <unistd.h>
 
 namespace mlir::twill {
 void registerTestPasses(); // test/lib
 } // namespace mlir::twill
 
+/// mlir-opt's driver writes its output (stdout or -o) through a stream
+/// that reports a failed write (a full disk) as LLVM's fatal error when it
+/// closes: said as twill-opt's error, naming the output, with status 1.
+static void outputFailed(void *output, const char *reason, bool) {
+  llvm::WithColor::error(llvm::errs(), "twill-opt")
+      << "cannot write " << *static_cast<std::string *>(output) << ": "
+      << llvm::StringRef(reason).rsplit(": ").second << "\n";
+  llvm::errs().flush();
+  _exit(1);
+}
+
 int main(int argc, char **argv) {
+  // The output the driver will write, for outputFailed's message.
+  static std::string output = "standard output";
+  for (int i = 1; i + 1 < argc; ++i)
+    if (llvm::StringRef(argv[i]) == "-o" && llvm::StringRef(argv[i + 1]) != "-")
+      output = argv[i + 1];
+  llvm::install_fatal_error_handler(outputFailed, &output);
   mlir::registerTransformsPasses();
   mlir::twill::registerTwillPasses();
   mlir::twill::registerTestPasses();

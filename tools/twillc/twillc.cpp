@@ -50,7 +50,10 @@ static cl::list<std::string> overrides(cl::Positional,
                                        cl::desc("[field.path=value ...]"),
                                        cl::cat(options));
 static cl::opt<std::string>
-    outputPath("o", cl::desc("Where to write the Executable"),
+    outputPath("o",
+               cl::desc("Where to write the Executable (with --emit=config "
+                        "or --emit=mlir: the text; standard output without "
+                        "-o)"),
                cl::value_desc("job.twx"), cl::init("job.twx"),
                cl::cat(options));
 static cl::opt<Emit> emit(
@@ -449,6 +452,18 @@ static int writeExecutable(const twill::JobConfig &config, llvm::StringRef path,
   return 0;
 }
 
+/// --emit=config and --emit=mlir: the text to -o when it is given (it was
+/// ignored: the file never came), else to standard output.
+static int emitText(llvm::function_ref<void(llvm::raw_ostream &)> write) {
+  if (!outputPath.getNumOccurrences() || outputPath == "-") {
+    write(llvm::outs());
+    return 0;
+  }
+  if (llvm::Error error = twill::writeFileAtomically(outputPath, write))
+    return fail(llvm::toString(std::move(error)));
+  return 0;
+}
+
 int main(int argc, char **argv) {
   twill::checkStandardOutputAtExit("twillc");
   llvm::InitLLVM init(argc, argv);
@@ -495,19 +510,19 @@ int main(int argc, char **argv) {
   case Emit::Config: {
     std::string text;
     google::protobuf::TextFormat::PrintToString(*config, &text);
-    llvm::outs() << "# Resolved from " << jobPath;
-    for (const std::string &assignment : overrides)
-      llvm::outs() << " " << assignment;
-    llvm::outs() << "\n" << text;
-    return 0;
+    return emitText([&](llvm::raw_ostream &os) {
+      os << "# Resolved from " << jobPath;
+      for (const std::string &assignment : overrides)
+        os << " " << assignment;
+      os << "\n" << text;
+    });
   }
   case Emit::Mlir: {
     mlir::MLIRContext context;
     mlir::OwningOpRef<mlir::ModuleOp> module = compile(context, *config, stage);
     if (!module)
       return fail("cannot compile " + jobPath + " (the errors above say why)");
-    module->print(llvm::outs());
-    return 0;
+    return emitText([&](llvm::raw_ostream &os) { module->print(os); });
   }
   }
   return 0;
