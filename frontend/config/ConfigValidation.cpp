@@ -7,6 +7,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
 
 #include <cmath>
 #include <limits>
@@ -394,6 +395,23 @@ llvm::Error twill::validateJobConfig(const JobConfig &config) {
     validateScale(config, problems);
   problems.nonNegative("checkpoint.save_every",
                        config.checkpoint().save_every());
+  const CheckpointConfig &checkpoint = config.checkpoint();
+  if (checkpoint.output_dir().empty())
+    problems.add("checkpoint.output_dir must name a folder for the run's "
+                 "log, checkpoints and adapter, got an empty one");
+  // The merged model and the full fine-tune's weights are written as the
+  // base's files are named: into the base's folder, over it.
+  auto folder = [](llvm::StringRef path) {
+    llvm::SmallString<256> normal(path);
+    llvm::sys::path::remove_dots(normal, /*remove_dot_dot=*/true);
+    return std::string(llvm::StringRef(normal).rtrim('/'));
+  };
+  if (!checkpoint.base_dir().empty() &&
+      folder(checkpoint.base_dir()) == folder(checkpoint.output_dir()))
+    problems.add("checkpoint.output_dir is checkpoint.base_dir ({0}): the "
+                 "run would write its model over the base model's files; "
+                 "give the run another folder",
+                 checkpoint.output_dir());
   if (config.checkpoint().random_base() &&
       !config.checkpoint().base_dir().empty())
     problems.add("checkpoint.random_base and checkpoint.base_dir exclude "

@@ -257,6 +257,21 @@ static llvm::Expected<std::string> findCheckpoint(llvm::StringRef path) {
   return best;
 }
 
+llvm::Error twill::checkNoEarlierCheckpoints(llvm::StringRef outputDir) {
+  llvm::Expected<std::string> latest = findCheckpoint(outputDir);
+  if (!latest) {
+    llvm::consumeError(latest.takeError()); // none: the folder is free
+    return llvm::Error::success();
+  }
+  return checkpointError(
+      outputDir + " holds the checkpoints of an earlier run (the latest: " +
+      llvm::sys::path::filename(*latest) +
+      "); a new run there would leave them beside its own, for a later "
+      "--resume to take. Resume it (--resume " +
+      outputDir + "), or start into another checkpoint.output_dir, or remove "
+                  "its step_N folders");
+}
+
 /// Fails unless the checkpoint in `directory`, whose trainer.json recorded
 /// `saved`, holds state of the model `job` defines, naming each field that
 /// differs.

@@ -41,6 +41,11 @@ llvm::Error saveCheckpoint(Program &program, llvm::StringRef outputDir,
 llvm::Expected<TrainPosition> loadCheckpoint(Program &program,
                                              llvm::StringRef path);
 
+/// For a run that starts afresh into `outputDir`: fails, naming them, when
+/// it holds complete checkpoints of an earlier run, which would lie beside
+/// the new run's and be taken by a later `--resume outputDir`.
+llvm::Error checkNoEarlierCheckpoints(llvm::StringRef outputDir);
+
 } // namespace twill
 
 #endif // TWILL_RUNTIME_TRAIN_CHECKPOINT_H

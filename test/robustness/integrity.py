@@ -12,7 +12,9 @@ an output folder was held by one run at a time.
   job, or is truncated (it used to trust sizes and times), and refuses a
   device in its place;
 - one run per folder: a second run into a folder a run holds is refused
-  naming the first (both used to run, corrupting each other's log);
+  naming the first (both used to run, corrupting each other's log), and a
+  fresh run into the folder of an earlier run's checkpoints is refused
+  (they lay beside its own, for a later --resume to take);
 - output errors: a full disk under stdout, a profile or a plan is an error
   naming what could not be written (it used to be LLVM's fatal "IO failure
   on output stream"), and a device given as a file to write is refused
@@ -157,6 +159,24 @@ def one_run_per_folder(s):
              second, "is in use by another run", f"pid {first.pid}")
 
 
+def earlier_checkpoints(s):
+    """A fresh run into a folder of another run's checkpoints: they lay
+    beside its own, and a later --resume took the other run's latest."""
+    program, out = s.compile("earlier", "train.epochs=1",
+                             "train.max_steps_per_epoch=3",
+                             "checkpoint.save_every=1")
+    first = s.train(program)
+    s.check("a run saves its checkpoints", first.returncode == 0 and
+            (out / "step_2").is_dir(), first.stderr[-300:])
+    s.expect("a fresh run into the folder of an earlier run's checkpoints "
+             "is refused, naming them", s.train(program),
+             f"{out} holds the checkpoints of an earlier run (the latest: "
+             "step_2)", f"--resume {out}")
+    resumed = s.train(program, "--resume", out)
+    s.check("... and resuming it is not", resumed.returncode == 0,
+            resumed.stderr[-300:])
+
+
 def output_errors(s):
     full = open("/dev/full", "w")
     root = s.args.config.parent.parent
@@ -202,6 +222,13 @@ def bounded_reads(s):
                                 capture_output=True, text=True, timeout=60)
         s.expect(name + " is refused, naming it", result,
                  f"{path}: it is not a regular file")
+    weights = s.work / "fifo-weights"
+    weights.mkdir()
+    os.mkfifo(weights / "model.safetensors")
+    s.expect("a FIFO as the weights is refused, naming it (it blocked)",
+             s.train(s.compile("fifo", *FAST)[0], "--weights", weights,
+                     timeout=60),
+             "model.safetensors: cannot open: it is not a regular file")
     # Objects take kilobytes parsed: 1.9 million in a 15 MB line aborted
     # ("Allocation failed") under a 4 GiB address space.
     wide = s.work / "wide.jsonl"
@@ -250,7 +277,8 @@ def watched_launch(s):
 
 def main():
     return run_cases((damaged_programs, stale_programs, one_run_per_folder,
-                      output_errors, bounded_reads, watched_launch))
+                      earlier_checkpoints, output_errors, bounded_reads,
+                      watched_launch))
 
 
 if __name__ == "__main__":

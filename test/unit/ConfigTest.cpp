@@ -412,6 +412,13 @@ TEST(JobConfigValidation, CountsHaveTheirMost) {
   EXPECT_THAT(
       validationErrorAfter("train.gradient_accumulation_steps=1000000000000"),
       HasSubstr("train.gradient_accumulation_steps must be at most 1048576"));
+  EXPECT_THAT(validationErrorAfter("checkpoint.output_dir="),
+              HasSubstr("checkpoint.output_dir must name a folder"));
+  // The merged model would be written over the base's files.
+  EXPECT_THAT(validationErrorAfter("checkpoint.random_base=false "
+                                   "checkpoint.base_dir=/m/base "
+                                   "checkpoint.output_dir=/m/x/../base/"),
+              HasSubstr("checkpoint.output_dir is checkpoint.base_dir"));
   EXPECT_THAT(validationErrorAfter("train.epochs=9223372036854775807"),
               HasSubstr("train.epochs must be at most 1048576"));
   EXPECT_THAT(validationErrorAfter("train.batch_size=1000000000000"),

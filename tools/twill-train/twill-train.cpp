@@ -348,6 +348,10 @@ static int runTraining(Program &program, const TrainingData &data) {
                               "{2}, step {3} of it next)\n",
                               start.checkpoint, start.steps, start.epoch + 1,
                               start.index + 1);
+  } else if (program.writesFiles()) {
+    if (llvm::Error error =
+            checkNoEarlierCheckpoints(job.checkpoint().output_dir()))
+      return fail(std::move(error));
   }
   const std::vector<Row> &evalRows = data.evalRows;
   std::optional<Evaluation> before;
