@@ -38,3 +38,19 @@ twill::writeFileAtomically(llvm::StringRef path,
     return fail(llvm::toString(std::move(error)));
   return llvm::Error::success();
 }
+
+llvm::Error twill::checkNotAnInput(llvm::StringRef flag, llvm::StringRef output,
+                                   llvm::ArrayRef<llvm::StringRef> inputs) {
+  for (llvm::StringRef input : inputs) {
+    bool same = false;
+    if (input.empty() || output.empty() ||
+        llvm::sys::fs::equivalent(input, output, same) || !same)
+      continue;
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        flag + " " + output + " is " + input +
+            ", which this command reads: writing it would destroy it; give "
+            "another path");
+  }
+  return llvm::Error::success();
+}

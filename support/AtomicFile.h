@@ -3,6 +3,7 @@
 #ifndef TWILL_SUPPORT_ATOMICFILE_H
 #define TWILL_SUPPORT_ATOMICFILE_H
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
@@ -16,6 +17,12 @@ namespace twill {
 llvm::Error
 writeFileAtomically(llvm::StringRef path,
                     llvm::function_ref<void(llvm::raw_ostream &)> write);
+
+/// Fails, naming both, when the file a tool is to write at `output` (given
+/// as `flag`) is one of the files it reads, by any path: writing it would
+/// destroy it (`twillc job.textproto -o job.textproto` replaced the job).
+llvm::Error checkNotAnInput(llvm::StringRef flag, llvm::StringRef output,
+                            llvm::ArrayRef<llvm::StringRef> inputs);
 
 } // namespace twill
 

@@ -18,7 +18,9 @@ an output folder was held by one run at a time.
 - output errors: a full disk under stdout, a profile or a plan is an error
   naming what could not be written (it used to be LLVM's fatal "IO failure
   on output stream"), and a device given as a file to write is refused
-  (renaming over it replaced /dev/full, for root, with a file);
+  (renaming over it replaced /dev/full, for root, with a file), and so is
+  an output that is one of the command's inputs (it replaced the job, the
+  data);
 - bounded reads: a FIFO or a device as a tokenizer, job or cluster file is
   refused (a FIFO hung), and a data line longer than any example (36 MB),
   or of more JSON objects than any (1.9 million in 15 MB), is refused
@@ -204,6 +206,22 @@ def output_errors(s):
                     "/dev/full"]), "/dev/full: cannot write")
     s.check("... and the device is left a device",
             not Path("/dev/full").is_file())
+    # An output that is one of the inputs replaced it (the job, a cluster,
+    # the training data), with exit 0.
+    job = s.work / "own.textproto"
+    shutil.copy(s.args.config, job)
+    data = s.work / "own.jsonl"
+    shutil.copy(s.args.data, data)
+    for name, result, path in (
+            ("twillc -o the job", s.run([s.tool("twillc"), job, "-o",
+                                          s.work / "." / job.name]), job),
+            ("twill-train --profile the data",
+             s.train(program, "--profile", data, data=data), data)):
+        s.expect(f"{name} is refused, naming both", result,
+                 "which this command reads: writing it would destroy it")
+    s.check("... and the job and the data are left as they were",
+            job.read_bytes() == s.args.config.read_bytes() and
+            data.read_bytes() == s.args.data.read_bytes())
 
 
 def bounded_reads(s):

@@ -18,6 +18,7 @@
 #include "runtime/train/Batch.h"
 #include "runtime/train/Trainer.h"
 #include "runtime/train/Weights.h"
+#include "support/AtomicFile.h"
 #include "support/RunLock.h"
 #include "support/RunWatchdog.h"
 #include "support/ToolOutput.h"
@@ -557,6 +558,15 @@ int main(int argc, char **argv) {
     printError(*problem);
     return 1;
   }
+  for (auto [flag, output] : {std::pair{"--profile", &profilePath},
+                              {"--dump-logits", &dumpLogitsPath},
+                              {"--gradients", &gradientsPath}})
+    if (llvm::Error error = checkNotAnInput(
+            flag, *output,
+            {executablePath, dataPath, evalDataPath, batchPath})) {
+      printError(llvm::toString(std::move(error)));
+      return 1;
+    }
   Communicator::initialize(argc, argv);
   llvm::Expected<Executable> executable = loadExecutable(executablePath);
   int status = executable ? runJob(std::move(*executable))

@@ -470,6 +470,12 @@ int main(int argc, char **argv) {
   // --help lists these, not the LLVM internals linked in.
   cl::HideUnrelatedOptions(options);
   cl::ParseCommandLineOptions(argc, argv, "Twill job compiler\n");
+  std::string output = outputPath.getNumOccurrences() || !plan
+                           ? outputPath.getValue()
+                           : std::string("plan.textproto");
+  if (llvm::Error error =
+          twill::checkNotAnInput("-o", output, {jobPath, clusterPath}))
+    return fail(llvm::toString(std::move(error)));
 
   llvm::Expected<twill::JobConfig> loaded =
       twill::loadJobConfig(jobPath, overrides);
@@ -494,9 +500,7 @@ int main(int argc, char **argv) {
     return twill::planJob(
         *config, *cluster,
         cluster->name().empty() ? clusterPath.getValue() : cluster->name(),
-        outputPath.getNumOccurrences() ? outputPath.getValue()
-                                       : std::string("plan.textproto"),
-        planRows,
+        output, planRows,
         [](const twill::JobConfig &job,
            const mlir::twill::ResourceReport::Rates &rates) {
           return reportOn(job, rates, /*alone=*/true);
