@@ -52,6 +52,14 @@ parameterTensors(Program &program, bool lora,
         program.wholeTensor(parameter->buffer());
     if (!values)
       return values.takeError();
+    // An update that overflowed (train.lr 1e300) leaves a finite loss for
+    // the step it was made in: caught here, before it is written as good.
+    if (!llvm::all_of(*values, [](float v) { return std::isfinite(v); }))
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "%s holds inf or nan: the last update diverged (lower train.lr "
+          "or train.weight_decay); nothing of it is written",
+          parameter->name().c_str());
     whole.values.push_back(std::move(*values));
     whole.tensors.push_back(
         {rename(parameter->name()), block->globalShape, whole.values.back()});

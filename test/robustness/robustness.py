@@ -176,6 +176,15 @@ def divergence(s):
             all(np.isfinite(p["loss"]) for p in parsed) and
             not (out / "adapter_model.safetensors").exists(),
             f"{len(parsed)} metric lines")
+    # An update that overflows in the last step leaves that step's loss
+    # finite: the adapter after it was written all inf and nan, exit 0.
+    program, out = s.compile("overflow", "train.lr=1e300",
+                             "train.warmup_steps=0", "train.epochs=1",
+                             "train.max_steps_per_epoch=1")
+    s.expect("an overflowing last update is not written as an adapter",
+             s.train(program), "holds inf or nan: the last update diverged")
+    s.check("... and no adapter is there",
+            not (out / "adapter_model.safetensors").exists())
 
 
 def model_folder(s):
