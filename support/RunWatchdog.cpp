@@ -7,6 +7,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
 #include <cerrno>
@@ -22,16 +23,27 @@
 
 using namespace twill;
 
-static std::string markPath(llvm::StringRef folder) {
+/// The folder of a run's marks, and a mark in it.
+static std::string marksIn(llvm::StringRef folder, llvm::StringRef mark = "") {
   llvm::SmallString<256> path(folder);
-  llvm::sys::path::append(path, ".twill-run.ended");
+  llvm::sys::path::append(path, ".twill-run", mark);
   return std::string(path);
+}
+static std::string startedMark(int rank) {
+  return "started-" + std::to_string(rank);
+}
+
+void twill::markRankStarted(llvm::StringRef folder, int rank) {
+  int fd = open(marksIn(folder, startedMark(rank)).c_str(),
+                O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd >= 0)
+    close(fd);
 }
 
 void twill::markRunEnded(llvm::StringRef folder, llvm::StringRef token,
                          int rank, int status) {
   // O_EXCL: the first rank's mark stays; a later rank's end adds nothing.
-  int fd = open(markPath(folder).c_str(),
+  int fd = open(marksIn(folder, "ended").c_str(),
                 O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0)
     return;
@@ -101,10 +113,33 @@ static llvm::SmallVector<pid_t> descendantsOf(pid_t root) {
   return found;
 }
 
+/// How many of `ranks` ranks have marked their start in `marks`.
+static int64_t startedRanks(const std::string &marks, int64_t ranks) {
+  int64_t started = 0;
+  for (int64_t rank = 0; rank < ranks; ++rank)
+    started += access((marks + "/" + startedMark(rank)).c_str(), F_OK) == 0;
+  return started;
+}
+
+/// Ends the launcher, and what it started on this node, saying `why`.
+static void endLauncher(pid_t launcher, const std::string &why) {
+  std::string line = "twill: " + why +
+                     ": ending the launcher (pid " + std::to_string(launcher) +
+                     ") and what it started on this node\n";
+  (void)!write(STDERR_FILENO, line.data(), line.size());
+  kill(launcher, SIGTERM); // mpirun and srun end their ranks on it
+  for (int wait = 0; wait < 50 && getppid() == launcher; ++wait)
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  for (pid_t pid : descendantsOf(launcher))
+    kill(pid, SIGKILL);
+  kill(launcher, SIGKILL);
+}
+
 /// The watchdog's life: ends with the launcher (its parent), or ends the
-/// launcher `grace` after a rank's mark.
-[[noreturn]] static void watch(const std::string &marker, std::string token,
-                               pid_t launcher, double grace) {
+/// launcher when the ranks have not all started `grace` after the launch,
+/// or `grace` after a rank's end.
+[[noreturn]] static void watch(const std::string &marks, std::string token,
+                               int64_t ranks, pid_t launcher, double grace) {
   using Clock = std::chrono::steady_clock;
   // The terminal's and the scheduler's signals are the launcher's to
   // handle; the watchdog goes when the launcher does.
@@ -118,37 +153,48 @@ static llvm::SmallVector<pid_t> descendantsOf(pid_t root) {
   dup2(null, STDIN_FILENO);
   dup2(null, STDOUT_FILENO);
   close_range(3, ~0U, 0);
+  auto past = [&](Clock::time_point since) {
+    return Clock::now() - since >= std::chrono::duration<double>(grace);
+  };
+  Clock::time_point launched = Clock::now();
   std::optional<Clock::time_point> ended;
   std::optional<Mark> mark;
-  auto launcherAlive = [&] { return getppid() == launcher; };
-  while (launcherAlive()) {
+  int64_t started = 0;
+  std::string twice = llvm::formatv("{0} s (twice "
+                                    "parallel.collective_timeout_s)",
+                                    llvm::format("%g", grace));
+  while (getppid() == launcher) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    if (!mark && (mark = readMark(marker, token)))
+    if (!mark && (mark = readMark(marks + "/ended", token)))
       ended = Clock::now();
-    if (!ended || Clock::now() - *ended < std::chrono::duration<double>(grace))
-      continue;
-    std::string line = llvm::formatv(
-        "twill: rank {0} ended with status {1} {2} s ago (twice "
-        "parallel.collective_timeout_s) and the launcher (pid {3}) has not: "
-        "ending it and what it started on this node\n",
-        mark->rank, mark->status, llvm::format("%g", grace), launcher);
-    (void)!write(STDERR_FILENO, line.data(), line.size());
-    kill(launcher, SIGTERM); // mpirun and srun end their ranks on it
-    for (int wait = 0; wait < 50 && launcherAlive(); ++wait)
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    for (pid_t pid : descendantsOf(launcher))
-      kill(pid, SIGKILL);
-    kill(launcher, SIGKILL);
-    break;
+    if (started < ranks)
+      started = startedRanks(marks, ranks);
+    if (ended && past(*ended)) {
+      endLauncher(launcher, "rank " + mark->rank + " ended with status " +
+                                mark->status + " " + twice +
+                                " ago, and the launcher has not");
+      break;
+    }
+    if (!ended && started < ranks && past(launched)) {
+      endLauncher(launcher, llvm::formatv("{0} of {1} ranks started within "
+                                          "{2} of the launch (stuck in "
+                                          "MPI_Init, or stopped)",
+                                          started, ranks, twice));
+      break;
+    }
   }
   _exit(0);
 }
 
 llvm::Error twill::startRunWatchdog(llvm::StringRef folder,
-                                    llvm::StringRef token,
+                                    llvm::StringRef token, int64_t ranks,
                                     double graceSeconds) {
-  std::string marker = markPath(folder);
-  unlink(marker.c_str()); // an earlier run's: this one holds the folder
+  // An earlier run's marks: gone, as this run holds the folder.
+  std::string marks = marksIn(folder);
+  llvm::sys::fs::remove_directories(marks, /*IgnoreErrors=*/true);
+  if (std::error_code error = llvm::sys::fs::create_directories(marks))
+    return llvm::createStringError(error, "cannot create %s: %s",
+                                   marks.c_str(), error.message().c_str());
   pid_t launcher = getpid();
   pid_t pid = fork();
   if (pid < 0)
@@ -157,6 +203,6 @@ llvm::Error twill::startRunWatchdog(llvm::StringRef folder,
         llvm::Twine("cannot start the run's watchdog: ") +
             std::strerror(errno));
   if (pid == 0)
-    watch(marker, token.str(), launcher, graceSeconds);
+    watch(marks, token.str(), ranks, launcher, graceSeconds);
   return llvm::Error::success();
 }

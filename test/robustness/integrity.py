@@ -25,8 +25,8 @@ an output folder was held by one run at a time.
   refused (a FIFO hung), and a data line longer than any example (36 MB),
   or of more JSON objects than any (1.9 million in 15 MB), is refused
   naming its line before it is parsed (each ran out of memory);
-- a watched launch: `twill train` ends, saying why, when a rank hangs after
-  the run has ended (mpirun waited for it forever).
+- a watched launch: `twill train` ends, saying why, when a rank hangs
+  before MPI_Init or after the run has ended (mpirun waited forever).
 """
 import fcntl
 import os
@@ -269,28 +269,34 @@ def bounded_reads(s):
 
 
 def watched_launch(s):
-    """A rank that hangs once it has ended (as one stuck in MPI_Finalize):
-    mpirun waited for it forever, and so did `twill train`."""
-    out = s.work / "watched-out"
-    env = dict(MPI_ENV, TWILL_TEST_HANG_AT_END="1")
-    started = time.time()
-    result = s.run([s.tool("twill"), "train", s.args.config,
-                    f"checkpoint.output_dir={out}", f"data.path={s.args.data}",
-                    "parallel.dp=2", "parallel.collective_timeout_s=2",
-                    *FAST], timeout=120, env=env)
-    took = time.time() - started
-    s.check("twill train ends when a rank hangs after the run's end, "
-            f"saying so (in {took:.0f} s)",
-            result.returncode != 0 and re.search(
-                r"twill: rank \d ended with status 0 4 s ago \(twice "
-                r"parallel.collective_timeout_s\) and the launcher",
-                result.stderr) and took < 60, result.stderr[-400:])
-    left = subprocess.run(["pgrep", "-f", str(out)], capture_output=True,
-                          text=True).stdout.split()
-    s.check("... and leaves no rank behind", not left, " ".join(left))
-    again = launch(s, s.args.bin, out)
-    s.check("... nor the folder held", again.returncode == 0,
-            again.stderr[-300:])
+    """A rank that hangs once it has ended (as one stuck in MPI_Finalize),
+    or before MPI_Init (which keeps the others in theirs): mpirun waited for
+    it forever, and so did `twill train`."""
+    for hook, said in (
+            ("TWILL_TEST_HANG_AT_END",
+             r"twill: rank \d ended with status 0 4 s \(twice "
+             r"parallel.collective_timeout_s\) ago, and the launcher has not"),
+            ("TWILL_TEST_HANG_AT_START",
+             r"twill: [01] of 2 ranks started within 4 s \(twice "
+             r"parallel.collective_timeout_s\) of the launch")):
+        out = s.work / f"watched-{hook[-3:].lower()}"
+        started = time.time()
+        result = s.run([s.tool("twill"), "train", s.args.config,
+                        f"checkpoint.output_dir={out}",
+                        f"data.path={s.args.data}", "parallel.dp=2",
+                        "parallel.collective_timeout_s=2", *FAST],
+                       timeout=120, env=dict(MPI_ENV, **{hook: "1"}))
+        took = time.time() - started
+        s.check(f"with {hook}, twill train ends, saying why (in {took:.0f} s)",
+                result.returncode != 0 and re.search(said, result.stderr)
+                and took < 60, result.stderr[-400:])
+        left = subprocess.run(["pgrep", "-f", str(out)], capture_output=True,
+                              text=True).stdout.split()
+        s.check("... and leaves no rank behind", not left, " ".join(left))
+        shutil.rmtree(out / "step_1", ignore_errors=True)
+        again = launch(s, s.args.bin, out)
+        s.check("... nor the folder held", again.returncode == 0,
+                again.stderr[-300:])
 
 
 def main():

@@ -280,7 +280,7 @@ static int train(const char *argv0, llvm::ArrayRef<const char *> args) {
   // Replaced by the launcher: its exit status and signals are the job's;
   // watched, so that it ends once the ranks have.
   if (llvm::Error error = startRunWatchdog(
-          job->checkpoint().output_dir(), lock->token(),
+          job->checkpoint().output_dir(), lock->token(), dp * tp,
           2 * job->parallel().collective_timeout_s()))
     return fail(llvm::toString(std::move(error)));
   return become(std::move(*command));
