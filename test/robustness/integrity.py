@@ -235,7 +235,8 @@ def bounded_reads(s):
             ("a FIFO as the job", fifo,
              [s.tool("twillc"), fifo, "--emit=config"]),
             ("a FIFO as the cluster", fifo,
-             [s.tool("twillc"), s.args.config, "--plan", "--cluster", fifo])):
+             [s.tool("twillc"), s.args.config, "--plan", "--cluster", fifo]),
+            ("a FIFO as twill-opt's input", fifo, [s.tool("twill-opt"), fifo])):
         result = subprocess.run([str(c) for c in command], input="hi\n",
                                 capture_output=True, text=True, timeout=60)
         s.expect(name + " is refused, naming it", result,

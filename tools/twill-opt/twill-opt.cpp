@@ -12,6 +12,7 @@
 #include "mlir/Transforms/Passes.h"
 #include "passes/Passes.h"
 #include "llvm/Support/ErrorHandling.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/WithColor.h"
 
 #include <string>
@@ -38,6 +39,22 @@ int main(int argc, char **argv) {
   for (int i = 1; i + 1 < argc; ++i)
     if (llvm::StringRef(argv[i]) == "-o" && llvm::StringRef(argv[i + 1]) != "-")
       output = argv[i + 1];
+  // The input file: a FIFO would block the driver's read forever.
+  for (int i = 1; i < argc; ++i) {
+    llvm::StringRef arg = argv[i];
+    if (arg == "-o") {
+      ++i;
+      continue;
+    }
+    llvm::sys::fs::file_status status;
+    if (!arg.starts_with("-") && !llvm::sys::fs::status(arg, status) &&
+        status.type() != llvm::sys::fs::file_type::regular_file) {
+      llvm::WithColor::error(llvm::errs(), "twill-opt")
+          << "cannot read " << arg
+          << ": it is not a regular file (a directory, a device or a FIFO)\n";
+      return 1;
+    }
+  }
   llvm::install_fatal_error_handler(outputFailed, &output);
   mlir::registerTransformsPasses();
   mlir::twill::registerTwillPasses();
