@@ -364,8 +364,13 @@ llvm::Error twill::validateJobConfig(const JobConfig &config) {
     problems.add("parallel.dp x parallel.tp must be at most {0} ranks, got "
                  "{1} x {2}",
                  kMostRanks, dp, tp);
-  problems.positive("parallel.collective_timeout_s",
-                    config.parallel().collective_timeout_s());
+  // Under a second, every collective of a real step times out, and the
+  // message blames ranks that were never late.
+  if (!(config.parallel().collective_timeout_s() >= 1) ||
+      !std::isfinite(config.parallel().collective_timeout_s()))
+    problems.add("parallel.collective_timeout_s must be a finite number of at "
+                 "least 1 (second), got {0}",
+                 llvm::format("%g", config.parallel().collective_timeout_s()));
   problems.nonNegative("parallel.prefetch_layers",
                        config.parallel().prefetch_layers());
   problems.nonNegative("parallel.loss_tile_tokens",

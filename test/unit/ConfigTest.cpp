@@ -412,6 +412,9 @@ TEST(JobConfigValidation, CountsHaveTheirMost) {
   EXPECT_THAT(
       validationErrorAfter("train.gradient_accumulation_steps=1000000000000"),
       HasSubstr("train.gradient_accumulation_steps must be at most 1048576"));
+  EXPECT_THAT(validationErrorAfter("parallel.collective_timeout_s=1e-9"),
+              HasSubstr("parallel.collective_timeout_s must be a finite "
+                        "number of at least 1 (second), got 1e-09"));
   EXPECT_THAT(validationErrorAfter("checkpoint.output_dir="),
               HasSubstr("checkpoint.output_dir must name a folder"));
   // The merged model would be written over the base's files.
