@@ -560,6 +560,13 @@ int main(int argc, char **argv) {
     printError(*problem);
     return 1;
   }
+  // A checkpoint holds the adapter it trained: one given beside it was
+  // read, then silently replaced.
+  if (!adapterPath.empty() && !resumePath.empty()) {
+    printError("--adapter and --resume both give the adapter to start "
+               "from, and the checkpoint's would win: leave --adapter out");
+    return 1;
+  }
   for (auto [flag, output] : {std::pair{"--profile", &profilePath},
                               {"--dump-logits", &dumpLogitsPath},
                               {"--gradients", &gradientsPath}})
