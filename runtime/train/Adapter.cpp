@@ -318,7 +318,8 @@ llvm::Error twill::writeHfModel(Program &program, llvm::StringRef directory,
 }
 
 llvm::Error twill::saveTrainingResult(Program &program,
-                                      llvm::StringRef directory) {
+                                      llvm::StringRef directory,
+                                      llvm::StringRef finalDirectory) {
   const JobConfig &job = program.job();
   if (job.has_full_finetune())
     return writeHfModel(program, directory, /*mergeAdapter=*/false);
@@ -329,5 +330,8 @@ llvm::Error twill::saveTrainingResult(Program &program,
   llvm::sys::path::append(base, "base");
   if (llvm::Error error = writeHfModel(program, base, /*mergeAdapter=*/false))
     return error;
-  return writePeftAdapter(program, directory, base);
+  llvm::SmallString<256> finalBase(finalDirectory.empty() ? directory
+                                                          : finalDirectory);
+  llvm::sys::path::append(finalBase, "base");
+  return writePeftAdapter(program, directory, finalBase);
 }

@@ -24,8 +24,11 @@ llvm::Error writeHfModel(Program &program, llvm::StringRef directory,
                          bool mergeAdapter);
 
 /// Saves what training produced into `directory`: the adapter (LoRA) or
-/// the model (full fine-tuning).
-llvm::Error saveTrainingResult(Program &program, llvm::StringRef directory);
+/// the model (full fine-tuning). `finalDirectory`, when the folder is
+/// renamed once complete (a checkpoint's step_N.partial), is where it will
+/// be: the adapter names its random base there.
+llvm::Error saveTrainingResult(Program &program, llvm::StringRef directory,
+                               llvm::StringRef finalDirectory = "");
 
 } // namespace twill
 

@@ -156,7 +156,7 @@ llvm::Error twill::saveCheckpoint(Program &program, llvm::StringRef outputDir,
   }
   if (llvm::Error error = program.barrier())
     return error;
-  if (llvm::Error error = saveTrainingResult(program, partial))
+  if (llvm::Error error = saveTrainingResult(program, partial, final))
     return error;
 
   // This rank's blocks of the trainable parameters and the float states;
