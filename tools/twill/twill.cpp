@@ -309,6 +309,13 @@ static int plan(const char *argv0, llvm::ArrayRef<const char *> args) {
       return fail(llvm::toString(command.takeError()));
     return become(std::move(*command));
   }
+  // --nproc sizes a calibration's ranks; a plan compiles on one process
+  // (twillc said only "Unknown command line argument").
+  for (llvm::StringRef arg : args)
+    if (arg == "--nproc" || arg.starts_with("--nproc="))
+      return fail(llvm::Twine("--nproc belongs to twill plan --calibrate; a "
+                              "plan's devices are its --cluster file's\n") +
+                  kUsage);
   std::vector<std::string> command = {sibling(argv0, "twillc")};
   command.insert(command.end(), args.begin(), args.end());
   command.push_back("--plan");
