@@ -21,6 +21,7 @@ DEBIAN_PACKAGES=(
   libzstd-dev  # LLVM Support's CMake package names it (the device bundle)
   clang-22 libclang-rt-22-dev  # the fuzz targets (fuzz/run.sh): libFuzzer, ASan
   slurm-wlm munge  # twill train under Slurm: its test starts a one-node cluster
+  procps  # pgrep: the robustness tests look for ranks left behind
 )
 PYTHON_PACKAGES=(torch transformers peft safetensors tiktoken llama-models
   tensorboard)

@@ -17,8 +17,7 @@ twill::readRegularFile(llvm::StringRef path, uint64_t maxBytes,
   if (std::error_code error = llvm::sys::fs::status(path, status))
     return fail(error.message());
   if (status.type() != llvm::sys::fs::file_type::regular_file)
-    return fail("it is not a regular file (a directory, a device or a "
-                "FIFO)");
+    return fail(kNotRegularFile);
   if (status.getSize() > maxBytes)
     return fail(llvm::formatv("it holds {0} bytes, more than the {1} a file "
                               "of its kind may",
@@ -29,4 +28,10 @@ twill::readRegularFile(llvm::StringRef path, uint64_t maxBytes,
   if (!file)
     return fail(file.getError().message());
   return std::move(*file);
+}
+
+bool twill::existsButIsNotRegular(llvm::StringRef path) {
+  llvm::sys::fs::file_status status;
+  return !llvm::sys::fs::status(path, status) &&
+         status.type() != llvm::sys::fs::file_type::regular_file;
 }

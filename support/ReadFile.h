@@ -25,6 +25,15 @@ inline constexpr uint64_t kMaxDataBytes = uint64_t(1) << 40;      // 1 TiB
 /// One JSONL line is one example: far more text than any sequence holds.
 inline constexpr uint64_t kMaxJsonLineBytes = uint64_t(16) << 20; // 16 MiB
 
+/// Why a path is no file to read: a FIFO blocks the read forever, a
+/// device never ends it.
+inline constexpr const char *kNotRegularFile =
+    "it is not a regular file (a directory, a device or a FIFO)";
+
+/// Whether `path` exists and is not a regular file (kNotRegularFile); one
+/// that does not exist is left to the open that follows to name.
+bool existsButIsNotRegular(llvm::StringRef path);
+
 /// The contents of the regular file `path` (memory-mapped where it is
 /// large), or an error naming it ("cannot read <kind> <path>: ..."): it
 /// cannot be read, is no regular file, or holds more than `maxBytes`.

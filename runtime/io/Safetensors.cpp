@@ -6,6 +6,7 @@
 #include "support/AtomicFile.h"
 #include "runtime/executable/BFloat16.h"
 #include "support/Json.h"
+#include "support/ReadFile.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Endian.h"
@@ -135,12 +136,8 @@ static llvm::Expected<TensorInfo> parseEntry(llvm::StringRef path,
 
 llvm::Expected<std::unique_ptr<SafetensorsFile>>
 SafetensorsFile::open(llvm::StringRef path) {
-  // A FIFO blocked the read forever, a device would never end it.
-  llvm::sys::fs::file_status status;
-  if (!llvm::sys::fs::status(path, status) &&
-      status.type() != llvm::sys::fs::file_type::regular_file)
-    return fileError(path, "cannot open: it is not a regular file (a "
-                           "directory, a device or a FIFO)");
+  if (existsButIsNotRegular(path))
+    return fileError(path, llvm::Twine("cannot open: ") + kNotRegularFile);
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/false);
   if (!buffer)

@@ -11,8 +11,8 @@
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
 #include "passes/Passes.h"
+#include "support/ReadFile.h"
 #include "llvm/Support/ErrorHandling.h"
-#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/WithColor.h"
 
 #include <string>
@@ -25,37 +25,33 @@ void registerTestPasses(); // test/lib
 /// mlir-opt's driver writes its output (stdout or -o) through a stream
 /// that reports a failed write (a full disk) as LLVM's fatal error when it
 /// closes: said as twill-opt's error, naming the output, with status 1.
-static void outputFailed(void *output, const char *reason, bool) {
-  llvm::WithColor::error(llvm::errs(), "twill-opt")
-      << "cannot write " << *static_cast<std::string *>(output) << ": "
-      << llvm::StringRef(reason).rsplit(": ").second << "\n";
+/// Any other fatal error is said as it is.
+static void fatalError(void *output, const char *reason, bool) {
+  llvm::StringRef why = reason;
+  llvm::raw_ostream &error = llvm::WithColor::error(llvm::errs(), "twill-opt");
+  if (why.consume_front("IO failure on output stream: "))
+    error << "cannot write " << *static_cast<std::string *>(output) << ": ";
+  error << why << "\n";
   llvm::errs().flush();
   _exit(1);
 }
 
 int main(int argc, char **argv) {
-  // The output the driver will write, for outputFailed's message.
+  // The output the driver will write, for fatalError's message; the input,
+  // which must not be a FIFO (the driver's read would block forever).
   static std::string output = "standard output";
-  for (int i = 1; i + 1 < argc; ++i)
-    if (llvm::StringRef(argv[i]) == "-o" && llvm::StringRef(argv[i + 1]) != "-")
-      output = argv[i + 1];
-  // The input file: a FIFO would block the driver's read forever.
   for (int i = 1; i < argc; ++i) {
     llvm::StringRef arg = argv[i];
-    if (arg == "-o") {
-      ++i;
-      continue;
-    }
-    llvm::sys::fs::file_status status;
-    if (!arg.starts_with("-") && !llvm::sys::fs::status(arg, status) &&
-        status.type() != llvm::sys::fs::file_type::regular_file) {
+    if (arg == "-o" && i + 1 < argc) {
+      if (llvm::StringRef(argv[++i]) != "-")
+        output = argv[i];
+    } else if (!arg.starts_with("-") && twill::existsButIsNotRegular(arg)) {
       llvm::WithColor::error(llvm::errs(), "twill-opt")
-          << "cannot read " << arg
-          << ": it is not a regular file (a directory, a device or a FIFO)\n";
+          << "cannot read " << arg << ": " << twill::kNotRegularFile << "\n";
       return 1;
     }
   }
-  llvm::install_fatal_error_handler(outputFailed, &output);
+  llvm::install_fatal_error_handler(fatalError, &output);
   mlir::registerTransformsPasses();
   mlir::twill::registerTwillPasses();
   mlir::twill::registerTestPasses();
