@@ -181,12 +181,29 @@ Error shapes::rowSumSquares(Shape input, Shape result) {
   return expectShape("result", result, input.drop_back());
 }
 
-Error shapes::scaleColumns(Shape input, Shape scale, Shape result) {
+/// An op of `input` and a vector of one value per column (`vectorName`).
+static Error byColumn(shapes::Shape input, llvm::StringRef vectorName,
+                      shapes::Shape vector, shapes::Shape result) {
   if (input.empty())
     return problem("input must have columns");
-  if (Error error = expectShape("scale", scale, input.take_back()))
+  if (Error error =
+          shapes::expectShape(vectorName, vector, input.take_back()))
     return error;
-  return expectShape("result", result, input);
+  return shapes::expectShape("result", result, input);
+}
+
+Error shapes::scaleColumns(Shape input, Shape scale, Shape result) {
+  return byColumn(input, "scale", scale, result);
+}
+
+Error shapes::addColumns(Shape input, Shape bias, Shape result) {
+  return byColumn(input, "bias", bias, result);
+}
+
+Error shapes::columnSums(Shape input, Shape result) {
+  if (input.empty())
+    return problem("input must have columns");
+  return expectShape("result", result, input.take_back());
 }
 
 Error shapes::scaleColumnsGrad(Shape input, Shape scale, Shape grad,

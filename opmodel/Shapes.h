@@ -75,6 +75,10 @@ pieces(Shape whole, llvm::ArrayRef<Shape> pieces, int64_t dim, int64_t blocks);
 /// grad -> the input's and the scale's.
 llvm::Error rowSumSquares(Shape input, Shape result);
 llvm::Error scaleColumns(Shape input, Shape scale, Shape result);
+/// A bias: add_columns, input, bias [columns] -> like input; its gradient
+/// column_sums, input [..., columns] -> [columns].
+llvm::Error addColumns(Shape input, Shape bias, Shape result);
+llvm::Error columnSums(Shape input, Shape result);
 llvm::Error scaleColumnsGrad(Shape input, Shape scale, Shape grad,
                              Shape inputGrad, Shape scaleGrad);
 /// dropout: input [batch, seq, features], tokens [batch, seq] -> like

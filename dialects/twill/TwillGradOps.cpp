@@ -75,6 +75,13 @@ LogicalResult ScaleColumnsGradOp::verify() {
                           shapeOf(getScaleGrad())));
 }
 
+LogicalResult ColumnSumsOp::verify() {
+  if (failed(expectSameElementType(*this, {getInput(), getResult()})))
+    return failure();
+  return check(*this,
+               shapes::columnSums(shapeOf(getInput()), shapeOf(getResult())));
+}
+
 LogicalResult CrossEntropyGradOp::verify() {
   return check(*this, shapes::crossEntropyGrad(shapeOf(getLogits()),
                                                shapeOf(getLabels()),

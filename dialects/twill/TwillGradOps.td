@@ -182,6 +182,22 @@ def Twill_ScaleColumnsGradOp : Twill_ComputeOp<"scale_columns_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Twill_ColumnSumsOp : Twill_ComputeOp<"column_sums", [Pure]> {
+  let summary = "Each column summed over every row: add_columns' bias gradient";
+  let description = [{
+    `result[n] = sum over i... of input[i..., n]`, summed in fp32. Sharded
+    rows give partial sums.
+
+    ```mlir
+    %db = twill.column_sums %dy : tensor<2x64x4096xf32> -> tensor<4096xf32>
+    ```
+  }];
+  let arguments = (ins Twill_FloatTensor:$input);
+  let results = (outs Twill_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 def Twill_CrossEntropyGradOp : Twill_ComputeOp<"cross_entropy_grad", [Pure]> {
   let summary = "Gradient of the summed cross-entropy with respect to logits";
   let description = [{

@@ -142,6 +142,15 @@ LogicalResult ScaleColumnsOp::verify() {
                                            shapeOf(getResult())));
 }
 
+LogicalResult AddColumnsOp::verify() {
+  if (failed(
+          expectSameElementType(*this, {getInput(), getBias(), getResult()})))
+    return failure();
+  return check(*this, shapes::addColumns(shapeOf(getInput()),
+                                         shapeOf(getBias()),
+                                         shapeOf(getResult())));
+}
+
 LogicalResult DropoutOp::verify() {
   if (failed(expectSameElementType(*this, {getInput(), getResult()})) ||
       failed(check(*this, shapes::dropout(shapeOf(getInput()),

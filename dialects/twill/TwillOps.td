@@ -355,6 +355,25 @@ def Twill_ScaleColumnsOp : Twill_ComputeOp<"scale_columns", [Pure, DeclareOpInte
   let hasVerifier = 1;
 }
 
+def Twill_AddColumnsOp : Twill_ComputeOp<"add_columns", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
+  let summary = "Each column shifted by its own term: a linear layer's bias";
+  let description = [{
+    `result[i..., n] = input[i..., n] + bias[n]`. The bias shards with the
+    columns; added to a partial sum it would be counted once per rank, so
+    its sharding rule (elementwise in the input) has the input reduced first.
+
+    ```mlir
+    %y = twill.add_columns %x, %b : (tensor<2x64x4096xf32>, tensor<4096xf32>) -> tensor<2x64x4096xf32>
+    ```
+  }];
+  let arguments = (ins Twill_FloatTensor:$input, Twill_FloatTensor:$bias);
+  let results = (outs Twill_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $bias attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Twill_CrossEntropyOp : Twill_ComputeOp<"cross_entropy", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
   let summary = "Summed token cross-entropy and the count of counted tokens";
   let description = [{

@@ -143,12 +143,18 @@ ShardingRule RowSumSquaresOp::getShardingRule() {
   return rule;
 }
 
-ShardingRule ScaleColumnsOp::getShardingRule() {
+/// An op of an input and one value per column (scale_columns,
+/// add_columns): the vector shards with the columns.
+static ShardingRule byColumnRule(Value input) {
   ShardingRule rule;
-  Tensor dims = rule.freshFactors(shapeOf(getInput()));
+  Tensor dims = rule.freshFactors(shapeOf(input));
   rule.operands = {dims, Tensor{dims.back()}};
   rule.results = {dims};
   return rule;
+}
+
+ShardingRule ScaleColumnsOp::getShardingRule() {
+  return byColumnRule(getInput());
 }
 
 ShardingRule ScaleColumnsGradOp::getShardingRule() {
@@ -159,6 +165,21 @@ ShardingRule ScaleColumnsGradOp::getShardingRule() {
   Tensor columns{dims.back()};
   rule.operands = {dims, columns, dims};
   rule.results = {dims, columns};
+  for (const ShardingRule::Dim &dim : llvm::ArrayRef(dims).drop_back())
+    rule.reductions.push_back(dim.front());
+  return rule;
+}
+
+ShardingRule AddColumnsOp::getShardingRule() {
+  return byColumnRule(getInput());
+}
+
+ShardingRule ColumnSumsOp::getShardingRule() {
+  // Sharded rows give partial sums.
+  ShardingRule rule;
+  Tensor dims = rule.freshFactors(shapeOf(getInput()));
+  rule.operands = {dims};
+  rule.results = {Tensor{dims.back()}};
   for (const ShardingRule::Dim &dim : llvm::ArrayRef(dims).drop_back())
     rule.reductions.push_back(dim.front());
   return rule;

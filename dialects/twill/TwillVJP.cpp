@@ -178,6 +178,15 @@ Cotangents ScaleColumnsOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
                             needed[1] ? grad.getScaleGrad() : Value()};
 }
 
+Cotangents AddColumnsOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
+                                 ArrayRef<bool> needed) {
+  SmallVector<Value> grads{needed[0] ? cotangents[0] : Value(), Value()};
+  if (needed[1])
+    grads[1] = ColumnSumsOp::create(builder, getLoc(), getBias().getType(),
+                                    cotangents[0]);
+  return grads;
+}
+
 Cotangents DropoutOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
                                ArrayRef<bool> needed) {
   // The mask is a function of the element's place: the gradient is dropped

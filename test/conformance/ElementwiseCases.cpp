@@ -68,6 +68,16 @@ void conformance::elementwiseCases(Suite &suite) {
         grad.out(shape);
         grad.out(columns);
         grad.add();
+        // A linear layer's bias and its gradient.
+        CaseBuilder bias(suite, ADD_COLUMNS, type, kSummed);
+        bias.in(shape);
+        bias.in(columns);
+        bias.out(shape);
+        bias.add();
+        CaseBuilder sums(suite, COLUMN_SUMS, type, kSummed);
+        sums.in(shape);
+        sums.out(columns);
+        sums.add();
       }
 
       CaseBuilder swiglu(suite, SWIGLU_GRAD, type, kSummed);

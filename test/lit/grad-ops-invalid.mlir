@@ -40,3 +40,11 @@ func.func @swiglu_grad(%x: tensor<2x8xf32>, %y: tensor<2x4xf32>) {
   %dg, %du = twill.swiglu_grad %x, %y, %x : (tensor<2x8xf32>, tensor<2x4xf32>, tensor<2x8xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>)
   return
 }
+
+// -----
+
+func.func @column_sums_result(%x: tensor<2x4x8xf32>) {
+  // expected-error @+1 {{result must have shape [8], got [4]}}
+  %0 = twill.column_sums %x : tensor<2x4x8xf32> -> tensor<4xf32>
+  return
+}

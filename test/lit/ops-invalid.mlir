@@ -389,3 +389,11 @@ func.func @scale_columns_scale(%x: tensor<2x4x8xf32>, %s: tensor<4xf32>) {
   %0 = twill.scale_columns %x, %s : (tensor<2x4x8xf32>, tensor<4xf32>) -> tensor<2x4x8xf32>
   return
 }
+
+// -----
+
+func.func @add_columns_bias(%x: tensor<2x4x8xf32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{bias must have shape [8], got [4]}}
+  %0 = twill.add_columns %x, %b : (tensor<2x4x8xf32>, tensor<4xf32>) -> tensor<2x4x8xf32>
+  return
+}

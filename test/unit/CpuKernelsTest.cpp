@@ -484,6 +484,25 @@ TEST(CpuKernels, RowSumSquaresAndColumnScalesMatchTheirSums) {
   expectClose(sums, scaleGrad, 1e-7, 1e-12);
 }
 
+// A bias and its gradient; 133 columns cross columnSums' 64-column blocks.
+TEST(CpuKernels, AddColumnsAndColumnSumsMatchTheirLoops) {
+  const int64_t rows = 9, columns = 133;
+  std::vector<float> x = randomValues(rows * columns, 36);
+  std::vector<float> bias = randomValues(columns, 37);
+  std::vector<double> shifted(rows * columns), sums(columns, 0.0);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < columns; ++c) {
+      int64_t i = r * columns + c;
+      shifted[i] = double(x[i]) + bias[c];
+      sums[c] += x[i];
+    }
+  std::vector<float> values(rows * columns), out(columns);
+  cpu::addColumns(x.data(), bias.data(), rows, columns, values.data());
+  expectClose(values, shifted, 1e-7, 0); // one rounding
+  cpu::columnSums(x.data(), rows, columns, out.data());
+  expectClose(out, sums, 1e-7, 1e-12); // summed in double: one rounding
+}
+
 // d/dgate silu(gate) = s + gate s (1 - s), s = sigmoid(gate); gates up to
 // +-20 reach both saturated ends.
 TEST(CpuKernels, SwigluGradIsTheDerivativeOfSiluTimesUp) {

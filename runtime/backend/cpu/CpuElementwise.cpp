@@ -93,7 +93,8 @@ static llvm::Error runDropout(const InstructionView &in) {
 }
 
 /// row_sum_squares; scale_columns (input, scale -> result) and its gradient
-/// (input, scale, grad -> the input's, the scale's).
+/// (input, scale, grad -> the input's, the scale's); add_columns (input,
+/// bias -> result) and column_sums (input -> result).
 static llvm::Error runColumns(const InstructionView &in) {
   llvm::Expected<ColumnsShape> shape = columnsShape(in);
   if (!shape)
@@ -104,6 +105,11 @@ static llvm::Error runColumns(const InstructionView &in) {
   else if (in.opcode() == SCALE_COLUMNS)
     cpu::scaleColumns(in.data<float>(0), in.data<float>(1), rows, columns,
                       in.data<float>(2));
+  else if (in.opcode() == ADD_COLUMNS)
+    cpu::addColumns(in.data<float>(0), in.data<float>(1), rows, columns,
+                    in.data<float>(2));
+  else if (in.opcode() == COLUMN_SUMS)
+    cpu::columnSums(in.data<float>(0), rows, columns, in.data<float>(1));
   else
     cpu::scaleColumnsGrad(in.data<float>(0), in.data<float>(1),
                           in.data<float>(2), rows, columns, in.data<float>(3),
@@ -172,5 +178,7 @@ void cpu::addElementwiseKernels(Kernels &kernels) {
   kernels.add({TRANSPOSE}, runTranspose);
   kernels.add({CONSTANT}, runConstant);
   kernels.add({DROPOUT}, runDropout);
-  kernels.add({ROW_SUM_SQUARES, SCALE_COLUMNS, SCALE_COLUMNS_GRAD}, runColumns);
+  kernels.add({ROW_SUM_SQUARES, SCALE_COLUMNS, SCALE_COLUMNS_GRAD, ADD_COLUMNS,
+               COLUMN_SUMS},
+              runColumns);
 }

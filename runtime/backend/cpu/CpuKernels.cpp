@@ -182,25 +182,50 @@ void cpu::scaleColumns(const float *x, const float *scale, int64_t rows,
       out[r * columns + c] = x[r * columns + c] * scale[c];
 }
 
-void cpu::scaleColumnsGrad(const float *x, const float *scale,
-                           const float *grad, int64_t rows, int64_t columns,
-                           float *inputGrad, float *scaleGrad) {
-  scaleColumns(grad, scale, rows, columns, inputGrad);
-  // Each column's sum over the rows: a thread per block of 64 columns
-  // walks the rows, reading each row's part of the block in order.
+/// out[c] = sum over r of x[r, c] (times weight[r, c], if given), summed
+/// in double: a thread per block of 64 columns walks the rows, reading each
+/// row's part of the block in order.
+static void columnSumsOf(const float *x, const float *weight, int64_t rows,
+                         int64_t columns, float *out) {
   constexpr int64_t kBlock = 64;
 #pragma omp parallel for
   for (int64_t first = 0; first < columns; first += kBlock) {
     int64_t width = std::min(kBlock, columns - first);
     double sums[kBlock] = {};
     for (int64_t r = 0; r < rows; ++r) {
-      const float *g = grad + r * columns + first, *v = x + r * columns + first;
+      const float *v = x + r * columns + first;
+      if (!weight) {
+        for (int64_t c = 0; c < width; ++c)
+          sums[c] += v[c];
+        continue;
+      }
+      const float *w = weight + r * columns + first;
       for (int64_t c = 0; c < width; ++c)
-        sums[c] += double(g[c]) * v[c];
+        sums[c] += double(w[c]) * v[c];
     }
     for (int64_t c = 0; c < width; ++c)
-      scaleGrad[first + c] = float(sums[c]);
+      out[first + c] = float(sums[c]);
   }
+}
+
+void cpu::scaleColumnsGrad(const float *x, const float *scale,
+                           const float *grad, int64_t rows, int64_t columns,
+                           float *inputGrad, float *scaleGrad) {
+  scaleColumns(grad, scale, rows, columns, inputGrad);
+  columnSumsOf(x, grad, rows, columns, scaleGrad);
+}
+
+void cpu::addColumns(const float *x, const float *bias, int64_t rows,
+                     int64_t columns, float *out) {
+#pragma omp parallel for
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < columns; ++c)
+      out[r * columns + c] = x[r * columns + c] + bias[c];
+}
+
+void cpu::columnSums(const float *x, int64_t rows, int64_t columns,
+                     float *out) {
+  columnSumsOf(x, /*weight=*/nullptr, rows, columns, out);
 }
 
 // Philox's rounds run a vector of groups at a time: built for the widest

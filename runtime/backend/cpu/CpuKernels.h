@@ -85,6 +85,11 @@ void scaleColumns(const float *x, const float *scale, int64_t rows,
 void scaleColumnsGrad(const float *x, const float *scale, const float *grad,
                       int64_t rows, int64_t columns, float *inputGrad,
                       float *scaleGrad);
+/// A bias: out[r, c] = x[r, c] + bias[c]; and its gradient, out[c] = sum
+/// over r of x[r, c] (summed in double).
+void addColumns(const float *x, const float *bias, int64_t rows,
+                int64_t columns, float *out);
+void columnSums(const float *x, int64_t rows, int64_t columns, float *out);
 /// LoRA's dropout of `tokens` rows of `features` (global features
 /// [firstFeature, firstFeature + features)): out = x * keep / (1 - rate),
 /// keep from support/Dropout.h for each row's token index.

@@ -90,6 +90,12 @@ static llvm::Error runColumns(const InstructionView &in, Device &device) {
   else if (in.opcode() == SCALE_COLUMNS)
     cuda::scaleColumns(in.data<void>(0), in.data<void>(1), rows, columns,
                        in.data<void>(2), bf16, device.stream);
+  else if (in.opcode() == ADD_COLUMNS)
+    cuda::addColumns(in.data<void>(0), in.data<void>(1), rows, columns,
+                     in.data<void>(2), bf16, device.stream);
+  else if (in.opcode() == COLUMN_SUMS)
+    cuda::columnSums(in.data<void>(0), rows, columns, in.data<void>(1), bf16,
+                     device.stream);
   else
     cuda::scaleColumnsGrad(in.data<void>(0), in.data<void>(1), in.data<void>(2),
                            rows, columns, in.data<void>(3), in.data<void>(4),
@@ -208,6 +214,7 @@ void cuda::addElementwiseKernels(Kernels &kernels) {
   kernels.add({TRANSPOSE}, {runTranspose, /*bf16=*/true});
   kernels.add({CONSTANT}, {runConstant, /*bf16=*/true});
   kernels.add({DROPOUT}, {runDropout, /*bf16=*/true});
-  kernels.add({ROW_SUM_SQUARES, SCALE_COLUMNS, SCALE_COLUMNS_GRAD},
+  kernels.add({ROW_SUM_SQUARES, SCALE_COLUMNS, SCALE_COLUMNS_GRAD, ADD_COLUMNS,
+               COLUMN_SUMS},
               {runColumns, /*bf16=*/true});
 }

@@ -99,15 +99,23 @@ __global__ void scaleColumnsKernel(const T *x, const T *scale, int64_t rows,
   out[i] = storeAs<T>(load(x[i]) * load(scale[i % columns]));
 }
 
-/// A thread per column: consecutive threads read consecutive columns.
 template <typename T>
-__global__ void columnProductSumsKernel(const T *x, const T *grad,
-                                        int64_t rows, int64_t columns,
-                                        T *out) {
+__global__ void addColumnsKernel(const T *x, const T *bias, int64_t rows,
+                                 int64_t columns, T *out) {
+  GRID_STRIDE(i, rows * columns)
+  out[i] = storeAs<T>(load(x[i]) + load(bias[i % columns]));
+}
+
+/// Each column's sum over the rows of x (times weight, if given): a thread
+/// per column, consecutive threads reading consecutive columns.
+template <typename T>
+__global__ void columnSumsKernel(const T *x, const T *weight, int64_t rows,
+                                 int64_t columns, T *out) {
   GRID_STRIDE(c, columns) {
     float sum = 0;
     for (int64_t r = 0; r < rows; ++r)
-      sum += load(grad[r * columns + c]) * load(x[r * columns + c]);
+      sum += load(x[r * columns + c]) *
+             (weight ? load(weight[r * columns + c]) : 1.0f);
     out[c] = storeAs<T>(sum);
   }
 }
@@ -247,9 +255,29 @@ void scaleColumnsGrad(const void *x, const void *scale, const void *grad,
   scaleColumns(grad, scale, rows, columns, inputGrad, bf16, stream);
   stored(bf16, [&](auto *tag) {
     using T = STORED(tag);
-    columnProductSumsKernel<<<blocksFor(columns), kThreads, 0, stream>>>(
+    columnSumsKernel<<<blocksFor(columns), kThreads, 0, stream>>>(
         static_cast<const T *>(x), static_cast<const T *>(grad), rows, columns,
         static_cast<T *>(scaleGrad));
+  });
+}
+
+void addColumns(const void *x, const void *bias, int64_t rows,
+                int64_t columns, void *out, bool bf16, cudaStream_t stream) {
+  stored(bf16, [&](auto *tag) {
+    using T = STORED(tag);
+    addColumnsKernel<<<blocksFor(rows * columns), kThreads, 0, stream>>>(
+        static_cast<const T *>(x), static_cast<const T *>(bias), rows, columns,
+        static_cast<T *>(out));
+  });
+}
+
+void columnSums(const void *x, int64_t rows, int64_t columns, void *out,
+                bool bf16, cudaStream_t stream) {
+  stored(bf16, [&](auto *tag) {
+    using T = STORED(tag);
+    columnSumsKernel<<<blocksFor(columns), kThreads, 0, stream>>>(
+        static_cast<const T *>(x), static_cast<const T *>(nullptr), rows,
+        columns, static_cast<T *>(out));
   });
 }
 

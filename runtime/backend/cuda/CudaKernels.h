@@ -83,6 +83,12 @@ void scaleColumns(const void *x, const void *scale, int64_t rows,
 void scaleColumnsGrad(const void *x, const void *scale, const void *grad,
                       int64_t rows, int64_t columns, void *inputGrad,
                       void *scaleGrad, bool bf16, cudaStream_t stream);
+/// A bias: out[r, c] = x[r, c] + bias[c]; and its gradient, out[c] = sum
+/// over r of x[r, c] (a thread per column, in fp32).
+void addColumns(const void *x, const void *bias, int64_t rows,
+                int64_t columns, void *out, bool bf16, cudaStream_t stream);
+void columnSums(const void *x, int64_t rows, int64_t columns, void *out,
+                bool bf16, cudaStream_t stream);
 /// LoRA's dropout (support/Dropout.h) of `tokens` rows of `features`, the
 /// micro-batch read from device memory.
 void dropout(const void *x, const int32_t *tokenIndex,

@@ -30,7 +30,7 @@ void addLayerKernels(Kernels &kernels);
 /// add, mul, div, swiglu, scale, sqrt, swiglu_grad; reshape, offload and
 /// reload (and their starts: copies), split and concat, cast, transpose,
 /// constant; dropout; DoRA's row_sum_squares, scale_columns and its
-/// gradient (CudaElementwise.cpp).
+/// gradient; a bias's add_columns and column_sums (CudaElementwise.cpp).
 void addElementwiseKernels(Kernels &kernels);
 /// cross_entropy and cross_entropy_grad, vocab-parallel; linear_cross_entropy
 /// and its gradient: the same kernels on one tile of logits at a time,

@@ -34,10 +34,11 @@ inline llvm::Error elementwiseShapes(const InstructionView &in) {
   return in.check(shapes::binary(in.shape(0), in.shape(1), in.shape(2)));
 }
 
-/// The rows and columns of DoRA's ops, checked: row_sum_squares (input
-/// [rows..., columns] -> [rows...]), scale_columns (input, scale
-/// [columns] -> like input) and its gradient (input, scale, grad -> the
-/// input's, the scale's).
+/// The rows and columns of the ops by row or column, checked: DoRA's
+/// row_sum_squares (input [rows..., columns] -> [rows...]), scale_columns
+/// (input, scale [columns] -> like input) and its gradient (input, scale,
+/// grad -> the input's, the scale's); a bias's add_columns (input, bias
+/// [columns] -> like input) and column_sums (input -> [columns]).
 struct ColumnsShape {
   int64_t rows, columns;
 };
@@ -45,17 +46,28 @@ struct ColumnsShape {
 inline llvm::Expected<ColumnsShape> columnsShape(const InstructionView &in) {
   DType type = in.floatType();
   Opcode op = in.opcode();
-  int operands = op == ROW_SUM_SQUARES ? 1 : op == SCALE_COLUMNS ? 2 : 3;
+  int operands = op == ROW_SUM_SQUARES || op == COLUMN_SUMS ? 1
+                 : op == SCALE_COLUMNS_GRAD             ? 3
+                                                        : 2;
   int results = op == SCALE_COLUMNS_GRAD ? 2 : 1;
   if (auto error = in.expect(operands, results, type))
     return std::move(error);
-  llvm::Error rule =
-      op == ROW_SUM_SQUARES ? shapes::rowSumSquares(in.shape(0), in.shape(1))
-      : op == SCALE_COLUMNS
-          ? shapes::scaleColumns(in.shape(0), in.shape(1), in.shape(2))
-          : shapes::scaleColumnsGrad(in.shape(0), in.shape(1), in.shape(2),
-                                     in.shape(3), in.shape(4));
-  if (auto error = in.check(std::move(rule)))
+  auto rule = [&]() -> llvm::Error {
+    switch (op) {
+    case ROW_SUM_SQUARES:
+      return shapes::rowSumSquares(in.shape(0), in.shape(1));
+    case SCALE_COLUMNS:
+      return shapes::scaleColumns(in.shape(0), in.shape(1), in.shape(2));
+    case SCALE_COLUMNS_GRAD:
+      return shapes::scaleColumnsGrad(in.shape(0), in.shape(1), in.shape(2),
+                                      in.shape(3), in.shape(4));
+    case ADD_COLUMNS:
+      return shapes::addColumns(in.shape(0), in.shape(1), in.shape(2));
+    default:
+      return shapes::columnSums(in.shape(0), in.shape(1));
+    }
+  };
+  if (auto error = in.check(rule()))
     return std::move(error);
   int64_t columns = in.dim(0, 0);
   return ColumnsShape{in.count(0) / std::max<int64_t>(columns, 1), columns};
