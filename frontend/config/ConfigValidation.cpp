@@ -1,6 +1,7 @@
 //===- ConfigValidation.cpp - defaults and checks for a job ---------------===//
 
 #include "frontend/config/JobConfig.h"
+#include "frontend/config/ModelFamily.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVectorExtras.h"
@@ -14,19 +15,6 @@
 
 using namespace twill;
 namespace pb = google::protobuf;
-
-/// The model families the frontend builds (model.model_type), each with
-/// the transformers class of its causal LM (config.json's architectures).
-struct Family {
-  llvm::StringLiteral modelType, causalLm;
-};
-static constexpr Family kFamilies[] = {{"llama", "LlamaForCausalLM"}};
-
-static const Family *familyOf(llvm::StringRef modelType) {
-  const Family *family = llvm::find_if(
-      kFamilies, [&](const Family &f) { return f.modelType == modelType; });
-  return family == std::end(kFamilies) ? nullptr : family;
-}
 
 /// Sets every unset singular scalar of `message`, and of each sub-message
 /// that is present, to the default the schema declares.
@@ -92,10 +80,15 @@ void twill::resolveDefaults(JobConfig &config) {
     config.mutable_lora()->add_target_modules("v_proj");
   }
   ModelConfig &model = *config.mutable_model();
-  if (const Family *family = familyOf(model.model_type());
-      family && model.architectures().empty())
+  const ModelFamily *family = findModelFamily(model.model_type());
+  if (family && model.architectures().empty())
     model.add_architectures(family->causalLm.str());
-  if (!model.has_head_dim() && model.num_attention_heads() > 0)
+  // Heads that divide the hidden size give the head size; otherwise, or
+  // where the family's default is another, it must be stated (validation
+  // says so).
+  if (!model.has_head_dim() && model.num_attention_heads() > 0 &&
+      model.hidden_size() % model.num_attention_heads() == 0 &&
+      !(family && family->statesHeadDim))
     model.set_head_dim(model.hidden_size() / model.num_attention_heads());
   fillDefaults(config);
 }
@@ -181,9 +174,9 @@ private:
 } // namespace
 
 static void validateModel(const ModelConfig &model, Problems &problems) {
-  const Family *family = familyOf(model.model_type());
+  const ModelFamily *family = findModelFamily(model.model_type());
   problems.oneOf("model.model_type", model.model_type(),
-                 llvm::map_to_vector(kFamilies, [](const Family &f) {
+                 llvm::map_to_vector(modelFamilies(), [](const ModelFamily &f) {
                    return llvm::StringRef(f.modelType);
                  }));
   // A model of another head (a classifier) would be saved as the causal LM
@@ -193,9 +186,29 @@ static void validateModel(const ModelConfig &model, Problems &problems) {
       problems.oneOf("model.architectures", architecture,
                      {llvm::StringRef(family->causalLm)});
   problems.oneOf("model.hidden_act", model.hidden_act(), {"silu"});
-  if (model.attention_bias() || model.mlp_bias())
-    problems.add("model.attention_bias and model.mlp_bias must be false: "
-                 "Llama has no biases");
+  // A key the family's transformers class does not read would be trained
+  // here and ignored there.
+  if (family && model.attention_bias() && !family->readsAttentionBias)
+    problems.add("model.attention_bias must be false: {0} models have no "
+                 "attention biases of that kind",
+                 family->modelType);
+  if (family && model.mlp_bias() && !family->readsMlpBias)
+    problems.add("model.mlp_bias must be false: {0} models have no MLP "
+                 "biases",
+                 family->modelType);
+  if (model.attention_dropout() != 0)
+    problems.add("model.attention_dropout must be 0 (attention dropout is "
+                 "not built), got {0}",
+                 model.attention_dropout());
+  if (model.has_sliding_window())
+    problems.positive("model.sliding_window", model.sliding_window());
+  for (const std::string &type : model.layer_types())
+    problems.oneOf("model.layer_types", type,
+                   {"full_attention", "sliding_attention"});
+  if (!model.layer_types().empty() &&
+      model.layer_types_size() != model.num_hidden_layers())
+    problems.add("model.layer_types must name each of the {0} layers, got {1}",
+                 model.num_hidden_layers(), model.layer_types_size());
   // The most of each: far past any model trained today (vocab 262,144,
   // hidden 16,384, intermediate 53,248, 126 layers, 128 heads), and small
   // enough that the compiler's products of them fit int64.
@@ -230,20 +243,21 @@ static void validateModel(const ModelConfig &model, Problems &problems) {
     problems.add("model.num_attention_heads ({0}) must be divisible by "
                  "model.num_key_value_heads ({1})",
                  model.num_attention_heads(), model.num_key_value_heads());
-  // The head size follows only from heads that divide the hidden size.
-  if (model.hidden_size() % model.num_attention_heads() != 0)
+  // An unstated head size (0) did not follow from the heads.
+  if (model.head_dim() == 0 && family && family->statesHeadDim)
+    problems.add("model.head_dim must be set for {0} models: transformers' "
+                 "default for them is not hidden_size / num_attention_heads",
+                 family->modelType);
+  else if (model.head_dim() == 0)
     problems.add("model.hidden_size ({0}) must be divisible by "
                  "model.num_attention_heads ({1})",
                  model.hidden_size(), model.num_attention_heads());
-  else if (model.head_dim() * model.num_attention_heads() !=
-           model.hidden_size())
-    problems.add("model.head_dim ({0}) must equal model.hidden_size / "
-                 "model.num_attention_heads ({1})",
-                 model.head_dim(),
-                 model.hidden_size() / model.num_attention_heads());
+  else if (model.head_dim() < 0)
+    problems.add("model.head_dim must be positive, got {0}", model.head_dim());
   else if (model.head_dim() % 2 != 0)
     problems.add("model.head_dim ({0}) must be even for rotary embeddings",
                  model.head_dim());
+  problems.atMost("model.head_dim", model.head_dim(), 1 << 16);
   if (!model.has_rope_scaling())
     return;
   const RopeScaling &scaling = model.rope_scaling();
@@ -321,6 +335,25 @@ static void validateTrain(const TrainConfig &train, Problems &problems) {
   problems.positive("train.log_every", train.log_every());
 }
 
+/// A window at least as long as the sequence is no window at all; a
+/// shorter one is not built yet.
+static void validateWindows(const JobConfig &config, Problems &problems) {
+  const ModelConfig &model = config.model();
+  int64_t seqLen = config.train().seq_len();
+  // (Layers past the most allowed are refused elsewhere.)
+  int64_t layers = std::min<int64_t>(model.num_hidden_layers(), 1 << 10);
+  for (int64_t layer = 0; layer < layers; ++layer)
+    if (std::optional<int64_t> window = slidingWindowOf(model, layer);
+        window && *window > 0 && *window < seqLen) {
+      problems.add("model.sliding_window ({0}) is shorter than "
+                   "train.seq_len ({1}) in layer {2}: sliding-window "
+                   "attention is not built yet; train with train.seq_len at "
+                   "most {0}",
+                   *window, seqLen, layer);
+      return;
+    }
+}
+
 /// What a micro-batch through the model forms, in elements: the weights,
 /// and each token's values in every layer (a generous count, not the cost
 /// model's). At most 2^52, so that every byte count the compiler adds up
@@ -396,6 +429,7 @@ llvm::Error twill::validateJobConfig(const JobConfig &config) {
                    "{1}",
                    field, layers);
   validateTrain(config.train(), problems);
+  validateWindows(config, problems);
   if (problems.empty()) // of sizes that are each in range
     validateScale(config, problems);
   problems.nonNegative("checkpoint.save_every",

@@ -114,11 +114,19 @@ llvm::Error twill::writePeftAdapter(Program &program, llvm::StringRef directory,
 
 /// The set fields of `message` as JSON, numbers as numbers (protobuf's own
 /// JSON mapping writes 64-bit integers as strings, which transformers
-/// rejects).
+/// rejects). A field that is a oneof of its own (`..._or_null`) and unset
+/// is null: config.json's word for none, where a missing key would take
+/// the transformers class's default (Mistral's sliding_window).
 static llvm::json::Object toJson(const google::protobuf::Message &message) {
   namespace pb = google::protobuf;
   llvm::json::Object object;
   const pb::Reflection &reflection = *message.GetReflection();
+  const pb::Descriptor &type = *message.GetDescriptor();
+  for (int i = 0; i < type.oneof_decl_count(); ++i)
+    if (const pb::OneofDescriptor *oneof = type.oneof_decl(i);
+        oneof->field_count() == 1 &&
+        !reflection.HasOneof(message, oneof))
+      object[oneof->field(0)->name()] = nullptr;
   std::vector<const pb::FieldDescriptor *> fields;
   reflection.ListFields(message, &fields);
   for (const pb::FieldDescriptor *field : fields) {

@@ -1,6 +1,7 @@
 """Multi-rank training equals single-rank training, on every mesh.
 
     python mesh_equivalence.py --bin BUILD/bin --work DIR --data train.jsonl
+                               [--families]
 
 Compiles the tiny job for meshes 1x1, 2x1, 1x2, 2x2, 1x4 and 4x1 and trains
 each under mpirun for 5 steps with gradient accumulation. The job is chosen
@@ -48,6 +49,15 @@ rsLoRA; DoRA, alone and with dropout; LoRA dropout (0.25; its masks keyed by eac
 projection, on tp=3 with padded MLP blocks, and with tiled, recomputed
 attention (against its untiled program): every mesh drops the same
 elements, so its losses are 1x1's.
+
+With --families, the other model families instead, each against its own
+1x1 run on 2x2, 1x4 and 1x3 (tp=3 divides no head count), with
+checkpointing and every tile: Qwen2 (q, k and v biases, tied embeddings),
+Qwen3 (per-head q and k norms, head_dim 12 of hidden 64 and 4 heads,
+attention biases) and Mistral (head_dim 12, a window as long as the
+sequence); and full fine-tuning of each family's biases (Llama's attention
+and MLP biases without sequence parallelism: all-reduced partial sums),
+which start at zero and train away from it.
 """
 import argparse
 import json
@@ -149,6 +159,40 @@ VARIANTS = {
          "parallel.activation_checkpointing=FULL"], [(2, 2), (1, 4)],
         TOLERANCE),
 }
+TILES = ["parallel.mlp_tile_tokens=7", "parallel.attention_tile_tokens=7",
+         "parallel.loss_tile_tokens=7"]
+PROJECTIONS = ("lora.target_modules=q_proj,k_proj,v_proj,o_proj,gate_proj,"
+               "up_proj,down_proj")
+FAMILY_MESHES = [(2, 2), (1, 4), (1, 3)]
+FAMILY_VARIANTS = {
+    "Qwen2, full checkpointing, tiles": (
+        ["model.model_type=qwen2", "model.tie_word_embeddings=true",
+         PROJECTIONS, "parallel.activation_checkpointing=FULL", *TILES],
+        FAMILY_MESHES, TOLERANCE),
+    # Biases start at zero (as transformers starts them) and train: a
+    # row layer's (o_proj, down_proj) added to partial sums would count once
+    # per rank.
+    "Qwen2, full fine-tuning": (
+        ["model.model_type=qwen2", "full_finetune={}", "lora=",
+         *TILES], [(2, 2), (1, 3)], TOLERANCE),
+    "Qwen3 with attention biases, full fine-tuning": (
+        ["model.model_type=qwen3", "model.head_dim=12",
+         "model.attention_bias=true", "full_finetune={}", "lora="],
+        [(2, 2), (1, 3)], TOLERANCE),
+    "Llama with every bias, full fine-tuning": (
+        ["model.attention_bias=true", "model.mlp_bias=true",
+         "full_finetune={}", "lora=", "parallel.sequence_parallel=false"],
+        [(2, 2), (1, 3)], TOLERANCE),
+    "Qwen3, selective checkpointing, tiles": (
+        ["model.model_type=qwen3", "model.head_dim=12",
+         "model.attention_bias=true", PROJECTIONS,
+         "parallel.activation_checkpointing=SELECTIVE", *TILES],
+        FAMILY_MESHES, TOLERANCE),
+    "Mistral, full checkpointing": (
+        ["model.model_type=mistral", "model.head_dim=12",
+         "model.sliding_window=30", "parallel.activation_checkpointing=FULL"],
+        [(2, 2), (1, 3)], TOLERANCE),
+}
 # A transformation that changes the arithmetic's order only: losses and
 # adapter as the untransformed program's, to float rounding. Tiling variants
 # against their program with the option that tiles set to 0.
@@ -207,19 +251,70 @@ def check_unscheduled(bin_dir, work, data, config, dp, tp, losses, adapter,
                         f"{waited} waited at once")
 
 
+def check_variants(args, variants, reference_losses, failures):
+    """Each variant on its meshes against its own 1x1 run (and, where it
+    says, against the untiled program or the plain job's losses)."""
+    for variant, (overrides, meshes, tolerance) in variants.items():
+        alone, alone_adapter, _ = train(args.bin, args.work, args.data,
+                                        args.config, 1, 1, variant=overrides)
+        if variant in UNTILED:
+            untiled = [o for o in overrides
+                       if not o.startswith(UNTILED[variant])]
+            untiled.append(UNTILED[variant] + "=0")
+            whole, whole_adapter, _ = train(args.bin, args.work, args.data,
+                                            args.config, 1, 1, variant=untiled)
+            worst_loss = max(abs(a - b) / abs(b) for a, b in zip(alone, whole))
+            worst = max(np.abs(alone_adapter[k] - whole_adapter[k]).max()
+                        for k in whole_adapter)
+            if worst_loss > EXACTNESS or worst > EXACTNESS:
+                failures.append(f"{variant} 1x1: losses {alone} vs {whole} "
+                                f"untiled, adapter within {worst:.1e}")
+            print(f"{variant}, 1x1: losses within {worst_loss:.1e}, adapter "
+                  f"within {worst:.1e} of the untiled program's")
+        if (reference_losses and "checkpoint" in variant
+                and alone != reference_losses):
+            # Recomputing is computing the same values again: bit-identical.
+            failures.append(f"{variant} 1x1: losses {alone} vs "
+                            f"{reference_losses} without it")
+        if variant == "bf16":
+            worst = max(abs(a - b) / abs(b)
+                        for a, b in zip(alone, reference_losses))
+            if worst > tolerance:
+                failures.append(f"bf16 1x1: losses {alone} vs fp32 "
+                                f"{reference_losses}")
+            print(f"bf16, 1x1: losses within {worst:.1e} of fp32")
+        for dp, tp in meshes:
+            losses, adapter, _ = train(args.bin, args.work, args.data,
+                                       args.config, dp, tp, variant=overrides)
+            check_unscheduled(args.bin, args.work, args.data, args.config, dp,
+                              tp, losses, adapter, overrides, failures)
+            worst = max(abs(a - b) / abs(b) for a, b in zip(losses, alone))
+            if len(losses) != len(alone) or worst > tolerance:
+                failures.append(f"{variant}, {dp}x{tp}: losses {losses} vs "
+                                f"1x1 {alone}")
+            print(f"{variant}, {dp}x{tp}: losses within {worst:.1e} of 1x1")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--bin", type=Path, required=True)
     parser.add_argument("--work", type=Path, required=True)
     parser.add_argument("--data", type=Path, required=True)
     parser.add_argument("--config", type=Path, required=True)
+    parser.add_argument("--families", action="store_true")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
+    failures = []
+    if args.families:
+        check_variants(args, FAMILY_VARIANTS, None, failures)
+        if failures:
+            sys.exit("\n".join(failures))
+        print("every family's meshes match its 1x1")
+        return
 
     reference_losses, reference, _ = train(args.bin, args.work, args.data,
                                            args.config, 1, 1)
     assert len(reference_losses) == 5, reference_losses
-    failures = []
     for dp, tp in MESHES[1:]:
         losses, adapter, _ = train(args.bin, args.work, args.data,
                                    args.config, dp, tp)
@@ -266,44 +361,7 @@ def main():
                             f"bytes together, not the checkpoint's {whole}")
         print(f"{dp}x{tp} from the base: ranks read "
               f"{sorted(read.values())} of {whole} bytes")
-    for variant, (overrides, meshes, tolerance) in VARIANTS.items():
-        alone, alone_adapter, _ = train(args.bin, args.work, args.data,
-                                        args.config, 1, 1, variant=overrides)
-        if variant in UNTILED:
-            untiled = [o for o in overrides
-                       if not o.startswith(UNTILED[variant])]
-            untiled.append(UNTILED[variant] + "=0")
-            whole, whole_adapter, _ = train(args.bin, args.work, args.data,
-                                            args.config, 1, 1, variant=untiled)
-            worst_loss = max(abs(a - b) / abs(b) for a, b in zip(alone, whole))
-            worst = max(np.abs(alone_adapter[k] - whole_adapter[k]).max()
-                        for k in whole_adapter)
-            if worst_loss > EXACTNESS or worst > EXACTNESS:
-                failures.append(f"{variant} 1x1: losses {alone} vs {whole} "
-                                f"untiled, adapter within {worst:.1e}")
-            print(f"{variant}, 1x1: losses within {worst_loss:.1e}, adapter "
-                  f"within {worst:.1e} of the untiled program's")
-        if "checkpoint" in variant and alone != reference_losses:
-            # Recomputing is computing the same values again: bit-identical.
-            failures.append(f"{variant} 1x1: losses {alone} vs "
-                            f"{reference_losses} without it")
-        if variant == "bf16":
-            worst = max(abs(a - b) / abs(b)
-                        for a, b in zip(alone, reference_losses))
-            if worst > tolerance:
-                failures.append(f"bf16 1x1: losses {alone} vs fp32 "
-                                f"{reference_losses}")
-            print(f"bf16, 1x1: losses within {worst:.1e} of fp32")
-        for dp, tp in meshes:
-            losses, adapter, _ = train(args.bin, args.work, args.data,
-                                       args.config, dp, tp, variant=overrides)
-            check_unscheduled(args.bin, args.work, args.data, args.config, dp,
-                              tp, losses, adapter, overrides, failures)
-            worst = max(abs(a - b) / abs(b) for a, b in zip(losses, alone))
-            if len(losses) != len(alone) or worst > tolerance:
-                failures.append(f"{variant}, {dp}x{tp}: losses {losses} vs "
-                                f"1x1 {alone}")
-            print(f"{variant}, {dp}x{tp}: losses within {worst:.1e} of 1x1")
+    check_variants(args, VARIANTS, reference_losses, failures)
 
     if failures:
         sys.exit("\n".join(failures))

@@ -1,8 +1,9 @@
 """A Hugging Face model folder in, a PEFT adapter and a merged model out.
 
-    python hf_folder.py --bin BUILD/bin --work DIR [--dora]
+    python hf_folder.py --bin BUILD/bin --work DIR [--dora] [--family TYPE]
 
-transformers makes a tiny random Llama and saves it sharded into two
+transformers makes a tiny random Llama (or a model of --family, with random
+norms and biases) and saves it sharded into two
 safetensors files with an index; its folder also holds a Llama 3 format
 tokenizer (single bytes: the 512 ids are 256 bytes and 256 special tokens).
 Twill trains LoRA on an alpaca JSONL file from that folder alone (the model
@@ -26,18 +27,28 @@ from pathlib import Path
 import torch
 from peft import PeftModel
 from safetensors.torch import load_file
-from transformers import LlamaConfig, LlamaForCausalLM
+from families import FAMILIES, randomize_norms_and_biases
+from transformers import AutoModelForCausalLM
 
 SHARD_BYTES = 350_000
+# Each family's traits beyond Llama's, at this model's sizes.
+FAMILY_SETTINGS = {"llama": {}, "qwen2": {},
+                   "qwen3": dict(head_dim=24, attention_bias=True),
+                   "mistral": dict(head_dim=24, sliding_window=4096)}
 
 
-def make_folder(folder):
+def make_folder(folder, family):
     torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=512, hidden_size=64, intermediate_size=160,
-                         num_hidden_layers=2, num_attention_heads=4,
-                         num_key_value_heads=2, max_position_embeddings=512,
-                         rms_norm_eps=1e-5, tie_word_embeddings=False)
-    model = LlamaForCausalLM(config).float()
+    config_class, model_class = FAMILIES[family]
+    config = config_class(vocab_size=512, hidden_size=64,
+                          intermediate_size=160, num_hidden_layers=2,
+                          num_attention_heads=4, num_key_value_heads=2,
+                          max_position_embeddings=512, rms_norm_eps=1e-5,
+                          tie_word_embeddings=False,
+                          **FAMILY_SETTINGS[family])
+    model = model_class(config).float()
+    if family != "llama":
+        randomize_norms_and_biases(model)
     model.save_pretrained(folder, max_shard_size=SHARD_BYTES,
                           safe_serialization=True)
     shards = sorted(p.name for p in folder.glob("model-*.safetensors"))
@@ -53,11 +64,13 @@ def main():
     parser.add_argument("--bin", type=Path, required=True)
     parser.add_argument("--work", type=Path, required=True)
     parser.add_argument("--dora", action="store_true")
+    parser.add_argument("--family", choices=sorted(FAMILIES), default="llama")
     args = parser.parse_args()
-    work = args.work / ("hf_folder-dora" if args.dora else "hf_folder")
-    folder = work / "tiny-llama"
+    work = args.work / ("hf_folder" + ("-dora" if args.dora else "")
+                        + (f"-{args.family}" if args.family != "llama" else ""))
+    folder = work / f"tiny-{args.family}"
     folder.mkdir(parents=True, exist_ok=True)
-    make_folder(folder)
+    make_folder(folder, args.family)
 
     with open(work / "alpaca.jsonl", "w") as data:
         for i in range(16):
@@ -87,9 +100,9 @@ train {{ batch_size: 2 seq_len: 256 epochs: 1 max_steps_per_epoch: 4
     print("merged model:", merged_files)
     assert "model.safetensors.index.json" in merged_files, merged_files
 
-    base = LlamaForCausalLM.from_pretrained(folder, torch_dtype=torch.float32)
+    base = AutoModelForCausalLM.from_pretrained(folder, torch_dtype=torch.float32)
     reference = PeftModel.from_pretrained(base, out).merge_and_unload()
-    merged = LlamaForCausalLM.from_pretrained(out / "merged",
+    merged = AutoModelForCausalLM.from_pretrained(out / "merged",
                                               torch_dtype=torch.float32)
     worst = 0.0
     expected = reference.state_dict()
@@ -98,7 +111,7 @@ train {{ batch_size: 2 seq_len: 256 epochs: 1 max_steps_per_epoch: 4
     changed = sum(
         not torch.equal(value, base_value) for value, base_value in zip(
             merged.state_dict().values(),
-            LlamaForCausalLM.from_pretrained(folder).state_dict().values()))
+            AutoModelForCausalLM.from_pretrained(folder).state_dict().values()))
     tokens = torch.tensor([[1, 5, 9, 200, 77, 3, 42, 300]])
     with torch.no_grad():
         difference = (merged(tokens).logits -
@@ -116,7 +129,7 @@ train {{ batch_size: 2 seq_len: 256 epochs: 1 max_steps_per_epoch: 4
                        check=True, capture_output=True)
         adapter = load_file(str(start / "adapter_model.safetensors"))
         # (PEFT merged into `base` itself: the folder again.)
-        weights = LlamaForCausalLM.from_pretrained(folder).state_dict()
+        weights = AutoModelForCausalLM.from_pretrained(folder).state_dict()
         starts = 0.0
         for key, magnitude in adapter.items():
             if key.endswith(".lora_magnitude_vector"):

@@ -1,9 +1,11 @@
 """Oracle test of Twill's training against torch.optim.AdamW + PEFT.
 
     python train_oracle.py --bin BUILD/bin --work DIR [--dropout RATE]
-                           [--rslora] [--dora]
+                           [--rslora] [--dora] [--family MODEL_TYPE]
 
-Trains the same LoRA adapter on the same tiny Llama and data with Twill and
+Trains the same LoRA adapter on the same tiny model (Llama, or the
+family's: random norms and biases, and its traits of FAMILY_SETTINGS) and
+data with Twill and
 with PyTorch for 10 optimizer steps with gradient accumulation 2, a loss
 normalised by the tokens of each step, global-norm clipping (tight enough
 to act), weight decay, linear warmup and cosine decay; step 5 has no
@@ -28,12 +30,19 @@ import dropout
 import torch
 from peft import LoraConfig, PeftModel, get_peft_model
 from safetensors.torch import load_file
-from transformers import LlamaConfig, LlamaForCausalLM
+from families import FAMILIES, randomize_norms_and_biases, tiny_model
+from transformers import AutoModelForCausalLM
 
 VOCAB, SEQ, BATCH, ACCUMULATION, STEPS = 97, 12, 2, 2, 10
 UNLABELLED_STEP = 5  # its rows have no labelled token: no update
 LR, WARMUP, WEIGHT_DECAY, MAX_NORM = 2e-3, 3, 0.1, 0.05
 RANK, ALPHA, TARGETS = 4, 8.0, ["q_proj", "v_proj", "down_proj"]
+# What each family's tiny model has beyond Llama's: Qwen2's tied embeddings
+# (its q, k and v biases it always has), Qwen3's and Mistral-Nemo's head_dim
+# other than hidden / heads, Qwen3's attention biases.
+FAMILY_SETTINGS = {"llama": {}, "qwen2": dict(tie_word_embeddings=True),
+                   "qwen3": dict(head_dim=12, attention_bias=True),
+                   "mistral": dict(head_dim=12, sliding_window=None)}
 
 
 def make_examples():
@@ -103,17 +112,19 @@ def main():
     parser.add_argument("--dropout", type=float, default=0.0)
     parser.add_argument("--rslora", action="store_true")
     parser.add_argument("--dora", action="store_true")
+    parser.add_argument("--family", choices=sorted(FAMILIES), default="llama")
     args = parser.parse_args()
     work = args.work / ("train" + ("-dropout" if args.dropout else "")
                         + ("-rslora" if args.rslora else "")
-                        + ("-dora" if args.dora else ""))
+                        + ("-dora" if args.dora else "")
+                        + (f"-{args.family}" if args.family != "llama" else ""))
     work.mkdir(parents=True, exist_ok=True)
 
     torch.manual_seed(0)
-    base = LlamaForCausalLM(LlamaConfig(
-        vocab_size=VOCAB, hidden_size=32, intermediate_size=48,
-        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-        max_position_embeddings=64)).float()
+    base = tiny_model(args.family, vocab_size=VOCAB, num_key_value_heads=2,
+                      **FAMILY_SETTINGS[args.family])
+    if args.family != "llama":
+        randomize_norms_and_biases(base)
     base.save_pretrained(work / "base")
     model = get_peft_model(base, LoraConfig(
         r=RANK, lora_alpha=ALPHA, lora_dropout=args.dropout,
@@ -185,7 +196,8 @@ train {{
 
     # PEFT loads Twill's adapter and computes Twill's logits.
     loaded = PeftModel.from_pretrained(
-        LlamaForCausalLM.from_pretrained(work / "base"), work / "out").eval()
+        AutoModelForCausalLM.from_pretrained(work / "base"),
+        work / "out").eval()
     ids = torch.tensor([examples[0]["input_ids"] + [0] * (SEQ - len(
         examples[0]["input_ids"]))] * BATCH)
     batch = {"tokens": ids.tolist(), "labels": [[-100] * SEQ] * BATCH,

@@ -1,6 +1,7 @@
 //===- ConfigTest.cpp - job config loading, overrides, import, checks -----===//
 
 #include "frontend/config/JobConfig.h"
+#include "frontend/config/ModelFamily.h"
 
 #include "google/protobuf/util/message_differencer.h"
 #include "llvm/Support/FileSystem.h"
@@ -292,6 +293,34 @@ TEST(HfConfigImport, ReadsTransformers5RopeParameters) {
   EXPECT_FALSE(model->has_rope_scaling());
 }
 
+// config.json's null is no window; transformers 4's Qwen2.5 keys import.
+TEST(HfConfigImport, ReadsEachFamilysKeys) {
+  TempDir dir;
+  std::string mistral = dir.write("mistral.json", R"({
+    "model_type": "mistral", "architectures": ["MistralForCausalLM"],
+    "head_dim": 128, "sliding_window": null, "hidden_size": 5120})");
+  llvm::Expected<ModelConfig> model = importHfConfig(mistral);
+  ASSERT_TRUE(bool(model)) << llvm::toString(model.takeError());
+  EXPECT_FALSE(model->has_sliding_window());
+  EXPECT_EQ(model->head_dim(), 128);
+  std::string qwen = dir.write("qwen.json", R"({
+    "model_type": "qwen2", "use_sliding_window": false,
+    "sliding_window": 131072, "max_window_layers": 28,
+    "attention_dropout": 0.0, "layer_types": ["full_attention"]})");
+  model = importHfConfig(qwen);
+  ASSERT_TRUE(bool(model)) << llvm::toString(model.takeError());
+  EXPECT_EQ(model->sliding_window(), 131072);
+  EXPECT_FALSE(model->use_sliding_window());
+  EXPECT_EQ(model->max_window_layers(), 28);
+  EXPECT_EQ(model->layer_types(0), "full_attention");
+  // No window with use_sliding_window false.
+  EXPECT_FALSE(slidingWindowOf(*model, 0));
+  model->set_use_sliding_window(true);
+  EXPECT_EQ(slidingWindowOf(*model, 0), std::nullopt); // a full layer
+  model->set_layer_types(0, "sliding_attention");
+  EXPECT_EQ(slidingWindowOf(*model, 0), 131072);
+}
+
 TEST(HfConfigImport, ErrorsNameTheFile) {
   TempDir dir;
   EXPECT_THAT(errorOf(importHfConfig(dir.str() + "/missing.json")),
@@ -337,8 +366,8 @@ TEST(JobConfigValidation, HeadsMustDivide) {
   EXPECT_THAT(validationErrorAfter("model.num_key_value_heads=3"),
               HasSubstr("model.num_attention_heads (4) must be divisible by "
                         "model.num_key_value_heads (3)"));
-  EXPECT_THAT(validationErrorAfter("model.head_dim=8"),
-              HasSubstr("model.head_dim (8) must equal"));
+  EXPECT_THAT(validationErrorAfter("model.head_dim=7"),
+              HasSubstr("model.head_dim (7) must be even"));
 }
 
 TEST(JobConfigValidation, SizesMustBePositive) {
@@ -390,8 +419,67 @@ TEST(JobConfigValidation, RangesAndSupportedVariants) {
   EXPECT_THAT(validationErrorAfter("model.rope_scaling.rope_type=linear"),
               HasSubstr("model.rope_scaling.rope_type 'linear' is not "
                         "supported; allowed: llama3"));
-  EXPECT_THAT(validationErrorAfter("model.attention_bias=true"),
-              HasSubstr("Llama has no biases"));
+  EXPECT_THAT(validationErrorAfter("model.attention_dropout=0.1"),
+              HasSubstr("model.attention_dropout must be 0 (attention dropout "
+                        "is not built), got 0.1"));
+}
+
+// Issue 35: each family the frontend builds validates; an unknown one, a
+// feature not built and a field a family needs are refused, each named.
+TEST(JobConfigValidation, ModelFamilies) {
+  for (const ModelFamily &family : modelFamilies()) {
+    JobConfig config = loadTiny({"model.model_type=" + family.modelType.str(),
+                                 "model.architectures=", "model.head_dim=24"});
+    EXPECT_EQ(config.model().architectures(0), family.causalLm);
+  }
+  EXPECT_THAT(validationErrorAfter("model.model_type=gemma2"),
+              HasSubstr("model.model_type 'gemma2' is not supported; allowed: "
+                        "llama, mistral, qwen2, qwen3"));
+  EXPECT_THAT(validationErrorAfter("model.model_type=qwen2"),
+              HasSubstr("model.architectures 'LlamaForCausalLM' is not "
+                        "supported; allowed: Qwen2ForCausalLM"));
+  // Biases where the family's transformers class reads none.
+  EXPECT_THAT(
+      validationErrorAfter("model.model_type=mistral model.architectures= "
+                           "model.attention_bias=true"),
+      HasSubstr("model.attention_bias must be false: mistral models have no "
+                "attention biases"));
+  EXPECT_THAT(validationErrorAfter("model.model_type=qwen3 "
+                                   "model.architectures= model.mlp_bias=true"),
+              HasSubstr("model.mlp_bias must be false: qwen3 models"));
+  // A window shorter than the sequence (tiny's is 64 positions).
+  EXPECT_THAT(
+      validationErrorAfter("model.model_type=mistral model.architectures= "
+                           "model.sliding_window=16"),
+      HasSubstr("model.sliding_window (16) is shorter than train.seq_len (64) "
+                "in layer 0: sliding-window attention is not built yet"));
+  EXPECT_THAT(
+      validationErrorAfter(
+          "model.model_type=qwen2 model.architectures= model.sliding_window=8 "
+          "model.use_sliding_window=true "
+          "model.layer_types=full_attention,sliding_attention"),
+      HasSubstr("in layer 1"));
+  EXPECT_THAT(validationErrorAfter("model.layer_types=full_attention"),
+              HasSubstr("model.layer_types must name each of the 2 layers, "
+                        "got 1"));
+  EXPECT_THAT(validationErrorAfter("model.layer_types=full_attention,local"),
+              HasSubstr("model.layer_types 'local' is not supported"));
+  // No window at all, or one no shorter than the sequence: built.
+  EXPECT_TRUE(bool(loadJobConfig(sourcePath("configs/tiny.textproto"),
+                                 {"model.model_type=qwen2",
+                                  "model.architectures=",
+                                  "model.sliding_window=8",
+                                  "model.max_window_layers=0"})));
+  EXPECT_TRUE(bool(loadJobConfig(sourcePath("configs/tiny.textproto"),
+                                 {"model.model_type=mistral",
+                                  "model.architectures=",
+                                  "model.sliding_window=64"})));
+  // Qwen3Config's head_dim is 128 whatever the hidden size: it is not
+  // guessed.
+  EXPECT_THAT(errorOf(loadJobConfig(sourcePath("configs/tiny.textproto"),
+                                    {"model.model_type=qwen3",
+                                     "model.architectures="})),
+              HasSubstr("model.head_dim must be set for qwen3 models"));
 }
 
 // Issue 34, class 8: counts past any model overflowed int64 in the

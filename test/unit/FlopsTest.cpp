@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "frontend/LlamaBuilder.h"
+#include "frontend/DecoderBuilder.h"
 #include "frontend/config/JobConfig.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassManager.h"
@@ -35,7 +35,7 @@ TEST(Flops, ThePlanAndTheProfileCountEveryOpOfThe8BStepAlike) {
                            "parallel.mlp_tile_tokens=2048"});
   ASSERT_TRUE(bool(job)) << llvm::toString(job.takeError());
   mlir::MLIRContext context;
-  mlir::OwningOpRef<mlir::ModuleOp> module = buildLlamaModule(context, *job);
+  mlir::OwningOpRef<mlir::ModuleOp> module = buildDecoderModule(context, *job);
   ASSERT_TRUE(module);
   mlir::PassManager pm(&context);
   mlir::twill::buildCompilePipeline(pm, *job);

@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "frontend/LlamaBuilder.h"
+#include "frontend/DecoderBuilder.h"
 #include "frontend/config/ClusterConfig.h"
 #include "frontend/config/JobConfig.h"
 #include "support/ToolOutput.h"
@@ -156,8 +156,8 @@ compile(mlir::MLIRContext &context, const twill::JobConfig &config,
   mlir::TimingScope root = timer.getRootScope();
   mlir::OwningOpRef<mlir::ModuleOp> module;
   {
-    mlir::TimingScope tracing = root.nest("trace (frontend/LlamaBuilder)");
-    module = twill::buildLlamaModule(
+    mlir::TimingScope tracing = root.nest("trace (frontend/DecoderBuilder)");
+    module = twill::buildDecoderModule(
         context, config, {testParameterPrefix.getValue(), testZeroOnes});
   }
   mlir::PassManager pm(&context);

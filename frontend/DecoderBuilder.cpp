@@ -1,6 +1,7 @@
-//===- LlamaBuilder.cpp - trace Llama + LoRA into twill IR ----------------===//
+//===- DecoderBuilder.cpp - trace a decoder + LoRA into twill IR ----------===//
 
-#include "frontend/LlamaBuilder.h"
+#include "frontend/DecoderBuilder.h"
+#include "frontend/config/ModelFamily.h"
 
 #include "dialects/twill/TwillEntryPoints.h"
 #include "dialects/twill/TwillOps.h"
@@ -61,11 +62,13 @@ struct LayerMarker : public OpBuilder::Listener {
 /// used, so the signature lists them in model order. Each parameter states
 /// how tensor parallelism splits it, and each op and parameter of a decoder
 /// layer its layer.
-class LlamaTracer {
+class DecoderTracer {
 public:
-  LlamaTracer(MLIRContext &context, const JobConfig &job,
+  DecoderTracer(MLIRContext &context, const JobConfig &job,
               const ::twill::TraceOptions &options)
-      : job(job), model(job.model()), options(options), builder(&context),
+      : job(job), model(job.model()),
+        family(*::twill::findModelFamily(job.model().model_type())),
+        options(options), builder(&context),
         batch(job.train().batch_size()), seq(job.train().seq_len()) {
     builder.setListener(&layerMarker);
   }
@@ -100,7 +103,9 @@ private:
   }
   bool baseTrainable() const { return job.has_full_finetune(); }
 
-  /// A new `[out, in]` weight named `path`.weight applied by linearWith.
+  /// A new `[out, in]` weight named `path`.weight applied by linearWith,
+  /// plus `path`.bias where the model has one (after the adapter's sum, as
+  /// PEFT's DoRA leaves the bias out of what it scales).
   Value linear(Value x, const std::string &path, StringRef target, int64_t in,
                int64_t out, Split split);
   /// `x W^T`, plus PEFT's `(alpha / rank) * (dropout(x) A^T) B^T` when
@@ -111,7 +116,9 @@ private:
   /// `x W^T` over the last dim of `x`.
   Value matmulTransposed(Value x, Value weight, Location at);
 
-  Value rmsNorm(Value x, const Twine &path);
+  /// RMSNorm over the last dim of `x`, of `size` values (a norm of the
+  /// hidden state, or of each head).
+  Value rmsNorm(Value x, const Twine &path, int64_t size);
   /// Rotary embedding of `[batch, seq, heads, head_dim]` heads.
   Value rope(Value heads, const std::string &path);
   Value decoderLayer(Value hidden, int64_t layer);
@@ -151,6 +158,7 @@ private:
 
   const JobConfig &job;
   const ModelConfig &model;
+  const ::twill::ModelFamily &family; // a validated job's
   const ::twill::TraceOptions &options;
   OpBuilder builder;
   LayerMarker layerMarker;
@@ -171,7 +179,7 @@ private:
 
 } // namespace
 
-Value LlamaTracer::param(const Twine &name, ArrayRef<int64_t> shape,
+Value DecoderTracer::param(const Twine &name, ArrayRef<int64_t> shape,
                          bool trainable, Split split, const Role &role) {
   std::string hfName = name.str();
   // Traced again (by each tile of a tiled MLP): the same argument.
@@ -216,18 +224,18 @@ Value LlamaTracer::param(const Twine &name, ArrayRef<int64_t> shape,
   return arg;
 }
 
-Value LlamaTracer::input(ValueRole role, Type elementType) {
+Value DecoderTracer::input(ValueRole role, Type elementType) {
   return input(role, elementType, {batch, seq});
 }
 
-Value LlamaTracer::input(ValueRole role, Type elementType,
+Value DecoderTracer::input(ValueRole role, Type elementType,
                          ArrayRef<int64_t> shape) {
   inputRoles.push_back(role);
   return body->addArgument(RankedTensorType::get(shape, elementType),
                            loc(stringifyValueRole(role)));
 }
 
-Value LlamaTracer::matmulTransposed(Value x, Value weight, Location at) {
+Value DecoderTracer::matmulTransposed(Value x, Value weight, Location at) {
   auto xType = cast<RankedTensorType>(x.getType());
   SmallVector<int64_t> shape(xType.getShape().drop_back());
   shape.push_back(cast<RankedTensorType>(weight.getType()).getDimSize(0));
@@ -235,14 +243,24 @@ Value LlamaTracer::matmulTransposed(Value x, Value weight, Location at) {
                           /*transposeLhs=*/false, /*transposeRhs=*/true);
 }
 
-Value LlamaTracer::linear(Value x, const std::string &path, StringRef target,
+Value DecoderTracer::linear(Value x, const std::string &path, StringRef target,
                           int64_t in, int64_t out, Split split) {
   Value weight =
       param(path + ".weight", {out, in}, baseTrainable(), split, baseWeight());
-  return linearWith(x, weight, path, target, split);
+  Value y = linearWith(x, weight, path, target, split);
+  if (!::twill::hasBias(model, target))
+    return y;
+  // Shards as the output's columns: a row layer's is whole, and added once
+  // its partial sums are reduced. transformers starts biases at zero.
+  Split columns = split.style == TensorParallelStyle::Row
+                      ? Split{TensorParallelStyle::Replicate}
+                      : split;
+  Value bias = param(path + ".bias", {out}, baseTrainable(), columns,
+                     {InitKind::Zeros, std::nullopt, {}});
+  return AddColumnsOp::create(builder, loc(path), y.getType(), y, bias);
 }
 
-Value LlamaTracer::linearWith(Value x, Value weight, const std::string &path,
+Value DecoderTracer::linearWith(Value x, Value weight, const std::string &path,
                               StringRef target, Split split) {
   Value y = matmulTransposed(x, weight, loc(path));
   if (!isLoraTarget(target))
@@ -322,16 +340,16 @@ Value LlamaTracer::linearWith(Value x, Value weight, const std::string &path,
   return AddOp::create(builder, at, type, y, change);
 }
 
-Value LlamaTracer::rmsNorm(Value x, const Twine &path) {
+Value DecoderTracer::rmsNorm(Value x, const Twine &path, int64_t size) {
   std::string module = path.str();
-  Value weight = param(module + ".weight", {model.hidden_size()},
+  Value weight = param(module + ".weight", {size},
                        baseTrainable(), {TensorParallelStyle::Replicate},
                        {InitKind::Ones, std::nullopt, {}});
   return RmsNormOp::create(builder, loc(module), x.getType(), x, weight,
                            builder.getF64FloatAttr(model.rms_norm_eps()));
 }
 
-Value LlamaTracer::rope(Value heads, const std::string &path) {
+Value DecoderTracer::rope(Value heads, const std::string &path) {
   auto op =
       RopeOp::create(builder, loc(path), heads.getType(), heads, positions,
                      builder.getF64FloatAttr(model.rope_theta()), FloatAttr(),
@@ -348,7 +366,7 @@ Value LlamaTracer::rope(Value heads, const std::string &path) {
   return op;
 }
 
-SmallVector<int64_t> LlamaTracer::tileSizes(int64_t tile) const {
+SmallVector<int64_t> DecoderTracer::tileSizes(int64_t tile) const {
   int64_t blocks = sequenceBlocks();
   int64_t block = (seq + blocks - 1) / blocks;
   int64_t chunk = (tile + blocks - 1) / blocks;
@@ -361,7 +379,7 @@ SmallVector<int64_t> LlamaTracer::tileSizes(int64_t tile) const {
   return SmallVector<int64_t>(sizes.begin(), sizes.end());
 }
 
-SmallVector<Value> LlamaTracer::sequenceTiles(Value x, int64_t tile,
+SmallVector<Value> DecoderTracer::sequenceTiles(Value x, int64_t tile,
                                               Location at) {
   SmallVector<int64_t> sizes = tileSizes(tile);
   if (sizes.size() == 1)
@@ -378,7 +396,7 @@ SmallVector<Value> LlamaTracer::sequenceTiles(Value x, int64_t tile,
   return SmallVector<Value>(split.getPieces());
 }
 
-Value LlamaTracer::joinTiles(ArrayRef<Value> tiles, Location at) {
+Value DecoderTracer::joinTiles(ArrayRef<Value> tiles, Location at) {
   if (tiles.size() == 1)
     return tiles.front();
   auto type = cast<RankedTensorType>(tiles.front().getType());
@@ -388,7 +406,7 @@ Value LlamaTracer::joinTiles(ArrayRef<Value> tiles, Location at) {
                           sequenceBlocks());
 }
 
-Value LlamaTracer::attention(Value normed, const std::string &prefix) {
+Value DecoderTracer::attention(Value normed, const std::string &prefix) {
   int64_t hidden = model.hidden_size(), headDim = model.head_dim();
   int64_t heads = model.num_attention_heads();
   int64_t kvHeads = model.num_key_value_heads();
@@ -415,6 +433,10 @@ Value LlamaTracer::attention(Value normed, const std::string &prefix) {
     Value split = ReshapeOp::create(builder, loc(path),
                                     floatType({batch, seq, p.heads, headDim}),
                                     joinTiles(p.tiles, loc(path)));
+    // Qwen3 normalises each query and key head before rotating it.
+    if (p.rotate && family.qkNorm)
+      split = rmsNorm(split, attn + "." + p.name.take_front(1) + "_norm",
+                      headDim);
     p.heads4d = p.rotate ? rope(split, path + ".rope") : split;
   };
   SmallVector<Value> pieces = sequenceTiles(normed, tile, at);
@@ -452,7 +474,7 @@ Value LlamaTracer::attention(Value normed, const std::string &prefix) {
   return joinTiles(outputs, at);
 }
 
-Value LlamaTracer::mlp(Value normed, const std::string &prefix) {
+Value DecoderTracer::mlp(Value normed, const std::string &prefix) {
   // Tiles of parallel.mlp_tile_tokens positions, each through the whole
   // MLP: one tile's activations live at a time.
   Location at = loc(prefix + ".mlp");
@@ -467,7 +489,7 @@ Value LlamaTracer::mlp(Value normed, const std::string &prefix) {
   return joinTiles(outputs, at);
 }
 
-Value LlamaTracer::mlpTile(Value normed, const std::string &prefix) {
+Value DecoderTracer::mlpTile(Value normed, const std::string &prefix) {
   int64_t hidden = model.hidden_size(), inner = model.intermediate_size();
   std::string path = prefix + ".mlp";
   Split column{TensorParallelStyle::Column}, row{TensorParallelStyle::Row};
@@ -479,20 +501,23 @@ Value LlamaTracer::mlpTile(Value normed, const std::string &prefix) {
   return linear(act, path + ".down_proj", "down_proj", inner, hidden, row);
 }
 
-Value LlamaTracer::decoderLayer(Value hidden, int64_t layer) {
+Value DecoderTracer::decoderLayer(Value hidden, int64_t layer) {
   layerMarker.layer = layer;
   llvm::scope_exit done([&] { layerMarker.layer.reset(); });
   std::string prefix = llvm::formatv("model.layers.{0}", layer).str();
   Value attnOut =
-      attention(rmsNorm(hidden, prefix + ".input_layernorm"), prefix);
+      attention(rmsNorm(hidden, prefix + ".input_layernorm", model.hidden_size()),
+                prefix);
   hidden =
       AddOp::create(builder, loc(prefix), hidden.getType(), hidden, attnOut);
   Value mlpOut =
-      mlp(rmsNorm(hidden, prefix + ".post_attention_layernorm"), prefix);
+      mlp(rmsNorm(hidden, prefix + ".post_attention_layernorm",
+                  model.hidden_size()),
+          prefix);
   return AddOp::create(builder, loc(prefix), hidden.getType(), hidden, mlpOut);
 }
 
-OwningOpRef<ModuleOp> LlamaTracer::trace() {
+OwningOpRef<ModuleOp> DecoderTracer::trace() {
   MLIRContext *context = builder.getContext();
   context->loadDialect<TwillDialect, func::FuncDialect>();
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc("job"));
@@ -537,7 +562,7 @@ OwningOpRef<ModuleOp> LlamaTracer::trace() {
   Value h = joinTiles(embedded, embedAt);
   for (int64_t layer = 0; layer < model.num_hidden_layers(); ++layer)
     h = decoderLayer(h, layer);
-  h = rmsNorm(h, "model.norm");
+  h = rmsNorm(h, "model.norm", hidden);
 
   // A tied lm_head reads the embedding table; PEFT adapts it all the same.
   Value lmHead = model.tie_word_embeddings()
@@ -611,9 +636,9 @@ OwningOpRef<ModuleOp> LlamaTracer::trace() {
 }
 
 namespace twill {
-OwningOpRef<ModuleOp> buildLlamaModule(MLIRContext &context,
+OwningOpRef<ModuleOp> buildDecoderModule(MLIRContext &context,
                                        const JobConfig &job,
                                        const TraceOptions &options) {
-  return LlamaTracer(context, job, options).trace();
+  return DecoderTracer(context, job, options).trace();
 }
 } // namespace twill

@@ -1,7 +1,9 @@
-//===- LlamaBuilder.h - trace Llama + LoRA into twill IR --------*- C++ -*-===//
+//===- DecoderBuilder.h - trace a decoder + LoRA into twill IR --*- C++ -*-===//
 //
-// Traces the forward pass of a Llama 3.x model with LoRA adapters, as
-// Hugging Face's LlamaForCausalLM + PEFT compute it, into
+// Traces the forward pass of a decoder-only model of a family the frontend
+// knows (frontend/config/ModelFamily.h: Llama 3.x, Mistral, Qwen2, Qwen3)
+// with LoRA adapters, as the family's transformers causal LM + PEFT compute
+// it, into
 //
 //   func.func @forward(%params..., %tokens, %labels, %positions, %segments)
 //       -> (tensor<f32> {twill.output = "loss_sum", twill.role = ...},
@@ -19,8 +21,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TWILL_FRONTEND_LLAMABUILDER_H
-#define TWILL_FRONTEND_LLAMABUILDER_H
+#ifndef TWILL_FRONTEND_DECODERBUILDER_H
+#define TWILL_FRONTEND_DECODERBUILDER_H
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -44,9 +46,9 @@ struct TraceOptions {
 /// Builds the module for `job` (a resolved, validated config): its mesh and
 /// its @forward function.
 mlir::OwningOpRef<mlir::ModuleOp>
-buildLlamaModule(mlir::MLIRContext &context, const JobConfig &job,
+buildDecoderModule(mlir::MLIRContext &context, const JobConfig &job,
                  const TraceOptions &options = {});
 
 } // namespace twill
 
-#endif // TWILL_FRONTEND_LLAMABUILDER_H
+#endif // TWILL_FRONTEND_DECODERBUILDER_H

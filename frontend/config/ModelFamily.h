@@ -1,0 +1,61 @@
+//===- ModelFamily.h - what each model family adds to Llama's layer -*- C++ -*-===//
+//
+// The one place that knows the model families (config.json's model_type).
+// Each is Llama's decoder layer (RMSNorm, attention with rotary embeddings
+// and grouped-query heads, SwiGLU MLP) with differences stated here as
+// traits; the tracer (frontend/DecoderBuilder.cpp) builds from the traits
+// and the config, and nothing after the frontend knows a family.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TWILL_FRONTEND_CONFIG_MODELFAMILY_H
+#define TWILL_FRONTEND_CONFIG_MODELFAMILY_H
+
+#include "proto/job_config.pb.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <optional>
+
+namespace twill {
+
+struct ModelFamily {
+  /// config.json's model_type, and the transformers class of its causal LM
+  /// (config.json's architectures), which a merged model names.
+  llvm::StringLiteral modelType, causalLm;
+  /// q, k and v always have biases, whatever the config says (Qwen2).
+  bool qkvBias = false;
+  /// Which of the config's bias keys the family's transformers class reads:
+  /// attention_bias (q, k, v and o) and mlp_bias (gate, up and down).
+  bool readsAttentionBias = false, readsMlpBias = false;
+  /// RMSNorm over each head of q and of k before the rotary embedding
+  /// (Qwen3's q_norm and k_norm, of head_dim weights).
+  bool qkNorm = false;
+  /// head_dim must be stated: the transformers class's default is not
+  /// hidden_size / num_attention_heads (Qwen3Config's is 128).
+  bool statesHeadDim = false;
+  /// How the config says which layers' attention slides.
+  enum class Window {
+    None,          // never (Llama has no sliding_window)
+    EveryLayer,    // sliding_window, null for none (Mistral)
+    ChosenLayers,  // use_sliding_window and layer_types (Qwen2, Qwen3)
+  } window = Window::None;
+};
+
+/// Every family the frontend builds, in the order errors list them.
+llvm::ArrayRef<ModelFamily> modelFamilies();
+/// The family of `modelType`, or null.
+const ModelFamily *findModelFamily(llvm::StringRef modelType);
+
+/// The window of layer `layer`'s attention (the positions a query sees,
+/// itself included) for `model` of a known family; none where every
+/// earlier position is seen.
+std::optional<int64_t> slidingWindowOf(const ModelConfig &model,
+                                       int64_t layer);
+
+/// Whether a projection (q_proj ... down_proj) of `model` has a bias.
+bool hasBias(const ModelConfig &model, llvm::StringRef projection);
+
+} // namespace twill
+
+#endif // TWILL_FRONTEND_CONFIG_MODELFAMILY_H

@@ -1,0 +1,33 @@
+"""The model families the oracles build tiny models of: transformers' own
+classes, by config.json's model_type."""
+import torch
+from transformers import (LlamaConfig, LlamaForCausalLM, MistralConfig,
+                          MistralForCausalLM, Qwen2Config, Qwen2ForCausalLM,
+                          Qwen3Config, Qwen3ForCausalLM)
+
+# model_type -> the transformers classes of its config and causal LM
+FAMILIES = {"llama": (LlamaConfig, LlamaForCausalLM),
+            "mistral": (MistralConfig, MistralForCausalLM),
+            "qwen2": (Qwen2Config, Qwen2ForCausalLM),
+            "qwen3": (Qwen3Config, Qwen3ForCausalLM)}
+
+
+def tiny_model(family, **settings):
+    """A random fp32 model of `family`: 2 layers, hidden 32, 4 heads, MLP of
+    48, and `settings` (vocab_size at least)."""
+    config_class, model_class = FAMILIES[family]
+    config = config_class(hidden_size=32, intermediate_size=48,
+                          num_hidden_layers=2, num_attention_heads=4,
+                          max_position_embeddings=64, **settings)
+    return model_class(config).float()
+
+
+def randomize_norms_and_biases(model):
+    """Norm weights in [0.5, 1.5) and biases in [-0.5, 0.5): transformers
+    starts them at 1 and 0, where a missed one would not show."""
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if name.endswith("norm.weight"):
+                parameter.uniform_(0.5, 1.5)
+            elif name.endswith(".bias"):
+                parameter.uniform_(-0.5, 0.5)
