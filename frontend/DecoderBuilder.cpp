@@ -457,10 +457,15 @@ Value DecoderTracer::attention(Value normed, const std::string &prefix) {
   Value q = projections[0].heads4d, k = projections[1].heads4d,
         v = projections[2].heads4d;
 
+  // A window no shorter than the sequence is no window.
+  std::optional<int64_t> window =
+      ::twill::slidingWindowOf(model, *layerMarker.layer);
   Value context = AttentionOp::create(
       builder, at, q.getType(), q, k, v, segments,
       builder.getF64FloatAttr(1.0 / std::sqrt(double(headDim))),
-      /*shard_axis=*/nullptr);
+      /*shard_axis=*/nullptr,
+      window && *window < seq ? builder.getI64IntegerAttr(*window)
+                              : IntegerAttr());
   Value merged = ReshapeOp::create(
       builder, at, floatType({batch, seq, heads * headDim}), context);
   SmallVector<Value> outputs;

@@ -29,7 +29,13 @@ double twill::flopsOf(const Instruction &instruction,
     llvm::ArrayRef<int64_t> query = operandShapes[0]; // [batch, seq, heads, dim]
     if (query.size() != 4)
       return 0;
-    double forward = 2.0 * query[0] * query[2] * query[1] * query[1] * query[3];
+    // The (query, key) pairs a head sees: about half of seq^2, or with a
+    // window w shorter than the sequence, seq w - w^2 / 2.
+    double seq = double(query[1]);
+    double window = double(instruction.attention().window());
+    double pairs = window > 0 && window < seq ? seq * window - window * window / 2
+                                              : seq * seq / 2;
+    double forward = 4.0 * query[0] * query[2] * pairs * query[3];
     return instruction.opcode() == ATTENTION ? forward : 2.5 * forward;
   }
   case LINEAR_CROSS_ENTROPY:

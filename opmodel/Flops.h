@@ -21,7 +21,8 @@ namespace twill {
 /// The floating-point operations of `instruction` whose operands have
 /// `operandShapes` and whose first result has `resultShape`: 2mnk per
 /// matmul product; causal attention 2·B·H·S²·D forward (half of each of its
-/// two products' 2·B·H·S²·D) and 2.5 times that backward (its gradient's
+/// two products' 2·B·H·S²·D; with a window W < S, 4·B·H·D·(S·W − W²/2))
+/// and 2.5 times that backward (its gradient's
 /// four products and the recomputed scores); a linear cross-entropy's
 /// logits product, and in its gradient that and the product that uses
 /// them; 0 for the rest, whose cost is the bytes they move.

@@ -367,6 +367,7 @@ static void describeAttributes(Operation *op, ::twill::Instruction &out) {
         ::twill::AttentionAttributes &a = *out.mutable_attention();
         a.set_scale(op.getScale().convertToDouble());
         a.set_shard_axis(axisName(op.getShardAxis()));
+        a.set_window(op.getWindow().value_or(0));
       })
       .Case<tw::CrossEntropyOp, tw::CrossEntropyGradOp,
             tw::LinearCrossEntropyOp>(

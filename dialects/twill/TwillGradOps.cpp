@@ -49,6 +49,8 @@ LogicalResult RopeGradOp::verify() {
 }
 
 LogicalResult AttentionGradOp::verify() {
+  if (getWindow() && *getWindow() < 1)
+    return emitOpError("window must be at least 1");
   return check(*this,
                shapes::attentionGrad(
                    shapeOf(getQuery()), shapeOf(getKey()), shapeOf(getValue()),

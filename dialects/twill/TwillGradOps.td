@@ -111,8 +111,9 @@ def Twill_AttentionGradOp : Twill_ComputeOp<"attention_grad", [Pure]> {
   let description = [{
     For `output = attention(query, key, value, segments)` and `grad` =
     dL/doutput, returns (dL/dquery, dL/dkey, dL/dvalue); the softmax is
-    recomputed, never stored. `shard_axis` is as for attention; the key and
-    value gradients are then partial sums over the axis.
+    recomputed, never stored. `shard_axis` and `window` are as for
+    attention; with `shard_axis` the key and value gradients are partial
+    sums over the axis.
 
     ```mlir
     %dq, %dk, %dv = twill.attention_grad %q, %k, %v, %o, %do segments(%doc)
@@ -126,7 +127,8 @@ def Twill_AttentionGradOp : Twill_ComputeOp<"attention_grad", [Pure]> {
                        Twill_FloatTensor:$value, Twill_FloatTensor:$output,
                        Twill_FloatTensor:$grad,
                        Optional<Twill_IntTensor>:$segments, F64Attr:$scale,
-                       OptionalAttr<StrAttr>:$shard_axis);
+                       OptionalAttr<StrAttr>:$shard_axis,
+                       OptionalAttr<I64Attr>:$window);
   let results = (outs Twill_FloatTensor:$query_grad,
                       Twill_FloatTensor:$key_grad,
                       Twill_FloatTensor:$value_grad);

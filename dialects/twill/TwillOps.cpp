@@ -179,6 +179,8 @@ LogicalResult AttentionOp::verify() {
     return failure();
   if (getScale().convertToDouble() <= 0.0)
     return emitOpError("scale must be positive");
+  if (getWindow() && *getWindow() < 1)
+    return emitOpError("window must be at least 1");
   return success();
 }
 

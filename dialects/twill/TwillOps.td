@@ -205,6 +205,10 @@ def Twill_AttentionOp : Twill_ComputeOp<"attention", [Pure, DeclareOpInterfaceMe
            tensor<2x8192x8x128xbf16>, tensor<2x8192xi32>) -> tensor<2x8192x32x128xbf16>
     ```
 
+    With `window` (sliding-window attention), a query sees only the keys
+    less than `window` positions before it: itself and the `window - 1`
+    before.
+
     After partitioning, `shard_axis` says the query heads are this rank's
     block along that mesh axis while key and value hold every head (fewer
     key/value heads than ranks): query head `h` is global head
@@ -213,7 +217,8 @@ def Twill_AttentionOp : Twill_ComputeOp<"attention", [Pure, DeclareOpInterfaceMe
   let arguments = (ins Twill_FloatTensor:$query, Twill_FloatTensor:$key,
                        Twill_FloatTensor:$value,
                        Optional<Twill_IntTensor>:$segments, F64Attr:$scale,
-                       OptionalAttr<StrAttr>:$shard_axis);
+                       OptionalAttr<StrAttr>:$shard_axis,
+                       OptionalAttr<I64Attr>:$window);
   let results = (outs Twill_FloatTensor:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`segments` `(` $segments^ `)`)? attr-dict `:`

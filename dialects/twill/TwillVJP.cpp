@@ -106,7 +106,8 @@ Cotangents AttentionOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
   auto grad = AttentionGradOp::create(
       builder, getLoc(), getQuery().getType(), getKey().getType(),
       getValue().getType(), getQuery(), getKey(), getValue(), getResult(),
-      cotangents[0], getSegments(), getScaleAttr(), getShardAxisAttr());
+      cotangents[0], getSegments(), getScaleAttr(), getShardAxisAttr(),
+      getWindowAttr());
   Value results[] = {grad.getQueryGrad(), grad.getKeyGrad(),
                      grad.getValueGrad()};
   for (int i = 0; i < 3; ++i)

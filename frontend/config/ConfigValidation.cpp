@@ -335,25 +335,6 @@ static void validateTrain(const TrainConfig &train, Problems &problems) {
   problems.positive("train.log_every", train.log_every());
 }
 
-/// A window at least as long as the sequence is no window at all; a
-/// shorter one is not built yet.
-static void validateWindows(const JobConfig &config, Problems &problems) {
-  const ModelConfig &model = config.model();
-  int64_t seqLen = config.train().seq_len();
-  // (Layers past the most allowed are refused elsewhere.)
-  int64_t layers = std::min<int64_t>(model.num_hidden_layers(), 1 << 10);
-  for (int64_t layer = 0; layer < layers; ++layer)
-    if (std::optional<int64_t> window = slidingWindowOf(model, layer);
-        window && *window > 0 && *window < seqLen) {
-      problems.add("model.sliding_window ({0}) is shorter than "
-                   "train.seq_len ({1}) in layer {2}: sliding-window "
-                   "attention is not built yet; train with train.seq_len at "
-                   "most {0}",
-                   *window, seqLen, layer);
-      return;
-    }
-}
-
 /// What a micro-batch through the model forms, in elements: the weights,
 /// and each token's values in every layer (a generous count, not the cost
 /// model's). At most 2^52, so that every byte count the compiler adds up
@@ -429,7 +410,6 @@ llvm::Error twill::validateJobConfig(const JobConfig &config) {
                    "{1}",
                    field, layers);
   validateTrain(config.train(), problems);
-  validateWindows(config, problems);
   if (problems.empty()) // of sizes that are each in range
     validateScale(config, problems);
   problems.nonNegative("checkpoint.save_every",

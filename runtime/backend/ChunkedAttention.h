@@ -4,7 +4,8 @@
 // Causal grouped-query attention (and its gradient) as a schedule of GEMMs
 // and two row kernels, run chunk of queries by chunk: the scores of one
 // chunk against the keys it can see (keys 0 .. its last query: causality
-// halves the work) are the only scores that ever exist, so memory is
+// halves the work; with a sliding window, from its first query's window
+// on) are the only scores that ever exist, so memory is
 // bounded by the chunk size, never seq^2 x heads, and every FLOP of QK^T,
 // PV and their gradients runs in the backend's GEMM (oneDNN, cuBLAS on
 // tensor cores). One schedule for every backend: the cpu backend
@@ -65,10 +66,11 @@
 
 namespace twill {
 
-/// Rows of scores for `heads` query heads x `rows` queries (query i0 + r)
-/// against keys 0 .. keys-1, each row `keys` long, head after head. A key is
-/// visible when it is not after the query and (with segments) in the
-/// query's segment.
+/// Rows of scores for `heads` query heads x `rows` queries (query
+/// firstQuery + r) against keys firstKey .. firstKey + keys - 1, each row
+/// `keys` long, head after head. A key is visible when it is not after the
+/// query, (with a window) less than `window` positions before it, and (with
+/// segments) in the query's segment.
 struct SoftmaxRows {
   const float *scores = nullptr; // [heads][rows][keys]
   float *lse = nullptr;          // [heads][rows]: log-sum-exp of scaled rows
@@ -76,11 +78,26 @@ struct SoftmaxRows {
   const float *probabilityGrad = nullptr; // softmaxGradRows: dP
   void *scoreGrad = nullptr; // softmaxGradRows: dS (scaled), storage type
   const int32_t *segments = nullptr; // this batch row's, or null
-  int64_t heads = 0, rows = 0, keys = 0, firstQuery = 0;
+  int64_t heads = 0, rows = 0, keys = 0, firstQuery = 0, firstKey = 0;
+  int64_t window = 0; // 0: every earlier key
   double scale = 1;
 
-  TWILL_HOST_DEVICE bool visible(int64_t query, int64_t key) const {
-    return key <= query && (!segments || segments[key] == segments[query]);
+  /// Whether the key of column `column` is visible to `query`.
+  TWILL_HOST_DEVICE bool visible(int64_t query, int64_t column) const {
+    int64_t key = firstKey + column;
+    return key <= query && (window <= 0 || query - key < window) &&
+           (!segments || segments[key] == segments[query]);
+  }
+  /// The columns [visibleBegin, visibleEnd) of row `row` that may be
+  /// visible: none before its query's window, none past the query.
+  TWILL_HOST_DEVICE int64_t visibleBegin(int64_t row) const {
+    int64_t query = firstQuery + row % rows;
+    int64_t begin = window > 0 ? query - window + 1 - firstKey : 0;
+    return begin > 0 ? begin : 0;
+  }
+  TWILL_HOST_DEVICE int64_t visibleEnd(int64_t row) const {
+    int64_t end = firstQuery + row % rows + 1 - firstKey;
+    return end < keys ? end : keys;
   }
 };
 
@@ -90,7 +107,8 @@ struct AttentionProblem {
   int64_t batch, seq, kvHeads, headDim;
   HeadBlock heads;
   double scale;
-  int elementBytes; // of the storage type
+  int elementBytes;   // of the storage type
+  int64_t window = 0; // sliding-window attention's; 0: none
 };
 
 namespace detail {
@@ -161,9 +179,9 @@ ChunkScratch chunkScratch(Ops &ops, const AttentionProblem &p, int64_t g,
 
 /// One chunk of queries [first, first + rows) of batch row `b`, for the
 /// query heads [h0, h0 + g) that KV head `kv` serves; it sees keys
-/// [0, keys).
+/// [firstKey, firstKey + keys).
 struct Chunk {
-  int64_t b, kv, h0, g, first, rows, keys;
+  int64_t b, kv, h0, g, first, rows, firstKey, keys;
 };
 
 /// Where the chunk's first query row of its first head is in a
@@ -193,12 +211,17 @@ void copyHeadRows(Ops &ops, const AttentionProblem &p, const Chunk &c,
   }
 }
 
-/// The KV head's first `keys` rows of `perKv` ([batch, seq, kvHeads, D]:
-/// keys or values) as a GEMM operand.
+/// Where the chunk's first key row of its KV head is in a [batch, seq,
+/// kvHeads, D] tensor (keys, values or their gradients), in elements.
+inline int64_t firstKvRow(const AttentionProblem &p, const Chunk &c) {
+  return ((c.b * p.seq + c.firstKey) * p.kvHeads + c.kv) * p.headDim;
+}
+
+/// The KV head's `keys` rows of `perKv` (keys or values) that the chunk
+/// sees, as a GEMM operand.
 inline const void *kvRows(const AttentionProblem &p, const Chunk &c,
                           const void *perKv) {
-  return at(perKv, (c.b * p.seq * p.kvHeads + c.kv) * p.headDim,
-            p.elementBytes);
+  return at(perKv, firstKvRow(p, c), p.elementBytes);
 }
 
 /// out [g x rows][keys] (fp32) = `stacked` rows [g x rows][D] (queries or
@@ -238,7 +261,8 @@ inline SoftmaxRows scoreRows(const AttentionProblem &p, const Chunk &c,
   rows.scoreGrad = scratch.scoreGrad;
   rows.segments = p.segments ? p.segments + c.b * p.seq : nullptr;
   rows.heads = c.g, rows.rows = c.rows, rows.keys = c.keys;
-  rows.firstQuery = c.first, rows.scale = p.scale;
+  rows.firstQuery = c.first, rows.firstKey = c.firstKey;
+  rows.window = p.window, rows.scale = p.scale;
   return rows;
 }
 
@@ -256,7 +280,11 @@ void forEachChunk(Ops &ops, const AttentionProblem &p, int64_t budgetBytes,
     ChunkScratch scratch = chunkScratch(ops, p, h1 - h0, budgetBytes, gradient);
     for (int64_t first = 0; first < p.seq; first += scratch.rows) {
       int64_t rows = std::min(scratch.rows, p.seq - first);
-      Chunk chunk{b, kv, h0, h1 - h0, first, rows, first + rows};
+      // The keys from the first query's window to the last query.
+      int64_t firstKey =
+          p.window > 0 ? std::max<int64_t>(first - p.window + 1, 0) : 0;
+      Chunk chunk{b,     kv,   h0,       h1 - h0,
+                  first, rows, firstKey, first + rows - firstKey};
       copyHeadRows(ops, p, chunk, p.q, scratch.queries, /*stack=*/true);
       rowsTimesKvT(ops, p, chunk, scratch.queries, p.k, scratch.scores);
       ops.softmaxRows(scoreRows(p, chunk, scratch));
@@ -267,7 +295,7 @@ void forEachChunk(Ops &ops, const AttentionProblem &p, int64_t budgetBytes,
 
 } // namespace detail
 
-/// out = softmax(scale Q K^T, causal, within segments) V.
+/// out = softmax(scale Q K^T, causal, within segments and the window) V.
 template <typename Ops>
 void chunkedAttention(Ops &ops, const AttentionProblem &p, void *out,
                       int64_t budgetBytes) {
@@ -311,12 +339,12 @@ void chunkedAttentionGrad(Ops &ops, const AttentionProblem &p, const void *grad,
         dV.m = c.keys, dV.n = D, dV.k = c.g * c.rows;
         dV.a = scratch.probabilities, dV.lda = c.keys;
         dV.b = scratch.outputGrads, dV.ldb = D;
-        dV.c = valueAcc + c.b * p.seq * KV * D + c.kv * D, dV.ldc = KV * D;
+        dV.c = valueAcc + firstKvRow(p, c), dV.ldc = KV * D;
         dV.accumulate = true;
         ops.gemm(dV);
         RowMajorGemm dK = dV;
         dK.a = scratch.scoreGrad, dK.b = scratch.queries;
-        dK.c = keyAcc + c.b * p.seq * KV * D + c.kv * D;
+        dK.c = keyAcc + firstKvRow(p, c);
         ops.gemm(dK);
       });
   ops.store(keyAcc, keyGrad, kvValues);

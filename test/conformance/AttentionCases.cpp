@@ -9,10 +9,10 @@ using namespace twill::conformance;
 
 /// attention and attention_grad over q [batch, seq, heads, dim] and k, v
 /// [batch, seq, kvHeads, dim], with packed documents or not, on one rank's
-/// block of heads (`axis`) or all of them.
+/// block of heads (`axis`) or all of them, in a sliding `window` or not (0).
 static void attention(Suite &suite, DType type, int64_t batch, int64_t seq,
                int64_t heads, int64_t kvHeads, int64_t dim, bool packed,
-               const char *axis, const char *note) {
+               const char *axis, const char *note, int64_t window = 0) {
   Shape q = {batch, seq, heads, dim}, kv = {batch, seq, kvHeads, dim};
   double tolerance = type == BF16 ? kBF16Attention : kSummed;
   for (bool gradient : {false, true}) {
@@ -34,6 +34,7 @@ static void attention(Suite &suite, DType type, int64_t batch, int64_t seq,
     }
     c->mutable_attention()->set_scale(1 / std::sqrt(double(dim)));
     c->mutable_attention()->set_shard_axis(axis);
+    c->mutable_attention()->set_window(window);
     c.note(note).add();
   }
 }
@@ -52,5 +53,13 @@ void conformance::attentionCases(Suite &suite) {
               "head 2 of 3, replicated KV heads");
     attention(suite, type, 1, 4096, 2, 1, 16, true, "",
               "seq 4096, MQA, packed");
+    // Sliding windows: shorter than a document, and over chunks whose
+    // keys start past 0.
+    attention(suite, type, 2, 17, 6, 2, 12, true, "", "GQA, packed, window 5",
+              5);
+    attention(suite, type, 1, 513, 4, 2, 20, true, "mid",
+              "heads of the mid block, two chunks, window 100", 100);
+    attention(suite, type, 1, 4096, 2, 1, 16, false, "",
+              "seq 4096, MQA, window 1024", 1024);
   }
 }

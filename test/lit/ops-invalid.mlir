@@ -129,6 +129,14 @@ func.func @attention_gqa(%q: tensor<2x8x4x16xf32>, %kv: tensor<2x8x3x16xf32>) {
 
 // -----
 
+func.func @attention_window(%q: tensor<2x8x4x16xf32>, %kv: tensor<2x8x2x16xf32>) {
+  // expected-error @+1 {{window must be at least 1}}
+  %0 = twill.attention %q, %kv, %kv {scale = 2.5e-01 : f64, window = 0 : i64} : (tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>) -> tensor<2x8x4x16xf32>
+  return
+}
+
+// -----
+
 func.func @attention_key_shape(%q: tensor<2x8x4x16xf32>, %k: tensor<2x8x2x8xf32>) {
   // expected-error @+1 {{key must have shape [2, 8, 2, 16], got [2, 8, 2, 8]}}
   %0 = twill.attention %q, %k, %k {scale = 2.5e-01 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8x2x8xf32>, tensor<2x8x2x8xf32>) -> tensor<2x8x4x16xf32>

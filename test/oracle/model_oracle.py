@@ -94,11 +94,15 @@ PACKED = [[5, 4, 3], [7, 5]]
 CONFIGS["llama_bias"] = (dict(num_key_value_heads=2, attention_bias=True,
                               mlp_bias=True), ALL_PROJECTIONS, PACKED)
 CONFIGS["llama_bias_dora"] = CONFIGS["llama_bias"]
-# Mistral: head_dim other than hidden / heads (Mistral-Nemo's trait), a
-# window no shorter than the sequence.
+# Mistral: head_dim other than hidden / heads (Mistral-Nemo's trait), and
+# sliding-window attention: a window of 5, shorter than the rows of 12 and
+# than their documents of 7 (each document alone is the reference, as
+# attention within documents must be).
 CONFIGS["mistral"] = (dict(family="mistral", num_key_value_heads=2,
-                           head_dim=12, sliding_window=16), ALL_PROJECTIONS,
+                           head_dim=12, sliding_window=5), ALL_PROJECTIONS,
                       PACKED)
+CONFIGS["mistral_full"] = (dict(family="mistral", num_key_value_heads=2,
+                                sliding_window=3), None, [[12], [12]])
 # Qwen2: biases on q, k and v, tied embeddings (the small sizes').
 CONFIGS["qwen2"] = (dict(family="qwen2", num_key_value_heads=2,
                          tie_word_embeddings=True), ALL_PROJECTIONS, PACKED)
@@ -109,6 +113,11 @@ CONFIGS["qwen2_dora_dropout"] = (dict(family="qwen2", num_key_value_heads=2),
                                  ALL_PROJECTIONS, PACKED)
 CONFIGS["qwen2_full"] = (dict(family="qwen2", num_key_value_heads=2), None,
                          PACKED)
+# Qwen2 with its window on the second layer only (layer_types).
+CONFIGS["qwen2_window"] = (dict(family="qwen2", num_key_value_heads=2,
+                                use_sliding_window=True, sliding_window=4,
+                                max_window_layers=1), ALL_PROJECTIONS,
+                           [[12], [9, 3]])
 # Qwen3: RMSNorm of each query and key head, head_dim 12 with hidden 32
 # and 4 heads; its optional attention biases.
 CONFIGS["qwen3"] = (dict(family="qwen3", num_key_value_heads=2, head_dim=12),

@@ -39,10 +39,11 @@ LR, WARMUP, WEIGHT_DECAY, MAX_NORM = 2e-3, 3, 0.1, 0.05
 RANK, ALPHA, TARGETS = 4, 8.0, ["q_proj", "v_proj", "down_proj"]
 # What each family's tiny model has beyond Llama's: Qwen2's tied embeddings
 # (its q, k and v biases it always has), Qwen3's and Mistral-Nemo's head_dim
-# other than hidden / heads, Qwen3's attention biases.
+# other than hidden / heads, Qwen3's attention biases, Mistral's sliding
+# window (5 of the 12 positions).
 FAMILY_SETTINGS = {"llama": {}, "qwen2": dict(tie_word_embeddings=True),
                    "qwen3": dict(head_dim=12, attention_bias=True),
-                   "mistral": dict(head_dim=12, sliding_window=None)}
+                   "mistral": dict(head_dim=12, sliding_window=5)}
 
 
 def make_examples():

@@ -447,33 +447,26 @@ TEST(JobConfigValidation, ModelFamilies) {
   EXPECT_THAT(validationErrorAfter("model.model_type=qwen3 "
                                    "model.architectures= model.mlp_bias=true"),
               HasSubstr("model.mlp_bias must be false: qwen3 models"));
-  // A window shorter than the sequence (tiny's is 64 positions).
   EXPECT_THAT(
       validationErrorAfter("model.model_type=mistral model.architectures= "
-                           "model.sliding_window=16"),
-      HasSubstr("model.sliding_window (16) is shorter than train.seq_len (64) "
-                "in layer 0: sliding-window attention is not built yet"));
-  EXPECT_THAT(
-      validationErrorAfter(
-          "model.model_type=qwen2 model.architectures= model.sliding_window=8 "
-          "model.use_sliding_window=true "
-          "model.layer_types=full_attention,sliding_attention"),
-      HasSubstr("in layer 1"));
+                           "model.sliding_window=0"),
+      HasSubstr("model.sliding_window must be positive, got 0"));
   EXPECT_THAT(validationErrorAfter("model.layer_types=full_attention"),
               HasSubstr("model.layer_types must name each of the 2 layers, "
                         "got 1"));
   EXPECT_THAT(validationErrorAfter("model.layer_types=full_attention,local"),
               HasSubstr("model.layer_types 'local' is not supported"));
-  // No window at all, or one no shorter than the sequence: built.
+  // Windows shorter than the sequence (tiny's is 64 positions).
   EXPECT_TRUE(bool(loadJobConfig(sourcePath("configs/tiny.textproto"),
                                  {"model.model_type=qwen2",
                                   "model.architectures=",
                                   "model.sliding_window=8",
-                                  "model.max_window_layers=0"})));
+                                  "model.use_sliding_window=true",
+                                  "model.max_window_layers=1"})));
   EXPECT_TRUE(bool(loadJobConfig(sourcePath("configs/tiny.textproto"),
                                  {"model.model_type=mistral",
                                   "model.architectures=",
-                                  "model.sliding_window=64"})));
+                                  "model.sliding_window=16"})));
   // Qwen3Config's head_dim is 128 whatever the hidden size: it is not
   // guessed.
   EXPECT_THAT(errorOf(loadJobConfig(sourcePath("configs/tiny.textproto"),

@@ -70,12 +70,15 @@ TEST(CpuKernels, DropoutIsTheMaskOfEachElementsPlace) {
       EXPECT_EQ(partOut[t * block + f], out[t * features + first + f]);
 }
 
-TEST(CpuKernels, AttentionIsCausalGroupedAndStaysInsideSegments) {
-  const int64_t batch = 1, seq = 5, heads = 4, kvHeads = 2, dim = 3;
+// Sliding windows too: of 2 (a query and the one before it) and of 4,
+// which a segment of 4 crosses.
+TEST(CpuKernels, AttentionIsCausalGroupedAndStaysInsideSegmentsAndWindows) {
+  const int64_t batch = 1, seq = 7, heads = 4, kvHeads = 2, dim = 3;
   std::vector<float> q = randomValues(seq * heads * dim, 4);
   std::vector<float> k = randomValues(seq * kvHeads * dim, 5);
   std::vector<float> v = randomValues(seq * kvHeads * dim, 6);
-  const int32_t segments[] = {0, 0, 1, 1, 1};
+  const int32_t segments[] = {0, 0, 1, 1, 1, 1, 1};
+  for (int64_t window : {0, 2, 4}) {
   std::vector<float> out(q.size()), expected(q.size());
   double scale = 0.7;
   for (int64_t h = 0; h < heads; ++h) {
@@ -85,7 +88,8 @@ TEST(CpuKernels, AttentionIsCausalGroupedAndStaysInsideSegments) {
       double total = 0;
       for (int64_t j = 0; j < seq; ++j) {
         double weight = 0;
-        if (j <= i && segments[j] == segments[i]) {
+        if (j <= i && segments[j] == segments[i] &&
+            (window == 0 || i - j < window)) {
           double dot = 0;
           for (int64_t d = 0; d < dim; ++d)
             dot +=
@@ -104,8 +108,9 @@ TEST(CpuKernels, AttentionIsCausalGroupedAndStaysInsideSegments) {
     }
   }
   cpu::attention(q.data(), k.data(), v.data(), segments, out.data(), batch, seq,
-                 HeadBlock::whole(heads), kvHeads, dim, scale);
+                 HeadBlock::whole(heads), kvHeads, dim, scale, window);
   expectNear(out, expected);
+  }
 }
 
 /// Grouped-query attention on a block of the query heads (global heads 1..3
@@ -119,11 +124,12 @@ struct AttentionCase {
   std::vector<float> w = randomValues(q.size(), 14); // dL/dout
   std::vector<int32_t> segments = {0, 0, 0, 1, 1, 2, 2, 5, 5, 5, 5, 6, 6, 6};
   double scale = 0.5;
+  int64_t window = 0; // none; a sliding window's size
 
   std::vector<float> forward(int64_t budget) const {
     std::vector<float> out(q.size());
     cpu::attention(q.data(), k.data(), v.data(), segments.data(), out.data(),
-                   batch, seq, heads, kvHeads, dim, scale, budget);
+                   batch, seq, heads, kvHeads, dim, scale, window, budget);
     return out;
   }
   /// L = sum(out * w).
@@ -140,22 +146,29 @@ struct AttentionCase {
                                              std::vector<float>(v.size())};
     cpu::attentionGrad(q.data(), k.data(), v.data(), w.data(), segments.data(),
                        grads[0].data(), grads[1].data(), grads[2].data(), batch,
-                       seq, heads, kvHeads, dim, scale, budget);
+                       seq, heads, kvHeads, dim, scale, window, budget);
     return grads;
   }
 };
 
+// With a window of 3 each chunk of queries sees keys from its first
+// query's window on.
 TEST(CpuKernels, AttentionChunksAgreeWithOneChunk) {
-  AttentionCase c;
-  // A budget of one byte makes chunks of one query; 1 MiB one chunk.
-  expectNear(c.forward(1), c.forward(1 << 20));
-  auto oneByOne = c.gradients(1), whole = c.gradients(1 << 20);
-  for (int i = 0; i < 3; ++i)
-    expectNear(oneByOne[i], whole[i]);
+  for (int64_t window : {0, 3}) {
+    AttentionCase c;
+    c.window = window;
+    // A budget of one byte makes chunks of one query; 1 MiB one chunk.
+    expectNear(c.forward(1), c.forward(1 << 20));
+    auto oneByOne = c.gradients(1), whole = c.gradients(1 << 20);
+    for (int i = 0; i < 3; ++i)
+      expectNear(oneByOne[i], whole[i]);
+  }
 }
 
 TEST(CpuKernels, AttentionGradientsMatchFiniteDifferences) {
+  for (int64_t window : {0, 3}) {
   AttentionCase c;
+  c.window = window;
   auto grads = c.gradients(40 * 4 * 4); // a few rows per chunk
   std::vector<float> *inputs[] = {&c.q, &c.k, &c.v};
   for (int input = 0; input < 3; ++input) {
@@ -169,8 +182,9 @@ TEST(CpuKernels, AttentionGradientsMatchFiniteDifferences) {
       double down = c.loss();
       values[i] = saved;
       EXPECT_NEAR(grads[input][i], (up - down) / (2 * step), 2e-3)
-          << "input " << input << " element " << i;
+          << "input " << input << " element " << i << " window " << window;
     }
+  }
   }
 }
 

@@ -10,6 +10,7 @@
 #include "frontend/config/JobConfig.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassManager.h"
+#include "opmodel/Flops.h"
 #include "passes/Passes.h"
 #include "passes/ResourceReport.h"
 #include "runtime/executable/Opcodes.h"
@@ -64,6 +65,25 @@ TEST(Flops, ThePlanAndTheProfileCountEveryOpOfThe8BStepAlike) {
   for (const char *kind : {"matmul", "attention", "attention_grad",
                            "linear_cross_entropy", "linear_cross_entropy_grad"})
     EXPECT_GT(byKind[kind], 1e9) << kind;
+}
+
+// A sliding window counts the (query, key) pairs it sees: seq w - w^2 / 2
+// of the causal seq^2 / 2.
+TEST(Flops, AWindowCountsThePairsItSees) {
+  Instruction attention;
+  attention.set_opcode(ATTENTION);
+  attention.mutable_attention()->set_scale(1);
+  llvm::SmallVector<int64_t> query = {2, 1024, 8, 64};
+  llvm::ArrayRef<int64_t> shapes[] = {query, query, query};
+  double causal = flopsOf(attention, shapes, query);
+  EXPECT_EQ(causal, 2.0 * 2 * 8 * 1024 * 1024 * 64);
+  attention.mutable_attention()->set_window(256);
+  EXPECT_EQ(flopsOf(attention, shapes, query),
+            4.0 * 2 * 8 * (1024.0 * 256 - 256.0 * 256 / 2) * 64);
+  attention.mutable_attention()->set_window(4096); // longer than the sequence
+  EXPECT_EQ(flopsOf(attention, shapes, query), causal);
+  attention.set_opcode(ATTENTION_GRAD);
+  EXPECT_EQ(flopsOf(attention, shapes, query), 2.5 * causal);
 }
 
 } // namespace

@@ -193,11 +193,15 @@ TEST(Gemm, AttentionScheduleMapsTheSameOnColumnMajorGemms) {
                            batch,    seq,      kvHeads,      dim,
                            heads,    0.5,      sizeof(float)};
   const int64_t budget = 3 * seq * 16; // a few queries per chunk
+  // Without a window, and with one of 4 that a segment of 7 crosses (the
+  // chunks' key rows then start past 0).
+  for (int64_t window : {0, 4}) {
+  problem.window = window;
   std::vector<float> out(q.size()), expected(q.size());
   ColumnMajorAttentionOps ops;
   chunkedAttention(ops, problem, out.data(), budget);
   cpu::attention(q.data(), k.data(), v.data(), segments.data(), expected.data(),
-                 batch, seq, heads, kvHeads, dim, 0.5);
+                 batch, seq, heads, kvHeads, dim, 0.5, problem.window);
   expectNear(out, expected);
 
   std::vector<std::vector<float>> grads(3), expectedGrads(3);
@@ -210,9 +214,10 @@ TEST(Gemm, AttentionScheduleMapsTheSameOnColumnMajorGemms) {
   cpu::attentionGrad(q.data(), k.data(), v.data(), dOut.data(), segments.data(),
                      expectedGrads[0].data(), expectedGrads[1].data(),
                      expectedGrads[2].data(), batch, seq, heads, kvHeads, dim,
-                     0.5);
+                     0.5, problem.window);
   for (int i = 0; i < 3; ++i)
     expectNear(grads[i], expectedGrads[i]);
+  }
 }
 
 } // namespace

@@ -74,21 +74,20 @@ struct CpuAttentionOps {
 AttentionProblem problem(const float *q, const float *k, const float *v,
                          const int32_t *segments, int64_t batch, int64_t seq,
                          HeadBlock heads, int64_t kvHeads, int64_t headDim,
-                         double scale) {
-  return {q,       k,       v,     segments, batch,        seq,
-          kvHeads, headDim, heads, scale,    sizeof(float)};
+                         double scale, int64_t window) {
+  return {q,     k,     v,
+          segments, batch, seq,
+          kvHeads,  headDim, heads,
+          scale,    sizeof(float), window};
 }
 
 } // namespace
 
-/// Keys after the query are never visible: a row's work ends at the query.
-static int64_t visibleEnd(const SoftmaxRows &s, int64_t row) {
-  return std::min(s.keys, s.firstQuery + row % s.rows + 1);
-}
-
-/// One row of softmaxRows over keys [0, end): P and the row's log-sum-exp.
-/// With segments (packed documents) only the query's segment is visible;
-/// the two cases are separate loops so that each is vector code.
+/// One row of softmaxRows over the keys [0, end) it may see (from the
+/// first of its window: keys after the query, or before its window, are
+/// never visible): P and the row's log-sum-exp. With segments (packed
+/// documents) only the query's segment is visible; the two cases are
+/// separate loops so that each is vector code.
 template <bool Segmented>
 static inline float softmaxRow(const float *scores, float *p, int64_t end,
                                float scale, const int32_t *segments,
@@ -118,13 +117,17 @@ TWILL_CPU_CLONES void cpu::softmaxRows(const SoftmaxRows &s) {
   float scale = float(s.scale);
 #pragma omp parallel for schedule(static) if (!omp_in_parallel())
   for (int64_t row = 0; row < s.heads * s.rows; ++row) {
-    int64_t query = s.firstQuery + row % s.rows, end = visibleEnd(s, row);
-    const float *scores = s.scores + row * s.keys;
+    int64_t query = s.firstQuery + row % s.rows;
+    int64_t begin = s.visibleBegin(row), end = s.visibleEnd(row);
+    const float *scores = s.scores + row * s.keys + begin;
     float *p = static_cast<float *>(s.probabilities) + row * s.keys;
-    s.lse[row] = s.segments
-                     ? softmaxRow<true>(scores, p, end, scale, s.segments,
-                                        s.segments[query])
-                     : softmaxRow<false>(scores, p, end, scale, nullptr, 0);
+    s.lse[row] = s.segments ? softmaxRow<true>(scores, p + begin, end - begin,
+                                               scale,
+                                               s.segments + s.firstKey + begin,
+                                               s.segments[query])
+                            : softmaxRow<false>(scores, p + begin, end - begin,
+                                                scale, nullptr, 0);
+    std::fill(p, p + begin, 0.0f);
     std::fill(p + end, p + s.keys, 0.0f);
   }
 }
@@ -135,17 +138,18 @@ TWILL_CPU_CLONES void cpu::softmaxGradRows(const SoftmaxRows &s) {
   float scale = float(s.scale);
 #pragma omp parallel for schedule(static) if (!omp_in_parallel())
   for (int64_t row = 0; row < s.heads * s.rows; ++row) {
-    int64_t end = visibleEnd(s, row);
+    int64_t begin = s.visibleBegin(row), end = s.visibleEnd(row);
     const float *p = static_cast<const float *>(s.probabilities) + row * s.keys;
     const float *dP = s.probabilityGrad + row * s.keys;
     float *dS = static_cast<float *>(s.scoreGrad) + row * s.keys;
     float rowDot = 0; // sum_j p_j dP_j = dO . O
 #pragma omp simd reduction(+ : rowDot)
-    for (int64_t j = 0; j < end; ++j)
+    for (int64_t j = begin; j < end; ++j)
       rowDot += p[j] * dP[j];
 #pragma omp simd
-    for (int64_t j = 0; j < end; ++j)
+    for (int64_t j = begin; j < end; ++j)
       dS[j] = p[j] * (dP[j] - rowDot) * scale;
+    std::fill(dS, dS + begin, 0.0f);
     std::fill(dS + end, dS + s.keys, 0.0f);
   }
 }
@@ -153,12 +157,13 @@ TWILL_CPU_CLONES void cpu::softmaxGradRows(const SoftmaxRows &s) {
 void cpu::attention(const float *q, const float *k, const float *v,
                     const int32_t *segments, float *out, int64_t batch,
                     int64_t seq, HeadBlock heads, int64_t kvHeads,
-                    int64_t headDim, double scale, int64_t budgetBytes) {
+                    int64_t headDim, double scale, int64_t window,
+                    int64_t budgetBytes) {
   CpuAttentionOps ops;
-  chunkedAttention(
-      ops,
-      problem(q, k, v, segments, batch, seq, heads, kvHeads, headDim, scale),
-      out, budgetBytes);
+  chunkedAttention(ops,
+                   problem(q, k, v, segments, batch, seq, heads, kvHeads,
+                           headDim, scale, window),
+                   out, budgetBytes);
 }
 
 void cpu::attentionGrad(const float *q, const float *k, const float *v,
@@ -166,12 +171,12 @@ void cpu::attentionGrad(const float *q, const float *k, const float *v,
                         float *queryGrad, float *keyGrad, float *valueGrad,
                         int64_t batch, int64_t seq, HeadBlock heads,
                         int64_t kvHeads, int64_t headDim, double scale,
-                        int64_t budgetBytes) {
+                        int64_t window, int64_t budgetBytes) {
   CpuAttentionOps ops;
-  chunkedAttentionGrad(
-      ops,
-      problem(q, k, v, segments, batch, seq, heads, kvHeads, headDim, scale),
-      grad, queryGrad, keyGrad, valueGrad, budgetBytes);
+  chunkedAttentionGrad(ops,
+                       problem(q, k, v, segments, batch, seq, heads, kvHeads,
+                               headDim, scale, window),
+                       grad, queryGrad, keyGrad, valueGrad, budgetBytes);
 }
 
 static llvm::Error runAttention(const InstructionView &in) {
@@ -181,7 +186,7 @@ static llvm::Error runAttention(const InstructionView &in) {
   cpu::attention(in.data<float>(0), in.data<float>(1), in.data<float>(2),
                  shape->segments(in), in.data<float>(shape->firstResult),
                  shape->batch, shape->seq, shape->heads, shape->kvHeads,
-                 shape->headDim, shape->scale);
+                 shape->headDim, shape->scale, shape->window);
   return llvm::Error::success();
 }
 
@@ -194,7 +199,8 @@ static llvm::Error runAttentionGrad(const InstructionView &in) {
       in.data<float>(0), in.data<float>(1), in.data<float>(2),
       in.data<float>(4), shape->segments(in), in.data<float>(first),
       in.data<float>(first + 1), in.data<float>(first + 2), shape->batch,
-      shape->seq, shape->heads, shape->kvHeads, shape->headDim, shape->scale);
+      shape->seq, shape->heads, shape->kvHeads, shape->headDim, shape->scale,
+      shape->window);
   return llvm::Error::success();
 }
 

@@ -56,12 +56,14 @@ void softmaxGradRows(const SoftmaxRows &rows);
 inline constexpr int64_t kAttentionBudgetBytes = 32 << 20;
 
 /// Causal grouped-query attention over [batch, seq, heads, headDim] inputs;
-/// with `segments` ([batch, seq]) a query sees only keys of its segment.
-/// Runs as chunks of queries (ChunkedAttention.h) whose scores fit in
-/// `budgetBytes`.
+/// with `segments` ([batch, seq]) a query sees only keys of its segment,
+/// with a `window` (0: none) only the keys less than `window` positions
+/// before it. Runs as chunks of queries (ChunkedAttention.h) whose scores
+/// fit in `budgetBytes`.
 void attention(const float *q, const float *k, const float *v,
                const int32_t *segments, float *out, int64_t batch, int64_t seq,
                HeadBlock heads, int64_t kvHeads, int64_t headDim, double scale,
+               int64_t window = 0,
                int64_t budgetBytes = kAttentionBudgetBytes);
 
 /// to = from over `count` values, on every thread (nothing when they are
@@ -144,7 +146,8 @@ void attentionGrad(const float *q, const float *k, const float *v,
                    const float *grad, const int32_t *segments, float *queryGrad,
                    float *keyGrad, float *valueGrad, int64_t batch, int64_t seq,
                    HeadBlock heads, int64_t kvHeads, int64_t headDim,
-                   double scale, int64_t budgetBytes = kAttentionBudgetBytes);
+                   double scale, int64_t window = 0,
+                   int64_t budgetBytes = kAttentionBudgetBytes);
 
 /// dL/dgate and dL/dup of silu(gate) * up.
 void swigluGrad(const float *gate, const float *up, const float *grad,

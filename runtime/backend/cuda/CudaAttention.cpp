@@ -120,7 +120,8 @@ AttentionProblem problem(const InstructionView &in,
           shape.headDim,
           shape.heads,
           shape.scale,
-          int(bytesPerElement(in.dtype(0)))};
+          int(bytesPerElement(in.dtype(0))),
+          shape.window};
 }
 
 } // namespace

@@ -38,6 +38,7 @@ struct AttentionShape {
   int firstResult; // the operand count: results follow
   double scale;
   bool hasSegments;
+  int64_t window; // 0: none
 
   const int32_t *segments(const InstructionView &in) const {
     return hasSegments ? in.data<int32_t>(firstResult - 1) : nullptr;
@@ -73,9 +74,17 @@ inline llvm::Expected<AttentionShape> attentionShape(const InstructionView &in,
   llvm::Expected<HeadBlock> heads = headBlock(in, q[2], k[2]);
   if (!heads)
     return heads.takeError();
-  return AttentionShape{
-      q[0],       q[1], k[2], q[3], *heads, first, in->attention().scale(),
-      hasSegments};
+  if (in->attention().window() < 0)
+    return in.fail("window must be zero (none) or positive");
+  return AttentionShape{q[0],
+                        q[1],
+                        k[2],
+                        q[3],
+                        *heads,
+                        first,
+                        in->attention().scale(),
+                        hasSegments,
+                        in->attention().window()};
 }
 
 } // namespace twill
