@@ -122,7 +122,7 @@ Error shapes::reshape(Shape input, Shape result) {
                                elementsOf(input), elementsOf(result)));
 }
 
-Error shapes::swigluGrad(Shape gate, Shape up, Shape grad, Shape gateGrad,
+Error shapes::gatedGrad(Shape gate, Shape up, Shape grad, Shape gateGrad,
                          Shape upGrad) {
   return allLike(gate, {{"up", up},
                         {"grad", grad},

@@ -51,14 +51,15 @@ llvm::Error rmsNormWeightGrad(Shape input, Shape grad, Shape result);
 /// positions [batch, seq] -> like x.
 llvm::Error rope(Shape x, Shape positions, Shape result);
 
-/// add, mul, div and swiglu: lhs, rhs -> result, all of one shape.
+/// add, mul, div, swiglu and geglu: lhs, rhs -> result, all of one shape.
 llvm::Error binary(Shape lhs, Shape rhs, Shape result);
 /// scale, sqrt and cast: the result of the input's shape.
 llvm::Error unary(Shape input, Shape result);
 /// reshape: as many elements in the result as in the input.
 llvm::Error reshape(Shape input, Shape result);
-/// swiglu_grad: gate, up, grad -> the gate's and up's, all of one shape.
-llvm::Error swigluGrad(Shape gate, Shape up, Shape grad, Shape gateGrad,
+/// swiglu_grad and geglu_grad: gate, up, grad -> the gate's and up's, all
+/// of one shape.
+llvm::Error gatedGrad(Shape gate, Shape up, Shape grad, Shape gateGrad,
                        Shape upGrad);
 /// transpose: result dim i is input dim permutation[i], a permutation of
 /// every dim.

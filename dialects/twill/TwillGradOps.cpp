@@ -60,12 +60,18 @@ LogicalResult AttentionGradOp::verify() {
                    shapeOf(getValueGrad()), bool(getShardAxis())));
 }
 
-LogicalResult SwigluGradOp::verify() {
-  return check(*this, shapes::swigluGrad(shapeOf(getGate()), shapeOf(getUp()),
-                                         shapeOf(getGrad()),
-                                         shapeOf(getGateGrad()),
-                                         shapeOf(getUpGrad())));
+/// swiglu_grad and geglu_grad: gate, up and grad, and the gate's and up's
+/// gradients, all of one shape.
+template <typename GatedGradOp>
+static LogicalResult verifyGatedGrad(GatedGradOp op) {
+  return check(op, shapes::gatedGrad(shapeOf(op.getGate()), shapeOf(op.getUp()),
+                                     shapeOf(op.getGrad()),
+                                     shapeOf(op.getGateGrad()),
+                                     shapeOf(op.getUpGrad())));
 }
+
+LogicalResult SwigluGradOp::verify() { return verifyGatedGrad(*this); }
+LogicalResult GegluGradOp::verify() { return verifyGatedGrad(*this); }
 
 LogicalResult ScaleColumnsGradOp::verify() {
   if (failed(expectSameElementType(*this, {getInput(), getScale(), getGrad(),

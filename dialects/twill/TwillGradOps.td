@@ -140,17 +140,16 @@ def Twill_AttentionGradOp : Twill_ComputeOp<"attention_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Twill_SwigluGradOp : Twill_ComputeOp<"swiglu_grad", [Pure]> {
-  let summary = "Gradients of swiglu with respect to gate and up";
-  let description = [{
-    For `y = silu(gate) * up` and `grad` = dL/dy, returns (dL/dgate, dL/dup).
-
-    ```mlir
-    %dg, %du = twill.swiglu_grad %g, %u, %dy
-        : (tensor<2x64x160xf32>, tensor<2x64x160xf32>, tensor<2x64x160xf32>)
-        -> (tensor<2x64x160xf32>, tensor<2x64x160xf32>)
-    ```
-  }];
+// The gradients of a gated activation (swiglu, geglu) with respect to
+// gate and up.
+class Twill_GatedGradOp<string mnemonic, string forward>
+    : Twill_ComputeOp<mnemonic, [Pure]> {
+  let summary = "Gradients of " # mnemonic # " with respect to gate and up";
+  let description = "For `y = " # forward # "` and `grad` = dL/dy, returns "
+    # "(dL/dgate, dL/dup).\n\n```mlir\n%dg, %du = twill." # mnemonic
+    # " %g, %u, %dy\n    : (tensor<2x64x160xf32>, tensor<2x64x160xf32>, "
+    # "tensor<2x64x160xf32>)\n    -> (tensor<2x64x160xf32>, "
+    # "tensor<2x64x160xf32>)\n```";
   let arguments = (ins Twill_FloatTensor:$gate, Twill_FloatTensor:$up,
                        Twill_FloatTensor:$grad);
   let results = (outs Twill_FloatTensor:$gate_grad,
@@ -160,6 +159,10 @@ def Twill_SwigluGradOp : Twill_ComputeOp<"swiglu_grad", [Pure]> {
   }];
   let hasVerifier = 1;
 }
+
+def Twill_SwigluGradOp : Twill_GatedGradOp<"swiglu_grad", "silu(gate) * up">;
+def Twill_GegluGradOp : Twill_GatedGradOp<"geglu_grad",
+                                          "gelu_tanh(gate) * up">;
 
 def Twill_ScaleColumnsGradOp : Twill_ComputeOp<"scale_columns_grad", [Pure]> {
   let summary = "Gradients of scale_columns with respect to input and scale";

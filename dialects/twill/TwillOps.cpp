@@ -198,6 +198,7 @@ static LogicalResult verifyElementwiseBinary(Operation *op) {
 LogicalResult AddOp::verify() { return verifyElementwiseBinary(*this); }
 LogicalResult MulOp::verify() { return verifyElementwiseBinary(*this); }
 LogicalResult SwigluOp::verify() { return verifyElementwiseBinary(*this); }
+LogicalResult GegluOp::verify() { return verifyElementwiseBinary(*this); }
 LogicalResult DivOp::verify() { return verifyElementwiseBinary(*this); }
 
 LogicalResult CrossEntropyOp::verify() {

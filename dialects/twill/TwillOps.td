@@ -259,6 +259,11 @@ def Twill_SwigluOp : Twill_ElementwiseBinaryOp<"swiglu",
   let summary = "SwiGLU gate: silu(gate) * up";
 }
 
+def Twill_GegluOp : Twill_ElementwiseBinaryOp<"geglu",
+                                              "gelu_tanh(lhs) * rhs"> {
+  let summary = "GeGLU gate (Gemma's): gelu(gate) * up, GELU's tanh form";
+}
+
 def Twill_ScaleOp : Twill_ComputeOp<"scale", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>, AllTypesMatch<["input", "result"]>]> {
   let summary = "Multiplication by a constant";
   let description = [{

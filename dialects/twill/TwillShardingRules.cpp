@@ -127,11 +127,13 @@ ShardingRule AddOp::getShardingRule() { return elementwiseRule(*this); }
 ShardingRule MulOp::getShardingRule() { return elementwiseRule(*this); }
 ShardingRule DivOp::getShardingRule() { return elementwiseRule(*this); }
 ShardingRule SwigluOp::getShardingRule() { return elementwiseRule(*this); }
+ShardingRule GegluOp::getShardingRule() { return elementwiseRule(*this); }
 ShardingRule ScaleOp::getShardingRule() { return elementwiseRule(*this); }
 ShardingRule CastOp::getShardingRule() { return elementwiseRule(*this); }
 ShardingRule OffloadOp::getShardingRule() { return elementwiseRule(*this); }
 ShardingRule ReloadOp::getShardingRule() { return elementwiseRule(*this); }
 ShardingRule SwigluGradOp::getShardingRule() { return elementwiseRule(*this); }
+ShardingRule GegluGradOp::getShardingRule() { return elementwiseRule(*this); }
 
 ShardingRule RowSumSquaresOp::getShardingRule() {
   // Split along its last dim, each rank sums its columns: a partial sum.

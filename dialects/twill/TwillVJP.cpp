@@ -151,13 +151,25 @@ Cotangents DivOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
   return grads;
 }
 
-Cotangents SwigluOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
-                              ArrayRef<bool> needed) {
-  Type type = getResult().getType();
-  auto grad = SwigluGradOp::create(builder, getLoc(), type, type, getLhs(),
-                                   getRhs(), cotangents[0]);
+/// A gated activation's cotangents: its gradient op's, gate's and up's.
+template <typename GatedGradOp, typename GatedOp>
+static Cotangents gatedVJP(GatedOp op, OpBuilder &builder,
+                           ValueRange cotangents, ArrayRef<bool> needed) {
+  Type type = op.getResult().getType();
+  auto grad = GatedGradOp::create(builder, op.getLoc(), type, type, op.getLhs(),
+                                  op.getRhs(), cotangents[0]);
   return SmallVector<Value>{needed[0] ? grad.getGateGrad() : Value(),
                             needed[1] ? grad.getUpGrad() : Value()};
+}
+
+Cotangents SwigluOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
+                              ArrayRef<bool> needed) {
+  return gatedVJP<SwigluGradOp>(*this, builder, cotangents, needed);
+}
+
+Cotangents GegluOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
+                             ArrayRef<bool> needed) {
+  return gatedVJP<GegluGradOp>(*this, builder, cotangents, needed);
 }
 
 Cotangents ScaleOp::buildVJP(OpBuilder &builder, ValueRange cotangents,

@@ -10,7 +10,7 @@ using namespace twill::conformance;
 void conformance::elementwiseCases(Suite &suite) {
   for (DType type : kFloats)
     for (Shape shape : {Shape{1001}, Shape{3, 7, 45}}) {
-      for (Opcode op : {ADD, MUL, SWIGLU, DIV}) {
+      for (Opcode op : {ADD, MUL, SWIGLU, GEGLU, DIV}) {
         CaseBuilder c(suite, op, type, kSummed);
         c.in(shape);
         c.in(shape, op == DIV ? uniform(0.5, 2) : normal());
@@ -80,12 +80,14 @@ void conformance::elementwiseCases(Suite &suite) {
         sums.add();
       }
 
-      CaseBuilder swiglu(suite, SWIGLU_GRAD, type, kSummed);
-      for (int i = 0; i < 3; ++i)
-        swiglu.in(shape);
-      swiglu.out(shape);
-      swiglu.out(shape);
-      swiglu.add();
+      for (Opcode op : {SWIGLU_GRAD, GEGLU_GRAD}) {
+        CaseBuilder gated(suite, op, type, kSummed);
+        for (int i = 0; i < 3; ++i)
+          gated.in(shape);
+        gated.out(shape);
+        gated.out(shape);
+        gated.add();
+      }
     }
   // Token counts (a tiled loss's tiles') add as integers.
   CaseBuilder counts(suite, ADD, I64, kExact);

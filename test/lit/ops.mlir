@@ -53,7 +53,9 @@ func.func @attention(%q: tensor<2x8x4x16xf32>, %kv: tensor<2x8x2x16xf32>, %doc: 
 // CHECK-LABEL: func.func @elementwise
 func.func @elementwise(%a: tensor<2x8x160xf32>, %b: tensor<2x8x160xf32>) -> tensor<2x8x160xf32> {
   // CHECK: twill.swiglu %{{.*}}, %{{.*}} : (tensor<2x8x160xf32>, tensor<2x8x160xf32>) -> tensor<2x8x160xf32>
-  %0 = twill.swiglu %a, %b : (tensor<2x8x160xf32>, tensor<2x8x160xf32>) -> tensor<2x8x160xf32>
+  %s = twill.swiglu %a, %b : (tensor<2x8x160xf32>, tensor<2x8x160xf32>) -> tensor<2x8x160xf32>
+  // CHECK: twill.geglu %{{.*}}, %{{.*}} : (tensor<2x8x160xf32>, tensor<2x8x160xf32>) -> tensor<2x8x160xf32>
+  %0 = twill.geglu %s, %b : (tensor<2x8x160xf32>, tensor<2x8x160xf32>) -> tensor<2x8x160xf32>
   // CHECK: twill.add %{{.*}}, %{{.*}} : (tensor<2x8x160xf32>, tensor<2x8x160xf32>) -> tensor<2x8x160xf32>
   %1 = twill.add %0, %a : (tensor<2x8x160xf32>, tensor<2x8x160xf32>) -> tensor<2x8x160xf32>
   // CHECK: twill.mul %{{.*}}, %{{.*}} : (tensor<2x8x160xf32>, tensor<2x8x160xf32>) -> tensor<2x8x160xf32>

@@ -541,6 +541,36 @@ TEST(CpuKernels, SwigluGradIsTheDerivativeOfSiluTimesUp) {
   expectClose(outUp, upGrad, 1e-6, 1e-7);
 }
 
+// GELU's tanh form as PyTorch's gelu(approximate="tanh") writes it, in
+// double; gates up to +-20 reach both saturated ends of the tanh.
+TEST(CpuKernels, GegluAndItsGradientAreGeluTanhTimesUp) {
+  const int64_t count = 67;
+  std::vector<float> gate = randomValues(count, 37);
+  std::vector<float> up = randomValues(count, 38);
+  std::vector<float> grad = randomValues(count, 39);
+  for (float &g : gate)
+    g *= 4;
+  gate[0] = -20;
+  gate[1] = 20;
+  std::vector<double> out(count), gateGrad(count), upGrad(count);
+  const double c = std::sqrt(2 / M_PI), a = 0.044715;
+  for (int64_t i = 0; i < count; ++i) {
+    double x = gate[i], t = std::tanh(c * (x + a * x * x * x));
+    double gelu = 0.5 * x * (1 + t);
+    out[i] = gelu * up[i];
+    upGrad[i] = double(grad[i]) * gelu;
+    gateGrad[i] = double(grad[i]) * up[i] *
+                  (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * c * (1 + 3 * a * x * x));
+  }
+  std::vector<float> values(count), outGate(count), outUp(count);
+  cpu::geglu(gate.data(), up.data(), values.data(), count);
+  expectClose(values, out, 1e-6, 1e-7);
+  cpu::gegluGrad(gate.data(), up.data(), grad.data(), outGate.data(),
+                 outUp.data(), count);
+  expectClose(outGate, gateGrad, 1e-6, 1e-7);
+  expectClose(outUp, upGrad, 1e-6, 1e-7);
+}
+
 // The squares add to what the sum holds; the coefficient is
 // min(1, maxNorm / (norm + 1e-6)), so a norm equal to the limit clips a little.
 TEST(CpuKernels, GradNormSquaresAccumulateAndClipAsTorchDoes) {

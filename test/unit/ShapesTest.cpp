@@ -126,7 +126,7 @@ TEST(Shapes, ElementwiseLayoutAndOptimizerRules) {
   EXPECT_EQ(problemOf(shapes::binary({2, 8}, {2, 8}, {2, 8})), "");
   EXPECT_EQ(problemOf(shapes::binary({2, 8}, {8, 2}, {2, 8})),
             "rhs must have shape [2, 8], got [8, 2]");
-  EXPECT_EQ(problemOf(shapes::swigluGrad({4}, {4}, {4}, {4}, {5})),
+  EXPECT_EQ(problemOf(shapes::gatedGrad({4}, {4}, {4}, {4}, {5})),
             "up_grad must have shape [4], got [5]");
   EXPECT_EQ(problemOf(shapes::reshape({2, 8}, {4, 5})),
             "cannot reshape 16 elements into 20");

@@ -47,17 +47,21 @@ static llvm::Error runElementwise(const InstructionView &in) {
     break;
   }
   case SWIGLU_GRAD:
-    cpu::swigluGrad(in.data<float>(0), in.data<float>(1), in.data<float>(2),
-                    in.data<float>(3), in.data<float>(4), count);
+  case GEGLU_GRAD:
+    (op == SWIGLU_GRAD ? cpu::swigluGrad : cpu::gegluGrad)(
+        in.data<float>(0), in.data<float>(1), in.data<float>(2),
+        in.data<float>(3), in.data<float>(4), count);
     break;
   case ADD:
   case MUL:
   case DIV:
-  case SWIGLU: {
-    auto compute = op == ADD   ? cpu::add
-                   : op == MUL ? cpu::mul
-                   : op == DIV ? cpu::div
-                               : cpu::swiglu;
+  case SWIGLU:
+  case GEGLU: {
+    auto compute = op == ADD      ? cpu::add
+                   : op == MUL    ? cpu::mul
+                   : op == DIV    ? cpu::div
+                   : op == SWIGLU ? cpu::swiglu
+                                  : cpu::geglu;
     compute(in.data<float>(0), in.data<float>(1), in.data<float>(2), count);
     break;
   }
@@ -167,7 +171,8 @@ static llvm::Error runConstant(const InstructionView &in) {
 }
 
 void cpu::addElementwiseKernels(Kernels &kernels) {
-  kernels.add({ADD, MUL, DIV, SWIGLU, SCALE, SQRT, SWIGLU_GRAD},
+  kernels.add({ADD, MUL, DIV, SWIGLU, GEGLU, SCALE, SQRT, SWIGLU_GRAD,
+               GEGLU_GRAD},
               runElementwise);
   kernels.add({RESHAPE, OFFLOAD, RELOAD,
                // copied at once: their waits have nothing left to do

@@ -128,6 +128,25 @@ TWILL_CPU_CLONES void cpu::swiglu(const float *gate, const float *up,
     out[i] = gate[i] / (1.0f + expApprox(-gate[i])) * up[i];
 }
 
+/// GELU's tanh form, 0.5 x (1 + tanh(u)) with u = sqrt(2 / pi) (x +
+/// 0.044715 x^3), is x s with s = sigmoid(2u) = (1 + tanh(u)) / 2: no
+/// 1 + tanh to cancel where u is very negative. Returns s, and 2 du/dx.
+static inline float geluSigmoid(float x, float &twoDudx) {
+  constexpr float kRoot2OverPi = 0.7978845608028654f, kCubic = 0.044715f;
+  float u = kRoot2OverPi * (x + kCubic * x * x * x);
+  twoDudx = 2.0f * kRoot2OverPi * (1.0f + 3.0f * kCubic * x * x);
+  return 1.0f / (1.0f + cpu::expApprox(-2.0f * u));
+}
+
+TWILL_CPU_CLONES void cpu::geglu(const float *gate, const float *up,
+                                 float *out, int64_t count) {
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < count; ++i) {
+    float twoDudx, s = geluSigmoid(gate[i], twoDudx);
+    out[i] = gate[i] * s * up[i];
+  }
+}
+
 void cpu::copy(const float *from, float *to, int64_t count) {
   if (from == to)
     return;
@@ -463,6 +482,18 @@ TWILL_CPU_CLONES void cpu::swigluGrad(const float *gate, const float *up,
     upGrad[i] = grad[i] * silu;
     gateGrad[i] =
         grad[i] * up[i] * sigmoid * (1.0f + gate[i] * (1.0f - sigmoid));
+  }
+}
+
+TWILL_CPU_CLONES void cpu::gegluGrad(const float *gate, const float *up,
+                                     const float *grad, float *gateGrad,
+                                     float *upGrad, int64_t count) {
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < count; ++i) {
+    // d(x s)/dx = s + x s (1 - s) 2 du/dx.
+    float x = gate[i], twoDudx, s = geluSigmoid(x, twoDudx);
+    upGrad[i] = grad[i] * x * s;
+    gateGrad[i] = grad[i] * up[i] * (s + x * s * (1.0f - s) * twoDudx);
   }
 }
 

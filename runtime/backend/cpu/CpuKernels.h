@@ -72,6 +72,9 @@ void copy(const float *from, float *to, int64_t count);
 
 /// out = silu(gate) * up over `count` values.
 void swiglu(const float *gate, const float *up, float *out, int64_t count);
+/// out = gelu(gate) * up over `count` values, GELU's tanh form (PyTorch's
+/// gelu(approximate="tanh")).
+void geglu(const float *gate, const float *up, float *out, int64_t count);
 void add(const float *lhs, const float *rhs, float *out, int64_t count);
 void mul(const float *lhs, const float *rhs, float *out, int64_t count);
 void div(const float *lhs, const float *rhs, float *out, int64_t count);
@@ -151,6 +154,9 @@ void attentionGrad(const float *q, const float *k, const float *v,
 
 /// dL/dgate and dL/dup of silu(gate) * up.
 void swigluGrad(const float *gate, const float *up, const float *grad,
+                float *gateGrad, float *upGrad, int64_t count);
+/// dL/dgate and dL/dup of gelu(gate) * up (GELU's tanh form).
+void gegluGrad(const float *gate, const float *up, const float *grad,
                 float *gateGrad, float *upGrad, int64_t count);
 
 /// dL/dlogits of the summed cross-entropy: (softmax - onehot) * lossGrad on

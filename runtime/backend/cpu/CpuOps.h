@@ -21,8 +21,8 @@ using Kernels = KernelTable<Kernel>;
 /// embedding, embedding_grad, the rms_norm family, and rope and rope_grad
 /// (CpuLayers.cpp).
 void addLayerKernels(Kernels &kernels);
-/// add (floats, or token counts), mul, div, swiglu, scale, sqrt,
-/// swiglu_grad; reshape, offload and reload (and their starts: copies),
+/// add (floats, or token counts), mul, div, swiglu, geglu, scale, sqrt,
+/// swiglu_grad, geglu_grad; reshape, offload and reload (and their starts: copies),
 /// split and concat, cast, transpose, constant; dropout; DoRA's
 /// row_sum_squares, scale_columns and its gradient; a bias's add_columns and
 /// column_sums (CpuElementwise.cpp).

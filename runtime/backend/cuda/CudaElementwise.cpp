@@ -45,10 +45,10 @@ static llvm::Error runElementwise(const InstructionView &in, Device &device) {
                      device.stream);
     return llvm::Error::success();
   }
-  if (op == SWIGLU_GRAD) {
-    cuda::swigluGrad(in.data<void>(0), in.data<void>(1), in.data<void>(2),
-                     in.data<void>(3), in.data<void>(4), count, bf16,
-                     device.stream);
+  if (op == SWIGLU_GRAD || op == GEGLU_GRAD) {
+    (op == SWIGLU_GRAD ? cuda::swigluGrad : cuda::gegluGrad)(
+        in.data<void>(0), in.data<void>(1), in.data<void>(2), in.data<void>(3),
+        in.data<void>(4), count, bf16, device.stream);
     return llvm::Error::success();
   }
   std::optional<cuda::Binary> binary;
@@ -60,6 +60,8 @@ static llvm::Error runElementwise(const InstructionView &in, Device &device) {
     binary = cuda::Binary::Div;
   else if (op == SWIGLU)
     binary = cuda::Binary::Swiglu;
+  else if (op == GEGLU)
+    binary = cuda::Binary::Geglu;
   if (!binary)
     return in.fail("is no elementwise op");
   cuda::binary(*binary, in.data<void>(0), in.data<void>(1), in.data<void>(2),
@@ -205,7 +207,8 @@ static llvm::Error runConstant(const InstructionView &in, Device &device) {
 }
 
 void cuda::addElementwiseKernels(Kernels &kernels) {
-  kernels.add({ADD, MUL, DIV, SWIGLU, SCALE, SQRT, SWIGLU_GRAD},
+  kernels.add({ADD, MUL, DIV, SWIGLU, GEGLU, SCALE, SQRT, SWIGLU_GRAD,
+               GEGLU_GRAD},
               {runElementwise, /*bf16=*/true});
   kernels.add({RESHAPE, OFFLOAD, RELOAD, OFFLOAD_START, RELOAD_START},
               {runCopy, /*bf16=*/true});

@@ -38,6 +38,16 @@ __global__ void castKernel(const void *in, CastSource from, T *out,
   }
 }
 
+/// GELU's tanh form, 0.5 x (1 + tanh(u)) with u = sqrt(2 / pi) (x +
+/// 0.044715 x^3), is x s with s = sigmoid(2u) (the cpu kernels' form):
+/// returns s, and 2 du/dx.
+__device__ inline float geluSigmoid(float x, float &twoDudx) {
+  constexpr float kRoot2OverPi = 0.7978845608028654f, kCubic = 0.044715f;
+  float u = kRoot2OverPi * (x + kCubic * x * x * x);
+  twoDudx = 2.0f * kRoot2OverPi * (1.0f + 3.0f * kCubic * x * x);
+  return 1.0f / (1.0f + expf(-2.0f * u));
+}
+
 template <typename T>
 __global__ void binaryKernel(Binary op, const T *lhs, const T *rhs, T *out,
                              int64_t count) {
@@ -56,6 +66,11 @@ __global__ void binaryKernel(Binary op, const T *lhs, const T *rhs, T *out,
     case Binary::Swiglu:
       value = a / (1.0f + expf(-a)) * b;
       break;
+    case Binary::Geglu: {
+      float twoDudx;
+      value = a * geluSigmoid(a, twoDudx) * b;
+      break;
+    }
     }
     out[i] = storeAs<T>(value);
   }
@@ -156,6 +171,19 @@ __global__ void swigluGradKernel(const T *gateIn, const T *upIn,
     upGrad[i] = storeAs<T>(grad * silu);
     gateGrad[i] =
         storeAs<T>(grad * up * sigmoid * (1.0f + gate * (1.0f - sigmoid)));
+  }
+}
+
+template <typename T>
+__global__ void gegluGradKernel(const T *gateIn, const T *upIn,
+                                const T *gradIn, T *gateGrad, T *upGrad,
+                                int64_t count) {
+  GRID_STRIDE(i, count) {
+    float gate = load(gateIn[i]), up = load(upIn[i]), grad = load(gradIn[i]);
+    float twoDudx, s = geluSigmoid(gate, twoDudx);
+    upGrad[i] = storeAs<T>(grad * gate * s);
+    gateGrad[i] =
+        storeAs<T>(grad * up * (s + gate * s * (1.0f - s) * twoDudx));
   }
 }
 
@@ -301,6 +329,18 @@ void swigluGrad(const void *gate, const void *up, const void *grad,
   stored(bf16, [&](auto *tag) {
     using T = STORED(tag);
     swigluGradKernel<<<blocksFor(count), kThreads, 0, stream>>>(
+        static_cast<const T *>(gate), static_cast<const T *>(up),
+        static_cast<const T *>(grad), static_cast<T *>(gateGrad),
+        static_cast<T *>(upGrad), count);
+  });
+}
+
+void gegluGrad(const void *gate, const void *up, const void *grad,
+               void *gateGrad, void *upGrad, int64_t count, bool bf16,
+               cudaStream_t stream) {
+  stored(bf16, [&](auto *tag) {
+    using T = STORED(tag);
+    gegluGradKernel<<<blocksFor(count), kThreads, 0, stream>>>(
         static_cast<const T *>(gate), static_cast<const T *>(up),
         static_cast<const T *>(grad), static_cast<T *>(gateGrad),
         static_cast<T *>(upGrad), count);

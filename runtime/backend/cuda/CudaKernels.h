@@ -66,7 +66,7 @@ void rope(const void *x, const int32_t *positions, void *out, int64_t tokens,
 void softmaxRows(const SoftmaxRows &rows, bool bf16, cudaStream_t stream);
 void softmaxGradRows(const SoftmaxRows &rows, bool bf16, cudaStream_t stream);
 
-enum class Binary { Add, Mul, Div, Swiglu };
+enum class Binary { Add, Mul, Div, Swiglu, Geglu };
 void binary(Binary op, const void *lhs, const void *rhs, void *out,
             int64_t count, bool bf16, cudaStream_t stream);
 void scale(const void *x, double factor, void *out, int64_t count, bool bf16,
@@ -96,6 +96,9 @@ void dropout(const void *x, const int32_t *tokenIndex,
              int64_t firstFeature, const DropoutKey &key, double rate,
              void *out, bool bf16, cudaStream_t stream);
 void swigluGrad(const void *gate, const void *up, const void *grad,
+                void *gateGrad, void *upGrad, int64_t count, bool bf16,
+                cudaStream_t stream);
+void gegluGrad(const void *gate, const void *up, const void *grad,
                 void *gateGrad, void *upGrad, int64_t count, bool bf16,
                 cudaStream_t stream);
 

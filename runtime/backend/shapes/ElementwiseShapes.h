@@ -17,19 +17,20 @@
 namespace twill {
 
 /// An elementwise op's operand and result counts and shape rule: add, mul,
-/// div and swiglu (two operands, one result), scale and sqrt (one, one),
-/// swiglu_grad (three, two). Each backend checks the dtypes it computes in.
+/// div, swiglu and geglu (two operands, one result), scale and sqrt (one,
+/// one), swiglu_grad and geglu_grad (three, two). Each backend checks the dtypes it computes in.
 inline llvm::Error elementwiseShapes(const InstructionView &in) {
   Opcode op = in.opcode();
-  int operands = op == SCALE || op == SQRT ? 1 : op == SWIGLU_GRAD ? 3 : 2;
-  int results = op == SWIGLU_GRAD ? 2 : 1;
+  bool gatedGrad = op == SWIGLU_GRAD || op == GEGLU_GRAD;
+  int operands = op == SCALE || op == SQRT ? 1 : gatedGrad ? 3 : 2;
+  int results = gatedGrad ? 2 : 1;
   if (in.numOperands() != operands || in.numResults() != results)
     return in.fail(llvm::formatv("expects {0} operands and {1} results",
                                  operands, results));
   if (op == SCALE || op == SQRT)
     return in.check(shapes::unary(in.shape(0), in.shape(1)));
-  if (op == SWIGLU_GRAD)
-    return in.check(shapes::swigluGrad(in.shape(0), in.shape(1), in.shape(2),
+  if (gatedGrad)
+    return in.check(shapes::gatedGrad(in.shape(0), in.shape(1), in.shape(2),
                                        in.shape(3), in.shape(4)));
   return in.check(shapes::binary(in.shape(0), in.shape(1), in.shape(2)));
 }
