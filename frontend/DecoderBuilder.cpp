@@ -117,10 +117,17 @@ private:
   Value matmulTransposed(Value x, Value weight, Location at);
 
   /// RMSNorm over the last dim of `x`, of `size` values (a norm of the
-  /// hidden state, or of each head).
+  /// hidden state, or of each head); Gemma's scales by (1 + w).
   Value rmsNorm(Value x, const Twine &path, int64_t size);
-  /// Rotary embedding of `[batch, seq, heads, head_dim]` heads.
+  /// Rotary embedding of `[batch, seq, heads, head_dim]` heads, as the
+  /// layer being traced has it (Gemma 3's sliding layers: a base of their
+  /// own, unscaled).
   Value rope(Value heads, const std::string &path);
+  /// Whether the layer being traced attends through a sliding window (of
+  /// any length).
+  bool slidingLayer() const {
+    return ::twill::slidingWindowOf(model, *layerMarker.layer).has_value();
+  }
   Value decoderLayer(Value hidden, int64_t layer);
   Value attention(Value normed, const std::string &prefix);
   Value mlp(Value normed, const std::string &prefix);
@@ -342,21 +349,34 @@ Value DecoderTracer::linearWith(Value x, Value weight, const std::string &path,
 
 Value DecoderTracer::rmsNorm(Value x, const Twine &path, int64_t size) {
   std::string module = path.str();
-  Value weight = param(module + ".weight", {size},
-                       baseTrainable(), {TensorParallelStyle::Replicate},
-                       {InitKind::Ones, std::nullopt, {}});
-  return RmsNormOp::create(builder, loc(module), x.getType(), x, weight,
+  // Gemma's weights start at 0 and scale by 1 + w: the same start.
+  Value weight = param(module + ".weight", {size}, baseTrainable(),
+                       {TensorParallelStyle::Replicate},
+                       {family.gemmaLayer ? InitKind::Zeros : InitKind::Ones,
+                        std::nullopt,
+                        {}});
+  Location at = loc(module);
+  if (family.gemmaLayer)
+    weight = AddOp::create(
+        builder, at, weight.getType(), weight,
+        ConstantOp::create(builder, at, weight.getType(),
+                           builder.getF64FloatAttr(1.0)));
+  return RmsNormOp::create(builder, at, x.getType(), x, weight,
                            builder.getF64FloatAttr(model.rms_norm_eps()));
 }
 
 Value DecoderTracer::rope(Value heads, const std::string &path) {
-  auto op =
-      RopeOp::create(builder, loc(path), heads.getType(), heads, positions,
-                     builder.getF64FloatAttr(model.rope_theta()), FloatAttr(),
-                     FloatAttr(), FloatAttr(), IntegerAttr());
-  if (model.has_rope_scaling()) {
+  bool local = model.has_rope_local_base_freq() && slidingLayer();
+  auto op = RopeOp::create(
+      builder, loc(path), heads.getType(), heads, positions,
+      builder.getF64FloatAttr(local ? model.rope_local_base_freq()
+                                    : model.rope_theta()),
+      FloatAttr(), FloatAttr(), FloatAttr(), IntegerAttr());
+  if (model.has_rope_scaling() && !local) {
     const RopeScaling &scaling = model.rope_scaling();
     op.setScalingFactorAttr(builder.getF64FloatAttr(scaling.factor()));
+    if (scaling.rope_type() == "linear")
+      return op;
     op.setLowFreqFactorAttr(builder.getF64FloatAttr(scaling.low_freq_factor()));
     op.setHighFreqFactorAttr(
         builder.getF64FloatAttr(scaling.high_freq_factor()));
@@ -460,9 +480,13 @@ Value DecoderTracer::attention(Value normed, const std::string &prefix) {
   // A window no shorter than the sequence is no window.
   std::optional<int64_t> window =
       ::twill::slidingWindowOf(model, *layerMarker.layer);
+  // Gemma scales by its query_pre_attn_scalar instead of the head size.
+  double scalar = model.has_query_pre_attn_scalar()
+                      ? model.query_pre_attn_scalar()
+                      : double(headDim);
   Value context = AttentionOp::create(
       builder, at, q.getType(), q, k, v, segments,
-      builder.getF64FloatAttr(1.0 / std::sqrt(double(headDim))),
+      builder.getF64FloatAttr(1.0 / std::sqrt(scalar)),
       /*shard_axis=*/nullptr,
       window && *window < seq ? builder.getI64IntegerAttr(*window)
                               : IntegerAttr());
@@ -502,7 +526,12 @@ Value DecoderTracer::mlpTile(Value normed, const std::string &prefix) {
       linear(normed, path + ".gate_proj", "gate_proj", hidden, inner, column);
   Value up =
       linear(normed, path + ".up_proj", "up_proj", hidden, inner, column);
-  Value act = SwigluOp::create(builder, loc(path), gate.getType(), gate, up);
+  Value act =
+      family.gemmaLayer
+          ? GegluOp::create(builder, loc(path), gate.getType(), gate, up)
+                .getResult()
+          : SwigluOp::create(builder, loc(path), gate.getType(), gate, up)
+                .getResult();
   return linear(act, path + ".down_proj", "down_proj", inner, hidden, row);
 }
 
@@ -510,16 +539,23 @@ Value DecoderTracer::decoderLayer(Value hidden, int64_t layer) {
   layerMarker.layer = layer;
   llvm::scope_exit done([&] { layerMarker.layer.reset(); });
   std::string prefix = llvm::formatv("model.layers.{0}", layer).str();
-  Value attnOut =
-      attention(rmsNorm(hidden, prefix + ".input_layernorm", model.hidden_size()),
-                prefix);
-  hidden =
-      AddOp::create(builder, loc(prefix), hidden.getType(), hidden, attnOut);
-  Value mlpOut =
-      mlp(rmsNorm(hidden, prefix + ".post_attention_layernorm",
-                  model.hidden_size()),
-          prefix);
-  return AddOp::create(builder, loc(prefix), hidden.getType(), hidden, mlpOut);
+  int64_t size = model.hidden_size();
+  Location at = loc(prefix);
+  // Each block's output joins the residual stream; Gemma normalises it
+  // first (its post_attention_layernorm and post_feedforward_layernorm), and
+  // names the MLP's input norm pre_feedforward_layernorm.
+  auto residual = [&](Value block, const char *postNorm) {
+    if (family.gemmaLayer)
+      block = rmsNorm(block, prefix + postNorm, size);
+    return AddOp::create(builder, at, hidden.getType(), hidden, block);
+  };
+  hidden = residual(
+      attention(rmsNorm(hidden, prefix + ".input_layernorm", size), prefix),
+      ".post_attention_layernorm");
+  const char *mlpNorm = family.gemmaLayer ? ".pre_feedforward_layernorm"
+                                          : ".post_attention_layernorm";
+  return residual(mlp(rmsNorm(hidden, prefix + mlpNorm, size), prefix),
+                  ".post_feedforward_layernorm");
 }
 
 OwningOpRef<ModuleOp> DecoderTracer::trace() {
@@ -565,6 +601,20 @@ OwningOpRef<ModuleOp> DecoderTracer::trace() {
                    hidden}),
         embedTable, ids, /*shard_axis=*/nullptr));
   Value h = joinTiles(embedded, embedAt);
+  // Gemma scales the embeddings by sqrt(hidden_size), rounded to the
+  // weights' dtype as transformers rounds it.
+  if (family.gemmaLayer) {
+    llvm::APFloat normalizer(std::sqrt(double(hidden)));
+    bool lost;
+    normalizer.convert(job.train().precision() == ::twill::TrainConfig::BF16
+                           ? llvm::APFloat::BFloat()
+                           : llvm::APFloat::IEEEsingle(),
+                       llvm::APFloat::rmNearestTiesToEven, &lost);
+    normalizer.convert(llvm::APFloat::IEEEdouble(),
+                       llvm::APFloat::rmNearestTiesToEven, &lost);
+    h = ScaleOp::create(builder, embedAt, h.getType(), h,
+                        builder.getF64FloatAttr(normalizer.convertToDouble()));
+  }
   for (int64_t layer = 0; layer < model.num_hidden_layers(); ++layer)
     h = decoderLayer(h, layer);
   h = rmsNorm(h, "model.norm", hidden);

@@ -1,7 +1,8 @@
 //===- DecoderBuilder.h - trace a decoder + LoRA into twill IR --*- C++ -*-===//
 //
 // Traces the forward pass of a decoder-only model of a family the frontend
-// knows (frontend/config/ModelFamily.h: Llama 3.x, Mistral, Qwen2, Qwen3)
+// knows (frontend/config/ModelFamily.h: Llama 3.x, Mistral, Qwen2, Qwen3,
+// Gemma 3's text model)
 // with LoRA adapters, as the family's transformers causal LM + PEFT compute
 // it, into
 //

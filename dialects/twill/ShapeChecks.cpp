@@ -46,12 +46,16 @@ mlir::twill::verifyRopeScaling(Operation *op,
                                std::optional<uint64_t> originalMaxPosition) {
   if (!factor && !lowFreqFactor && !highFreqFactor && !originalMaxPosition)
     return success();
-  if (!factor || !lowFreqFactor || !highFreqFactor || !originalMaxPosition)
-    return op->emitOpError("rope scaling needs scaling_factor, "
-                           "low_freq_factor, high_freq_factor and "
-                           "original_max_position together");
-  if (factor->convertToDouble() < 1.0)
+  if (factor && factor->convertToDouble() < 1.0)
     return op->emitOpError("scaling_factor must be at least 1");
+  // Linear scaling: the factor alone.
+  if (factor && !lowFreqFactor && !highFreqFactor && !originalMaxPosition)
+    return success();
+  if (!factor || !lowFreqFactor || !highFreqFactor || !originalMaxPosition)
+    return op->emitOpError("rope scaling needs scaling_factor alone "
+                           "(linear), or scaling_factor, low_freq_factor, "
+                           "high_freq_factor and original_max_position "
+                           "together (llama3)");
   double low = lowFreqFactor->convertToDouble();
   if (low <= 0.0 || highFreqFactor->convertToDouble() <= low)
     return op->emitOpError(

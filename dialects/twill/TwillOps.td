@@ -163,8 +163,9 @@ def Twill_RopeOp : Twill_ComputeOp<"rope", [Pure, DeclareOpInterfaceMethods<Twil
     `i + head_dim / 2` as Hugging Face's Llama does. `positions`
     (`[batch, seq]`) restart at 0 for each document of a packed row.
 
-    With `scaling_factor` (and then also `low_freq_factor`,
-    `high_freq_factor` and `original_max_position`), the frequencies get
+    With `scaling_factor` alone, every frequency is divided by it (linear
+    scaling). With `scaling_factor` and `low_freq_factor`,
+    `high_freq_factor` and `original_max_position`, the frequencies get
     Llama 3.1's `rope_type = "llama3"` scaling: wavelengths longer than
     `original_max_position / low_freq_factor` are divided by
     `scaling_factor`, those shorter than `original_max_position /

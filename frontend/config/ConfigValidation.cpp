@@ -81,8 +81,7 @@ void twill::resolveDefaults(JobConfig &config) {
   }
   ModelConfig &model = *config.mutable_model();
   const ModelFamily *family = findModelFamily(model.model_type());
-  if (family && model.architectures().empty())
-    model.add_architectures(family->causalLm.str());
+  resolveFamilyDefaults(model);
   // Heads that divide the hidden size give the head size; otherwise, or
   // where the family's default is another, it must be stated (validation
   // says so).
@@ -196,6 +195,32 @@ static void validateModel(const ModelConfig &model, Problems &problems) {
     problems.add("model.mlp_bias must be false: {0} models have no MLP "
                  "biases",
                  family->modelType);
+  // Gemma's MLP gates by GELU's tanh form; the others' by SiLU.
+  if (family && family->gemmaLayer)
+    problems.oneOf("model.hidden_activation", model.hidden_activation(),
+                   {"gelu_pytorch_tanh"});
+  else if (model.has_hidden_activation())
+    problems.add("model.hidden_activation is Gemma's key; {0} models read "
+                 "model.hidden_act",
+                 model.model_type());
+  if (model.has_query_pre_attn_scalar())
+    problems.positive("model.query_pre_attn_scalar",
+                      model.query_pre_attn_scalar());
+  if (model.has_rope_local_base_freq())
+    problems.positive("model.rope_local_base_freq",
+                      model.rope_local_base_freq());
+  for (auto [field, set] :
+       {std::pair{"model.attn_logit_softcapping",
+                  model.has_attn_logit_softcapping()},
+        std::pair{"model.final_logit_softcapping",
+                  model.has_final_logit_softcapping()}})
+    if (set)
+      problems.add("{0} must be null: logit soft-capping (Gemma 2's) is not "
+                   "built yet",
+                   field);
+  if (model.use_bidirectional_attention())
+    problems.add("model.use_bidirectional_attention must be false: Twill "
+                 "trains causal language models");
   if (model.attention_dropout() != 0)
     problems.add("model.attention_dropout must be 0 (attention dropout is "
                  "not built), got {0}",
@@ -262,11 +287,13 @@ static void validateModel(const ModelConfig &model, Problems &problems) {
     return;
   const RopeScaling &scaling = model.rope_scaling();
   problems.oneOf("model.rope_scaling.rope_type", scaling.rope_type(),
-                 {"llama3"});
+                 {"llama3", "linear"});
   if (!(scaling.factor() >= 1) || !std::isfinite(scaling.factor()))
     problems.add("model.rope_scaling.factor must be a finite number of at "
                  "least 1, got {0}",
                  scaling.factor());
+  if (scaling.rope_type() != "llama3") // linear: the factor alone
+    return;
   if (!(scaling.low_freq_factor() > 0 &&
         scaling.high_freq_factor() > scaling.low_freq_factor() &&
         std::isfinite(scaling.high_freq_factor())))

@@ -22,19 +22,45 @@ static llvm::Error importError(llvm::StringRef path, const llvm::Twine &what) {
                                  path + ": " + what);
 }
 
+/// Moves one set of transformers 5 RoPE parameters ({rope_theta,
+/// rope_type, factor, ...}) into `config` as `thetaKey` and, unless plain,
+/// `rope_scaling`.
+static void takeRope(json::Object &config, json::Object parameters,
+                     llvm::StringRef thetaKey) {
+  if (std::optional<double> theta = parameters.getNumber("rope_theta"))
+    config.try_emplace(thetaKey, *theta);
+  parameters.erase("rope_theta");
+  std::optional<llvm::StringRef> type = parameters.getString("rope_type");
+  if (type && *type != "default")
+    config["rope_scaling"] = std::move(parameters);
+}
+
 /// Rewrites transformers 5's `rope_parameters` ({rope_theta, rope_type,
-/// factor, ...}) and transformers 4's `rope_scaling.type` into the
-/// `rope_theta` + `rope_scaling.rope_type` form ModelConfig uses.
-static void normaliseRope(json::Object &config) {
+/// factor, ...}, or one such per layer type: Gemma 3's) and transformers
+/// 4's `rope_scaling.type` into the `rope_theta` + `rope_scaling.rope_type`
+/// (+ `rope_local_base_freq`) form ModelConfig uses.
+static llvm::Error normaliseRope(json::Object &config, llvm::StringRef path) {
   if (json::Object *parameters = config.getObject("rope_parameters")) {
-    json::Object scaling = std::move(*parameters);
+    json::Object all = std::move(*parameters);
     config.erase("rope_parameters");
-    if (std::optional<double> theta = scaling.getNumber("rope_theta"))
-      config.try_emplace("rope_theta", *theta);
-    scaling.erase("rope_theta");
-    std::optional<llvm::StringRef> type = scaling.getString("rope_type");
-    if (type && *type != "default")
-      config["rope_scaling"] = std::move(scaling);
+    json::Object *full = all.getObject("full_attention");
+    json::Object *sliding = all.getObject("sliding_attention");
+    if (!full && !sliding) {
+      takeRope(config, std::move(all), "rope_theta");
+    } else {
+      // The sliding layers' RoPE is plain, at a base of its own.
+      if (sliding) {
+        std::optional<llvm::StringRef> type = sliding->getString("rope_type");
+        if (type && *type != "default")
+          return importError(path, "rope_parameters.sliding_attention's "
+                                   "rope_type '" +
+                                       *type +
+                                       "' is not supported; allowed: default");
+        takeRope(config, std::move(*sliding), "rope_local_base_freq");
+      }
+      if (full)
+        takeRope(config, std::move(*full), "rope_theta");
+    }
   }
   if (json::Object *scaling = config.getObject("rope_scaling")) {
     if (!scaling->get("rope_type"))
@@ -42,6 +68,7 @@ static void normaliseRope(json::Object &config) {
         (*scaling)["rope_type"] = type->str();
     scaling->erase("type");
   }
+  return llvm::Error::success();
 }
 
 llvm::Expected<ModelConfig>
@@ -52,7 +79,8 @@ twill::importHfConfig(llvm::StringRef configJsonPath) {
   json::Object *config = parsed->getAsObject();
   if (!config)
     return importError(configJsonPath, "expected a JSON object");
-  normaliseRope(*config);
+  if (llvm::Error error = normaliseRope(*config, configJsonPath))
+    return std::move(error);
 
   std::string normalised;
   llvm::raw_string_ostream(normalised) << *parsed;

@@ -4,6 +4,8 @@
 
 #include "llvm/ADT/STLExtras.h"
 
+#include <algorithm>
+
 using namespace twill;
 
 namespace {
@@ -23,6 +25,18 @@ ModelFamily qwen2() {
   family.window = ModelFamily::Window::ChosenLayers;
   return family;
 }
+ModelFamily gemma3Text() {
+  ModelFamily family{"gemma3_text", "Gemma3ForCausalLM"};
+  family.readsAttentionBias = true;
+  family.qkNorm = true;
+  family.gemmaLayer = true;
+  family.window = ModelFamily::Window::LayerTypes;
+  // Gemma3TextConfig's defaults.
+  family.queryPreAttnScalar = 256;
+  family.ropeLocalBaseFreq = 10000;
+  family.fullEvery = 6;
+  return family;
+}
 ModelFamily qwen3() {
   ModelFamily family{"qwen3", "Qwen3ForCausalLM"};
   family.readsAttentionBias = true;
@@ -34,8 +48,8 @@ ModelFamily qwen3() {
 } // namespace
 
 llvm::ArrayRef<ModelFamily> twill::modelFamilies() {
-  static const ModelFamily families[] = {llama(), mistral(), qwen2(),
-                                         qwen3()};
+  static const ModelFamily families[] = {llama(), mistral(), qwen2(), qwen3(),
+                                         gemma3Text()};
   return families;
 }
 
@@ -56,6 +70,11 @@ std::optional<int64_t> twill::slidingWindowOf(const ModelConfig &model,
     return std::nullopt;
   case ModelFamily::Window::EveryLayer:
     return model.sliding_window();
+  case ModelFamily::Window::LayerTypes:
+    return layer < model.layer_types_size() &&
+                   model.layer_types(layer) == "sliding_attention"
+               ? std::optional(model.sliding_window())
+               : std::nullopt;
   case ModelFamily::Window::ChosenLayers: {
     // transformers' Qwen2Config: layer_types as given, else the layers from
     // max_window_layers on; none of them without use_sliding_window.
@@ -69,6 +88,29 @@ std::optional<int64_t> twill::slidingWindowOf(const ModelConfig &model,
   }
   }
   return std::nullopt;
+}
+
+void twill::resolveFamilyDefaults(ModelConfig &model) {
+  const ModelFamily *family = findModelFamily(model.model_type());
+  if (!family)
+    return;
+  if (model.architectures().empty())
+    model.add_architectures(family->causalLm.str());
+  if (family->queryPreAttnScalar > 0 && !model.has_query_pre_attn_scalar())
+    model.set_query_pre_attn_scalar(family->queryPreAttnScalar);
+  if (family->ropeLocalBaseFreq > 0 && !model.has_rope_local_base_freq())
+    model.set_rope_local_base_freq(family->ropeLocalBaseFreq);
+  if (family->gemmaLayer && !model.has_hidden_activation())
+    model.set_hidden_activation("gelu_pytorch_tanh");
+  // transformers' pattern where the config names no layer types (up to the
+  // most layers a job may have: more are refused).
+  if (family->fullEvery > 0 && model.layer_types().empty())
+    for (int64_t layer = 0;
+         layer < std::min<int64_t>(model.num_hidden_layers(), 1 << 10);
+         ++layer)
+      model.add_layer_types((layer + 1) % family->fullEvery
+                                ? "sliding_attention"
+                                : "full_attention");
 }
 
 bool twill::hasBias(const ModelConfig &model, llvm::StringRef projection) {

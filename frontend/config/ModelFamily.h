@@ -39,7 +39,19 @@ struct ModelFamily {
     None,          // never (Llama has no sliding_window)
     EveryLayer,    // sliding_window, null for none (Mistral)
     ChosenLayers,  // use_sliding_window and layer_types (Qwen2, Qwen3)
+    LayerTypes,    // layer_types alone (Gemma 3)
   } window = Window::None;
+  /// Gemma's layer: RMSNorm scaling by (1 + w), its weights starting at 0;
+  /// the embeddings scaled by sqrt(hidden_size) in the weights' dtype; a
+  /// norm after attention and after the MLP too, before each residual add;
+  /// the MLP's gate through hidden_activation (GeGLU).
+  bool gemmaLayer = false;
+  /// The defaults of Gemma's keys, where the family has them (0: none):
+  /// query_pre_attn_scalar, rope_local_base_freq (the sliding layers' RoPE
+  /// base), and the sliding layers' pattern when layer_types is absent
+  /// (every `fullEvery`-th layer attends to the whole sequence).
+  double queryPreAttnScalar = 0, ropeLocalBaseFreq = 0;
+  int64_t fullEvery = 0;
 };
 
 /// Every family the frontend builds, in the order errors list them.
@@ -55,6 +67,10 @@ std::optional<int64_t> slidingWindowOf(const ModelConfig &model,
 
 /// Whether a projection (q_proj ... down_proj) of `model` has a bias.
 bool hasBias(const ModelConfig &model, llvm::StringRef projection);
+
+/// Sets what `model`'s family defaults and the config leaves out: its
+/// causal-LM class, Gemma's keys, Gemma 3's layer_types.
+void resolveFamilyDefaults(ModelConfig &model);
 
 } // namespace twill
 

@@ -27,7 +27,8 @@ struct VocabBlock {
   static VocabBlock whole(int64_t vocab) { return {vocab, 0, vocab}; }
 };
 
-/// Llama 3.1 frequency scaling of the rotary embedding; factor 0: none.
+/// Llama 3.1 frequency scaling of the rotary embedding; factor 0: none;
+/// the factor alone (originalMaxPosition 0): linear.
 struct RopeFrequencyScaling {
   double factor = 0, lowFreqFactor = 0, highFreqFactor = 0;
   int64_t originalMaxPosition = 0;

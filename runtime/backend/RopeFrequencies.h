@@ -17,14 +17,17 @@
 namespace twill {
 
 /// The rotation frequency of each of the headDim / 2 pairs: Llama's inverse
-/// frequencies, with Llama 3.1 scaling when `scaling.factor` is set.
+/// frequencies, with Llama 3.1 scaling when `scaling.factor` is set, or
+/// each divided by the factor when it alone is (linear).
 inline std::vector<double>
 ropeFrequencies(int64_t headDim, double theta,
                 const RopeFrequencyScaling &scaling) {
   std::vector<double> frequencies(headDim / 2);
   for (int64_t i = 0; i < headDim / 2; ++i) {
     double frequency = 1.0 / std::pow(theta, double(2 * i) / headDim);
-    if (scaling.factor > 0) {
+    if (scaling.factor > 0 && scaling.originalMaxPosition == 0) {
+      frequency /= scaling.factor;
+    } else if (scaling.factor > 0) {
       double wavelength = 2 * M_PI / frequency;
       double original = double(scaling.originalMaxPosition);
       if (wavelength > original / scaling.lowFreqFactor) {

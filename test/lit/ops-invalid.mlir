@@ -114,8 +114,8 @@ func.func @rope_scaling(%q: tensor<2x8x4x16xf32>, %pos: tensor<2x8xi32>) {
 // -----
 
 func.func @rope_partial_scaling(%q: tensor<2x8x4x16xf32>, %pos: tensor<2x8xi32>) {
-  // expected-error @+1 {{rope scaling needs scaling_factor, low_freq_factor, high_freq_factor and original_max_position together}}
-  %0 = twill.rope %q, %pos {theta = 1.0e+04 : f64, scaling_factor = 8.0 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8xi32>) -> tensor<2x8x4x16xf32>
+  // expected-error @+1 {{rope scaling needs scaling_factor alone (linear), or scaling_factor, low_freq_factor, high_freq_factor and original_max_position together (llama3)}}
+  %0 = twill.rope %q, %pos {theta = 1.0e+04 : f64, scaling_factor = 8.0 : f64, low_freq_factor = 1.0 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8xi32>) -> tensor<2x8x4x16xf32>
   return
 }
 

@@ -30,12 +30,15 @@ func.func @rms_norm(%x: tensor<2x8x64xf32>, %w: tensor<64xf32>) -> tensor<2x8x64
 }
 
 // CHECK-LABEL: func.func @rope
-func.func @rope(%q: tensor<2x8x4x16xf32>, %pos: tensor<2x8xi32>) -> (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) {
+func.func @rope(%q: tensor<2x8x4x16xf32>, %pos: tensor<2x8xi32>) -> (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) {
   // CHECK: twill.rope %{{.*}}, %{{.*}} {theta = 1.000000e+04 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8xi32>) -> tensor<2x8x4x16xf32>
   %0 = twill.rope %q, %pos {theta = 1.0e+04 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8xi32>) -> tensor<2x8x4x16xf32>
   // CHECK: twill.rope %{{.*}}, %{{.*}} {high_freq_factor = 4.000000e+00 : f64, low_freq_factor = 1.000000e+00 : f64, original_max_position = 8192 : i64, scaling_factor = 8.000000e+00 : f64, theta = 5.000000e+05 : f64}
   %1 = twill.rope %q, %pos {theta = 5.0e+05 : f64, scaling_factor = 8.0 : f64, low_freq_factor = 1.0 : f64, high_freq_factor = 4.0 : f64, original_max_position = 8192 : i64} : (tensor<2x8x4x16xf32>, tensor<2x8xi32>) -> tensor<2x8x4x16xf32>
-  return %0, %1 : tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>
+  // Linear scaling: the factor alone.
+  // CHECK: twill.rope %{{.*}}, %{{.*}} {scaling_factor = 8.000000e+00 : f64, theta = 1.000000e+06 : f64}
+  %2 = twill.rope %q, %pos {theta = 1.0e+06 : f64, scaling_factor = 8.0 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8xi32>) -> tensor<2x8x4x16xf32>
+  return %0, %1, %2 : tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>
 }
 
 // CHECK-LABEL: func.func @attention

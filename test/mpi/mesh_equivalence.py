@@ -192,6 +192,24 @@ FAMILY_VARIANTS = {
          "model.attention_bias=true", PROJECTIONS,
          "parallel.activation_checkpointing=SELECTIVE", *TILES],
         FAMILY_MESHES, TOLERANCE),
+    # Gemma 3's layer: a sliding layer (window 6, RoPE base 1e4) and a full
+    # one (linear RoPE scaling), (1 + w) norms before and after each block,
+    # GeGLU, scaled embeddings; tied, as Gemma is.
+    "Gemma 3, selective checkpointing, tiles": (
+        ["model.model_type=gemma3_text", "model.head_dim=12",
+         "model.query_pre_attn_scalar=16", "model.sliding_window=6",
+         "model.rope_local_base_freq=10000",
+         "model.rope_scaling={rope_type: 'linear' factor: 4}",
+         "model.tie_word_embeddings=true",
+         "model.layer_types=sliding_attention,full_attention", PROJECTIONS,
+         "parallel.activation_checkpointing=SELECTIVE", *TILES],
+        FAMILY_MESHES, TOLERANCE),
+    "Gemma 3, full fine-tuning": (
+        ["model.model_type=gemma3_text", "model.head_dim=12",
+         "model.sliding_window=6",
+         "model.layer_types=sliding_attention,full_attention",
+         "full_finetune={}", "lora=", "parallel.activation_checkpointing=FULL"],
+        [(2, 2), (1, 3)], TOLERANCE),
     # A window of 7 of the 30 positions, the attention projections tiled.
     "Mistral, sliding window, full checkpointing": (
         ["model.model_type=mistral", "model.head_dim=12",

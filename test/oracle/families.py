@@ -1,15 +1,24 @@
 """The model families the oracles build tiny models of: transformers' own
 classes, by config.json's model_type."""
 import torch
-from transformers import (LlamaConfig, LlamaForCausalLM, MistralConfig,
-                          MistralForCausalLM, Qwen2Config, Qwen2ForCausalLM,
-                          Qwen3Config, Qwen3ForCausalLM)
+from transformers import (Gemma3ForCausalLM, Gemma3TextConfig, LlamaConfig,
+                          LlamaForCausalLM, MistralConfig, MistralForCausalLM,
+                          Qwen2Config, Qwen2ForCausalLM, Qwen3Config,
+                          Qwen3ForCausalLM)
 
 # model_type -> the transformers classes of its config and causal LM
 FAMILIES = {"llama": (LlamaConfig, LlamaForCausalLM),
             "mistral": (MistralConfig, MistralForCausalLM),
             "qwen2": (Qwen2Config, Qwen2ForCausalLM),
-            "qwen3": (Qwen3Config, Qwen3ForCausalLM)}
+            "qwen3": (Qwen3Config, Qwen3ForCausalLM),
+            "gemma3_text": (Gemma3TextConfig, Gemma3ForCausalLM)}
+
+# Gemma 3's RoPE: a base of its own on the sliding layers, and linear
+# scaling on the full ones (as Gemma 3 12B and 27B have it).
+GEMMA3_ROPE = {"sliding_attention": {"rope_type": "default",
+                                     "rope_theta": 10000.0},
+               "full_attention": {"rope_type": "linear", "factor": 4.0,
+                                  "rope_theta": 1e6}}
 
 
 def tiny_model(family, **settings):
@@ -23,11 +32,13 @@ def tiny_model(family, **settings):
 
 
 def randomize_norms_and_biases(model):
-    """Norm weights in [0.5, 1.5) and biases in [-0.5, 0.5): transformers
-    starts them at 1 and 0, where a missed one would not show."""
+    """Norm weights in [0.5, 1.5) (Gemma's, which scale by 1 + w, in
+    [-0.5, 0.5)) and biases in [-0.5, 0.5): transformers starts them at 1
+    (Gemma's at 0) and 0, where a missed one would not show."""
+    offset = 1.0 if model.config.model_type.startswith("gemma") else 0.0
     with torch.no_grad():
         for name, parameter in model.named_parameters():
             if name.endswith("norm.weight"):
-                parameter.uniform_(0.5, 1.5)
+                parameter.uniform_(0.5 - offset, 1.5 - offset)
             elif name.endswith(".bias"):
                 parameter.uniform_(-0.5, 0.5)

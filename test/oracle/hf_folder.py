@@ -27,14 +27,21 @@ from pathlib import Path
 import torch
 from peft import PeftModel
 from safetensors.torch import load_file
-from families import FAMILIES, randomize_norms_and_biases
+from families import FAMILIES, GEMMA3_ROPE, randomize_norms_and_biases
 from transformers import AutoModelForCausalLM
 
 SHARD_BYTES = 350_000
 # Each family's traits beyond Llama's, at this model's sizes.
 FAMILY_SETTINGS = {"llama": {}, "qwen2": {},
                    "qwen3": dict(head_dim=24, attention_bias=True),
-                   "mistral": dict(head_dim=24, sliding_window=4096)}
+                   "mistral": dict(head_dim=24, sliding_window=4096),
+                   # The merged config.json must keep both RoPE bases, the
+                   # full layers' scaling and the layer types.
+                   "gemma3_text": dict(head_dim=24, sliding_window=4,
+                                       query_pre_attn_scalar=20,
+                                       rope_parameters=GEMMA3_ROPE,
+                                       layer_types=["sliding_attention",
+                                                    "full_attention"])}
 
 
 def make_folder(folder, family):

@@ -37,7 +37,7 @@ import dropout
 import torch
 from peft import LoraConfig, get_peft_model
 from safetensors.torch import load_file
-from families import randomize_norms_and_biases, tiny_model
+from families import GEMMA3_ROPE, randomize_norms_and_biases, tiny_model
 
 ALL_PROJECTIONS = ["q_proj", "k_proj", "v_proj", "o_proj",
                    "gate_proj", "up_proj", "down_proj"]
@@ -127,6 +127,25 @@ CONFIGS["qwen3_rslora"] = (dict(family="qwen3", num_key_value_heads=2,
                            ALL_PROJECTIONS + ["lm_head"], [[12], [12]])
 CONFIGS["qwen3_full"] = (dict(family="qwen3", num_key_value_heads=1,
                               head_dim=12, attention_bias=True), None, PACKED)
+# Gemma 3: (1 + w) norms, q/k norms, norms after attention and the MLP,
+# GeGLU, embeddings scaled by sqrt(hidden), 1 / sqrt(query_pre_attn_scalar)
+# (16, not head_dim 12), a sliding layer (window 5, RoPE base 1e4) and a
+# full one (base 1e6, linear scaling), tied embeddings. (A scalar of 10 or
+# 8 sharpens the attention until the key projection's gradients, through
+# the key norm, are ill-conditioned: Twill's then err by 1.1e-5, torch's
+# fp32 by 2.6e-6 against this float64 reference, whose RoPE angles are
+# float32 as transformers computes them; against exact angles Twill's err
+# by 8.8e-6.)
+GEMMA3 = dict(family="gemma3_text", num_key_value_heads=2, head_dim=12,
+              query_pre_attn_scalar=16, sliding_window=5,
+              layer_types=["sliding_attention", "full_attention"],
+              rope_parameters=GEMMA3_ROPE)
+CONFIGS["gemma3"] = (GEMMA3, ALL_PROJECTIONS, PACKED)
+CONFIGS["gemma3_lm_head"] = (GEMMA3, ["q_proj", "down_proj", "lm_head"],
+                             [[12], [12]])
+# Full fine-tuning; transformers' embedding skips its pad token's row in the
+# backward (nn.Embedding's padding_idx), which Twill does not: no pad token.
+CONFIGS["gemma3_full"] = (dict(GEMMA3, pad_token_id=None), None, PACKED)
 LORA_OPTIONS["llama_bias_dora"] = LORA_OPTIONS["dora"]
 LORA_OPTIONS["qwen2_dora_dropout"] = LORA_OPTIONS["dora_dropout"]
 LORA_OPTIONS["qwen3_rslora"] = LORA_OPTIONS["rslora"]
@@ -138,8 +157,10 @@ RANK, ALPHA = 4, 8.0
 def build_model(settings):
     torch.manual_seed(0)
     settings = dict(settings)
+    if "rope_parameters" not in settings:
+        settings["rope_theta"] = 10000.0
     model = tiny_model(settings.pop("family", "llama"), vocab_size=VOCAB,
-                       rms_norm_eps=1e-5, rope_theta=10000.0, **settings)
+                       rms_norm_eps=1e-5, **settings)
     randomize_norms_and_biases(model)
     return model.eval()
 

@@ -321,6 +321,28 @@ TEST(HfConfigImport, ReadsEachFamilysKeys) {
   EXPECT_EQ(slidingWindowOf(*model, 0), 131072);
 }
 
+// transformers 5 writes Gemma 3's RoPE per layer type.
+TEST(HfConfigImport, ReadsRopeParametersPerLayerType) {
+  TempDir dir;
+  std::string gemma = dir.write("gemma.json", R"({"model_type": "gemma3_text",
+    "rope_parameters": {
+      "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+      "full_attention": {"rope_type": "linear", "factor": 8.0,
+                         "rope_theta": 1000000.0}}})");
+  llvm::Expected<ModelConfig> model = importHfConfig(gemma);
+  ASSERT_TRUE(bool(model)) << llvm::toString(model.takeError());
+  EXPECT_EQ(model->rope_local_base_freq(), 10000);
+  EXPECT_EQ(model->rope_theta(), 1000000);
+  EXPECT_EQ(model->rope_scaling().rope_type(), "linear");
+  EXPECT_EQ(model->rope_scaling().factor(), 8);
+  std::string scaled = dir.write("scaled.json", R"({"rope_parameters": {
+      "sliding_attention": {"rope_type": "yarn", "rope_theta": 10000.0}}})");
+  EXPECT_THAT(errorOf(importHfConfig(scaled)),
+              AllOf(HasSubstr("scaled.json"),
+                    HasSubstr("rope_parameters.sliding_attention's rope_type "
+                              "'yarn' is not supported")));
+}
+
 TEST(HfConfigImport, ErrorsNameTheFile) {
   TempDir dir;
   EXPECT_THAT(errorOf(importHfConfig(dir.str() + "/missing.json")),
@@ -416,9 +438,9 @@ TEST(JobConfigValidation, RangesAndSupportedVariants) {
                         "petabyte per rank), got 1e+30"));
   EXPECT_THAT(validationErrorAfter("train.beta2=1"),
               HasSubstr("train.beta2 must be in [0, 1)"));
-  EXPECT_THAT(validationErrorAfter("model.rope_scaling.rope_type=linear"),
-              HasSubstr("model.rope_scaling.rope_type 'linear' is not "
-                        "supported; allowed: llama3"));
+  EXPECT_THAT(validationErrorAfter("model.rope_scaling.rope_type=yarn"),
+              HasSubstr("model.rope_scaling.rope_type 'yarn' is not "
+                        "supported; allowed: llama3, linear"));
   EXPECT_THAT(validationErrorAfter("model.attention_dropout=0.1"),
               HasSubstr("model.attention_dropout must be 0 (attention dropout "
                         "is not built), got 0.1"));
@@ -434,7 +456,40 @@ TEST(JobConfigValidation, ModelFamilies) {
   }
   EXPECT_THAT(validationErrorAfter("model.model_type=gemma2"),
               HasSubstr("model.model_type 'gemma2' is not supported; allowed: "
-                        "llama, mistral, qwen2, qwen3"));
+                        "llama, mistral, qwen2, qwen3, gemma3_text"));
+  // Gemma 2's soft-capping and Gemma 3's bidirectional attention are not
+  // built; Gemma's activation is its own key.
+  for (const char *cap :
+       {"model.attn_logit_softcapping", "model.final_logit_softcapping"})
+    EXPECT_THAT(validationErrorAfter(std::string("model.model_type=gemma3_text "
+                                                 "model.architectures= ") +
+                                     cap + "=50"),
+                HasSubstr(std::string(cap) + " must be null: logit "
+                                             "soft-capping (Gemma 2's) is not "
+                                             "built yet"));
+  EXPECT_THAT(validationErrorAfter("model.model_type=gemma3_text "
+                                   "model.architectures= "
+                                   "model.use_bidirectional_attention=true"),
+              HasSubstr("model.use_bidirectional_attention must be false"));
+  EXPECT_THAT(validationErrorAfter("model.model_type=gemma3_text "
+                                   "model.architectures= "
+                                   "model.hidden_activation=gelu"),
+              HasSubstr("model.hidden_activation 'gelu' is not supported; "
+                        "allowed: gelu_pytorch_tanh"));
+  EXPECT_THAT(validationErrorAfter("model.hidden_activation=gelu_pytorch_tanh"),
+              HasSubstr("model.hidden_activation is Gemma's key; llama models "
+                        "read model.hidden_act"));
+  // Gemma 3's defaults: its activation, scalar, local RoPE base and five
+  // sliding layers to each full one.
+  JobConfig gemma = loadTiny({"model.model_type=gemma3_text",
+                              "model.num_hidden_layers=7"});
+  EXPECT_EQ(gemma.model().hidden_activation(), "gelu_pytorch_tanh");
+  EXPECT_EQ(gemma.model().query_pre_attn_scalar(), 256);
+  EXPECT_EQ(gemma.model().rope_local_base_freq(), 10000);
+  ASSERT_EQ(gemma.model().layer_types_size(), 7);
+  EXPECT_EQ(gemma.model().layer_types(4), "sliding_attention");
+  EXPECT_EQ(gemma.model().layer_types(5), "full_attention");
+  EXPECT_EQ(gemma.model().layer_types(6), "sliding_attention");
   EXPECT_THAT(validationErrorAfter("model.model_type=qwen2"),
               HasSubstr("model.architectures 'LlamaForCausalLM' is not "
                         "supported; allowed: Qwen2ForCausalLM"));

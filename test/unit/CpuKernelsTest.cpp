@@ -398,6 +398,8 @@ double naiveFrequency(int64_t i, int64_t headDim, double theta,
   double frequency = std::pow(theta, -2.0 * i / headDim);
   if (s.factor == 0)
     return frequency;
+  if (s.originalMaxPosition == 0) // linear
+    return frequency / s.factor;
   double wavelength = 2 * M_PI / frequency, old = s.originalMaxPosition;
   if (wavelength < old / s.highFreqFactor)
     return frequency;
@@ -417,7 +419,8 @@ TEST(CpuKernels, RopeRotatesEachHalfPairByItsPositionsAngle) {
   std::vector<float> x = randomValues(tokens * heads * headDim, 26);
   const int32_t positions[] = {0, 1, 7, 100, 1000, 8191, 3};
   for (RopeFrequencyScaling scaling :
-       {RopeFrequencyScaling{}, RopeFrequencyScaling{8, 1, 4, 512}})
+       {RopeFrequencyScaling{}, RopeFrequencyScaling{8, 1, 4, 512},
+        RopeFrequencyScaling{8}})
     for (bool inverse : {false, true}) {
       std::vector<double> expected(x.size());
       for (int64_t t = 0; t < tokens; ++t)
