@@ -32,8 +32,8 @@ int main(int argc, char **argv) {
     cpu::attention(q.data(), k.data(), v.data(), nullptr, out.data(), B, S, HeadBlock::whole(H), KV, D, 0.125);
     cpu::attentionGrad(q.data(), k.data(), v.data(), out.data(), dout.data(), nullptr, dq.data(), dk.data(), dv.data(), B, S, HeadBlock::whole(H), KV, D, 0.125);
 #else
-    cpu::attention(q.data(), k.data(), v.data(), nullptr, out.data(), B, S, HeadBlock::whole(H), KV, D, 0.125, W);
-    cpu::attentionGrad(q.data(), k.data(), v.data(), dout.data(), nullptr, dq.data(), dk.data(), dv.data(), B, S, HeadBlock::whole(H), KV, D, 0.125, W);
+    cpu::attention(q.data(), k.data(), v.data(), nullptr, out.data(), B, S, HeadBlock::whole(H), KV, D, {0.125, W});
+    cpu::attentionGrad(q.data(), k.data(), v.data(), dout.data(), nullptr, dq.data(), dk.data(), dv.data(), B, S, HeadBlock::whole(H), KV, D, {0.125, W});
 #endif
     best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }

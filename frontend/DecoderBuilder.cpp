@@ -489,7 +489,10 @@ Value DecoderTracer::attention(Value normed, const std::string &prefix) {
       builder.getF64FloatAttr(1.0 / std::sqrt(scalar)),
       /*shard_axis=*/nullptr,
       window && *window < seq ? builder.getI64IntegerAttr(*window)
-                              : IntegerAttr());
+                              : IntegerAttr(),
+      model.has_attn_logit_softcapping()
+          ? builder.getF64FloatAttr(model.attn_logit_softcapping())
+          : FloatAttr());
   Value merged = ReshapeOp::create(
       builder, at, floatType({batch, seq, heads * headDim}), context);
   SmallVector<Value> outputs;
@@ -625,6 +628,12 @@ OwningOpRef<ModuleOp> DecoderTracer::trace() {
                      : param("lm_head.weight", {vocab, hidden}, baseTrainable(),
                              vocabRows, baseWeight());
   Value logits = linearWith(h, lmHead, "lm_head", "lm_head", vocabRows);
+  // Gemma 2 squashes its logits into (-cap, cap).
+  bool capped = model.has_final_logit_softcapping();
+  if (capped)
+    logits = SoftcapOp::create(
+        builder, loc("lm_head"), logits.getType(), logits,
+        builder.getF64FloatAttr(model.final_logit_softcapping()));
   // Named, so that the runtime can dump it.
   logits.getDefiningOp()->setLoc(loc("logits"));
   logits.getDefiningOp()->setAttr(mlir::twill::kHostReadAttrName,
@@ -632,12 +641,13 @@ OwningOpRef<ModuleOp> DecoderTracer::trace() {
   auto scalar = [&](Type type) { return RankedTensorType::get({}, type); };
   Type f32 = builder.getF32Type(), i64 = builder.getI64Type();
   // The loss forms the logits a tile of tokens at a time when they are a
-  // plain product (an adapted lm_head's are a sum): the host still reads
+  // plain product (an adapted lm_head's are a sum; soft-capped ones are not
+  // formed inside the tiled loss yet): the host still reads
   // the whole logits, which the training step drops. Under sequence
   // parallelism its input is gathered a tile at a time too.
   int64_t tileTokens = job.parallel().loss_tile_tokens();
   SmallVector<Value, 2> loss;
-  if (tileTokens > 0 && !isLoraTarget("lm_head")) {
+  if (tileTokens > 0 && !isLoraTarget("lm_head") && !capped) {
     int64_t dp = job.parallel().dp();
     Location at = loc("loss");
     SmallVector<Value> inputs = sequenceTiles(h, vocabEndTile(), at);

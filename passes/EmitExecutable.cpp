@@ -368,6 +368,7 @@ static void describeAttributes(Operation *op, ::twill::Instruction &out) {
         a.set_scale(op.getScale().convertToDouble());
         a.set_shard_axis(axisName(op.getShardAxis()));
         a.set_window(op.getWindow().value_or(0));
+        a.set_softcap(op.getSoftcap() ? op.getSoftcap()->convertToDouble() : 0);
       })
       .Case<tw::CrossEntropyOp, tw::CrossEntropyGradOp,
             tw::LinearCrossEntropyOp>(
@@ -377,6 +378,9 @@ static void describeAttributes(Operation *op, ::twill::Instruction &out) {
       })
       .Case([&](tw::ScaleOp op) {
         out.mutable_scale()->set_factor(op.getFactor().convertToDouble());
+      })
+      .Case<tw::SoftcapOp, tw::SoftcapGradOp>([&](auto op) {
+        out.mutable_softcap()->set_cap(op.getCap().convertToDouble());
       })
       .Case([&](tw::DropoutOp op) {
         ::twill::DropoutAttributes &a = *out.mutable_dropout();

@@ -51,6 +51,8 @@ LogicalResult RopeGradOp::verify() {
 LogicalResult AttentionGradOp::verify() {
   if (getWindow() && *getWindow() < 1)
     return emitOpError("window must be at least 1");
+  if (getSoftcap() && !(getSoftcap()->convertToDouble() > 0))
+    return emitOpError("softcap must be positive");
   return check(*this,
                shapes::attentionGrad(
                    shapeOf(getQuery()), shapeOf(getKey()), shapeOf(getValue()),
@@ -88,6 +90,12 @@ LogicalResult ColumnSumsOp::verify() {
     return failure();
   return check(*this,
                shapes::columnSums(shapeOf(getInput()), shapeOf(getResult())));
+}
+
+LogicalResult SoftcapGradOp::verify() {
+  if (!(getCap().convertToDouble() > 0))
+    return emitOpError("cap must be positive");
+  return success();
 }
 
 LogicalResult CrossEntropyGradOp::verify() {

@@ -111,8 +111,8 @@ def Twill_AttentionGradOp : Twill_ComputeOp<"attention_grad", [Pure]> {
   let description = [{
     For `output = attention(query, key, value, segments)` and `grad` =
     dL/doutput, returns (dL/dquery, dL/dkey, dL/dvalue); the softmax is
-    recomputed, never stored. `shard_axis` and `window` are as for
-    attention; with `shard_axis` the key and value gradients are partial
+    recomputed, never stored. `shard_axis`, `window` and `softcap` are as
+    for attention; with `shard_axis` the key and value gradients are partial
     sums over the axis.
 
     ```mlir
@@ -128,7 +128,8 @@ def Twill_AttentionGradOp : Twill_ComputeOp<"attention_grad", [Pure]> {
                        Twill_FloatTensor:$grad,
                        Optional<Twill_IntTensor>:$segments, F64Attr:$scale,
                        OptionalAttr<StrAttr>:$shard_axis,
-                       OptionalAttr<I64Attr>:$window);
+                       OptionalAttr<I64Attr>:$window,
+                       OptionalAttr<F64Attr>:$softcap);
   let results = (outs Twill_FloatTensor:$query_grad,
                       Twill_FloatTensor:$key_grad,
                       Twill_FloatTensor:$value_grad);
@@ -200,6 +201,25 @@ def Twill_ColumnSumsOp : Twill_ComputeOp<"column_sums", [Pure]> {
   let arguments = (ins Twill_FloatTensor:$input);
   let results = (outs Twill_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Twill_SoftcapGradOp : Twill_ComputeOp<"softcap_grad", [Pure, AllTypesMatch<["input", "grad", "result"]>]> {
+  let summary = "Gradient of softcap with respect to its input";
+  let description = [{
+    For `y = softcap(x, cap)` and `grad` = dL/dy, returns
+    `grad * (1 - tanh(x / cap)^2)`.
+
+    ```mlir
+    %dx = twill.softcap_grad %x, %dy cap 3.0e+01 : tensor<2x64x256000xf32>
+    ```
+  }];
+  let arguments = (ins Twill_FloatTensor:$input, Twill_FloatTensor:$grad,
+                       F64Attr:$cap);
+  let results = (outs Twill_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $grad `cap` $cap attr-dict `:` type($input)
+  }];
   let hasVerifier = 1;
 }
 

@@ -151,6 +151,12 @@ LogicalResult AddColumnsOp::verify() {
                                          shapeOf(getResult())));
 }
 
+LogicalResult SoftcapOp::verify() {
+  if (!(getCap().convertToDouble() > 0))
+    return emitOpError("cap must be positive");
+  return success();
+}
+
 LogicalResult DropoutOp::verify() {
   if (failed(expectSameElementType(*this, {getInput(), getResult()})) ||
       failed(check(*this, shapes::dropout(shapeOf(getInput()),
@@ -181,6 +187,8 @@ LogicalResult AttentionOp::verify() {
     return emitOpError("scale must be positive");
   if (getWindow() && *getWindow() < 1)
     return emitOpError("window must be at least 1");
+  if (getSoftcap() && !(getSoftcap()->convertToDouble() > 0))
+    return emitOpError("softcap must be positive");
   return success();
 }
 

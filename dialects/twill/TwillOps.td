@@ -208,7 +208,8 @@ def Twill_AttentionOp : Twill_ComputeOp<"attention", [Pure, DeclareOpInterfaceMe
 
     With `window` (sliding-window attention), a query sees only the keys
     less than `window` positions before it: itself and the `window - 1`
-    before.
+    before. With `softcap` (Gemma 2's), each scaled score `s` becomes
+    `softcap * tanh(s / softcap)` before the softmax.
 
     After partitioning, `shard_axis` says the query heads are this rank's
     block along that mesh axis while key and value hold every head (fewer
@@ -219,7 +220,8 @@ def Twill_AttentionOp : Twill_ComputeOp<"attention", [Pure, DeclareOpInterfaceMe
                        Twill_FloatTensor:$value,
                        Optional<Twill_IntTensor>:$segments, F64Attr:$scale,
                        OptionalAttr<StrAttr>:$shard_axis,
-                       OptionalAttr<I64Attr>:$window);
+                       OptionalAttr<I64Attr>:$window,
+                       OptionalAttr<F64Attr>:$softcap);
   let results = (outs Twill_FloatTensor:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`segments` `(` $segments^ `)`)? attr-dict `:`
@@ -277,6 +279,21 @@ def Twill_ScaleOp : Twill_ComputeOp<"scale", [Pure, DeclareOpInterfaceMethods<Tw
   let arguments = (ins Twill_FloatTensor:$input, F64Attr:$factor);
   let results = (outs Twill_FloatTensor:$result);
   let assemblyFormat = "$input `by` $factor attr-dict `:` type($result)";
+}
+
+def Twill_SoftcapOp : Twill_ComputeOp<"softcap", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>, AllTypesMatch<["input", "result"]>]> {
+  let summary = "Soft-capping: cap * tanh(input / cap), elementwise";
+  let description = [{
+    Gemma 2's final logits, squashed into (-cap, cap).
+
+    ```mlir
+    %c = twill.softcap %logits cap 3.0e+01 : tensor<2x64x256000xf32>
+    ```
+  }];
+  let arguments = (ins Twill_FloatTensor:$input, F64Attr:$cap);
+  let results = (outs Twill_FloatTensor:$result);
+  let assemblyFormat = "$input `cap` $cap attr-dict `:` type($input)";
+  let hasVerifier = 1;
 }
 
 def Twill_DropoutOp : Twill_ComputeOp<"dropout", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {

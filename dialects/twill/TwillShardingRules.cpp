@@ -128,6 +128,8 @@ ShardingRule MulOp::getShardingRule() { return elementwiseRule(*this); }
 ShardingRule DivOp::getShardingRule() { return elementwiseRule(*this); }
 ShardingRule SwigluOp::getShardingRule() { return elementwiseRule(*this); }
 ShardingRule GegluOp::getShardingRule() { return elementwiseRule(*this); }
+ShardingRule SoftcapOp::getShardingRule() { return elementwiseRule(*this); }
+ShardingRule SoftcapGradOp::getShardingRule() { return elementwiseRule(*this); }
 ShardingRule ScaleOp::getShardingRule() { return elementwiseRule(*this); }
 ShardingRule CastOp::getShardingRule() { return elementwiseRule(*this); }
 ShardingRule OffloadOp::getShardingRule() { return elementwiseRule(*this); }

@@ -107,7 +107,7 @@ Cotangents AttentionOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
       builder, getLoc(), getQuery().getType(), getKey().getType(),
       getValue().getType(), getQuery(), getKey(), getValue(), getResult(),
       cotangents[0], getSegments(), getScaleAttr(), getShardAxisAttr(),
-      getWindowAttr());
+      getWindowAttr(), getSoftcapAttr());
   Value results[] = {grad.getQueryGrad(), grad.getKeyGrad(),
                      grad.getValueGrad()};
   for (int i = 0; i < 3; ++i)
@@ -197,6 +197,15 @@ Cotangents AddColumnsOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
   if (needed[1])
     grads[1] = ColumnSumsOp::create(builder, getLoc(), getBias().getType(),
                                     cotangents[0]);
+  return grads;
+}
+
+Cotangents SoftcapOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
+                               ArrayRef<bool> needed) {
+  SmallVector<Value> grads(1);
+  if (needed[0])
+    grads[0] = SoftcapGradOp::create(builder, getLoc(), getInput().getType(),
+                                     getInput(), cotangents[0], getCapAttr());
   return grads;
 }
 

@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 using namespace twill;
 namespace pb = google::protobuf;
@@ -209,15 +210,22 @@ static void validateModel(const ModelConfig &model, Problems &problems) {
   if (model.has_rope_local_base_freq())
     problems.positive("model.rope_local_base_freq",
                       model.rope_local_base_freq());
-  for (auto [field, set] :
-       {std::pair{"model.attn_logit_softcapping",
-                  model.has_attn_logit_softcapping()},
-        std::pair{"model.final_logit_softcapping",
-                  model.has_final_logit_softcapping()}})
-    if (set)
-      problems.add("{0} must be null: logit soft-capping (Gemma 2's) is not "
-                   "built yet",
-                   field);
+  // Soft-capping is Gemma's: its layer reads the keys.
+  for (auto [field, set, cap] :
+       {std::tuple{"model.attn_logit_softcapping",
+                   model.has_attn_logit_softcapping(),
+                   model.attn_logit_softcapping()},
+        std::tuple{"model.final_logit_softcapping",
+                   model.has_final_logit_softcapping(),
+                   model.final_logit_softcapping()}}) {
+    if (!set)
+      continue;
+    if (family && !family->gemmaLayer)
+      problems.add("{0} must be null: {1} models have no logit soft-capping",
+                   field, family->modelType);
+    else
+      problems.positive(field, cap);
+  }
   if (model.use_bidirectional_attention())
     problems.add("model.use_bidirectional_attention must be false: Twill "
                  "trains causal language models");

@@ -25,6 +25,18 @@ ModelFamily qwen2() {
   family.window = ModelFamily::Window::ChosenLayers;
   return family;
 }
+ModelFamily gemma2() {
+  ModelFamily family{"gemma2", "Gemma2ForCausalLM"};
+  family.readsAttentionBias = true;
+  family.gemmaLayer = true;
+  family.window = ModelFamily::Window::LayerTypes;
+  // Gemma2Config's defaults: every other layer slides. (Its soft-caps'
+  // defaults, 50 and 30, are not taken: config.json's null, no cap, and a
+  // missing key are one to the import. Real configs state both.)
+  family.queryPreAttnScalar = 256;
+  family.fullEvery = 2;
+  return family;
+}
 ModelFamily gemma3Text() {
   ModelFamily family{"gemma3_text", "Gemma3ForCausalLM"};
   family.readsAttentionBias = true;
@@ -48,8 +60,8 @@ ModelFamily qwen3() {
 } // namespace
 
 llvm::ArrayRef<ModelFamily> twill::modelFamilies() {
-  static const ModelFamily families[] = {llama(), mistral(), qwen2(), qwen3(),
-                                         gemma3Text()};
+  static const ModelFamily families[] = {
+      llama(), mistral(), qwen2(), qwen3(), gemma2(), gemma3Text()};
   return families;
 }
 
@@ -102,6 +114,7 @@ void twill::resolveFamilyDefaults(ModelConfig &model) {
     model.set_rope_local_base_freq(family->ropeLocalBaseFreq);
   if (family->gemmaLayer && !model.has_hidden_activation())
     model.set_hidden_activation("gelu_pytorch_tanh");
+
   // transformers' pattern where the config names no layer types (up to the
   // most layers a job may have: more are refused).
   if (family->fullEvery > 0 && model.layer_types().empty())

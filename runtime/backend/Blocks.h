@@ -34,6 +34,16 @@ struct RopeFrequencyScaling {
   int64_t originalMaxPosition = 0;
 };
 
+/// What attention's softmax makes of each score: its scale, the sliding
+/// window (a query sees the keys less than `window` positions before it;
+/// 0: every earlier one) and Gemma 2's soft-cap (softcap tanh(s /
+/// softcap) of the scaled score s; 0: none).
+struct AttentionLogits {
+  double scale;
+  int64_t window = 0;
+  double softcap = 0;
+};
+
 /// AdamW's hyper-parameters (the lr and step come as values).
 struct AdamWSettings {
   double beta1, beta2, eps, weightDecay;

@@ -55,6 +55,7 @@
 #include "runtime/backend/Gemm.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 // The row kernels test visibility on the device too.
@@ -81,6 +82,24 @@ struct SoftmaxRows {
   int64_t heads = 0, rows = 0, keys = 0, firstQuery = 0, firstKey = 0;
   int64_t window = 0; // 0: every earlier key
   double scale = 1;
+  double softcap = 0; // Gemma 2's: logits softcap tanh(s / softcap); 0: none
+
+  /// A key's logit from its score: scaled, and soft-capped (in float, on
+  /// either side: tanhf is the host's and the device's).
+  TWILL_HOST_DEVICE float logit(float score) const {
+    float scaled = score * float(scale);
+    if (softcap <= 0)
+      return scaled;
+    float cap = float(softcap);
+    return cap * tanhf(scaled / cap);
+  }
+  /// d logit / d score.
+  TWILL_HOST_DEVICE float logitSlope(float score) const {
+    if (softcap <= 0)
+      return float(scale);
+    float t = tanhf(score * float(scale) / float(softcap));
+    return float(scale) * (1.0f - t * t);
+  }
 
   /// Whether the key of column `column` is visible to `query`.
   TWILL_HOST_DEVICE bool visible(int64_t query, int64_t column) const {
@@ -109,6 +128,7 @@ struct AttentionProblem {
   double scale;
   int elementBytes;   // of the storage type
   int64_t window = 0; // sliding-window attention's; 0: none
+  double softcap = 0; // Gemma 2's logit soft-capping; 0: none
 };
 
 namespace detail {
@@ -262,7 +282,7 @@ inline SoftmaxRows scoreRows(const AttentionProblem &p, const Chunk &c,
   rows.segments = p.segments ? p.segments + c.b * p.seq : nullptr;
   rows.heads = c.g, rows.rows = c.rows, rows.keys = c.keys;
   rows.firstQuery = c.first, rows.firstKey = c.firstKey;
-  rows.window = p.window, rows.scale = p.scale;
+  rows.window = p.window, rows.scale = p.scale, rows.softcap = p.softcap;
   return rows;
 }
 

@@ -9,10 +9,12 @@ using namespace twill::conformance;
 
 /// attention and attention_grad over q [batch, seq, heads, dim] and k, v
 /// [batch, seq, kvHeads, dim], with packed documents or not, on one rank's
-/// block of heads (`axis`) or all of them, in a sliding `window` or not (0).
+/// block of heads (`axis`) or all of them, in a sliding `window` or not (0),
+/// soft-capped (Gemma 2's `softcap`) or not (0).
 static void attention(Suite &suite, DType type, int64_t batch, int64_t seq,
                int64_t heads, int64_t kvHeads, int64_t dim, bool packed,
-               const char *axis, const char *note, int64_t window = 0) {
+               const char *axis, const char *note, int64_t window = 0,
+               double softcap = 0) {
   Shape q = {batch, seq, heads, dim}, kv = {batch, seq, kvHeads, dim};
   double tolerance = type == BF16 ? kBF16Attention : kSummed;
   for (bool gradient : {false, true}) {
@@ -35,6 +37,7 @@ static void attention(Suite &suite, DType type, int64_t batch, int64_t seq,
     c->mutable_attention()->set_scale(1 / std::sqrt(double(dim)));
     c->mutable_attention()->set_shard_axis(axis);
     c->mutable_attention()->set_window(window);
+    c->mutable_attention()->set_softcap(softcap);
     c.note(note).add();
   }
 }
@@ -61,5 +64,8 @@ void conformance::attentionCases(Suite &suite) {
               "heads of the mid block, two chunks, window 100", 100);
     attention(suite, type, 1, 4096, 2, 1, 16, false, "",
               "seq 4096, MQA, window 1024", 1024);
+    // Gemma 2's: a cap of 2 on logits of about N(0, 12 / sqrt(12)).
+    attention(suite, type, 2, 17, 6, 2, 12, true, "",
+              "GQA, packed, window 5, soft-capped", 5, 2.0);
   }
 }

@@ -22,6 +22,19 @@ void conformance::elementwiseCases(Suite &suite) {
       scale.out(shape);
       scale->mutable_scale()->set_factor(0.37);
       scale.add();
+      // Gemma 2's final logits: N(0, 4^2) against a cap of 3 reaches the
+      // saturated ends.
+      CaseBuilder softcap(suite, SOFTCAP, type, kSummed);
+      softcap.in(shape, normal(4));
+      softcap.out(shape);
+      softcap->mutable_softcap()->set_cap(3);
+      softcap.add();
+      CaseBuilder softcapGrad(suite, SOFTCAP_GRAD, type, kSummed);
+      softcapGrad.in(shape, normal(4));
+      softcapGrad.in(shape);
+      softcapGrad.out(shape);
+      softcapGrad->mutable_softcap()->set_cap(3);
+      softcapGrad.add();
 
       // LoRA's dropout of [tokens..., features]: this rank's features,
       // or its block along "mid" (features 1 x 45 on: each Philox group of

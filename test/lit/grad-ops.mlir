@@ -20,6 +20,8 @@ func.func @grads(%x: tensor<2x8x16xf32>, %w: tensor<16xf32>, %ids: tensor<2x8xi3
       -> (tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32>)
   // CHECK: twill.swiglu_grad
   %dg, %du = twill.swiglu_grad %x, %x, %x : (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>) -> (tensor<2x8x16xf32>, tensor<2x8x16xf32>)
+  // CHECK: twill.softcap_grad %{{.*}}, %{{.*}} cap 3.000000e+01 : tensor<2x8x16xf32>
+  %sc = twill.softcap_grad %x, %x cap 30.0 : tensor<2x8x16xf32>
   // CHECK: twill.geglu_grad
   %eg, %eu = twill.geglu_grad %x, %x, %x : (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>) -> (tensor<2x8x16xf32>, tensor<2x8x16xf32>)
   // CHECK: twill.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}} : (tensor<2x8x32xf32>, tensor<2x8xi32>, tensor<f32>) -> tensor<2x8x32xf32>

@@ -405,3 +405,19 @@ func.func @add_columns_bias(%x: tensor<2x4x8xf32>, %b: tensor<4xf32>) {
   %0 = twill.add_columns %x, %b : (tensor<2x4x8xf32>, tensor<4xf32>) -> tensor<2x4x8xf32>
   return
 }
+
+// -----
+
+func.func @softcap_cap(%x: tensor<2x4xf32>) {
+  // expected-error @+1 {{cap must be positive}}
+  %0 = twill.softcap %x cap 0.0 : tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_softcap(%q: tensor<2x8x4x16xf32>, %kv: tensor<2x8x2x16xf32>) {
+  // expected-error @+1 {{softcap must be positive}}
+  %0 = twill.attention %q, %kv, %kv {scale = 2.5e-01 : f64, softcap = -1.0 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>) -> tensor<2x8x4x16xf32>
+  return
+}

@@ -64,7 +64,9 @@ func.func @elementwise(%a: tensor<2x8x160xf32>, %b: tensor<2x8x160xf32>) -> tens
   // CHECK: twill.mul %{{.*}}, %{{.*}} : (tensor<2x8x160xf32>, tensor<2x8x160xf32>) -> tensor<2x8x160xf32>
   %2 = twill.mul %1, %b : (tensor<2x8x160xf32>, tensor<2x8x160xf32>) -> tensor<2x8x160xf32>
   // CHECK: twill.scale %{{.*}} by 2.000000e+00 : tensor<2x8x160xf32>
-  %3 = twill.scale %2 by 2.0 : tensor<2x8x160xf32>
+  %c = twill.scale %2 by 2.0 : tensor<2x8x160xf32>
+  // CHECK: twill.softcap %{{.*}} cap 3.000000e+01 : tensor<2x8x160xf32>
+  %3 = twill.softcap %c cap 30.0 : tensor<2x8x160xf32>
   return %3 : tensor<2x8x160xf32>
 }
 

@@ -210,6 +210,15 @@ FAMILY_VARIANTS = {
          "model.layer_types=sliding_attention,full_attention",
          "full_finetune={}", "lora=", "parallel.activation_checkpointing=FULL"],
         [(2, 2), (1, 3)], TOLERANCE),
+    # Gemma 2: every other layer slides; soft-capped scores and logits (the
+    # capped logits are formed whole: loss_tile_tokens leaves them be).
+    "Gemma 2, full checkpointing, tiles": (
+        ["model.model_type=gemma2", "model.head_dim=12",
+         "model.sliding_window=6", "model.attn_logit_softcapping=0.05",
+         "model.final_logit_softcapping=0.5",
+         "model.tie_word_embeddings=true", PROJECTIONS,
+         "parallel.activation_checkpointing=FULL", *TILES],
+        FAMILY_MESHES, TOLERANCE),
     # A window of 7 of the 30 positions, the attention projections tiled.
     "Mistral, sliding window, full checkpointing": (
         ["model.model_type=mistral", "model.head_dim=12",

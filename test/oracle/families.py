@@ -1,7 +1,8 @@
 """The model families the oracles build tiny models of: transformers' own
 classes, by config.json's model_type."""
 import torch
-from transformers import (Gemma3ForCausalLM, Gemma3TextConfig, LlamaConfig,
+from transformers import (Gemma2Config, Gemma2ForCausalLM, Gemma3ForCausalLM,
+                          Gemma3TextConfig, LlamaConfig,
                           LlamaForCausalLM, MistralConfig, MistralForCausalLM,
                           Qwen2Config, Qwen2ForCausalLM, Qwen3Config,
                           Qwen3ForCausalLM)
@@ -11,6 +12,7 @@ FAMILIES = {"llama": (LlamaConfig, LlamaForCausalLM),
             "mistral": (MistralConfig, MistralForCausalLM),
             "qwen2": (Qwen2Config, Qwen2ForCausalLM),
             "qwen3": (Qwen3Config, Qwen3ForCausalLM),
+            "gemma2": (Gemma2Config, Gemma2ForCausalLM),
             "gemma3_text": (Gemma3TextConfig, Gemma3ForCausalLM)}
 
 # Gemma 3's RoPE: a base of its own on the sliding layers, and linear

@@ -35,6 +35,9 @@ SHARD_BYTES = 350_000
 FAMILY_SETTINGS = {"llama": {}, "qwen2": {},
                    "qwen3": dict(head_dim=24, attention_bias=True),
                    "mistral": dict(head_dim=24, sliding_window=4096),
+                   "gemma2": dict(head_dim=24, sliding_window=4,
+                                  attn_logit_softcapping=0.05,
+                                  final_logit_softcapping=0.2),
                    # The merged config.json must keep both RoPE bases, the
                    # full layers' scaling and the layer types.
                    "gemma3_text": dict(head_dim=24, sliding_window=4,

@@ -146,6 +146,19 @@ CONFIGS["gemma3_lm_head"] = (GEMMA3, ["q_proj", "down_proj", "lm_head"],
 # Full fine-tuning; transformers' embedding skips its pad token's row in the
 # backward (nn.Embedding's padding_idx), which Twill does not: no pad token.
 CONFIGS["gemma3_full"] = (dict(GEMMA3, pad_token_id=None), None, PACKED)
+# Gemma 2: Gemma's layer without q/k norms, every other layer sliding, and
+# soft-capped attention scores and logits. The q and k weights are scaled
+# up 3 times, and the caps are small enough that the tanh bends both:
+# without the attention's cap the logits move by 5e-3 (relative), the
+# logits (about 0.1) are capped at 0.2. (A cap bending the tiny model's
+# scores of 1e-2 leaves the q and k gradients ill-conditioned, torch's own
+# fp32 erring by 9e-6; scores 10 times larger make the attention so peaked
+# that Twill's fp32 logits err by 9e-6.)
+GEMMA2 = dict(family="gemma2", num_key_value_heads=2, head_dim=12,
+              query_pre_attn_scalar=16, sliding_window=5, qk_gain=3.0,
+              attn_logit_softcapping=1.0, final_logit_softcapping=0.2)
+CONFIGS["gemma2"] = (GEMMA2, ALL_PROJECTIONS, PACKED)
+CONFIGS["gemma2_full"] = (dict(GEMMA2, pad_token_id=None), None, PACKED)
 LORA_OPTIONS["llama_bias_dora"] = LORA_OPTIONS["dora"]
 LORA_OPTIONS["qwen2_dora_dropout"] = LORA_OPTIONS["dora_dropout"]
 LORA_OPTIONS["qwen3_rslora"] = LORA_OPTIONS["rslora"]
@@ -159,9 +172,14 @@ def build_model(settings):
     settings = dict(settings)
     if "rope_parameters" not in settings:
         settings["rope_theta"] = 10000.0
+    qk_gain = settings.pop("qk_gain", 1.0)
     model = tiny_model(settings.pop("family", "llama"), vocab_size=VOCAB,
                        rms_norm_eps=1e-5, **settings)
     randomize_norms_and_biases(model)
+    with torch.no_grad():  # scores of about 1 rather than 1e-2
+        for name, parameter in model.named_parameters():
+            if name.endswith(("q_proj.weight", "k_proj.weight")):
+                parameter.mul_(qk_gain)
     return model.eval()
 
 

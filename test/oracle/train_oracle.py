@@ -41,11 +41,16 @@ RANK, ALPHA, TARGETS = 4, 8.0, ["q_proj", "v_proj", "down_proj"]
 # What each family's tiny model has beyond Llama's: Qwen2's tied embeddings
 # (its q, k and v biases it always has), Qwen3's and Mistral-Nemo's head_dim
 # other than hidden / heads, Qwen3's attention biases, Mistral's sliding
-# window (5 of the 12 positions), Gemma 3's layer (a sliding layer and a
-# full one, their RoPE bases, GeGLU, its norms, tied embeddings).
+# window (5 of the 12 positions), Gemma 2's soft-caps, Gemma 3's layer (a
+# sliding layer and a full one, their RoPE bases, GeGLU, its norms, tied
+# embeddings).
 FAMILY_SETTINGS = {"llama": {}, "qwen2": dict(tie_word_embeddings=True),
                    "qwen3": dict(head_dim=12, attention_bias=True),
                    "mistral": dict(head_dim=12, sliding_window=5),
+                   "gemma2": dict(head_dim=12, query_pre_attn_scalar=16,
+                                  sliding_window=5,
+                                  attn_logit_softcapping=0.05,
+                                  final_logit_softcapping=0.2),
                    "gemma3_text": dict(
                        head_dim=12, query_pre_attn_scalar=16,
                        sliding_window=5, rope_parameters=GEMMA3_ROPE,

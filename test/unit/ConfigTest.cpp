@@ -454,19 +454,28 @@ TEST(JobConfigValidation, ModelFamilies) {
                                  "model.architectures=", "model.head_dim=24"});
     EXPECT_EQ(config.model().architectures(0), family.causalLm);
   }
-  EXPECT_THAT(validationErrorAfter("model.model_type=gemma2"),
-              HasSubstr("model.model_type 'gemma2' is not supported; allowed: "
-                        "llama, mistral, qwen2, qwen3, gemma3_text"));
-  // Gemma 2's soft-capping and Gemma 3's bidirectional attention are not
-  // built; Gemma's activation is its own key.
+  EXPECT_THAT(validationErrorAfter("model.model_type=gemma"),
+              HasSubstr("model.model_type 'gemma' is not supported; allowed: "
+                        "llama, mistral, qwen2, qwen3, gemma2, gemma3_text"));
+  // Soft-capping is Gemma's; bidirectional attention is not built;
+  // Gemma's activation is its own key.
   for (const char *cap :
-       {"model.attn_logit_softcapping", "model.final_logit_softcapping"})
-    EXPECT_THAT(validationErrorAfter(std::string("model.model_type=gemma3_text "
+       {"model.attn_logit_softcapping", "model.final_logit_softcapping"}) {
+    EXPECT_THAT(validationErrorAfter(std::string(cap) + "=50"),
+                HasSubstr(std::string(cap) + " must be null: llama models "
+                                             "have no logit soft-capping"));
+    EXPECT_THAT(validationErrorAfter(std::string("model.model_type=gemma2 "
                                                  "model.architectures= ") +
-                                     cap + "=50"),
-                HasSubstr(std::string(cap) + " must be null: logit "
-                                             "soft-capping (Gemma 2's) is not "
-                                             "built yet"));
+                                     cap + "=-1"),
+                HasSubstr(std::string(cap) + " must be a positive finite "
+                                             "number, got -1"));
+  }
+  // Gemma 2's defaults: every other layer slides; no soft-cap it does not
+  // state.
+  JobConfig gemma2 = loadTiny({"model.model_type=gemma2"});
+  EXPECT_FALSE(gemma2.model().has_attn_logit_softcapping());
+  EXPECT_EQ(gemma2.model().layer_types(0), "sliding_attention");
+  EXPECT_EQ(gemma2.model().layer_types(1), "full_attention");
   EXPECT_THAT(validationErrorAfter("model.model_type=gemma3_text "
                                    "model.architectures= "
                                    "model.use_bidirectional_attention=true"),

@@ -71,14 +71,17 @@ TEST(CpuKernels, DropoutIsTheMaskOfEachElementsPlace) {
 }
 
 // Sliding windows too: of 2 (a query and the one before it) and of 4,
-// which a segment of 4 crosses.
+// which a segment of 4 crosses; and Gemma 2's soft-capped logits.
 TEST(CpuKernels, AttentionIsCausalGroupedAndStaysInsideSegmentsAndWindows) {
   const int64_t batch = 1, seq = 7, heads = 4, kvHeads = 2, dim = 3;
   std::vector<float> q = randomValues(seq * heads * dim, 4);
   std::vector<float> k = randomValues(seq * kvHeads * dim, 5);
   std::vector<float> v = randomValues(seq * kvHeads * dim, 6);
   const int32_t segments[] = {0, 0, 1, 1, 1, 1, 1};
-  for (int64_t window : {0, 2, 4}) {
+  for (auto [window, softcap] : {std::pair<int64_t, double>{0, 0},
+                                 {2, 0},
+                                 {4, 0},
+                                 {4, 0.8}}) {
   std::vector<float> out(q.size()), expected(q.size());
   double scale = 0.7;
   for (int64_t h = 0; h < heads; ++h) {
@@ -94,7 +97,10 @@ TEST(CpuKernels, AttentionIsCausalGroupedAndStaysInsideSegmentsAndWindows) {
           for (int64_t d = 0; d < dim; ++d)
             dot +=
                 q[(i * heads + h) * dim + d] * k[(j * kvHeads + kv) * dim + d];
-          weight = std::exp(dot * scale);
+          double logit = dot * scale;
+          if (softcap > 0)
+            logit = softcap * std::tanh(logit / softcap);
+          weight = std::exp(logit);
         }
         weights.push_back(weight);
         total += weight;
@@ -108,7 +114,8 @@ TEST(CpuKernels, AttentionIsCausalGroupedAndStaysInsideSegmentsAndWindows) {
     }
   }
   cpu::attention(q.data(), k.data(), v.data(), segments, out.data(), batch, seq,
-                 HeadBlock::whole(heads), kvHeads, dim, scale, window);
+                 HeadBlock::whole(heads), kvHeads, dim,
+                 {scale, window, softcap});
   expectNear(out, expected);
   }
 }
@@ -124,12 +131,14 @@ struct AttentionCase {
   std::vector<float> w = randomValues(q.size(), 14); // dL/dout
   std::vector<int32_t> segments = {0, 0, 0, 1, 1, 2, 2, 5, 5, 5, 5, 6, 6, 6};
   double scale = 0.5;
-  int64_t window = 0; // none; a sliding window's size
+  int64_t window = 0;  // none; a sliding window's size
+  double softcap = 0;  // none; Gemma 2's soft-cap
 
   std::vector<float> forward(int64_t budget) const {
     std::vector<float> out(q.size());
     cpu::attention(q.data(), k.data(), v.data(), segments.data(), out.data(),
-                   batch, seq, heads, kvHeads, dim, scale, window, budget);
+                   batch, seq, heads, kvHeads, dim, {scale, window, softcap},
+                   budget);
     return out;
   }
   /// L = sum(out * w).
@@ -146,7 +155,8 @@ struct AttentionCase {
                                              std::vector<float>(v.size())};
     cpu::attentionGrad(q.data(), k.data(), v.data(), w.data(), segments.data(),
                        grads[0].data(), grads[1].data(), grads[2].data(), batch,
-                       seq, heads, kvHeads, dim, scale, window, budget);
+                       seq, heads, kvHeads, dim, {scale, window, softcap},
+                       budget);
     return grads;
   }
 };
@@ -157,6 +167,7 @@ TEST(CpuKernels, AttentionChunksAgreeWithOneChunk) {
   for (int64_t window : {0, 3}) {
     AttentionCase c;
     c.window = window;
+    c.softcap = window ? 0.6 : 0;
     // A budget of one byte makes chunks of one query; 1 MiB one chunk.
     expectNear(c.forward(1), c.forward(1 << 20));
     auto oneByOne = c.gradients(1), whole = c.gradients(1 << 20);
@@ -169,6 +180,7 @@ TEST(CpuKernels, AttentionGradientsMatchFiniteDifferences) {
   for (int64_t window : {0, 3}) {
   AttentionCase c;
   c.window = window;
+  c.softcap = window ? 0.6 : 0; // through the cap's tanh too
   auto grads = c.gradients(40 * 4 * 4); // a few rows per chunk
   std::vector<float> *inputs[] = {&c.q, &c.k, &c.v};
   for (int input = 0; input < 3; ++input) {
@@ -572,6 +584,25 @@ TEST(CpuKernels, GegluAndItsGradientAreGeluTanhTimesUp) {
                  outUp.data(), count);
   expectClose(outGate, gateGrad, 1e-6, 1e-7);
   expectClose(outUp, upGrad, 1e-6, 1e-7);
+}
+
+// Gemma 2's final logits: cap tanh(x / cap), and its derivative.
+TEST(CpuKernels, SoftcapSquashesIntoTheCapAndItsGradientIsTheTanhs) {
+  const int64_t count = 41;
+  std::vector<float> x = randomValues(count, 40), grad = randomValues(count, 41);
+  for (float &value : x)
+    value *= 50;
+  std::vector<double> capped(count), dx(count);
+  for (int64_t i = 0; i < count; ++i) {
+    double t = std::tanh(double(x[i]) / 30);
+    capped[i] = 30 * t;
+    dx[i] = grad[i] * (1 - t * t);
+  }
+  std::vector<float> out(count);
+  cpu::softcap(x.data(), 30, out.data(), count);
+  expectClose(out, capped, 1e-6, 1e-6);
+  cpu::softcapGrad(x.data(), grad.data(), 30, out.data(), count);
+  expectClose(out, dx, 1e-6, 1e-7);
 }
 
 // The squares add to what the sum holds; the coefficient is

@@ -197,11 +197,13 @@ TEST(Gemm, AttentionScheduleMapsTheSameOnColumnMajorGemms) {
   // chunks' key rows then start past 0).
   for (int64_t window : {0, 4}) {
   problem.window = window;
+  problem.softcap = window ? 1.5 : 0; // and soft-capped logits
   std::vector<float> out(q.size()), expected(q.size());
   ColumnMajorAttentionOps ops;
   chunkedAttention(ops, problem, out.data(), budget);
   cpu::attention(q.data(), k.data(), v.data(), segments.data(), expected.data(),
-                 batch, seq, heads, kvHeads, dim, 0.5, problem.window);
+                 batch, seq, heads, kvHeads, dim,
+                 {0.5, problem.window, problem.softcap});
   expectNear(out, expected);
 
   std::vector<std::vector<float>> grads(3), expectedGrads(3);
@@ -214,7 +216,7 @@ TEST(Gemm, AttentionScheduleMapsTheSameOnColumnMajorGemms) {
   cpu::attentionGrad(q.data(), k.data(), v.data(), dOut.data(), segments.data(),
                      expectedGrads[0].data(), expectedGrads[1].data(),
                      expectedGrads[2].data(), batch, seq, heads, kvHeads, dim,
-                     0.5, problem.window);
+                     {0.5, problem.window, problem.softcap});
   for (int i = 0; i < 3; ++i)
     expectNear(grads[i], expectedGrads[i]);
   }

@@ -74,11 +74,10 @@ struct CpuAttentionOps {
 AttentionProblem problem(const float *q, const float *k, const float *v,
                          const int32_t *segments, int64_t batch, int64_t seq,
                          HeadBlock heads, int64_t kvHeads, int64_t headDim,
-                         double scale, int64_t window) {
-  return {q,     k,     v,
-          segments, batch, seq,
-          kvHeads,  headDim, heads,
-          scale,    sizeof(float), window};
+                         const AttentionLogits &logits) {
+  return {q,        k,       v,     segments,      batch,       seq,
+          kvHeads,  headDim, heads, logits.scale, sizeof(float), logits.window,
+          logits.softcap};
 }
 
 } // namespace
@@ -121,12 +120,18 @@ TWILL_CPU_CLONES void cpu::softmaxRows(const SoftmaxRows &s) {
     int64_t begin = s.visibleBegin(row), end = s.visibleEnd(row);
     const float *scores = s.scores + row * s.keys + begin;
     float *p = static_cast<float *>(s.probabilities) + row * s.keys;
+    float rowScale = scale;
+    if (s.softcap > 0) { // the capped logits first, then their softmax
+      for (int64_t j = 0; j < end - begin; ++j)
+        p[begin + j] = s.logit(scores[j]);
+      scores = p + begin, rowScale = 1;
+    }
     s.lse[row] = s.segments ? softmaxRow<true>(scores, p + begin, end - begin,
-                                               scale,
+                                               rowScale,
                                                s.segments + s.firstKey + begin,
                                                s.segments[query])
                             : softmaxRow<false>(scores, p + begin, end - begin,
-                                                scale, nullptr, 0);
+                                                rowScale, nullptr, 0);
     std::fill(p, p + begin, 0.0f);
     std::fill(p + end, p + s.keys, 0.0f);
   }
@@ -146,9 +151,15 @@ TWILL_CPU_CLONES void cpu::softmaxGradRows(const SoftmaxRows &s) {
 #pragma omp simd reduction(+ : rowDot)
     for (int64_t j = begin; j < end; ++j)
       rowDot += p[j] * dP[j];
+    if (s.softcap > 0) { // through the cap's tanh
+      const float *scores = s.scores + row * s.keys;
+      for (int64_t j = begin; j < end; ++j)
+        dS[j] = p[j] * (dP[j] - rowDot) * s.logitSlope(scores[j]);
+    } else {
 #pragma omp simd
-    for (int64_t j = begin; j < end; ++j)
-      dS[j] = p[j] * (dP[j] - rowDot) * scale;
+      for (int64_t j = begin; j < end; ++j)
+        dS[j] = p[j] * (dP[j] - rowDot) * scale;
+    }
     std::fill(dS, dS + begin, 0.0f);
     std::fill(dS + end, dS + s.keys, 0.0f);
   }
@@ -157,12 +168,12 @@ TWILL_CPU_CLONES void cpu::softmaxGradRows(const SoftmaxRows &s) {
 void cpu::attention(const float *q, const float *k, const float *v,
                     const int32_t *segments, float *out, int64_t batch,
                     int64_t seq, HeadBlock heads, int64_t kvHeads,
-                    int64_t headDim, double scale, int64_t window,
+                    int64_t headDim, const AttentionLogits &logits,
                     int64_t budgetBytes) {
   CpuAttentionOps ops;
   chunkedAttention(ops,
                    problem(q, k, v, segments, batch, seq, heads, kvHeads,
-                           headDim, scale, window),
+                           headDim, logits),
                    out, budgetBytes);
 }
 
@@ -170,12 +181,12 @@ void cpu::attentionGrad(const float *q, const float *k, const float *v,
                         const float *grad, const int32_t *segments,
                         float *queryGrad, float *keyGrad, float *valueGrad,
                         int64_t batch, int64_t seq, HeadBlock heads,
-                        int64_t kvHeads, int64_t headDim, double scale,
-                        int64_t window, int64_t budgetBytes) {
+                        int64_t kvHeads, int64_t headDim,
+                        const AttentionLogits &logits, int64_t budgetBytes) {
   CpuAttentionOps ops;
   chunkedAttentionGrad(ops,
                        problem(q, k, v, segments, batch, seq, heads, kvHeads,
-                               headDim, scale, window),
+                               headDim, logits),
                        grad, queryGrad, keyGrad, valueGrad, budgetBytes);
 }
 
@@ -186,7 +197,7 @@ static llvm::Error runAttention(const InstructionView &in) {
   cpu::attention(in.data<float>(0), in.data<float>(1), in.data<float>(2),
                  shape->segments(in), in.data<float>(shape->firstResult),
                  shape->batch, shape->seq, shape->heads, shape->kvHeads,
-                 shape->headDim, shape->scale, shape->window);
+                 shape->headDim, shape->logits());
   return llvm::Error::success();
 }
 
@@ -199,8 +210,8 @@ static llvm::Error runAttentionGrad(const InstructionView &in) {
       in.data<float>(0), in.data<float>(1), in.data<float>(2),
       in.data<float>(4), shape->segments(in), in.data<float>(first),
       in.data<float>(first + 1), in.data<float>(first + 2), shape->batch,
-      shape->seq, shape->heads, shape->kvHeads, shape->headDim, shape->scale,
-      shape->window);
+      shape->seq, shape->heads, shape->kvHeads, shape->headDim,
+      shape->logits());
   return llvm::Error::success();
 }
 

@@ -39,6 +39,14 @@ static llvm::Error runElementwise(const InstructionView &in) {
     cpu::scale(in.data<float>(0), in->scale().factor(), in.data<float>(1),
                count);
     break;
+  case SOFTCAP:
+    cpu::softcap(in.data<float>(0), in->softcap().cap(), in.data<float>(1),
+                 count);
+    break;
+  case SOFTCAP_GRAD:
+    cpu::softcapGrad(in.data<float>(0), in.data<float>(1),
+                     in->softcap().cap(), in.data<float>(2), count);
+    break;
   case SQRT: {
     const float *x = in.data<float>(0);
     float *out = in.data<float>(1);
@@ -172,7 +180,7 @@ static llvm::Error runConstant(const InstructionView &in) {
 
 void cpu::addElementwiseKernels(Kernels &kernels) {
   kernels.add({ADD, MUL, DIV, SWIGLU, GEGLU, SCALE, SQRT, SWIGLU_GRAD,
-               GEGLU_GRAD},
+               GEGLU_GRAD, SOFTCAP, SOFTCAP_GRAD},
               runElementwise);
   kernels.add({RESHAPE, OFFLOAD, RELOAD,
                // copied at once: their waits have nothing left to do

@@ -182,6 +182,23 @@ void cpu::scale(const float *x, double factor, float *out, int64_t count) {
     out[i] = x[i] * f;
 }
 
+void cpu::softcap(const float *x, double cap, float *out, int64_t count) {
+  float c = float(cap);
+#pragma omp parallel for
+  for (int64_t i = 0; i < count; ++i)
+    out[i] = c * std::tanh(x[i] / c);
+}
+
+void cpu::softcapGrad(const float *x, const float *grad, double cap,
+                      float *out, int64_t count) {
+  float c = float(cap);
+#pragma omp parallel for
+  for (int64_t i = 0; i < count; ++i) {
+    float t = std::tanh(x[i] / c);
+    out[i] = grad[i] * (1.0f - t * t);
+  }
+}
+
 void cpu::rowSumSquares(const float *x, int64_t rows, int64_t columns,
                         float *out) {
 #pragma omp parallel for

@@ -56,14 +56,13 @@ void softmaxGradRows(const SoftmaxRows &rows);
 inline constexpr int64_t kAttentionBudgetBytes = 32 << 20;
 
 /// Causal grouped-query attention over [batch, seq, heads, headDim] inputs;
-/// with `segments` ([batch, seq]) a query sees only keys of its segment,
-/// with a `window` (0: none) only the keys less than `window` positions
-/// before it. Runs as chunks of queries (ChunkedAttention.h) whose scores
-/// fit in `budgetBytes`.
+/// with `segments` ([batch, seq]) a query sees only keys of its segment.
+/// Runs as chunks of queries (ChunkedAttention.h) whose scores fit in
+/// `budgetBytes`.
 void attention(const float *q, const float *k, const float *v,
                const int32_t *segments, float *out, int64_t batch, int64_t seq,
-               HeadBlock heads, int64_t kvHeads, int64_t headDim, double scale,
-               int64_t window = 0,
+               HeadBlock heads, int64_t kvHeads, int64_t headDim,
+               const AttentionLogits &logits,
                int64_t budgetBytes = kAttentionBudgetBytes);
 
 /// to = from over `count` values, on every thread (nothing when they are
@@ -79,6 +78,10 @@ void add(const float *lhs, const float *rhs, float *out, int64_t count);
 void mul(const float *lhs, const float *rhs, float *out, int64_t count);
 void div(const float *lhs, const float *rhs, float *out, int64_t count);
 void scale(const float *x, double factor, float *out, int64_t count);
+/// out = cap tanh(x / cap); its gradient, out = grad (1 - tanh^2(x / cap)).
+void softcap(const float *x, double cap, float *out, int64_t count);
+void softcapGrad(const float *x, const float *grad, double cap, float *out,
+                 int64_t count);
 /// DoRA's: out[r] = sum over c of x[r, c]^2 (summed in double), for
 /// `rows` rows of `columns`.
 void rowSumSquares(const float *x, int64_t rows, int64_t columns, float *out);
@@ -149,7 +152,7 @@ void attentionGrad(const float *q, const float *k, const float *v,
                    const float *grad, const int32_t *segments, float *queryGrad,
                    float *keyGrad, float *valueGrad, int64_t batch, int64_t seq,
                    HeadBlock heads, int64_t kvHeads, int64_t headDim,
-                   double scale, int64_t window = 0,
+                   const AttentionLogits &logits,
                    int64_t budgetBytes = kAttentionBudgetBytes);
 
 /// dL/dgate and dL/dup of silu(gate) * up.

@@ -121,7 +121,8 @@ AttentionProblem problem(const InstructionView &in,
           shape.heads,
           shape.scale,
           int(bytesPerElement(in.dtype(0))),
-          shape.window};
+          shape.window,
+          shape.softcap};
 }
 
 } // namespace

@@ -11,25 +11,26 @@ namespace twill::cuda {
 namespace {
 
 /// One block per row of scores (ChunkedAttention.h): P = softmax over the
-/// visible keys of the scaled scores, and the row's log-sum-exp. The
+/// visible keys of the logits (scaled, soft-capped scores), and the row's
+/// log-sum-exp. The
 /// exponentials are fp32 intrinsics (their arguments are at most 0), the
 /// sum is kept in double.
 template <typename T> __global__ void softmaxRowsKernel(SoftmaxRows s) {
   int64_t row = blockIdx.x, query = s.firstQuery + row % s.rows;
   const float *scores = s.scores + row * s.keys;
   T *p = static_cast<T *>(s.probabilities) + row * s.keys;
-  float scale = float(s.scale), best = -INFINITY;
+  float best = -INFINITY;
   for (int64_t j = threadIdx.x; j < s.keys; j += blockDim.x)
     if (s.visible(query, j))
-      best = fmaxf(best, scores[j] * scale);
+      best = fmaxf(best, s.logit(scores[j]));
   best = float(blockMax(best));
   double total = 0;
   for (int64_t j = threadIdx.x; j < s.keys; j += blockDim.x)
     if (s.visible(query, j))
-      total += __expf(scores[j] * scale - best);
+      total += __expf(s.logit(scores[j]) - best);
   float lse = float(best + log(blockSum(total)));
   for (int64_t j = threadIdx.x; j < s.keys; j += blockDim.x)
-    p[j] = storeAs<T>(s.visible(query, j) ? __expf(scores[j] * scale - lse)
+    p[j] = storeAs<T>(s.visible(query, j) ? __expf(s.logit(scores[j]) - lse)
                                           : 0.0f);
   if (threadIdx.x == 0)
     s.lse[row] = lse;
@@ -42,16 +43,17 @@ template <typename T> __global__ void softmaxGradRowsKernel(SoftmaxRows s) {
   const float *scores = s.scores + row * s.keys;
   const float *dP = s.probabilityGrad + row * s.keys;
   T *dS = static_cast<T *>(s.scoreGrad) + row * s.keys;
-  float scale = float(s.scale), lse = s.lse[row];
+  float lse = s.lse[row];
   auto probability = [&](int64_t j) {
-    return s.visible(query, j) ? __expf(scores[j] * scale - lse) : 0.0f;
+    return s.visible(query, j) ? __expf(s.logit(scores[j]) - lse) : 0.0f;
   };
   double rowDot = 0;
   for (int64_t j = threadIdx.x; j < s.keys; j += blockDim.x)
     rowDot += probability(j) * dP[j];
   float dot = float(blockSum(rowDot));
   for (int64_t j = threadIdx.x; j < s.keys; j += blockDim.x)
-    dS[j] = storeAs<T>(probability(j) * (dP[j] - dot) * scale);
+    dS[j] = storeAs<T>(probability(j) * (dP[j] - dot) *
+                       s.logitSlope(scores[j]));
 }
 
 } // namespace

@@ -45,6 +45,13 @@ static llvm::Error runElementwise(const InstructionView &in, Device &device) {
                      device.stream);
     return llvm::Error::success();
   }
+  if (op == SOFTCAP || op == SOFTCAP_GRAD) {
+    bool grad = op == SOFTCAP_GRAD;
+    cuda::softcap(in.data<void>(0), grad ? in.data<void>(1) : nullptr,
+                  in->softcap().cap(), in.data<void>(grad ? 2 : 1), count,
+                  bf16, device.stream);
+    return llvm::Error::success();
+  }
   if (op == SWIGLU_GRAD || op == GEGLU_GRAD) {
     (op == SWIGLU_GRAD ? cuda::swigluGrad : cuda::gegluGrad)(
         in.data<void>(0), in.data<void>(1), in.data<void>(2), in.data<void>(3),
@@ -208,7 +215,7 @@ static llvm::Error runConstant(const InstructionView &in, Device &device) {
 
 void cuda::addElementwiseKernels(Kernels &kernels) {
   kernels.add({ADD, MUL, DIV, SWIGLU, GEGLU, SCALE, SQRT, SWIGLU_GRAD,
-               GEGLU_GRAD},
+               GEGLU_GRAD, SOFTCAP, SOFTCAP_GRAD},
               {runElementwise, /*bf16=*/true});
   kernels.add({RESHAPE, OFFLOAD, RELOAD, OFFLOAD_START, RELOAD_START},
               {runCopy, /*bf16=*/true});

@@ -82,6 +82,15 @@ __global__ void scaleKernel(const T *x, float factor, T *out, int64_t count) {
 }
 
 template <typename T>
+__global__ void softcapKernel(const T *x, const T *grad, float cap, T *out,
+                              int64_t count) {
+  GRID_STRIDE(i, count) {
+    float t = tanhf(load(x[i]) / cap);
+    out[i] = storeAs<T>(grad ? load(grad[i]) * (1.0f - t * t) : cap * t);
+  }
+}
+
+template <typename T>
 __global__ void sqrtKernel(const T *x, T *out, int64_t count) {
   GRID_STRIDE(i, count) out[i] = storeAs<T>(sqrtf(load(x[i])));
 }
@@ -255,6 +264,16 @@ void squareRoot(const void *x, void *out, int64_t count, bool bf16,
     using T = STORED(tag);
     sqrtKernel<<<blocksFor(count), kThreads, 0, stream>>>(
         static_cast<const T *>(x), static_cast<T *>(out), count);
+  });
+}
+
+void softcap(const void *x, const void *grad, double cap, void *out,
+             int64_t count, bool bf16, cudaStream_t stream) {
+  stored(bf16, [&](auto *tag) {
+    using T = STORED(tag);
+    softcapKernel<<<blocksFor(count), kThreads, 0, stream>>>(
+        static_cast<const T *>(x), static_cast<const T *>(grad), float(cap),
+        static_cast<T *>(out), count);
   });
 }
 

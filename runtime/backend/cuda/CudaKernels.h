@@ -73,6 +73,10 @@ void scale(const void *x, double factor, void *out, int64_t count, bool bf16,
            cudaStream_t stream);
 void squareRoot(const void *x, void *out, int64_t count, bool bf16,
                 cudaStream_t stream);
+/// out = cap tanh(x / cap); with `grad`, its gradient, grad (1 - tanh^2(x /
+/// cap)).
+void softcap(const void *x, const void *grad, double cap, void *out,
+             int64_t count, bool bf16, cudaStream_t stream);
 /// DoRA's: out[r] = sum over c of x[r, c]^2 (a warp per row, in fp32);
 /// out[r, c] = x[r, c] * scale[c]; and that op's gradients, the scale's
 /// summed over the rows in fp32 (a thread per column).

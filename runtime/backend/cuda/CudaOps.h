@@ -27,7 +27,8 @@ using Kernels = KernelTable<Kernel>;
 /// embedding, embedding_grad, the rms_norm family, and rope and rope_grad
 /// (CudaLayers.cpp).
 void addLayerKernels(Kernels &kernels);
-/// add, mul, div, swiglu, geglu, scale, sqrt, swiglu_grad, geglu_grad; reshape, offload and
+/// add, mul, div, swiglu, geglu, scale, sqrt, swiglu_grad, geglu_grad,
+/// softcap and its gradient; reshape, offload and
 /// reload (and their starts: copies), split and concat, cast, transpose,
 /// constant; dropout; DoRA's row_sum_squares, scale_columns and its
 /// gradient; a bias's add_columns and column_sums (CudaElementwise.cpp).

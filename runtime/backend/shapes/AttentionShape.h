@@ -39,10 +39,12 @@ struct AttentionShape {
   double scale;
   bool hasSegments;
   int64_t window; // 0: none
+  double softcap; // 0: none
 
   const int32_t *segments(const InstructionView &in) const {
     return hasSegments ? in.data<int32_t>(firstResult - 1) : nullptr;
   }
+  AttentionLogits logits() const { return {scale, window, softcap}; }
 };
 
 inline llvm::Expected<AttentionShape> attentionShape(const InstructionView &in,
@@ -76,6 +78,8 @@ inline llvm::Expected<AttentionShape> attentionShape(const InstructionView &in,
     return heads.takeError();
   if (in->attention().window() < 0)
     return in.fail("window must be zero (none) or positive");
+  if (!(in->attention().softcap() >= 0))
+    return in.fail("softcap must be zero (none) or positive");
   return AttentionShape{q[0],
                         q[1],
                         k[2],
@@ -84,7 +88,8 @@ inline llvm::Expected<AttentionShape> attentionShape(const InstructionView &in,
                         first,
                         in->attention().scale(),
                         hasSegments,
-                        in->attention().window()};
+                        in->attention().window(),
+                        in->attention().softcap()};
 }
 
 } // namespace twill

@@ -17,17 +17,19 @@
 namespace twill {
 
 /// An elementwise op's operand and result counts and shape rule: add, mul,
-/// div, swiglu and geglu (two operands, one result), scale and sqrt (one,
-/// one), swiglu_grad and geglu_grad (three, two). Each backend checks the dtypes it computes in.
+/// div, swiglu, geglu and softcap_grad (two operands, one result), scale,
+/// sqrt and softcap (one, one), swiglu_grad and geglu_grad (three, two).
+/// Each backend checks the dtypes it computes in.
 inline llvm::Error elementwiseShapes(const InstructionView &in) {
   Opcode op = in.opcode();
   bool gatedGrad = op == SWIGLU_GRAD || op == GEGLU_GRAD;
-  int operands = op == SCALE || op == SQRT ? 1 : gatedGrad ? 3 : 2;
+  bool unary = op == SCALE || op == SQRT || op == SOFTCAP;
+  int operands = unary ? 1 : gatedGrad ? 3 : 2;
   int results = gatedGrad ? 2 : 1;
   if (in.numOperands() != operands || in.numResults() != results)
     return in.fail(llvm::formatv("expects {0} operands and {1} results",
                                  operands, results));
-  if (op == SCALE || op == SQRT)
+  if (unary)
     return in.check(shapes::unary(in.shape(0), in.shape(1)));
   if (gatedGrad)
     return in.check(shapes::gatedGrad(in.shape(0), in.shape(1), in.shape(2),
