@@ -39,6 +39,23 @@ LogicalResult mlir::twill::expectSameElementType(Operation *op,
 }
 
 LogicalResult
+mlir::twill::verifyAttentionLogits(Operation *op,
+                                   std::optional<uint64_t> window,
+                                   std::optional<llvm::APFloat> softcap) {
+  if (window && (int64_t)*window < 1)
+    return op->emitOpError("window must be at least 1");
+  if (softcap && !(softcap->convertToDouble() > 0))
+    return op->emitOpError("softcap must be positive");
+  return success();
+}
+
+LogicalResult mlir::twill::verifyCap(Operation *op, const llvm::APFloat &cap) {
+  if (!(cap.convertToDouble() > 0))
+    return op->emitOpError("cap must be positive");
+  return success();
+}
+
+LogicalResult
 mlir::twill::verifyRopeScaling(Operation *op,
                                std::optional<llvm::APFloat> factor,
                                std::optional<llvm::APFloat> lowFreqFactor,

@@ -26,7 +26,15 @@ LogicalResult check(Operation *op, llvm::Error rule);
 
 /// Fails unless every value has the element type of the first.
 LogicalResult expectSameElementType(Operation *op, ValueRange values);
-/// Llama 3.1 rope scaling: all four attributes or none, in range.
+/// Attention's (and its gradient's) window, at least 1, and soft-cap,
+/// positive, where given.
+LogicalResult verifyAttentionLogits(Operation *op,
+                                    std::optional<uint64_t> window,
+                                    std::optional<llvm::APFloat> softcap);
+/// A soft-cap's cap: positive.
+LogicalResult verifyCap(Operation *op, const llvm::APFloat &cap);
+/// Rope scaling: linear (the factor alone) or Llama 3.1's (all four
+/// attributes), in range; or none.
 LogicalResult verifyRopeScaling(Operation *op,
                                 std::optional<llvm::APFloat> factor,
                                 std::optional<llvm::APFloat> lowFreqFactor,

@@ -49,10 +49,8 @@ LogicalResult RopeGradOp::verify() {
 }
 
 LogicalResult AttentionGradOp::verify() {
-  if (getWindow() && *getWindow() < 1)
-    return emitOpError("window must be at least 1");
-  if (getSoftcap() && !(getSoftcap()->convertToDouble() > 0))
-    return emitOpError("softcap must be positive");
+  if (failed(verifyAttentionLogits(*this, getWindow(), getSoftcap())))
+    return failure();
   return check(*this,
                shapes::attentionGrad(
                    shapeOf(getQuery()), shapeOf(getKey()), shapeOf(getValue()),
@@ -92,11 +90,7 @@ LogicalResult ColumnSumsOp::verify() {
                shapes::columnSums(shapeOf(getInput()), shapeOf(getResult())));
 }
 
-LogicalResult SoftcapGradOp::verify() {
-  if (!(getCap().convertToDouble() > 0))
-    return emitOpError("cap must be positive");
-  return success();
-}
+LogicalResult SoftcapGradOp::verify() { return verifyCap(*this, getCap()); }
 
 LogicalResult CrossEntropyGradOp::verify() {
   return check(*this, shapes::crossEntropyGrad(shapeOf(getLogits()),

@@ -151,11 +151,7 @@ LogicalResult AddColumnsOp::verify() {
                                          shapeOf(getResult())));
 }
 
-LogicalResult SoftcapOp::verify() {
-  if (!(getCap().convertToDouble() > 0))
-    return emitOpError("cap must be positive");
-  return success();
-}
+LogicalResult SoftcapOp::verify() { return verifyCap(*this, getCap()); }
 
 LogicalResult DropoutOp::verify() {
   if (failed(expectSameElementType(*this, {getInput(), getResult()})) ||
@@ -185,11 +181,7 @@ LogicalResult AttentionOp::verify() {
     return failure();
   if (getScale().convertToDouble() <= 0.0)
     return emitOpError("scale must be positive");
-  if (getWindow() && *getWindow() < 1)
-    return emitOpError("window must be at least 1");
-  if (getSoftcap() && !(getSoftcap()->convertToDouble() > 0))
-    return emitOpError("softcap must be positive");
-  return success();
+  return verifyAttentionLogits(*this, getWindow(), getSoftcap());
 }
 
 /// Add, mul, div and swiglu: one shape and element type for all three
