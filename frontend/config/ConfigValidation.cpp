@@ -185,7 +185,10 @@ static void validateModel(const ModelConfig &model, Problems &problems) {
     for (const std::string &architecture : model.architectures())
       problems.oneOf("model.architectures", architecture,
                      {llvm::StringRef(family->causalLm)});
-  problems.oneOf("model.hidden_act", model.hidden_act(), {"silu"});
+  // Gemma's classes read hidden_activation (checked below), whatever
+  // hidden_act says: Gemma 2's config.json states both.
+  if (!(family && family->gemmaLayer))
+    problems.oneOf("model.hidden_act", model.hidden_act(), {"silu"});
   // A key the family's transformers class does not read would be trained
   // here and ignored there.
   if (family && model.attention_bias() && !family->readsAttentionBias)

@@ -470,6 +470,11 @@ TEST(JobConfigValidation, ModelFamilies) {
                 HasSubstr(std::string(cap) + " must be a positive finite "
                                              "number, got -1"));
   }
+  // Gemma 2's config.json states hidden_act beside hidden_activation,
+  // which its class reads.
+  EXPECT_TRUE(bool(loadJobConfig(sourcePath("configs/tiny.textproto"),
+                                 {"model.model_type=gemma2",
+                                  "model.hidden_act=gelu_pytorch_tanh"})));
   // Gemma 2's defaults: every other layer slides; no soft-cap it does not
   // state.
   JobConfig gemma2 = loadTiny({"model.model_type=gemma2"});
