@@ -143,18 +143,39 @@ servedHeads(const HeadBlock &heads, int64_t kvHeads, int64_t kvHead) {
   return {begin, std::max(begin, end)};
 }
 
+/// The most keys a chunk of `rows` queries sees: the whole sequence, or
+/// with a window, its rows and the window before the first.
+inline int64_t chunkKeys(const AttentionProblem &p, int64_t rows) {
+  return p.window > 0 ? std::min(p.seq, rows + p.window - 1) : p.seq;
+}
+
 /// Queries per chunk: as many as keep one chunk's fp32 scores of a KV
 /// group's heads (and what lives beside them) within `budgetBytes`, and no
 /// more than the backend's `maxRows`. A chunk sees the keys up to its last
 /// query, so smaller chunks skip more of the causal upper triangle (all but
 /// 1/(2 x chunks) of it) while larger ones make larger GEMMs: the balance
-/// is each backend's (Ops::kMaxChunkRows).
+/// is each backend's (Ops::kMaxChunkRows). A window bounds the keys a
+/// chunk sees, so its chunks may hold more queries in the same budget.
 inline int64_t chunkRows(const AttentionProblem &p, int64_t groupHeads,
                          int64_t budgetBytes, int64_t maxRows) {
-  int64_t perRow = std::max<int64_t>(groupHeads, 1) * p.seq *
+  int64_t perKey = std::max<int64_t>(groupHeads, 1) *
                    (2 * sizeof(float) + 2 * p.elementBytes);
-  return std::clamp<int64_t>(budgetBytes / std::max<int64_t>(perRow, 1), 1,
-                             std::min(p.seq, maxRows));
+  int64_t most = std::min(p.seq, maxRows);
+  int64_t rows = std::clamp<int64_t>(
+      budgetBytes / std::max<int64_t>(perKey * p.seq, 1), 1, most);
+  if (p.window <= 0)
+    return rows;
+  // The most rows r whose r x chunkKeys(r) scores fit (`rows` do: a chunk
+  // sees no more keys than the sequence has).
+  int64_t scores = budgetBytes / perKey, high = most;
+  while (rows < high) {
+    int64_t middle = rows + (high - rows + 1) / 2;
+    if (middle * chunkKeys(p, middle) <= scores)
+      rows = middle;
+    else
+      high = middle - 1;
+  }
+  return rows;
 }
 
 inline const char *at(const void *base, int64_t elements, int bytes) {
@@ -180,7 +201,8 @@ template <typename Ops>
 ChunkScratch chunkScratch(Ops &ops, const AttentionProblem &p, int64_t g,
                           int64_t budgetBytes, bool gradient) {
   int64_t rows = chunkRows(p, g, budgetBytes, Ops::kMaxChunkRows),
-          scores = g * rows * p.seq, stacked = g * rows * p.headDim;
+          scores = g * rows * chunkKeys(p, rows),
+          stacked = g * rows * p.headDim;
   ChunkScratch scratch{
       rows,
       static_cast<float *>(ops.scratch(0, scores * sizeof(float))),
