@@ -65,11 +65,11 @@ struct LayerMarker : public OpBuilder::Listener {
 class DecoderTracer {
 public:
   DecoderTracer(MLIRContext &context, const JobConfig &job,
-              const ::twill::TraceOptions &options)
+                const ::twill::TraceOptions &options)
       : job(job), model(job.model()),
         family(*::twill::findModelFamily(job.model().model_type())),
-        options(options), builder(&context),
-        batch(job.train().batch_size()), seq(job.train().seq_len()) {
+        options(options), builder(&context), batch(job.train().batch_size()),
+        seq(job.train().seq_len()) {
     builder.setListener(&layerMarker);
   }
 
@@ -131,7 +131,8 @@ private:
   Value decoderLayer(Value hidden, int64_t layer);
   Value attention(Value normed, const std::string &prefix);
   Value mlp(Value normed, const std::string &prefix);
-  /// The MLP of some positions: gate and up, SwiGLU, down.
+  /// The MLP of some positions: gate and up, their gated activation
+  /// (SwiGLU, or Gemma's GeGLU), down.
   Value mlpTile(Value normed, const std::string &prefix);
 
   /// `x` ([batch, seq, ...]) cut along the sequence into tiles of about
@@ -174,7 +175,7 @@ private:
   Block *body = nullptr;
   unsigned numParams = 0;
   SmallVector<DictionaryAttr> paramAttrs;
-  llvm::StringMap<Value> params;   // by Hugging Face name
+  llvm::StringMap<Value> params;                 // by Hugging Face name
   llvm::DenseMap<Value, std::string> paramNames; // the names they have
   Value positions, segments;
   SmallVector<ValueRole> inputRoles; // in argument order
@@ -187,7 +188,7 @@ private:
 } // namespace
 
 Value DecoderTracer::param(const Twine &name, ArrayRef<int64_t> shape,
-                         bool trainable, Split split, const Role &role) {
+                           bool trainable, Split split, const Role &role) {
   std::string hfName = name.str();
   // Traced again (by each tile of a tiled MLP): the same argument.
   if (Value traced = params.lookup(hfName))
@@ -204,18 +205,18 @@ Value DecoderTracer::param(const Twine &name, ArrayRef<int64_t> shape,
     init = InitKind::Zeros;
   SmallVector<NamedAttribute, 6> attrs{
       builder.getNamedAttr(kParamAttrName, builder.getStringAttr(named)),
-      builder.getNamedAttr(kTensorParallelAttrName,
-                           TensorParallelAttr::get(context, split.style,
-                                                   split.heads)),
+      builder.getNamedAttr(
+          kTensorParallelAttrName,
+          TensorParallelAttr::get(context, split.style, split.heads)),
       builder.getNamedAttr(
           kInitAttrName,
-          InitAttr::get(context, init,
-                        llvm::APFloat(init == InitKind::Normal ? kBaseWeightStd
-                                                               : 0.0),
-                        // Its random values keyed by its checkpoint name
-                        // here, so that they stay its own however the
-                        // program names it.
-                        llvm::xxh3_64bits(hfName)))};
+          InitAttr::get(
+              context, init,
+              llvm::APFloat(init == InitKind::Normal ? kBaseWeightStd : 0.0),
+              // Its random values keyed by its checkpoint name
+              // here, so that they stay its own however the
+              // program names it.
+              llvm::xxh3_64bits(hfName)))};
   if (role.part)
     attrs.push_back(builder.getNamedAttr(
         kAdapterAttrName,
@@ -236,7 +237,7 @@ Value DecoderTracer::input(ValueRole role, Type elementType) {
 }
 
 Value DecoderTracer::input(ValueRole role, Type elementType,
-                         ArrayRef<int64_t> shape) {
+                           ArrayRef<int64_t> shape) {
   inputRoles.push_back(role);
   return body->addArgument(RankedTensorType::get(shape, elementType),
                            loc(stringifyValueRole(role)));
@@ -251,7 +252,7 @@ Value DecoderTracer::matmulTransposed(Value x, Value weight, Location at) {
 }
 
 Value DecoderTracer::linear(Value x, const std::string &path, StringRef target,
-                          int64_t in, int64_t out, Split split) {
+                            int64_t in, int64_t out, Split split) {
   Value weight =
       param(path + ".weight", {out, in}, baseTrainable(), split, baseWeight());
   Value y = linearWith(x, weight, path, target, split);
@@ -268,7 +269,7 @@ Value DecoderTracer::linear(Value x, const std::string &path, StringRef target,
 }
 
 Value DecoderTracer::linearWith(Value x, Value weight, const std::string &path,
-                              StringRef target, Split split) {
+                                StringRef target, Split split) {
   Value y = matmulTransposed(x, weight, loc(path));
   if (!isLoraTarget(target))
     return y;
@@ -281,8 +282,7 @@ Value DecoderTracer::linearWith(Value x, Value weight, const std::string &path,
   // PEFT's start: A kaiming-uniform, B zero, so the product starts at 0.
   // The weight adapted is `path`.weight; where another parameter holds it
   // (an lm_head tied to the embedding), the adapter says which.
-  std::string weightName = path + ".weight",
-              holder = paramNames.lookup(weight);
+  std::string weightName = path + ".weight", holder = paramNames.lookup(weight);
   std::string tied =
       holder == options.parameterPrefix + weightName ? "" : holder;
   Value a = param(path + ".lora_A.weight", {rank, outIn[1]}, true,
@@ -298,8 +298,8 @@ Value DecoderTracer::linearWith(Value x, Value weight, const std::string &path,
         builder, loc(path + ".lora_dropout"), x.getType(), x, tracedTokens,
         microBatch, builder.getF64FloatAttr(rate),
         builder.getI64IntegerAttr(uint32_t(job.train().seed())),
-        builder.getI64IntegerAttr(::twill::dropoutStream(path.data(),
-                                                         path.size())),
+        builder.getI64IntegerAttr(
+            ::twill::dropoutStream(path.data(), path.size())),
         /*shard_axis=*/nullptr);
   Value up = matmulTransposed(matmulTransposed(dropped, a, at), b, at);
   double scale =
@@ -314,26 +314,26 @@ Value DecoderTracer::linearWith(Value x, Value weight, const std::string &path,
   // W x + (m / n - 1) W d(x) + (m / n) scale B A d(x), and without dropout
   // (or in evaluation) W d(x) is W x itself.
   Location doraAt = loc(path + ".lora_magnitude_vector");
-  Value magnitude = param(path + ".lora_magnitude_vector", {outIn[0]}, true,
-                          splitsInput ? whole : split,
-                          {InitKind::RowNorms, AdapterPart::Magnitude,
-                           weightName, tied});
+  Value magnitude =
+      param(path + ".lora_magnitude_vector", {outIn[0]}, true,
+            splitsInput ? whole : split,
+            {InitKind::RowNorms, AdapterPart::Magnitude, weightName, tied});
   Value product = MatmulOp::create(builder, doraAt, weight.getType(), b, a,
                                    /*transposeLhs=*/false,
                                    /*transposeRhs=*/false);
-  Value adapted = AddOp::create(
-      builder, doraAt, weight.getType(), weight,
-      ScaleOp::create(builder, doraAt, weight.getType(), product,
-                      builder.getF64FloatAttr(scale)));
+  Value adapted =
+      AddOp::create(builder, doraAt, weight.getType(), weight,
+                    ScaleOp::create(builder, doraAt, weight.getType(), product,
+                                    builder.getF64FloatAttr(scale)));
   Type rows = magnitude.getType();
   Value squares = RowSumSquaresOp::create(builder, doraAt, rows, adapted);
   // 1e-30 more: a padded row (all zero, where a rank's block runs past the
   // dim) scales by 0 rather than 0 / 0; a real row's sum is far above it.
-  squares = AddOp::create(
-      builder, doraAt, rows, squares,
-      ConstantOp::create(builder, doraAt, rows, builder.getF64FloatAttr(1e-30)));
-  Value norm = DetachOp::create(
-      builder, doraAt, rows, SqrtOp::create(builder, doraAt, rows, squares));
+  squares = AddOp::create(builder, doraAt, rows, squares,
+                          ConstantOp::create(builder, doraAt, rows,
+                                             builder.getF64FloatAttr(1e-30)));
+  Value norm = DetachOp::create(builder, doraAt, rows,
+                                SqrtOp::create(builder, doraAt, rows, squares));
   Value ratio = DivOp::create(builder, doraAt, rows, magnitude, norm);
   Value less = AddOp::create(
       builder, doraAt, rows, ratio,
@@ -350,17 +350,15 @@ Value DecoderTracer::linearWith(Value x, Value weight, const std::string &path,
 Value DecoderTracer::rmsNorm(Value x, const Twine &path, int64_t size) {
   std::string module = path.str();
   // Gemma's weights start at 0 and scale by 1 + w: the same start.
-  Value weight = param(module + ".weight", {size}, baseTrainable(),
-                       {TensorParallelStyle::Replicate},
-                       {family.gemmaLayer ? InitKind::Zeros : InitKind::Ones,
-                        std::nullopt,
-                        {}});
+  Value weight = param(
+      module + ".weight", {size}, baseTrainable(),
+      {TensorParallelStyle::Replicate},
+      {family.gemmaLayer ? InitKind::Zeros : InitKind::Ones, std::nullopt, {}});
   Location at = loc(module);
   if (family.gemmaLayer)
-    weight = AddOp::create(
-        builder, at, weight.getType(), weight,
-        ConstantOp::create(builder, at, weight.getType(),
-                           builder.getF64FloatAttr(1.0)));
+    weight = AddOp::create(builder, at, weight.getType(), weight,
+                           ConstantOp::create(builder, at, weight.getType(),
+                                              builder.getF64FloatAttr(1.0)));
   return RmsNormOp::create(builder, at, x.getType(), x, weight,
                            builder.getF64FloatAttr(model.rms_norm_eps()));
 }
@@ -400,7 +398,7 @@ SmallVector<int64_t> DecoderTracer::tileSizes(int64_t tile) const {
 }
 
 SmallVector<Value> DecoderTracer::sequenceTiles(Value x, int64_t tile,
-                                              Location at) {
+                                                Location at) {
   SmallVector<int64_t> sizes = tileSizes(tile);
   if (sizes.size() == 1)
     return {x};
@@ -455,8 +453,8 @@ Value DecoderTracer::attention(Value normed, const std::string &prefix) {
                                     joinTiles(p.tiles, loc(path)));
     // Qwen3 normalises each query and key head before rotating it.
     if (p.rotate && family.qkNorm)
-      split = rmsNorm(split, attn + "." + p.name.take_front(1) + "_norm",
-                      headDim);
+      split =
+          rmsNorm(split, attn + "." + p.name.take_front(1) + "_norm", headDim);
     p.heads4d = p.rotate ? rope(split, path + ".rope") : split;
   };
   SmallVector<Value> pieces = sequenceTiles(normed, tile, at);
@@ -694,16 +692,16 @@ OwningOpRef<ModuleOp> DecoderTracer::trace() {
   for (ValueRole role : inputRoles)
     argAttrs.push_back(named(kInputAttrName, role));
   forward.setAllArgAttrs(argAttrs);
-  forward.setAllResultAttrs(ArrayRef<DictionaryAttr>{
-      named(kOutputAttrName, ValueRole::LossSum),
-      named(kOutputAttrName, ValueRole::TokenCount)});
+  forward.setAllResultAttrs(
+      ArrayRef<DictionaryAttr>{named(kOutputAttrName, ValueRole::LossSum),
+                               named(kOutputAttrName, ValueRole::TokenCount)});
   return module;
 }
 
 namespace twill {
 OwningOpRef<ModuleOp> buildDecoderModule(MLIRContext &context,
-                                       const JobConfig &job,
-                                       const TraceOptions &options) {
+                                         const JobConfig &job,
+                                         const TraceOptions &options) {
   return DecoderTracer(context, job, options).trace();
 }
 } // namespace twill

@@ -2,9 +2,8 @@
 //
 // Traces the forward pass of a decoder-only model of a family the frontend
 // knows (frontend/config/ModelFamily.h: Llama 3.x, Mistral, Qwen2, Qwen3,
-// Gemma 3's text model)
-// with LoRA adapters, as the family's transformers causal LM + PEFT compute
-// it, into
+// Gemma 2 and Gemma 3's text model) with LoRA adapters, as the family's
+// transformers causal LM + PEFT compute it, into
 //
 //   func.func @forward(%params..., %tokens, %labels, %positions, %segments)
 //       -> (tensor<f32> {twill.output = "loss_sum", twill.role = ...},
@@ -48,7 +47,7 @@ struct TraceOptions {
 /// its @forward function.
 mlir::OwningOpRef<mlir::ModuleOp>
 buildDecoderModule(mlir::MLIRContext &context, const JobConfig &job,
-                 const TraceOptions &options = {});
+                   const TraceOptions &options = {});
 
 } // namespace twill
 

@@ -33,8 +33,9 @@ double twill::flopsOf(const Instruction &instruction,
     // window w shorter than the sequence, seq w - w^2 / 2.
     double seq = double(query[1]);
     double window = double(instruction.attention().window());
-    double pairs = window > 0 && window < seq ? seq * window - window * window / 2
-                                              : seq * seq / 2;
+    double pairs = window > 0 && window < seq
+                       ? seq * window - window * window / 2
+                       : seq * seq / 2;
     double forward = 4.0 * query[0] * query[2] * pairs * query[3];
     return instruction.opcode() == ATTENTION ? forward : 2.5 * forward;
   }

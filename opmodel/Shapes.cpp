@@ -123,7 +123,7 @@ Error shapes::reshape(Shape input, Shape result) {
 }
 
 Error shapes::gatedGrad(Shape gate, Shape up, Shape grad, Shape gateGrad,
-                         Shape upGrad) {
+                        Shape upGrad) {
   return allLike(gate, {{"up", up},
                         {"grad", grad},
                         {"gate_grad", gateGrad},
@@ -186,8 +186,7 @@ static Error byColumn(shapes::Shape input, llvm::StringRef vectorName,
                       shapes::Shape vector, shapes::Shape result) {
   if (input.empty())
     return problem("input must have columns");
-  if (Error error =
-          shapes::expectShape(vectorName, vector, input.take_back()))
+  if (Error error = shapes::expectShape(vectorName, vector, input.take_back()))
     return error;
   return shapes::expectShape("result", result, input);
 }

@@ -60,7 +60,7 @@ llvm::Error reshape(Shape input, Shape result);
 /// swiglu_grad and geglu_grad: gate, up, grad -> the gate's and up's, all
 /// of one shape.
 llvm::Error gatedGrad(Shape gate, Shape up, Shape grad, Shape gateGrad,
-                       Shape upGrad);
+                      Shape upGrad);
 /// transpose: result dim i is input dim permutation[i], a permutation of
 /// every dim.
 llvm::Error transpose(Shape input, llvm::ArrayRef<int64_t> permutation,

@@ -146,9 +146,9 @@ LogicalResult AddColumnsOp::verify() {
   if (failed(
           expectSameElementType(*this, {getInput(), getBias(), getResult()})))
     return failure();
-  return check(*this, shapes::addColumns(shapeOf(getInput()),
-                                         shapeOf(getBias()),
-                                         shapeOf(getResult())));
+  return check(*this,
+               shapes::addColumns(shapeOf(getInput()), shapeOf(getBias()),
+                                  shapeOf(getResult())));
 }
 
 LogicalResult SoftcapOp::verify() { return verifyCap(*this, getCap()); }

@@ -192,7 +192,7 @@ Cotangents ScaleColumnsOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
 }
 
 Cotangents AddColumnsOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
-                                 ArrayRef<bool> needed) {
+                                  ArrayRef<bool> needed) {
   SmallVector<Value> grads{needed[0] ? cotangents[0] : Value(), Value()};
   if (needed[1])
     grads[1] = ColumnSumsOp::create(builder, getLoc(), getBias().getType(),

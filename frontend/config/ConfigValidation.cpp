@@ -214,13 +214,12 @@ static void validateModel(const ModelConfig &model, Problems &problems) {
     problems.positive("model.rope_local_base_freq",
                       model.rope_local_base_freq());
   // Soft-capping is Gemma's: its layer reads the keys.
-  for (auto [field, set, cap] :
-       {std::tuple{"model.attn_logit_softcapping",
-                   model.has_attn_logit_softcapping(),
-                   model.attn_logit_softcapping()},
-        std::tuple{"model.final_logit_softcapping",
-                   model.has_final_logit_softcapping(),
-                   model.final_logit_softcapping()}}) {
+  for (auto [field, set, cap] : {std::tuple{"model.attn_logit_softcapping",
+                                            model.has_attn_logit_softcapping(),
+                                            model.attn_logit_softcapping()},
+                                 std::tuple{"model.final_logit_softcapping",
+                                            model.has_final_logit_softcapping(),
+                                            model.final_logit_softcapping()}}) {
     if (!set)
       continue;
     if (family && !family->gemmaLayer)

@@ -25,30 +25,6 @@ ModelFamily qwen2() {
   family.window = ModelFamily::Window::ChosenLayers;
   return family;
 }
-ModelFamily gemma2() {
-  ModelFamily family{"gemma2", "Gemma2ForCausalLM"};
-  family.readsAttentionBias = true;
-  family.gemmaLayer = true;
-  family.window = ModelFamily::Window::LayerTypes;
-  // Gemma2Config's defaults: every other layer slides. (Its soft-caps'
-  // defaults, 50 and 30, are not taken: config.json's null, no cap, and a
-  // missing key are one to the import. Real configs state both.)
-  family.queryPreAttnScalar = 256;
-  family.fullEvery = 2;
-  return family;
-}
-ModelFamily gemma3Text() {
-  ModelFamily family{"gemma3_text", "Gemma3ForCausalLM"};
-  family.readsAttentionBias = true;
-  family.qkNorm = true;
-  family.gemmaLayer = true;
-  family.window = ModelFamily::Window::LayerTypes;
-  // Gemma3TextConfig's defaults.
-  family.queryPreAttnScalar = 256;
-  family.ropeLocalBaseFreq = 10000;
-  family.fullEvery = 6;
-  return family;
-}
 ModelFamily qwen3() {
   ModelFamily family{"qwen3", "Qwen3ForCausalLM"};
   family.readsAttentionBias = true;
@@ -57,11 +33,37 @@ ModelFamily qwen3() {
   family.window = ModelFamily::Window::ChosenLayers;
   return family;
 }
+/// Gemma's layer, sliding where layer_types says, one full layer in
+/// `fullEvery` by default, as Gemma 2 and 3 share it.
+ModelFamily gemma(llvm::StringLiteral modelType, llvm::StringLiteral causalLm,
+                  int64_t fullEvery) {
+  ModelFamily family{modelType, causalLm};
+  family.readsAttentionBias = true;
+  family.gemmaLayer = true;
+  family.window = ModelFamily::Window::LayerTypes;
+  family.queryPreAttnScalar = 256;
+  family.fullEvery = fullEvery;
+  return family;
+}
+ModelFamily gemma2() {
+  // Gemma2Config's defaults: every other layer slides. (Its soft-caps'
+  // defaults, 50 and 30, are not taken: config.json's null, no cap, and a
+  // missing key are one to the import. Real configs state both.)
+  return gemma("gemma2", "Gemma2ForCausalLM", 2);
+}
+ModelFamily gemma3Text() {
+  // Gemma3TextConfig's defaults: five sliding layers to one full one, and
+  // the sliding layers' own RoPE base.
+  ModelFamily family = gemma("gemma3_text", "Gemma3ForCausalLM", 6);
+  family.qkNorm = true;
+  family.ropeLocalBaseFreq = 10000;
+  return family;
+}
 } // namespace
 
 llvm::ArrayRef<ModelFamily> twill::modelFamilies() {
-  static const ModelFamily families[] = {
-      llama(), mistral(), qwen2(), qwen3(), gemma2(), gemma3Text()};
+  static const ModelFamily families[] = {llama(), mistral(), qwen2(),
+                                         qwen3(), gemma2(),  gemma3Text()};
   return families;
 }
 
@@ -70,6 +72,12 @@ const ModelFamily *twill::findModelFamily(llvm::StringRef modelType) {
   const ModelFamily *family = llvm::find_if(
       families, [&](const ModelFamily &f) { return f.modelType == modelType; });
   return family == families.end() ? nullptr : family;
+}
+
+/// Whether layer_types names `layer` a sliding layer.
+static bool typedSliding(const ModelConfig &model, int64_t layer) {
+  return layer < model.layer_types_size() &&
+         model.layer_types(layer) == "sliding_attention";
 }
 
 std::optional<int64_t> twill::slidingWindowOf(const ModelConfig &model,
@@ -83,10 +91,8 @@ std::optional<int64_t> twill::slidingWindowOf(const ModelConfig &model,
   case ModelFamily::Window::EveryLayer:
     return model.sliding_window();
   case ModelFamily::Window::LayerTypes:
-    return layer < model.layer_types_size() &&
-                   model.layer_types(layer) == "sliding_attention"
-               ? std::optional(model.sliding_window())
-               : std::nullopt;
+    return typedSliding(model, layer) ? std::optional(model.sliding_window())
+                                      : std::nullopt;
   case ModelFamily::Window::ChosenLayers: {
     // transformers' Qwen2Config: layer_types as given, else the layers from
     // max_window_layers on; none of them without use_sliding_window.
@@ -94,8 +100,7 @@ std::optional<int64_t> twill::slidingWindowOf(const ModelConfig &model,
       return std::nullopt;
     bool slides = model.layer_types().empty()
                       ? layer >= model.max_window_layers()
-                      : layer < model.layer_types_size() &&
-                            model.layer_types(layer) == "sliding_attention";
+                      : typedSliding(model, layer);
     return slides ? std::optional(model.sliding_window()) : std::nullopt;
   }
   }
@@ -119,8 +124,7 @@ void twill::resolveFamilyDefaults(ModelConfig &model) {
   // most layers a job may have: more are refused).
   if (family->fullEvery > 0 && model.layer_types().empty())
     for (int64_t layer = 0;
-         layer < std::min<int64_t>(model.num_hidden_layers(), 1 << 10);
-         ++layer)
+         layer < std::min<int64_t>(model.num_hidden_layers(), 1 << 10); ++layer)
       model.add_layer_types((layer + 1) % family->fullEvery
                                 ? "sliding_attention"
                                 : "full_attention");

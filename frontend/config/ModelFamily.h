@@ -1,4 +1,5 @@
-//===- ModelFamily.h - what each model family adds to Llama's layer -*- C++ -*-===//
+//===- ModelFamily.h - what each model family adds to Llama's layer -*- C++
+//-*-===//
 //
 // The one place that knows the model families (config.json's model_type).
 // Each is Llama's decoder layer (RMSNorm, attention with rotary embeddings
@@ -36,10 +37,10 @@ struct ModelFamily {
   bool statesHeadDim = false;
   /// How the config says which layers' attention slides.
   enum class Window {
-    None,          // never (Llama has no sliding_window)
-    EveryLayer,    // sliding_window, null for none (Mistral)
-    ChosenLayers,  // use_sliding_window and layer_types (Qwen2, Qwen3)
-    LayerTypes,    // layer_types alone (Gemma 3)
+    None,         // never (Llama has no sliding_window)
+    EveryLayer,   // sliding_window, null for none (Mistral)
+    ChosenLayers, // use_sliding_window and layer_types (Qwen2, Qwen3)
+    LayerTypes,   // layer_types alone (Gemma 3)
   } window = Window::None;
   /// Gemma's layer: RMSNorm scaling by (1 + w), its weights starting at 0;
   /// the embeddings scaled by sqrt(hidden_size) in the weights' dtype; a
@@ -62,8 +63,7 @@ const ModelFamily *findModelFamily(llvm::StringRef modelType);
 /// The window of layer `layer`'s attention (the positions a query sees,
 /// itself included) for `model` of a known family; none where every
 /// earlier position is seen.
-std::optional<int64_t> slidingWindowOf(const ModelConfig &model,
-                                       int64_t layer);
+std::optional<int64_t> slidingWindowOf(const ModelConfig &model, int64_t layer);
 
 /// Whether a projection (q_proj ... down_proj) of `model` has a bias.
 bool hasBias(const ModelConfig &model, llvm::StringRef projection);

@@ -124,8 +124,7 @@ static llvm::json::Object toJson(const google::protobuf::Message &message) {
   const pb::Descriptor &type = *message.GetDescriptor();
   for (int i = 0; i < type.oneof_decl_count(); ++i)
     if (const pb::OneofDescriptor *oneof = type.oneof_decl(i);
-        oneof->field_count() == 1 &&
-        !reflection.HasOneof(message, oneof))
+        oneof->field_count() == 1 && !reflection.HasOneof(message, oneof))
       object[oneof->field(0)->name()] = nullptr;
   std::vector<const pb::FieldDescriptor *> fields;
   reflection.ListFields(message, &fields);

@@ -12,9 +12,9 @@ using namespace twill::conformance;
 /// block of heads (`axis`) or all of them, in a sliding `window` or not (0),
 /// soft-capped (Gemma 2's `softcap`) or not (0).
 static void attention(Suite &suite, DType type, int64_t batch, int64_t seq,
-               int64_t heads, int64_t kvHeads, int64_t dim, bool packed,
-               const char *axis, const char *note, int64_t window = 0,
-               double softcap = 0) {
+                      int64_t heads, int64_t kvHeads, int64_t dim, bool packed,
+                      const char *axis, const char *note, int64_t window = 0,
+                      double softcap = 0) {
   Shape q = {batch, seq, heads, dim}, kv = {batch, seq, kvHeads, dim};
   double tolerance = type == BF16 ? kBF16Attention : kSummed;
   for (bool gradient : {false, true}) {

@@ -4,8 +4,8 @@ transformers + PEFT + torch autograd, for each model family.
     python model_oracle.py CONFIG --bin BUILD/bin --work DIR
 
 Builds a tiny random model of the config's family (transformers' own class:
-Llama, Mistral, Qwen2, Qwen3), with random norms and biases, and, for LoRA
-configs, a PEFT adapter with non-zero B so the adapter matters, saves
+Llama, Mistral, Qwen2, Qwen3, Gemma 2 and 3), with random norms and biases,
+and, for LoRA configs, a PEFT adapter with non-zero B so the adapter matters, saves
 them with `save_pretrained`, and has Twill compile the job (`twillc`) and run
 it on those very files (`twill-train --eval`). Twill's logits must be within
 1e-5 relative error (max abs difference / max abs value) of transformers',

@@ -472,9 +472,9 @@ TEST(JobConfigValidation, ModelFamilies) {
   }
   // Gemma 2's config.json states hidden_act beside hidden_activation,
   // which its class reads.
-  EXPECT_TRUE(bool(loadJobConfig(sourcePath("configs/tiny.textproto"),
-                                 {"model.model_type=gemma2",
-                                  "model.hidden_act=gelu_pytorch_tanh"})));
+  EXPECT_TRUE(bool(loadJobConfig(
+      sourcePath("configs/tiny.textproto"),
+      {"model.model_type=gemma2", "model.hidden_act=gelu_pytorch_tanh"})));
   // Gemma 2's defaults: every other layer slides; no soft-cap it does not
   // state.
   JobConfig gemma2 = loadTiny({"model.model_type=gemma2"});
@@ -495,8 +495,8 @@ TEST(JobConfigValidation, ModelFamilies) {
                         "read model.hidden_act"));
   // Gemma 3's defaults: its activation, scalar, local RoPE base and five
   // sliding layers to each full one.
-  JobConfig gemma = loadTiny({"model.model_type=gemma3_text",
-                              "model.num_hidden_layers=7"});
+  JobConfig gemma =
+      loadTiny({"model.model_type=gemma3_text", "model.num_hidden_layers=7"});
   EXPECT_EQ(gemma.model().hidden_activation(), "gelu_pytorch_tanh");
   EXPECT_EQ(gemma.model().query_pre_attn_scalar(), 256);
   EXPECT_EQ(gemma.model().rope_local_base_freq(), 10000);
@@ -526,21 +526,20 @@ TEST(JobConfigValidation, ModelFamilies) {
   EXPECT_THAT(validationErrorAfter("model.layer_types=full_attention,local"),
               HasSubstr("model.layer_types 'local' is not supported"));
   // Windows shorter than the sequence (tiny's is 64 positions).
-  EXPECT_TRUE(bool(loadJobConfig(sourcePath("configs/tiny.textproto"),
-                                 {"model.model_type=qwen2",
-                                  "model.architectures=",
-                                  "model.sliding_window=8",
-                                  "model.use_sliding_window=true",
-                                  "model.max_window_layers=1"})));
-  EXPECT_TRUE(bool(loadJobConfig(sourcePath("configs/tiny.textproto"),
-                                 {"model.model_type=mistral",
-                                  "model.architectures=",
-                                  "model.sliding_window=16"})));
+  EXPECT_TRUE(bool(loadJobConfig(
+      sourcePath("configs/tiny.textproto"),
+      {"model.model_type=qwen2",
+       "model.architectures=", "model.sliding_window=8",
+       "model.use_sliding_window=true", "model.max_window_layers=1"})));
+  EXPECT_TRUE(
+      bool(loadJobConfig(sourcePath("configs/tiny.textproto"),
+                         {"model.model_type=mistral",
+                          "model.architectures=", "model.sliding_window=16"})));
   // Qwen3Config's head_dim is 128 whatever the hidden size: it is not
   // guessed.
-  EXPECT_THAT(errorOf(loadJobConfig(sourcePath("configs/tiny.textproto"),
-                                    {"model.model_type=qwen3",
-                                     "model.architectures="})),
+  EXPECT_THAT(errorOf(loadJobConfig(
+                  sourcePath("configs/tiny.textproto"),
+                  {"model.model_type=qwen3", "model.architectures="})),
               HasSubstr("model.head_dim must be set for qwen3 models"));
 }
 

@@ -78,45 +78,43 @@ TEST(CpuKernels, AttentionIsCausalGroupedAndStaysInsideSegmentsAndWindows) {
   std::vector<float> k = randomValues(seq * kvHeads * dim, 5);
   std::vector<float> v = randomValues(seq * kvHeads * dim, 6);
   const int32_t segments[] = {0, 0, 1, 1, 1, 1, 1};
-  for (auto [window, softcap] : {std::pair<int64_t, double>{0, 0},
-                                 {2, 0},
-                                 {4, 0},
-                                 {4, 0.8}}) {
-  std::vector<float> out(q.size()), expected(q.size());
-  double scale = 0.7;
-  for (int64_t h = 0; h < heads; ++h) {
-    int64_t kv = h / (heads / kvHeads);
-    for (int64_t i = 0; i < seq; ++i) {
-      std::vector<double> weights;
-      double total = 0;
-      for (int64_t j = 0; j < seq; ++j) {
-        double weight = 0;
-        if (j <= i && segments[j] == segments[i] &&
-            (window == 0 || i - j < window)) {
-          double dot = 0;
-          for (int64_t d = 0; d < dim; ++d)
-            dot +=
-                q[(i * heads + h) * dim + d] * k[(j * kvHeads + kv) * dim + d];
-          double logit = dot * scale;
-          if (softcap > 0)
-            logit = softcap * std::tanh(logit / softcap);
-          weight = std::exp(logit);
+  for (auto [window, softcap] :
+       {std::pair<int64_t, double>{0, 0}, {2, 0}, {4, 0}, {4, 0.8}}) {
+    std::vector<float> out(q.size()), expected(q.size());
+    double scale = 0.7;
+    for (int64_t h = 0; h < heads; ++h) {
+      int64_t kv = h / (heads / kvHeads);
+      for (int64_t i = 0; i < seq; ++i) {
+        std::vector<double> weights;
+        double total = 0;
+        for (int64_t j = 0; j < seq; ++j) {
+          double weight = 0;
+          if (j <= i && segments[j] == segments[i] &&
+              (window == 0 || i - j < window)) {
+            double dot = 0;
+            for (int64_t d = 0; d < dim; ++d)
+              dot += q[(i * heads + h) * dim + d] *
+                     k[(j * kvHeads + kv) * dim + d];
+            double logit = dot * scale;
+            if (softcap > 0)
+              logit = softcap * std::tanh(logit / softcap);
+            weight = std::exp(logit);
+          }
+          weights.push_back(weight);
+          total += weight;
         }
-        weights.push_back(weight);
-        total += weight;
-      }
-      for (int64_t d = 0; d < dim; ++d) {
-        double sum = 0;
-        for (int64_t j = 0; j < seq; ++j)
-          sum += weights[j] / total * v[(j * kvHeads + kv) * dim + d];
-        expected[(i * heads + h) * dim + d] = float(sum);
+        for (int64_t d = 0; d < dim; ++d) {
+          double sum = 0;
+          for (int64_t j = 0; j < seq; ++j)
+            sum += weights[j] / total * v[(j * kvHeads + kv) * dim + d];
+          expected[(i * heads + h) * dim + d] = float(sum);
+        }
       }
     }
-  }
-  cpu::attention(q.data(), k.data(), v.data(), segments, out.data(), batch, seq,
-                 HeadBlock::whole(heads), kvHeads, dim,
-                 {scale, window, softcap});
-  expectNear(out, expected);
+    cpu::attention(q.data(), k.data(), v.data(), segments, out.data(), batch,
+                   seq, HeadBlock::whole(heads), kvHeads, dim,
+                   {scale, window, softcap});
+    expectNear(out, expected);
   }
 }
 
@@ -131,8 +129,8 @@ struct AttentionCase {
   std::vector<float> w = randomValues(q.size(), 14); // dL/dout
   std::vector<int32_t> segments = {0, 0, 0, 1, 1, 2, 2, 5, 5, 5, 5, 6, 6, 6};
   double scale = 0.5;
-  int64_t window = 0;  // none; a sliding window's size
-  double softcap = 0;  // none; Gemma 2's soft-cap
+  int64_t window = 0; // none; a sliding window's size
+  double softcap = 0; // none; Gemma 2's soft-cap
 
   std::vector<float> forward(int64_t budget) const {
     std::vector<float> out(q.size());
@@ -178,25 +176,25 @@ TEST(CpuKernels, AttentionChunksAgreeWithOneChunk) {
 
 TEST(CpuKernels, AttentionGradientsMatchFiniteDifferences) {
   for (int64_t window : {0, 3}) {
-  AttentionCase c;
-  c.window = window;
-  c.softcap = window ? 0.6 : 0; // through the cap's tanh too
-  auto grads = c.gradients(40 * 4 * 4); // a few rows per chunk
-  std::vector<float> *inputs[] = {&c.q, &c.k, &c.v};
-  for (int input = 0; input < 3; ++input) {
-    std::vector<float> &values = *inputs[input];
-    for (size_t i = 0; i < values.size(); i += 5) {
-      float saved = values[i];
-      const float step = 1e-2f;
-      values[i] = saved + step;
-      double up = c.loss();
-      values[i] = saved - step;
-      double down = c.loss();
-      values[i] = saved;
-      EXPECT_NEAR(grads[input][i], (up - down) / (2 * step), 2e-3)
-          << "input " << input << " element " << i << " window " << window;
+    AttentionCase c;
+    c.window = window;
+    c.softcap = window ? 0.6 : 0;         // through the cap's tanh too
+    auto grads = c.gradients(40 * 4 * 4); // a few rows per chunk
+    std::vector<float> *inputs[] = {&c.q, &c.k, &c.v};
+    for (int input = 0; input < 3; ++input) {
+      std::vector<float> &values = *inputs[input];
+      for (size_t i = 0; i < values.size(); i += 5) {
+        float saved = values[i];
+        const float step = 1e-2f;
+        values[i] = saved + step;
+        double up = c.loss();
+        values[i] = saved - step;
+        double down = c.loss();
+        values[i] = saved;
+        EXPECT_NEAR(grads[input][i], (up - down) / (2 * step), 2e-3)
+            << "input " << input << " element " << i << " window " << window;
+      }
     }
-  }
   }
 }
 
@@ -574,8 +572,9 @@ TEST(CpuKernels, GegluAndItsGradientAreGeluTanhTimesUp) {
     double gelu = 0.5 * x * (1 + t);
     out[i] = gelu * up[i];
     upGrad[i] = double(grad[i]) * gelu;
-    gateGrad[i] = double(grad[i]) * up[i] *
-                  (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * c * (1 + 3 * a * x * x));
+    gateGrad[i] =
+        double(grad[i]) * up[i] *
+        (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * c * (1 + 3 * a * x * x));
   }
   std::vector<float> values(count), outGate(count), outUp(count);
   cpu::geglu(gate.data(), up.data(), values.data(), count);
@@ -589,7 +588,8 @@ TEST(CpuKernels, GegluAndItsGradientAreGeluTanhTimesUp) {
 // Gemma 2's final logits: cap tanh(x / cap), and its derivative.
 TEST(CpuKernels, SoftcapSquashesIntoTheCapAndItsGradientIsTheTanhs) {
   const int64_t count = 41;
-  std::vector<float> x = randomValues(count, 40), grad = randomValues(count, 41);
+  std::vector<float> x = randomValues(count, 40),
+                     grad = randomValues(count, 41);
   for (float &value : x)
     value *= 50;
   std::vector<double> capped(count), dx(count);

@@ -6,11 +6,11 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "opmodel/Flops.h"
 #include "frontend/DecoderBuilder.h"
 #include "frontend/config/JobConfig.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassManager.h"
-#include "opmodel/Flops.h"
 #include "passes/Passes.h"
 #include "passes/ResourceReport.h"
 #include "runtime/executable/Opcodes.h"

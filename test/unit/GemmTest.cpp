@@ -196,29 +196,30 @@ TEST(Gemm, AttentionScheduleMapsTheSameOnColumnMajorGemms) {
   // Without a window, and with one of 4 that a segment of 7 crosses (the
   // chunks' key rows then start past 0).
   for (int64_t window : {0, 4}) {
-  problem.window = window;
-  problem.softcap = window ? 1.5 : 0; // and soft-capped logits
-  std::vector<float> out(q.size()), expected(q.size());
-  ColumnMajorAttentionOps ops;
-  chunkedAttention(ops, problem, out.data(), budget);
-  cpu::attention(q.data(), k.data(), v.data(), segments.data(), expected.data(),
-                 batch, seq, heads, kvHeads, dim,
-                 {0.5, problem.window, problem.softcap});
-  expectNear(out, expected);
+    problem.window = window;
+    problem.softcap = window ? 1.5 : 0; // and soft-capped logits
+    std::vector<float> out(q.size()), expected(q.size());
+    ColumnMajorAttentionOps ops;
+    chunkedAttention(ops, problem, out.data(), budget);
+    cpu::attention(q.data(), k.data(), v.data(), segments.data(),
+                   expected.data(), batch, seq, heads, kvHeads, dim,
+                   {0.5, problem.window, problem.softcap});
+    expectNear(out, expected);
 
-  std::vector<std::vector<float>> grads(3), expectedGrads(3);
-  for (int i = 0; i < 3; ++i) {
-    grads[i].resize(i == 0 ? q.size() : k.size());
-    expectedGrads[i].resize(grads[i].size());
-  }
-  chunkedAttentionGrad(ops, problem, dOut.data(), grads[0].data(),
-                       grads[1].data(), grads[2].data(), budget);
-  cpu::attentionGrad(q.data(), k.data(), v.data(), dOut.data(), segments.data(),
-                     expectedGrads[0].data(), expectedGrads[1].data(),
-                     expectedGrads[2].data(), batch, seq, heads, kvHeads, dim,
-                     {0.5, problem.window, problem.softcap});
-  for (int i = 0; i < 3; ++i)
-    expectNear(grads[i], expectedGrads[i]);
+    std::vector<std::vector<float>> grads(3), expectedGrads(3);
+    for (int i = 0; i < 3; ++i) {
+      grads[i].resize(i == 0 ? q.size() : k.size());
+      expectedGrads[i].resize(grads[i].size());
+    }
+    chunkedAttentionGrad(ops, problem, dOut.data(), grads[0].data(),
+                         grads[1].data(), grads[2].data(), budget);
+    cpu::attentionGrad(q.data(), k.data(), v.data(), dOut.data(),
+                       segments.data(), expectedGrads[0].data(),
+                       expectedGrads[1].data(), expectedGrads[2].data(), batch,
+                       seq, heads, kvHeads, dim,
+                       {0.5, problem.window, problem.softcap});
+    for (int i = 0; i < 3; ++i)
+      expectNear(grads[i], expectedGrads[i]);
   }
 }
 

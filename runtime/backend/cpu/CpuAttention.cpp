@@ -75,8 +75,18 @@ AttentionProblem problem(const float *q, const float *k, const float *v,
                          const int32_t *segments, int64_t batch, int64_t seq,
                          HeadBlock heads, int64_t kvHeads, int64_t headDim,
                          const AttentionLogits &logits) {
-  return {q,        k,       v,     segments,      batch,       seq,
-          kvHeads,  headDim, heads, logits.scale, sizeof(float), logits.window,
+  return {q,
+          k,
+          v,
+          segments,
+          batch,
+          seq,
+          kvHeads,
+          headDim,
+          heads,
+          logits.scale,
+          sizeof(float),
+          logits.window,
           logits.softcap};
 }
 
@@ -126,12 +136,12 @@ TWILL_CPU_CLONES void cpu::softmaxRows(const SoftmaxRows &s) {
         p[begin + j] = s.logit(scores[j]);
       scores = p + begin, rowScale = 1;
     }
-    s.lse[row] = s.segments ? softmaxRow<true>(scores, p + begin, end - begin,
-                                               rowScale,
-                                               s.segments + s.firstKey + begin,
-                                               s.segments[query])
-                            : softmaxRow<false>(scores, p + begin, end - begin,
-                                                rowScale, nullptr, 0);
+    s.lse[row] =
+        s.segments ? softmaxRow<true>(scores, p + begin, end - begin, rowScale,
+                                      s.segments + s.firstKey + begin,
+                                      s.segments[query])
+                   : softmaxRow<false>(scores, p + begin, end - begin, rowScale,
+                                       nullptr, 0);
     std::fill(p, p + begin, 0.0f);
     std::fill(p + end, p + s.keys, 0.0f);
   }
@@ -171,10 +181,10 @@ void cpu::attention(const float *q, const float *k, const float *v,
                     int64_t headDim, const AttentionLogits &logits,
                     int64_t budgetBytes) {
   CpuAttentionOps ops;
-  chunkedAttention(ops,
-                   problem(q, k, v, segments, batch, seq, heads, kvHeads,
-                           headDim, logits),
-                   out, budgetBytes);
+  chunkedAttention(
+      ops,
+      problem(q, k, v, segments, batch, seq, heads, kvHeads, headDim, logits),
+      out, budgetBytes);
 }
 
 void cpu::attentionGrad(const float *q, const float *k, const float *v,
@@ -184,10 +194,10 @@ void cpu::attentionGrad(const float *q, const float *k, const float *v,
                         int64_t kvHeads, int64_t headDim,
                         const AttentionLogits &logits, int64_t budgetBytes) {
   CpuAttentionOps ops;
-  chunkedAttentionGrad(ops,
-                       problem(q, k, v, segments, batch, seq, heads, kvHeads,
-                               headDim, logits),
-                       grad, queryGrad, keyGrad, valueGrad, budgetBytes);
+  chunkedAttentionGrad(
+      ops,
+      problem(q, k, v, segments, batch, seq, heads, kvHeads, headDim, logits),
+      grad, queryGrad, keyGrad, valueGrad, budgetBytes);
 }
 
 static llvm::Error runAttention(const InstructionView &in) {
@@ -206,12 +216,12 @@ static llvm::Error runAttentionGrad(const InstructionView &in) {
   if (!shape)
     return shape.takeError();
   int first = shape->firstResult;
-  cpu::attentionGrad(
-      in.data<float>(0), in.data<float>(1), in.data<float>(2),
-      in.data<float>(4), shape->segments(in), in.data<float>(first),
-      in.data<float>(first + 1), in.data<float>(first + 2), shape->batch,
-      shape->seq, shape->heads, shape->kvHeads, shape->headDim,
-      shape->logits());
+  cpu::attentionGrad(in.data<float>(0), in.data<float>(1), in.data<float>(2),
+                     in.data<float>(4), shape->segments(in),
+                     in.data<float>(first), in.data<float>(first + 1),
+                     in.data<float>(first + 2), shape->batch, shape->seq,
+                     shape->heads, shape->kvHeads, shape->headDim,
+                     shape->logits());
   return llvm::Error::success();
 }
 

@@ -44,8 +44,8 @@ static llvm::Error runElementwise(const InstructionView &in) {
                  count);
     break;
   case SOFTCAP_GRAD:
-    cpu::softcapGrad(in.data<float>(0), in.data<float>(1),
-                     in->softcap().cap(), in.data<float>(2), count);
+    cpu::softcapGrad(in.data<float>(0), in.data<float>(1), in->softcap().cap(),
+                     in.data<float>(2), count);
     break;
   case SQRT: {
     const float *x = in.data<float>(0);

@@ -138,8 +138,8 @@ static inline float geluSigmoid(float x, float &twoDudx) {
   return 1.0f / (1.0f + cpu::expApprox(-2.0f * u));
 }
 
-TWILL_CPU_CLONES void cpu::geglu(const float *gate, const float *up,
-                                 float *out, int64_t count) {
+TWILL_CPU_CLONES void cpu::geglu(const float *gate, const float *up, float *out,
+                                 int64_t count) {
 #pragma omp parallel for simd schedule(static)
   for (int64_t i = 0; i < count; ++i) {
     float twoDudx, s = geluSigmoid(gate[i], twoDudx);
@@ -189,8 +189,8 @@ void cpu::softcap(const float *x, double cap, float *out, int64_t count) {
     out[i] = c * std::tanh(x[i] / c);
 }
 
-void cpu::softcapGrad(const float *x, const float *grad, double cap,
-                      float *out, int64_t count) {
+void cpu::softcapGrad(const float *x, const float *grad, double cap, float *out,
+                      int64_t count) {
   float c = float(cap);
 #pragma omp parallel for
   for (int64_t i = 0; i < count; ++i) {

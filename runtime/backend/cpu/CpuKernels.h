@@ -160,7 +160,7 @@ void swigluGrad(const float *gate, const float *up, const float *grad,
                 float *gateGrad, float *upGrad, int64_t count);
 /// dL/dgate and dL/dup of gelu(gate) * up (GELU's tanh form).
 void gegluGrad(const float *gate, const float *up, const float *grad,
-                float *gateGrad, float *upGrad, int64_t count);
+               float *gateGrad, float *upGrad, int64_t count);
 
 /// dL/dlogits of the summed cross-entropy: (softmax - onehot) * lossGrad on
 /// counted rows, zero on ignored ones.

@@ -22,10 +22,10 @@ using Kernels = KernelTable<Kernel>;
 /// (CpuLayers.cpp).
 void addLayerKernels(Kernels &kernels);
 /// add (floats, or token counts), mul, div, swiglu, geglu, scale, sqrt,
-/// swiglu_grad, geglu_grad, softcap and its gradient; reshape, offload and reload (and their starts: copies),
-/// split and concat, cast, transpose, constant; dropout; DoRA's
-/// row_sum_squares, scale_columns and its gradient; a bias's add_columns and
-/// column_sums (CpuElementwise.cpp).
+/// swiglu_grad, geglu_grad, softcap and its gradient; reshape, offload and
+/// reload (and their starts: copies), split and concat, cast, transpose,
+/// constant; dropout; DoRA's row_sum_squares, scale_columns and its gradient; a
+/// bias's add_columns and column_sums (CpuElementwise.cpp).
 void addElementwiseKernels(Kernels &kernels);
 /// cross_entropy and cross_entropy_grad, vocab-parallel; linear_cross_entropy
 /// and its gradient, tile by tile (CpuCrossEntropy.cpp).

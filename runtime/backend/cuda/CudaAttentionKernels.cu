@@ -52,8 +52,8 @@ template <typename T> __global__ void softmaxGradRowsKernel(SoftmaxRows s) {
     rowDot += probability(j) * dP[j];
   float dot = float(blockSum(rowDot));
   for (int64_t j = threadIdx.x; j < s.keys; j += blockDim.x)
-    dS[j] = storeAs<T>(probability(j) * (dP[j] - dot) *
-                       s.logitSlope(scores[j]));
+    dS[j] =
+        storeAs<T>(probability(j) * (dP[j] - dot) * s.logitSlope(scores[j]));
 }
 
 } // namespace

@@ -48,8 +48,8 @@ static llvm::Error runElementwise(const InstructionView &in, Device &device) {
   if (op == SOFTCAP || op == SOFTCAP_GRAD) {
     bool grad = op == SOFTCAP_GRAD;
     cuda::softcap(in.data<void>(0), grad ? in.data<void>(1) : nullptr,
-                  in->softcap().cap(), in.data<void>(grad ? 2 : 1), count,
-                  bf16, device.stream);
+                  in->softcap().cap(), in.data<void>(grad ? 2 : 1), count, bf16,
+                  device.stream);
     return llvm::Error::success();
   }
   if (op == SWIGLU_GRAD || op == GEGLU_GRAD) {

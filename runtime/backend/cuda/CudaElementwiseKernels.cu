@@ -184,15 +184,13 @@ __global__ void swigluGradKernel(const T *gateIn, const T *upIn,
 }
 
 template <typename T>
-__global__ void gegluGradKernel(const T *gateIn, const T *upIn,
-                                const T *gradIn, T *gateGrad, T *upGrad,
-                                int64_t count) {
+__global__ void gegluGradKernel(const T *gateIn, const T *upIn, const T *gradIn,
+                                T *gateGrad, T *upGrad, int64_t count) {
   GRID_STRIDE(i, count) {
     float gate = load(gateIn[i]), up = load(upIn[i]), grad = load(gradIn[i]);
     float twoDudx, s = geluSigmoid(gate, twoDudx);
     upGrad[i] = storeAs<T>(grad * gate * s);
-    gateGrad[i] =
-        storeAs<T>(grad * up * (s + gate * s * (1.0f - s) * twoDudx));
+    gateGrad[i] = storeAs<T>(grad * up * (s + gate * s * (1.0f - s) * twoDudx));
   }
 }
 
@@ -308,8 +306,8 @@ void scaleColumnsGrad(const void *x, const void *scale, const void *grad,
   });
 }
 
-void addColumns(const void *x, const void *bias, int64_t rows,
-                int64_t columns, void *out, bool bf16, cudaStream_t stream) {
+void addColumns(const void *x, const void *bias, int64_t rows, int64_t columns,
+                void *out, bool bf16, cudaStream_t stream) {
   stored(bf16, [&](auto *tag) {
     using T = STORED(tag);
     addColumnsKernel<<<blocksFor(rows * columns), kThreads, 0, stream>>>(

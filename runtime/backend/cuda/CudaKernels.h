@@ -89,8 +89,8 @@ void scaleColumnsGrad(const void *x, const void *scale, const void *grad,
                       void *scaleGrad, bool bf16, cudaStream_t stream);
 /// A bias: out[r, c] = x[r, c] + bias[c]; and its gradient, out[c] = sum
 /// over r of x[r, c] (a thread per column, in fp32).
-void addColumns(const void *x, const void *bias, int64_t rows,
-                int64_t columns, void *out, bool bf16, cudaStream_t stream);
+void addColumns(const void *x, const void *bias, int64_t rows, int64_t columns,
+                void *out, bool bf16, cudaStream_t stream);
 void columnSums(const void *x, int64_t rows, int64_t columns, void *out,
                 bool bf16, cudaStream_t stream);
 /// LoRA's dropout (support/Dropout.h) of `tokens` rows of `features`, the
@@ -103,8 +103,8 @@ void swigluGrad(const void *gate, const void *up, const void *grad,
                 void *gateGrad, void *upGrad, int64_t count, bool bf16,
                 cudaStream_t stream);
 void gegluGrad(const void *gate, const void *up, const void *grad,
-                void *gateGrad, void *upGrad, int64_t count, bool bf16,
-                cudaStream_t stream);
+               void *gateGrad, void *upGrad, int64_t count, bool bf16,
+               cudaStream_t stream);
 
 /// Cross-entropy in stages, so that a vocab-parallel row's statistics can
 /// be all-reduced between them: per row the max logit and the label's

@@ -33,7 +33,7 @@ inline llvm::Error elementwiseShapes(const InstructionView &in) {
     return in.check(shapes::unary(in.shape(0), in.shape(1)));
   if (gatedGrad)
     return in.check(shapes::gatedGrad(in.shape(0), in.shape(1), in.shape(2),
-                                       in.shape(3), in.shape(4)));
+                                      in.shape(3), in.shape(4)));
   return in.check(shapes::binary(in.shape(0), in.shape(1), in.shape(2)));
 }
 
@@ -50,8 +50,8 @@ inline llvm::Expected<ColumnsShape> columnsShape(const InstructionView &in) {
   DType type = in.floatType();
   Opcode op = in.opcode();
   int operands = op == ROW_SUM_SQUARES || op == COLUMN_SUMS ? 1
-                 : op == SCALE_COLUMNS_GRAD             ? 3
-                                                        : 2;
+                 : op == SCALE_COLUMNS_GRAD                 ? 3
+                                                            : 2;
   int results = op == SCALE_COLUMNS_GRAD ? 2 : 1;
   if (auto error = in.expect(operands, results, type))
     return std::move(error);
