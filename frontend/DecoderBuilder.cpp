@@ -47,6 +47,20 @@ struct Role {
   std::string tied; // the parameter holding `of`'s values, if another
 };
 
+/// A block of rows of a module's weight, one projection of a fused module
+/// (q, k or v of Phi-3's qkv_proj), and how tensor parallelism splits it.
+struct RowBlock {
+  int64_t rows;
+  Split split;
+};
+
+/// Where the checkpoint holds a parameter that is a block of rows of one of
+/// its tensors.
+struct StoredRows {
+  std::string tensor;
+  int64_t firstRow, tensorRows;
+};
+
 /// Marks every op a builder inserts with the decoder layer being traced.
 struct LayerMarker : public OpBuilder::Listener {
   std::optional<int64_t> layer;
@@ -86,9 +100,16 @@ private:
   }
 
   /// Appends a parameter argument named `name`, split as `split`, that is
-  /// what `role` says.
+  /// what `role` says (and `stored`'s rows of a checkpoint tensor).
   Value param(const Twine &name, ArrayRef<int64_t> shape, bool trainable,
-              Split split, const Role &role);
+              Split split, const Role &role,
+              const std::optional<StoredRows> &stored = std::nullopt);
+  /// The parameter that is `blocks`[index] of the rows of tensor `tensor`
+  /// ([rows, ...`rest`]): the tensor itself where it is one block, else
+  /// named after its rows ("<tensor>[first:end]") and stored in them.
+  Value blockParam(const std::string &tensor, ArrayRef<RowBlock> blocks,
+                   size_t index, ArrayRef<int64_t> rest, bool trainable,
+                   Split split, const Role &role);
   /// A base weight's role: drawn at random where no checkpoint gives it.
   static Role baseWeight() { return {InitKind::Normal, std::nullopt, {}}; }
   /// Appends the input argument that is `role`, named after it: a [batch,
@@ -107,12 +128,23 @@ private:
   /// plus `path`.bias where the model has one (after the adapter's sum, as
   /// PEFT's DoRA leaves the bias out of what it scales).
   Value linear(Value x, const std::string &path, StringRef target, int64_t in,
-               int64_t out, Split split);
-  /// `x W^T`, plus PEFT's `(alpha / rank) * (dropout(x) A^T) B^T` when
-  /// `target` is adapted, with A and B named after `path` and split as the
-  /// base weight (`split`) asks: the rank never splits.
-  Value linearWith(Value x, Value weight, const std::string &path,
-                   StringRef target, Split split);
+               int64_t out, Split split) {
+    return linearBlocks(x, path, target, in, {{out, split}}).front();
+  }
+  /// The same of a fused module, whose `path`.weight stacks the rows of
+  /// several projections (`blocks`): one result per block, each block of
+  /// the weight (and of B, the magnitudes and the bias) a parameter of its
+  /// own, split as its projection is.
+  SmallVector<Value> linearBlocks(Value x, const std::string &path,
+                                  StringRef target, int64_t in,
+                                  ArrayRef<RowBlock> blocks);
+  /// `x W^T` for each block W of `weights`, plus PEFT's `(alpha / rank) *
+  /// (dropout(x) A^T) B^T` when `target` is adapted: one A (named after
+  /// `path`), B's rows split as the weight's (`blocks`), each block's
+  /// split as its weight's: the rank never splits.
+  SmallVector<Value> linearWith(Value x, ArrayRef<Value> weights,
+                                const std::string &path, StringRef target,
+                                ArrayRef<RowBlock> blocks);
   /// `x W^T` over the last dim of `x`.
   Value matmulTransposed(Value x, Value weight, Location at);
 
@@ -188,7 +220,8 @@ private:
 } // namespace
 
 Value DecoderTracer::param(const Twine &name, ArrayRef<int64_t> shape,
-                           bool trainable, Split split, const Role &role) {
+                           bool trainable, Split split, const Role &role,
+                           const std::optional<StoredRows> &stored) {
   std::string hfName = name.str();
   // Traced again (by each tile of a tiled MLP): the same argument.
   if (Value traced = params.lookup(hfName))
@@ -222,6 +255,11 @@ Value DecoderTracer::param(const Twine &name, ArrayRef<int64_t> shape,
         kAdapterAttrName,
         AdapterAttr::get(context, *role.part, options.parameterPrefix + role.of,
                          role.tied)));
+  if (stored)
+    attrs.push_back(builder.getNamedAttr(
+        kStoredAttrName,
+        StoredRowsAttr::get(context, options.parameterPrefix + stored->tensor,
+                            stored->firstRow, stored->tensorRows)));
   if (trainable)
     attrs.push_back(
         builder.getNamedAttr(kTrainableAttrName, builder.getUnitAttr()));
@@ -251,46 +289,76 @@ Value DecoderTracer::matmulTransposed(Value x, Value weight, Location at) {
                           /*transposeLhs=*/false, /*transposeRhs=*/true);
 }
 
-Value DecoderTracer::linear(Value x, const std::string &path, StringRef target,
-                            int64_t in, int64_t out, Split split) {
-  Value weight =
-      param(path + ".weight", {out, in}, baseTrainable(), split, baseWeight());
-  Value y = linearWith(x, weight, path, target, split);
-  if (!::twill::hasBias(model, target))
-    return y;
-  // Shards as the output's columns: a row layer's is whole, and added once
-  // its partial sums are reduced. transformers starts biases at zero.
-  Split columns = split.style == TensorParallelStyle::Row
-                      ? Split{TensorParallelStyle::Replicate}
-                      : split;
-  Value bias = param(path + ".bias", {out}, baseTrainable(), columns,
-                     {InitKind::Zeros, std::nullopt, {}});
-  return AddColumnsOp::create(builder, loc(path), y.getType(), y, bias);
+Value DecoderTracer::blockParam(const std::string &tensor,
+                                ArrayRef<RowBlock> blocks, size_t index,
+                                ArrayRef<int64_t> rest, bool trainable,
+                                Split split, const Role &role) {
+  SmallVector<int64_t> shape{blocks[index].rows};
+  shape.append(rest.begin(), rest.end());
+  if (blocks.size() == 1)
+    return param(tensor, shape, trainable, split, role);
+  int64_t first = 0, total = 0;
+  for (auto [i, block] : llvm::enumerate(blocks)) {
+    first += i < index ? block.rows : 0;
+    total += block.rows;
+  }
+  return param(
+      llvm::formatv("{0}[{1}:{2}]", tensor, first, first + blocks[index].rows),
+      shape, trainable, split, role, StoredRows{tensor, first, total});
 }
 
-Value DecoderTracer::linearWith(Value x, Value weight, const std::string &path,
-                                StringRef target, Split split) {
-  Value y = matmulTransposed(x, weight, loc(path));
+SmallVector<Value> DecoderTracer::linearBlocks(Value x, const std::string &path,
+                                               StringRef target, int64_t in,
+                                               ArrayRef<RowBlock> blocks) {
+  SmallVector<Value> weights;
+  for (auto [index, block] : llvm::enumerate(blocks))
+    weights.push_back(blockParam(path + ".weight", blocks, index, {in},
+                                 baseTrainable(), block.split, baseWeight()));
+  SmallVector<Value> ys = linearWith(x, weights, path, target, blocks);
+  if (!::twill::hasBias(model, target))
+    return ys;
+  // Shards as the output's columns: a row layer's is whole, and added once
+  // its partial sums are reduced. transformers starts biases at zero.
+  for (auto [index, block] : llvm::enumerate(blocks)) {
+    Split columns = block.split.style == TensorParallelStyle::Row
+                        ? Split{TensorParallelStyle::Replicate}
+                        : block.split;
+    Value bias = blockParam(path + ".bias", blocks, index, {}, baseTrainable(),
+                            columns, {InitKind::Zeros, std::nullopt, {}});
+    ys[index] = AddColumnsOp::create(builder, loc(path), ys[index].getType(),
+                                     ys[index], bias);
+  }
+  return ys;
+}
+
+SmallVector<Value> DecoderTracer::linearWith(Value x, ArrayRef<Value> weights,
+                                             const std::string &path,
+                                             StringRef target,
+                                             ArrayRef<RowBlock> blocks) {
+  SmallVector<Value> ys;
+  for (Value weight : weights)
+    ys.push_back(matmulTransposed(x, weight, loc(path)));
   if (!isLoraTarget(target))
-    return y;
-  ArrayRef<int64_t> outIn = cast<RankedTensorType>(weight.getType()).getShape();
+    return ys;
+  int64_t in = cast<RankedTensorType>(weights[0].getType()).getDimSize(1);
   int64_t rank = job.lora().rank();
   // A takes the base's input dim, B its output dim: each follows the base
-  // where the base splits that dim, and is whole otherwise.
+  // where the base splits that dim, and is whole otherwise. The blocks of
+  // a fused module split their output dim alike, or none does.
   Split whole{TensorParallelStyle::Replicate};
-  bool splitsInput = split.style == TensorParallelStyle::Row;
+  bool splitsInput = blocks[0].split.style == TensorParallelStyle::Row;
   // PEFT's start: A kaiming-uniform, B zero, so the product starts at 0.
   // The weight adapted is `path`.weight; where another parameter holds it
   // (an lm_head tied to the embedding), the adapter says which.
-  std::string weightName = path + ".weight", holder = paramNames.lookup(weight);
+  std::string weightName = path + ".weight",
+              holder = paramNames.lookup(weights[0]);
   std::string tied =
-      holder == options.parameterPrefix + weightName ? "" : holder;
-  Value a = param(path + ".lora_A.weight", {rank, outIn[1]}, true,
-                  splitsInput ? split : whole,
+      weights.size() == 1 && holder != options.parameterPrefix + weightName
+          ? holder
+          : "";
+  Value a = param(path + ".lora_A.weight", {rank, in}, true,
+                  splitsInput ? blocks[0].split : whole,
                   {InitKind::KaimingUniform, AdapterPart::A, weightName, tied});
-  Value b = param(path + ".lora_B.weight", {outIn[0], rank}, true,
-                  splitsInput ? whole : split,
-                  {InitKind::Zeros, AdapterPart::B, weightName, tied});
   Location at = loc(path + ".lora");
   Value dropped = x;
   if (double rate = job.lora().dropout(); rate > 0)
@@ -301,50 +369,65 @@ Value DecoderTracer::linearWith(Value x, Value weight, const std::string &path,
         builder.getI64IntegerAttr(
             ::twill::dropoutStream(path.data(), path.size())),
         /*shard_axis=*/nullptr);
-  Value up = matmulTransposed(matmulTransposed(dropped, a, at), b, at);
+  // One product with A for every block: PEFT's module has one A.
+  Value down = matmulTransposed(dropped, a, at);
   double scale =
       ::twill::loraScale(job.lora().alpha(), rank, job.lora().use_rslora());
-  Value scaled = ScaleOp::create(builder, at, up.getType(), up,
-                                 builder.getF64FloatAttr(scale));
-  if (!job.lora().use_dora())
-    return AddOp::create(builder, at, y.getType(), y, scaled);
+  for (auto [index, block] : llvm::enumerate(blocks)) {
+    Split outputs = splitsInput ? whole : block.split;
+    Value b = blockParam(path + ".lora_B.weight", blocks, index, {rank}, true,
+                         outputs,
+                         {InitKind::Zeros, AdapterPart::B, weightName, tied});
+    Value up = matmulTransposed(down, b, at);
+    Value scaled = ScaleOp::create(builder, at, up.getType(), up,
+                                   builder.getF64FloatAttr(scale));
+    Value &y = ys[index];
+    if (!job.lora().use_dora()) {
+      y = AddOp::create(builder, at, y.getType(), y, scaled);
+      continue;
+    }
 
-  // DoRA, as PEFT computes it: magnitude m over the norm n of each output
-  // row of W + scale B A, n detached; with the input dropped, d(x):
-  // W x + (m / n - 1) W d(x) + (m / n) scale B A d(x), and without dropout
-  // (or in evaluation) W d(x) is W x itself.
-  Location doraAt = loc(path + ".lora_magnitude_vector");
-  Value magnitude =
-      param(path + ".lora_magnitude_vector", {outIn[0]}, true,
-            splitsInput ? whole : split,
-            {InitKind::RowNorms, AdapterPart::Magnitude, weightName, tied});
-  Value product = MatmulOp::create(builder, doraAt, weight.getType(), b, a,
-                                   /*transposeLhs=*/false,
-                                   /*transposeRhs=*/false);
-  Value adapted =
-      AddOp::create(builder, doraAt, weight.getType(), weight,
-                    ScaleOp::create(builder, doraAt, weight.getType(), product,
-                                    builder.getF64FloatAttr(scale)));
-  Type rows = magnitude.getType();
-  Value squares = RowSumSquaresOp::create(builder, doraAt, rows, adapted);
-  // 1e-30 more: a padded row (all zero, where a rank's block runs past the
-  // dim) scales by 0 rather than 0 / 0; a real row's sum is far above it.
-  squares = AddOp::create(builder, doraAt, rows, squares,
-                          ConstantOp::create(builder, doraAt, rows,
-                                             builder.getF64FloatAttr(1e-30)));
-  Value norm = DetachOp::create(builder, doraAt, rows,
-                                SqrtOp::create(builder, doraAt, rows, squares));
-  Value ratio = DivOp::create(builder, doraAt, rows, magnitude, norm);
-  Value less = AddOp::create(
-      builder, doraAt, rows, ratio,
-      ConstantOp::create(builder, doraAt, rows, builder.getF64FloatAttr(-1.0)));
-  Value base = dropped == x ? y : matmulTransposed(dropped, weight, doraAt);
-  Type type = y.getType();
-  Value change = AddOp::create(
-      builder, doraAt, type,
-      ScaleColumnsOp::create(builder, doraAt, type, base, less),
-      ScaleColumnsOp::create(builder, doraAt, type, scaled, ratio));
-  return AddOp::create(builder, at, type, y, change);
+    // DoRA, as PEFT computes it: magnitude m over the norm n of each
+    // output row of W + scale B A, n detached; with the input dropped,
+    // d(x): W x + (m / n - 1) W d(x) + (m / n) scale B A d(x), and without
+    // dropout (or in evaluation) W d(x) is W x itself. Row by row: a
+    // block's rows are its own.
+    Value weight = weights[index];
+    Location doraAt = loc(path + ".lora_magnitude_vector");
+    Value magnitude = blockParam(
+        path + ".lora_magnitude_vector", blocks, index, {}, true, outputs,
+        {InitKind::RowNorms, AdapterPart::Magnitude, weightName, tied});
+    Value product = MatmulOp::create(builder, doraAt, weight.getType(), b, a,
+                                     /*transposeLhs=*/false,
+                                     /*transposeRhs=*/false);
+    Value adapted =
+        AddOp::create(builder, doraAt, weight.getType(), weight,
+                      ScaleOp::create(builder, doraAt, weight.getType(),
+                                      product, builder.getF64FloatAttr(scale)));
+    Type rows = magnitude.getType();
+    Value squares = RowSumSquaresOp::create(builder, doraAt, rows, adapted);
+    // 1e-30 more: a padded row (all zero, where a rank's block runs past
+    // the dim) scales by 0 rather than 0 / 0; a real row's sum is far above
+    // it.
+    squares = AddOp::create(builder, doraAt, rows, squares,
+                            ConstantOp::create(builder, doraAt, rows,
+                                               builder.getF64FloatAttr(1e-30)));
+    Value norm = DetachOp::create(
+        builder, doraAt, rows, SqrtOp::create(builder, doraAt, rows, squares));
+    Value ratio = DivOp::create(builder, doraAt, rows, magnitude, norm);
+    Value less =
+        AddOp::create(builder, doraAt, rows, ratio,
+                      ConstantOp::create(builder, doraAt, rows,
+                                         builder.getF64FloatAttr(-1.0)));
+    Value base = dropped == x ? y : matmulTransposed(dropped, weight, doraAt);
+    Type type = y.getType();
+    Value change = AddOp::create(
+        builder, doraAt, type,
+        ScaleColumnsOp::create(builder, doraAt, type, base, less),
+        ScaleColumnsOp::create(builder, doraAt, type, scaled, ratio));
+    y = AddOp::create(builder, at, type, y, change);
+  }
+  return ys;
 }
 
 Value DecoderTracer::rmsNorm(Value x, const Twine &path, int64_t size) {
@@ -457,14 +540,28 @@ Value DecoderTracer::attention(Value normed, const std::string &prefix) {
           rmsNorm(split, attn + "." + p.name.take_front(1) + "_norm", headDim);
     p.heads4d = p.rotate ? rope(split, path + ".rope") : split;
   };
+  auto block = [&](const Projection &p) {
+    return RowBlock{p.heads * headDim, {TensorParallelStyle::Column, p.heads}};
+  };
   SmallVector<Value> pieces = sequenceTiles(normed, tile, at);
   SmallVector<Value> tokenPieces = tokenTiles(tile, at);
   for (auto [index, piece] : llvm::enumerate(pieces)) {
     tracedTokens = tokenPieces[index];
+    // Phi-3's qkv_proj: one module of q's, k's and v's rows.
+    if (family.fusedProjections) {
+      SmallVector<Value> qkv =
+          linearBlocks(piece, attn + ".qkv_proj", "qkv_proj", hidden,
+                       {block(projections[0]), block(projections[1]),
+                        block(projections[2])});
+      for (auto [p, y] : llvm::zip_equal(projections, qkv))
+        p.tiles.push_back(y);
+      if (pieces.size() == 1)
+        llvm::for_each(projections, finish);
+      continue;
+    }
     for (Projection &p : projections) {
       p.tiles.push_back(linear(piece, attn + "." + p.name.str(), p.name, hidden,
-                               p.heads * headDim,
-                               {TensorParallelStyle::Column, p.heads}));
+                               p.heads * headDim, block(p).split));
       if (pieces.size() == 1)
         finish(p);
     }
@@ -523,10 +620,18 @@ Value DecoderTracer::mlpTile(Value normed, const std::string &prefix) {
   int64_t hidden = model.hidden_size(), inner = model.intermediate_size();
   std::string path = prefix + ".mlp";
   Split column{TensorParallelStyle::Column}, row{TensorParallelStyle::Row};
-  Value gate =
-      linear(normed, path + ".gate_proj", "gate_proj", hidden, inner, column);
-  Value up =
-      linear(normed, path + ".up_proj", "up_proj", hidden, inner, column);
+  Value gate, up;
+  if (family.fusedProjections) { // Phi-3's gate_up_proj: gate's rows, up's
+    SmallVector<Value> gateUp =
+        linearBlocks(normed, path + ".gate_up_proj", "gate_up_proj", hidden,
+                     {{inner, column}, {inner, column}});
+    gate = gateUp[0];
+    up = gateUp[1];
+  } else {
+    gate =
+        linear(normed, path + ".gate_proj", "gate_proj", hidden, inner, column);
+    up = linear(normed, path + ".up_proj", "up_proj", hidden, inner, column);
+  }
   Value act =
       family.gemmaLayer
           ? GegluOp::create(builder, loc(path), gate.getType(), gate, up)
@@ -625,7 +730,9 @@ OwningOpRef<ModuleOp> DecoderTracer::trace() {
                      ? embedTable
                      : param("lm_head.weight", {vocab, hidden}, baseTrainable(),
                              vocabRows, baseWeight());
-  Value logits = linearWith(h, lmHead, "lm_head", "lm_head", vocabRows);
+  Value logits =
+      linearWith(h, {lmHead}, "lm_head", "lm_head", {{vocab, vocabRows}})
+          .front();
   // Gemma 2 squashes its logits into (-cap, cap).
   bool capped = model.has_final_logit_softcapping();
   if (capped)

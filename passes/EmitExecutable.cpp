@@ -171,7 +171,7 @@ static ::twill::ValueRole valueRoleIn(DictionaryAttr attrs) {
 }
 
 /// The parameter's roles, as the frontend stated them (twill.init,
-/// twill.adapter): what the runtime knows it by.
+/// twill.adapter, twill.stored): what the runtime knows it by.
 static void describeRoles(func::FuncOp function, unsigned index,
                           ::twill::Parameter &parameter) {
   namespace tw = mlir::twill;
@@ -215,6 +215,13 @@ static void describeRoles(func::FuncOp function, unsigned index,
     out.set_of(adapter.getOf().str());
     if (!adapter.getTied().empty())
       out.set_tied(adapter.getTied().str());
+  }
+  if (auto stored = function.getArgAttrOfType<tw::StoredRowsAttr>(
+          index, tw::kStoredAttrName)) {
+    ::twill::StoredRows &out = *parameter.mutable_stored();
+    out.set_tensor(stored.getTensor().str());
+    out.set_first_row(stored.getFirstRow());
+    out.set_tensor_rows(stored.getTensorRows());
   }
 }
 

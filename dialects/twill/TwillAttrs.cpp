@@ -193,6 +193,17 @@ LogicalResult StateRoleAttr::verify(
   return success();
 }
 
+LogicalResult
+StoredRowsAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                       StringRef tensor, int64_t firstRow, int64_t tensorRows) {
+  if (tensor.empty())
+    return emitError() << "stored rows name the tensor holding them";
+  if (firstRow < 0 || firstRow >= tensorRows)
+    return emitError() << "stored rows start at row " << firstRow
+                       << ", outside the tensor's " << tensorRows;
+  return success();
+}
+
 LogicalResult AdapterAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                   AdapterPart part, StringRef of,
                                   StringRef tied) {

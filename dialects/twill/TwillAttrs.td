@@ -159,10 +159,12 @@ def Twill_AdapterAttr : Twill_Attr<"Adapter", "adapter"> {
   let description = [{
     Stated by the frontend on each adapter parameter (`twill.adapter`):
     LoRA's `a` and `b`, or DoRA's `magnitude`, of the weight named `of`
-    (by its checkpoint name, as a merged model names it). Where `of` is no
-    parameter of the program (an output layer tied to the embedding),
-    `tied` names the parameter whose values it has. The runtime reads and
-    writes adapters, and merges them, by this alone.
+    (by its checkpoint name, as a merged model names it: a fused
+    projection's block adapts the fused weight, whose rows its
+    `twill.stored` names). Where `of` is no parameter of the program (an
+    output layer tied to the embedding), `tied` names the parameter whose
+    values it has. The runtime reads and writes adapters, and merges them,
+    by this alone.
 
     ```mlir
     %b: tensor<64x8xf32> {twill.adapter = #twill.adapter<b, of = "model.layers.0.self_attn.q_proj.weight">, ...}
@@ -175,6 +177,30 @@ def Twill_AdapterAttr : Twill_Attr<"Adapter", "adapter"> {
   );
   let assemblyFormat =
       "`<` $part `,` `of` `=` $of (`,` `tied` `=` $tied^)? `>`";
+  let genVerifyDecl = 1;
+}
+
+def Twill_StoredRowsAttr : Twill_Attr<"StoredRows", "stored_rows"> {
+  let summary = "The rows of a checkpoint's tensor a parameter is";
+  let description = [{
+    Stated by the frontend (`twill.stored`) on a parameter that the
+    checkpoint holds inside a larger tensor: rows `first_row` on of
+    `tensor`, which has `tensor_rows` rows. A fused projection (Phi-3's
+    `qkv_proj`, `gate_up_proj`) is traced as one parameter per block of
+    rows, each split by tensor parallelism as its own projection would be;
+    the runtime reads each block from the tensor, and writes the tensor
+    (an adapter's, a merged model's) put together from them.
+
+    ```mlir
+    %wk: tensor<32x96xf32> {twill.param = "...qkv_proj.weight[96:128]", twill.stored = #twill.stored_rows<tensor = "...qkv_proj.weight", first_row = 96, tensor_rows = 160>}
+    ```
+  }];
+  let parameters = (ins
+    StringRefParameter<"the checkpoint's tensor">:$tensor,
+    "int64_t":$first_row,
+    "int64_t":$tensor_rows
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
 

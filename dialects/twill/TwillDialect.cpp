@@ -47,7 +47,8 @@ LogicalResult TwillDialect::verifyOperationAttribute(Operation *op,
       attribute.getName() == kGradLayerAttrName)
     return verifyLayer(attribute, [&] { return op->emitOpError(); });
   for (llvm::StringLiteral onParameters :
-       {kTensorParallelAttrName, kInitAttrName, kAdapterAttrName})
+       {kTensorParallelAttrName, kInitAttrName, kAdapterAttrName,
+        kStoredAttrName})
     if (attribute.getName() == onParameters)
       return op->emitOpError() << "'" << onParameters
                                << "' belongs on a parameter, not an op";
@@ -67,13 +68,16 @@ LogicalResult TwillDialect::verifyRegionArgAttribute(Operation *op, unsigned,
   if (attribute.getName() == kLayerAttrName)
     return verifyLayer(attribute, emitError);
   return success(
-      succeeded(expectKind<TensorParallelAttr>(attribute, kTensorParallelAttrName,
-                                               "a #twill.tp<...> style",
-                                               emitError)) &&
+      succeeded(expectKind<TensorParallelAttr>(
+          attribute, kTensorParallelAttrName, "a #twill.tp<...> style",
+          emitError)) &&
       succeeded(expectKind<InitAttr>(attribute, kInitAttrName,
                                      "a #twill.init<...>", emitError)) &&
       succeeded(expectKind<AdapterAttr>(attribute, kAdapterAttrName,
                                         "a #twill.adapter<...>", emitError)) &&
+      succeeded(expectKind<StoredRowsAttr>(attribute, kStoredAttrName,
+                                           "a #twill.stored_rows<...>",
+                                           emitError)) &&
       succeeded(expectKind<ValueRoleAttr>(attribute, kRoleAttrName,
                                           "a #twill.role<...>", emitError)) &&
       succeeded(expectKind<StateRoleAttr>(attribute, kStateRoleAttrName,

@@ -30,8 +30,8 @@ def Twill_Dialect : Dialect {
   }];
   let useDefaultAttributePrinterParser = 1;
   let useDefaultTypePrinterParser = 1;
-  // twill.tp, twill.init and twill.adapter on parameters, twill.layer on
-  // ops and parameters.
+  // twill.tp, twill.init, twill.adapter and twill.stored on parameters,
+  // twill.layer on ops and parameters.
   let hasOperationAttrVerify = 1;
   let hasRegionArgAttrVerify = 1;
   let hasRegionResultAttrVerify = 1;

@@ -75,13 +75,18 @@ void twill::resolveDefaults(JobConfig &config) {
   config.mutable_checkpoint();
   if (config.adaptation_case() == JobConfig::ADAPTATION_NOT_SET)
     config.mutable_lora();
-  // PEFT's and torchtune's default targets for Llama.
-  if (config.has_lora() && config.lora().target_modules().empty()) {
-    config.mutable_lora()->add_target_modules("q_proj");
-    config.mutable_lora()->add_target_modules("v_proj");
-  }
   ModelConfig &model = *config.mutable_model();
   const ModelFamily *family = findModelFamily(model.model_type());
+  // PEFT's and torchtune's default targets for Llama: q and v, which a
+  // fused model's qkv_proj holds.
+  if (config.has_lora() && config.lora().target_modules().empty()) {
+    if (family && family->fusedProjections) {
+      config.mutable_lora()->add_target_modules("qkv_proj");
+    } else {
+      config.mutable_lora()->add_target_modules("q_proj");
+      config.mutable_lora()->add_target_modules("v_proj");
+    }
+  }
   resolveFamilyDefaults(model);
   // Heads that divide the hidden size give the head size; otherwise, or
   // where the family's default is another, it must be stated (validation
@@ -235,6 +240,16 @@ static void validateModel(const ModelConfig &model, Problems &problems) {
     problems.add("model.attention_dropout must be 0 (attention dropout is "
                  "not built), got {0}",
                  model.attention_dropout());
+  for (auto [field, rate] :
+       {std::pair{"model.resid_pdrop", model.resid_pdrop()},
+        std::pair{"model.embd_pdrop", model.embd_pdrop()}})
+    if (rate != 0)
+      problems.add("{0} must be 0 (dropout in the model is not built), got {1}",
+                   field, rate);
+  if (model.partial_rotary_factor() != 1)
+    problems.add("model.partial_rotary_factor must be 1 (a rotary embedding "
+                 "of part of each head is not built), got {0}",
+                 model.partial_rotary_factor());
   if (model.has_sliding_window())
     problems.positive("model.sliding_window", model.sliding_window());
   for (const std::string &type : model.layer_types())
@@ -317,8 +332,17 @@ static void validateModel(const ModelConfig &model, Problems &problems) {
 static constexpr llvm::StringRef kLoraTargets[] = {
     "q_proj",    "k_proj",  "v_proj",    "o_proj",
     "gate_proj", "up_proj", "down_proj", "lm_head"};
+/// A fused model's modules (Phi-3's), as PEFT adapts them.
+static constexpr llvm::StringRef kFusedLoraTargets[] = {
+    "qkv_proj", "o_proj", "gate_up_proj", "down_proj", "lm_head"};
 
-static void validateLora(const LoraConfig &lora, Problems &problems) {
+static void validateLora(const LoraConfig &lora, const ModelConfig &model,
+                         Problems &problems) {
+  const ModelFamily *family = findModelFamily(model.model_type());
+  llvm::ArrayRef<llvm::StringRef> targets =
+      family && family->fusedProjections
+          ? llvm::ArrayRef<llvm::StringRef>(kFusedLoraTargets)
+          : llvm::ArrayRef<llvm::StringRef>(kLoraTargets);
   problems.positive("lora.rank", lora.rank());
   problems.atMost("lora.rank", lora.rank(), 1 << 16);
   problems.positive("lora.alpha", lora.alpha());
@@ -331,7 +355,7 @@ static void validateLora(const LoraConfig &lora, Problems &problems) {
                  "lora.target_modules; adapt the projections only");
   llvm::StringSet<> seen;
   for (const std::string &target : lora.target_modules()) {
-    problems.oneOf("lora.target_modules", target, kLoraTargets);
+    problems.oneOf("lora.target_modules", target, targets);
     if (!seen.insert(target).second)
       problems.add("lora.target_modules lists '{0}' twice", target);
   }
@@ -402,7 +426,7 @@ llvm::Error twill::validateJobConfig(const JobConfig &config) {
   Problems problems;
   validateModel(config.model(), problems);
   if (config.has_lora())
-    validateLora(config.lora(), problems);
+    validateLora(config.lora(), config.model(), problems);
   // No divisibility constraint ties dp or tp to any model size: the compiler
   // pads and masks what does not divide.
   problems.positive("parallel.dp", config.parallel().dp());

@@ -30,6 +30,11 @@ static void takeRope(json::Object &config, json::Object parameters,
   if (std::optional<double> theta = parameters.getNumber("rope_theta"))
     config.try_emplace(thetaKey, *theta);
   parameters.erase("rope_theta");
+  // Phi-3's, which transformers 5 keeps with the RoPE parameters.
+  if (std::optional<double> share =
+          parameters.getNumber("partial_rotary_factor"))
+    config.try_emplace("partial_rotary_factor", *share);
+  parameters.erase("partial_rotary_factor");
   std::optional<llvm::StringRef> type = parameters.getString("rope_type");
   if (type && *type != "default")
     config["rope_scaling"] = std::move(parameters);

@@ -33,6 +33,12 @@ ModelFamily qwen3() {
   family.window = ModelFamily::Window::ChosenLayers;
   return family;
 }
+ModelFamily phi3() {
+  ModelFamily family{"phi3", "Phi3ForCausalLM"};
+  family.fusedProjections = true;
+  family.window = ModelFamily::Window::EveryLayer;
+  return family;
+}
 /// Gemma's layer, sliding where layer_types says, one full layer in
 /// `fullEvery` by default, as Gemma 2 and 3 share it.
 ModelFamily gemma(llvm::StringLiteral modelType, llvm::StringLiteral causalLm,
@@ -62,8 +68,8 @@ ModelFamily gemma3Text() {
 } // namespace
 
 llvm::ArrayRef<ModelFamily> twill::modelFamilies() {
-  static const ModelFamily families[] = {llama(), mistral(), qwen2(),
-                                         qwen3(), gemma2(),  gemma3Text()};
+  static const ModelFamily families[] = {
+      llama(), mistral(), qwen2(), qwen3(), gemma2(), gemma3Text(), phi3()};
   return families;
 }
 

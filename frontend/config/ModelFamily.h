@@ -32,6 +32,9 @@ struct ModelFamily {
   /// RMSNorm over each head of q and of k before the rotary embedding
   /// (Qwen3's q_norm and k_norm, of head_dim weights).
   bool qkNorm = false;
+  /// q, k and v are one module (qkv_proj), and gate and up one
+  /// (gate_up_proj), whose weights stack their rows (Phi-3).
+  bool fusedProjections = false;
   /// head_dim must be stated: the transformers class's default is not
   /// hidden_size / num_attention_heads (Qwen3Config's is 128).
   bool statesHeadDim = false;

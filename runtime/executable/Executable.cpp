@@ -5,6 +5,7 @@
 #include "proto/ExecutableChecksum.h"
 #include "runtime/executable/BFloat16.h"
 #include "runtime/executable/Opcodes.h"
+#include "runtime/executable/StoredTensors.h"
 
 #include "google/protobuf/descriptor.h"
 
@@ -180,6 +181,11 @@ llvm::Error twill::verifyExecutable(const Executable &executable) {
       return invalid("parameter '" + parameter.name() +
                      "' starts as a weight's rows' norms but adapts none");
   }
+  // The checkpoint's tensors they make up: each read and written whole.
+  if (llvm::Expected<std::vector<StoredTensor>> stored =
+          storedTensors(executable);
+      !stored)
+    return stored.takeError();
   llvm::StringSet<> parameters;
   for (const Parameter &parameter : executable.parameters())
     parameters.insert(parameter.name());

@@ -6,10 +6,12 @@
 #include "runtime/io/Safetensors.h"
 #include "runtime/train/Weights.h"
 #include "support/AtomicFile.h"
+#include "support/Json.h"
 #include "support/LoraScale.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
 #include <cmath>
@@ -25,31 +27,31 @@ static llvm::Error createDirectory(llvm::StringRef directory) {
   return llvm::Error::success();
 }
 
-/// Whole tensors, put together from every rank's blocks, ready to write;
-/// each the value of a parameter of the program.
+/// Whole tensors of the checkpoint, put together from every rank's blocks
+/// of the parameters making them up, ready to write; each with the roles of
+/// its parameters (those of its first block: its blocks' agree).
 struct WholeTensors {
   std::vector<std::vector<float>> values;
   std::vector<io::NamedTensor> tensors;
   std::vector<const Parameter *> parameters;
 };
 
-/// The adapter's weights (or all the others), named by `rename`. A
+/// The adapter's tensors (or all the others), named by `rename`. A
 /// collective: every rank calls it.
 static llvm::Expected<WholeTensors>
 parameterTensors(Program &program, bool lora,
                  llvm::function_ref<std::string(llvm::StringRef)> rename) {
+  llvm::Expected<std::vector<StoredTensor>> stored =
+      storedTensors(program.executable());
+  if (!stored)
+    return stored.takeError();
   WholeTensors whole;
-  std::vector<const Parameter *> chosen;
-  for (const Parameter &parameter : program.executable().parameters())
-    if (parameter.has_adapter() == lora)
-      chosen.push_back(&parameter);
-  whole.values.reserve(chosen.size());
-  for (const Parameter *parameter : chosen) {
-    llvm::Expected<BufferBlock> block = program.block(parameter->buffer());
-    if (!block)
-      return block.takeError();
-    llvm::Expected<std::vector<float>> values =
-        program.wholeTensor(parameter->buffer());
+  whole.values.reserve(stored->size());
+  for (const StoredTensor &tensor : *stored) {
+    const Parameter *first = tensor.pieces.front();
+    if (first->has_adapter() != lora)
+      continue;
+    llvm::Expected<std::vector<float>> values = program.wholeStored(tensor);
     if (!values)
       return values.takeError();
     // An update that overflowed (train.lr 1e300) leaves a finite loss for
@@ -59,11 +61,11 @@ parameterTensors(Program &program, bool lora,
           llvm::inconvertibleErrorCode(),
           "%s holds inf or nan: the last update diverged (lower train.lr "
           "or train.weight_decay); nothing of it is written",
-          parameter->name().c_str());
+          tensor.name.c_str());
     whole.values.push_back(std::move(*values));
     whole.tensors.push_back(
-        {rename(parameter->name()), block->globalShape, whole.values.back()});
-    whole.parameters.push_back(parameter);
+        {rename(tensor.name), tensor.shape, whole.values.back()});
+    whole.parameters.push_back(first);
   }
   return whole;
 }
@@ -312,9 +314,37 @@ llvm::Error twill::writeHfModel(Program &program, llvm::StringRef directory,
   // ModelConfig's fields are config.json's keys, its architectures among
   // them (the frontend states them).
   llvm::json::Object object = toJson(program.job().model());
-  object["torch_dtype"] = "float32";
+  object["torch_dtype"] = object["dtype"] = "float32";
   if (untied)
     object["tie_word_embeddings"] = false;
+  // What else the base's config.json says (its token ids, ...) stays true
+  // of the model; so does its generation_config.json, copied as it is.
+  llvm::SmallString<256> baseConfig(program.baseCheckpoint()),
+      generation(program.baseCheckpoint());
+  llvm::sys::path::append(baseConfig, "config.json");
+  llvm::sys::path::append(generation, "generation_config.json");
+  if (!program.baseCheckpoint().empty() &&
+      llvm::sys::fs::is_regular_file(baseConfig)) {
+    llvm::Expected<llvm::json::Value> base = readJsonFile(baseConfig);
+    if (!base)
+      return base.takeError();
+    if (const llvm::json::Object *keys = base->getAsObject())
+      for (const auto &[key, value] : *keys)
+        object.try_emplace(key, value);
+  }
+  if (!program.baseCheckpoint().empty() &&
+      llvm::sys::fs::is_regular_file(generation)) {
+    llvm::SmallString<256> copy(directory);
+    llvm::sys::path::append(copy, "generation_config.json");
+    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> text =
+        llvm::MemoryBuffer::getFile(generation);
+    if (!text)
+      return llvm::createStringError(text.getError(), "cannot read %s",
+                                     generation.c_str());
+    if (llvm::Error error = writeFileAtomically(
+            copy, [&](llvm::raw_ostream &os) { os << (*text)->getBuffer(); }))
+      return error;
+  }
   std::string text;
   llvm::raw_string_ostream(text)
       << llvm::formatv("{0:2}", llvm::json::Value(std::move(object)));

@@ -61,6 +61,20 @@ llvm::Expected<std::vector<float>> Program::wholeOnHost(int id) {
   return whole;
 }
 
+llvm::Expected<std::vector<float>>
+Program::wholeStored(const StoredTensor &tensor, bool onHost) {
+  std::vector<float> whole;
+  for (const Parameter *piece : tensor.pieces) {
+    llvm::Expected<std::vector<float>> values =
+        onHost ? wholeOnHost(piece->buffer()) : wholeTensor(piece->buffer());
+    if (!values)
+      return values.takeError();
+    // Row-major blocks of rows: the tensor's values are theirs in order.
+    whole.insert(whole.end(), values->begin(), values->end());
+  }
+  return whole;
+}
+
 const EntryPoint *Program::entryPoint(EntryRole role) const {
   for (const EntryPoint &entry : program.entry_points())
     if (entry.role() == role)

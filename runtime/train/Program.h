@@ -14,6 +14,7 @@
 #include "runtime/comm/Communicator.h"
 #include "runtime/executable/Executable.h"
 #include "runtime/executable/Layout.h"
+#include "runtime/executable/StoredTensors.h"
 #include "llvm/ADT/StringMap.h"
 
 #include <memory>
@@ -47,6 +48,15 @@ public:
   /// The same of what the host holds, not downloaded first (before the
   /// backend has the values).
   llvm::Expected<std::vector<float>> wholeOnHost(int id);
+  /// The whole checkpoint tensor `tensor`, its parameters' whole tensors
+  /// (wholeTensor, or with `onHost` wholeOnHost) one after the other. A
+  /// collective.
+  llvm::Expected<std::vector<float>> wholeStored(const StoredTensor &tensor,
+                                                 bool onHost = false);
+  /// The Hugging Face folder (or file) the base weights were loaded from;
+  /// empty for a random base.
+  llvm::StringRef baseCheckpoint() const { return baseDir; }
+  void setBaseCheckpoint(llvm::StringRef path) { baseDir = path.str(); }
   /// Whether this is the rank that writes files (rank 0).
   bool writesFiles() const { return !comm || comm->rank() == 0; }
   /// Whether the program runs on more than one rank.
@@ -102,6 +112,7 @@ private:
   std::vector<int> inputIds;
   std::vector<int> coordinates; // this rank's, per mesh axis
   llvm::StringMap<int> named;
+  std::string baseDir;
 };
 
 } // namespace twill

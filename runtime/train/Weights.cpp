@@ -4,6 +4,7 @@
 
 #include "runtime/data/JsonLines.h"
 #include "runtime/io/Safetensors.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -157,35 +158,45 @@ static llvm::Error checkFinite(llvm::ArrayRef<float> values,
 
 /// DoRA's magnitudes (ROW_NORMS) start as PEFT's do, as the norm of each
 /// output row of W + scale B A, which with B = 0 is W's, the weight their
-/// adapter adapts. A collective: each weight is put together from every
-/// rank's block (as the host holds it: the device has nothing yet), each
-/// rank keeps its block of the norms.
+/// adapter adapts (the rows of it a block's magnitudes are). A collective:
+/// each weight is put together from every rank's block (as the host holds
+/// it: the device has nothing yet), each rank keeps its block of the norms.
 static llvm::Error initialiseMagnitudes(Program &program) {
+  llvm::Expected<std::vector<StoredTensor>> tensors =
+      storedTensors(program.executable());
+  if (!tensors)
+    return tensors.takeError();
   for (const Parameter &parameter : program.executable().parameters()) {
     if (parameter.init().kind() != Initializer::ROW_NORMS)
       continue;
     const AdapterRole &role = parameter.adapter();
-    int weight = program.bufferOf(role.tied().empty() ? role.of() : role.tied());
-    if (weight < 0)
-      return weightError("'" + parameter.name() + "' starts as the rows' "
-                         "norms of '" + role.of() +
-                         "', which the program does not hold");
-    llvm::Expected<BufferBlock> weightBlock = program.block(weight);
+    llvm::StringRef weightName = role.tied().empty() ? role.of() : role.tied();
+    auto weight = llvm::find_if(*tensors, [&](const StoredTensor &tensor) {
+      return tensor.name == weightName;
+    });
+    if (weight == tensors->end())
+      return weightError("'" + parameter.name() +
+                         "' starts as the rows' "
+                         "norms of '" +
+                         role.of() + "', which the program does not hold");
     llvm::Expected<BufferBlock> block = program.block(parameter.buffer());
-    if (!weightBlock)
-      return weightBlock.takeError();
     if (!block)
       return block.takeError();
-    llvm::Expected<std::vector<float>> whole = program.wholeOnHost(weight);
+    llvm::Expected<std::vector<float>> whole =
+        program.wholeStored(*weight, /*onHost=*/true);
     if (!whole)
       return whole.takeError();
-    int64_t rows = weightBlock->globalShape[0];
-    int64_t columns = weightBlock->globalShape[1];
+    int64_t first = storedFirstRow(parameter), rows = block->globalShape[0];
+    int64_t columns = weight->shape[1];
+    if (first + rows > weight->shape[0])
+      return weightError("'" + parameter.name() + "' has more rows than '" +
+                         role.of() + "'");
     std::vector<float> norms(rows);
     for (int64_t r = 0; r < rows; ++r) {
+      const float *row = whole->data() + (first + r) * columns;
       double sum = 0;
       for (int64_t c = 0; c < columns; ++c)
-        sum += double((*whole)[r * columns + c]) * (*whole)[r * columns + c];
+        sum += double(row[c]) * row[c];
       norms[r] = float(std::sqrt(sum));
     }
     const Buffer &buffer = program.buffers().info(parameter.buffer());
@@ -213,6 +224,7 @@ llvm::Expected<uint64_t> twill::loadParameters(Program &program,
     if (!opened)
       return opened.takeError();
     base = std::move(*opened);
+    program.setBaseCheckpoint(baseDir);
   }
 
   uint64_t seed = job.train().seed();
@@ -233,7 +245,7 @@ llvm::Expected<uint64_t> twill::loadParameters(Program &program,
     llvm::StringSet<> expected;
     for (const Parameter &parameter : program.executable().parameters())
       if (parameter.has_adapter())
-        expected.insert(peftAdapterKey(parameter.name()));
+        expected.insert(peftAdapterKey(storedTensorName(parameter)));
     for (const std::string &name : adapter->names())
       if (llvm::StringRef(name).contains(".lora_") && !expected.contains(name))
         return weightError(
@@ -257,19 +269,24 @@ llvm::Expected<uint64_t> twill::loadParameters(Program &program,
     local.resize(numElements(buffer));
     bool lora = parameter.has_adapter();
     if ((lora && adapter) || (!lora && base)) {
-      // Each rank reads only its block of the checkpoint's tensor.
+      // Each rank reads only its block of the checkpoint's tensor (of its
+      // rows of it, for a block of a fused one).
+      const std::string &tensor = storedTensorName(parameter);
+      std::vector<int64_t> shape = block->globalShape, offset = block->offset;
+      if (parameter.has_stored()) {
+        shape[0] = parameter.stored().tensor_rows();
+        offset[0] += parameter.stored().first_row();
+      }
       values.resize(block->extentElements());
       llvm::Error error =
-          lora ? adapter->readBlockF32(peftAdapterKey(parameter.name()),
-                                       block->globalShape, block->offset,
+          lora ? adapter->readBlockF32(peftAdapterKey(tensor), shape, offset,
                                        block->extent, values)
-               : base->readBlockF32(parameter.name(), block->globalShape,
-                                    block->offset, block->extent, values);
+               : base->readBlockF32(tensor, shape, offset, block->extent,
+                                    values);
       if (error)
         return std::move(error);
       if (llvm::Error error = checkFinite(
-              values, parameter.name(),
-              lora ? adapter->path() : base->fileOf(parameter.name())))
+              values, tensor, lora ? adapter->path() : base->fileOf(tensor)))
         return error;
       placeBlock(values, *block, local);
     } else if (block->globalShape == block->localShape &&

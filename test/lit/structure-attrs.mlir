@@ -1,6 +1,6 @@
 // What the frontend states of a model's structure: #twill.tp on parameters
-// (how tensor parallelism splits them) and twill.layer on ops and
-// parameters. They round-trip; the dialect refuses malformed ones.
+// (how tensor parallelism splits them), #twill.stored_rows on a block of a
+// fused tensor, and twill.layer on ops and parameters. They round-trip; the dialect refuses malformed ones.
 // RUN: twill-opt %s -split-input-file -verify-diagnostics | FileCheck %s
 
 // CHECK-LABEL: func.func @styles(
@@ -88,4 +88,41 @@ func.func @step_of_a_parameter(%n: tensor<i64> {twill.state = "step", twill.stat
 // expected-error @+1 {{argument 0: 'twill.state_role' must be a #twill.state_role<...>}}
 func.func @state_role_by_name(%n: tensor<i64> {twill.state = "step", twill.state_role = "step"}) {
   return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @stored(
+// CHECK-SAME: twill.stored = #twill.stored_rows<tensor = "qkv.weight", first_row = 8, tensor_rows = 24>
+func.func @stored(%k: tensor<8x8xf32> {twill.stored = #twill.stored_rows<tensor = "qkv.weight", first_row = 8, tensor_rows = 24>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{stored rows start at row 24, outside the tensor's 24}}
+func.func @stored_past_the_end(%k: tensor<8x8xf32> {twill.stored = #twill.stored_rows<tensor = "qkv.weight", first_row = 24, tensor_rows = 24>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{stored rows name the tensor holding them}}
+func.func @stored_nowhere(%k: tensor<8x8xf32> {twill.stored = #twill.stored_rows<tensor = "", first_row = 0, tensor_rows = 8>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{argument 0: 'twill.stored' must be a #twill.stored_rows<...>}}
+func.func @stored_as_a_name(%k: tensor<8x8xf32> {twill.stored = "qkv.weight"}) {
+  return
+}
+
+// -----
+
+func.func @stored_on_an_op(%x: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'twill.stored' belongs on a parameter, not an op}}
+  %y = twill.scale %x by 2.0 {twill.stored = #twill.stored_rows<tensor = "w", first_row = 0, tensor_rows = 8>} : tensor<8xf32>
+  return %y : tensor<8xf32>
 }

@@ -55,7 +55,8 @@ With --families, the other model families instead, each against its own
 checkpointing and every tile: Qwen2 (q, k and v biases, tied embeddings, a
 window of 5 on its second layer), Qwen3 (per-head q and k norms, head_dim
 12 of hidden 64 and 4 heads, attention biases) and Mistral (head_dim 12, a
-window of 7 of the 30 positions); and full fine-tuning of each family's biases (Llama's attention
+window of 7 of the 30 positions), Phi-3 (fused projections, with DoRA and
+dropout too); and full fine-tuning of each family's biases (Llama's attention
 and MLP biases without sequence parallelism: all-reduced partial sums),
 which start at zero and train away from it.
 """
@@ -164,6 +165,8 @@ TILES = ["parallel.mlp_tile_tokens=7", "parallel.attention_tile_tokens=7",
          "parallel.loss_tile_tokens=7"]
 PROJECTIONS = ("lora.target_modules=q_proj,k_proj,v_proj,o_proj,gate_proj,"
                "up_proj,down_proj")
+PHI3_PROJECTIONS = ("lora.target_modules=qkv_proj,o_proj,gate_up_proj,"
+                    "down_proj,lm_head")
 FAMILY_MESHES = [(2, 2), (1, 4), (1, 3)]
 FAMILY_VARIANTS = {
     # Layer 1 slides over 5 positions (max_window_layers).
@@ -219,6 +222,23 @@ FAMILY_VARIANTS = {
          "model.tie_word_embeddings=true", PROJECTIONS,
          "parallel.activation_checkpointing=FULL", *TILES],
         FAMILY_MESHES, TOLERANCE),
+    # Phi-3's fused projections: each block of rows of qkv_proj and
+    # gate_up_proj split as its projection (on tp=4 q's 4 heads split and
+    # k's and v's 2 stay whole; tp=3 splits none), one A shared by the
+    # blocks; DoRA's magnitudes and LoRA dropout on them too.
+    "Phi-3, fused projections, full checkpointing, tiles": (
+        ["model.model_type=phi3", "model.rope_scaling=",
+         "model.sliding_window=7", PHI3_PROJECTIONS,
+         "parallel.activation_checkpointing=FULL", *TILES],
+        FAMILY_MESHES, TOLERANCE),
+    "Phi-3, DoRA and dropout, selective checkpointing": (
+        ["model.model_type=phi3", "model.rope_scaling=",
+         PHI3_PROJECTIONS.removesuffix(",lm_head"), "lora.use_dora=true", "lora.dropout=0.25",
+         "parallel.activation_checkpointing=SELECTIVE"],
+        FAMILY_MESHES, TOLERANCE),
+    "Phi-3, full fine-tuning": (
+        ["model.model_type=phi3", "model.rope_scaling=", "full_finetune={}",
+         "lora=", *TILES], [(2, 2), (1, 3)], TOLERANCE),
     # A window of 7 of the 30 positions, the attention projections tiled.
     "Mistral, sliding window, full checkpointing": (
         ["model.model_type=mistral", "model.head_dim=12",
@@ -338,11 +358,15 @@ def main():
     parser.add_argument("--data", type=Path, required=True)
     parser.add_argument("--config", type=Path, required=True)
     parser.add_argument("--families", action="store_true")
+    parser.add_argument("--only", default="",
+                        help="the families' variants whose names hold this")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     failures = []
     if args.families:
-        check_variants(args, FAMILY_VARIANTS, None, failures)
+        check_variants(args, {name: variant for name, variant
+                              in FAMILY_VARIANTS.items() if args.only in name},
+                       None, failures)
         if failures:
             sys.exit("\n".join(failures))
         print("every family's meshes match its 1x1")

@@ -4,8 +4,8 @@ import torch
 from transformers import (Gemma2Config, Gemma2ForCausalLM, Gemma3ForCausalLM,
                           Gemma3TextConfig, LlamaConfig,
                           LlamaForCausalLM, MistralConfig, MistralForCausalLM,
-                          Qwen2Config, Qwen2ForCausalLM, Qwen3Config,
-                          Qwen3ForCausalLM)
+                          Phi3Config, Phi3ForCausalLM, Qwen2Config,
+                          Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM)
 
 # model_type -> the transformers classes of its config and causal LM
 FAMILIES = {"llama": (LlamaConfig, LlamaForCausalLM),
@@ -13,7 +13,26 @@ FAMILIES = {"llama": (LlamaConfig, LlamaForCausalLM),
             "qwen2": (Qwen2Config, Qwen2ForCausalLM),
             "qwen3": (Qwen3Config, Qwen3ForCausalLM),
             "gemma2": (Gemma2Config, Gemma2ForCausalLM),
-            "gemma3_text": (Gemma3TextConfig, Gemma3ForCausalLM)}
+            "gemma3_text": (Gemma3TextConfig, Gemma3ForCausalLM),
+            "phi3": (Phi3Config, Phi3ForCausalLM)}
+
+# Each family's projections, as PEFT's target_modules name them: Phi-3's
+# are fused (q, k and v in qkv_proj; gate and up in gate_up_proj).
+PROJECTIONS = {"phi3": ["qkv_proj", "o_proj", "gate_up_proj", "down_proj"]}
+UNFUSED = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
+           "down_proj"]
+
+
+def projections(family):
+    return PROJECTIONS.get(family, UNFUSED)
+
+
+def some_projections(family):
+    """The modules the training oracles adapt: q, v and down, or the fused
+    modules holding them and gate and up (Phi-3's)."""
+    if family in PROJECTIONS:
+        return ["qkv_proj", "gate_up_proj", "down_proj"]
+    return ["q_proj", "v_proj", "down_proj"]
 
 # Gemma 3's RoPE: a base of its own on the sliding layers, and linear
 # scaling on the full ones (as Gemma 3 12B and 27B have it).

@@ -27,7 +27,8 @@ from pathlib import Path
 import torch
 from peft import PeftModel
 from safetensors.torch import load_file
-from families import FAMILIES, GEMMA3_ROPE, randomize_norms_and_biases
+from families import (FAMILIES, GEMMA3_ROPE, randomize_norms_and_biases,
+                      some_projections)
 from transformers import AutoModelForCausalLM
 
 SHARD_BYTES = 350_000
@@ -44,7 +45,10 @@ FAMILY_SETTINGS = {"llama": {}, "qwen2": {},
                                        query_pre_attn_scalar=20,
                                        rope_parameters=GEMMA3_ROPE,
                                        layer_types=["sliding_attention",
-                                                    "full_attention"])}
+                                                    "full_attention"]),
+                   # Fused projections; no pad token (its default id is
+                   # beyond the vocab).
+                   "phi3": dict(sliding_window=4, pad_token_id=None)}
 
 
 def make_folder(folder, family):
@@ -89,11 +93,13 @@ def main():
                                    "output": " ".join(["one"] * (i % 5 + 1))})
                        + "\n")
     out = work / "out"
+    targets = some_projections(args.family) + (
+        [] if args.dora else ["lm_head"])
     (work / "job.textproto").write_text(f"""
 checkpoint {{ base_dir: "{folder}" output_dir: "{out}" merged: true
              max_shard_bytes: {SHARD_BYTES} }}
-lora {{ rank: 4 alpha: 8 target_modules: ["q_proj", "v_proj", "down_proj"{
-    "" if args.dora else ', "lm_head"'}] use_dora: {str(args.dora).lower()} }}
+lora {{ rank: 4 alpha: 8 target_modules: {json.dumps(targets)}
+        use_dora: {str(args.dora).lower()} }}
 data {{ path: "{work / 'alpaca.jsonl'}" format: ALPACA }}
 train {{ batch_size: 2 seq_len: 256 epochs: 1 max_steps_per_epoch: 4
          lr: 1e-2 }}
@@ -129,6 +135,13 @@ train {{ batch_size: 2 seq_len: 256 epochs: 1 max_steps_per_epoch: 4
     print(f"merged weights within {worst:.2e} of PEFT's merge "
           f"({changed} tensors changed by training); logits within "
           f"{difference:.2e}")
+    # The base's config.json keys Twill does not model stay the merged
+    # model's, and its generation settings come along.
+    kept = [key for key in ("bos_token_id", "eos_token_id", "pad_token_id")
+            if getattr(merged.config, key) != getattr(base.config, key)]
+    if kept or not (out / "merged" / "generation_config.json").exists():
+        sys.exit(f"FAIL: the merged config lost {kept} or its "
+                 "generation_config.json")
     if args.dora:
         start = work / "start"
         subprocess.run([args.bin / "twillc", work / "job.textproto",

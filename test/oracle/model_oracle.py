@@ -4,7 +4,7 @@ transformers + PEFT + torch autograd, for each model family.
     python model_oracle.py CONFIG --bin BUILD/bin --work DIR
 
 Builds a tiny random model of the config's family (transformers' own class:
-Llama, Mistral, Qwen2, Qwen3, Gemma 2 and 3), with random norms and biases,
+Llama, Mistral, Qwen2, Qwen3, Gemma 2 and 3, Phi-3), with random norms and biases,
 and, for LoRA configs, a PEFT adapter with non-zero B so the adapter matters, saves
 them with `save_pretrained`, and has Twill compile the job (`twillc`) and run
 it on those very files (`twill-train --eval`). Twill's logits must be within
@@ -37,10 +37,10 @@ import dropout
 import torch
 from peft import LoraConfig, get_peft_model
 from safetensors.torch import load_file
-from families import GEMMA3_ROPE, randomize_norms_and_biases, tiny_model
+from families import (GEMMA3_ROPE, projections, randomize_norms_and_biases,
+                      tiny_model)
 
-ALL_PROJECTIONS = ["q_proj", "k_proj", "v_proj", "o_proj",
-                   "gate_proj", "up_proj", "down_proj"]
+ALL_PROJECTIONS = projections("llama")
 
 # name -> (model settings, LoRA targets or None, document lengths per row)
 CONFIGS = {
@@ -159,6 +159,19 @@ GEMMA2 = dict(family="gemma2", num_key_value_heads=2, head_dim=12,
               attn_logit_softcapping=1.0, final_logit_softcapping=0.2)
 CONFIGS["gemma2"] = (GEMMA2, ALL_PROJECTIONS, PACKED)
 CONFIGS["gemma2_full"] = (dict(GEMMA2, pad_token_id=None), None, PACKED)
+# Phi-3: fused projections (qkv_proj, gate_up_proj), each adapted by PEFT as
+# one module (one A, B of the fused rows), which Twill traces as blocks of
+# rows; a window of 5. DoRA with dropout on the fused modules: their
+# magnitudes are the fused rows'.
+PHI3 = dict(family="phi3", num_key_value_heads=2, sliding_window=5,
+            pad_token_id=None)
+PHI3_PROJECTIONS = projections("phi3")
+CONFIGS["phi3"] = (PHI3, PHI3_PROJECTIONS, PACKED)
+CONFIGS["phi3_dora_dropout"] = (PHI3, PHI3_PROJECTIONS, PACKED)
+CONFIGS["phi3_lm_head"] = (dict(PHI3, num_key_value_heads=4),
+                           ["gate_up_proj", "lm_head"], [[12], [12]])
+CONFIGS["phi3_full"] = (PHI3, None, PACKED)
+LORA_OPTIONS["phi3_dora_dropout"] = LORA_OPTIONS["dora_dropout"]
 LORA_OPTIONS["llama_bias_dora"] = LORA_OPTIONS["dora"]
 LORA_OPTIONS["qwen2_dora_dropout"] = LORA_OPTIONS["dora_dropout"]
 LORA_OPTIONS["qwen3_rslora"] = LORA_OPTIONS["rslora"]
@@ -242,6 +255,21 @@ def reference_gradients(model, trainable, logits, labels):
     model.zero_grad()
     loss.backward()
     return {twill: parameter.grad for twill, parameter in trainable.items()}
+
+
+def gradients_by_parameter(expected, names):
+    """`expected` (by tensor) for each of Twill's gradient `names`: a
+    parameter that is rows of a fused tensor ("T[a:b]") has those rows'."""
+    result = {}
+    for name in names:
+        name = name.removesuffix(".grad")
+        rows = re.fullmatch(r"(.*)\[(\d+):(\d+)\]", name)
+        if rows and rows.group(1) in expected:
+            result[name] = expected[rows.group(1)][int(rows.group(2)):
+                                                   int(rows.group(3))]
+        elif name in expected:
+            result[name] = expected[name]
+    return result
 
 
 def trainable_parameters(model, lora):
@@ -360,7 +388,13 @@ def main():
          "--gradients", work / "grads.safetensors"],
         check=True, capture_output=True, text=True)
     grads = load_file(str(work / "grads.safetensors"))
-    if set(grads) != {name + ".grad" for name in expected_grads}:
+    expected_grads = gradients_by_parameter(expected_grads, grads)
+    covered = {name: 0 for name in trainable}
+    for name, grad in expected_grads.items():
+        covered[re.sub(r"\[\d+:\d+\]$", "", name)] += grad.numel()
+    if (len(expected_grads) != len(grads) or
+            any(covered[name] != parameter.numel()
+                for name, parameter in trainable.items())):
         print(f"gradients for {sorted(grads)}, expected "
               f"{sorted(expected_grads)}")
         ok = False

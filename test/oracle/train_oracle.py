@@ -31,19 +31,20 @@ import torch
 from peft import LoraConfig, PeftModel, get_peft_model
 from safetensors.torch import load_file
 from families import (FAMILIES, GEMMA3_ROPE, randomize_norms_and_biases,
-                      tiny_model)
+                      some_projections, tiny_model)
 from transformers import AutoModelForCausalLM
 
 VOCAB, SEQ, BATCH, ACCUMULATION, STEPS = 97, 12, 2, 2, 10
 UNLABELLED_STEP = 5  # its rows have no labelled token: no update
 LR, WARMUP, WEIGHT_DECAY, MAX_NORM = 2e-3, 3, 0.1, 0.05
-RANK, ALPHA, TARGETS = 4, 8.0, ["q_proj", "v_proj", "down_proj"]
+RANK, ALPHA = 4, 8.0
 # What each family's tiny model has beyond Llama's: Qwen2's tied embeddings
 # (its q, k and v biases it always has), Qwen3's and Mistral-Nemo's head_dim
 # other than hidden / heads, Qwen3's attention biases, Mistral's sliding
 # window (5 of the 12 positions), Gemma 2's soft-caps, Gemma 3's layer (a
 # sliding layer and a full one, their RoPE bases, GeGLU, its norms, tied
-# embeddings).
+# embeddings), Phi-3's fused projections and window (no pad token: its
+# default id is beyond the tiny vocab).
 FAMILY_SETTINGS = {"llama": {}, "qwen2": dict(tie_word_embeddings=True),
                    "qwen3": dict(head_dim=12, attention_bias=True),
                    "mistral": dict(head_dim=12, sliding_window=5),
@@ -54,7 +55,8 @@ FAMILY_SETTINGS = {"llama": {}, "qwen2": dict(tie_word_embeddings=True),
                    "gemma3_text": dict(
                        head_dim=12, query_pre_attn_scalar=16,
                        sliding_window=5, rope_parameters=GEMMA3_ROPE,
-                       layer_types=["sliding_attention", "full_attention"])}
+                       layer_types=["sliding_attention", "full_attention"]),
+                   "phi3": dict(sliding_window=5, pad_token_id=None)}
 
 
 def make_examples():
@@ -138,9 +140,10 @@ def main():
     if args.family != "llama":
         randomize_norms_and_biases(base)
     base.save_pretrained(work / "base")
+    targets = some_projections(args.family)
     model = get_peft_model(base, LoraConfig(
         r=RANK, lora_alpha=ALPHA, lora_dropout=args.dropout,
-        use_rslora=args.rslora, use_dora=args.dora, target_modules=TARGETS,
+        use_rslora=args.rslora, use_dora=args.dora, target_modules=targets,
         init_lora_weights=False))
     model.save_pretrained(work / "initial")
     # Twill's masks in place of PEFT's dropout; training mode changes
@@ -152,10 +155,10 @@ def main():
     with open(work / "train.jsonl", "w") as out:
         for example in examples:
             out.write(json.dumps(example) + "\n")
-    targets = "".join(f' target_modules: "{t}"' for t in TARGETS)
+    modules = "".join(f' target_modules: "{t}"' for t in targets)
     (work / "job.textproto").write_text(f"""
 checkpoint {{ base_dir: "{work / 'base'}" output_dir: "{work / 'out'}" }}
-lora {{ rank: {RANK} alpha: {ALPHA}{targets} dropout: {args.dropout}
+lora {{ rank: {RANK} alpha: {ALPHA}{modules} dropout: {args.dropout}
         use_rslora: {str(args.rslora).lower()}
         use_dora: {str(args.dora).lower()} }}
 data {{ path: "{work / 'train.jsonl'}" packed: false shuffle: false }}
@@ -203,7 +206,7 @@ train {{
         worst = max(worst, error)
     print(f"final adapter: {len(adapter)} tensors, worst relative error "
           f"{worst:.1e}")
-    tensors = (3 if args.dora else 2) * 2 * len(TARGETS)
+    tensors = (3 if args.dora else 2) * 2 * len(targets)
     ok = ok and worst < 1e-5 and len(adapter) == tensors
 
     # PEFT loads Twill's adapter and computes Twill's logits.

@@ -319,6 +319,23 @@ TEST(HfConfigImport, ReadsEachFamilysKeys) {
   EXPECT_EQ(slidingWindowOf(*model, 0), std::nullopt); // a full layer
   model->set_layer_types(0, "sliding_attention");
   EXPECT_EQ(slidingWindowOf(*model, 0), 131072);
+  // Phi-3: transformers 5 keeps partial_rotary_factor with the RoPE
+  // parameters; Phi-3.5's longrope is read, to be refused by name.
+  std::string phi3 = dir.write("phi3.json", R"({"model_type": "phi3",
+    "sliding_window": 2047, "resid_pdrop": 0.0, "embd_pdrop": 0.0,
+    "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0,
+                        "partial_rotary_factor": 0.75}})");
+  model = importHfConfig(phi3);
+  ASSERT_TRUE(bool(model)) << llvm::toString(model.takeError());
+  EXPECT_EQ(model->partial_rotary_factor(), 0.75);
+  EXPECT_EQ(model->sliding_window(), 2047);
+  EXPECT_FALSE(model->has_rope_scaling());
+  std::string longrope = dir.write("longrope.json", R"({"model_type": "phi3",
+    "rope_scaling": {"type": "longrope", "long_factor": [1.0, 2.0],
+                     "short_factor": [1.0, 1.0]}})");
+  model = importHfConfig(longrope);
+  ASSERT_TRUE(bool(model)) << llvm::toString(model.takeError());
+  EXPECT_EQ(model->rope_scaling().rope_type(), "longrope");
 }
 
 // transformers 5 writes Gemma 3's RoPE per layer type.
@@ -451,12 +468,14 @@ TEST(JobConfigValidation, RangesAndSupportedVariants) {
 TEST(JobConfigValidation, ModelFamilies) {
   for (const ModelFamily &family : modelFamilies()) {
     JobConfig config = loadTiny({"model.model_type=" + family.modelType.str(),
-                                 "model.architectures=", "model.head_dim=24"});
+                                 "model.architectures=", "model.head_dim=24",
+                                 "lora.target_modules=o_proj"});
     EXPECT_EQ(config.model().architectures(0), family.causalLm);
   }
   EXPECT_THAT(validationErrorAfter("model.model_type=gemma"),
               HasSubstr("model.model_type 'gemma' is not supported; allowed: "
-                        "llama, mistral, qwen2, qwen3, gemma2, gemma3_text"));
+                        "llama, mistral, qwen2, qwen3, gemma2, gemma3_text, "
+                        "phi3"));
   // Soft-capping is Gemma's; bidirectional attention is not built;
   // Gemma's activation is its own key.
   for (const char *cap :
@@ -535,6 +554,26 @@ TEST(JobConfigValidation, ModelFamilies) {
       bool(loadJobConfig(sourcePath("configs/tiny.textproto"),
                          {"model.model_type=mistral",
                           "model.architectures=", "model.sliding_window=16"})));
+  // Phi-3's projections are fused: PEFT adapts qkv_proj and gate_up_proj,
+  // by default qkv_proj (which holds q and v).
+  EXPECT_THAT(
+      validationErrorAfter("model.model_type=phi3 model.architectures="),
+      HasSubstr("lora.target_modules 'q_proj' is not supported; "
+                "allowed: qkv_proj, o_proj, gate_up_proj, down_proj, "
+                "lm_head"));
+  JobConfig phi3 = loadTiny({"model.model_type=phi3",
+                             "model.architectures=", "lora.target_modules="});
+  ASSERT_EQ(phi3.lora().target_modules_size(), 1);
+  EXPECT_EQ(phi3.lora().target_modules(0), "qkv_proj");
+  // Phi-3's dropouts and partial rotary embedding are not built.
+  for (const char *rate : {"model.resid_pdrop", "model.embd_pdrop"})
+    EXPECT_THAT(validationErrorAfter(std::string(rate) + "=0.1"),
+                HasSubstr(std::string(rate) + " must be 0 (dropout in the "
+                                              "model is not built), got 0.1"));
+  EXPECT_THAT(validationErrorAfter("model.partial_rotary_factor=0.75"),
+              HasSubstr("model.partial_rotary_factor must be 1 (a rotary "
+                        "embedding of part of each head is not built), got "
+                        "0.75"));
   // Qwen3Config's head_dim is 128 whatever the hidden size: it is not
   // guessed.
   EXPECT_THAT(errorOf(loadJobConfig(

@@ -149,6 +149,52 @@ TEST(Executable, EveryStateSaysWhatItIsAndForWhichParameter) {
   EXPECT_THAT(problemOf(withState(State::STEP, "w")), HasSubstr(says));
 }
 
+/// validProgram with two parameters that are rows 0-1 and 2-3 of the
+/// checkpoint's tensor "t" (of `rows` rows), the second from `secondRow`.
+Executable withStoredRows(int64_t secondRow, int64_t rows = 4) {
+  Executable executable = validProgram();
+  for (int64_t first : {int64_t(0), secondRow}) {
+    Parameter &parameter = *executable.add_parameters();
+    parameter.set_name(llvm::formatv("t[{0}:{1}]", first, first + 2).str());
+    parameter.set_buffer(executable.buffers_size());
+    *executable.add_buffers() = executable.buffers(0);
+    parameter.mutable_init()->set_kind(Initializer::ZEROS);
+    parameter.mutable_stored()->set_tensor("t");
+    parameter.mutable_stored()->set_first_row(first);
+    parameter.mutable_stored()->set_tensor_rows(rows);
+  }
+  return executable;
+}
+
+TEST(Executable, BlocksOfATensorCoverItsRowsOnce) {
+  EXPECT_FALSE(verifyExecutable(withStoredRows(2)));
+  EXPECT_THAT(problemOf(withStoredRows(3, 5)),
+              HasSubstr("parameter 't[3:5]' is not the block of tensor 't' "
+                        "from row 2 on"));
+  EXPECT_THAT(problemOf(withStoredRows(1)),
+              HasSubstr("'t[1:3]' is not the block of tensor 't' from row 2"));
+  EXPECT_THAT(problemOf(withStoredRows(2, 6)),
+              HasSubstr("the parameters stored in tensor 't' cover 4 of its 6 "
+                        "rows"));
+  // One adapter part of one weight, or base weights alike.
+  Executable mixed = withStoredRows(2);
+  AdapterRole &role = *mixed.mutable_parameters(1)->mutable_adapter();
+  role.set_part(AdapterRole::LORA_B);
+  role.set_of("w");
+  EXPECT_THAT(problemOf(mixed), HasSubstr("of the others' dims and role"));
+  // A parameter that is the whole tensor holds it alone.
+  Executable whole = withStoredRows(2);
+  Parameter &named = *whole.add_parameters();
+  named = whole.parameters(0);
+  named.set_name("t");
+  named.clear_stored();
+  named.set_buffer(whole.buffers_size());
+  *whole.add_buffers() = whole.buffers(0);
+  EXPECT_THAT(problemOf(whole),
+              HasSubstr("parameter 't' is a whole tensor, and other "
+                        "parameters are stored in it"));
+}
+
 /// x (input) -> all_reduce_start -> (scale of x) -> wait -> scale of the
 /// sum, returned; `order` lists the instructions by name.
 Executable inFlight(std::initializer_list<llvm::StringRef> order) {

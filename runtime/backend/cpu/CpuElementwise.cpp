@@ -30,7 +30,6 @@ static llvm::Error runElementwise(const InstructionView &in) {
   }
   if (auto error = elementwiseShapes(in))
     return error;
-  int values = operands + results;
   if (auto error = in.expect(operands, results, F32))
     return error;
   int64_t count = in.count(0);
