@@ -734,25 +734,25 @@ OwningOpRef<ModuleOp> DecoderTracer::trace() {
       linearWith(h, {lmHead}, "lm_head", "lm_head", {{vocab, vocabRows}})
           .front();
   // Gemma 2 squashes its logits into (-cap, cap).
-  bool capped = model.has_final_logit_softcapping();
-  if (capped)
-    logits = SoftcapOp::create(
-        builder, loc("lm_head"), logits.getType(), logits,
-        builder.getF64FloatAttr(model.final_logit_softcapping()));
+  FloatAttr cap = model.has_final_logit_softcapping()
+                      ? builder.getF64FloatAttr(model.final_logit_softcapping())
+                      : FloatAttr();
+  if (cap)
+    logits = SoftcapOp::create(builder, loc("lm_head"), logits.getType(),
+                               logits, cap);
   // Named, so that the runtime can dump it.
   logits.getDefiningOp()->setLoc(loc("logits"));
   logits.getDefiningOp()->setAttr(mlir::twill::kHostReadAttrName,
                                   builder.getUnitAttr());
   auto scalar = [&](Type type) { return RankedTensorType::get({}, type); };
   Type f32 = builder.getF32Type(), i64 = builder.getI64Type();
-  // The loss forms the logits a tile of tokens at a time when they are a
-  // plain product (an adapted lm_head's are a sum; soft-capped ones are not
-  // formed inside the tiled loss yet): the host still reads
-  // the whole logits, which the training step drops. Under sequence
-  // parallelism its input is gathered a tile at a time too.
+  // The loss forms the logits (capped, Gemma 2's) a tile of tokens at a
+  // time when they are a plain product (an adapted lm_head's are a sum):
+  // the host still reads the whole logits, which the training step drops.
+  // Under sequence parallelism its input is gathered a tile at a time too.
   int64_t tileTokens = job.parallel().loss_tile_tokens();
   SmallVector<Value, 2> loss;
-  if (tileTokens > 0 && !isLoraTarget("lm_head") && !capped) {
+  if (tileTokens > 0 && !isLoraTarget("lm_head")) {
     int64_t dp = job.parallel().dp();
     Location at = loc("loss");
     SmallVector<Value> inputs = sequenceTiles(h, vocabEndTile(), at);
@@ -763,7 +763,7 @@ OwningOpRef<ModuleOp> DecoderTracer::trace() {
       auto tile = LinearCrossEntropyOp::create(
           builder, at, scalar(f32), scalar(i64), floatType({rows, vocab}),
           input, lmHead, tileLabel, /*ignore_index=*/::twill::kIgnoreLabel,
-          /*shard_axis=*/nullptr, /*vocab_size=*/nullptr);
+          /*shard_axis=*/nullptr, /*vocab_size=*/nullptr, cap);
       if (loss.empty()) {
         loss = {tile.getLoss(), tile.getCount()};
         continue;

@@ -337,12 +337,16 @@ std::optional<::twill::Opcode> mlir::twill::opcodeOf(OperationName name) {
 /// none.
 static void describeAttributes(Operation *op, ::twill::Instruction &out) {
   namespace tw = mlir::twill;
-  auto crossEntropy = [&](auto op, bool wrtWeight) {
+  // The losses' attributes; the tiled loss's gradient may be the weight's,
+  // and its logits capped.
+  auto crossEntropy = [&](auto op, bool wrtWeight,
+                          std::optional<llvm::APFloat> softcap) {
     ::twill::CrossEntropyAttributes &a = *out.mutable_cross_entropy();
     a.set_wrt_weight(wrtWeight);
     a.set_ignore_index(op.getIgnoreIndex());
     a.set_shard_axis(axisName(op.getShardAxis()));
     a.set_vocab_size(op.getVocabSize().value_or(0));
+    a.set_softcap(softcap ? softcap->convertToDouble() : 0);
   };
   TypeSwitch<Operation *>(op)
       .Case([&](tw::EmbeddingOp op) {
@@ -377,11 +381,13 @@ static void describeAttributes(Operation *op, ::twill::Instruction &out) {
         a.set_window(op.getWindow().value_or(0));
         a.set_softcap(op.getSoftcap() ? op.getSoftcap()->convertToDouble() : 0);
       })
-      .Case<tw::CrossEntropyOp, tw::CrossEntropyGradOp,
-            tw::LinearCrossEntropyOp>(
-          [&](auto op) { crossEntropy(op, /*wrtWeight=*/false); })
+      .Case<tw::CrossEntropyOp, tw::CrossEntropyGradOp>(
+          [&](auto op) { crossEntropy(op, /*wrtWeight=*/false, std::nullopt); })
+      .Case([&](tw::LinearCrossEntropyOp op) {
+        crossEntropy(op, /*wrtWeight=*/false, op.getSoftcap());
+      })
       .Case([&](tw::LinearCrossEntropyGradOp op) {
-        crossEntropy(op, op.getWrtWeight());
+        crossEntropy(op, op.getWrtWeight(), op.getSoftcap());
       })
       .Case([&](tw::ScaleOp op) {
         out.mutable_scale()->set_factor(op.getFactor().convertToDouble());

@@ -102,6 +102,8 @@ LogicalResult LinearCrossEntropyGradOp::verify() {
   if (failed(expectSameElementType(
           *this, {getInput(), getWeight(), getTile(), getResult()})))
     return failure();
+  if (getSoftcap() && failed(verifyCap(*this, *getSoftcap())))
+    return failure();
   return check(*this, shapes::tiledLogitsGrad(
                           shapeOf(getInput()), shapeOf(getWeight()),
                           shapeOf(getLabels()), shapeOf(getTile()),

@@ -257,7 +257,8 @@ def Twill_LinearCrossEntropyGradOp : Twill_ComputeOp<"linear_cross_entropy_grad"
     made their cross_entropy_grad in place, and multiplied by the weight
     (or, summed over the tiles, by the input's rows). Without a
     shard_axis's block of the vocab the input gradient is a partial sum
-    over it.
+    over it. With `softcap` the tile is capped as the forward's, and its
+    gradient scaled by the cap's derivative, 1 - (capped / softcap)^2.
 
     ```mlir
     %dh, %tile = twill.linear_cross_entropy_grad %h, %w, %labels, %one {ignore_index = -100 : i64}
@@ -270,7 +271,8 @@ def Twill_LinearCrossEntropyGradOp : Twill_ComputeOp<"linear_cross_entropy_grad"
                        UnitAttr:$wrt_weight,
                        DefaultValuedAttr<I64Attr, "::twill::kIgnoreLabel">:$ignore_index,
                        OptionalAttr<StrAttr>:$shard_axis,
-                       OptionalAttr<I64Attr>:$vocab_size);
+                       OptionalAttr<I64Attr>:$vocab_size,
+                       OptionalAttr<F64Attr>:$softcap);
   let results = (outs Twill_FloatTensor:$result, Twill_FloatTensor:$tile);
   let assemblyFormat = [{
     $input `,` $weight `,` $labels `,` $grad attr-dict `:`

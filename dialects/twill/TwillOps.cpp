@@ -209,6 +209,8 @@ LogicalResult CrossEntropyOp::verify() {
 LogicalResult LinearCrossEntropyOp::verify() {
   if (failed(expectSameElementType(*this, {getInput(), getWeight(), getTile()})))
     return failure();
+  if (getSoftcap() && failed(verifyCap(*this, *getSoftcap())))
+    return failure();
   return check(*this, shapes::tiledLogits(shapeOf(getInput()),
                                           shapeOf(getWeight()),
                                           shapeOf(getLabels()),

@@ -450,13 +450,16 @@ def Twill_LinearCrossEntropyOp : Twill_ComputeOp<"linear_cross_entropy", [Pure, 
     ```
 
     `shard_axis` and `vocab_size` are as for cross_entropy: after
-    partitioning the weight may hold this rank's block of the vocab.
+    partitioning the weight may hold this rank's block of the vocab. With
+    `softcap` (Gemma 2's final logits) the loss is of `softcap *
+    tanh(logits / softcap)`, each tile capped where it is formed.
   }];
   let arguments = (ins Twill_FloatTensor:$input, Twill_FloatTensor:$weight,
                        Twill_IntTensor:$labels,
                        DefaultValuedAttr<I64Attr, "::twill::kIgnoreLabel">:$ignore_index,
                        OptionalAttr<StrAttr>:$shard_axis,
-                       OptionalAttr<I64Attr>:$vocab_size);
+                       OptionalAttr<I64Attr>:$vocab_size,
+                       OptionalAttr<F64Attr>:$softcap);
   let results = (outs 0DTensorOf<[AnyFloat]>:$loss,
                       0DTensorOf<[AnySignlessInteger]>:$count,
                       Twill_FloatTensor:$tile);

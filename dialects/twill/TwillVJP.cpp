@@ -249,7 +249,8 @@ Cotangents LinearCrossEntropyOp::buildVJP(OpBuilder &builder,
               getTile().getType(), getInput(), getWeight(), getLabels(),
               cotangents[0],
               /*wrt_weight=*/operand == 1 ? builder.getUnitAttr() : nullptr,
-              getIgnoreIndexAttr(), getShardAxisAttr(), getVocabSizeAttr())
+              getIgnoreIndexAttr(), getShardAxisAttr(), getVocabSizeAttr(),
+              getSoftcapAttr())
               .getResult();
   return grads;
 }

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/config/JobConfig.h"
+#include "frontend/config/ModelFamily.h"
 
 #include "support/Json.h"
 
@@ -86,6 +87,13 @@ twill::importHfConfig(llvm::StringRef configJsonPath) {
     return importError(configJsonPath, "expected a JSON object");
   if (llvm::Error error = normaliseRope(*config, configJsonPath))
     return std::move(error);
+  // A key its family's class defaults to a value where absent, and to none
+  // where null (which the import reads as absent): the value, stated.
+  std::optional<llvm::StringRef> type = config->getString("model_type");
+  if (const ModelFamily *family =
+          findModelFamily(type.value_or(ModelConfig().model_type())))
+    for (const auto &[key, value] : family->absentKeyDefaults)
+      config->try_emplace(key, value);
 
   std::string normalised;
   llvm::raw_string_ostream(normalised) << *parsed;

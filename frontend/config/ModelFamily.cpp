@@ -52,10 +52,13 @@ ModelFamily gemma(llvm::StringLiteral modelType, llvm::StringLiteral causalLm,
   return family;
 }
 ModelFamily gemma2() {
-  // Gemma2Config's defaults: every other layer slides. (Its soft-caps'
-  // defaults, 50 and 30, are not taken: config.json's null, no cap, and a
-  // missing key are one to the import. Real configs state both.)
-  return gemma("gemma2", "Gemma2ForCausalLM", 2);
+  // Gemma2Config's defaults: every other layer slides, and a config.json
+  // without its soft-caps' keys caps at 50 and 30 (null: no cap).
+  static constexpr std::pair<llvm::StringLiteral, double> caps[] = {
+      {"attn_logit_softcapping", 50.0}, {"final_logit_softcapping", 30.0}};
+  ModelFamily family = gemma("gemma2", "Gemma2ForCausalLM", 2);
+  family.absentKeyDefaults = caps;
+  return family;
 }
 ModelFamily gemma3Text() {
   // Gemma3TextConfig's defaults: five sliding layers to one full one, and

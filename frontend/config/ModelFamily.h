@@ -56,6 +56,10 @@ struct ModelFamily {
   /// (every `fullEvery`-th layer attends to the whole sequence).
   double queryPreAttnScalar = 0, ropeLocalBaseFreq = 0;
   int64_t fullEvery = 0;
+  /// config.json keys that are oneofs of their own (null: none) whose
+  /// absence from a config.json means the transformers class's default, a
+  /// number (Gemma 2's soft-caps).
+  llvm::ArrayRef<std::pair<llvm::StringLiteral, double>> absentKeyDefaults;
 };
 
 /// Every family the frontend builds, in the order errors list them.

@@ -21,12 +21,15 @@ namespace twill {
 /// values (operand 0), a weight of `block.columns` rows (operand 1), the
 /// labels (operand 2) and the tile (the last result), whose `tileRows` rows
 /// take the logits of one tile of positions at a time. The GEMMs are the
-/// same on every backend.
+/// same on every backend; with a `softcap` (Gemma 2's), each backend caps
+/// the tile once formed (softcap tanh(logit / softcap)), and scales its
+/// gradient by 1 - (capped / softcap)^2.
 struct TiledLogits {
   int64_t rows, hidden, tileRows;
   VocabBlock block;
   int64_t elementBytes;
   bool wrtWeight;
+  double softcap = 0; // none
 
   /// tile[0..count) = input rows [first, first + count) times weight^T.
   RowMajorGemm logits(const void *input, const void *weight, void *tile,

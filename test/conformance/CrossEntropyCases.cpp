@@ -33,6 +33,7 @@ void conformance::crossEntropyCases(Suite &suite) {
         attributes.set_shard_axis(logits.axis);
         attributes.set_vocab_size(*logits.axis ? logits.vocab : 0);
         attributes.set_wrt_weight(false);
+        attributes.set_softcap(0);
         if (*logits.axis)
           c.note(std::string("vocab block of ") + logits.axis);
         c.add();
@@ -54,14 +55,16 @@ void conformance::crossEntropyCases(Suite &suite) {
     attributes.set_shard_axis("");
     attributes.set_vocab_size(0);
     attributes.set_wrt_weight(false);
+    attributes.set_softcap(0);
     c.note("label outside the vocab").refused().add();
   }
 }
 
 void conformance::linearCrossEntropyCases(Suite &suite) {
   // 20 positions in tiles of 6 (the last of 2), hidden 24; the vocab whole
-  // or in blocks as for cross_entropy. The tile (the last tile's logits, or
-  // their gradient) is compared too.
+  // or in blocks as for cross_entropy; the logits plain or soft-capped at 2
+  // (Gemma 2's). The tile (the last tile's logits, or their gradient) is
+  // compared too.
   struct Vocab {
     int64_t columns, vocab;
     const char *axis;
@@ -69,29 +72,33 @@ void conformance::linearCrossEntropyCases(Suite &suite) {
   for (DType type : kFloats)
     for (Vocab v :
          {Vocab{97, 97, ""}, Vocab{33, 97, "mid"}, Vocab{33, 97, "last"}})
-      for (int gradient : {0, 1, 2}) { // none, the input's, the weight's
-        CaseBuilder c(
-            suite, gradient ? LINEAR_CROSS_ENTROPY_GRAD : LINEAR_CROSS_ENTROPY,
-            type, kSummed);
-        c.in({5, 4, 24});
-        c.in({v.columns, 24}, normal(0.5));
-        c.operand(I32, {5, 4}, labels(v.vocab));
-        if (gradient) {
-          c.operand(F32, {}, value(0.37));
-          c.out(gradient == 1 ? Shape{5, 4, 24} : Shape{v.columns, 24});
-        } else {
-          c.result(F32, {});
-          c.result(I64, {});
+      for (double cap : {0.0, 2.0})
+        for (int gradient : {0, 1, 2}) { // none, the input's, the weight's
+          CaseBuilder c(suite,
+                        gradient ? LINEAR_CROSS_ENTROPY_GRAD
+                                 : LINEAR_CROSS_ENTROPY,
+                        type, kSummed);
+          c.in({5, 4, 24});
+          c.in({v.columns, 24}, normal(0.5));
+          c.operand(I32, {5, 4}, labels(v.vocab));
+          if (gradient) {
+            c.operand(F32, {}, value(0.37));
+            c.out(gradient == 1 ? Shape{5, 4, 24} : Shape{v.columns, 24});
+          } else {
+            c.result(F32, {});
+            c.result(I64, {});
+          }
+          c.out({6, v.columns});
+          CrossEntropyAttributes &attributes = *c->mutable_cross_entropy();
+          attributes.set_ignore_index(-100);
+          attributes.set_shard_axis(v.axis);
+          attributes.set_vocab_size(*v.axis ? v.vocab : 0);
+          attributes.set_wrt_weight(gradient == 2);
+          attributes.set_softcap(cap);
+          c.note(std::string(gradient == 2 ? "the weight's; " : "") +
+                 (*v.axis ? std::string("vocab block of ") + v.axis
+                          : std::string("whole vocab")) +
+                 (cap > 0 ? "; capped at 2" : ""));
+          c.add();
         }
-        c.out({6, v.columns});
-        CrossEntropyAttributes &attributes = *c->mutable_cross_entropy();
-        attributes.set_ignore_index(-100);
-        attributes.set_shard_axis(v.axis);
-        attributes.set_vocab_size(*v.axis ? v.vocab : 0);
-        attributes.set_wrt_weight(gradient == 2);
-        c.note(std::string(gradient == 2 ? "the weight's; " : "") +
-               (*v.axis ? std::string("vocab block of ") + v.axis
-                        : std::string("whole vocab")));
-        c.add();
-      }
 }

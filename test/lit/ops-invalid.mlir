@@ -201,6 +201,22 @@ func.func @linear_cross_entropy_tile(%h: tensor<2x8x64xf32>, %w: tensor<512x64xf
 
 // -----
 
+func.func @linear_cross_entropy_cap(%h: tensor<2x8x64xf32>, %w: tensor<512x64xf32>, %labels: tensor<2x8xi32>) {
+  // expected-error @+1 {{cap must be positive}}
+  %loss, %count, %tile = twill.linear_cross_entropy %h, %w, %labels {softcap = 0.0 : f64} : (tensor<2x8x64xf32>, tensor<512x64xf32>, tensor<2x8xi32>) -> (tensor<f32>, tensor<i64>, tensor<5x512xf32>)
+  return
+}
+
+// -----
+
+func.func @linear_cross_entropy_grad_cap(%h: tensor<2x8x64xf32>, %w: tensor<512x64xf32>, %labels: tensor<2x8xi32>, %g: tensor<f32>) {
+  // expected-error @+1 {{cap must be positive}}
+  %dh, %t1 = twill.linear_cross_entropy_grad %h, %w, %labels, %g {softcap = -1.0 : f64} : (tensor<2x8x64xf32>, tensor<512x64xf32>, tensor<2x8xi32>, tensor<f32>) -> (tensor<2x8x64xf32>, tensor<5x512xf32>)
+  return
+}
+
+// -----
+
 func.func @linear_cross_entropy_hidden(%h: tensor<2x8x32xf32>, %w: tensor<512x64xf32>, %labels: tensor<2x8xi32>) {
   // expected-error @+1 {{weight must have shape [512, 32], got [512, 64]}}
   %loss, %count, %tile = twill.linear_cross_entropy %h, %w, %labels : (tensor<2x8x32xf32>, tensor<512x64xf32>, tensor<2x8xi32>) -> (tensor<f32>, tensor<i64>, tensor<5x512xf32>)

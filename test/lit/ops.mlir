@@ -103,6 +103,16 @@ func.func @linear_cross_entropy(%h: tensor<2x8x64xf32>, %w: tensor<512x64xf32>, 
   return %loss, %dh, %dw : tensor<f32>, tensor<2x8x64xf32>, tensor<512x64xf32>
 }
 
+// Gemma 2's logits, capped a tile at a time.
+// CHECK-LABEL: func.func @linear_cross_entropy_capped
+func.func @linear_cross_entropy_capped(%h: tensor<2x8x64xf32>, %w: tensor<512x64xf32>, %labels: tensor<2x8xi32>, %g: tensor<f32>) -> (tensor<f32>, tensor<2x8x64xf32>) {
+  // CHECK: twill.linear_cross_entropy {{.*}} {softcap = 3.000000e+01 : f64}
+  %loss, %count, %tile = twill.linear_cross_entropy %h, %w, %labels {softcap = 30.0 : f64} : (tensor<2x8x64xf32>, tensor<512x64xf32>, tensor<2x8xi32>) -> (tensor<f32>, tensor<i64>, tensor<5x512xf32>)
+  // CHECK: twill.linear_cross_entropy_grad {{.*}} {softcap = 3.000000e+01 : f64}
+  %dh, %t1 = twill.linear_cross_entropy_grad %h, %w, %labels, %g {softcap = 30.0 : f64} : (tensor<2x8x64xf32>, tensor<512x64xf32>, tensor<2x8xi32>, tensor<f32>) -> (tensor<2x8x64xf32>, tensor<5x512xf32>)
+  return %loss, %dh : tensor<f32>, tensor<2x8x64xf32>
+}
+
 // CHECK-LABEL: func.func @offload
 func.func @offload(%h: tensor<2x8x64xbf16>) -> tensor<2x8x64xbf16> {
   // CHECK: %[[HOST:.*]] = twill.offload %{{.*}} : tensor<2x8x64xbf16>

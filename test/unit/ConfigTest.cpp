@@ -319,6 +319,14 @@ TEST(HfConfigImport, ReadsEachFamilysKeys) {
   EXPECT_EQ(slidingWindowOf(*model, 0), std::nullopt); // a full layer
   model->set_layer_types(0, "sliding_attention");
   EXPECT_EQ(slidingWindowOf(*model, 0), 131072);
+  // Gemma 2: caps of 50 and 30 where config.json has no key, none where
+  // it says null.
+  std::string gemma2 = dir.write("gemma2.json", R"({"model_type": "gemma2",
+    "final_logit_softcapping": null})");
+  model = importHfConfig(gemma2);
+  ASSERT_TRUE(bool(model)) << llvm::toString(model.takeError());
+  EXPECT_EQ(model->attn_logit_softcapping(), 50);
+  EXPECT_FALSE(model->has_final_logit_softcapping());
   // Phi-3: transformers 5 keeps partial_rotary_factor with the RoPE
   // parameters; Phi-3.5's longrope is read, to be refused by name.
   std::string phi3 = dir.write("phi3.json", R"({"model_type": "phi3",

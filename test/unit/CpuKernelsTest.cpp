@@ -215,12 +215,14 @@ TEST(CpuKernels, CrossEntropySkipsIgnoredAndRejectsBadLabels) {
               HasSubstr("label 7 at position 1 is outside the vocabulary"));
 }
 
-/// linear_cross_entropy against cross_entropy of the whole logits: 11
-/// rows in tiles of 4 (the last of 3), a block of 6 of a 10-column vocab
+/// linear_cross_entropy against cross_entropy of the whole logits (with
+/// `softcap`, of softcap's of them, and its gradient through softcap_grad):
+/// 11 rows in tiles of 4 (the last of 3), a block of 6 of a 10-column vocab
 /// (its last 2 columns padding) and an ignored row.
-TEST(CpuKernels, LinearCrossEntropyTilesAgreeWithWholeLogits) {
+void expectTilesAgreeWithWholeLogits(double softcap) {
   const int64_t rows = 11, hidden = 5, columns = 6;
-  TiledLogits shape{rows, hidden, 4, VocabBlock{columns, 6, 10}, 4, false};
+  TiledLogits shape{rows, hidden, 4,      VocabBlock{columns, 6, 10},
+                    4,    false,  softcap};
   std::vector<float> input = randomValues(rows * hidden, 1);
   std::vector<float> weight = randomValues(columns * hidden, 2);
   std::vector<int32_t> labels = {0, 7, 3, 9, -100, 6, 2, 8, 1, 7, 6};
@@ -228,10 +230,13 @@ TEST(CpuKernels, LinearCrossEntropyTilesAgreeWithWholeLogits) {
   RowMajorGemm whole =
       shape.logits(input.data(), weight.data(), logits.data(), 0, rows);
   cpu::gemm(whole);
+  std::vector<float> capped = logits;
+  if (softcap > 0)
+    cpu::softcap(logits.data(), softcap, capped.data(), capped.size());
 
   float loss, tiledLoss;
   int64_t count, tiledCount;
-  ASSERT_FALSE(cpu::crossEntropy(logits.data(), labels.data(), rows,
+  ASSERT_FALSE(cpu::crossEntropy(capped.data(), labels.data(), rows,
                                  shape.block, -100, noReduce, &loss, &count));
   ASSERT_FALSE(cpu::linearCrossEntropy(input.data(), weight.data(),
                                        labels.data(), shape, -100, noReduce,
@@ -241,9 +246,12 @@ TEST(CpuKernels, LinearCrossEntropyTilesAgreeWithWholeLogits) {
 
   // The gradients: dlogits times the weight, and dlogits^T times the input.
   std::vector<float> dlogits(rows * columns);
-  ASSERT_FALSE(cpu::crossEntropyGrad(logits.data(), labels.data(), rows,
+  ASSERT_FALSE(cpu::crossEntropyGrad(capped.data(), labels.data(), rows,
                                      shape.block, -100, noReduce, 0.37f,
                                      dlogits.data()));
+  if (softcap > 0)
+    cpu::softcapGrad(logits.data(), dlogits.data(), softcap, dlogits.data(),
+                     dlogits.size());
   std::vector<float> inputGrad(rows * hidden), weightGrad(columns * hidden);
   cpu::gemm(shape.inputGrad(dlogits.data(), weight.data(), inputGrad.data(), 0,
                             rows));
@@ -260,6 +268,16 @@ TEST(CpuKernels, LinearCrossEntropyTilesAgreeWithWholeLogits) {
                                            labels.data(), shape, -100, noReduce,
                                            0.37f, tile.data(), tiled.data()));
   expectNear(tiled, weightGrad, 1e-6f);
+}
+
+TEST(CpuKernels, LinearCrossEntropyTilesAgreeWithWholeLogits) {
+  expectTilesAgreeWithWholeLogits(/*softcap=*/0);
+}
+
+// Gemma 2's final logits, capped where each tile is formed: a cap of 0.7
+// bends logits of about 1.
+TEST(CpuKernels, SoftCappedTilesAgreeWithCappedWholeLogits) {
+  expectTilesAgreeWithWholeLogits(/*softcap=*/0.7);
 }
 
 TEST(CpuKernels, ElementwiseOps) {

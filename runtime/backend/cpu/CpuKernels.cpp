@@ -406,6 +406,8 @@ llvm::Error cpu::linearCrossEntropy(const float *input, const float *weight,
   for (int64_t first = 0; first < shape.rows; first += shape.tileRows) {
     int64_t rows = std::min(shape.tileRows, shape.rows - first);
     cpu::gemm(shape.logits(input, weight, tile, first, rows));
+    if (shape.softcap > 0)
+      cpu::softcap(tile, shape.softcap, tile, rows * shape.block.columns);
     if (llvm::Error error =
             addRowLosses(tile, labels + first, rows, shape.block, ignoreIndex,
                          reduce, total, *count))
@@ -515,11 +517,13 @@ TWILL_CPU_CLONES void cpu::gegluGrad(const float *gate, const float *up,
 }
 
 /// dz = (softmax(z) - onehot(label)) * lossGrad row by row, zero past the
-/// vocab and in ignored rows.
+/// vocab and in ignored rows. With `softcap`, z are capped logits, and dz
+/// is scaled by the cap's derivative, 1 - (z / softcap)^2.
 TWILL_CPU_CLONES static void
 crossEntropyGradRows(const float *logits, const int32_t *labels, int64_t rows,
                      VocabBlock block, int64_t ignoreIndex,
-                     const LogitRowStats &stats, float lossGrad, float *out) {
+                     const LogitRowStats &stats, float lossGrad, double softcap,
+                     float *out) {
   int64_t columns =
       std::clamp<int64_t>(block.vocab - block.first, 0, block.columns);
 #pragma omp parallel for schedule(static)
@@ -529,13 +533,28 @@ crossEntropyGradRows(const float *logits, const int32_t *labels, int64_t rows,
     int64_t end = labels[row] == ignoreIndex ? 0 : columns;
     float max = float(stats.max[row]);
     float scale = float(double(lossGrad) / stats.sum[row]);
-#pragma omp simd
-    for (int64_t i = 0; i < end; ++i)
-      dz[i] = cpu::expApprox(z[i] - max) * scale;
-    std::fill(dz + end, dz + block.columns, 0.0f);
     int64_t label = int64_t(labels[row]) - block.first;
-    if (end > 0 && label >= 0 && label < columns)
-      dz[label] -= lossGrad;
+    bool hasLabel = end > 0 && label >= 0 && label < columns;
+    if (softcap > 0) {
+      float inverse = float(1.0 / softcap);
+#pragma omp simd
+      for (int64_t i = 0; i < end; ++i) {
+        float capped = z[i] * inverse;
+        dz[i] = cpu::expApprox(z[i] - max) * scale * (1.0f - capped * capped);
+      }
+      // The label's capped logit is its row's target: z[label] may be
+      // overwritten already (in place).
+      float capped = float(stats.target[row]) * inverse;
+      if (hasLabel)
+        dz[label] -= lossGrad * (1.0f - capped * capped);
+    } else {
+#pragma omp simd
+      for (int64_t i = 0; i < end; ++i)
+        dz[i] = cpu::expApprox(z[i] - max) * scale;
+      if (hasLabel)
+        dz[label] -= lossGrad;
+    }
+    std::fill(dz + end, dz + block.columns, 0.0f);
   }
 }
 
@@ -548,7 +567,7 @@ llvm::Error cpu::crossEntropyGrad(const float *logits, const int32_t *labels,
   if (!stats)
     return stats.takeError();
   crossEntropyGradRows(logits, labels, rows, block, ignoreIndex, *stats,
-                       lossGrad, out);
+                       lossGrad, /*softcap=*/0, out);
   return llvm::Error::success();
 }
 
@@ -561,11 +580,15 @@ llvm::Error cpu::linearCrossEntropyGrad(const float *input, const float *weight,
   for (int64_t first = 0; first < shape.rows; first += shape.tileRows) {
     int64_t rows = std::min(shape.tileRows, shape.rows - first);
     cpu::gemm(shape.logits(input, weight, tile, first, rows));
+    if (shape.softcap > 0)
+      cpu::softcap(tile, shape.softcap, tile, rows * shape.block.columns);
     // The logits' gradient replaces them, row by row.
-    if (llvm::Error error =
-            crossEntropyGrad(tile, labels + first, rows, shape.block,
-                             ignoreIndex, reduce, lossGrad, tile))
-      return error;
+    llvm::Expected<LogitRowStats> stats = logitRowStats(
+        tile, labels + first, rows, shape.block, ignoreIndex, reduce);
+    if (!stats)
+      return stats.takeError();
+    crossEntropyGradRows(tile, labels + first, rows, shape.block, ignoreIndex,
+                         *stats, lossGrad, shape.softcap, tile);
     cpu::gemm(shape.wrtWeight
                   ? shape.weightGrad(tile, input, out, first, rows)
                   : shape.inputGrad(tile, weight, out, first, rows));

@@ -89,8 +89,8 @@ static llvm::Error runCrossEntropyFamily(const InstructionView &in,
     return error;
   if (grad) {
     cuda::crossEntropyGrad(logits, labels, rows, block, ignore, max, sum,
-                           in.data<float>(2), in.data<void>(3), bf16,
-                           device.stream);
+                           in.data<float>(2), /*softcap=*/0, in.data<void>(3),
+                           bf16, device.stream);
     return llvm::Error::success();
   }
   if (auto error = reduceRows(in, device, target, rows, false))
@@ -131,6 +131,9 @@ static llvm::Error runLinearCrossEntropy(const InstructionView &in,
     if (auto error = cuda::gemm(
             device, shape->logits(input, weight, tile, first, count), type))
       return in.fail(llvm::toString(std::move(error)));
+    if (shape->softcap > 0)
+      cuda::softcap(tile, /*grad=*/nullptr, shape->softcap, tile,
+                    count * shape->block.columns, bf16, device.stream);
     if (auto error =
             rowStats(in, device, tile, labels + first, count, shape->block,
                      max + first, sum + first, target + first))
@@ -138,8 +141,8 @@ static llvm::Error runLinearCrossEntropy(const InstructionView &in,
     if (!grad)
       continue;
     cuda::crossEntropyGrad(tile, labels + first, count, shape->block, ignore,
-                           max + first, sum + first, in.data<float>(3), tile,
-                           bf16, device.stream);
+                           max + first, sum + first, in.data<float>(3),
+                           shape->softcap, tile, bf16, device.stream);
     RowMajorGemm product =
         shape->wrtWeight ? shape->weightGrad(tile, input, out, first, count)
                          : shape->inputGrad(tile, weight, out, first, count);

@@ -74,20 +74,25 @@ __global__ void crossEntropyLossKernel(const int32_t *labels, int64_t rows,
 }
 
 template <typename T>
-__global__ void
-crossEntropyGradKernel(const T *logits, const int32_t *labels, int64_t rows,
-                       VocabBlock vocab, int64_t ignoreIndex, const double *max,
-                       const double *sum, const float *lossGrad, T *out) {
+__global__ void crossEntropyGradKernel(const T *logits, const int32_t *labels,
+                                       int64_t rows, VocabBlock vocab,
+                                       int64_t ignoreIndex, const double *max,
+                                       const double *sum, const float *lossGrad,
+                                       float softcap, T *out) {
   int64_t columns = validColumns(vocab);
   GRID_STRIDE(i, rows * vocab.columns) {
     int64_t row = i / vocab.columns, column = i % vocab.columns;
     int64_t label = labels[row];
     float value = 0.0f;
     if (label != ignoreIndex && column < columns) {
-      value = __expf(load(logits[i]) - float(max[row])) *
-              float(*lossGrad / sum[row]);
+      float logit = load(logits[i]);
+      value = __expf(logit - float(max[row])) * float(*lossGrad / sum[row]);
       if (column == label - vocab.first)
         value -= *lossGrad;
+      if (softcap > 0) { // logit = softcap tanh(z / softcap)
+        float capped = logit / softcap;
+        value *= 1.0f - capped * capped;
+      }
     }
     out[i] = storeAs<T>(value);
   }
@@ -129,14 +134,14 @@ void crossEntropyLoss(const int32_t *labels, int64_t rows, int64_t ignoreIndex,
 
 void crossEntropyGrad(const void *logits, const int32_t *labels, int64_t rows,
                       VocabBlock vocab, int64_t ignoreIndex, const double *max,
-                      const double *sum, const float *lossGrad, void *out,
-                      bool bf16, cudaStream_t stream) {
+                      const double *sum, const float *lossGrad, double softcap,
+                      void *out, bool bf16, cudaStream_t stream) {
   stored(bf16, [&](auto *tag) {
     using T = STORED(tag);
     crossEntropyGradKernel<<<blocksFor(rows * vocab.columns), kThreads, 0,
-                             stream>>>(static_cast<const T *>(logits), labels,
-                                       rows, vocab, ignoreIndex, max, sum,
-                                       lossGrad, static_cast<T *>(out));
+                             stream>>>(
+        static_cast<const T *>(logits), labels, rows, vocab, ignoreIndex, max,
+        sum, lossGrad, float(softcap), static_cast<T *>(out));
   });
 }
 

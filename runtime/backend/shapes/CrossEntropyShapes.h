@@ -80,9 +80,16 @@ inline llvm::Expected<TiledLogits> tiledLogits(const InstructionView &in) {
   llvm::Expected<VocabBlock> block = vocabBlock(in, columns);
   if (!block)
     return block.takeError();
-  return TiledLogits{
-      rows,     hidden, in.dim(tile, 1), *block, int64_t(bytesPerElement(type)),
-      wrtWeight};
+  double softcap = in->cross_entropy().softcap();
+  if (!(softcap >= 0) || !std::isfinite(softcap))
+    return in.fail("its softcap must be positive (or 0: none)");
+  return TiledLogits{rows,
+                     hidden,
+                     in.dim(tile, 1),
+                     *block,
+                     int64_t(bytesPerElement(type)),
+                     wrtWeight,
+                     softcap};
 }
 
 } // namespace twill
