@@ -1,18 +1,30 @@
-"""Encode speed of Twill's Llama 3 tokenizer against tiktoken, same text,
-same machine, same run.
+"""Encode speed of Twill's tokenizers against tiktoken and Hugging Face
+tokenizers (Rust, one thread), same text, same machine, same run.
 
     python bench/tokenizer_speed.py BUILD/bin [MEGABYTES]
 
 Twill is timed through twill-tokenize on the whole text, minus the time it
-takes on empty input (process start and vocabulary load), best of 3; tiktoken
-through its Encoding.encode with all special tokens allowed (the
-llama-models Tokenizer's), best of 3. Both must give the same ids.
+takes on empty input (process start and vocabulary load), best of 3;
+tiktoken through its Encoding.encode with all special tokens allowed (the
+llama-models Tokenizer's), and tokenizers through Tokenizer.encode(text,
+add_special_tokens=False), best of 3 each. Llama 3's vocabulary as tiktoken's
+tokenizer.model and as a tokenizer.json (transformers' conversion, as
+Meta's), and a SentencePiece-style BPE with byte fallback (the oracle's
+llama2 pipeline: Prepend and Replace normalizers, a 400-token vocabulary,
+so most of the text falls back to bytes). Each must give the same ids.
 """
+import os
 import random
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+
+os.environ["RAYON_NUM_THREADS"] = "1"  # tokenizers on one thread
+os.environ["TOKENIZERS_PARALLELISM"] = "false"
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "test" /
+                       "oracle"))
 
 import llama_models
 from llama_models.llama3.tokenizer import Tokenizer
@@ -43,30 +55,55 @@ def best_of(runs, action):
     return best, result
 
 
+def twill_speed(bin_dir, tokenizer, text):
+    """Twill's encode time (load excluded) and its ids."""
+    def run(data):
+        return subprocess.run(
+            [bin_dir / "twill-tokenize", "--tokenizer", str(tokenizer)],
+            input=data.encode(), capture_output=True, check=True).stdout
+
+    load, _ = best_of(3, lambda: run(""))
+    total, output = best_of(3, lambda: run(text))
+    return total - load, load, [int(t) for t in output.split()]
+
+
 def main():
     bin_dir = Path(sys.argv[1])
     megabytes = float(sys.argv[2]) if len(sys.argv) > 2 else 4
     text = corpus(megabytes)
-    encoding = Tokenizer(MODEL).model
-
-    def twill(data):
-        return subprocess.run(
-            [bin_dir / "twill-tokenize", "--tokenizer", str(MODEL)],
-            input=data.encode(), capture_output=True, check=True).stdout
-
-    load, _ = best_of(3, lambda: twill(""))
-    twill_time, output = best_of(3, lambda: twill(text))
-    tiktoken_time, expected = best_of(
-        3, lambda: encoding.encode(text, allowed_special="all"))
-    ids = [int(t) for t in output.split()]
-    assert ids == expected, "different ids"
-    encode_time = twill_time - load
     size = len(text.encode())
-    print(f"text: {size / 1e6:.1f} MB, {len(ids)} tokens (identical)")
-    print(f"tiktoken: {size / 1e6 / tiktoken_time:.1f} MB/s")
-    print(f"twill:    {size / 1e6 / encode_time:.1f} MB/s "
-          f"(load {load * 1000:.0f} ms excluded)")
-    print(f"twill / tiktoken encode speed: {tiktoken_time / encode_time:.2f}x")
+    from hf_tokenizer_oracle import pipelines
+    from tokenizer_oracle import tokenizer_json
+    from tokenizers import Tokenizer as HfTokenizer
+
+    reference = Tokenizer(MODEL)
+    tiktoken_time, expected = best_of(
+        3, lambda: reference.model.encode(text, allowed_special="all"))
+    print(f"text: {size / 1e6:.1f} MB, {len(expected)} Llama 3 tokens")
+    rows = [("Llama 3, tiktoken's tokenizer.model", "tiktoken",
+             tiktoken_time, MODEL, expected)]
+    with tempfile.TemporaryDirectory() as directory:
+        converted = tokenizer_json(reference, directory)
+        hugging = HfTokenizer.from_file(str(converted))
+        hf_time, hf_ids = best_of(3, lambda: hugging.encode(
+            text, add_special_tokens=False).ids)
+        assert hf_ids == expected, "tokenizers gives other ids"
+        rows.append(("Llama 3, tokenizer.json", "tokenizers", hf_time,
+                     converted, expected))
+        sentencepiece = pipelines()["llama2"][0]
+        path = Path(directory) / "llama2.json"
+        sentencepiece.save(str(path))
+        sp_time, sp_ids = best_of(3, lambda: sentencepiece.encode(
+            text, add_special_tokens=False).ids)
+        rows.append(("SentencePiece-style BPE, byte fallback", "tokenizers",
+                     sp_time, path, sp_ids))
+        for name, baseline, baseline_time, tokenizer, ids in rows:
+            encode_time, load, actual = twill_speed(bin_dir, tokenizer, text)
+            assert actual == ids, f"{name}: different ids"
+            print(f"{name}: {baseline} {size / 1e6 / baseline_time:.1f} MB/s, "
+                  f"twill {size / 1e6 / encode_time:.1f} MB/s (load "
+                  f"{load * 1000:.0f} ms excluded): twill / {baseline} "
+                  f"{baseline_time / encode_time:.2f}x")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@
 # leaves an existing build alone.
 #
 #   Debian packages   the toolchain, MLIR/LLVM 22, protobuf, GoogleTest,
-#                     OpenMPI, oneDNN, PCRE2, clang 22 for the fuzz
+#                     OpenMPI, oneDNN, PCRE2, ICU, clang 22 for the fuzz
 #                     targets, Slurm and munge for the launcher's test
 #                     (CUDA is used if present)
 #   Python (.venv)    the test oracles: torch, transformers, peft,
@@ -17,7 +17,7 @@ DEBIAN_PACKAGES=(
   build-essential cmake ninja-build ccache git python3 python3-venv
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
   libprotobuf-dev protobuf-compiler libgtest-dev libgmock-dev
-  libopenmpi-dev openmpi-bin libdnnl-dev libpcre2-dev
+  libopenmpi-dev openmpi-bin libdnnl-dev libpcre2-dev libicu-dev
   libzstd-dev  # LLVM Support's CMake package names it (the device bundle)
   clang-22 libclang-rt-22-dev  # the fuzz targets (fuzz/run.sh): libFuzzer, ASan
   slurm-wlm munge  # twill train under Slurm: its test starts a one-node cluster

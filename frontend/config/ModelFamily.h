@@ -1,5 +1,4 @@
-//===- ModelFamily.h - what each model family adds to Llama's layer -*- C++
-//-*-===//
+//===- ModelFamily.h - each family's additions to Llama ---------*- C++ -*-===//
 //
 // The one place that knows the model families (config.json's model_type).
 // Each is Llama's decoder layer (RMSNorm, attention with rotary embeddings

@@ -1,5 +1,4 @@
-//===- ChunkedAttention.h - attention as GEMMs over query chunks -*- C++
-//-*-===//
+//===- ChunkedAttention.h - attention over query chunks ---------*- C++ -*-===//
 //
 // Causal grouped-query attention (and its gradient) as a schedule of GEMMs
 // and two row kernels, run chunk of queries by chunk: the scores of one

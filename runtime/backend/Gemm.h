@@ -1,5 +1,4 @@
-//===- Gemm.h - one GEMM, as row-major and column-major libraries see it -*- C++
-//-*-===//
+//===- Gemm.h - one GEMM, row- and column-major -----------------*- C++ -*-===//
 //
 // Twill's tensors are row-major; cuBLAS and cuBLASLt are column-major. A
 // row-major C = op(A) op(B) is the column-major C^T = op(B)^T op(A)^T: the

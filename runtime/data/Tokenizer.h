@@ -1,19 +1,23 @@
-//===- Tokenizer.h - Llama 3's byte-level BPE -------------------*- C++ -*-===//
+//===- Tokenizer.h - text to token ids and back -----------------*- C++ -*-===//
 //
-// Reads the tiktoken-format `tokenizer.model` Meta ships with Llama 3
-// (one base64 token and its rank per line; rank = id) or the Hugging Face
-// tokenizer.json of the same vocabulary, splits text with
-// Llama 3's pre-tokenization pattern (PCRE2, Unicode classes, lookahead),
-// merges each piece's bytes pair by pair, lowest rank first, and adds the
-// 256 special tokens after the 128000 base ones. Ids are tiktoken's.
+// A Hugging Face tokenizer.json in general (tokenizers' pipeline: added
+// tokens, normalizer, pre-tokenizer, BPE model, post-processor, decoder;
+// runtime/data/tokenizer/), or the tiktoken-format `tokenizer.model` Meta
+// ships with Llama 3 (one base64 token and its rank per line; rank = id),
+// which is that pipeline too: Llama 3's pattern, GPT-2's byte alphabet, and
+// the 256 special tokens after the 128000 base ones.
+//
+// Text is UTF-8; bytes that are not become U+FFFD first, as Python's
+// decode(errors="replace") makes them before tokenizers sees them.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef TWILL_RUNTIME_DATA_TOKENIZER_H
 #define TWILL_RUNTIME_DATA_TOKENIZER_H
 
+#include "runtime/data/tokenizer/TokenizerJson.h"
+
 #include "llvm/ADT/ArrayRef.h"
-#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Error.h"
 
 #include <memory>
@@ -31,17 +35,16 @@ public:
   /// Loads `path`; an error names the file and the line.
   static llvm::Expected<std::unique_ptr<Tokenizer>>
   loadTiktoken(llvm::StringRef path);
-  /// Loads a Hugging Face tokenizer.json of a byte-level BPE (Llama 3's):
-  /// the vocab in GPT-2's byte alphabet, ids as ranks, the added tokens as
-  /// the special tokens after it.
+  /// Loads a Hugging Face tokenizer.json; a construct it does not build is
+  /// refused by name.
   static llvm::Expected<std::unique_ptr<Tokenizer>>
   loadHuggingFace(llvm::StringRef path);
   /// loadHuggingFace for a .json file, loadTiktoken otherwise.
   static llvm::Expected<std::unique_ptr<Tokenizer>> load(llvm::StringRef path);
-  ~Tokenizer();
 
-  /// The ids of `text`; special tokens written in it (`<|eot_id|>`) are
-  /// recognised only when `allowSpecial`, as tiktoken's allowed_special.
+  /// The ids of `text` as tokenizers' encode(text, add_special_tokens=False)
+  /// gives them; special tokens written in it (`<|eot_id|>`) are recognised
+  /// only when `allowSpecial` (tokenizers' split_special_tokens otherwise).
   std::vector<int32_t> encode(llvm::StringRef text, bool allowSpecial) const;
   /// Llama 3's chat format as llama-models' ChatFormat writes it:
   /// <|begin_of_text|>, then per message a header
@@ -50,29 +53,28 @@ public:
   /// with `generationPrompt`, an assistant header last.
   std::vector<int32_t> encodeChat(llvm::ArrayRef<ChatMessage> messages,
                                   bool generationPrompt) const;
-  /// The text of `ids`; fails on an id outside the vocabulary.
+  /// The text of `ids` through the decoder (special tokens included);
+  /// fails on an id outside the vocabulary.
   llvm::Expected<std::string> decode(llvm::ArrayRef<int32_t> ids) const;
 
   /// The id of special token `name` (such as "<|eot_id|>"), or -1.
   int32_t specialId(llvm::StringRef name) const;
-  int64_t vocabSize() const { return tokens.size(); }
+  /// One past the largest id.
+  int64_t vocabSize() const;
+  /// The ids the post-processor puts before and after a text when special
+  /// tokens are added (a BOS token before, as Llama's).
+  llvm::ArrayRef<int32_t> prefixIds() const { return parts.prefix; }
+  llvm::ArrayRef<int32_t> suffixIds() const { return parts.suffix; }
 
 private:
-  Tokenizer() = default;
-  /// Checks that every byte has a token (byte-level BPE needs them all:
-  /// without one, text would have no encoding), adds `specials` after the
-  /// vocab and compiles the pattern; `path` names the file in errors.
-  static llvm::Expected<std::unique_ptr<Tokenizer>>
-  finish(std::unique_ptr<Tokenizer> tokenizer,
-         std::vector<std::string> specials, llvm::StringRef path);
-  void encodeOrdinary(llvm::StringRef text, std::vector<int32_t> &ids) const;
-  void bytePairEncode(llvm::StringRef piece, std::vector<int32_t> &ids) const;
+  explicit Tokenizer(TokenizerParts parts) : parts(std::move(parts)) {}
+  /// Appends the ids of `text` (valid UTF-8, no added tokens split off
+  /// yet): normalized, cut at normalized added tokens, pre-tokenized,
+  /// encoded piece by piece. `atStart`: it starts the input.
+  void encodeText(llvm::StringRef text, bool atStart, bool allowSpecial,
+                  std::vector<int32_t> &ids) const;
 
-  llvm::StringMap<int32_t> ranks;  // token bytes -> id, base and special
-  std::vector<std::string> tokens; // id -> token bytes
-  std::vector<std::string> specials;
-  struct Pattern;
-  std::unique_ptr<Pattern> pattern;
+  TokenizerParts parts;
 };
 
 } // namespace twill

@@ -1,5 +1,4 @@
-//===- BFloat16.h - bf16 storage of fp32 values ------------------*- C++
-//-*-===//
+//===- BFloat16.h - bf16 storage of fp32 values -----------------*- C++ -*-===//
 //
 // bf16 is the top half of an fp32: widening is exact, narrowing rounds to
 // nearest even, as PyTorch and CUDA's __float2bfloat16_rn do, so a number

@@ -1,5 +1,4 @@
-//===- Opcodes.h - what the runtime knows of each instruction kind -*- C++
-//-*-===//
+//===- Opcodes.h - what the runtime knows of each op ------------*- C++ -*-===//
 //
 // The Opcode enum (proto/executable.proto) is the one list of instruction
 // kinds, with the attributes each carries; each backend's runners are

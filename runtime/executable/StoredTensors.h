@@ -1,5 +1,4 @@
 //===- StoredTensors.h - the tensors parameters make up ---------*- C++ -*-===//
-//-*-===//
 //
 // A parameter is a whole tensor of the checkpoint (its name), or some rows
 // of one (Parameter.stored: a block of a fused projection). Reading,

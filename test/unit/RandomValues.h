@@ -1,5 +1,4 @@
-//===- RandomValues.h - inputs and comparisons of the kernel tests -*- C++
-//-*-===//
+//===- RandomValues.h - the kernel tests' inputs ----------------*- C++ -*-===//
 
 #ifndef TWILL_TEST_UNIT_RANDOMVALUES_H
 #define TWILL_TEST_UNIT_RANDOMVALUES_H

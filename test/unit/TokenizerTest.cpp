@@ -1,7 +1,8 @@
 //===- TokenizerTest.cpp - loading a tokenizer ----------------------------===//
 //
-// Encoding itself is checked against tiktoken (test/oracle); these are the
-// file errors, of tiktoken's .model and Hugging Face's tokenizer.json.
+// Encoding itself is checked against tiktoken and Hugging Face tokenizers
+// (test/oracle); these are the file errors, of tiktoken's .model and
+// Hugging Face's tokenizer.json, and the parts of a tokenizer.json read.
 //
 //===----------------------------------------------------------------------===//
 
@@ -97,6 +98,92 @@ TEST(Tokenizer, ATokenOrIdTwiceIsRefused) {
   EXPECT_THAT(errorOf(vocabulary({"<|eot_id|>"})),
               HasSubstr("special token '<|eot_id|>' is also a token of the "
                         "vocabulary"));
+}
+
+/// The error loading tokenizer.json `contents`.
+std::string jsonErrorOf(llvm::StringRef contents) {
+  auto tokenizer = Tokenizer::loadHuggingFace(writeModel(contents, "json"));
+  EXPECT_FALSE(bool(tokenizer));
+  return tokenizer ? "" : llvm::toString(tokenizer.takeError());
+}
+
+/// A tokenizer.json of tokens a, b, c and "ab", merged from a and b, with
+/// `parts` (JSON members) beside its model, whose own `model` members
+/// follow its vocab and merges.
+std::string tokenizerJson(llvm::StringRef parts, llvm::StringRef model = "") {
+  return (R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "c": 2, )"
+          R"("ab": 3, "<unk>": 4}, "merges": [["a", "b"]])" +
+          model + "}" + parts + "}")
+      .str();
+}
+
+TEST(Tokenizer, TokenizerJsonErrorsNameTheConstruct) {
+  // A truncated file, a merge naming a token the vocabulary lacks.
+  EXPECT_THAT(jsonErrorOf(tokenizerJson("").substr(0, 40)), HasSubstr("json"));
+  EXPECT_THAT(jsonErrorOf(R"({"model": {"type": "BPE", "vocab": {"a": 0},)"
+                          R"( "merges": ["a z"]}})"),
+              HasSubstr("model.merges[0]: merge 0 ('a' + 'z') names 'z', "
+                        "which is not in the vocabulary"));
+  EXPECT_THAT(jsonErrorOf(R"({"model": {"type": "BPE", "vocab": {"a": 0},)"
+                          R"( "merges": ["a a b"]}})"),
+              HasSubstr("model.merges[0]: expected \"left right\""));
+  // Constructs not built are refused by name, never skipped.
+  EXPECT_THAT(jsonErrorOf(R"({"model": {"type": "WordPiece", "vocab": {}}})"),
+              HasSubstr("model: type 'WordPiece' is not supported; "
+                        "supported: BPE"));
+  EXPECT_THAT(
+      jsonErrorOf(tokenizerJson(R"(, "pre_tokenizer": {"type": "Sequence",)"
+                                R"( "pretokenizers": [{"type": "Digits"},)"
+                                R"( {"type": "Whitespace"}]})")),
+      HasSubstr("pre_tokenizer.pretokenizers[1]: type 'Whitespace' is not "
+                "supported; supported: ByteLevel, Split, Metaspace, Digits, "
+                "Sequence"));
+  EXPECT_THAT(
+      jsonErrorOf(tokenizerJson(R"(, "normalizer": {"type": "Lowercase"})")),
+      HasSubstr("normalizer: type 'Lowercase' is not supported"));
+  EXPECT_THAT(
+      jsonErrorOf(tokenizerJson(R"(, "decoder": {"type": "WordPiece"})")),
+      HasSubstr("decoder: type 'WordPiece' is not supported"));
+  EXPECT_THAT(jsonErrorOf(tokenizerJson(
+                  R"(, "post_processor": {"type": "BertProcessing"})")),
+              HasSubstr("post_processor: type 'BertProcessing' is not "
+                        "supported"));
+  EXPECT_THAT(jsonErrorOf(tokenizerJson("", R"(, "dropout": 0.1)")),
+              HasSubstr("BPE dropout is not supported"));
+  EXPECT_THAT(
+      jsonErrorOf(tokenizerJson("", R"(, "continuing_subword_prefix": "##")")),
+      HasSubstr("continuing_subword_prefix is not supported"));
+  EXPECT_THAT(jsonErrorOf(tokenizerJson("", R"(, "unk_token": "<?>")")),
+              HasSubstr("unk_token '<?>' is not in the vocabulary"));
+  EXPECT_THAT(jsonErrorOf(tokenizerJson(
+                  R"(, "pre_tokenizer": {"type": "Split", "pattern": )"
+                  R"({"Regex": "(unclosed"}, "behavior": "Isolated"})")),
+              HasSubstr("regex '(unclosed' does not compile"));
+  EXPECT_THAT(jsonErrorOf(tokenizerJson(
+                  R"(, "added_tokens": [{"id": 2, "content": "<s>"}])")),
+              HasSubstr("id 2 of '<s>' is the vocabulary's 'c'"));
+}
+
+TEST(Tokenizer, TokenizerJsonPartsAreRead) {
+  // A BOS template, an unknown token for what the vocabulary lacks (fused),
+  // merges, a special token and its id.
+  auto tokenizer = Tokenizer::loadHuggingFace(writeModel(
+      tokenizerJson(
+          R"(, "added_tokens": [{"id": 5, "content": "<s>", "special": true}],)"
+          R"( "post_processor": {"type": "TemplateProcessing", "single": [)"
+          R"({"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": )"
+          R"({"id": "A", "type_id": 0}}], "special_tokens": {"<s>": {"id": )"
+          R"("<s>", "ids": [5], "tokens": ["<s>"]}}})",
+          R"(, "unk_token": "<unk>", "fuse_unk": true)"),
+      "json"));
+  ASSERT_TRUE(bool(tokenizer)) << llvm::toString(tokenizer.takeError());
+  EXPECT_THAT((*tokenizer)->prefixIds(), ::testing::ElementsAre(5));
+  EXPECT_TRUE((*tokenizer)->suffixIds().empty());
+  EXPECT_EQ((*tokenizer)->specialId("<s>"), 5);
+  EXPECT_EQ((*tokenizer)->vocabSize(), 6);
+  EXPECT_THAT((*tokenizer)->encode("abxyc<s>ab", true),
+              ::testing::ElementsAre(3, 4, 2, 5, 3));
+  EXPECT_THAT((*tokenizer)->encode("<s>", false), ::testing::ElementsAre(4));
 }
 
 } // namespace

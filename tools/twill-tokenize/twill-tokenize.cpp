@@ -1,11 +1,14 @@
 //===- twill-tokenize.cpp - see exactly what the model is fed -------------===//
 //
-//   twill-tokenize --tokenizer tokenizer.model < text        ids, one line
+//   twill-tokenize --tokenizer tokenizer.json < text         ids, one line
 //   twill-tokenize --tokenizer tokenizer.model --chat < messages.json
-//   twill-tokenize --tokenizer tokenizer.model --decode < ids
+//   twill-tokenize --tokenizer tokenizer.json --decode < ids
+//   twill-tokenize --tokenizer tokenizer.json --lines < texts.jsonl
 //
-// Text is encoded with special tokens recognised; --chat reads a JSON list
-// of {"role", "content"} messages and applies Llama 3's chat format.
+// The tokenizer is a Hugging Face tokenizer.json or Llama 3's tiktoken
+// tokenizer.model. Text is encoded with special tokens recognised; --chat
+// reads a JSON list of {"role", "content"} messages and applies Llama 3's
+// chat format; --lines encodes (or with --decode decodes) many at once.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,7 +30,8 @@ static cl::OptionCategory options("twill-tokenize options");
 
 static cl::opt<std::string>
     tokenizerPath("tokenizer", cl::Required,
-                  cl::desc("Llama 3 original/tokenizer.model"),
+                  cl::desc("a tokenizer.json, or Llama 3's "
+                           "original/tokenizer.model"),
                   cl::value_desc("path"), cl::cat(options));
 static cl::opt<bool> chat("chat",
                           cl::desc("Read JSON chat messages and "
@@ -39,6 +43,12 @@ static cl::opt<bool>
                      cl::cat(options));
 static cl::opt<bool> decode("decode", cl::desc("Read ids and print their text"),
                             cl::cat(options));
+static cl::opt<bool>
+    lines("lines",
+          cl::desc("Read one JSON string per line and write each one's ids "
+                   "on a line; with --decode, read a JSON list of ids per "
+                   "line and write each one's text as a JSON string"),
+          cl::cat(options));
 
 static int fail(const llvm::Twine &message) {
   llvm::WithColor::error(llvm::errs(), "twill-tokenize") << message << "\n";
@@ -68,12 +78,50 @@ parseMessages(llvm::StringRef text) {
   return messages;
 }
 
+/// --lines: a JSON value per line in, a line per value out.
+static int eachLine(const Tokenizer &tokenizer, llvm::StringRef text) {
+  llvm::SmallVector<llvm::StringRef> inputs;
+  text.split(inputs, '\n', -1, /*KeepEmpty=*/false);
+  for (auto [index, line] : llvm::enumerate(inputs)) {
+    std::string where = "line " + std::to_string(index + 1);
+    llvm::Expected<llvm::json::Value> value = parseJson(line, where);
+    if (!value)
+      return fail(llvm::toString(value.takeError()));
+    if (!decode) {
+      std::optional<llvm::StringRef> string = value->getAsString();
+      if (!string)
+        return fail(where + ": expected a JSON string");
+      std::vector<int32_t> ids = tokenizer.encode(*string, true);
+      for (size_t i = 0; i < ids.size(); ++i)
+        llvm::outs() << (i ? " " : "") << ids[i];
+      llvm::outs() << "\n";
+      continue;
+    }
+    const llvm::json::Array *array = value->getAsArray();
+    std::vector<int32_t> ids;
+    for (size_t i = 0; array && i < array->size(); ++i) {
+      std::optional<int64_t> id = (*array)[i].getAsInteger();
+      if (!id)
+        return fail(where + ": expected a JSON list of token ids");
+      ids.push_back(int32_t(*id));
+    }
+    if (!array)
+      return fail(where + ": expected a JSON list of token ids");
+    llvm::Expected<std::string> decoded = tokenizer.decode(ids);
+    if (!decoded)
+      return fail(where + ": " + llvm::toString(decoded.takeError()));
+    llvm::outs() << llvm::json::Value(llvm::json::fixUTF8(*decoded)) << "\n";
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   twill::checkStandardOutputAtExit("twill-tokenize");
   llvm::InitLLVM init(argc, argv);
   // --help lists these, not the LLVM internals linked in.
   cl::HideUnrelatedOptions(options);
-  cl::ParseCommandLineOptions(argc, argv, "Llama 3 tokenizer\n");
+  cl::ParseCommandLineOptions(argc, argv,
+                              "Hugging Face and Llama 3 tokenizers\n");
   llvm::Expected<std::unique_ptr<Tokenizer>> tokenizer =
       Tokenizer::load(tokenizerPath);
   if (!tokenizer)
@@ -83,6 +131,8 @@ int main(int argc, char **argv) {
     return fail("cannot read standard input");
   llvm::StringRef text = (*input)->getBuffer();
 
+  if (lines)
+    return eachLine(**tokenizer, text);
   if (decode) {
     std::vector<int32_t> ids;
     llvm::SmallVector<llvm::StringRef> words;

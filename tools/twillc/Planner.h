@@ -1,5 +1,4 @@
-//===- Planner.h - choosing the mesh, checkpointing and micro-batch -*- C++
-//-*-===//
+//===- Planner.h - choosing mesh, checkpointing, micro-batch ----*- C++ -*-===//
 //
 // twillc --plan: for a job and a cluster, every mesh the cluster's devices
 // make (dp x tp, tensor parallelism within a node), every activation

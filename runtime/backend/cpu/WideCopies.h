@@ -1,5 +1,4 @@
-//===- WideCopies.h - fp32 copies of an instruction's bf16 values -*- C++
-//-*-===//
+//===- WideCopies.h - fp32 copies of bf16 values ----------------*- C++ -*-===//
 //
 // Every cpu kernel computes in fp32: an instruction's bf16 values (see
 // bf16Buffers) are widened into copies before its kernel runs, and the
