@@ -4,6 +4,7 @@
 //   twill-tokenize --tokenizer tokenizer.model --chat < messages.json
 //   twill-tokenize --tokenizer tokenizer.json --decode < ids
 //   twill-tokenize --tokenizer tokenizer.json --lines < texts.jsonl
+//   twill-tokenize --template tokenizer_config.json < variables.json
 //
 // The tokenizer is a Hugging Face tokenizer.json or Llama 3's tiktoken
 // tokenizer.model. Text is encoded with special tokens recognised; --chat
@@ -13,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/data/Tokenizer.h"
+#include "runtime/data/template/ChatTemplate.h"
 #include "support/Json.h"
 #include "support/ToolOutput.h"
 
@@ -29,7 +31,7 @@ using namespace twill;
 static cl::OptionCategory options("twill-tokenize options");
 
 static cl::opt<std::string>
-    tokenizerPath("tokenizer", cl::Required,
+    tokenizerPath("tokenizer",
                   cl::desc("a tokenizer.json, or Llama 3's "
                            "original/tokenizer.model"),
                   cl::value_desc("path"), cl::cat(options));
@@ -43,6 +45,12 @@ static cl::opt<bool>
                      cl::cat(options));
 static cl::opt<bool> decode("decode", cl::desc("Read ids and print their text"),
                             cl::cat(options));
+static cl::opt<std::string> chatTemplate(
+    "template",
+    cl::desc("Render this chat template (tokenizer_config.json or a .jinja "
+             "file) with the JSON object of variables read (messages, "
+             "bos_token, add_generation_prompt, ...) and print its text"),
+    cl::value_desc("path"), cl::cat(options));
 static cl::opt<bool>
     lines("lines",
           cl::desc("Read one JSON string per line and write each one's ids "
@@ -115,6 +123,21 @@ static int eachLine(const Tokenizer &tokenizer, llvm::StringRef text) {
   return 0;
 }
 
+/// --template: the template's text for the variables on standard input.
+static int renderTemplate() {
+  llvm::Expected<ChatTemplate> parsed = ChatTemplate::load(chatTemplate);
+  if (!parsed)
+    return fail(llvm::toString(parsed.takeError()));
+  auto input = llvm::MemoryBuffer::getSTDIN();
+  if (!input)
+    return fail("cannot read standard input");
+  llvm::Expected<std::string> text = parsed->render((*input)->getBuffer());
+  if (!text)
+    return fail(llvm::toString(text.takeError()));
+  llvm::outs() << *text;
+  return 0;
+}
+
 int main(int argc, char **argv) {
   twill::checkStandardOutputAtExit("twill-tokenize");
   llvm::InitLLVM init(argc, argv);
@@ -122,6 +145,10 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(options);
   cl::ParseCommandLineOptions(argc, argv,
                               "Hugging Face and Llama 3 tokenizers\n");
+  if (!chatTemplate.empty())
+    return renderTemplate();
+  if (tokenizerPath.empty())
+    return fail("--tokenizer is required (or --template)");
   llvm::Expected<std::unique_ptr<Tokenizer>> tokenizer =
       Tokenizer::load(tokenizerPath);
   if (!tokenizer)
