@@ -26,6 +26,8 @@ for file in "$dir"/bin/* "$dir"/lib/*; do
   search=
   [[ "$file" == "$dir"/lib/* ]] && search="LD_LIBRARY_PATH=$dir/lib"
   while read -r name arrow path rest; do
+    # A library that needs none (ICU's data) is "statically linked".
+    [ "$name" = statically ] && continue
     [ "$arrow" = "=>" ] || { path=$name; name=$(basename "$name"); }
     if [[ "$path" == "$dir"/* ]]; then
       continue

@@ -35,8 +35,10 @@ mkdir -p "$dir/bin" "$dir/lib" "$dir/data/recall" "$dir/test/gpu" "$dir/bench"
 cp "$build/device/bin/twill-train" "$build/device/bin/twill-conformance" \
     "$dir/bin/"
 # What they link beyond glibc, libstdc++ and CUDA's libraries.
+# ICU (the tokenizers' Unicode normalization) by the sonames it names.
 for lib in libgomp.so.1 libprotobuf.so.32 libpcre2-8.so.0 libz.so.1 \
-    libdnnl.so.2 libOpenCL.so.1; do
+    libdnnl.so.2 libOpenCL.so.1 \
+    $(ldd "$dir/bin/twill-train" | awk '$1 ~ /^libicu/ {print $1}'); do
   cp -L "$(ldconfig -p | awk -v l=$lib '$1 == l {print $NF; exit}')" \
       "$dir/lib/"
 done

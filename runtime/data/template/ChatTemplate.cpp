@@ -52,6 +52,9 @@ private:
   llvm::Expected<Value> binary(const Expr &expr);
   llvm::Expected<Value> filter(const Expr &expr, Value value);
   llvm::Expected<bool> test(const Expr &expr, const Value &value);
+  /// The values of a call's, filter's or test's arguments after its first
+  /// (the callee, or the value filtered or tested).
+  llvm::Error arguments(const Expr &expr, Values &args, Keywords &keywords);
 
   std::vector<llvm::StringMap<Value>> scopes;
   int64_t iterations = 0;
@@ -169,32 +172,36 @@ llvm::Expected<Value> Renderer::binary(const Expr &expr) {
   return Value::of(x - std::floor(x / y) * y);
 }
 
-llvm::Expected<bool> Renderer::test(const Expr &expr, const Value &value) {
-  Values args;
+llvm::Error Renderer::arguments(const Expr &expr, Values &args,
+                                Keywords &keywords) {
   for (size_t i = 1; i < expr.args.size(); ++i) {
     llvm::Expected<Value> arg = eval(*expr.args[i]);
     if (!arg)
       return arg.takeError();
     args.push_back(*arg);
   }
-  return applyTest(expr.name, value, args, expr.line);
-}
-
-llvm::Expected<Value> Renderer::filter(const Expr &expr, Value value) {
-  Values args;
-  for (size_t i = 1; i < expr.args.size(); ++i) {
-    llvm::Expected<Value> arg = eval(*expr.args[i]);
-    if (!arg)
-      return arg.takeError();
-    args.push_back(*arg);
-  }
-  Keywords keywords;
   for (auto &[key, argument] : expr.keywords) {
     llvm::Expected<Value> arg = eval(*argument);
     if (!arg)
       return arg.takeError();
     keywords.push_back({key, *arg});
   }
+  return llvm::Error::success();
+}
+
+llvm::Expected<bool> Renderer::test(const Expr &expr, const Value &value) {
+  Values args;
+  Keywords keywords;
+  if (llvm::Error error = arguments(expr, args, keywords))
+    return std::move(error);
+  return applyTest(expr.name, value, args, expr.line);
+}
+
+llvm::Expected<Value> Renderer::filter(const Expr &expr, Value value) {
+  Values args;
+  Keywords keywords;
+  if (llvm::Error error = arguments(expr, args, keywords))
+    return std::move(error);
   return applyFilter(expr.name, value, args, keywords, expr.line);
 }
 
@@ -312,19 +319,9 @@ llvm::Expected<Value> Renderer::eval(const Expr &expr) {
     if (callee->kind != Value::Function)
       return failAt(expr.line, "'" + text(*callee) + "' is not callable");
     Values args;
-    for (size_t i = 1; i < expr.args.size(); ++i) {
-      llvm::Expected<Value> arg = evalArg(i);
-      if (!arg)
-        return arg;
-      args.push_back(*arg);
-    }
     Keywords keywords;
-    for (auto &[key, argument] : expr.keywords) {
-      llvm::Expected<Value> arg = eval(*argument);
-      if (!arg)
-        return arg;
-      keywords.push_back({key, *arg});
-    }
+    if (llvm::Error error = arguments(expr, args, keywords))
+      return std::move(error);
     llvm::Expected<Value> result = (*callee->function)(args, keywords);
     if (!result)
       return failAt(expr.line, llvm::toString(result.takeError()));
