@@ -9,7 +9,9 @@
 #                     (CUDA is used if present)
 #   Python (.venv)    the test oracles: torch, transformers, peft,
 #                     safetensors, tiktoken, llama-models, tensorboard (its
-#                     reader checks the event files twill-train writes)
+#                     reader checks the event files twill-train writes),
+#                     sentencepiece and mistral-common (Mistral's real
+#                     tokenizer, converted by transformers)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,8 +26,8 @@ DEBIAN_PACKAGES=(
   procps  # pgrep: the robustness tests look for ranks left behind
 )
 PYTHON_PACKAGES=(torch transformers peft safetensors tiktoken llama-models
-  tensorboard)
-PYTHON_MODULES="torch, transformers, peft, safetensors, tiktoken, llama_models, tensorboard"
+  tensorboard sentencepiece mistral-common)
+PYTHON_MODULES="torch, transformers, peft, safetensors, tiktoken, llama_models, tensorboard, sentencepiece, mistral_common"
 
 missing=()
 for package in "${DEBIAN_PACKAGES[@]}"; do

@@ -30,11 +30,15 @@ The pipelines:
   unfused unknown token for unseen characters, the Metaspace decoder;
 - splits: a Replace normalizer by regex, Split's other behaviors (removed,
   merged with next, contiguous and inverted), runs of digits, a Strip
-  decoder at the end.
+  decoder at the end;
+- mistral_v3: a real vocabulary, Mistral 7B v0.3's SentencePiece model as
+  mistral-common ships it, converted by transformers (Metaspace, byte
+  fallback, its 771 control tokens added).
 """
 import argparse
 import json
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -176,7 +180,25 @@ def pipelines():
                                       decoders.ByteLevel()]),
                    [], byte_level)
     made["splits"] = (splits, False)
+    made["mistral_v3"] = (mistral_v3(), False)
     return made
+
+
+def mistral_v3():
+    """Mistral 7B v0.3's real tokenizer: the SentencePiece model
+    mistral-common ships (32768 pieces, its control tokens), as transformers
+    converts it to a tokenizer.json (Metaspace, byte fallback, 771 added
+    tokens)."""
+    import mistral_common
+    from transformers import AutoTokenizer
+    folder = Path(tempfile.mkdtemp())
+    shutil.copy(Path(mistral_common.__file__).parent / "data" /
+                "mistral_instruct_tokenizer_240323.model.v3",
+                folder / "tokenizer.model")
+    (folder / "tokenizer_config.json").write_text(json.dumps(
+        {"tokenizer_class": "LlamaTokenizer", "legacy": True,
+         "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"}))
+    return AutoTokenizer.from_pretrained(folder).backend_tokenizer
 
 
 def corpus():
