@@ -79,16 +79,7 @@ Tokenizer::loadTiktoken(llvm::StringRef path) {
                         "vocabulary needs all 256 (an empty or truncated "
                         "file?)",
                         path, byte));
-  parts.model.mergeByIds();
-  parts.model.ignoreMerges = true;
-  PreTokenizerStep split;
-  split.kind = PreTokenizerStep::Split;
-  split.pattern = std::make_shared<TextPattern>(
-      llvm::cantFail(TextPattern::regex(kLlama3Pattern)));
-  PreTokenizerStep byteLevel;
-  byteLevel.kind = PreTokenizerStep::ByteLevel;
-  parts.preTokenizers = {std::move(split), std::move(byteLevel)};
-  parts.decoders = {DecoderStep{DecoderStep::ByteLevel}};
+  useTiktokenRules(parts, kLlama3Pattern);
   int32_t next = parts.model.idEnd();
   for (std::string &name : llama3Specials()) {
     // A special token is not also text: its id must mean one thing.

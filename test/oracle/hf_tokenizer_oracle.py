@@ -33,7 +33,9 @@ The pipelines:
   decoder at the end;
 - mistral_v3: a real vocabulary, Mistral 7B v0.3's SentencePiece model as
   mistral-common ships it, converted by transformers (Metaspace, byte
-  fallback, its 771 control tokens added).
+  fallback, its 771 control tokens added);
+and Mistral's Tekken file (Mistral Nemo's) read as it is, against
+mistral-common's own Tekkenizer.
 """
 import argparse
 import json
@@ -214,6 +216,34 @@ def corpus():
     return texts
 
 
+def check_tekken(bin_dir, texts):
+    """Mistral's Tekken file (Mistral Nemo's, as mistral-common ships it)
+    against mistral-common's own Tekkenizer: special tokens in text are
+    text there, as with --no-special."""
+    import mistral_common
+    from mistral_common.tokens.tokenizers.tekken import Tekkenizer
+    path = Path(mistral_common.__file__).parent / "data" / "tekken_240911.json"
+    reference = Tekkenizer.from_file(path)
+    lines = "".join(json.dumps(text) + "\n" for text in texts)
+    actual = [[int(t) for t in line.split()] for line in
+              twill(bin_dir, path, "--lines", "--no-special",
+                    stdin=lines.encode()).split("\n")[:len(texts)]]
+    decoded = [json.loads(line) for line in twill(
+        bin_dir, path, "--lines", "--decode",
+        stdin="".join(json.dumps(ids) + "\n" for ids in actual).encode())
+        .split("\n")[:len(texts)]]
+    failures = 0
+    for text, ids, ours in zip(texts, actual, decoded):
+        expected = reference.encode(text, bos=False, eos=False)
+        if ids != expected or ours != reference.decode(ids):
+            failures += 1
+            print(f"FAIL tekken: {text[:50]!r}: {ids[:6]} vs {expected[:6]}, "
+                  f"decoded {ours[:30]!r}")
+    print(f"tekken: {len(texts) - failures} of {len(texts)} texts' ids "
+          f"identical to mistral-common's")
+    return failures
+
+
 def twill(bin_dir, path, *args, stdin):
     run = subprocess.run([bin_dir / "twill-tokenize", "--tokenizer", str(path),
                           *args], input=stdin, capture_output=True)
@@ -282,6 +312,7 @@ def main():
                 print(f"FAIL {name}: invalid UTF-8 {raw!r}: {got} vs {want}")
         print(f"{name}: {len(texts) - len(wrong)} of {len(texts)} texts' ids "
               f"identical, decoded as tokenizers decodes")
+    failures += check_tekken(args.bin, texts)
     print(f"{compared} tokens compared; {failures} failures")
     print("PASS" if failures == 0 else "FAIL")
     return 1 if failures else 0

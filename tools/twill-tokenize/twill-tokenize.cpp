@@ -52,6 +52,10 @@ static cl::opt<std::string> chatTemplate(
              "bos_token, add_generation_prompt, ...) and print its text"),
     cl::value_desc("path"), cl::cat(options));
 static cl::opt<bool>
+    noSpecial("no-special",
+              cl::desc("Encode special tokens written in the text as text"),
+              cl::cat(options));
+static cl::opt<bool>
     lines("lines",
           cl::desc("Read one JSON string per line and write each one's ids "
                    "on a line; with --decode, read a JSON list of ids per "
@@ -99,7 +103,7 @@ static int eachLine(const Tokenizer &tokenizer, llvm::StringRef text) {
       std::optional<llvm::StringRef> string = value->getAsString();
       if (!string)
         return fail(where + ": expected a JSON string");
-      std::vector<int32_t> ids = tokenizer.encode(*string, true);
+      std::vector<int32_t> ids = tokenizer.encode(*string, !noSpecial);
       for (size_t i = 0; i < ids.size(); ++i)
         llvm::outs() << (i ? " " : "") << ids[i];
       llvm::outs() << "\n";
@@ -184,7 +188,7 @@ int main(int argc, char **argv) {
       return fail(llvm::toString(messages.takeError()));
     ids = (*tokenizer)->encodeChat(*messages, generationPrompt);
   } else {
-    ids = (*tokenizer)->encode(text, /*allowSpecial=*/true);
+    ids = (*tokenizer)->encode(text, !noSpecial);
   }
   for (size_t i = 0; i < ids.size(); ++i)
     llvm::outs() << (i ? " " : "") << ids[i];

@@ -6,6 +6,7 @@
 #include "support/ReadFile.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Base64.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 
@@ -347,6 +348,119 @@ llvm::Error Reader::postProcessor(const json::Object &object,
   return llvm::Error::success();
 }
 
+void twill::useTiktokenRules(TokenizerParts &parts, llvm::StringRef pattern) {
+  parts.model.mergeByIds();
+  parts.model.ignoreMerges = true;
+  PreTokenizerStep split;
+  split.kind = PreTokenizerStep::Split;
+  split.pattern = std::make_shared<TextPattern>(
+      llvm::cantFail(TextPattern::regex(pattern)));
+  PreTokenizerStep byteLevel;
+  byteLevel.kind = PreTokenizerStep::ByteLevel;
+  parts.preTokenizers = {std::move(split), std::move(byteLevel)};
+  parts.decoders = {DecoderStep{DecoderStep::ByteLevel}};
+}
+
+/// Mistral's special tokens where a Tekken file lists none (mistral-common's
+/// defaults); the rest up to the file's count are "<SPECIAL_i>".
+static const char *const kTekkenSpecials[] = {"<unk>",
+                                              "<s>",
+                                              "</s>",
+                                              "[INST]",
+                                              "[/INST]",
+                                              "[AVAILABLE_TOOLS]",
+                                              "[/AVAILABLE_TOOLS]",
+                                              "[TOOL_RESULTS]",
+                                              "[/TOOL_RESULTS]",
+                                              "[TOOL_CALLS]",
+                                              "[IMG]",
+                                              "<pad>",
+                                              "[IMG_BREAK]",
+                                              "[IMG_END]",
+                                              "[PREFIX]",
+                                              "[MIDDLE]",
+                                              "[SUFFIX]",
+                                              "[SYSTEM_PROMPT]",
+                                              "[/SYSTEM_PROMPT]",
+                                              "[TOOL_CONTENT]"};
+
+/// Mistral's Tekken file: `config` (its pattern, how many special tokens
+/// come first and how many ids there are), `vocab` (base64 bytes by rank;
+/// a token's id is its rank after the special tokens') and maybe
+/// `special_tokens`.
+static llvm::Expected<TokenizerParts> readTekken(const Reader &reader,
+                                                 const json::Object &root) {
+  const json::Object *config = root.getObject("config");
+  std::optional<llvm::StringRef> pattern = config->getString("pattern");
+  std::optional<int64_t> specials =
+      config->getInteger("default_num_special_tokens");
+  std::optional<int64_t> size = config->getInteger("default_vocab_size");
+  if (!pattern || !specials || !size || *specials < 0 || *size < *specials ||
+      *size > std::numeric_limits<int32_t>::max())
+    return reader.fail("config", "a Tekken file needs a pattern, "
+                                 "default_num_special_tokens and "
+                                 "default_vocab_size");
+  llvm::Expected<TextPattern> compiled = TextPattern::regex(*pattern);
+  if (!compiled)
+    return reader.fail("config.pattern", llvm::toString(compiled.takeError()));
+  TokenizerParts parts;
+  for (auto [index, entry] : llvm::enumerate(*root.getArray("vocab"))) {
+    std::string at = llvm::formatv("vocab[{0}]", index).str();
+    const json::Object *token = entry.getAsObject();
+    std::optional<int64_t> rank =
+        token ? token->getInteger("rank") : std::nullopt;
+    std::optional<llvm::StringRef> encoded =
+        token ? token->getString("token_bytes") : std::nullopt;
+    std::vector<char> bytes;
+    if (!rank || !encoded || *rank != int64_t(index))
+      return reader.fail(at, "expected rank " + llvm::Twine(index) +
+                                 " and its token_bytes");
+    if (*rank >= *size - *specials)
+      break; // past the vocabulary the model uses
+    if (llvm::Error error = llvm::decodeBase64(*encoded, bytes)) {
+      llvm::consumeError(std::move(error));
+      return reader.fail(at, "token_bytes is not base64");
+    }
+    std::string text;
+    for (char byte : bytes)
+      text += byteLevelChar((unsigned char)byte);
+    if (llvm::Error error =
+            parts.model.addToken(text, int32_t(*rank + *specials)))
+      return reader.fail(at, llvm::toString(std::move(error)));
+  }
+  std::vector<std::string> names;
+  if (const json::Array *listed = root.getArray("special_tokens")) {
+    for (auto [index, entry] : llvm::enumerate(*listed)) {
+      const json::Object *token = entry.getAsObject();
+      std::optional<llvm::StringRef> name =
+          token ? token->getString("token_str") : std::nullopt;
+      std::optional<int64_t> rank =
+          token ? token->getInteger("rank") : std::nullopt;
+      if (!name || !rank || *rank != int64_t(index))
+        return reader.fail(llvm::formatv("special_tokens[{0}]", index).str(),
+                           "expected rank " + llvm::Twine(index) +
+                               " and its token_str");
+      names.push_back(name->str());
+    }
+  } else {
+    names.assign(std::begin(kTekkenSpecials), std::end(kTekkenSpecials));
+  }
+  for (int64_t rank = 0; rank < *specials; ++rank) {
+    std::string name = rank < int64_t(names.size())
+                           ? names[rank]
+                           : llvm::formatv("<SPECIAL_{0}>", rank).str();
+    if (parts.added.find(name))
+      return reader.fail("special_tokens", "'" + name + "' is named twice");
+    AddedToken token{name, int32_t(rank)};
+    token.special = true;
+    parts.added.add(std::move(token), "");
+  }
+  if (const AddedToken *bos = parts.added.find("<s>"))
+    parts.prefix = {bos->id};
+  useTiktokenRules(parts, *pattern);
+  return std::move(parts);
+}
+
 llvm::Expected<TokenizerParts> twill::readTokenizerJson(llvm::StringRef path) {
   Reader reader(path);
   llvm::Expected<json::Value> parsed = readJsonFile(path, kMaxTokenizerBytes);
@@ -355,6 +469,9 @@ llvm::Expected<TokenizerParts> twill::readTokenizerJson(llvm::StringRef path) {
   const json::Object *root = parsed->getAsObject();
   if (!root)
     return reader.fail("the file", "expected a JSON object");
+  if (!root->get("model") && root->getObject("config") &&
+      root->getArray("vocab"))
+    return readTekken(reader, *root);
   TokenizerParts parts;
   const json::Object *model = root->getObject("model");
   if (!model)

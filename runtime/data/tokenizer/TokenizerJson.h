@@ -29,8 +29,16 @@ struct TokenizerParts {
   std::vector<int32_t> prefix, suffix;
 };
 
-/// Reads tokenizer.json at `path`; an error names the file and the part.
+/// Reads tokenizer.json at `path` (or Mistral's Tekken JSON, which is
+/// tiktoken's format with Mistral's special tokens first); an error names
+/// the file and the part.
 llvm::Expected<TokenizerParts> readTokenizerJson(llvm::StringRef path);
+
+/// tiktoken's rules on `parts`, whose model holds a byte-level vocabulary
+/// ranked by id: text cut by `pattern`, then written in GPT-2's byte
+/// alphabet; merges ranked by the ids they make; a piece that is a token
+/// is that token; decoded byte by byte.
+void useTiktokenRules(TokenizerParts &parts, llvm::StringRef pattern);
 
 } // namespace twill
 
