@@ -164,6 +164,34 @@ TEST(Tokenizer, TokenizerJsonErrorsNameTheConstruct) {
               HasSubstr("id 2 of '<s>' is the vocabulary's 'c'"));
 }
 
+TEST(Tokenizer, TekkenFileErrorsAreNamed) {
+  // Mistral's Tekken JSON: its config, and a vocabulary ranked in order.
+  EXPECT_THAT(jsonErrorOf(R"({"config": {"pattern": "(", )"
+                          R"("default_num_special_tokens": 2, )"
+                          R"("default_vocab_size": 4}, "vocab": []})"),
+              HasSubstr("config.pattern: regex '(' does not compile"));
+  EXPECT_THAT(jsonErrorOf(R"({"config": {"pattern": "."}, "vocab": []})"),
+              HasSubstr("config: a Tekken file needs a pattern, "
+                        "default_num_special_tokens and default_vocab_size"));
+  EXPECT_THAT(jsonErrorOf(R"({"config": {"pattern": ".", )"
+                          R"("default_num_special_tokens": 2, )"
+                          R"("default_vocab_size": 4}, "vocab": [)"
+                          R"({"rank": 1, "token_bytes": "YQ=="}]})"),
+              HasSubstr("vocab[0]: expected rank 0 and its token_bytes"));
+  auto tekken = Tokenizer::loadHuggingFace(writeModel(
+      R"({"config": {"pattern": "[a-z]+|.", "default_num_special_tokens": 3,)"
+      R"( "default_vocab_size": 6}, "vocab": [{"rank": 0, "token_bytes": )"
+      R"("YQ=="}, {"rank": 1, "token_bytes": "Yg=="}, {"rank": 2, )"
+      R"("token_bytes": "YWI="}, {"rank": 3, "token_bytes": "Yw=="}]})",
+      "json"));
+  ASSERT_TRUE(bool(tekken)) << llvm::toString(tekken.takeError());
+  // Ids after the 3 special tokens (Mistral's first three); a rank past the
+  // vocabulary size ("c") is not a token.
+  EXPECT_EQ((*tekken)->specialId("</s>"), 2);
+  EXPECT_THAT((*tekken)->encode("ab", false), ::testing::ElementsAre(5));
+  EXPECT_THAT((*tekken)->prefixIds(), ::testing::ElementsAre(1));
+}
+
 TEST(Tokenizer, TokenizerJsonPartsAreRead) {
   // A BOS template, an unknown token for what the vocabulary lacks (fused),
   // merges, a special token and its id.
