@@ -150,21 +150,39 @@ twill::readChatJsonl(llvm::StringRef path, const Tokenizer &tokenizer,
   std::vector<Example> examples;
   llvm::Error error = readJsonLines(
       path, [&](const json::Object &line, int64_t lineNumber) -> llvm::Error {
+        // OpenAI's {"messages": [{"role", "content"}]}, or ShareGPT's
+        // {"conversations": [{"from", "value"}]}.
         const json::Array *list = line.getArray("messages");
+        bool shareGpt = !list && (list = line.getArray("conversations"));
         if (!list)
           return lineError("expected 'messages': a list of {\"role\", "
-                           "\"content\"}");
+                           "\"content\"} (or ShareGPT's 'conversations': a "
+                           "list of {\"from\", \"value\"})");
         std::vector<ChatMessage> messages;
         llvm::SmallVector<bool, 8> trained; // (std::vector<bool> has no array)
         for (const json::Value &value : *list) {
           const json::Object *message = value.getAsObject();
           if (!message)
             return lineError("each message must be an object");
-          llvm::Expected<std::string> role = stringField(*message, "role");
+          llvm::Expected<std::string> role =
+              stringField(*message, shareGpt ? "from" : "role");
           if (!role)
             return role.takeError();
+          if (shareGpt) {
+            static const std::pair<llvm::StringLiteral, llvm::StringLiteral>
+                roles[] = {{"system", "system"},
+                           {"human", "user"},
+                           {"gpt", "assistant"}};
+            auto *known = llvm::find_if(
+                roles, [&](const auto &pair) { return pair.first == *role; });
+            if (known == std::end(roles))
+              return lineError("ShareGPT's 'from' '" + *role +
+                               "' is not supported; allowed: system, human, "
+                               "gpt");
+            *role = known->second.str();
+          }
           llvm::Expected<std::string> content =
-              stringField(*message, "content");
+              stringField(*message, shareGpt ? "value" : "content");
           if (!content)
             return content.takeError();
           trained.push_back(trainOnInput || *role == "assistant");

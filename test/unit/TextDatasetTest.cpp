@@ -154,6 +154,30 @@ TEST(TextDataset, ChatTrainsOnTheAssistantUnlessTrainOnInput) {
   EXPECT_EQ(trained, "assistant\n\nA");
 }
 
+TEST(TextDataset, ShareGptConversationsAreChats) {
+  // The same conversation in OpenAI's form and in ShareGPT's.
+  std::string openAi = temporaryFile(
+      "jsonl", R"({"messages": [{"role": "system", "content": "S"},)"
+               R"( {"role": "user", "content": "U"},)"
+               R"( {"role": "assistant", "content": "A"}]})");
+  std::string shareGpt = temporaryFile(
+      "jsonl", R"({"conversations": [{"from": "system", "value": "S"},)"
+               R"( {"from": "human", "value": "U"},)"
+               R"( {"from": "gpt", "value": "A"}]})");
+  auto expected = readChatJsonl(openAi, bytes(), false);
+  auto actual = readChatJsonl(shareGpt, bytes(), false);
+  ASSERT_TRUE(bool(expected)) << llvm::toString(expected.takeError());
+  ASSERT_TRUE(bool(actual)) << llvm::toString(actual.takeError());
+  EXPECT_EQ(actual->front().inputIds, expected->front().inputIds);
+  EXPECT_EQ(actual->front().labels, expected->front().labels);
+  std::string tool = temporaryFile(
+      "jsonl", R"({"conversations": [{"from": "human", "value": "U"},)"
+               R"json( {"from": "function_call", "value": "f()"}]})json");
+  EXPECT_THAT(llvm::toString(readChatJsonl(tool, bytes(), false).takeError()),
+              HasSubstr(":1: ShareGPT's 'from' 'function_call' is not "
+                        "supported; allowed: system, human, gpt"));
+}
+
 TEST(Packing, BoundariesAndPositionsOfAHandMadeExample) {
   // Two examples of 3 and 2 tokens in one row of 6: each starts at position
   // 0 in its own segment; label i is the example's label i + 1; the last
