@@ -13,6 +13,7 @@ Meta's), and a SentencePiece-style BPE with byte fallback (the oracle's
 llama2 pipeline: Prepend and Replace normalizers, a 400-token vocabulary,
 so most of the text falls back to bytes). Each must give the same ids.
 """
+import json
 import os
 import random
 import subprocess
@@ -104,6 +105,31 @@ def main():
                   f"twill {size / 1e6 / encode_time:.1f} MB/s (load "
                   f"{load * 1000:.0f} ms excluded): twill / {baseline} "
                   f"{baseline_time / encode_time:.2f}x")
+        # The same text as documents of about 2 KB (how training data
+        # comes): tokenizers encodes one at a time, Twill reads them as
+        # JSON lines.
+        documents, start = [], 0
+        while start < len(text):
+            end = text.find(" ", start + 2000)
+            end = len(text) if end < 0 else end
+            documents.append(text[start:end])
+            start = end
+        lines = "".join(json.dumps(d) + "\n" for d in documents).encode()
+        for name, hf in (("Llama 3, tokenizer.json", hugging),
+                         ("SentencePiece-style BPE", sentencepiece)):
+            path = converted if hf is hugging else Path(directory) / "llama2.json"
+            hf_time, _ = best_of(3, lambda: [hf.encode(
+                d, add_special_tokens=False).ids for d in documents])
+            load, _ = best_of(3, lambda: subprocess.run(
+                [bin_dir / "twill-tokenize", "--tokenizer", str(path),
+                 "--lines"], input=b"", capture_output=True, check=True))
+            total, _ = best_of(3, lambda: subprocess.run(
+                [bin_dir / "twill-tokenize", "--tokenizer", str(path),
+                 "--lines"], input=lines, capture_output=True, check=True))
+            print(f"{name}, {len(documents)} documents: tokenizers "
+                  f"{size / 1e6 / hf_time:.1f} MB/s, twill "
+                  f"{size / 1e6 / (total - load):.1f} MB/s: twill / "
+                  f"tokenizers {hf_time / (total - load):.2f}x")
 
 
 if __name__ == "__main__":
