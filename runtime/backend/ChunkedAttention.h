@@ -124,10 +124,8 @@ struct AttentionProblem {
   const int32_t *segments; // [batch, seq] or null
   int64_t batch, seq, kvHeads, headDim;
   HeadBlock heads;
-  double scale;
-  int elementBytes;   // of the storage type
-  int64_t window = 0; // sliding-window attention's; 0: none
-  double softcap = 0; // Gemma 2's logit soft-capping; 0: none
+  int elementBytes; // of the storage type
+  AttentionLogits logits;
 };
 
 namespace detail {
@@ -145,7 +143,8 @@ servedHeads(const HeadBlock &heads, int64_t kvHeads, int64_t kvHead) {
 /// The most keys a chunk of `rows` queries sees: the whole sequence, or
 /// with a window, its rows and the window before the first.
 inline int64_t chunkKeys(const AttentionProblem &p, int64_t rows) {
-  return p.window > 0 ? std::min(p.seq, rows + p.window - 1) : p.seq;
+  int64_t window = p.logits.window;
+  return window > 0 ? std::min(p.seq, rows + window - 1) : p.seq;
 }
 
 /// Queries per chunk: as many as keep one chunk's fp32 scores of a KV
@@ -162,7 +161,7 @@ inline int64_t chunkRows(const AttentionProblem &p, int64_t groupHeads,
   int64_t most = std::min(p.seq, maxRows);
   int64_t rows = std::clamp<int64_t>(
       budgetBytes / std::max<int64_t>(perKey * p.seq, 1), 1, most);
-  if (p.window <= 0)
+  if (p.logits.window <= 0)
     return rows;
   // The most rows r whose r x chunkKeys(r) scores fit (`rows` do: a chunk
   // sees no more keys than the sequence has).
@@ -303,7 +302,8 @@ inline SoftmaxRows scoreRows(const AttentionProblem &p, const Chunk &c,
   rows.segments = p.segments ? p.segments + c.b * p.seq : nullptr;
   rows.heads = c.g, rows.rows = c.rows, rows.keys = c.keys;
   rows.firstQuery = c.first, rows.firstKey = c.firstKey;
-  rows.window = p.window, rows.scale = p.scale, rows.softcap = p.softcap;
+  rows.window = p.logits.window, rows.scale = p.logits.scale;
+  rows.softcap = p.logits.softcap;
   return rows;
 }
 
@@ -323,7 +323,9 @@ void forEachChunk(Ops &ops, const AttentionProblem &p, int64_t budgetBytes,
       int64_t rows = std::min(scratch.rows, p.seq - first);
       // The keys from the first query's window to the last query.
       int64_t firstKey =
-          p.window > 0 ? std::max<int64_t>(first - p.window + 1, 0) : 0;
+          p.logits.window > 0
+              ? std::max<int64_t>(first - p.logits.window + 1, 0)
+              : 0;
       Chunk chunk{b,     kv,   h0,       h1 - h0,
                   first, rows, firstKey, first + rows - firstKey};
       copyHeadRows(ops, p, chunk, p.q, scratch.queries, /*stack=*/true);

@@ -6,6 +6,7 @@
 #include "runtime/io/Safetensors.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -166,6 +167,9 @@ static llvm::Error initialiseMagnitudes(Program &program) {
       storedTensors(program.executable());
   if (!tensors)
     return tensors.takeError();
+  // Each weight's rows' norms, put together and computed once however many
+  // blocks of magnitudes (a fused module's) start from them.
+  llvm::StringMap<std::vector<float>> rowNorms;
   for (const Parameter &parameter : program.executable().parameters()) {
     if (parameter.init().kind() != Initializer::ROW_NORMS)
       continue;
@@ -175,33 +179,36 @@ static llvm::Error initialiseMagnitudes(Program &program) {
       return tensor.name == weightName;
     });
     if (weight == tensors->end())
-      return weightError("'" + parameter.name() +
-                         "' starts as the rows' "
-                         "norms of '" +
-                         role.of() + "', which the program does not hold");
+      return weightError("'" + parameter.name() + "' starts as the rows' "
+                         "norms of '" + role.of() +
+                         "', which the program does not hold");
     llvm::Expected<BufferBlock> block = program.block(parameter.buffer());
     if (!block)
       return block.takeError();
-    llvm::Expected<std::vector<float>> whole =
-        program.wholeStored(*weight, /*onHost=*/true);
-    if (!whole)
-      return whole.takeError();
+    auto [norms, added] = rowNorms.try_emplace(weightName);
+    if (added) {
+      llvm::Expected<std::vector<float>> whole =
+          program.wholeStored(*weight, /*onHost=*/true);
+      if (!whole)
+        return whole.takeError();
+      int64_t rows = weight->shape[0], columns = weight->shape[1];
+      norms->second.resize(rows);
+      for (int64_t r = 0; r < rows; ++r) {
+        const float *row = whole->data() + r * columns;
+        double sum = 0;
+        for (int64_t c = 0; c < columns; ++c)
+          sum += double(row[c]) * row[c];
+        norms->second[r] = float(std::sqrt(sum));
+      }
+    }
     int64_t first = storedFirstRow(parameter), rows = block->globalShape[0];
-    int64_t columns = weight->shape[1];
-    if (first + rows > weight->shape[0])
+    if (first + rows > int64_t(norms->second.size()))
       return weightError("'" + parameter.name() + "' has more rows than '" +
                          role.of() + "'");
-    std::vector<float> norms(rows);
-    for (int64_t r = 0; r < rows; ++r) {
-      const float *row = whole->data() + (first + r) * columns;
-      double sum = 0;
-      for (int64_t c = 0; c < columns; ++c)
-        sum += double(row[c]) * row[c];
-      norms[r] = float(std::sqrt(sum));
-    }
     const Buffer &buffer = program.buffers().info(parameter.buffer());
     std::vector<float> local(numElements(buffer));
-    sliceBlock<float>(norms, *block, local);
+    sliceBlock<float>(
+        llvm::ArrayRef<float>(norms->second).slice(first, rows), *block, local);
     if (llvm::Error error =
             program.buffers().setFloats(parameter.buffer(), local))
       return error;

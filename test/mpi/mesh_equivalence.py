@@ -364,9 +364,11 @@ def main():
     args.work.mkdir(parents=True, exist_ok=True)
     failures = []
     if args.families:
-        check_variants(args, {name: variant for name, variant
-                              in FAMILY_VARIANTS.items() if args.only in name},
-                       None, failures)
+        chosen = {name: variant for name, variant in FAMILY_VARIANTS.items()
+                  if args.only in name}
+        if not chosen:
+            sys.exit(f"--only {args.only!r} names no variant")
+        check_variants(args, chosen, None, failures)
         if failures:
             sys.exit("\n".join(failures))
         print("every family's meshes match its 1x1")

@@ -189,21 +189,21 @@ TEST(Gemm, AttentionScheduleMapsTheSameOnColumnMajorGemms) {
   std::vector<float> dOut = randomValues(q.size(), 9);
   std::vector<int32_t> segments = {0, 0, 0, 1, 1, 1, 1, 2, 2,
                                    4, 4, 5, 5, 5, 5, 5, 5, 5};
-  AttentionProblem problem{q.data(), k.data(), v.data(),     segments.data(),
-                           batch,    seq,      kvHeads,      dim,
-                           heads,    0.5,      sizeof(float)};
+  AttentionProblem problem{q.data(), k.data(), v.data(), segments.data(),
+                           batch,    seq,      kvHeads,  dim,
+                           heads,    sizeof(float), {0.5}};
   const int64_t budget = 3 * seq * 16; // a few queries per chunk
   // Without a window, and with one of 4 that a segment of 7 crosses (the
   // chunks' key rows then start past 0).
   for (int64_t window : {0, 4}) {
-    problem.window = window;
-    problem.softcap = window ? 1.5 : 0; // and soft-capped logits
+    problem.logits.window = window;
+    problem.logits.softcap = window ? 1.5 : 0; // and soft-capped logits
     std::vector<float> out(q.size()), expected(q.size());
     ColumnMajorAttentionOps ops;
     chunkedAttention(ops, problem, out.data(), budget);
     cpu::attention(q.data(), k.data(), v.data(), segments.data(),
                    expected.data(), batch, seq, heads, kvHeads, dim,
-                   {0.5, problem.window, problem.softcap});
+                   problem.logits);
     expectNear(out, expected);
 
     std::vector<std::vector<float>> grads(3), expectedGrads(3);
@@ -217,7 +217,7 @@ TEST(Gemm, AttentionScheduleMapsTheSameOnColumnMajorGemms) {
                        segments.data(), expectedGrads[0].data(),
                        expectedGrads[1].data(), expectedGrads[2].data(), batch,
                        seq, heads, kvHeads, dim,
-                       {0.5, problem.window, problem.softcap});
+                       problem.logits);
     for (int i = 0; i < 3; ++i)
       expectNear(grads[i], expectedGrads[i]);
   }

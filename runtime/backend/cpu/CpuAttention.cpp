@@ -75,19 +75,9 @@ AttentionProblem problem(const float *q, const float *k, const float *v,
                          const int32_t *segments, int64_t batch, int64_t seq,
                          HeadBlock heads, int64_t kvHeads, int64_t headDim,
                          const AttentionLogits &logits) {
-  return {q,
-          k,
-          v,
-          segments,
-          batch,
-          seq,
-          kvHeads,
-          headDim,
-          heads,
-          logits.scale,
-          sizeof(float),
-          logits.window,
-          logits.softcap};
+  return {q,       k,     v,     segments,      batch,
+          seq,     kvHeads, headDim, heads, sizeof(float),
+          logits};
 }
 
 } // namespace
@@ -207,7 +197,7 @@ static llvm::Error runAttention(const InstructionView &in) {
   cpu::attention(in.data<float>(0), in.data<float>(1), in.data<float>(2),
                  shape->segments(in), in.data<float>(shape->firstResult),
                  shape->batch, shape->seq, shape->heads, shape->kvHeads,
-                 shape->headDim, shape->logits());
+                 shape->headDim, shape->logits);
   return llvm::Error::success();
 }
 
@@ -221,7 +211,7 @@ static llvm::Error runAttentionGrad(const InstructionView &in) {
                      in.data<float>(first), in.data<float>(first + 1),
                      in.data<float>(first + 2), shape->batch, shape->seq,
                      shape->heads, shape->kvHeads, shape->headDim,
-                     shape->logits());
+                     shape->logits);
   return llvm::Error::success();
 }
 

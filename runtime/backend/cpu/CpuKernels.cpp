@@ -533,27 +533,20 @@ crossEntropyGradRows(const float *logits, const int32_t *labels, int64_t rows,
     int64_t end = labels[row] == ignoreIndex ? 0 : columns;
     float max = float(stats.max[row]);
     float scale = float(double(lossGrad) / stats.sum[row]);
-    int64_t label = int64_t(labels[row]) - block.first;
-    bool hasLabel = end > 0 && label >= 0 && label < columns;
-    if (softcap > 0) {
-      float inverse = float(1.0 / softcap);
+    // The cap's derivative, 1 - (z / softcap)^2: exactly 1 without a cap
+    // (inverse 0), so plain logits' gradient is unchanged by it.
+    float inverse = softcap > 0 ? float(1.0 / softcap) : 0.0f;
 #pragma omp simd
-      for (int64_t i = 0; i < end; ++i) {
-        float capped = z[i] * inverse;
-        dz[i] = cpu::expApprox(z[i] - max) * scale * (1.0f - capped * capped);
-      }
-      // The label's capped logit is its row's target: z[label] may be
-      // overwritten already (in place).
-      float capped = float(stats.target[row]) * inverse;
-      if (hasLabel)
-        dz[label] -= lossGrad * (1.0f - capped * capped);
-    } else {
-#pragma omp simd
-      for (int64_t i = 0; i < end; ++i)
-        dz[i] = cpu::expApprox(z[i] - max) * scale;
-      if (hasLabel)
-        dz[label] -= lossGrad;
+    for (int64_t i = 0; i < end; ++i) {
+      float capped = z[i] * inverse;
+      dz[i] = cpu::expApprox(z[i] - max) * scale * (1.0f - capped * capped);
     }
+    // The label's logit is its row's target: z[label] may be overwritten
+    // already (in place).
+    int64_t label = int64_t(labels[row]) - block.first;
+    float capped = float(stats.target[row]) * inverse;
+    if (end > 0 && label >= 0 && label < columns)
+      dz[label] -= lossGrad * (1.0f - capped * capped);
     std::fill(dz + end, dz + block.columns, 0.0f);
   }
 }

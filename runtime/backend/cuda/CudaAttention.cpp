@@ -119,10 +119,8 @@ AttentionProblem problem(const InstructionView &in,
           shape.kvHeads,
           shape.headDim,
           shape.heads,
-          shape.scale,
           int(bytesPerElement(in.dtype(0))),
-          shape.window,
-          shape.softcap};
+          shape.logits};
 }
 
 } // namespace

@@ -36,15 +36,12 @@ struct AttentionShape {
   int64_t batch, seq, kvHeads, headDim;
   HeadBlock heads;
   int firstResult; // the operand count: results follow
-  double scale;
   bool hasSegments;
-  int64_t window; // 0: none
-  double softcap; // 0: none
+  AttentionLogits logits;
 
   const int32_t *segments(const InstructionView &in) const {
     return hasSegments ? in.data<int32_t>(firstResult - 1) : nullptr;
   }
-  AttentionLogits logits() const { return {scale, window, softcap}; }
 };
 
 inline llvm::Expected<AttentionShape> attentionShape(const InstructionView &in,
@@ -86,10 +83,9 @@ inline llvm::Expected<AttentionShape> attentionShape(const InstructionView &in,
                         q[3],
                         *heads,
                         first,
-                        in->attention().scale(),
                         hasSegments,
-                        in->attention().window(),
-                        in->attention().softcap()};
+                        {in->attention().scale(), in->attention().window(),
+                         in->attention().softcap()}};
 }
 
 } // namespace twill

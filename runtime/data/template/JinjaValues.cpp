@@ -451,12 +451,8 @@ llvm::Expected<Values> jinja::iterate(const Value &value, int line) {
   }
   case Value::String: {
     Values chars;
-    llvm::StringRef s = value.string;
-    for (size_t at = 0; at < s.size();) {
-      unsigned length = unicode::charLength(s, at);
-      chars.push_back(Value::of(s.substr(at, length).str()));
-      at += length;
-    }
+    for (std::string &c : characters(value.string))
+      chars.push_back(Value::of(std::move(c)));
     return chars;
   }
   default:
