@@ -8,11 +8,12 @@
 # llama8b-SEQ.twx for SEQ 4096 and 16384: a LoRA training step of the
 # Llama-3.1-8B shape (random bf16 weights, train.precision=BF16 as in the
 # config, LoRA rank 16 on every projection, batch 1, pre-tokenized rows, no
-# activation checkpointing, 4 steps), llama8b-long-32768.twx: the
-# long-context transformations at seq 32768 (3 steps), and
-# llama8b-dropout-4096.twx: seq 4096 with LoRA dropout 0.1. The programs write under
-# /tmp/twill-gpu, so they run on another machine from the same path
-# (bench/device_bundle.sh).
+# activation checkpointing, 4 steps, nothing written at the end: the first
+# GPU run spent its limit writing the 16 GB random base);
+# llama8b-long-32768.twx: the long-context transformations at seq 32768 (3
+# steps); and llama8b-dropout-4096.twx: seq 4096 with LoRA dropout 0.1. The
+# programs write under /tmp/twill-gpu, so they run on another machine from
+# the same path (bench/device_bundle.sh).
 set -euo pipefail
 bin=${1:?usage: bench/compile_gpu_programs.sh BUILD_BIN}
 cd "$(dirname "$0")/.."
@@ -37,6 +38,7 @@ step() { # NAME SEQ [key=value ...]
   local job=(configs/llama3_1_8b_lora.textproto parallel.tp=1
       checkpoint.random_base=true checkpoint.base_dir=
       checkpoint.output_dir="$work/$name-out" checkpoint.save_every=0
+      checkpoint.save_final=false
       lora.rank=16 lora.alpha=32
       lora.target_modules=q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj
       train.batch_size=1 train.seq_len=$seq

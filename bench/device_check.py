@@ -358,12 +358,15 @@ def llama_step(check, args, seq, peak, program, what, limit):
     sampled = ([int(x) for x in memory.read_text().split() if x.isdigit()]
                if memory.exists() else [])
     metrics = args.programs / f"{program}-out" / "metrics.jsonl"
+    # The steps' figures even where the run failed or was stopped after
+    # them (at its end), with the failure said beside them.
     steps = ([json.loads(line) for line in metrics.read_text().splitlines()]
-             if metrics.exists() and code == 0 else [])
+             if metrics.exists() else [])
     name = f"8B LoRA step, {what}"
-    if len(steps) < 2:
-        tail = " / ".join(text.strip().splitlines()[-4:])
+    tail = " / ".join(text.strip().splitlines()[-4:])
+    if code != 0:
         check.row(name, not_run(code, text) or f"FAILED (exit {code}): {tail}")
+    if len(steps) < 2:
         return
     tokens_per_second = statistics.median(s["tokens_per_second"]
                                           for s in steps[1:])

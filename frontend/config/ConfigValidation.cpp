@@ -496,5 +496,9 @@ llvm::Error twill::validateJobConfig(const JobConfig &config) {
       !config.checkpoint().base_dir().empty())
     problems.add("checkpoint.random_base and checkpoint.base_dir exclude "
                  "each other: start from random weights or from a model");
+  if (checkpoint.merged() && !checkpoint.save_final())
+    problems.add("checkpoint.merged asks for the merged model at the end, "
+                 "checkpoint.save_final: false for nothing written at the "
+                 "end: choose one");
   return problems.takeError();
 }

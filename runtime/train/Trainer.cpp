@@ -325,6 +325,8 @@ twill::train(Program &program, llvm::ArrayRef<Row> rows, llvm::StringRef source,
   }
   result.seconds = secondsSince(began);
   result.peakMemory = program.peakMemory();
+  if (!job.checkpoint().save_final())
+    return result;
   if (llvm::Error error = saveTrainingResult(program, outputDir))
     return std::move(error);
   if (job.checkpoint().merged() && job.has_lora()) {

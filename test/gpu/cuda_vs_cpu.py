@@ -7,8 +7,11 @@
    fine-tuning (every forward and backward kernel, embedding and norm
    weight gradients included): the loss within 1e-2 relative, every
    gradient within 1e-2 (||cuda - cpu|| / ||cpu||); and the same for the
-   bf16 programs (train.precision=BF16: the cuda kernels read and write
-   bf16 as stored, the cpu backend widens it around its fp32 kernels;
+   bf16 programs, their gradients within 1.6e-2, torch.testing's relative
+   tolerance for bfloat16 (train.precision=BF16: the cuda kernels read and
+   write bf16 as stored, the cpu backend widens it around its fp32 kernels,
+   so the two round at different places: the first GPU run found DoRA's
+   magnitude gradients 1.05e-2 apart, its fp32 ones 5.8e-7;
    full fine-tuning adds the bf16 norm-weight and the widened embedding
    gradients); LoRA with dropout on every projection, fp32 and bf16
    (both backends draw the same masks); and DoRA, fp32 and bf16.
@@ -167,10 +170,11 @@ def main():
         if not abs(cuda_loss - cpu_loss) <= 1e-2 * abs(cpu_loss):
             failures.append(f"{variant}: loss {cuda_loss} vs cpu {cpu_loss}")
         errors = []
+        tolerance = 1.6e-2 if BF16[0] in overrides else 1e-2
         for name, reference in cpu_grads.items():
             errors.append(np.linalg.norm(cuda_grads[name] - reference) /
                           max(np.linalg.norm(reference), 1e-12))
-            if not errors[-1] <= 1e-2:
+            if not errors[-1] <= tolerance:
                 failures.append(f"{variant}: gradient {name} off by "
                                 f"{errors[-1]}")
         worst = np.max(errors) if errors else 0.0  # NaN if any is

@@ -372,8 +372,7 @@ static int runTraining(Program &program, const TrainingData &data) {
   const TrainResult &done = *result;
   report() << llvm::formatv(
       "trained {0} steps{1} in {2:f1} s: {3} tokens ({4} labelled), {5:f0} "
-      "tokens/s on average; peak memory {6:f2} GiB ({7}); {8} written to "
-      "{9}\n",
+      "tokens/s on average; peak memory {6:f2} GiB ({7}); {8}\n",
       done.steps,
       done.skipped ? llvm::formatv(" ({0} without a labelled token: no "
                                    "update)",
@@ -383,8 +382,12 @@ static int runTraining(Program &program, const TrainingData &data) {
       done.seconds, done.positions, done.labelled,
       done.seconds > 0 ? done.positions / done.seconds : 0.0,
       done.peakMemory.bytes / double(1 << 30), done.peakMemory.what,
-      job.has_full_finetune() ? "model" : "adapter",
-      job.checkpoint().output_dir());
+      job.checkpoint().save_final()
+          ? llvm::formatv("{0} written to {1}",
+                          job.has_full_finetune() ? "model" : "adapter",
+                          job.checkpoint().output_dir())
+                .str()
+          : std::string("nothing written (checkpoint.save_final: false)"));
   if (before) {
     llvm::Expected<Evaluation> after = evaluate(program, evalRows);
     if (!after)

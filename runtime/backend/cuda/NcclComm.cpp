@@ -46,13 +46,25 @@ NcclComm::create(const Communicator &mpi, const Mesh &mesh) {
       if (other != axis)
         color = color * int(mesh.shape(other)) +
                 mpi.coordinate(mesh.axes(other));
+    // NCCL writes `split` from a thread of its own once the child is made,
+    // and says the parent is ready again only after that: the parent is
+    // what is waited on. (The first GPU run waited on the child as soon as
+    // it was written, and NCCL refused the next split: "Attempt to use
+    // communicator before the previous operation returned ncclSuccess".)
     ncclComm_t split = nullptr;
     ncclResult_t result =
         ncclCommSplit(comm->world, color, mpi.coordinate(mesh.axes(axis)),
                       &split, nullptr);
+    if (llvm::Error error = comm->settle(comm->world, result, "ncclCommSplit"))
+      return std::move(error);
+    if (!split)
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "ncclCommSplit made no communicator for mesh axis '" +
+              mesh.axes(axis) + "'");
     comm->axes.push_back({mesh.axes(axis), split});
-    if (llvm::Error error =
-            comm->settle(split ? split : comm->world, result, "ncclCommSplit"))
+    if (llvm::Error error = comm->settle(split, ncclInProgress,
+                                         "ncclCommSplit (its communicator)"))
       return std::move(error);
   }
   return comm;
