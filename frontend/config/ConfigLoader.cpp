@@ -111,6 +111,8 @@ static llvm::SmallVector<std::string *> pathFields(JobConfig &config) {
     paths.push_back(config.mutable_checkpoint()->mutable_output_dir());
   if (config.has_tokenizer())
     paths.push_back(config.mutable_tokenizer());
+  if (config.data().has_chat_template())
+    paths.push_back(config.mutable_data()->mutable_chat_template());
   if (config.train().has_tensorboard_dir())
     paths.push_back(config.mutable_train()->mutable_tensorboard_dir());
   return paths;

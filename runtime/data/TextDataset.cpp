@@ -12,44 +12,6 @@ static llvm::Error lineError(const llvm::Twine &what) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), what);
 }
 
-Example twill::tokenizeConversation(const Tokenizer &tokenizer,
-                                    llvm::ArrayRef<ChatMessage> messages,
-                                    llvm::ArrayRef<bool> trained) {
-  Example example;
-  auto append = [&](llvm::ArrayRef<int32_t> ids, bool train) {
-    example.inputIds.insert(example.inputIds.end(), ids.begin(), ids.end());
-    for (int32_t id : ids)
-      example.labels.push_back(train ? id : kIgnoreLabel);
-  };
-  append({tokenizer.specialId("<|begin_of_text|>")}, false);
-  for (auto [message, train] : llvm::zip_equal(messages, trained)) {
-    append({tokenizer.specialId("<|start_header_id|>")}, train);
-    append(tokenizer.encode(llvm::StringRef(message.role).trim(), false),
-           train);
-    append({tokenizer.specialId("<|end_header_id|>")}, train);
-    append(tokenizer.encode("\n\n", false), train);
-    append(tokenizer.encode(llvm::StringRef(message.content).trim(), false),
-           train);
-    append({tokenizer.specialId("<|eot_id|>")}, train);
-  }
-  append({tokenizer.specialId("<|end_of_text|>")}, false);
-  return example;
-}
-
-llvm::Error twill::checkConversationTokens(const Tokenizer &tokenizer,
-                                           llvm::StringRef source) {
-  for (llvm::StringRef name :
-       {"<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>",
-        "<|eot_id|>", "<|end_of_text|>"})
-    if (tokenizer.specialId(name) < 0)
-      return llvm::createStringError(
-          llvm::inconvertibleErrorCode(),
-          source + ": has no special token '" + name +
-              "', which alpaca and chat rows are framed with: `tokenizer` "
-              "must be a Llama 3 tokenizer.model or tokenizer.json");
-  return llvm::Error::success();
-}
-
 std::string twill::alpacaPrompt(llvm::StringRef instruction,
                                 llvm::StringRef input) {
   if (input.empty())
@@ -64,6 +26,17 @@ std::string twill::alpacaPrompt(llvm::StringRef instruction,
                        "\n\n### Instruction:\n{0}\n\n### Input:\n{1}\n\n### "
                        "Response:\n",
                        instruction, input);
+}
+
+/// Keeps the example of line `lineNumber`, or its error.
+static llvm::Error addExample(llvm::Expected<Example> example,
+                              int64_t lineNumber,
+                              std::vector<Example> &examples) {
+  if (!example)
+    return example.takeError();
+  examples.push_back(std::move(*example));
+  examples.back().line = lineNumber;
+  return llvm::Error::success();
 }
 
 /// The string field `key` of `line` (`optional`: "" when absent).
@@ -83,7 +56,7 @@ static llvm::Expected<std::string> stringField(const json::Object &line,
 }
 
 llvm::Expected<std::vector<Example>>
-twill::readAlpacaJsonl(llvm::StringRef path, const Tokenizer &tokenizer,
+twill::readAlpacaJsonl(llvm::StringRef path, const ChatFormat &format,
                        bool trainOnInput) {
   std::vector<Example> examples;
   llvm::Error error = readJsonLines(
@@ -101,51 +74,16 @@ twill::readAlpacaJsonl(llvm::StringRef path, const Tokenizer &tokenizer,
         ChatMessage messages[] = {{"user", alpacaPrompt(*instruction, *input)},
                                   {"assistant", *output}};
         bool trained[] = {trainOnInput, true};
-        examples.push_back(tokenizeConversation(tokenizer, messages, trained));
-        examples.back().line = lineNumber;
-        return llvm::Error::success();
+        return addExample(format.tokenize(messages, trained), lineNumber,
+                          examples);
       });
   if (error)
     return std::move(error);
   return examples;
 }
 
-/// torchtune's checks of a conversation.
-static llvm::Error checkConversation(llvm::ArrayRef<ChatMessage> messages) {
-  if (messages.size() < 2)
-    return lineError("a conversation needs at least two messages");
-  for (auto [index, message] : llvm::enumerate(messages)) {
-    llvm::StringRef role = message.role;
-    if (role != "system" && role != "user" && role != "assistant" &&
-        role != "ipython")
-      return lineError(llvm::formatv("message {0}: role '{1}' is none of "
-                                     "system, user, assistant, ipython",
-                                     index, role)
-                           .str());
-    // Not `cond ? role : ""`: that makes a temporary std::string.
-    llvm::StringRef previous =
-        index ? llvm::StringRef(messages[index - 1].role) : llvm::StringRef();
-    if (role == "system" && index != 0)
-      return lineError(llvm::formatv("message {0}: a system message must "
-                                     "come first",
-                                     index)
-                           .str());
-    if (role == "user" && previous == "user")
-      return lineError(llvm::formatv("messages {0} and {1} are both from the "
-                                     "user",
-                                     index - 1, index)
-                           .str());
-    if (role == "assistant" && previous != "user")
-      return lineError(llvm::formatv("message {0}: an assistant message must "
-                                     "follow a user message",
-                                     index)
-                           .str());
-  }
-  return llvm::Error::success();
-}
-
 llvm::Expected<std::vector<Example>>
-twill::readChatJsonl(llvm::StringRef path, const Tokenizer &tokenizer,
+twill::readChatJsonl(llvm::StringRef path, const ChatFormat &format,
                      bool trainOnInput) {
   std::vector<Example> examples;
   llvm::Error error = readJsonLines(
@@ -188,11 +126,8 @@ twill::readChatJsonl(llvm::StringRef path, const Tokenizer &tokenizer,
           trained.push_back(trainOnInput || *role == "assistant");
           messages.push_back({*role, *content});
         }
-        if (llvm::Error error = checkConversation(messages))
-          return error;
-        examples.push_back(tokenizeConversation(tokenizer, messages, trained));
-        examples.back().line = lineNumber;
-        return llvm::Error::success();
+        return addExample(format.tokenize(messages, trained), lineNumber,
+                          examples);
       });
   if (error)
     return std::move(error);

@@ -6,8 +6,10 @@
 #include "support/ReadFile.h"
 
 #include "llvm/Support/Base64.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 
 using namespace twill;
 
@@ -112,6 +114,33 @@ Tokenizer::load(llvm::StringRef path) {
 int32_t Tokenizer::specialId(llvm::StringRef name) const {
   const AddedToken *token = parts.added.find(name);
   return token && token->special ? token->id : -1;
+}
+
+Tokenizer::Tokenizer(TokenizerParts parts) : parts(std::move(parts)) {
+  for (const AddedToken &token : this->parts.added.all())
+    if (token.special && !token.content.empty())
+      specialFirstBytes.set(uint8_t(token.content.front()));
+}
+
+llvm::Expected<std::string> Tokenizer::findInModel(llvm::StringRef dir) {
+  llvm::SmallString<256> model(dir), json(dir);
+  llvm::sys::path::append(model, "original", "tokenizer.model");
+  llvm::sys::path::append(json, "tokenizer.json");
+  for (llvm::StringRef path : {model.str(), json.str()})
+    if (llvm::sys::fs::exists(path))
+      return path.str();
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 "looked for " + model + " and " + json);
+}
+
+size_t Tokenizer::specialTokenAtStart(llvm::StringRef text) const {
+  if (text.empty() || !specialFirstBytes.test(uint8_t(text.front())))
+    return 0;
+  size_t longest = 0;
+  for (const AddedToken &token : parts.added.all())
+    if (token.special && text.starts_with(token.content))
+      longest = std::max(longest, token.content.size());
+  return longest;
 }
 
 int64_t Tokenizer::vocabSize() const {

@@ -20,6 +20,7 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
 
+#include <bitset>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,6 +42,9 @@ public:
   loadHuggingFace(llvm::StringRef path);
   /// loadHuggingFace for a .json file, loadTiktoken otherwise.
   static llvm::Expected<std::unique_ptr<Tokenizer>> load(llvm::StringRef path);
+  /// The tokenizer file of model folder `dir`: its original/tokenizer.model
+  /// (Llama 3's), else its tokenizer.json; an error says where it looked.
+  static llvm::Expected<std::string> findInModel(llvm::StringRef dir);
 
   /// The ids of `text` as tokenizers' encode(text, add_special_tokens=False)
   /// gives them; special tokens written in it (`<|eot_id|>`) are recognised
@@ -59,6 +63,8 @@ public:
 
   /// The id of special token `name` (such as "<|eot_id|>"), or -1.
   int32_t specialId(llvm::StringRef name) const;
+  /// The length of the longest special token `text` starts with, or 0.
+  size_t specialTokenAtStart(llvm::StringRef text) const;
   /// One past the largest id.
   int64_t vocabSize() const;
   /// The ids the post-processor puts before and after a text when special
@@ -67,7 +73,7 @@ public:
   llvm::ArrayRef<int32_t> suffixIds() const { return parts.suffix; }
 
 private:
-  explicit Tokenizer(TokenizerParts parts) : parts(std::move(parts)) {}
+  explicit Tokenizer(TokenizerParts parts);
   /// Appends the ids of `text` (valid UTF-8, no added tokens split off
   /// yet): normalized, cut at normalized added tokens, pre-tokenized,
   /// encoded piece by piece. `atStart`: it starts the input.
@@ -75,6 +81,8 @@ private:
                   std::vector<int32_t> &ids) const;
 
   TokenizerParts parts;
+  /// The bytes a special token starts with: most text has none of them.
+  std::bitset<256> specialFirstBytes;
 };
 
 } // namespace twill

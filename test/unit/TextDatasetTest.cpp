@@ -49,6 +49,12 @@ const Tokenizer &bytes() {
   return *tokenizer;
 }
 
+/// Llama 3's framing with the byte tokenizer.
+const ChatFormat &llama3() {
+  static ChatFormat format = llvm::cantFail(ChatFormat::llama3(bytes(), "b"));
+  return format;
+}
+
 std::vector<int32_t> ids(llvm::StringRef text) {
   return std::vector<int32_t>(text.bytes_begin(), text.bytes_end());
 }
@@ -103,7 +109,7 @@ TEST(TextDataset, TrainOnInputDecidesWhatThePromptTeaches) {
       "jsonl", R"({"instruction": "Add.", "input": "1 2", "output": "3"})"
                "\n");
   for (bool trainOnInput : {false, true}) {
-    auto examples = readAlpacaJsonl(path, bytes(), trainOnInput);
+    auto examples = readAlpacaJsonl(path, llama3(), trainOnInput);
     ASSERT_TRUE(bool(examples)) << llvm::toString(examples.takeError());
     const Example &example = examples->front();
     size_t trained = 0;
@@ -122,20 +128,20 @@ TEST(TextDataset, BadLinesNameTheFileAndLine) {
   std::string alpaca = temporaryFile("jsonl", "{\"instruction\": \"a\", "
                                               "\"output\": \"b\"}\n"
                                               "{\"instruction\": 3}\n");
-  EXPECT_THAT(llvm::toString(
-                  readAlpacaJsonl(alpaca, bytes(), false).takeError()),
-              HasSubstr(alpaca + ":2: 'instruction' must be a string"));
+  EXPECT_THAT(
+      llvm::toString(readAlpacaJsonl(alpaca, llama3(), false).takeError()),
+      HasSubstr(alpaca + ":2: 'instruction' must be a string"));
   std::string chat = temporaryFile(
       "jsonl", R"({"messages": [{"role": "user", "content": "a"},)"
                R"( {"role": "system", "content": "b"}]})"
                "\n{oops\n");
-  EXPECT_THAT(llvm::toString(readChatJsonl(chat, bytes(), false).takeError()),
+  EXPECT_THAT(llvm::toString(readChatJsonl(chat, llama3(), false).takeError()),
               HasSubstr(chat + ":1: message 1: a system message must come "
                                "first"));
   std::string lonely = temporaryFile(
       "jsonl", R"({"messages": [{"role": "assistant", "content": "a"}]})");
   EXPECT_THAT(
-      llvm::toString(readChatJsonl(lonely, bytes(), false).takeError()),
+      llvm::toString(readChatJsonl(lonely, llama3(), false).takeError()),
       HasSubstr(":1: a conversation needs at least two messages"));
 }
 
@@ -144,7 +150,7 @@ TEST(TextDataset, ChatTrainsOnTheAssistantUnlessTrainOnInput) {
       "jsonl", R"({"messages": [{"role": "system", "content": "S"},)"
                R"( {"role": "user", "content": "U"},)"
                R"( {"role": "assistant", "content": "A"}]})");
-  auto examples = readChatJsonl(path, bytes(), false);
+  auto examples = readChatJsonl(path, llama3(), false);
   ASSERT_TRUE(bool(examples)) << llvm::toString(examples.takeError());
   std::string trained;
   for (auto [token, label] :
@@ -164,8 +170,8 @@ TEST(TextDataset, ShareGptConversationsAreChats) {
       "jsonl", R"({"conversations": [{"from": "system", "value": "S"},)"
                R"( {"from": "human", "value": "U"},)"
                R"( {"from": "gpt", "value": "A"}]})");
-  auto expected = readChatJsonl(openAi, bytes(), false);
-  auto actual = readChatJsonl(shareGpt, bytes(), false);
+  auto expected = readChatJsonl(openAi, llama3(), false);
+  auto actual = readChatJsonl(shareGpt, llama3(), false);
   ASSERT_TRUE(bool(expected)) << llvm::toString(expected.takeError());
   ASSERT_TRUE(bool(actual)) << llvm::toString(actual.takeError());
   EXPECT_EQ(actual->front().inputIds, expected->front().inputIds);
@@ -173,9 +179,123 @@ TEST(TextDataset, ShareGptConversationsAreChats) {
   std::string tool = temporaryFile(
       "jsonl", R"({"conversations": [{"from": "human", "value": "U"},)"
                R"json( {"from": "function_call", "value": "f()"}]})json");
-  EXPECT_THAT(llvm::toString(readChatJsonl(tool, bytes(), false).takeError()),
+  EXPECT_THAT(llvm::toString(readChatJsonl(tool, llama3(), false).takeError()),
               HasSubstr(":1: ShareGPT's 'from' 'function_call' is not "
                         "supported; allowed: system, human, gpt"));
+}
+
+/// A template in Llama 3's style, with the byte tokenizer.
+ChatFormat llama3Template(llvm::StringRef source = "{{ bos_token }}"
+                                                   "{% for m in messages %}"
+                                                   "<|start_header_id|>"
+                                                   "{{ m.role }}"
+                                                   "<|end_header_id|>\n\n"
+                                                   "{{ m.content | trim }}"
+                                                   "<|eot_id|>{% endfor %}"
+                                                   "{% if add_generation_"
+                                                   "prompt %}<|start_header_"
+                                                   "id|>assistant<|end_"
+                                                   "header_id|>\n\n"
+                                                   "{% endif %}") {
+  return ChatFormat::withTemplate(
+      bytes(), llvm::cantFail(ChatTemplate::parse(source, "t.jinja")),
+      {{"bos_token", "<|begin_of_text|>"}}, "t.jinja");
+}
+
+/// The bytes of `example`'s trained tokens, a special one as '#'.
+std::string trainedText(const Example &example) {
+  std::string text;
+  for (auto [token, label] : llvm::zip_equal(example.inputIds, example.labels))
+    if (label != kIgnoreLabel)
+      text += token < 256 ? char(token) : '#';
+  return text;
+}
+
+TEST(ChatFormat, ATemplateTrainsEachAssistantTurnToItsEnd) {
+  ChatMessage messages[] = {{"system", "S"},
+                            {"user", " U "},
+                            {"assistant", " A "},
+                            {"user", "V"},
+                            {"assistant", "B"}};
+  bool trained[] = {false, false, true, false, true};
+  llvm::Expected<Example> example =
+      llama3Template().tokenize(messages, trained);
+  ASSERT_TRUE(bool(example)) << llvm::toString(example.takeError());
+  // The template's text, every byte a token, the specials theirs.
+  std::vector<int32_t> tokens = {kBegin};
+  for (const ChatMessage &message : messages) {
+    for (int32_t id : header(message.role))
+      tokens.push_back(id);
+    for (int32_t id : ids(llvm::StringRef(message.content).trim()))
+      tokens.push_back(id);
+    tokens.push_back(kEot);
+  }
+  EXPECT_THAT(example->inputIds, ElementsAreArray(tokens));
+  // Each assistant turn from the end of the generation prompt: its content
+  // and its end of turn.
+  EXPECT_EQ(trainedText(*example), "A#B#");
+  bool everything[] = {true, true, true, true, true};
+  llvm::Expected<Example> all = llama3Template().tokenize(messages, everything);
+  ASSERT_TRUE(bool(all)) << llvm::toString(all.takeError());
+  EXPECT_EQ(all->labels, all->inputIds);
+}
+
+TEST(ChatFormat, TurnsThatCannotBeToldApartAreRefused) {
+  ChatMessage messages[] = {{"user", "U"}, {"assistant", "A"}};
+  bool trained[] = {false, true};
+  // The count of messages first: the messages before the answer do not
+  // start the whole text.
+  EXPECT_THAT(
+      llvm::toString(llama3Template("{{ messages | length }}"
+                                    "{% for m in messages %}{{ m.content }}"
+                                    "{% endfor %}")
+                         .tokenize(messages, trained)
+                         .takeError()),
+      HasSubstr("message 1: the template writes the messages before it, "
+                "with the generation prompt, other than as the start of the "
+                "whole conversation"));
+  // A turn that nothing ends.
+  EXPECT_THAT(llvm::toString(llama3Template("{% for m in messages %}"
+                                            "{{ m.content }}{% endfor %}")
+                                 .tokenize(messages, trained)
+                                 .takeError()),
+              HasSubstr("message 1: the template writes no special token "
+                        "after it to end its turn"));
+  // A template that raises says its message.
+  EXPECT_THAT(
+      llvm::toString(llama3Template("{{ raise_exception('no answers') }}")
+                         .tokenize(messages, trained)
+                         .takeError()),
+      HasSubstr("no answers"));
+}
+
+TEST(ChatFormat, ATurnEdgeInsideATokenIsRefused) {
+  // Bytes, then "Ax" as one token: the generation prompt's "A" and the
+  // answer's "x" make one token, which has no one label.
+  std::string model;
+  for (int byte = 0; byte < 256; ++byte)
+    model += llvm::encodeBase64(std::string(1, char(byte))) + " " +
+             std::to_string(byte) + "\n";
+  model += llvm::encodeBase64(std::string("Ax")) + " 256\n";
+  auto merging = Tokenizer::loadTiktoken(temporaryFile("model", model));
+  ASSERT_TRUE(bool(merging)) << llvm::toString(merging.takeError());
+  ChatFormat format = ChatFormat::withTemplate(
+      **merging,
+      llvm::cantFail(ChatTemplate::parse(
+          "{% for m in messages %}{% if m.role == 'assistant' %}A{% endif %}"
+          "{{ m.content }}<|eot_id|>{% endfor %}"
+          "{% if add_generation_prompt %}A{% endif %}",
+          "x.jinja")),
+      {}, "x.jinja");
+  ChatMessage messages[] = {{"user", "U"}, {"assistant", "x"}};
+  bool trained[] = {false, true};
+  EXPECT_THAT(llvm::toString(format.tokenize(messages, trained).takeError()),
+              HasSubstr("a trained turn starts or ends inside a token"));
+  bool everything[] = {true, true};
+  llvm::Expected<Example> all = format.tokenize(messages, everything);
+  ASSERT_TRUE(bool(all)) << llvm::toString(all.takeError());
+  int32_t eot = (*merging)->specialId("<|eot_id|>");
+  EXPECT_THAT(all->inputIds, ElementsAreArray({int32_t('U'), eot, 256, eot}));
 }
 
 TEST(Packing, BoundariesAndPositionsOfAHandMadeExample) {

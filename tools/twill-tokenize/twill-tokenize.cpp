@@ -5,14 +5,19 @@
 //   twill-tokenize --tokenizer tokenizer.json --decode < ids
 //   twill-tokenize --tokenizer tokenizer.json --lines < texts.jsonl
 //   twill-tokenize --template tokenizer_config.json < variables.json
+//   twill-tokenize --model DIR --data chat.jsonl [--format alpaca] > rows
 //
 // The tokenizer is a Hugging Face tokenizer.json or Llama 3's tiktoken
 // tokenizer.model. Text is encoded with special tokens recognised; --chat
 // reads a JSON list of {"role", "content"} messages and applies Llama 3's
 // chat format; --lines encodes (or with --decode decodes) many at once.
+// --data writes each example of an alpaca or chat JSONL file as twill-train
+// reads it (the model's chat template, the turns it trains on) as a line
+// of pre-tokenized JSONL: {"input_ids": [...], "labels": [...]}.
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/data/TextDataset.h"
 #include "runtime/data/Tokenizer.h"
 #include "runtime/data/template/ChatTemplate.h"
 #include "support/Json.h"
@@ -49,7 +54,8 @@ static cl::opt<std::string> chatTemplate(
     "template",
     cl::desc("Render this chat template (tokenizer_config.json or a .jinja "
              "file) with the JSON object of variables read (messages, "
-             "bos_token, add_generation_prompt, ...) and print its text"),
+             "bos_token, add_generation_prompt, ...) and print its text; "
+             "with --data, format the data with it"),
     cl::value_desc("path"), cl::cat(options));
 static cl::opt<bool>
     noSpecial("no-special",
@@ -61,6 +67,26 @@ static cl::opt<bool>
                    "on a line; with --decode, read a JSON list of ids per "
                    "line and write each one's text as a JSON string"),
           cl::cat(options));
+
+static cl::opt<std::string>
+    dataPath("data",
+             cl::desc("Write the examples of this alpaca or chat JSONL file "
+                      "as twill-train reads them, a pre-tokenized JSONL line "
+                      "each"),
+             cl::value_desc("path"), cl::cat(options));
+static cl::opt<std::string>
+    modelDir("model",
+             cl::desc("With --data: the model folder whose tokenizer and "
+                      "chat template to use"),
+             cl::value_desc("dir"), cl::cat(options));
+static cl::opt<std::string>
+    dataFormat("format", cl::desc("With --data: alpaca or chat (default)"),
+               cl::init("chat"), cl::cat(options));
+static cl::opt<bool>
+    trainOnInput("train-on-input",
+                 cl::desc("With --data: train on every token, not only the "
+                          "assistant's turns"),
+                 cl::cat(options));
 
 static int fail(const llvm::Twine &message) {
   llvm::WithColor::error(llvm::errs(), "twill-tokenize") << message << "\n";
@@ -142,6 +168,49 @@ static int renderTemplate() {
   return 0;
 }
 
+/// --data: the file's examples as pre-tokenized JSONL.
+static int writeExamples() {
+  if (dataFormat != "alpaca" && dataFormat != "chat")
+    return fail("--format must be alpaca or chat, got '" + dataFormat + "'");
+  std::string path = tokenizerPath;
+  if (path.empty()) {
+    if (modelDir.empty())
+      return fail("--data needs --model (or --tokenizer)");
+    llvm::Expected<std::string> found = Tokenizer::findInModel(modelDir);
+    if (!found)
+      return fail(modelDir +
+                  " has no tokenizer: " + llvm::toString(found.takeError()));
+    path = *found;
+  }
+  llvm::Expected<std::unique_ptr<Tokenizer>> tokenizer = Tokenizer::load(path);
+  if (!tokenizer)
+    return fail(llvm::toString(tokenizer.takeError()));
+  llvm::Expected<ChatFormat> format =
+      ChatFormat::find(**tokenizer, path, chatTemplate, modelDir);
+  if (!format)
+    return fail(llvm::toString(format.takeError()));
+  llvm::Expected<std::vector<Example>> examples =
+      dataFormat == "alpaca" ? readAlpacaJsonl(dataPath, *format, trainOnInput)
+                             : readChatJsonl(dataPath, *format, trainOnInput);
+  if (!examples)
+    return fail(llvm::toString(examples.takeError()));
+  for (const Example &example : *examples) {
+    llvm::json::OStream out(llvm::outs());
+    out.object([&] {
+      out.attributeArray("input_ids", [&] {
+        for (int32_t id : example.inputIds)
+          out.value(id);
+      });
+      out.attributeArray("labels", [&] {
+        for (int32_t label : example.labels)
+          out.value(label);
+      });
+    });
+    llvm::outs() << "\n";
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   twill::checkStandardOutputAtExit("twill-tokenize");
   llvm::InitLLVM init(argc, argv);
@@ -149,6 +218,8 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(options);
   cl::ParseCommandLineOptions(argc, argv,
                               "Hugging Face and Llama 3 tokenizers\n");
+  if (!dataPath.empty())
+    return writeExamples();
   if (!chatTemplate.empty())
     return renderTemplate();
   if (tokenizerPath.empty())

@@ -227,44 +227,35 @@ static int runEval(Program &program) {
   return 0;
 }
 
-/// The tokenizer at `path`, if it frames conversations as Llama 3 does.
-static llvm::Expected<std::unique_ptr<Tokenizer>>
-loadConversationTokenizer(llvm::StringRef path) {
+/// The job's tokenizer: `tokenizer` in the job, else the base model
+/// folder's; and where it is.
+static llvm::Expected<std::pair<std::unique_ptr<Tokenizer>, std::string>>
+loadTokenizer(const JobConfig &job) {
+  std::string format = DataConfig::Format_Name(job.data().format());
+  std::string path = job.tokenizer();
+  if (path.empty()) {
+    if (job.checkpoint().base_dir().empty())
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "data.format " + format +
+              " needs a tokenizer: set `tokenizer` in the job (a "
+              "tokenizer.json, or Llama 3's tokenizer.model) or "
+              "checkpoint.base_dir (a model folder holding one)");
+    llvm::Expected<std::string> found =
+        Tokenizer::findInModel(job.checkpoint().base_dir());
+    if (!found)
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "data.format " + format +
+              " needs a tokenizer, and the base model has none: " +
+              llvm::toString(found.takeError()) +
+              " (or set `tokenizer` in the job)");
+    path = *found;
+  }
   llvm::Expected<std::unique_ptr<Tokenizer>> tokenizer = Tokenizer::load(path);
   if (!tokenizer)
     return tokenizer.takeError();
-  if (llvm::Error error = checkConversationTokens(**tokenizer, path))
-    return std::move(error);
-  return tokenizer;
-}
-
-/// The job's tokenizer: `tokenizer` in the job, else the base model
-/// folder's original/tokenizer.model or tokenizer.json.
-static llvm::Expected<std::unique_ptr<Tokenizer>>
-loadTokenizer(const JobConfig &job) {
-  if (!job.tokenizer().empty())
-    return loadConversationTokenizer(job.tokenizer());
-  std::string format = DataConfig::Format_Name(job.data().format());
-  if (job.checkpoint().base_dir().empty())
-    return llvm::createStringError(
-        llvm::inconvertibleErrorCode(),
-        "data.format " + format +
-            " needs a tokenizer: set `tokenizer` in the job (a Llama 3 "
-            "tokenizer.model or tokenizer.json) or checkpoint.base_dir (a "
-            "model folder holding one)");
-  llvm::SmallString<256> model(job.checkpoint().base_dir()),
-      json(job.checkpoint().base_dir());
-  llvm::sys::path::append(model, "original", "tokenizer.model");
-  llvm::sys::path::append(json, "tokenizer.json");
-  for (llvm::StringRef path : {model.str(), json.str()})
-    if (llvm::sys::fs::exists(path))
-      return loadConversationTokenizer(path);
-  return llvm::createStringError(
-      llvm::inconvertibleErrorCode(),
-      "data.format " + format +
-          " needs a tokenizer, and the base model has "
-          "none: looked for " +
-          model + " and " + json + " (or set `tokenizer` in the job)");
+  return std::make_pair(std::move(*tokenizer), path);
 }
 
 static llvm::Expected<std::vector<Row>> readRows(const JobConfig &job,
@@ -274,12 +265,19 @@ static llvm::Expected<std::vector<Row>> readRows(const JobConfig &job,
   if (data.format() == DataConfig::TOKENIZED) {
     examples = readTokenizedJsonl(path);
   } else {
-    llvm::Expected<std::unique_ptr<Tokenizer>> tokenizer = loadTokenizer(job);
+    auto tokenizer = loadTokenizer(job);
     if (!tokenizer)
       return tokenizer.takeError();
+    llvm::Expected<ChatFormat> chatFormat =
+        ChatFormat::find(*tokenizer->first, tokenizer->second,
+                         data.chat_template(), job.checkpoint().base_dir());
+    if (!chatFormat)
+      return chatFormat.takeError();
+    report() << path << ": conversations in " << chatFormat->description()
+             << "\n";
     examples = data.format() == DataConfig::ALPACA
-                   ? readAlpacaJsonl(path, **tokenizer, data.train_on_input())
-                   : readChatJsonl(path, **tokenizer, data.train_on_input());
+                   ? readAlpacaJsonl(path, *chatFormat, data.train_on_input())
+                   : readChatJsonl(path, *chatFormat, data.train_on_input());
   }
   if (!examples)
     return examples.takeError();

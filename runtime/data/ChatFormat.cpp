@@ -1,0 +1,272 @@
+//===- ChatFormat.cpp - conversations into tokens and labels --------------===//
+
+#include "runtime/data/ChatFormat.h"
+
+#include "support/Json.h"
+#include "support/ReadFile.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
+
+using namespace twill;
+namespace json = llvm::json;
+
+static llvm::Error formatError(const llvm::Twine &what) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), what);
+}
+
+//===----------------------------------------------------------------------===//
+// Llama 3's framing
+//===----------------------------------------------------------------------===//
+
+Example twill::tokenizeConversation(const Tokenizer &tokenizer,
+                                    llvm::ArrayRef<ChatMessage> messages,
+                                    llvm::ArrayRef<bool> trained) {
+  Example example;
+  auto append = [&](llvm::ArrayRef<int32_t> ids, bool train) {
+    example.inputIds.insert(example.inputIds.end(), ids.begin(), ids.end());
+    for (int32_t id : ids)
+      example.labels.push_back(train ? id : kIgnoreLabel);
+  };
+  append({tokenizer.specialId("<|begin_of_text|>")}, false);
+  for (auto [message, train] : llvm::zip_equal(messages, trained)) {
+    append({tokenizer.specialId("<|start_header_id|>")}, train);
+    append(tokenizer.encode(llvm::StringRef(message.role).trim(), false),
+           train);
+    append({tokenizer.specialId("<|end_header_id|>")}, train);
+    append(tokenizer.encode("\n\n", false), train);
+    append(tokenizer.encode(llvm::StringRef(message.content).trim(), false),
+           train);
+    append({tokenizer.specialId("<|eot_id|>")}, train);
+  }
+  append({tokenizer.specialId("<|end_of_text|>")}, false);
+  return example;
+}
+
+/// torchtune's checks of a conversation.
+static llvm::Error checkConversation(llvm::ArrayRef<ChatMessage> messages) {
+  if (messages.size() < 2)
+    return formatError("a conversation needs at least two messages");
+  for (auto [index, message] : llvm::enumerate(messages)) {
+    llvm::StringRef role = message.role;
+    if (role != "system" && role != "user" && role != "assistant" &&
+        role != "ipython")
+      return formatError(llvm::formatv("message {0}: role '{1}' is none of "
+                                       "system, user, assistant, ipython",
+                                       index, role));
+    // Not `cond ? role : ""`: that makes a temporary std::string.
+    llvm::StringRef previous =
+        index ? llvm::StringRef(messages[index - 1].role) : llvm::StringRef();
+    if (role == "system" && index != 0)
+      return formatError(llvm::formatv("message {0}: a system message must "
+                                       "come first",
+                                       index));
+    if (role == "user" && previous == "user")
+      return formatError(llvm::formatv("messages {0} and {1} are both from "
+                                       "the user",
+                                       index - 1, index));
+    if (role == "assistant" && previous != "user")
+      return formatError(llvm::formatv("message {0}: an assistant message "
+                                       "must follow a user message",
+                                       index));
+  }
+  return llvm::Error::success();
+}
+
+llvm::Expected<ChatFormat> ChatFormat::llama3(const Tokenizer &tokenizer,
+                                              llvm::StringRef source) {
+  for (llvm::StringRef name :
+       {"<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>",
+        "<|eot_id|>", "<|end_of_text|>"})
+    if (tokenizer.specialId(name) < 0)
+      return formatError(source + ": has no special token '" + name +
+                         "', which alpaca and chat rows are framed with "
+                         "where the model has no chat template: give the "
+                         "model's (data.chat_template, or a "
+                         "checkpoint.base_dir with one), or a Llama 3 "
+                         "tokenizer");
+  ChatFormat format(tokenizer);
+  format.from = "Llama 3's framing (torchtune's: the model has no chat "
+                "template)";
+  return format;
+}
+
+//===----------------------------------------------------------------------===//
+// The model's template
+//===----------------------------------------------------------------------===//
+
+ChatFormat ChatFormat::withTemplate(
+    const Tokenizer &tokenizer, ChatTemplate chatTemplate,
+    std::vector<std::pair<std::string, std::string>> specialTokens,
+    std::string description) {
+  ChatFormat format(tokenizer);
+  format.chatTemplate = std::move(chatTemplate);
+  format.specialTokens = std::move(specialTokens);
+  format.from = std::move(description);
+  return format;
+}
+
+/// The special tokens' text a tokenizer_config.json gives (each a string,
+/// or an added token's object with its "content"), as transformers hands
+/// them to the template.
+static std::vector<std::pair<std::string, std::string>>
+specialTokensOf(const json::Object &config) {
+  std::vector<std::pair<std::string, std::string>> tokens;
+  for (llvm::StringRef name :
+       {"bos_token", "eos_token", "unk_token", "sep_token", "pad_token",
+        "cls_token", "mask_token"}) {
+    const json::Value *value = config.get(name);
+    const json::Object *added = value ? value->getAsObject() : nullptr;
+    std::optional<llvm::StringRef> text = added   ? added->getString("content")
+                                          : value ? value->getAsString()
+                                                  : std::nullopt;
+    if (text)
+      tokens.push_back({name.str(), text->str()});
+  }
+  return tokens;
+}
+
+llvm::Expected<ChatFormat> ChatFormat::find(const Tokenizer &tokenizer,
+                                            llvm::StringRef tokenizerSource,
+                                            llvm::StringRef templatePath,
+                                            llvm::StringRef modelDir) {
+  llvm::SmallString<256> jinja(modelDir), config(modelDir);
+  llvm::sys::path::append(jinja, "chat_template.jinja");
+  llvm::sys::path::append(config, "tokenizer_config.json");
+  if (modelDir.empty() || !llvm::sys::fs::exists(config))
+    config.clear();
+  // The tokenizer_config.json given replaces the model folder's.
+  if (templatePath.ends_with(".json"))
+    config = templatePath;
+  std::optional<json::Value> configJson;
+  if (!config.empty()) {
+    llvm::Expected<json::Value> read = readJsonFile(config, kMaxTokenizerBytes);
+    if (!read)
+      return read.takeError();
+    configJson = std::move(*read);
+  }
+  const json::Object *configObject =
+      configJson ? configJson->getAsObject() : nullptr;
+  std::string source = templatePath.str();
+  if (source.empty() && !modelDir.empty()) {
+    if (llvm::sys::fs::exists(jinja))
+      source = jinja.str().str();
+    else if (configObject && configObject->get("chat_template"))
+      source = config.str().str();
+  }
+  if (source.empty())
+    return llama3(tokenizer, tokenizerSource);
+  llvm::Expected<ChatTemplate> parsed = ChatTemplate::load(source);
+  if (!parsed)
+    return parsed.takeError();
+  return withTemplate(tokenizer, std::move(*parsed),
+                      configObject
+                          ? specialTokensOf(*configObject)
+                          : std::vector<std::pair<std::string, std::string>>(),
+                      "the chat template of " + source);
+}
+
+llvm::Expected<std::string>
+ChatFormat::render(llvm::ArrayRef<ChatMessage> messages,
+                   bool generationPrompt) const {
+  std::string variables;
+  llvm::raw_string_ostream os(variables);
+  json::OStream out(os);
+  out.object([&] {
+    out.attributeArray("messages", [&] {
+      for (const ChatMessage &message : messages)
+        out.object([&] {
+          out.attribute("role", message.role);
+          out.attribute("content", message.content);
+        });
+    });
+    out.attribute("add_generation_prompt", generationPrompt);
+    for (const auto &[name, text] : specialTokens)
+      out.attribute(name, text);
+  });
+  return chatTemplate->render(variables);
+}
+
+llvm::Expected<Example>
+ChatFormat::tokenizeTemplate(llvm::ArrayRef<ChatMessage> messages,
+                             llvm::ArrayRef<bool> trained) const {
+  if (messages.empty())
+    return formatError("a conversation needs a message");
+  llvm::Expected<std::string> rendered = render(messages, false);
+  if (!rendered)
+    return rendered.takeError();
+  llvm::StringRef text = *rendered;
+  Example example;
+  example.inputIds = tokenizer->encode(text, /*allowSpecial=*/true);
+  if (llvm::all_of(trained, [](bool train) { return train; })) {
+    example.labels = example.inputIds;
+    return example;
+  }
+  example.labels.assign(example.inputIds.size(), kIgnoreLabel);
+  // The tokens of the text before `edge`: the first ones of the whole text,
+  // unless a token crosses the edge.
+  auto tokensBefore = [&](size_t edge) -> llvm::Expected<size_t> {
+    std::vector<int32_t> before =
+        tokenizer->encode(text.take_front(edge), /*allowSpecial=*/true);
+    if (before.size() > example.inputIds.size() ||
+        !std::equal(before.begin(), before.end(), example.inputIds.begin()))
+      return formatError("a trained turn starts or ends inside a token of "
+                         "the template's text, so the token has no one "
+                         "label (with data.train_on_input every token is "
+                         "trained on)");
+    return before.size();
+  };
+  size_t previousEnd = 0;
+  for (size_t index = 0; index < messages.size(); ++index) {
+    if (!trained[index])
+      continue;
+    llvm::Expected<std::string> prompt =
+        render(messages.take_front(index), /*generationPrompt=*/true);
+    if (!prompt)
+      return formatError(llvm::formatv("message {0}: the messages before it "
+                                       "with the generation prompt: {1}",
+                                       index,
+                                       llvm::toString(prompt.takeError())));
+    size_t begin = prompt->size();
+    if (!text.starts_with(*prompt) || begin < previousEnd)
+      return formatError(llvm::formatv(
+          "message {0}: the template writes the messages before it, with "
+          "the generation prompt, other than as the start of the whole "
+          "conversation, so its turn cannot be told apart (with "
+          "data.train_on_input every token is trained on)",
+          index));
+    // Its end of turn: the first special token written after its start.
+    size_t end = begin, special = 0;
+    while (end < text.size() &&
+           !(special = tokenizer->specialTokenAtStart(text.substr(end))))
+      ++end;
+    if (!special)
+      return formatError(llvm::formatv("message {0}: the template writes no "
+                                       "special token after it to end its "
+                                       "turn",
+                                       index));
+    end += special;
+    llvm::Expected<size_t> first = tokensBefore(begin);
+    if (!first)
+      return first.takeError();
+    llvm::Expected<size_t> last = tokensBefore(end);
+    if (!last)
+      return last.takeError();
+    for (size_t token = *first; token < *last; ++token)
+      example.labels[token] = example.inputIds[token];
+    previousEnd = end;
+  }
+  return example;
+}
+
+llvm::Expected<Example>
+ChatFormat::tokenize(llvm::ArrayRef<ChatMessage> messages,
+                     llvm::ArrayRef<bool> trained) const {
+  if (chatTemplate)
+    return tokenizeTemplate(messages, trained);
+  if (llvm::Error error = checkConversation(messages))
+    return std::move(error);
+  return tokenizeConversation(*tokenizer, messages, trained);
+}
