@@ -48,9 +48,7 @@ NcclComm::create(const Communicator &mpi, const Mesh &mesh) {
                 mpi.coordinate(mesh.axes(other));
     // NCCL writes `split` from a thread of its own once the child is made,
     // and says the parent is ready again only after that: the parent is
-    // what is waited on. (The first GPU run waited on the child as soon as
-    // it was written, and NCCL refused the next split: "Attempt to use
-    // communicator before the previous operation returned ncclSuccess".)
+    // what is waited on (NVIDIA/nccl#1472), then the child checked.
     ncclComm_t split = nullptr;
     ncclResult_t result =
         ncclCommSplit(comm->world, color, mpi.coordinate(mesh.axes(axis)),
@@ -63,7 +61,7 @@ NcclComm::create(const Communicator &mpi, const Mesh &mesh) {
           "ncclCommSplit made no communicator for mesh axis '" +
               mesh.axes(axis) + "'");
     comm->axes.push_back({mesh.axes(axis), split});
-    if (llvm::Error error = comm->settle(split, ncclInProgress,
+    if (llvm::Error error = comm->settle(split, ncclSuccess,
                                          "ncclCommSplit (its communicator)"))
       return std::move(error);
   }
@@ -72,6 +70,15 @@ NcclComm::create(const Communicator &mpi, const Mesh &mesh) {
 
 llvm::Error NcclComm::settle(ncclComm_t comm, ncclResult_t result,
                              llvm::StringRef call) {
+  if (result != ncclSuccess && result != ncclInProgress)
+    return checkNccl(result, call);
+  // A call may return ncclSuccess with its work still going on (NCCL 2.28's
+  // ncclCommSplit does: the GPU runs found the next call refused, "Attempt
+  // to use communicator before the previous operation returned
+  // ncclSuccess"): the communicator's own state says when it is done.
+  if (llvm::Error error = checkNccl(ncclCommGetAsyncError(comm, &result),
+                                    "ncclCommGetAsyncError"))
+    return error;
   auto began = std::chrono::steady_clock::now();
   while (result == ncclInProgress) {
     if (std::chrono::duration<double>(std::chrono::steady_clock::now() - began)

@@ -33,10 +33,10 @@ public:
   /// collective waiting for a rank that never comes): NCCL's way out.
   void abort();
 
-  /// The communicators are non-blocking: a call may return ncclInProgress
-  /// and finish later. This waits for `call`'s `result` on `comm` no longer
-  /// than parallel.collective_timeout_s, then aborts every communicator and
-  /// fails; an error result names the call.
+  /// The communicators are non-blocking: a call may return ncclInProgress,
+  /// or even ncclSuccess, and finish later. This waits until `comm` says
+  /// `call` is done, no longer than parallel.collective_timeout_s, then
+  /// aborts every communicator and fails; an error result names the call.
   llvm::Error settle(ncclComm_t comm, ncclResult_t result,
                      llvm::StringRef call);
 
