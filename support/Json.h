@@ -14,6 +14,8 @@
 #include "llvm/Support/Error.h"
 #include "llvm/Support/JSON.h"
 
+#include <vector>
+
 namespace twill {
 
 /// Deeper than any JSON Twill reads needs, far from what overflows a stack.
@@ -35,6 +37,14 @@ parseJson(llvm::StringRef text, const llvm::Twine &what,
 /// (ReadFile.h); errors name the path.
 llvm::Expected<llvm::json::Value>
 readJsonFile(llvm::StringRef path, uint64_t maxBytes = uint64_t(64) << 20);
+
+/// The source text of top-level member `key` of the object `text` (valid
+/// JSON, as parseJson took it), its keys in their order as written: what a
+/// reader that keeps that order (a chat template's) reads; "" if there is
+/// no such member.
+llvm::StringRef jsonMemberText(llvm::StringRef text, llvm::StringRef key);
+/// The source text of each element of the array `text` (valid JSON).
+std::vector<llvm::StringRef> jsonElementTexts(llvm::StringRef text);
 
 } // namespace twill
 

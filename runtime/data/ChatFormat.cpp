@@ -169,19 +169,29 @@ llvm::Expected<ChatFormat> ChatFormat::find(const Tokenizer &tokenizer,
 }
 
 llvm::Expected<std::string>
-ChatFormat::render(llvm::ArrayRef<ChatMessage> messages,
-                   bool generationPrompt) const {
+ChatFormat::render(llvm::ArrayRef<ChatMessage> messages, bool generationPrompt,
+                   llvm::StringRef tools) const {
   std::string variables;
   llvm::raw_string_ostream os(variables);
   json::OStream out(os);
   out.object([&] {
     out.attributeArray("messages", [&] {
-      for (const ChatMessage &message : messages)
+      for (const ChatMessage &message : messages) {
+        if (!message.json.empty()) {
+          out.rawValue(message.json);
+          continue;
+        }
         out.object([&] {
           out.attribute("role", message.role);
           out.attribute("content", message.content);
         });
+      }
     });
+    if (!tools.empty()) {
+      out.attributeBegin("tools");
+      out.rawValue(tools);
+      out.attributeEnd();
+    }
     out.attribute("add_generation_prompt", generationPrompt);
     for (const auto &[name, text] : specialTokens)
       out.attribute(name, text);
@@ -191,10 +201,11 @@ ChatFormat::render(llvm::ArrayRef<ChatMessage> messages,
 
 llvm::Expected<Example>
 ChatFormat::tokenizeTemplate(llvm::ArrayRef<ChatMessage> messages,
-                             llvm::ArrayRef<bool> trained) const {
+                             llvm::ArrayRef<bool> trained,
+                             llvm::StringRef tools) const {
   if (messages.empty())
     return formatError("a conversation needs a message");
-  llvm::Expected<std::string> rendered = render(messages, false);
+  llvm::Expected<std::string> rendered = render(messages, false, tools);
   if (!rendered)
     return rendered.takeError();
   llvm::StringRef text = *rendered;
@@ -223,7 +234,7 @@ ChatFormat::tokenizeTemplate(llvm::ArrayRef<ChatMessage> messages,
     if (!trained[index])
       continue;
     llvm::Expected<std::string> prompt =
-        render(messages.take_front(index), /*generationPrompt=*/true);
+        render(messages.take_front(index), /*generationPrompt=*/true, tools);
     if (!prompt)
       return formatError(llvm::formatv("message {0}: the messages before it "
                                        "with the generation prompt: {1}",
@@ -263,9 +274,10 @@ ChatFormat::tokenizeTemplate(llvm::ArrayRef<ChatMessage> messages,
 
 llvm::Expected<Example>
 ChatFormat::tokenize(llvm::ArrayRef<ChatMessage> messages,
-                     llvm::ArrayRef<bool> trained) const {
+                     llvm::ArrayRef<bool> trained,
+                     llvm::StringRef tools) const {
   if (chatTemplate)
-    return tokenizeTemplate(messages, trained);
+    return tokenizeTemplate(messages, trained, tools);
   if (llvm::Error error = checkConversation(messages))
     return std::move(error);
   return tokenizeConversation(*tokenizer, messages, trained);

@@ -61,18 +61,25 @@ public:
   /// Where the format comes from, for the log.
   const std::string &description() const { return from; }
 
+  /// Whether the model's own template formats the conversations.
+  bool hasTemplate() const { return chatTemplate.has_value(); }
+
   /// The tokens and labels of `messages`; `trained[i]` says whether message
-  /// i is trained on. An error says why the conversation is refused.
+  /// i is trained on; `tools`, a JSON list's text, the template's `tools`.
+  /// An error says why the conversation is refused.
   llvm::Expected<Example> tokenize(llvm::ArrayRef<ChatMessage> messages,
-                                   llvm::ArrayRef<bool> trained) const;
+                                   llvm::ArrayRef<bool> trained,
+                                   llvm::StringRef tools = {}) const;
 
 private:
   explicit ChatFormat(const Tokenizer &tokenizer) : tokenizer(&tokenizer) {}
   /// The template's text for `messages`.
   llvm::Expected<std::string> render(llvm::ArrayRef<ChatMessage> messages,
-                                     bool generationPrompt) const;
+                                     bool generationPrompt,
+                                     llvm::StringRef tools) const;
   llvm::Expected<Example> tokenizeTemplate(llvm::ArrayRef<ChatMessage> messages,
-                                           llvm::ArrayRef<bool> trained) const;
+                                           llvm::ArrayRef<bool> trained,
+                                           llvm::StringRef tools) const;
 
   const Tokenizer *tokenizer;
   std::optional<ChatTemplate> chatTemplate;

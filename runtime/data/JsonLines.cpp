@@ -10,7 +10,8 @@
 
 llvm::Error twill::readJsonLines(
     llvm::StringRef path,
-    llvm::function_ref<llvm::Error(const llvm::json::Object &, int64_t line)>
+    llvm::function_ref<llvm::Error(const llvm::json::Object &,
+                                   llvm::StringRef text, int64_t line)>
         read) {
   auto file = readRegularFile(path, kMaxDataBytes);
   if (!file)
@@ -41,7 +42,7 @@ llvm::Error twill::readJsonLines(
     const llvm::json::Object *line = parsed->getAsObject();
     if (!line)
       return fail("expected a JSON object");
-    if (llvm::Error error = read(*line, int64_t(index) + 1))
+    if (llvm::Error error = read(*line, text, int64_t(index) + 1))
       return fail(llvm::toString(std::move(error)));
   }
   return llvm::Error::success();

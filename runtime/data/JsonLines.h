@@ -9,11 +9,12 @@
 namespace twill {
 
 /// Calls `read` with each non-blank line of `path` parsed as a JSON object,
-/// and its line number (from 1). A line that is no JSON object, or whose
-/// `read` fails, is an error "path:line: what".
+/// the line's text and its number (from 1). A line that is no JSON object,
+/// or whose `read` fails, is an error "path:line: what".
 llvm::Error readJsonLines(
     llvm::StringRef path,
-    llvm::function_ref<llvm::Error(const llvm::json::Object &, int64_t line)>
+    llvm::function_ref<llvm::Error(const llvm::json::Object &,
+                                   llvm::StringRef text, int64_t line)>
         read);
 
 } // namespace twill

@@ -60,7 +60,9 @@ twill::readAlpacaJsonl(llvm::StringRef path, const ChatFormat &format,
                        bool trainOnInput) {
   std::vector<Example> examples;
   llvm::Error error = readJsonLines(
-      path, [&](const json::Object &line, int64_t lineNumber) -> llvm::Error {
+      path,
+      [&](const json::Object &line, llvm::StringRef text,
+          int64_t lineNumber) -> llvm::Error {
         llvm::Expected<std::string> instruction =
             stringField(line, "instruction");
         if (!instruction)
@@ -87,7 +89,9 @@ twill::readChatJsonl(llvm::StringRef path, const ChatFormat &format,
                      bool trainOnInput) {
   std::vector<Example> examples;
   llvm::Error error = readJsonLines(
-      path, [&](const json::Object &line, int64_t lineNumber) -> llvm::Error {
+      path,
+      [&](const json::Object &line, llvm::StringRef text,
+          int64_t lineNumber) -> llvm::Error {
         // OpenAI's {"messages": [{"role", "content"}]}, or ShareGPT's
         // {"conversations": [{"from", "value"}]}.
         const json::Array *list = line.getArray("messages");
@@ -96,9 +100,20 @@ twill::readChatJsonl(llvm::StringRef path, const ChatFormat &format,
           return lineError("expected 'messages': a list of {\"role\", "
                            "\"content\"} (or ShareGPT's 'conversations': a "
                            "list of {\"from\", \"value\"})");
+        // Each message as written goes to a template whole (tool_calls and
+        // every other field, its keys in their order), as the line's tools.
+        std::vector<llvm::StringRef> written;
+        llvm::StringRef tools;
+        if (format.hasTemplate() && !shareGpt) {
+          written = jsonElementTexts(jsonMemberText(text, "messages"));
+          tools = jsonMemberText(text, "tools");
+        } else if (line.get("tools")) {
+          return lineError("'tools' are written by the model's chat "
+                           "template, and this model has none");
+        }
         std::vector<ChatMessage> messages;
         llvm::SmallVector<bool, 8> trained; // (std::vector<bool> has no array)
-        for (const json::Value &value : *list) {
+        for (auto [index, value] : llvm::enumerate(*list)) {
           const json::Object *message = value.getAsObject();
           if (!message)
             return lineError("each message must be an object");
@@ -119,14 +134,23 @@ twill::readChatJsonl(llvm::StringRef path, const ChatFormat &format,
                                "gpt");
             *role = known->second.str();
           }
+          // A template reads what it needs: an answer of tool calls may
+          // have no content.
+          const json::Value *given =
+              message->get(shareGpt ? "value" : "content");
+          bool none = !given || given->kind() == json::Value::Null;
           llvm::Expected<std::string> content =
-              stringField(*message, shareGpt ? "value" : "content");
+              none && index < written.size()
+                  ? std::string()
+                  : stringField(*message, shareGpt ? "value" : "content");
           if (!content)
             return content.takeError();
           trained.push_back(trainOnInput || *role == "assistant");
-          messages.push_back({*role, *content});
+          messages.push_back(
+              {*role, *content,
+               index < written.size() ? written[index].str() : std::string()});
         }
-        return addExample(format.tokenize(messages, trained), lineNumber,
+        return addExample(format.tokenize(messages, trained, tools), lineNumber,
                           examples);
       });
   if (error)

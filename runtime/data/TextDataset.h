@@ -6,9 +6,10 @@
 // - alpaca: {"instruction", "input", "output"} per line, as a user message
 //   holding torchtune's alpaca prompt (with or without the input) and an
 //   assistant message holding the output;
-// - chat: {"messages": [{"role", "content"}, ...]} per line (OpenAI's form),
-//   or ShareGPT's {"conversations": [{"from", "value"}, ...]} (system,
-//   human, gpt).
+// - chat: {"messages": [{"role", "content"}, ...]} per line (OpenAI's form;
+//   to a template each message as written, tool_calls and all, and the
+//   line's "tools"), or ShareGPT's {"conversations": [{"from", "value"},
+//   ...]} (system, human, gpt).
 // Without `trainOnInput` only the assistant messages are trained on.
 //
 //===----------------------------------------------------------------------===//

@@ -47,7 +47,9 @@ twill::readTokenizedJsonl(llvm::StringRef path) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), what);
   };
   llvm::Error error = readJsonLines(
-      path, [&](const json::Object &line, int64_t lineNumber) -> llvm::Error {
+      path,
+      [&](const json::Object &line, llvm::StringRef text,
+          int64_t lineNumber) -> llvm::Error {
         Example example;
         llvm::Expected<std::vector<int32_t>> ids = readIds(line, "input_ids");
         if (!ids)

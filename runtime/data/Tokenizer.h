@@ -29,6 +29,10 @@ namespace twill {
 
 struct ChatMessage {
   std::string role, content;
+  /// The message as its file writes it (a JSON object's text), which a
+  /// chat template reads whole: tool_calls and any other field, in their
+  /// order. Empty: {"role", "content"}.
+  std::string json = {};
 };
 
 class Tokenizer {

@@ -9,7 +9,8 @@ added as special tokens; Mistral's real one), saved by transformers as a
 model folder (tokenizer.json, tokenizer_config.json with the template and
 its special tokens), 50 conversations (a system message or not, one to
 three exchanges, contents with whitespace, code, emoji, <think> blocks and
-empty ones) go through `twill-tokenize --model DIR --data FILE`, the
+empty ones; for Qwen 2.5's, 10 more whose answers call a tool, with the
+line's tools) go through `twill-tokenize --model DIR --data FILE`, the
 examples twill-train trains on:
 
 - with --train-on-input, every conversation's ids must be transformers'
@@ -73,6 +74,31 @@ def conversations(rng, count):
         yield messages
 
 
+TOOLS = [{"type": "function", "function": {
+    "name": "get_weather", "description": "The weather in a city.",
+    "parameters": {"type": "object", "required": ["city"], "properties": {
+        "city": {"type": "string"}, "unit": {"enum": ["c", "f"]}}}}}]
+
+
+def tool_conversations(rng, count):
+    """Answers that call a tool (content empty, absent or null; arguments
+    with their keys out of alphabetical order) and its result, with the
+    tools: lines as twill-train reads them, {"messages", "tools"}."""
+    for _ in range(count):
+        call = {"role": "assistant", "tool_calls": [{
+            "type": "function", "function": {
+                "name": "get_weather",
+                "arguments": {"unit": rng.choice(["c", "f"]),
+                              "city": rng.choice(["Paris", "東京"])}}}]}
+        content = rng.choice(["absent", None, "", "Let me check."])
+        if content != "absent":
+            call["content"] = content
+        messages = [{"role": "user", "content": rng.choice(CONTENTS[:6])},
+                    call, {"role": "tool", "content": '{"temp": 21}'},
+                    {"role": "assistant", "content": "It is 21°C."}]
+        yield {"messages": messages, "tools": TOOLS}
+
+
 def model_folder(work, name, made):
     pipeline, specials, others, tokens = FAMILIES[name]
     backend = Tokenizer.from_str(made[pipeline][0].to_str())
@@ -87,11 +113,12 @@ def model_folder(work, name, made):
     return tokenizer, folder
 
 
-def reference(tokenizer, messages):
+def reference(tokenizer, messages, tools=None):
     """The ids and labels by offsets, or None where Twill must refuse."""
     def text(part, generation):
         return tokenizer.apply_chat_template(
-            part, tokenize=False, add_generation_prompt=generation)
+            part, tools=tools, tokenize=False,
+            add_generation_prompt=generation)
     full = text(messages, False)
     specials = [token.content for token in
                 tokenizer.backend_tokenizer.get_added_tokens_decoder().values()
@@ -136,20 +163,24 @@ def main():
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     made = pipelines()
-    cases = list(conversations(random.Random(2), 50))
+    plain = [{"messages": m} for m in conversations(random.Random(2), 50)]
+    tools = list(tool_conversations(random.Random(3), 10))
     failures, refused, checked = [], 0, 0
     for name in FAMILIES:
         tokenizer, folder = model_folder(args.work, name, made)
+        # Qwen's template writes tool calls and tools.
+        cases = plain + (tools if name == "qwen2_5" else [])
         data = args.work / f"{name}.jsonl"
-        data.write_text("".join(json.dumps({"messages": m}) + "\n"
-                                for m in cases))
+        data.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n"
+                                for line in cases))
         everything = twill(args, folder, data, "--train-on-input")
         if everything.returncode:
             failures.append(f"{name}: {everything.stderr.strip()}")
             continue
         rows = [json.loads(line) for line in everything.stdout.splitlines()]
-        for number, (messages, row) in enumerate(zip(cases, rows)):
-            expected = tokenizer.apply_chat_template(messages, tokenize=True)
+        for number, (line, row) in enumerate(zip(cases, rows)):
+            expected = tokenizer.apply_chat_template(
+                line["messages"], tools=line.get("tools"), tokenize=True)
             if hasattr(expected, "keys"):  # a BatchEncoding
                 expected = expected["input_ids"]
             if row["input_ids"] != list(expected) or \
@@ -159,11 +190,12 @@ def main():
         if len(rows) != len(cases):
             failures.append(f"{name}: {len(rows)} rows of {len(cases)}")
         family_refused = 0
-        for number, messages in enumerate(cases):
+        for number, line in enumerate(cases):
+            messages = line["messages"]
             one = args.work / f"{name}-{number}.jsonl"
-            one.write_text(json.dumps({"messages": messages}) + "\n")
+            one.write_text(json.dumps(line, ensure_ascii=False) + "\n")
             result = twill(args, folder, one)
-            want = reference(tokenizer, messages)
+            want = reference(tokenizer, messages, line.get("tools"))
             checked += 1
             if want is None:
                 family_refused += 1

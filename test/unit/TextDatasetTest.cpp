@@ -298,6 +298,31 @@ TEST(ChatFormat, ATurnEdgeInsideATokenIsRefused) {
   EXPECT_THAT(all->inputIds, ElementsAreArray({int32_t('U'), eot, 256, eot}));
 }
 
+TEST(ChatFormat, ATemplateReadsEachMessageAndTheToolsAsWritten) {
+  // An answer of tool calls without content, its fields and the line's
+  // tools as the file writes them, keys in their order.
+  std::string path = temporaryFile(
+      "jsonl", R"({"tools": [{"b": 1, "a": 2}], "messages": [)"
+               R"({"role": "user", "content": "U"}, {"role": "assistant",)"
+               R"( "content": null, "tool_calls": [{"name": "f"}]}]})"
+               "\n");
+  ChatFormat format = llama3Template(
+      "{{ tools | tojson }}{% for m in messages %}{{ m.role }}"
+      "{% if m.tool_calls %}{{ m.tool_calls[0].name }}{% endif %}"
+      "<|eot_id|>{% endfor %}");
+  auto examples = readChatJsonl(path, format, false);
+  ASSERT_TRUE(bool(examples)) << llvm::toString(examples.takeError());
+  std::string text;
+  for (int32_t token : examples->front().inputIds)
+    text += token < 256 ? char(token) : '#';
+  EXPECT_EQ(text, R"([{"b": 1, "a": 2}]user#assistantf#)");
+  EXPECT_EQ(trainedText(examples->front()), "assistantf#");
+  // Llama 3's framing writes no tools: they are not dropped unsaid.
+  EXPECT_THAT(llvm::toString(readChatJsonl(path, llama3(), false).takeError()),
+              HasSubstr(":1: 'tools' are written by the model's chat "
+                        "template, and this model has none"));
+}
+
 TEST(Packing, BoundariesAndPositionsOfAHandMadeExample) {
   // Two examples of 3 and 2 tokens in one row of 6: each starts at position
   // 0 in its own segment; label i is the example's label i + 1; the last
