@@ -13,6 +13,10 @@
 using namespace twill;
 namespace json = llvm::json;
 
+/// The most text the prompts before a conversation's trained turns may
+/// render, in all.
+constexpr size_t kMaxPromptRenderBytes = size_t(1) << 28;
+
 static llvm::Error formatError(const llvm::Twine &what) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), what);
 }
@@ -209,26 +213,59 @@ ChatFormat::tokenizeTemplate(llvm::ArrayRef<ChatMessage> messages,
   if (!rendered)
     return rendered.takeError();
   llvm::StringRef text = *rendered;
+  // Rendered from JSON strings, so UTF-8; checked, as the offsets of the
+  // stretches below are the text's own.
+  if (!llvm::json::isUTF8(text))
+    return formatError("the template's text is not UTF-8");
   Example example;
-  example.inputIds = tokenizer->encode(text, /*allowSpecial=*/true);
+  std::vector<Tokenizer::Stretch> stretches;
+  example.inputIds = tokenizer->encode(text, stretches);
   if (llvm::all_of(trained, [](bool train) { return train; })) {
     example.labels = example.inputIds;
     return example;
   }
   example.labels.assign(example.inputIds.size(), kIgnoreLabel);
   // The tokens of the text before `edge`: the first ones of the whole text,
-  // unless a token crosses the edge.
+  // unless a token crosses the edge. Only the stretch between added tokens
+  // that holds the edge is encoded again.
   auto tokensBefore = [&](size_t edge) -> llvm::Expected<size_t> {
-    std::vector<int32_t> before =
-        tokenizer->encode(text.take_front(edge), /*allowSpecial=*/true);
-    if (before.size() > example.inputIds.size() ||
-        !std::equal(before.begin(), before.end(), example.inputIds.begin()))
+    if (edge == text.size())
+      return example.inputIds.size();
+    auto crossed = [] {
       return formatError("a trained turn starts or ends inside a token of "
                          "the template's text, so the token has no one "
                          "label (with data.train_on_input every token is "
                          "trained on)");
-    return before.size();
+    };
+    auto holding = llvm::upper_bound(
+        stretches, edge, [](size_t offset, const Tokenizer::Stretch &s) {
+          return offset < s.offset;
+        });
+    if (holding == stretches.begin())
+      return crossed();
+    const Tokenizer::Stretch &stretch = *std::prev(holding);
+    if (stretch.offset == edge)
+      return stretch.token;
+    if (stretch.added)
+      return crossed();
+    std::vector<int32_t> start = tokenizer->encodeStretchStart(
+        text.slice(stretch.offset, edge), stretch.offset == 0);
+    llvm::ArrayRef<int32_t> after =
+        llvm::ArrayRef(example.inputIds).drop_front(stretch.token);
+    if (start.size() > after.size() ||
+        !std::equal(start.begin(), start.end(), after.begin()))
+      return crossed();
+    return stretch.token + start.size();
   };
+  // Each trained turn renders the messages before it: bounded, as a line
+  // of many turns would take their count times its size.
+  size_t turns = llvm::count(trained, true);
+  if (turns * text.size() > kMaxPromptRenderBytes)
+    return formatError(llvm::formatv(
+        "{0} trained turns of {1} bytes of text would render {0} prompts "
+        "before them, more than {2} bytes: split the conversation (with "
+        "data.train_on_input none is rendered)",
+        turns, text.size(), kMaxPromptRenderBytes));
   size_t previousEnd = 0;
   for (size_t index = 0; index < messages.size(); ++index) {
     if (!trained[index])

@@ -182,6 +182,27 @@ std::vector<int32_t> Tokenizer::encode(llvm::StringRef input,
   return ids;
 }
 
+std::vector<int32_t> Tokenizer::encode(llvm::StringRef text,
+                                       std::vector<Stretch> &stretches) const {
+  std::vector<int32_t> ids;
+  for (const Segment &segment :
+       parts.added.split(text, /*normalizedText=*/false, true)) {
+    stretches.push_back({segment.begin, ids.size(), segment.id >= 0});
+    if (segment.id >= 0)
+      ids.push_back(segment.id);
+    else
+      encodeText(segment.text, segment.begin == 0, true, ids);
+  }
+  return ids;
+}
+
+std::vector<int32_t> Tokenizer::encodeStretchStart(llvm::StringRef text,
+                                                   bool startsInput) const {
+  std::vector<int32_t> ids;
+  encodeText(text, startsInput, /*allowSpecial=*/true, ids);
+  return ids;
+}
+
 std::vector<int32_t> Tokenizer::encodeChat(llvm::ArrayRef<ChatMessage> messages,
                                            bool generationPrompt) const {
   std::vector<int32_t> ids = {specialId("<|begin_of_text|>")};

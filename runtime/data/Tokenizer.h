@@ -54,6 +54,22 @@ public:
   /// gives them; special tokens written in it (`<|eot_id|>`) are recognised
   /// only when `allowSpecial` (tokenizers' split_special_tokens otherwise).
   std::vector<int32_t> encode(llvm::StringRef text, bool allowSpecial) const;
+  /// A stretch of an input that encode() encodes on its own: one between
+  /// the added tokens in it, or one of them. `offset`: the byte it starts
+  /// at; `token`: the index of its first token.
+  struct Stretch {
+    size_t offset, token;
+    bool added;
+  };
+  /// encode(text, true), and its stretches; `text` must be valid UTF-8
+  /// (the offsets are its own).
+  std::vector<int32_t> encode(llvm::StringRef text,
+                              std::vector<Stretch> &stretches) const;
+  /// The ids of `text`, the start of a stretch between added tokens
+  /// (`startsInput`: at the input's start), as the whole input's encoding
+  /// gives them where no token crosses the end of `text`.
+  std::vector<int32_t> encodeStretchStart(llvm::StringRef text,
+                                          bool startsInput) const;
   /// Llama 3's chat format as llama-models' ChatFormat writes it:
   /// <|begin_of_text|>, then per message a header
   /// (<|start_header_id|>role<|end_header_id|>\n\n), the content as it is
