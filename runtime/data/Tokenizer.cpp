@@ -170,28 +170,26 @@ void Tokenizer::encodeText(llvm::StringRef text, bool atStart,
 
 std::vector<int32_t> Tokenizer::encode(llvm::StringRef input,
                                        bool allowSpecial) const {
-  std::string text = unicode::replaceInvalid(input);
-  std::vector<int32_t> ids;
-  for (const Segment &segment :
-       parts.added.split(text, /*normalizedText=*/false, allowSpecial)) {
-    if (segment.id >= 0)
-      ids.push_back(segment.id);
-    else
-      encodeText(segment.text, segment.begin == 0, allowSpecial, ids);
-  }
-  return ids;
+  return encodeStretches(unicode::replaceInvalid(input), allowSpecial, nullptr);
 }
 
 std::vector<int32_t> Tokenizer::encode(llvm::StringRef text,
                                        std::vector<Stretch> &stretches) const {
+  return encodeStretches(text, /*allowSpecial=*/true, &stretches);
+}
+
+std::vector<int32_t>
+Tokenizer::encodeStretches(llvm::StringRef text, bool allowSpecial,
+                           std::vector<Stretch> *stretches) const {
   std::vector<int32_t> ids;
   for (const Segment &segment :
-       parts.added.split(text, /*normalizedText=*/false, true)) {
-    stretches.push_back({segment.begin, ids.size(), segment.id >= 0});
+       parts.added.split(text, /*normalizedText=*/false, allowSpecial)) {
+    if (stretches)
+      stretches->push_back({segment.begin, ids.size(), segment.id >= 0});
     if (segment.id >= 0)
       ids.push_back(segment.id);
     else
-      encodeText(segment.text, segment.begin == 0, true, ids);
+      encodeText(segment.text, segment.begin == 0, allowSpecial, ids);
   }
   return ids;
 }

@@ -99,6 +99,9 @@ private:
   /// encoded piece by piece. `atStart`: it starts the input.
   void encodeText(llvm::StringRef text, bool atStart, bool allowSpecial,
                   std::vector<int32_t> &ids) const;
+  /// The ids of valid UTF-8 `text`, and its stretches if asked.
+  std::vector<int32_t> encodeStretches(llvm::StringRef text, bool allowSpecial,
+                                       std::vector<Stretch> *stretches) const;
 
   TokenizerParts parts;
   /// The bytes a special token starts with: most text has none of them.
