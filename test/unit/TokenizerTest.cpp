@@ -127,6 +127,11 @@ TEST(Tokenizer, TokenizerJsonErrorsNameTheConstruct) {
   EXPECT_THAT(jsonErrorOf(R"({"model": {"type": "BPE", "vocab": {"a": 0},)"
                           R"( "merges": ["a a b"]}})"),
               HasSubstr("model.merges[0]: expected \"left right\""));
+  // An id past any vocabulary's (the fuzzer's: 32 GB for its table).
+  EXPECT_THAT(jsonErrorOf(R"({"model": {"type": "BPE", "vocab": )"
+                          R"({"a": 2000000000}, "merges": []}})"),
+              HasSubstr("token 'a' has id 2000000000, past the 4194304 ids "
+                        "a vocabulary may have"));
   // Constructs not built are refused by name, never skipped.
   EXPECT_THAT(jsonErrorOf(R"({"model": {"type": "WordPiece", "vocab": {}}})"),
               HasSubstr("model: type 'WordPiece' is not supported; "

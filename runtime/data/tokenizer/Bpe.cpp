@@ -19,6 +19,10 @@ static llvm::Error bpeError(const llvm::Twine &what) {
 llvm::Error BpeModel::addToken(llvm::StringRef text, int32_t id) {
   if (id < 0)
     return bpeError(llvm::formatv("token '{0}' has a negative id", text));
+  if (id >= kMaxTokenIds)
+    return bpeError(llvm::formatv("token '{0}' has id {1}, past the {2} ids "
+                                  "a vocabulary may have",
+                                  text, id, kMaxTokenIds));
   if (size_t(id) >= tokens.size())
     tokens.resize(id + 1);
   if (!tokens[id].empty())

@@ -26,6 +26,11 @@
 
 namespace twill {
 
+/// More token ids than any vocabulary has (Gemma 3's 262,144), fewer than
+/// make a table by id (the model's is one) a problem: a file naming id 2^31
+/// is an error, not 64 GB of memory.
+inline constexpr int32_t kMaxTokenIds = int32_t(1) << 22;
+
 class BpeModel {
 public:
   BpeModel() { byteIds.fill(-1); }
