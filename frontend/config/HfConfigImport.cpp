@@ -87,6 +87,24 @@ twill::importHfConfig(llvm::StringRef configJsonPath) {
     return importError(configJsonPath, "expected a JSON object");
   if (llvm::Error error = normaliseRope(*config, configJsonPath))
     return std::move(error);
+  // A quantized checkpoint is read only as bitsandbytes' 4-bit NF4 one,
+  // dequantized on load (runtime/io/BitsAndBytes.h).
+  if (const json::Object *quantization =
+          config->getObject("quantization_config")) {
+    llvm::StringRef method =
+        quantization->getString("quant_method").value_or("");
+    bool nf4 = method == "bitsandbytes" &&
+               quantization->getBoolean("load_in_4bit").value_or(false) &&
+               quantization->getString("bnb_4bit_quant_type") == "nf4";
+    if (!nf4)
+      return importError(
+          configJsonPath,
+          "quantization_config: of quantized checkpoints only bitsandbytes' "
+          "4-bit NF4 ones (load_in_4bit, bnb_4bit_quant_type \"nf4\") are "
+          "read; this one is quant_method '" +
+              method + "'" +
+              (method == "bitsandbytes" ? " without 4-bit NF4" : ""));
+  }
   // A key its family's class defaults to a value where absent, and to none
   // where null (which the import reads as absent): the value, stated.
   std::optional<llvm::StringRef> type = config->getString("model_type");

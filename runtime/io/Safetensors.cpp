@@ -1,7 +1,7 @@
 //===- Safetensors.cpp - Hugging Face safetensors files -------------------===//
 
 #include "runtime/io/Safetensors.h"
-
+#include "runtime/io/BitsAndBytes.h"
 
 #include "support/AtomicFile.h"
 #include "runtime/executable/BFloat16.h"
@@ -38,11 +38,12 @@ static std::optional<DType> parseDType(llvm::StringRef name) {
       .Case("F32", DType::F32)
       .Case("F16", DType::F16)
       .Case("BF16", DType::BF16)
+      .Case("U8", DType::U8)
       .Default(std::nullopt);
 }
 
 static uint64_t bytesPerElement(DType dtype) {
-  return dtype == DType::F32 ? 4 : 2;
+  return dtype == DType::F32 ? 4 : dtype == DType::U8 ? 1 : 2;
 }
 
 int64_t TensorInfo::numElements() const {
@@ -227,6 +228,63 @@ static void convertToF32(DType dtype, const char *source, float *out,
   }
 }
 
+/// Widens the block of a row-major tensor of `shape` at `source` from
+/// `offset`, `extent` long in each dim (checked inside it), into `out`.
+void twill::io::copyBlock(DType dtype, const char *source,
+                          llvm::ArrayRef<int64_t> shape,
+                          llvm::ArrayRef<int64_t> offset,
+                          llvm::ArrayRef<int64_t> extent,
+                          llvm::MutableArrayRef<float> out) {
+  int64_t rank = shape.size();
+  uint64_t element = bytesPerElement(dtype);
+  if (rank == 0) {
+    convertToF32(dtype, source, out.data(), 1);
+    return;
+  }
+  // One contiguous run of the last dim per index of the leading dims.
+  int64_t run = extent.back(), runs = run ? int64_t(out.size()) / run : 0;
+  std::vector<int64_t> index(rank, 0);
+  for (int64_t r = 0; r < runs; ++r) {
+    int64_t start = 0;
+    for (int64_t d = 0; d < rank; ++d)
+      start = start * shape[d] + offset[d] + (d + 1 < rank ? index[d] : 0);
+    convertToF32(dtype, source + start * element, out.data() + r * run, run);
+    for (int64_t d = rank - 2; d >= 0 && ++index[d] == extent[d]; --d)
+      index[d] = 0;
+  }
+}
+
+llvm::Error twill::io::checkBlock(llvm::StringRef path, llvm::StringRef name,
+                                  llvm::ArrayRef<int64_t> stored,
+                                  llvm::ArrayRef<int64_t> shape,
+                                  llvm::ArrayRef<int64_t> offset,
+                                  llvm::ArrayRef<int64_t> extent,
+                                  size_t outSize) {
+  if (stored != shape)
+    return fileError(path, "tensor '" + name + "' has shape " +
+                               shapeText(stored) + ", expected " +
+                               shapeText(shape));
+  int64_t rank = shape.size(), count = 1;
+  bool inside =
+      (int64_t)offset.size() == rank && (int64_t)extent.size() == rank;
+  for (int64_t d = 0; inside && d < rank; ++d) {
+    inside =
+        offset[d] >= 0 && extent[d] >= 0 && offset[d] + extent[d] <= shape[d];
+    count *= extent[d];
+  }
+  if (!inside)
+    return fileError(path,
+                     llvm::formatv("tensor '{0}': the block at {1} of {2} is "
+                                   "outside {3}",
+                                   name, shapeText(offset), shapeText(extent),
+                                   shapeText(shape)));
+  if ((int64_t)outSize != count)
+    return fileError(path, llvm::formatv("tensor '{0}': destination holds "
+                                         "{1} values, not {2}",
+                                         name, outSize, count));
+  return llvm::Error::success();
+}
+
 llvm::Error SafetensorsFile::readF32(llvm::StringRef name,
                                      llvm::ArrayRef<int64_t> shape,
                                      llvm::MutableArrayRef<float> out) const {
@@ -241,48 +299,31 @@ llvm::Error SafetensorsFile::readBlockF32(
   const TensorInfo *info = find(name);
   if (!info)
     return fileError(filePath, "no tensor named '" + name + "'");
-  if (llvm::ArrayRef<int64_t>(info->shape) != shape)
-    return fileError(filePath, "tensor '" + name + "' has shape " +
-                                   shapeText(info->shape) + ", expected " +
-                                   shapeText(shape));
-  int64_t rank = shape.size(), count = 1;
-  bool inside = (int64_t)offset.size() == rank && (int64_t)extent.size() == rank;
-  for (int64_t d = 0; inside && d < rank; ++d) {
-    inside = offset[d] >= 0 && extent[d] >= 0 && offset[d] + extent[d] <= shape[d];
-    count *= extent[d];
-  }
-  if (!inside)
+  if (llvm::Error error = checkBlock(filePath, name, info->shape, shape, offset,
+                                     extent, out.size()))
+    return error;
+  if (info->dtype == DType::U8)
     return fileError(filePath,
-                     llvm::formatv("tensor '{0}': the block at {1} of {2} is "
-                                   "outside {3}",
-                                   name, shapeText(offset), shapeText(extent),
-                                   shapeText(shape)));
-  if ((int64_t)out.size() != count)
-    return fileError(filePath,
-                     llvm::formatv("tensor '{0}': destination holds "
-                                   "{1} values, not {2}",
-                                   name, out.size(), count));
-  uint64_t element = bytesPerElement(info->dtype);
-  const char *source = data + info->begin;
-  if (rank == 0) {
-    convertToF32(info->dtype, source, out.data(), 1);
-    dataBytesRead += element;
-    return llvm::Error::success();
-  }
-  // One contiguous run of the last dim per index of the leading dims.
-  int64_t run = extent.back(), runs = run ? count / run : 0;
-  std::vector<int64_t> index(rank, 0);
-  for (int64_t r = 0; r < runs; ++r) {
-    int64_t start = 0;
-    for (int64_t d = 0; d < rank; ++d)
-      start = start * shape[d] + offset[d] + (d + 1 < rank ? index[d] : 0);
-    convertToF32(info->dtype, source + start * element, out.data() + r * run,
-                 run);
-    for (int64_t d = rank - 2; d >= 0 && ++index[d] == extent[d]; --d)
-      index[d] = 0;
-  }
-  dataBytesRead += count * element;
+                     "tensor '" + name +
+                         "' is U8: quantized weights are read as "
+                         "bitsandbytes' 4-bit ones (with their quant state), "
+                         "no others");
+  copyBlock(info->dtype, data + info->begin, shape, offset, extent, out);
+  dataBytesRead += out.size() * bytesPerElement(info->dtype);
   return llvm::Error::success();
+}
+
+llvm::Expected<llvm::ArrayRef<uint8_t>>
+SafetensorsFile::bytes(llvm::StringRef name) const {
+  const TensorInfo *info = find(name);
+  if (!info)
+    return fileError(filePath, "no tensor named '" + name + "'");
+  if (info->dtype != DType::U8)
+    return fileError(filePath, "tensor '" + name + "' is not U8");
+  dataBytesRead += info->end - info->begin;
+  return llvm::ArrayRef<uint8_t>(
+      reinterpret_cast<const uint8_t *>(data + info->begin),
+      info->end - info->begin);
 }
 
 std::pair<int64_t, int64_t> twill::io::shardRange(int64_t size, int64_t parts,
@@ -411,7 +452,27 @@ llvm::Error SafetensorsCheckpoint::readBlockF32(
   auto it = owner.find(name);
   if (it == owner.end())
     return fileError(description, "no tensor named '" + name + "'");
-  return it->second->readBlockF32(name, shape, offset, extent, out);
+  if (!isBitsAndBytes4bit(*this, name))
+    return it->second->readBlockF32(name, shape, offset, extent, out);
+  // A 4-bit weight, dequantized whole on the host, its block kept.
+  llvm::Expected<std::vector<float>> values =
+      dequantizeBitsAndBytes4bit(*this, name, shape);
+  if (!values)
+    return values.takeError();
+  if (llvm::Error error = checkBlock(fileOf(name), name, shape, shape, offset,
+                                     extent, out.size()))
+    return error;
+  copyBlock(DType::F32, reinterpret_cast<const char *>(values->data()), shape,
+            offset, extent, out);
+  return llvm::Error::success();
+}
+
+llvm::Expected<llvm::ArrayRef<uint8_t>>
+SafetensorsCheckpoint::bytes(llvm::StringRef name) const {
+  auto it = owner.find(name);
+  if (it == owner.end())
+    return fileError(description, "no tensor named '" + name + "'");
+  return it->second->bytes(name);
 }
 
 uint64_t SafetensorsCheckpoint::bytesRead() const {

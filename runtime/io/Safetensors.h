@@ -23,7 +23,9 @@
 
 namespace twill::io {
 
-enum class DType { F32, F16, BF16 };
+/// The stored element types read: floats, and bytes (the codes and
+/// statistics of quantized weights, BitsAndBytes.h).
+enum class DType { F32, F16, BF16, U8 };
 
 /// Where one tensor lies in its file.
 struct TensorInfo {
@@ -59,6 +61,9 @@ public:
                            llvm::ArrayRef<int64_t> extent,
                            llvm::MutableArrayRef<float> out) const;
 
+  /// The bytes of U8 tensor `name`, as stored.
+  llvm::Expected<llvm::ArrayRef<uint8_t>> bytes(llvm::StringRef name) const;
+
   /// Bytes of tensor data read so far.
   uint64_t bytesRead() const { return dataBytesRead; }
 
@@ -69,6 +74,22 @@ private:
   llvm::StringMap<TensorInfo> tensors;
   mutable uint64_t dataBytesRead = 0;
 };
+
+/// Fails, naming `path` and tensor `name`, unless the tensor's `stored`
+/// shape is `shape`, the block from `offset`, `extent` long, lies inside it
+/// and `outSize` is its count of elements.
+llvm::Error checkBlock(llvm::StringRef path, llvm::StringRef name,
+                       llvm::ArrayRef<int64_t> stored,
+                       llvm::ArrayRef<int64_t> shape,
+                       llvm::ArrayRef<int64_t> offset,
+                       llvm::ArrayRef<int64_t> extent, size_t outSize);
+
+/// Widens the block of a row-major tensor of `shape` stored at `source` as
+/// `dtype` (a float type), from `offset`, `extent` long in each dim (inside
+/// `shape`: the caller checks), into `out`.
+void copyBlock(DType dtype, const char *source, llvm::ArrayRef<int64_t> shape,
+               llvm::ArrayRef<int64_t> offset, llvm::ArrayRef<int64_t> extent,
+               llvm::MutableArrayRef<float> out);
 
 /// The weights of a model: one .safetensors file, or a folder holding
 /// either `model.safetensors` or shards listed in
@@ -81,10 +102,19 @@ public:
   /// holds it.
   llvm::Error readF32(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
                       llvm::MutableArrayRef<float> out) const;
+  /// Reads a block of `name` as SafetensorsFile::readBlockF32 does; a weight
+  /// stored as bitsandbytes' 4-bit quantization is dequantized first.
   llvm::Error readBlockF32(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
                            llvm::ArrayRef<int64_t> offset,
                            llvm::ArrayRef<int64_t> extent,
                            llvm::MutableArrayRef<float> out) const;
+  /// The bytes of U8 tensor `name`, from whichever file holds it.
+  llvm::Expected<llvm::ArrayRef<uint8_t>> bytes(llvm::StringRef name) const;
+  /// The shape of `name`, or null if no file holds it.
+  const TensorInfo *find(llvm::StringRef name) const {
+    auto it = owner.find(name);
+    return it == owner.end() ? nullptr : it->second->find(name);
+  }
   bool contains(llvm::StringRef name) const { return owner.count(name); }
   /// The file that holds `name` (the index, for a name it lacks).
   llvm::StringRef fileOf(llvm::StringRef name) const {

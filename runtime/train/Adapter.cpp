@@ -328,9 +328,11 @@ llvm::Error twill::writeHfModel(Program &program, llvm::StringRef directory,
     llvm::Expected<llvm::json::Value> base = readJsonFile(baseConfig);
     if (!base)
       return base.takeError();
+    // Not its quantization: the weights written are not quantized.
     if (const llvm::json::Object *keys = base->getAsObject())
       for (const auto &[key, value] : *keys)
-        object.try_emplace(key, value);
+        if (key != "quantization_config")
+          object.try_emplace(key, value);
   }
   if (!program.baseCheckpoint().empty() &&
       llvm::sys::fs::is_regular_file(generation)) {

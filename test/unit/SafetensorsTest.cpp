@@ -1,9 +1,12 @@
 //===- SafetensorsTest.cpp - reading and writing safetensors --------------===//
 
 #include "runtime/io/Safetensors.h"
+#include "runtime/executable/BFloat16.h"
+#include "runtime/io/BitsAndBytes.h"
 
 #include "llvm/Support/Endian.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 #include "gmock/gmock.h"
@@ -328,6 +331,158 @@ TEST(SafetensorsBadInput, MissingFile) {
   EXPECT_THAT(
       errorOf(SafetensorsFile::open("/nonexistent/x.safetensors")),
       AllOf(HasSubstr("/nonexistent/x.safetensors"), HasSubstr("cannot open")));
+}
+
+/// A stored tensor: its name, dtype, shape and bytes.
+struct Stored {
+  std::string name, dtype;
+  std::vector<int64_t> shape;
+  std::string bytes;
+};
+
+std::string floatBytes(llvm::ArrayRef<float> values) {
+  return std::string(reinterpret_cast<const char *>(values.data()),
+                     values.size() * sizeof(float));
+}
+
+/// A file of `tensors`, their bytes one after another.
+void writeTensors(llvm::StringRef path, llvm::ArrayRef<Stored> tensors) {
+  std::string header = "{", data;
+  for (const Stored &tensor : tensors) {
+    std::string shape;
+    for (int64_t dim : tensor.shape)
+      shape += (shape.empty() ? "" : ",") + std::to_string(dim);
+    header +=
+        llvm::formatv(R"({0}"{1}": {"dtype": "{2}", "shape": [{3}], )"
+                      R"("data_offsets": [{4}, {5}]})",
+                      header.size() > 1 ? ", " : "", tensor.name, tensor.dtype,
+                      shape, data.size(), data.size() + tensor.bytes.size())
+            .str();
+    data += tensor.bytes;
+  }
+  header += "}";
+  std::string bytes(8, '\0');
+  llvm::support::endian::write64le(bytes.data(), header.size());
+  writeBytes(path, bytes + header + data);
+}
+
+/// bitsandbytes' NF4 levels.
+const std::vector<float> kLevels = {-1.0f,
+                                    -0.6961928009986877f,
+                                    -0.5250730514526367f,
+                                    -0.39491748809814453f,
+                                    -0.28444138169288635f,
+                                    -0.18477343022823334f,
+                                    -0.09105003625154495f,
+                                    0.0f,
+                                    0.07958029955625534f,
+                                    0.16093020141124725f,
+                                    0.24611230194568634f,
+                                    0.33791524171829224f,
+                                    0.44070982933044434f,
+                                    0.5626170039176941f,
+                                    0.7229568362236023f,
+                                    1.0f};
+
+/// A 2 x 5 weight in blocks of 4 (rows are not whole blocks), its scales
+/// with double quantization or not; `state` replaces the quant state.
+std::vector<Stored> fourBitWeight(bool nested, std::string state = "") {
+  std::string codes = {'\x0f', '\x70', '\x3c', '\xa5', '\x81'};
+  std::vector<Stored> tensors = {
+      {"w", "U8", {5, 1}, codes},
+      {"w.quant_map", "F32", {16}, floatBytes(kLevels)}};
+  if (state.empty())
+    state = nested ? R"({"quant_type": "nf4", "blocksize": 4, "dtype": )"
+                     R"("bfloat16", "shape": [2, 5], "nested_blocksize": 2,)"
+                     R"( "nested_offset": 0.5})"
+                   : R"({"quant_type": "nf4", "blocksize": 4, "dtype": )"
+                     R"("bfloat16", "shape": [2, 5]})";
+  if (nested) {
+    std::vector<float> map(256);
+    for (int i = 0; i < 256; ++i)
+      map[i] = (i - 128) / 128.0f;
+    tensors.push_back({"w.absmax", "U8", {3}, std::string("\x90\xa0\xc0")});
+    tensors.push_back({"w.nested_quant_map", "F32", {256}, floatBytes(map)});
+    tensors.push_back(
+        {"w.nested_absmax", "F32", {2}, floatBytes({2.0f, 4.0f})});
+  } else {
+    tensors.push_back({"w.absmax", "F32", {3}, floatBytes({0.5f, 3.0f, 7.0f})});
+  }
+  tensors.push_back({"w" + std::string(kNf4StateSuffix),
+                     "U8",
+                     {int64_t(state.size())},
+                     state});
+  return tensors;
+}
+
+TEST(BitsAndBytes, FourBitWeightsReadAsBitsAndBytesDequantizesThem) {
+  TempDir dir;
+  for (bool nested : {false, true}) {
+    std::string path =
+        dir.file(nested ? "nested.safetensors" : "flat.safetensors");
+    writeTensors(path, fourBitWeight(nested));
+    auto checkpoint = SafetensorsCheckpoint::open(path);
+    ASSERT_TRUE(bool(checkpoint)) << llvm::toString(checkpoint.takeError());
+    // The naive reference: value i is the level of its nibble (high first)
+    // times its flat block's scale, rounded to bf16.
+    std::vector<float> scales =
+        nested ? std::vector<float>{(0x90 - 128) / 128.0f * 2 + 0.5f,
+                                    (0xa0 - 128) / 128.0f * 2 + 0.5f,
+                                    (0xc0 - 128) / 128.0f * 4 + 0.5f}
+               : std::vector<float>{0.5f, 3.0f, 7.0f};
+    const uint8_t codes[] = {0x0f, 0x70, 0x3c, 0xa5, 0x81};
+    std::vector<float> expected(10);
+    for (int i = 0; i < 10; ++i) {
+      int code = i % 2 ? codes[i / 2] & 0xf : codes[i / 2] >> 4;
+      expected[i] =
+          twill::bf16ToFloat(twill::floatToBF16(kLevels[code] * scales[i / 4]));
+    }
+    // Row 1, columns 1-3: a block across the rows' edge.
+    std::vector<float> block(3);
+    ASSERT_FALSE(
+        bool(checkpoint->readBlockF32("w", {2, 5}, {1, 1}, {1, 3}, block)));
+    for (int i = 0; i < 3; ++i)
+      EXPECT_TRUE(sameBits(block[i], expected[5 + 1 + i])) << nested << i;
+  }
+}
+
+TEST(BitsAndBytes, InconsistentFourBitWeightsAreNamed) {
+  TempDir dir;
+  auto errorFor = [&](std::vector<Stored> tensors) {
+    std::string path = dir.file("bad.safetensors");
+    writeTensors(path, tensors);
+    auto checkpoint = SafetensorsCheckpoint::open(path);
+    EXPECT_TRUE(bool(checkpoint)) << llvm::toString(checkpoint.takeError());
+    std::vector<float> values(10);
+    return errorOf(
+        checkpoint->readBlockF32("w", {2, 5}, {0, 0}, {2, 5}, values));
+  };
+  EXPECT_THAT(errorFor(fourBitWeight(false, R"({"quant_type": "nf4", )"
+                                            R"("blocksize": 4, "dtype": )"
+                                            R"("bfloat16", "shape": [5, 2]})")),
+              HasSubstr("4-bit weight 'w': its quant state's shape is not "
+                        "the model's"));
+  EXPECT_THAT(errorFor(fourBitWeight(false, R"({"quant_type": "nf4", )"
+                                            R"("blocksize": 0, "dtype": )"
+                                            R"("bfloat16", "shape": [2, 5]})")),
+              HasSubstr("its blocksize or nested_blocksize is not a positive "
+                        "size"));
+  std::vector<Stored> shortCodes = fourBitWeight(true);
+  shortCodes[0].bytes.pop_back();
+  shortCodes[0].shape = {4, 1};
+  EXPECT_THAT(errorFor(shortCodes),
+              HasSubstr("4 bytes of codes for 10 values"));
+  std::vector<Stored> fp4 = fourBitWeight(false);
+  fp4.back().name = "w.quant_state.bitsandbytes__fp4";
+  EXPECT_THAT(errorFor(fp4), HasSubstr("FP4 is not read, only NF4"));
+  // A U8 tensor that is no 4-bit weight is not read as numbers.
+  std::string path = dir.file("bytes.safetensors");
+  writeTensors(path, {{"b", "U8", {2}, "ab"}});
+  auto checkpoint = SafetensorsCheckpoint::open(path);
+  ASSERT_TRUE(bool(checkpoint)) << llvm::toString(checkpoint.takeError());
+  std::vector<float> two(2);
+  EXPECT_THAT(errorOf(checkpoint->readBlockF32("b", {2}, {0}, {2}, two)),
+              HasSubstr("tensor 'b' is U8"));
 }
 
 } // namespace
