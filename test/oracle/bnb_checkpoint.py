@@ -9,7 +9,9 @@ and without double quantization, and saved as transformers saves 4-bit
 models. Twill runs its forward pass from that folder (`twill-train --eval
 --dump-logits`); the reference is the same model in fp32 with each
 Linear4bit's weight replaced by bitsandbytes' own dequantize_4bit of it:
-the logits must agree within 1e-5 (the same weights, both in fp32). Then
+the logits must agree within 1e-5 (the same weights, both in fp32), on
+one rank and on 2x2 (FSDP x tensor parallel: each rank keeps its block of
+each dequantized weight). Then
 Twill trains a step from the double-quantized folder and writes the merged
 model, which transformers must load as a plain model (no
 quantization_config). Last, the checkpoints Twill does not read are
@@ -17,6 +19,7 @@ refused by name: 8-bit, and 4-bit FP4.
 """
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -78,7 +81,9 @@ def reference_logits(work, four_bit, tokens):
         return model(input_ids=tokens).logits
 
 
-def twill_logits(args, work, folder, tokens):
+def twill_logits(args, work, folder, tokens, mesh=()):
+    """Twill's logits from `folder`; with `mesh` (dp, tp), from every rank
+    of that mesh, each dequantizing and keeping its block."""
     labels = torch.full((BATCH, SEQ), -100)
     labels[:, :-1] = tokens[:, 1:]
     (work / "batch.json").write_text(json.dumps({
@@ -88,12 +93,18 @@ def twill_logits(args, work, folder, tokens):
     job = work / f"{folder.name}.textproto"
     job.write_text(f'checkpoint {{ base_dir: "{folder}" }}\nlora {{}}\n'
                    f"train {{ batch_size: {BATCH} seq_len: {SEQ} }}\n")
-    subprocess.run([args.bin / "twillc", job, "-o", work / "job.twx"],
-                   check=True)
-    subprocess.run([args.bin / "twill-train", work / "job.twx", "--eval",
-                    "--batch", work / "batch.json", "--dump-logits",
-                    work / "logits.safetensors"], check=True,
-                   capture_output=True)
+    split = ([f"parallel.dp={mesh[0]}", f"parallel.tp={mesh[1]}"]
+             if mesh else [])
+    subprocess.run([args.bin / "twillc", job, *split, "-o",
+                    work / "job.twx"], check=True)
+    ranks = (["mpirun", "--oversubscribe", "-np", str(mesh[0] * mesh[1])]
+             if mesh else [])
+    env = dict(os.environ, OMP_NUM_THREADS="1", OMPI_ALLOW_RUN_AS_ROOT="1",
+               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    subprocess.run([*ranks, args.bin / "twill-train", work / "job.twx",
+                    "--eval", "--batch", work / "batch.json",
+                    "--dump-logits", work / "logits.safetensors"],
+                   check=True, capture_output=True, env=env)
     return load_file(str(work / "logits.safetensors"))["logits"]
 
 
@@ -117,12 +128,14 @@ def main():
     for name, double in (("nf4", False), ("nf4-double", True)):
         folder, four_bit = quantized(work, name, double)
         expected = reference_logits(work, four_bit, tokens)
-        actual = twill_logits(args, work, folder, tokens)
-        error = ((actual - expected).norm() / expected.norm()).item()
-        print(f"{name}: logits within {error:.2e} of bitsandbytes' "
-              f"dequantized model")
-        if not error < 1e-5:
-            failures.append(f"{name}: logits off by {error}")
+        for mesh in ((), (2, 2)):
+            actual = twill_logits(args, work, folder, tokens, mesh)
+            error = ((actual - expected).norm() / expected.norm()).item()
+            where = f" on {mesh[0]}x{mesh[1]}" if mesh else ""
+            print(f"{name}{where}: logits within {error:.2e} of "
+                  f"bitsandbytes' dequantized model")
+            if not error < 1e-5:
+                failures.append(f"{name}{where}: logits off by {error}")
 
     # Trained from the 4-bit folder, merged: a plain model.
     data = work / "train.jsonl"
