@@ -142,15 +142,17 @@ static std::vector<std::pair<size_t, size_t>> itemsOf(llvm::StringRef text,
 
 llvm::StringRef twill::jsonMemberText(llvm::StringRef text,
                                       llvm::StringRef key) {
+  // The last member of that key, as llvm::json keeps the last.
+  llvm::StringRef found;
   for (auto [begin, end] : itemsOf(text, 0)) {
     llvm::StringRef member = text.slice(begin, end);
     size_t keyEnd = skipValue(member, 0);
     // A key is compared as written: escapes in it would not match.
     if (member.slice(1, keyEnd - 1) == key)
-      return member.drop_front(
-          skipSpace(member, skipSpace(member, keyEnd) + 1));
+      found =
+          member.drop_front(skipSpace(member, skipSpace(member, keyEnd) + 1));
   }
-  return {};
+  return found;
 }
 
 std::vector<llvm::StringRef> twill::jsonElementTexts(llvm::StringRef text) {

@@ -40,8 +40,8 @@ readJsonFile(llvm::StringRef path, uint64_t maxBytes = uint64_t(64) << 20);
 
 /// The source text of top-level member `key` of the object `text` (valid
 /// JSON, as parseJson took it), its keys in their order as written: what a
-/// reader that keeps that order (a chat template's) reads; "" if there is
-/// no such member.
+/// reader that keeps that order (a chat template's) reads; the last of
+/// that key, as the parser keeps; "" if there is no such member.
 llvm::StringRef jsonMemberText(llvm::StringRef text, llvm::StringRef key);
 /// The source text of each element of the array `text` (valid JSON).
 std::vector<llvm::StringRef> jsonElementTexts(llvm::StringRef text);

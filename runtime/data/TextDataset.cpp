@@ -107,6 +107,11 @@ twill::readChatJsonl(llvm::StringRef path, const ChatFormat &format,
         if (format.hasTemplate() && !shareGpt) {
           written = jsonElementTexts(jsonMemberText(text, "messages"));
           tools = jsonMemberText(text, "tools");
+          // (A key written with escapes is not found as written.)
+          if (written.size() != list->size() ||
+              (line.get("tools") && tools.empty()))
+            return lineError("'messages' or 'tools' cannot be read as "
+                             "written (a key with escapes in it?)");
         } else if (line.get("tools")) {
           return lineError("'tools' are written by the model's chat "
                            "template, and this model has none");

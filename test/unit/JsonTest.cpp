@@ -18,6 +18,12 @@ TEST(JsonSource, AMembersTextIsAsWritten) {
   EXPECT_EQ(jsonMemberText(line, "tools"), "[1, 2]");
   EXPECT_EQ(jsonMemberText(line, "n"), "7");
   EXPECT_EQ(jsonMemberText(line, "absent"), "");
+  // A key given twice: the last, as the parser keeps it.
+  llvm::StringRef twice = R"({"k": [1], "k": [2, 3]})";
+  EXPECT_EQ(jsonMemberText(twice, "k"), "[2, 3]");
+  llvm::Expected<llvm::json::Value> parsed = parseJson(twice, "twice");
+  ASSERT_TRUE(bool(parsed)) << llvm::toString(parsed.takeError());
+  EXPECT_EQ(parsed->getAsObject()->getArray("k")->size(), 2u);
   EXPECT_THAT(jsonElementTexts(jsonMemberText(line, "messages")),
               ElementsAre(R"({"z": 1, "a": "}]\"{"})", "[ ]", "\"x,y\"",
                           "-1.5e3", "true", "null"));

@@ -317,6 +317,12 @@ TEST(ChatFormat, ATemplateReadsEachMessageAndTheToolsAsWritten) {
     text += token < 256 ? char(token) : '#';
   EXPECT_EQ(text, R"([{"b": 1, "a": 2}]user#assistantf#)");
   EXPECT_EQ(trainedText(examples->front()), "assistantf#");
+  // A key written with an escape is refused, not read in part.
+  std::string escaped = temporaryFile(
+      "jsonl", R"({"m\u0065ssages": [{"role": "user", "content": "U"}]})");
+  EXPECT_THAT(llvm::toString(readChatJsonl(escaped, format, false).takeError()),
+              HasSubstr(":1: 'messages' or 'tools' cannot be read as "
+                        "written"));
   // Llama 3's framing writes no tools: they are not dropped unsaid.
   EXPECT_THAT(llvm::toString(readChatJsonl(path, llama3(), false).takeError()),
               HasSubstr(":1: 'tools' are written by the model's chat "
