@@ -246,8 +246,10 @@ ChatFormat::tokenizeTemplate(llvm::ArrayRef<ChatMessage> messages,
     const Tokenizer::Stretch &stretch = *std::prev(holding);
     if (stretch.offset == edge)
       return stretch.token;
+    // Inside an added token's stretch: past its text, in the whitespace an
+    // rstrip token takes with it (Phi-3's <|end|> and <|assistant|>).
     if (stretch.added)
-      return crossed();
+      return stretch.token + 1;
     std::vector<int32_t> start = tokenizer->encodeStretchStart(
         text.slice(stretch.offset, edge), stretch.offset == 0);
     llvm::ArrayRef<int32_t> after =
@@ -285,26 +287,43 @@ ChatFormat::tokenizeTemplate(llvm::ArrayRef<ChatMessage> messages,
           "conversation, so its turn cannot be told apart (with "
           "data.train_on_input every token is trained on)",
           index));
-    // Its end of turn: the first special token written after its start.
-    size_t end = begin, special = 0;
-    while (end < text.size() &&
-           !(special = tokenizer->specialTokenAtStart(text.substr(end))))
-      ++end;
-    if (!special)
+    // Its end: where the messages up to it, written alone, start the whole
+    // text, their last special token (its end of turn; a tool call's
+    // [TOOL_CALLS] or <|python_tag|> inside the turn is no end), else
+    // their end; where a template writes a last turn otherwise (Qwen3's
+    // empty <think> block), the first special token after its start.
+    llvm::Expected<std::string> upTo = render(
+        messages.take_front(index + 1), /*generationPrompt=*/false, tools);
+    if (!upTo)
+      return formatError(llvm::formatv("message {0}: the messages up to it: "
+                                       "{1}",
+                                       index,
+                                       llvm::toString(upTo.takeError())));
+    bool alone = text.starts_with(*upTo) && upTo->size() > begin;
+    size_t limit = alone ? upTo->size() : text.size();
+    std::optional<size_t> end;
+    for (size_t at = begin; at < limit && !(end && !alone);) {
+      size_t special = tokenizer->specialTokenAtStart(text.substr(at));
+      if (special)
+        end = at + special;
+      at += special ? special : 1;
+    }
+    if (!end && alone)
+      end = limit;
+    if (!end)
       return formatError(llvm::formatv("message {0}: the template writes no "
                                        "special token after it to end its "
                                        "turn",
                                        index));
-    end += special;
     llvm::Expected<size_t> first = tokensBefore(begin);
     if (!first)
       return first.takeError();
-    llvm::Expected<size_t> last = tokensBefore(end);
+    llvm::Expected<size_t> last = tokensBefore(*end);
     if (!last)
       return last.takeError();
     for (size_t token = *first; token < *last; ++token)
       example.labels[token] = example.inputIds[token];
-    previousEnd = end;
+    previousEnd = *end;
   }
   return example;
 }

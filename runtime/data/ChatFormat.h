@@ -9,11 +9,13 @@
 // message is trained on as its turn, the text the template writes for it:
 // from the end of the generation prompt before it (the messages before it
 // rendered with add_generation_prompt, which must be the start of the whole
-// text) to the end of the first special token after that, its end of turn
-// (<|eot_id|>, <|im_end|>, <end_of_turn>, </s>: what the model must learn
-// to write to stop). The labels follow tokens: the text before each edge of
-// a turn must encode to the first tokens of the whole text, or the
-// conversation is refused (a token across the edge would have no one
+// text) to its end of turn (<|eot_id|>, <|im_end|>, <end_of_turn>, </s>:
+// what the model must learn to write to stop): the last special token of
+// the messages up to it rendered alone, where that starts the whole text
+// (so a tool call's [TOOL_CALLS] inside the turn is no end), else the first
+// special token after its start. The labels follow tokens: the text before
+// each edge of a turn must encode to the first tokens of the whole text, or
+// the conversation is refused (a token across the edge would have no one
 // label).
 //
 // A model without a template gets Llama 3's framing as torchtune (0.5/0.6)

@@ -113,8 +113,11 @@ twill::readChatJsonl(llvm::StringRef path, const ChatFormat &format,
             return lineError("'messages' or 'tools' cannot be read as "
                              "written (a key with escapes in it?)");
         } else if (line.get("tools")) {
-          return lineError("'tools' are written by the model's chat "
-                           "template, and this model has none");
+          return lineError(shareGpt ? "'tools' go to the chat template with "
+                                      "OpenAI's 'messages', not ShareGPT's "
+                                      "'conversations'"
+                                    : "'tools' are written by the model's chat "
+                                      "template, and this model has none");
         }
         std::vector<ChatMessage> messages;
         llvm::SmallVector<bool, 8> trained; // (std::vector<bool> has no array)

@@ -126,11 +126,13 @@ llvm::Expected<std::string> Tokenizer::findInModel(llvm::StringRef dir) {
   llvm::SmallString<256> model(dir), json(dir);
   llvm::sys::path::append(model, "original", "tokenizer.model");
   llvm::sys::path::append(json, "tokenizer.json");
-  for (llvm::StringRef path : {model.str(), json.str()})
+  // tokenizer.json first, as transformers reads it: a fine-tune may edit
+  // it and keep the base's original/.
+  for (llvm::StringRef path : {json.str(), model.str()})
     if (llvm::sys::fs::exists(path))
       return path.str();
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 "looked for " + model + " and " + json);
+                                 "looked for " + json + " and " + model);
 }
 
 size_t Tokenizer::specialTokenAtStart(llvm::StringRef text) const {

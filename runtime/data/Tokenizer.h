@@ -46,8 +46,8 @@ public:
   loadHuggingFace(llvm::StringRef path);
   /// loadHuggingFace for a .json file, loadTiktoken otherwise.
   static llvm::Expected<std::unique_ptr<Tokenizer>> load(llvm::StringRef path);
-  /// The tokenizer file of model folder `dir`: its original/tokenizer.model
-  /// (Llama 3's), else its tokenizer.json; an error says where it looked.
+  /// The tokenizer file of model folder `dir`: its tokenizer.json, else its
+  /// original/tokenizer.model (Llama 3's); an error says where it looked.
   static llvm::Expected<std::string> findInModel(llvm::StringRef dir);
 
   /// The ids of `text` as tokenizers' encode(text, add_special_tokens=False)

@@ -18,8 +18,11 @@ examples twill-train trains on:
 - without it, each conversation alone: the labels must be the ids of the
   tokens whose text starts inside an assistant turn, found here by
   character offsets (tokenizers' offset mapping): from the end of the
-  messages before it rendered with the generation prompt to the end of the
-  first special token after that; where the turn cannot be found that way
+  messages before it rendered with the generation prompt to its end of
+  turn, the last special token of the messages up to it rendered alone
+  where they start the whole text, else the first special token after its
+  start (Phi-3's markers strip the whitespace after them, as its
+  tokenizer's do); where the turn cannot be found that way
   (the template renders the earlier messages otherwise than as the start,
   a token crosses an edge, no special token ends it), Twill must refuse
   the conversation, and refusals must stay the exception.
@@ -102,7 +105,10 @@ def tool_conversations(rng, count):
 def model_folder(work, name, made):
     pipeline, specials, others, tokens = FAMILIES[name]
     backend = Tokenizer.from_str(made[pipeline][0].to_str())
-    backend.add_special_tokens([AddedToken(t, special=True, normalized=False)
+    # Phi-3's markers take the whitespace after them (rstrip), as its
+    # tokenizer.json has them.
+    backend.add_special_tokens([AddedToken(t, special=True, normalized=False,
+                                           rstrip=name == "phi3")
                                 for t in specials])
     backend.add_tokens([AddedToken(t, special=False, normalized=False)
                         for t in others])
@@ -120,31 +126,45 @@ def reference(tokenizer, messages, tools=None):
             part, tools=tools, tokenize=False,
             add_generation_prompt=generation)
     full = text(messages, False)
-    specials = [token.content for token in
-                tokenizer.backend_tokenizer.get_added_tokens_decoder().values()
-                if token.special]
+    added = tokenizer.backend_tokenizer.get_added_tokens_decoder()
+    specials = [token.content for token in added.values() if token.special]
     spans = []
     for index, message in enumerate(messages):
         if message["role"] != "assistant":
             continue
         prompt = text(messages[:index], True)
-        if not full.startswith(prompt):
-            return None
         begin = len(prompt)
-        ends = [(full.find(s, begin), s) for s in specials]
-        ends = [(at, -len(s)) for at, s in ends if at >= 0]
-        if not ends:
+        if not full.startswith(prompt) or begin < (spans[-1][1] if spans
+                                                   else 0):
             return None
-        at, negative = min(ends)
-        spans.append((begin, at - negative))
+        # The end of turn: the last special token of the messages up to it
+        # where they start the whole text, else the first after its start.
+        up_to = text(messages[:index + 1], False)
+        alone = full.startswith(up_to) and len(up_to) > begin
+        limit = len(up_to) if alone else len(full)
+        end, at = None, begin
+        while at < limit and (alone or end is None):
+            match = max((len(s) for s in specials if full.startswith(s, at)),
+                        default=0)
+            if match:
+                end = at + match
+            at += match or 1
+        if end is None and alone:
+            end = limit
+        if end is None:
+            return None
+        spans.append((begin, end))
     encoded = tokenizer(full, add_special_tokens=False,
                         return_offsets_mapping=True)
     labels = []
     for token, (start, end) in zip(encoded["input_ids"],
                                    encoded["offset_mapping"]):
         for begin, stop in spans:
-            if start < begin < end or start < stop < end:
-                return None  # a token across a turn's edge
+            # A token across a turn's edge, unless an added one whose
+            # stripped whitespace the edge is in: it counts before it.
+            if token not in added and (start < begin < end or
+                                       start < stop < end):
+                return None
         labels.append(token if any(begin <= start < stop
                                    for begin, stop in spans) else -100)
     return encoded["input_ids"], labels

@@ -254,11 +254,18 @@ TEST(ChatFormat, TurnsThatCannotBeToldApartAreRefused) {
       HasSubstr("message 1: the template writes the messages before it, "
                 "with the generation prompt, other than as the start of the "
                 "whole conversation"));
-  // A turn that nothing ends.
-  EXPECT_THAT(llvm::toString(llama3Template("{% for m in messages %}"
-                                            "{{ m.content }}{% endfor %}")
-                                 .tokenize(messages, trained)
-                                 .takeError()),
+  // Without special tokens, a turn is the text written for it where the
+  // messages up to it start the whole text; where they do not (the count
+  // at the end differs), nothing ends it.
+  ChatFormat counting = llama3Template(
+      "{% for m in messages %}{{ m.content }}{% endfor %}"
+      "{% if not add_generation_prompt %}{{ messages | length }}{% endif %}");
+  llvm::Expected<Example> plain = counting.tokenize(messages, trained);
+  ASSERT_TRUE(bool(plain)) << llvm::toString(plain.takeError());
+  EXPECT_EQ(trainedText(*plain), "A2");
+  ChatMessage three[] = {{"user", "U"}, {"assistant", "A"}, {"user", "V"}};
+  bool answer[] = {false, true, false};
+  EXPECT_THAT(llvm::toString(counting.tokenize(three, answer).takeError()),
               HasSubstr("message 1: the template writes no special token "
                         "after it to end its turn"));
   // A template that raises says its message.
@@ -267,6 +274,26 @@ TEST(ChatFormat, TurnsThatCannotBeToldApartAreRefused) {
                          .tokenize(messages, trained)
                          .takeError()),
       HasSubstr("no answers"));
+}
+
+TEST(ChatFormat, ASpecialTokenInsideATurnDoesNotEndIt) {
+  // Llama 3.1's tool call: <|python_tag|> opens it, <|eom_id|> ends it.
+  ChatFormat format = llama3Template(
+      "{{ bos_token }}{% for m in messages %}<|start_header_id|>{{ m.role }}"
+      "<|end_header_id|>\n\n{% if m.tool_calls %}<|python_tag|>"
+      "{{ m.tool_calls[0].name }}<|eom_id|>{% else %}{{ m.content }}"
+      "<|eot_id|>{% endif %}{% endfor %}{% if add_generation_prompt %}"
+      "<|start_header_id|>assistant<|end_header_id|>\n\n{% endif %}");
+  ChatMessage messages[] = {
+      {"user", "U"},
+      {"assistant", "",
+       R"({"role": "assistant", "tool_calls": [{"name": "f"}]})"},
+      {"ipython", "R"},
+      {"assistant", "A"}};
+  bool trained[] = {false, true, false, true};
+  llvm::Expected<Example> example = format.tokenize(messages, trained);
+  ASSERT_TRUE(bool(example)) << llvm::toString(example.takeError());
+  EXPECT_EQ(trainedText(*example), "#f#A#");
 }
 
 TEST(ChatFormat, ATurnEdgeInsideATokenIsRefused) {

@@ -53,14 +53,17 @@ NcclComm::create(const Communicator &mpi, const Mesh &mesh) {
     ncclResult_t result =
         ncclCommSplit(comm->world, color, mpi.coordinate(mesh.axes(axis)),
                       &split, nullptr);
-    if (llvm::Error error = comm->settle(comm->world, result, "ncclCommSplit"))
-      return std::move(error);
+    llvm::Error settled = comm->settle(comm->world, result, "ncclCommSplit");
+    // A child NCCL made is ended with the others, also after an error.
+    if (split)
+      comm->axes.push_back({mesh.axes(axis), split});
+    if (settled)
+      return std::move(settled);
     if (!split)
       return llvm::createStringError(
           llvm::inconvertibleErrorCode(),
           "ncclCommSplit made no communicator for mesh axis '" +
               mesh.axes(axis) + "'");
-    comm->axes.push_back({mesh.axes(axis), split});
     if (llvm::Error error = comm->settle(split, ncclSuccess,
                                          "ncclCommSplit (its communicator)"))
       return std::move(error);
