@@ -73,6 +73,11 @@ TEST(ChatTemplate, ATemplateThatRaisesIsAnError) {
   EXPECT_THAT(renderError("{% set x.y = 1 %}", R"({"x": 1})"),
               HasSubstr("'x' is not a namespace"));
   EXPECT_THAT(renderError("{{ 1 // 0 }}", "{}"), HasSubstr("division by zero"));
+  // As Python refuses them (the fuzzer's: an empty separator never ended).
+  EXPECT_THAT(renderError("{{ 'abc'.split('') }}", "{}"),
+              HasSubstr("split(): empty separator"));
+  EXPECT_THAT(renderError("{{ 'abc'.split(x) }}", "{}"),
+              HasSubstr("split() takes a string or none as its separator"));
   EXPECT_THAT(renderError("{{ x }}", "[1]"),
               HasSubstr("the variables must be a JSON object"));
   EXPECT_THAT(renderError("{{ x }}", R"({"x": )"),

@@ -143,8 +143,17 @@ static llvm::Expected<Value> methodOf(const Value &object, llvm::StringRef name,
                 parts.push_back(Value::of(word.str()));
               return Value::of(std::move(parts));
             }
+            // As Python's str.split, which refuses these (an empty
+            // separator would never end here).
+            if (first->kind != Value::String)
+              return llvm::createStringError(
+                  llvm::inconvertibleErrorCode(),
+                  "split() takes a string or none as its separator");
+            if (first->string.empty())
+              return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                             "split(): empty separator");
             llvm::SmallVector<llvm::StringRef> pieces;
-            llvm::StringRef(s).split(pieces, text(*first), int(most));
+            llvm::StringRef(s).split(pieces, first->string, int(most));
             for (llvm::StringRef piece : pieces)
               parts.push_back(Value::of(piece.str()));
             return Value::of(std::move(parts));
@@ -159,6 +168,16 @@ static llvm::Expected<Value> methodOf(const Value &object, llvm::StringRef name,
                                              "replace() takes 2 arguments");
             std::string from = text(args[0]), to = text(args[1]), out;
             int64_t most = args.size() > 2 ? asInt(args[2]) : -1;
+            if (from.empty()) { // Python's: `to` around each character
+              for (const std::string &c : characters(s)) {
+                if (most != 0) {
+                  out += to;
+                  most -= most > 0;
+                }
+                out += c;
+              }
+              return Value::of(most != 0 ? out + to : out);
+            }
             llvm::StringRef rest = s;
             for (size_t at; most != 0 && !from.empty() &&
                             (at = rest.find(from)) != llvm::StringRef::npos;
@@ -183,13 +202,18 @@ static llvm::Expected<Value> methodOf(const Value &object, llvm::StringRef name,
             }
             return Value::of(out);
           }
-          if (methodName == "count")
-            return Value::of(
-                int64_t(first ? llvm::StringRef(s).count(text(*first)) : 0));
+          // Counts and places in characters, as Python's.
+          if (methodName == "count") {
+            std::string part = first ? text(*first) : "";
+            return Value::of(part.empty()
+                                 ? int64_t(characters(s).size()) + 1
+                                 : int64_t(llvm::StringRef(s).count(part)));
+          }
           if (methodName == "find") {
             size_t at = first ? s.find(text(*first)) : std::string::npos;
-            return Value::of(at == std::string::npos ? int64_t(-1)
-                                                     : int64_t(at));
+            return Value::of(at == std::string::npos
+                                 ? int64_t(-1)
+                                 : int64_t(characters(s.substr(0, at)).size()));
           }
           // join
           llvm::Expected<Values> items =
