@@ -130,22 +130,24 @@ io::dequantizeBitsAndBytes4bit(const SafetensorsCheckpoint &checkpoint,
                       *state.nestedOffset;
   }
 
-  // Level times scale in fp32, rounded to the weight's own dtype.
-  std::function<float(float)> round;
+  // Level times scale in fp32, rounded to the weight's own dtype: one loop
+  // per rounding, none chosen per value.
+  std::vector<float> values(count);
+  auto dequantize = [&](auto round) {
+    for (int64_t i = 0; i < count; ++i) {
+      uint8_t pair = (*codes)[i / 2];
+      uint8_t code = i % 2 ? pair & 0xf : pair >> 4;
+      values[i] = round((*levels)[code] * absmax[i / state.blocksize]);
+    }
+  };
   if (state.dtype == "bfloat16")
-    round = [](float value) { return bf16ToFloat(floatToBF16(value)); };
+    dequantize([](float value) { return bf16ToFloat(floatToBF16(value)); });
   else if (state.dtype == "float16")
-    round = [](float value) { return float(_Float16(value)); };
+    dequantize([](float value) { return float(_Float16(value)); });
   else if (state.dtype == "float32")
-    round = [](float value) { return value; };
+    dequantize([](float value) { return value; });
   else
     return fail("its quant state's dtype '" + state.dtype +
                 "' is none of bfloat16, float16, float32");
-  std::vector<float> values(count);
-  for (int64_t i = 0; i < count; ++i) {
-    uint8_t pair = (*codes)[i / 2];
-    uint8_t code = i % 2 ? pair & 0xf : pair >> 4;
-    values[i] = round((*levels)[code] * absmax[i / state.blocksize]);
-  }
   return values;
 }
