@@ -31,7 +31,8 @@ namespace {
 /// author knows, stated here so that the sharding passes need no names.
 struct Split {
   TensorParallelStyle style;
-  int64_t heads = 0; // the attention heads the split dim holds, if any
+  int64_t heads = 0;  // the attention heads the split dim holds, if any
+  int64_t blocks = 0; // the quantized blocks it holds, if any
 };
 
 /// The deviation of a base weight drawn at random (checkpoint.random_base):
@@ -43,9 +44,15 @@ constexpr double kBaseWeightStd = 0.02;
 struct Role {
   InitKind init;
   std::optional<AdapterPart> part; // an adapter's
-  std::string of;                  // the weight an adapter's adapts
+  /// The weight an adapter's adapts, or a quantized part's holds part of.
+  std::string of;
   std::string tied; // the parameter holding `of`'s values, if another
+  std::optional<QuantizedPart> quantized; // a quantized weight's part
 };
+
+/// bitsandbytes' NF4 as QLoRA stores a base: blocks of 64 values, their
+/// scales quantized again in blocks of 256.
+constexpr int64_t kNf4BlockSize = 64, kNf4NestedBlockSize = 256;
 
 /// A block of rows of a module's weight, one projection of a fused module
 /// (q, k or v of Phi-3's qkv_proj), and how tensor parallelism splits it.
@@ -112,6 +119,11 @@ private:
                    Split split, const Role &role);
   /// A base weight's role: drawn at random where no checkpoint gives it.
   static Role baseWeight() { return {InitKind::Normal, std::nullopt, {}}; }
+  /// The frozen `[rows, columns]` weight `name` stored in NF4
+  /// (quantization.base), split as `split`: its four parts as parameters,
+  /// dequantized where it is read.
+  Value quantizedWeight(const std::string &name, int64_t rows,
+                        int64_t columns, Split split, Location at);
   /// Appends the input argument that is `role`, named after it: a [batch,
   /// seq] one (tokens, labels, positions, segments, token_index), or one of
   /// `shape`.
@@ -229,7 +241,12 @@ Value DecoderTracer::param(const Twine &name, ArrayRef<int64_t> shape,
   // The name is the checkpoint's; nothing after the frontend reads meaning
   // into it (the renaming test option checks that).
   std::string named = options.parameterPrefix + hfName;
-  Value arg = body->insertArgument(numParams++, floatType(shape), loc(hfName));
+  // A quantized weight's codes and scales' codes are bytes.
+  bool bytes = role.quantized && (*role.quantized == QuantizedPart::Codes ||
+                                  *role.quantized == QuantizedPart::Absmax);
+  Type type = bytes ? RankedTensorType::get(shape, builder.getI8Type())
+                    : floatType(shape);
+  Value arg = body->insertArgument(numParams++, type, loc(hfName));
   params[hfName] = arg;
   paramNames[arg] = named;
   MLIRContext *context = builder.getContext();
@@ -240,7 +257,8 @@ Value DecoderTracer::param(const Twine &name, ArrayRef<int64_t> shape,
       builder.getNamedAttr(kParamAttrName, builder.getStringAttr(named)),
       builder.getNamedAttr(
           kTensorParallelAttrName,
-          TensorParallelAttr::get(context, split.style, split.heads)),
+          TensorParallelAttr::get(context, split.style, split.heads,
+                                  split.blocks)),
       builder.getNamedAttr(
           kInitAttrName,
           InitAttr::get(
@@ -255,6 +273,12 @@ Value DecoderTracer::param(const Twine &name, ArrayRef<int64_t> shape,
         kAdapterAttrName,
         AdapterAttr::get(context, *role.part, options.parameterPrefix + role.of,
                          role.tied)));
+  if (role.quantized)
+    attrs.push_back(builder.getNamedAttr(
+        kQuantizedAttrName,
+        QuantizedAttr::get(context, *role.quantized,
+                           options.parameterPrefix + role.of, kNf4BlockSize,
+                           kNf4NestedBlockSize)));
   if (stored)
     attrs.push_back(builder.getNamedAttr(
         kStoredAttrName,
@@ -307,13 +331,56 @@ Value DecoderTracer::blockParam(const std::string &tensor,
       shape, trainable, split, role, StoredRows{tensor, first, total});
 }
 
+Value DecoderTracer::quantizedWeight(const std::string &name, int64_t rows,
+                                     int64_t columns, Split split,
+                                     Location at) {
+  // A row layer's columns split over tp in whole blocks, or not at all.
+  Split bytes = split;
+  if (split.style == TensorParallelStyle::Row)
+    bytes.blocks = columns / kNf4BlockSize;
+  Split whole{TensorParallelStyle::Replicate};
+  auto part = [&](QuantizedPart quantized) {
+    return Role{InitKind::Zeros, std::nullopt, name, {}, quantized};
+  };
+  // The codes carry the weight's own start, keyed by its name as an
+  // unquantized weight's: a random base is drawn as it would be, then
+  // quantized (the scales are filled with the codes).
+  Role codesRole = baseWeight();
+  codesRole.of = name;
+  codesRole.quantized = QuantizedPart::Codes;
+  Value codes = param(name, {rows, columns / 2}, false, bytes, codesRole);
+  Value absmax = param(name + ".absmax", {rows, columns / kNf4BlockSize},
+                       false, bytes, part(QuantizedPart::Absmax));
+  int64_t blocks = rows * (columns / kNf4BlockSize);
+  Value nested = param(
+      name + ".nested_absmax",
+      {(blocks + kNf4NestedBlockSize - 1) / kNf4NestedBlockSize}, false, whole,
+      part(QuantizedPart::NestedAbsmax));
+  Value offset = param(name + ".nested_offset", {}, false, whole,
+                       part(QuantizedPart::NestedOffset));
+  return DequantizeOp::create(
+      builder, at, floatType({rows, columns}), codes, absmax, nested, offset,
+      builder.getI64IntegerAttr(kNf4BlockSize),
+      builder.getI64IntegerAttr(kNf4NestedBlockSize),
+      builder.getI64IntegerAttr(rows), builder.getI64IntegerAttr(columns),
+      /*shard_axis=*/nullptr);
+}
+
 SmallVector<Value> DecoderTracer::linearBlocks(Value x, const std::string &path,
                                                StringRef target, int64_t in,
                                                ArrayRef<RowBlock> blocks) {
   SmallVector<Value> weights;
+  // Validation keeps fused modules out of a quantized base.
+  bool quantized =
+      job.quantization().base() != ::twill::QuantizationConfig::NONE &&
+      blocks.size() == 1;
   for (auto [index, block] : llvm::enumerate(blocks))
-    weights.push_back(blockParam(path + ".weight", blocks, index, {in},
-                                 baseTrainable(), block.split, baseWeight()));
+    weights.push_back(
+        quantized
+            ? quantizedWeight(path + ".weight", block.rows, in, block.split,
+                              loc(path))
+            : blockParam(path + ".weight", blocks, index, {in},
+                         baseTrainable(), block.split, baseWeight()));
   SmallVector<Value> ys = linearWith(x, weights, path, target, blocks);
   if (!::twill::hasBias(model, target))
     return ys;

@@ -223,6 +223,46 @@ Error shapes::dropout(Shape input, Shape tokens, Shape result) {
   return expectShape("tokens", tokens, input.take_front(2));
 }
 
+Error shapes::dequantize(Shape codes, Shape absmax, Shape nested,
+                         Shape offset, Shape result, int64_t blockSize,
+                         int64_t nestedBlockSize, int64_t wholeRows,
+                         int64_t wholeColumns) {
+  if (blockSize < 2 || blockSize % 2 || nestedBlockSize < 1)
+    return problem(llvm::formatv("block_size must be even and at least 2 and "
+                                 "nested_block_size positive, got {0} and {1}",
+                                 blockSize, nestedBlockSize));
+  // Far past any weight, so that the blocks' count below stays exact.
+  constexpr int64_t kMaxSide = int64_t(1) << 26;
+  if (wholeRows < 1 || wholeColumns < 1 || wholeRows > kMaxSide ||
+      wholeColumns > kMaxSide)
+    return problem(llvm::formatv("the whole weight's shape [{0}, {1}] must be "
+                                 "positive and at most 2^26 a side",
+                                 wholeRows, wholeColumns));
+  if (wholeColumns % blockSize)
+    return problem(llvm::formatv("block_size {0} does not divide the weight's "
+                                 "{1} columns",
+                                 blockSize, wholeColumns));
+  if (Error error = expectRank("result", result, 2))
+    return error;
+  int64_t rows = result[0], columns = result[1];
+  if (rows < 1 || rows > wholeRows || columns < 1 ||
+      wholeColumns % columns || columns % blockSize)
+    return problem(llvm::formatv(
+        "the result {0} is no block of the [{1}, {2}] weight in whole "
+        "blocks of {3} columns",
+        text(result), wholeRows, wholeColumns, blockSize));
+  int64_t blocks = wholeRows * (wholeColumns / blockSize);
+  int64_t nestedBlocks = (blocks + nestedBlockSize - 1) / nestedBlockSize;
+  if (Error error = expectShape("codes", codes, {rows, columns / 2}))
+    return error;
+  if (Error error =
+          expectShape("absmax", absmax, {rows, columns / blockSize}))
+    return error;
+  if (Error error = expectShape("nested_absmax", nested, {nestedBlocks}))
+    return error;
+  return expectShape("nested_offset", offset, {});
+}
+
 Error shapes::crossEntropy(Shape logits, Shape labels) {
   if (logits.empty())
     return problem("logits must have a vocab dim");

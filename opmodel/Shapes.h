@@ -86,6 +86,17 @@ llvm::Error scaleColumnsGrad(Shape input, Shape scale, Shape grad,
 /// input.
 llvm::Error dropout(Shape input, Shape tokens, Shape result);
 
+/// dequantize: codes [rows, columns / 2] (two 4-bit codes a byte), absmax
+/// [rows, columns / blockSize] (a block's scale code), nested
+/// [ceil(wholeRows * wholeColumns / blockSize / nestedBlockSize)] (the
+/// whole weight's), offset [] -> [rows, columns]: the whole [wholeRows,
+/// wholeColumns] weight, or a block of its rows, or of its columns that
+/// divides them into whole blocks.
+llvm::Error dequantize(Shape codes, Shape absmax, Shape nested, Shape offset,
+                       Shape result, int64_t blockSize,
+                       int64_t nestedBlockSize, int64_t wholeRows,
+                       int64_t wholeColumns);
+
 /// cross_entropy: logits [..., vocab], labels [...]; its gradient's result
 /// like the logits.
 llvm::Error crossEntropy(Shape logits, Shape labels);

@@ -132,6 +132,48 @@ LogicalResult ReverseBuilder::build() {
   return success();
 }
 
+/// The backward reads a quantized weight dequantized again from its stored
+/// bytes, right before its first reader there, as FSDP gathers a weight
+/// again: the forward's full-precision copy dies after the forward's last
+/// product, never held across the step.
+static void dequantizeAgainForBackward(func::FuncOp step) {
+  Block &body = step.getBody().front();
+  Operation *loss = forwardLoss(body);
+  if (!loss)
+    return;
+  SmallVector<DequantizeOp> dequantized;
+  for (Operation &op : body) {
+    if (&op == loss)
+      break;
+    if (auto dequantize = dyn_cast<DequantizeOp>(op))
+      dequantized.push_back(dequantize);
+  }
+  OpBuilder builder(step.getContext());
+  for (DequantizeOp op : dequantized) {
+    SmallVector<OpOperand *> backwardUses;
+    Operation *first = nullptr;
+    for (OpOperand &use : op.getResult().getUses()) {
+      Operation *user = use.getOwner();
+      if (!loss->isBeforeInBlock(user))
+        continue;
+      backwardUses.push_back(&use);
+      if (!first || user->isBeforeInBlock(first))
+        first = user;
+    }
+    if (!first)
+      continue;
+    builder.setInsertionPoint(first);
+    Operation *again = builder.clone(*op);
+    // Made for the backward of its layer.
+    if (Attribute layer = again->getAttr(kLayerAttrName)) {
+      again->removeAttr(kLayerAttrName);
+      again->setAttr(kGradLayerAttrName, layer);
+    }
+    for (OpOperand *use : backwardUses)
+      use->set(again->getResult(0));
+  }
+}
+
 namespace {
 struct AutodiffPass : public mlir::twill::impl::AutodiffBase<AutodiffPass> {
   void runOnOperation() override {
@@ -161,6 +203,7 @@ struct AutodiffPass : public mlir::twill::impl::AutodiffBase<AutodiffPass> {
         op.erase();
     if (failed(ReverseBuilder(step).build()))
       return signalPassFailure();
+    dequantizeAgainForBackward(step);
     // @forward evaluates: LoRA's dropout is the identity there.
     forward.walk([](DropoutOp dropout) {
       dropout.replaceAllUsesWith(dropout.getInput());

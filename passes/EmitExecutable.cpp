@@ -81,6 +81,8 @@ static std::optional<::twill::DType> dtypeOf(Type type) {
     return ::twill::I32;
   if (type.isSignlessInteger(64))
     return ::twill::I64;
+  if (type.isSignlessInteger(8)) // bytes: a quantized weight's
+    return ::twill::U8;
   return std::nullopt;
 }
 
@@ -171,7 +173,8 @@ static ::twill::ValueRole valueRoleIn(DictionaryAttr attrs) {
 }
 
 /// The parameter's roles, as the frontend stated them (twill.init,
-/// twill.adapter, twill.stored): what the runtime knows it by.
+/// twill.adapter, twill.stored, twill.quantized): what the runtime knows it
+/// by.
 static void describeRoles(func::FuncOp function, unsigned index,
                           ::twill::Parameter &parameter) {
   namespace tw = mlir::twill;
@@ -222,6 +225,27 @@ static void describeRoles(func::FuncOp function, unsigned index,
     out.set_tensor(stored.getTensor().str());
     out.set_first_row(stored.getFirstRow());
     out.set_tensor_rows(stored.getTensorRows());
+  }
+  if (auto quantized = function.getArgAttrOfType<tw::QuantizedAttr>(
+          index, tw::kQuantizedAttrName)) {
+    ::twill::QuantizedRole &out = *parameter.mutable_quantized();
+    switch (quantized.getPart()) {
+    case tw::QuantizedPart::Codes:
+      out.set_part(::twill::QuantizedRole::CODES);
+      break;
+    case tw::QuantizedPart::Absmax:
+      out.set_part(::twill::QuantizedRole::ABSMAX);
+      break;
+    case tw::QuantizedPart::NestedAbsmax:
+      out.set_part(::twill::QuantizedRole::NESTED_ABSMAX);
+      break;
+    case tw::QuantizedPart::NestedOffset:
+      out.set_part(::twill::QuantizedRole::NESTED_OFFSET);
+      break;
+    }
+    out.set_of(quantized.getOf().str());
+    out.set_block_size(quantized.getBlockSize());
+    out.set_nested_block_size(quantized.getNestedBlockSize());
   }
 }
 
@@ -394,6 +418,14 @@ static void describeAttributes(Operation *op, ::twill::Instruction &out) {
       })
       .Case<tw::SoftcapOp, tw::SoftcapGradOp>([&](auto op) {
         out.mutable_softcap()->set_cap(op.getCap().convertToDouble());
+      })
+      .Case([&](tw::DequantizeOp op) {
+        ::twill::DequantizeAttributes &a = *out.mutable_dequantize();
+        a.set_block_size(op.getBlockSize());
+        a.set_nested_block_size(op.getNestedBlockSize());
+        a.set_rows(op.getRows());
+        a.set_columns(op.getColumns());
+        a.set_shard_axis(axisName(op.getShardAxis()));
       })
       .Case([&](tw::DropoutOp op) {
         ::twill::DropoutAttributes &a = *out.mutable_dropout();

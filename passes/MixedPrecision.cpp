@@ -32,7 +32,8 @@ void lowerPrecision(func::FuncOp function) {
   for (BlockArgument argument : body.getArguments()) {
     unsigned index = argument.getArgNumber();
     RankedTensorType bf16 = toBF16(argument.getType());
-    if (!bf16)
+    // A quantized weight's scales stay as its format has them.
+    if (!bf16 || function.getArgAttr(index, kQuantizedAttrName))
       continue;
     if (function.getArgAttr(index, kParamAttrName) &&
         !function.getArgAttr(index, kTrainableAttrName)) {

@@ -115,6 +115,8 @@ LogicalResult Partitioner::planOp(Operation *op) {
       offset = first[axis].isShard();
     if (isa<AttentionOp, AttentionGradOp>(op))
       offset = first[axis].isShard() && !opPlan.operands[1][axis].isShard();
+    if (isa<DequantizeOp>(op)) // a block of the rows or the columns
+      offset = first[axis].isShard();
     if (isa<DropoutOp>(op)) // a block of the features
       offset = first[axis].isShard() && first[axis].dim == 2;
     if (!offset)

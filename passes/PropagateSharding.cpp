@@ -36,7 +36,7 @@ struct Propagator {
 
 /// A parameter's placement, or its state's: stored split over dp (FSDP),
 /// and over tp as the frontend's twill.tp says, unless tp does not divide
-/// the heads its split dim holds.
+/// the heads or the quantized blocks its split dim holds.
 Placement Propagator::parameterPlacement(TensorParallelAttr split,
                                          ArrayRef<int64_t> shape) const {
   Placement placement(plan.axes(), AxisPlacement::replicate());
@@ -47,6 +47,8 @@ Placement Propagator::parameterPlacement(TensorParallelAttr split,
     return placement;
   if (split.getHeads() > 0 && split.getHeads() % plan.axisSizes[tp] != 0)
     return placement; // heads that do not split: attention runs whole
+  if (split.getBlocks() > 0 && split.getBlocks() % plan.axisSizes[tp] != 0)
+    return placement; // quantized blocks that would be cut
   switch (split.getStyle()) {
   case TensorParallelStyle::Column: // [out, in]: out split
   case TensorParallelStyle::Vocab:  // [vocab, hidden]: vocab split

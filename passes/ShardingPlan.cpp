@@ -46,6 +46,8 @@ FailureOr<MeshPlan> MeshPlan::fromModule(ModuleOp module, bool sequenceParallel,
 bool mlir::twill::isParameter(Value value) {
   if (auto cast = value.getDefiningOp<CastOp>())
     return isParameter(cast.getInput());
+  if (auto dequantize = value.getDefiningOp<DequantizeOp>())
+    return isParameter(dequantize.getCodes());
   auto argument = dyn_cast<BlockArgument>(value);
   if (!argument)
     return false;

@@ -60,7 +60,8 @@ AxisDecision decideAxis(Operation *op, const ShardingRule &rule,
                         const MeshPlan &plan);
 
 /// Whether `value` is a function argument marked as a model parameter, or
-/// such a parameter cast to its compute dtype (stored and gathered like it).
+/// such a parameter cast to its compute dtype (stored and gathered like it),
+/// or a quantized one dequantized.
 bool isParameter(Value value);
 
 /// The shape of one rank's block of a `shape` tensor at `placement`:

@@ -75,5 +75,6 @@ std::string ShardingRule::str() const {
   printFactors("replicated", replicated);
   printFactors("self-reduced", selfReduced);
   printFactors("exact", exact);
+  printFactors("divisible", divisible);
   return text;
 }

@@ -38,6 +38,9 @@ struct ShardingRule {
   /// Factors an axis may split only into as many blocks as their size (a
   /// blocked split's blocks: one per rank, or none).
   SmallVector<int> exact;
+  /// Factors an axis may split only where it divides their size (a
+  /// quantized weight's blocks: none is cut).
+  SmallVector<int> divisible;
 
   /// Adds a factor of `size`; returns its index.
   int addFactor(int64_t size) {
@@ -61,7 +64,10 @@ struct ShardingRule {
   /// Whether an axis of `ranks` may split `factor`.
   bool splitsInto(int factor, int64_t ranks) const {
     return !isReplicated(factor) &&
-           (!llvm::is_contained(exact, factor) || factorSizes[factor] == ranks);
+           (!llvm::is_contained(exact, factor) ||
+            factorSizes[factor] == ranks) &&
+           (!llvm::is_contained(divisible, factor) ||
+            factorSizes[factor] % ranks == 0);
   }
 
   /// `([i, j, k], [l, k]) -> ([i, j, l]) {i=2, j=8, k=64, l=96}

@@ -42,7 +42,7 @@ class Twill_StartOp<string collective, dag collectiveArguments>
 }
 
 def Twill_AllGatherStartOp : Twill_StartOp<"all_gather",
-    (ins Twill_FloatTensor:$input, FlatSymbolRefAttr:$mesh, StrAttr:$axis,
+    (ins Twill_GatheredTensor:$input, FlatSymbolRefAttr:$mesh, StrAttr:$axis,
          I64Attr:$dim)> {
   let description = [{
     ```mlir

@@ -160,9 +160,12 @@ mlir::twill::verifyPlacementSymbols(Operation *op,
 
 LogicalResult
 TensorParallelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                           TensorParallelStyle style, int64_t heads) {
+                           TensorParallelStyle style, int64_t heads,
+                           int64_t blocks) {
   if (heads < 0)
     return emitError() << "heads must not be negative, got " << heads;
+  if (blocks < 0)
+    return emitError() << "blocks must not be negative, got " << blocks;
   if (heads > 0 && style == TensorParallelStyle::Replicate)
     return emitError() << "a replicated weight splits into no heads";
   return success();
@@ -201,6 +204,21 @@ StoredRowsAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (firstRow < 0 || firstRow >= tensorRows)
     return emitError() << "stored rows start at row " << firstRow
                        << ", outside the tensor's " << tensorRows;
+  return success();
+}
+
+LogicalResult
+QuantizedAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                      QuantizedPart part, StringRef of, int64_t blockSize,
+                      int64_t nestedBlockSize) {
+  if (of.empty())
+    return emitError() << "a quantized part names its weight (of)";
+  // bitsandbytes' blocks: two codes a byte, and a power of two it supports.
+  if (blockSize < 2 || blockSize % 2 || nestedBlockSize < 1 ||
+      blockSize > 4096 || nestedBlockSize > 4096)
+    return emitError() << "block_size must be even and in [2, 4096] and "
+                          "nested_block_size in [1, 4096], got "
+                       << blockSize << " and " << nestedBlockSize;
   return success();
 }
 

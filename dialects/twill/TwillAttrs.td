@@ -72,7 +72,10 @@ def Twill_TensorParallelAttr : Twill_Attr<"TensorParallel", "tp"> {
     - `replicate`: every rank holds it whole (norms).
 
     `heads`, when not 0, is how many attention heads the dim splits into:
-    where tp does not divide them, the weight stays whole. LoRA factors
+    where tp does not divide them, the weight stays whole. `blocks`, when
+    not 0, is how many quantized blocks the dim holds (a quantized
+    weight's, whose blocks run along its rows): where tp does not divide
+    them, it stays whole too, so that no block is cut. LoRA factors
     state their own: a column layer's A is `replicate` and its B `column`; a
     row layer's A is `row` and its B `replicate`; so the rank never splits.
 
@@ -82,9 +85,10 @@ def Twill_TensorParallelAttr : Twill_Attr<"TensorParallel", "tp"> {
   }];
   let parameters = (ins
     EnumParameter<Twill_TensorParallelStyle>:$style,
-    DefaultValuedParameter<"int64_t", "0">:$heads
+    DefaultValuedParameter<"int64_t", "0">:$heads,
+    DefaultValuedParameter<"int64_t", "0">:$blocks
   );
-  let assemblyFormat = "`<` $style (`,` `heads` `=` $heads^)? `>`";
+  let assemblyFormat = "`<` $style (`,` struct($heads, $blocks)^)? `>`";
   let genVerifyDecl = 1;
 }
 
@@ -177,6 +181,45 @@ def Twill_AdapterAttr : Twill_Attr<"Adapter", "adapter"> {
   );
   let assemblyFormat =
       "`<` $part `,` `of` `=` $of (`,` `tied` `=` $tied^)? `>`";
+  let genVerifyDecl = 1;
+}
+
+def Twill_QuantizedPart : I32EnumAttr<"QuantizedPart",
+    "which part of a quantized weight a parameter is", [
+      I32EnumAttrCase<"Codes", 0, "codes">,
+      I32EnumAttrCase<"Absmax", 1, "absmax">,
+      I32EnumAttrCase<"NestedAbsmax", 2, "nested_absmax">,
+      I32EnumAttrCase<"NestedOffset", 3, "nested_offset">]> {
+  let cppNamespace = "::mlir::twill";
+  let genSpecializedAttr = 0;
+}
+
+def Twill_QuantizedAttr : Twill_Attr<"Quantized", "quantized"> {
+  let summary = "The part of a quantized frozen weight a parameter is";
+  let description = [{
+    Stated by the frontend (`twill.quantized`) on each parameter that holds
+    part of a frozen weight stored in bitsandbytes' NF4 with double
+    quantization: the weight `of` (its checkpoint name), cut into blocks of
+    `block_size` values along its rows, each block's 4-bit `codes` and
+    8-bit scale (`absmax`), the scales quantized again in blocks of
+    `nested_block_size` (`nested_absmax`, plus one `nested_offset`).
+    `twill.dequantize` reads the four; the runtime fills them from a
+    bitsandbytes 4-bit checkpoint or by quantizing the weight.
+
+    ```mlir
+    %codes: tensor<64x48xi8> {twill.param = "...q_proj.weight", twill.quantized = #twill.quantized<codes, of = "...q_proj.weight", block_size = 64, nested_block_size = 256>}
+    ```
+  }];
+  let parameters = (ins
+    EnumParameter<Twill_QuantizedPart>:$part,
+    StringRefParameter<"the weight it holds part of">:$of,
+    "int64_t":$block_size,
+    "int64_t":$nested_block_size
+  );
+  let assemblyFormat = [{
+    `<` $part `,` `of` `=` $of `,` `block_size` `=` $block_size `,`
+    `nested_block_size` `=` $nested_block_size `>`
+  }];
   let genVerifyDecl = 1;
 }
 

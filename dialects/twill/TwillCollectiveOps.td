@@ -19,21 +19,25 @@ class Twill_CollectiveOp<string mnemonic, list<Trait> traits = []>
   }];
 }
 
+// What an all-gather moves: floats, or a quantized weight's bytes.
+def Twill_GatheredTensor : StaticShapeTensorOf<[AnyFloat, I8]>;
+
 def Twill_AllGatherOp : Twill_CollectiveOp<"all_gather"> {
   let summary = "Concatenate the shards of an axis (shard<dim> -> replicate)";
   let description = [{
     Every rank of the axis gets the inputs of all of them concatenated along
     `dim`, in axis order, cut to the result's size: blocks are
     `ceil(size / ranks)` long and the last one's padding is dropped, so no
-    size has to divide by the axis.
+    size has to divide by the axis. It moves floats, or a quantized
+    weight's bytes (i8), as they are.
 
     ```mlir
     %full = twill.all_gather %x over @mesh["tp"] dim 1 : tensor<2x64x64xf32> -> tensor<2x256x64xf32>
     ```
   }];
-  let arguments = (ins Twill_FloatTensor:$input, FlatSymbolRefAttr:$mesh,
+  let arguments = (ins Twill_GatheredTensor:$input, FlatSymbolRefAttr:$mesh,
                        StrAttr:$axis, I64Attr:$dim);
-  let results = (outs Twill_FloatTensor:$result);
+  let results = (outs Twill_GatheredTensor:$result);
   let hasVerifier = 1;
   let assemblyFormat = [{
     $input `over` $mesh `[` $axis `]` `dim` $dim attr-dict `:` type($input)

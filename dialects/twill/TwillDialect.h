@@ -37,6 +37,9 @@ inline constexpr llvm::StringLiteral kAdapterAttrName = "twill.adapter";
 /// Function argument attribute of a parameter that is some rows of a
 /// checkpoint's tensor (#twill.stored_rows), stated by the frontend.
 inline constexpr llvm::StringLiteral kStoredAttrName = "twill.stored";
+/// Function argument attribute of a parameter that holds part of a
+/// quantized frozen weight (#twill.quantized), stated by the frontend.
+inline constexpr llvm::StringLiteral kQuantizedAttrName = "twill.quantized";
 /// Function argument and result attribute: what a per-step input or an
 /// output is (#twill.role), which the runtime finds it by.
 inline constexpr llvm::StringLiteral kRoleAttrName = "twill.role";

@@ -153,6 +153,15 @@ LogicalResult AddColumnsOp::verify() {
 
 LogicalResult SoftcapOp::verify() { return verifyCap(*this, getCap()); }
 
+LogicalResult DequantizeOp::verify() {
+  return check(*this,
+               shapes::dequantize(shapeOf(getCodes()), shapeOf(getAbsmax()),
+                                  shapeOf(getNested()), shapeOf(getOffset()),
+                                  shapeOf(getResult()), getBlockSize(),
+                                  getNestedBlockSize(), getRows(),
+                                  getColumns()));
+}
+
 LogicalResult DropoutOp::verify() {
   if (failed(expectSameElementType(*this, {getInput(), getResult()})) ||
       failed(check(*this, shapes::dropout(shapeOf(getInput()),

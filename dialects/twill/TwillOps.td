@@ -296,6 +296,46 @@ def Twill_SoftcapOp : Twill_ComputeOp<"softcap", [Pure, DeclareOpInterfaceMethod
   let hasVerifier = 1;
 }
 
+def Twill_DequantizeOp : Twill_ComputeOp<"dequantize", [Pure]> {
+  let summary = "A frozen weight stored in NF4, in the compute dtype";
+  let description = [{
+    bitsandbytes' NF4 with double quantization, as QLoRA stores a frozen
+    base: the `[rows, columns]` weight cut into blocks of `block_size`
+    values along its rows; value `i` of block `b` is `NF4[code_i] *
+    scale_b`, its 4-bit code in `codes` (two a byte, the first in the high
+    nibble), and `scale_b = DYNAMIC[absmax_b] * nested[b /
+    nested_block_size] + offset`, `absmax_b` the block's 8-bit code of
+    bitsandbytes' signed dynamic map and `nested` the whole weight's. The
+    operands are the parameters `#twill.quantized` names; the result is
+    formed right before the products that read it (twill-autodiff forms it
+    again for the backward), so no full-precision copy outlives them. The
+    weight is frozen: no gradient flows into the codes.
+
+    ```mlir
+    %w = twill.dequantize %codes absmax(%absmax) nested(%nested, %offset)
+        {block_size = 64 : i64, nested_block_size = 256 : i64, rows = 4096 : i64, columns = 4096 : i64}
+        : (tensor<4096x2048xi8>, tensor<4096x64xi8>, tensor<1024xf32>, tensor<f32>) -> tensor<4096x4096xbf16>
+    ```
+
+    `rows` and `columns` are the whole weight's. After partitioning,
+    `shard_axis` says the result is this rank's block along that mesh
+    axis, of rows or of whole blocks of columns; the sharding rule splits
+    the columns only where the axis divides the blocks.
+  }];
+  let arguments = (ins StaticShapeTensorOf<[I8]>:$codes,
+                       StaticShapeTensorOf<[I8]>:$absmax,
+                       StaticShapeTensorOf<[F32]>:$nested,
+                       0DTensorOf<[F32]>:$offset, I64Attr:$block_size,
+                       I64Attr:$nested_block_size, I64Attr:$rows,
+                       I64Attr:$columns, OptionalAttr<StrAttr>:$shard_axis);
+  let results = (outs Twill_FloatTensor:$result);
+  let assemblyFormat = [{
+    $codes `absmax` `(` $absmax `)` `nested` `(` $nested `,` $offset `)`
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Twill_DropoutOp : Twill_ComputeOp<"dropout", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
   let summary = "LoRA's dropout, the same mask on every mesh";
   let description = [{

@@ -189,6 +189,26 @@ ShardingRule ColumnSumsOp::getShardingRule() {
   return rule;
 }
 
+ShardingRule DequantizeOp::getShardingRule() {
+  // Rows split anywhere; columns only in whole blocks, where the axis
+  // divides them: a block's codes and its scale stay on one rank. The
+  // nested scales are the whole weight's.
+  ShardingRule rule;
+  ArrayRef<int64_t> result = shapeOf(getResult());
+  int64_t blockSize = getBlockSize();
+  int rows = rule.addFactor(result[0]);
+  int blocks = rule.addFactor(result[1] / blockSize);
+  int codeBytes = rule.addFactor(blockSize / 2);
+  int values = rule.addFactor(blockSize);
+  int nested = rule.addFactor(shapeOf(getNested())[0]);
+  rule.operands = {Tensor{{rows}, {blocks, codeBytes}}, Tensor{{rows}, {blocks}},
+                   Tensor{{nested}}, Tensor()};
+  rule.results = {Tensor{{rows}, {blocks, values}}};
+  rule.replicated = {codeBytes, values, nested};
+  rule.divisible = {blocks};
+  return rule;
+}
+
 ShardingRule DropoutOp::getShardingRule() {
   // Elementwise; the tokens' index follows the input's rows and positions.
   ShardingRule rule;

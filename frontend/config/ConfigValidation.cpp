@@ -422,11 +422,46 @@ static void validateScale(const JobConfig &config, Problems &problems) {
                  llvm::format("%.0f", tokens), llvm::format("%.3g", elements));
 }
 
+/// A quantized base: frozen, and every projection's rows whole blocks of
+/// 64 values (bitsandbytes' NF4 blocks, which no shard may cut).
+static void validateQuantization(const JobConfig &config, Problems &problems) {
+  if (config.quantization().base() == QuantizationConfig::NONE)
+    return;
+  if (config.has_full_finetune())
+    problems.add("quantization.base NF4 stores the frozen base weights in 4 "
+                 "bits, but full_finetune trains them: a trained weight "
+                 "cannot be NF4; use lora");
+  const ModelConfig &model = config.model();
+  const ModelFamily *family = findModelFamily(model.model_type());
+  if (family && family->fusedProjections)
+    problems.add("quantization.base NF4 does not yet quantize fused "
+                 "projections ({0}'s qkv_proj and gate_up_proj)",
+                 model.model_type());
+  if (config.has_lora() && config.lora().use_dora())
+    problems.add("quantization.base NF4 with lora.use_dora is not built yet: "
+                 "DoRA's magnitudes start from the base's rows' norms");
+  if (config.checkpoint().merged())
+    problems.add("quantization.base NF4 with checkpoint.merged is not built "
+                 "yet: save the adapter and merge it into the bf16 base");
+  constexpr int64_t kBlock = 64;
+  for (auto [what, columns] :
+       {std::pair{"model.hidden_size", model.hidden_size()},
+        std::pair{"model.intermediate_size", model.intermediate_size()},
+        std::pair{"model.num_attention_heads x model.head_dim",
+                  model.num_attention_heads() * model.head_dim()}})
+    if (columns > 0 && columns % kBlock)
+      problems.add("quantization.base NF4 quantizes blocks of {0} values "
+                   "along each projection's rows, and {1} ({2}) is no "
+                   "multiple of {0}: the block size does not divide it",
+                   kBlock, what, columns);
+}
+
 llvm::Error twill::validateJobConfig(const JobConfig &config) {
   Problems problems;
   validateModel(config.model(), problems);
   if (config.has_lora())
     validateLora(config.lora(), config.model(), problems);
+  validateQuantization(config, problems);
   // No divisibility constraint ties dp or tp to any model size: the compiler
   // pads and masks what does not divide.
   problems.positive("parallel.dp", config.parallel().dp());

@@ -34,6 +34,8 @@ int64_t twill::bytesPerElement(DType dtype) {
     return 2;
   case I64:
     return 8;
+  case U8:
+    return 1;
   }
   return 0;
 }
@@ -137,6 +139,33 @@ static llvm::Error checkInstruction(const Instruction &instruction) {
   return llvm::Error::success();
 }
 
+/// A quantized weight's part: frozen, of a weight, in its dtype and rank;
+/// and only such a part holds bytes.
+static llvm::Error checkQuantized(const Executable &executable,
+                                  const Parameter &parameter) {
+  const Buffer &buffer = executable.buffers(parameter.buffer());
+  const QuantizedRole &role = parameter.quantized();
+  if (!parameter.has_quantized())
+    return buffer.dtype() == U8
+               ? invalid("parameter '" + parameter.name() +
+                         "' holds bytes but is part of no quantized weight")
+               : llvm::Error::success();
+  bool bytes = role.part() == QuantizedRole::CODES ||
+               role.part() == QuantizedRole::ABSMAX;
+  int rank = bytes ? 2 : role.part() == QuantizedRole::NESTED_ABSMAX ? 1 : 0;
+  if (role.part() == QuantizedRole::PART_UNSPECIFIED || role.of().empty() ||
+      parameter.trainable() || parameter.has_adapter() ||
+      role.block_size() < 2 || role.block_size() % 2 ||
+      role.block_size() > 4096 || role.nested_block_size() < 1 ||
+      role.nested_block_size() > 4096 || buffer.dtype() != (bytes ? U8 : F32) ||
+      buffer.shape_size() != rank)
+    return invalid("parameter '" + parameter.name() +
+                   "' is a quantized weight's part without its part, weight "
+                   "or block sizes, or trained, or not of its part's dtype "
+                   "and rank");
+  return llvm::Error::success();
+}
+
 llvm::Error twill::verifyExecutable(const Executable &executable) {
   // Nothing else is read from a program of another format.
   if (llvm::Error error = checkFormat(executable))
@@ -180,6 +209,8 @@ llvm::Error twill::verifyExecutable(const Executable &executable) {
     if (init.kind() == Initializer::ROW_NORMS && !parameter.has_adapter())
       return invalid("parameter '" + parameter.name() +
                      "' starts as a weight's rows' norms but adapts none");
+    if (llvm::Error error = checkQuantized(executable, parameter))
+      return error;
   }
   // The checkpoint's tensors they make up: each read and written whole.
   if (llvm::Expected<std::vector<StoredTensor>> stored =
@@ -294,9 +325,21 @@ llvm::Expected<std::vector<float>> BufferSet::floats(int id) {
   case BF16:
     widenBF16(as<uint16_t>(id), values.data(), values.size());
     return values;
+  case U8:
+    std::copy_n(as<uint8_t>(id), values.size(), values.data());
+    return values;
   default:
     return notFloats(id);
   }
+}
+
+llvm::Error BufferSet::setBytes(int id, llvm::ArrayRef<uint8_t> bytes) {
+  if (info(id).dtype() != U8 || int64_t(bytes.size()) != numElements(info(id)))
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "buffer " + std::to_string(id) +
+                                       " holds no bytes, or another count");
+  std::copy(bytes.begin(), bytes.end(), as<uint8_t>(id));
+  return llvm::Error::success();
 }
 
 llvm::Error BufferSet::setFloats(int id, llvm::ArrayRef<float> values) {

@@ -43,12 +43,15 @@ public:
     return reinterpret_cast<T *>(data(id));
   }
 
-  /// The host copy of a float buffer (fp32, or bf16 widened) as fp32
-  /// values; an error for any other dtype.
+  /// The host copy of a float buffer (fp32, or bf16 widened), or of a
+  /// byte buffer (each byte's value), as fp32 values; an error for any
+  /// other dtype.
   llvm::Expected<std::vector<float>> floats(int id);
   /// Stores fp32 values (as many as the buffer holds) in a float buffer,
   /// rounding them for a bf16 one.
   llvm::Error setFloats(int id, llvm::ArrayRef<float> values);
+  /// Stores bytes (as many as the buffer holds) in a U8 buffer.
+  llvm::Error setBytes(int id, llvm::ArrayRef<uint8_t> bytes);
 
 private:
   const Executable &program;

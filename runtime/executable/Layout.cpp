@@ -106,6 +106,10 @@ template void twill::sliceBlock<int32_t>(llvm::ArrayRef<int32_t>,
                                          const BufferBlock &,
                                          llvm::MutableArrayRef<int32_t>,
                                          int32_t);
+template void twill::sliceBlock<uint8_t>(llvm::ArrayRef<uint8_t>,
+                                         const BufferBlock &,
+                                         llvm::MutableArrayRef<uint8_t>,
+                                         uint8_t);
 
 void twill::placeBlock(llvm::ArrayRef<float> data, const BufferBlock &block,
                        llvm::MutableArrayRef<float> local) {

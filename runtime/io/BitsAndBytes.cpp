@@ -1,14 +1,150 @@
 //===- BitsAndBytes.cpp - bitsandbytes' 4-bit weights in checkpoints ------===//
+//
+// Built with -ffp-contract=off: bitsandbytes' arithmetic is reproduced
+// operation by operation, each rounded to fp32 as its own.
+//
+//===----------------------------------------------------------------------===//
 
 #include "runtime/io/BitsAndBytes.h"
 
 #include "runtime/executable/BFloat16.h"
 #include "support/Json.h"
+#include "support/Nf4.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
 using namespace twill;
 using namespace twill::io;
+
+llvm::ArrayRef<float> io::nf4Levels() { return nf4::kLevels; }
+
+llvm::ArrayRef<float> io::dynamicMap() {
+  static const nf4::Tables tables = nf4::tables();
+  return tables.dynamic;
+}
+
+float Nf4Weight::scale(int64_t block) const {
+  static const nf4::Tables tables = nf4::tables();
+  return nf4::blockScale(tables, absmax[block],
+                         nestedAbsmax[block / nestedBlockSize], nestedOffset);
+}
+
+static int64_t blocksOf(int64_t count, int64_t blocksize) {
+  return (count + blocksize - 1) / blocksize;
+}
+
+/// The largest magnitude of `values`.
+static float absmaxOf(llvm::ArrayRef<float> values) {
+  float most = 0;
+  for (float value : values)
+    most = std::max(most, std::fabs(value));
+  return most;
+}
+
+/// bitsandbytes' cpu quantize_blockwise with the dynamic map: each value
+/// times its block's 1 / absmax, to [0, 65535] in fp32, then the nearest
+/// entry of the map by a table of 65536 bins (the table's, not the exact
+/// nearest: a value within a bin of a midpoint takes the bin's entry).
+static void quantizeBlockwise(llvm::ArrayRef<float> values, int64_t blockSize,
+                              std::vector<uint8_t> &codes,
+                              std::vector<float> &absmax) {
+  constexpr int kBins = 65536;
+  static const std::vector<uint8_t> table = [] {
+    llvm::ArrayRef<float> map = dynamicMap();
+    std::vector<uint8_t> nearest(kBins);
+    float midpoints[255];
+    for (int i = 0; i < 255; ++i)
+      midpoints[i] = 0.5f * (map[i] + map[i + 1]);
+    int code = 0;
+    for (int bin = 0; bin < kBins; ++bin) {
+      float value = -1.0f + (2.0f * float(bin)) / float(kBins - 1);
+      while (code < 255 && midpoints[code] < value)
+        ++code;
+      nearest[bin] = uint8_t(code);
+    }
+    return nearest;
+  }();
+  int64_t count = values.size(), blocks = blocksOf(count, blockSize);
+  codes.assign(count, 0);
+  absmax.assign(blocks, 0);
+  for (int64_t block = 0; block < blocks; ++block) {
+    int64_t first = block * blockSize,
+            length = std::min(blockSize, count - first);
+    float most = absmaxOf(values.slice(first, length));
+    absmax[block] = most;
+    if (most == 0.0f)
+      continue;
+    float inverse = 1.0f / most;
+    for (int64_t i = first; i < first + length; ++i) {
+      float scaled = std::clamp(values[i] * inverse, -1.0f, 1.0f);
+      float shifted = scaled + 1.0f;
+      float half = shifted * 0.5f;
+      float bin = half * float(kBins - 1);
+      codes[i] = table[uint16_t(bin + 0.5f)];
+    }
+  }
+}
+
+Nf4Weight io::quantizeNf4(llvm::ArrayRef<float> values, int64_t blockSize,
+                          int64_t nestedBlockSize) {
+  // The first level: bitsandbytes' default (torch) quantize_4bit, which its
+  // cpu backend runs: each value times 1 / absmax (absmax at least 1e-38),
+  // clamped, and coded by the number of midpoints between levels below it.
+  llvm::ArrayRef<float> levels = nf4Levels();
+  float midpoints[15];
+  for (int i = 0; i < 15; ++i)
+    midpoints[i] = (levels[i] + levels[i + 1]) / 2;
+  Nf4Weight weight;
+  weight.blockSize = blockSize;
+  weight.nestedBlockSize = nestedBlockSize;
+  int64_t count = values.size(), blocks = blocksOf(count, blockSize);
+  std::vector<float> absmax(blocks);
+  weight.codes.assign((count + 1) / 2, 0);
+  for (int64_t block = 0; block < blocks; ++block) {
+    int64_t first = block * blockSize,
+            length = std::min(blockSize, count - first);
+    float most = absmaxOf(values.slice(first, length));
+    absmax[block] = most;
+    float inverse = 1.0f / std::max(most, 1e-38f);
+    for (int64_t i = first; i < first + length; ++i) {
+      // An all-zero block: every value 0, which codes as 0 does.
+      float scaled =
+          most == 0.0f ? 0.0f : std::clamp(values[i] * inverse, -1.0f, 1.0f);
+      uint8_t code = uint8_t(std::lower_bound(midpoints, midpoints + 15, scaled) -
+                             midpoints);
+      weight.codes[i / 2] |= i % 2 ? code : uint8_t(code << 4);
+    }
+  }
+  // Double quantization: the absmaxes less their mean (torch's fp32 mean,
+  // which sums pairwise; here in double, rounded once), coded blockwise.
+  double sum = 0;
+  for (float value : absmax)
+    sum += value;
+  weight.nestedOffset = float(sum / double(blocks));
+  std::vector<float> centred(blocks);
+  for (int64_t block = 0; block < blocks; ++block)
+    centred[block] = absmax[block] - weight.nestedOffset;
+  quantizeBlockwise(centred, nestedBlockSize, weight.absmax,
+                    weight.nestedAbsmax);
+  return weight;
+}
+
+void io::dequantizeNf4(const Nf4Weight &weight,
+                       llvm::MutableArrayRef<float> values) {
+  llvm::ArrayRef<float> levels = nf4Levels();
+  int64_t count = values.size();
+  for (int64_t block = 0; block * weight.blockSize < count; ++block) {
+    float scale = weight.scale(block);
+    int64_t first = block * weight.blockSize,
+            end = std::min(count, first + weight.blockSize);
+    for (int64_t i = first; i < end; ++i)
+      values[i] = levels[nf4::codeAt(weight.codes.data(), i)] * scale;
+  }
+}
 
 bool io::isBitsAndBytes4bit(const SafetensorsCheckpoint &checkpoint,
                             llvm::StringRef name) {
@@ -24,11 +160,17 @@ struct QuantState {
   std::vector<int64_t> shape;
   std::optional<float> nestedOffset; // with double quantization
 };
-} // namespace
 
-static int64_t blocksOf(int64_t count, int64_t blocksize) {
-  return (count + blocksize - 1) / blocksize;
-}
+/// A 4-bit weight as stored: its state, its codes, its levels and its
+/// blocks' scales, as F32 values or (double quantization) as a Nf4Weight's
+/// codes and nested scales.
+struct Stored4bit {
+  QuantState state;
+  std::vector<float> levels, absmax, nestedMap;
+  Nf4Weight nested; // with double quantization: codes, absmax, nested
+  llvm::ArrayRef<uint8_t> codes;
+};
+} // namespace
 
 /// An F32 tensor of `count` values, read whole.
 static llvm::Expected<std::vector<float>>
@@ -40,10 +182,9 @@ readFloats(const SafetensorsCheckpoint &checkpoint, const std::string &name,
   return values;
 }
 
-llvm::Expected<std::vector<float>>
-io::dequantizeBitsAndBytes4bit(const SafetensorsCheckpoint &checkpoint,
-                               llvm::StringRef name,
-                               llvm::ArrayRef<int64_t> shape) {
+static llvm::Expected<Stored4bit>
+readStored4bit(const SafetensorsCheckpoint &checkpoint, llvm::StringRef name,
+               llvm::ArrayRef<int64_t> shape) {
   auto fail = [&](const llvm::Twine &what) {
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),
@@ -63,7 +204,8 @@ io::dequantizeBitsAndBytes4bit(const SafetensorsCheckpoint &checkpoint,
   if (!parsed)
     return parsed.takeError();
   const llvm::json::Object *object = parsed->getAsObject();
-  QuantState state;
+  Stored4bit stored;
+  QuantState &state = stored.state;
   if (object) {
     state.blocksize = object->getInteger("blocksize").value_or(0);
     state.nestedBlocksize = object->getInteger("nested_blocksize").value_or(0);
@@ -92,52 +234,100 @@ io::dequantizeBitsAndBytes4bit(const SafetensorsCheckpoint &checkpoint,
   if (int64_t(codes->size()) != (count + 1) / 2)
     return fail(llvm::formatv("{0} bytes of codes for {1} values",
                               codes->size(), count));
+  stored.codes = *codes;
   llvm::Expected<std::vector<float>> levels =
       readFloats(checkpoint, stem + ".quant_map", 16);
   if (!levels)
     return levels.takeError();
+  stored.levels = std::move(*levels);
 
-  // Each block's scale: stored, or dequantized from its 8-bit code.
+  // Each block's scale: stored, or its 8-bit code and nested scales.
   int64_t blocks = blocksOf(count, state.blocksize);
-  std::vector<float> absmax;
   if (!state.nestedOffset) {
-    llvm::Expected<std::vector<float>> stored =
+    llvm::Expected<std::vector<float>> absmax =
         readFloats(checkpoint, stem + ".absmax", blocks);
-    if (!stored)
-      return stored.takeError();
-    absmax = std::move(*stored);
-  } else {
-    llvm::Expected<llvm::ArrayRef<uint8_t>> scaleCodes =
-        checkpoint.bytes(stem + ".absmax");
-    if (!scaleCodes)
-      return scaleCodes.takeError();
-    if (int64_t(scaleCodes->size()) != blocks)
-      return fail(llvm::formatv("{0} absmax codes for {1} blocks",
-                                scaleCodes->size(), blocks));
-    llvm::Expected<std::vector<float>> map =
-        readFloats(checkpoint, stem + ".nested_quant_map", 256);
-    if (!map)
-      return map.takeError();
-    llvm::Expected<std::vector<float>> nested =
-        readFloats(checkpoint, stem + ".nested_absmax",
-                   blocksOf(blocks, state.nestedBlocksize));
-    if (!nested)
-      return nested.takeError();
-    absmax.resize(blocks);
-    for (int64_t block = 0; block < blocks; ++block)
-      absmax[block] = (*map)[(*scaleCodes)[block]] *
-                          (*nested)[block / state.nestedBlocksize] +
-                      *state.nestedOffset;
+    if (!absmax)
+      return absmax.takeError();
+    stored.absmax = std::move(*absmax);
+    return stored;
   }
+  llvm::Expected<llvm::ArrayRef<uint8_t>> scaleCodes =
+      checkpoint.bytes(stem + ".absmax");
+  if (!scaleCodes)
+    return scaleCodes.takeError();
+  if (int64_t(scaleCodes->size()) != blocks)
+    return fail(llvm::formatv("{0} absmax codes for {1} blocks",
+                              scaleCodes->size(), blocks));
+  llvm::Expected<std::vector<float>> map =
+      readFloats(checkpoint, stem + ".nested_quant_map", 256);
+  if (!map)
+    return map.takeError();
+  llvm::Expected<std::vector<float>> nested =
+      readFloats(checkpoint, stem + ".nested_absmax",
+                 blocksOf(blocks, state.nestedBlocksize));
+  if (!nested)
+    return nested.takeError();
+  stored.nestedMap = std::move(*map);
+  Nf4Weight &weight = stored.nested;
+  weight.blockSize = state.blocksize;
+  weight.nestedBlockSize = state.nestedBlocksize;
+  weight.absmax.assign(scaleCodes->begin(), scaleCodes->end());
+  weight.nestedAbsmax = std::move(*nested);
+  weight.nestedOffset = *state.nestedOffset;
+  // By its own map: a product and a sum, as bitsandbytes dequantizes.
+  stored.absmax.resize(blocks);
+  for (int64_t block = 0; block < blocks; ++block) {
+    float product = stored.nestedMap[weight.absmax[block]] *
+                    weight.nestedAbsmax[block / weight.nestedBlockSize];
+    stored.absmax[block] = product + weight.nestedOffset;
+  }
+  return stored;
+}
 
+llvm::Expected<Nf4Weight>
+io::readBitsAndBytes4bit(const SafetensorsCheckpoint &checkpoint,
+                         llvm::StringRef name, llvm::ArrayRef<int64_t> shape) {
+  llvm::Expected<Stored4bit> stored = readStored4bit(checkpoint, name, shape);
+  if (!stored)
+    return stored.takeError();
+  auto fail = [&](const llvm::Twine &what) {
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        checkpoint.fileOf(name) + ": 4-bit weight '" + name + "': " + what);
+  };
+  if (!stored->state.nestedOffset)
+    return fail("its scales are not double-quantized "
+                "(bnb_4bit_use_double_quant), as a quantized base holds them");
+  if (!llvm::equal(stored->levels, nf4Levels()))
+    return fail("its quant_map is not the NF4 levels");
+  if (!llvm::equal(stored->nestedMap, dynamicMap()))
+    return fail("its nested_quant_map is not bitsandbytes' signed dynamic "
+                "map");
+  Nf4Weight weight = std::move(stored->nested);
+  weight.codes.assign(stored->codes.begin(), stored->codes.end());
+  return weight;
+}
+
+llvm::Expected<std::vector<float>>
+io::dequantizeBitsAndBytes4bit(const SafetensorsCheckpoint &checkpoint,
+                               llvm::StringRef name,
+                               llvm::ArrayRef<int64_t> shape) {
+  llvm::Expected<Stored4bit> stored = readStored4bit(checkpoint, name, shape);
+  if (!stored)
+    return stored.takeError();
+  const QuantState &state = stored->state;
   // Level times scale in fp32, rounded to the weight's own dtype: one loop
   // per rounding, none chosen per value.
-  std::vector<float> values(count);
+  std::vector<float> values(stored->codes.size() * 2);
+  int64_t count = 1;
+  for (int64_t dim : shape)
+    count *= dim;
+  values.resize(count);
   auto dequantize = [&](auto round) {
     for (int64_t i = 0; i < count; ++i) {
-      uint8_t pair = (*codes)[i / 2];
-      uint8_t code = i % 2 ? pair & 0xf : pair >> 4;
-      values[i] = round((*levels)[code] * absmax[i / state.blocksize]);
+      uint8_t code = nf4::codeAt(stored->codes.data(), i);
+      values[i] = round(stored->levels[code] *
+                        stored->absmax[i / state.blocksize]);
     }
   };
   if (state.dtype == "bfloat16")
@@ -147,7 +337,10 @@ io::dequantizeBitsAndBytes4bit(const SafetensorsCheckpoint &checkpoint,
   else if (state.dtype == "float32")
     dequantize([](float value) { return value; });
   else
-    return fail("its quant state's dtype '" + state.dtype +
-                "' is none of bfloat16, float16, float32");
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        checkpoint.fileOf(name) + ": 4-bit weight '" + name +
+            "': its quant state's dtype '" + state.dtype +
+            "' is none of bfloat16, float16, float32");
   return values;
 }

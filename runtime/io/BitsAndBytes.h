@@ -10,9 +10,9 @@
 // `W.quant_state.bitsandbytes__nf4` (U8: JSON of quant_type, blocksize,
 // dtype, shape, nested_blocksize, nested_offset).
 //
-// Read as bitsandbytes' dequantize_4bit computes it: level times absmax in
-// fp32, rounded to the state's dtype (the weight's before it was
-// quantized), which is what QLoRA's matmuls compute with.
+// The same format, with double quantization, is how a quantized base
+// (quantization.base NF4) is held: read from such a checkpoint as it is,
+// or quantized on load as bitsandbytes quantizes on the cpu.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,14 +27,54 @@ namespace twill::io {
 inline constexpr llvm::StringLiteral kNf4StateSuffix =
     ".quant_state.bitsandbytes__nf4";
 
+/// The 16 NF4 levels, and the 256 values of bitsandbytes' signed dynamic
+/// map (its create_dynamic_map(signed=True)), which double quantization
+/// codes the blocks' scales in.
+llvm::ArrayRef<float> nf4Levels();
+llvm::ArrayRef<float> dynamicMap();
+
+/// A weight in NF4 with double quantization: `count` values in blocks of
+/// `blockSize`, each value's 4-bit code of nf4Levels() (two a byte, the
+/// first in the high nibble), each block's scale an 8-bit code of
+/// dynamicMap() times its nested block's scale, plus `nestedOffset`.
+struct Nf4Weight {
+  int64_t blockSize = 64, nestedBlockSize = 256;
+  std::vector<uint8_t> codes, absmax;
+  std::vector<float> nestedAbsmax;
+  float nestedOffset = 0;
+
+  /// Block `block`'s scale, in fp32 as bitsandbytes dequantizes it.
+  float scale(int64_t block) const;
+};
+
+/// `values` (row-major) quantized as bitsandbytes' quantize_4bit(nf4,
+/// compress_statistics=True) does on the cpu, bit for bit: each block's
+/// absmax, its values' nearest levels, the absmaxes less their mean coded
+/// in blocks of `nestedBlockSize`. The values must be finite.
+Nf4Weight quantizeNf4(llvm::ArrayRef<float> values, int64_t blockSize,
+                      int64_t nestedBlockSize);
+
+/// Value i of `weight`: its level times its block's scale, in fp32.
+void dequantizeNf4(const Nf4Weight &weight,
+                   llvm::MutableArrayRef<float> values);
+
 /// Whether `name` is stored as bitsandbytes' 4-bit weight in `checkpoint`
-/// (NF4, or FP4, which dequantize refuses).
+/// (NF4, or FP4, which the readers refuse).
 bool isBitsAndBytes4bit(const SafetensorsCheckpoint &checkpoint,
                         llvm::StringRef name);
 
-/// The values of 4-bit weight `name`, which must have `shape`, in
-/// row-major order; an inconsistent quant state is an error naming the
-/// tensor and what is wrong.
+/// 4-bit weight `name`, which must have `shape`, as it is stored: NF4 with
+/// double quantization, the standard level and dynamic maps; anything else
+/// (or an inconsistent quant state) is an error naming the tensor.
+llvm::Expected<Nf4Weight>
+readBitsAndBytes4bit(const SafetensorsCheckpoint &checkpoint,
+                     llvm::StringRef name, llvm::ArrayRef<int64_t> shape);
+
+/// The values of 4-bit weight `name` (NF4, with or without double
+/// quantization), which must have `shape`, in row-major order, as
+/// bitsandbytes' dequantize_4bit computes them: level times scale in fp32,
+/// rounded to the state's dtype (the weight's before it was quantized),
+/// which is what QLoRA's matmuls compute with.
 llvm::Expected<std::vector<float>>
 dequantizeBitsAndBytes4bit(const SafetensorsCheckpoint &checkpoint,
                            llvm::StringRef name, llvm::ArrayRef<int64_t> shape);

@@ -3,6 +3,7 @@
 #include "runtime/train/Weights.h"
 
 #include "runtime/data/JsonLines.h"
+#include "runtime/io/BitsAndBytes.h"
 #include "runtime/io/Safetensors.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -216,6 +217,127 @@ static llvm::Error initialiseMagnitudes(Program &program) {
   return llvm::Error::success();
 }
 
+/// A quantized base's weights whole, one at a time: each is read from a
+/// bitsandbytes 4-bit checkpoint as it is, or quantized from the
+/// checkpoint's values (a random base's: those its codes' initializer
+/// draws, as the weight unquantized would start).
+class QuantizedWeights {
+public:
+  QuantizedWeights(const Program &program,
+                   const std::optional<io::SafetensorsCheckpoint> &base,
+                   uint64_t seed)
+      : program(program), base(base), seed(seed) {
+    for (const Parameter &parameter : program.executable().parameters())
+      if (parameter.quantized().part() == QuantizedRole::CODES)
+        codesOf[parameter.quantized().of()] = &parameter;
+  }
+
+  /// The weight `parameter` is part of.
+  llvm::Expected<const io::Nf4Weight *> of(const Parameter &parameter) {
+    const QuantizedRole &role = parameter.quantized();
+    if (role.of() == current)
+      return &weight;
+    const Parameter *codes = codesOf.lookup(role.of());
+    if (!codes)
+      return weightError("'" + parameter.name() + "' is part of quantized "
+                         "weight '" + role.of() +
+                         "', whose codes the program does not hold");
+    // The codes' whole shape: [rows, columns / 2].
+    llvm::Expected<BufferBlock> block = program.block(codes->buffer());
+    if (!block)
+      return block.takeError();
+    std::vector<int64_t> shape{block->globalShape[0],
+                               block->globalShape[1] * 2};
+    const std::string &name = role.of();
+    if (base && base->contains(name) && io::isBitsAndBytes4bit(*base, name)) {
+      llvm::Expected<io::Nf4Weight> read =
+          io::readBitsAndBytes4bit(*base, name, shape);
+      if (!read)
+        return read.takeError();
+      weight = std::move(*read);
+    } else {
+      std::vector<float> values(shape[0] * shape[1]);
+      if (base) {
+        if (llvm::Error error = base->readF32(name, shape, values))
+          return std::move(error);
+        if (llvm::Error error = checkFinite(values, name, base->fileOf(name)))
+          return std::move(error);
+      } else {
+        initialise(codes->init(), shape, values, seed);
+      }
+      weight = io::quantizeNf4(values, role.block_size(),
+                               role.nested_block_size());
+    }
+    if (weight.blockSize != role.block_size() ||
+        weight.nestedBlockSize != role.nested_block_size())
+      return weightError(llvm::formatv(
+          "{0}: 4-bit weight '{1}' is quantized in blocks of {2} (nested "
+          "{3}), the program's in blocks of {4} (nested {5})",
+          base ? base->fileOf(name) : "", name, weight.blockSize,
+          weight.nestedBlockSize, role.block_size(),
+          role.nested_block_size()));
+    current = name;
+    return &weight;
+  }
+
+private:
+  const Program &program;
+  const std::optional<io::SafetensorsCheckpoint> &base;
+  uint64_t seed;
+  llvm::StringMap<const Parameter *> codesOf;
+  std::string current;
+  io::Nf4Weight weight;
+};
+
+/// Fills `parameter`, a part of a quantized weight, with this rank's block
+/// of it.
+static llvm::Error loadQuantizedPart(Program &program,
+                                     const Parameter &parameter,
+                                     QuantizedWeights &weights) {
+  llvm::Expected<const io::Nf4Weight *> weight = weights.of(parameter);
+  if (!weight)
+    return weight.takeError();
+  llvm::Expected<BufferBlock> block = program.block(parameter.buffer());
+  if (!block)
+    return block.takeError();
+  const Buffer &buffer = program.buffers().info(parameter.buffer());
+  int64_t whole = 1;
+  for (int64_t size : block->globalShape)
+    whole *= size;
+  auto bytes = [&](const std::vector<uint8_t> &all) -> llvm::Error {
+    if (int64_t(all.size()) != whole)
+      return weightError("'" + parameter.name() + "' holds " +
+                         std::to_string(whole) + " bytes of quantized weight '" +
+                         parameter.quantized().of() + "', which has " +
+                         std::to_string(all.size()));
+    std::vector<uint8_t> local(numElements(buffer));
+    sliceBlock<uint8_t>(all, *block, local);
+    return program.buffers().setBytes(parameter.buffer(), local);
+  };
+  auto floats = [&](llvm::ArrayRef<float> all) -> llvm::Error {
+    if (int64_t(all.size()) != whole)
+      return weightError("'" + parameter.name() + "' holds " +
+                         std::to_string(whole) + " nested scales of '" +
+                         parameter.quantized().of() + "', which has " +
+                         std::to_string(all.size()));
+    std::vector<float> local(numElements(buffer));
+    sliceBlock<float>(all, *block, local);
+    return program.buffers().setFloats(parameter.buffer(), local);
+  };
+  switch (parameter.quantized().part()) {
+  case QuantizedRole::CODES:
+    return bytes((*weight)->codes);
+  case QuantizedRole::ABSMAX:
+    return bytes((*weight)->absmax);
+  case QuantizedRole::NESTED_ABSMAX:
+    return floats((*weight)->nestedAbsmax);
+  case QuantizedRole::NESTED_OFFSET:
+    return floats((*weight)->nestedOffset);
+  default: // the loader refuses such a program
+    return weightError("'" + parameter.name() + "' is no quantized part");
+  }
+}
+
 llvm::Expected<uint64_t> twill::loadParameters(Program &program,
                                                llvm::StringRef baseDir,
                                                llvm::StringRef adapterDir) {
@@ -264,7 +386,13 @@ llvm::Expected<uint64_t> twill::loadParameters(Program &program,
 
   // Scratch reused by every parameter: the largest is allocated once.
   std::vector<float> local, values, whole;
+  QuantizedWeights quantized(program, base, seed);
   for (const Parameter &parameter : program.executable().parameters()) {
+    if (parameter.has_quantized()) {
+      if (llvm::Error error = loadQuantizedPart(program, parameter, quantized))
+        return std::move(error);
+      continue;
+    }
     const Buffer &buffer = program.buffers().info(parameter.buffer());
     if (buffer.dtype() != F32 && buffer.dtype() != BF16)
       return weightError("parameter '" + parameter.name() +

@@ -42,6 +42,8 @@ inline const char *dtypeName(DType dtype) {
     return "i32";
   case I64:
     return "i64";
+  case U8:
+    return "u8";
   }
   return "?";
 }

@@ -50,16 +50,28 @@ void conformance::collectiveCases(Suite &suite) {
     absent->mutable_gather()->set_dim(1);
     absent.note("over 3 ranks, 2 absent").refused().add();
   }
+  // A quantized weight's bytes, gathered as they are.
+  for (Opcode op : {ALL_GATHER, ALL_GATHER_START}) {
+    CaseBuilder bytes(suite, op, U8, kExact);
+    bytes.operand(U8, {7, 45}, integers(0, 256));
+    bytes.result(U8, {7, 45});
+    bytes->mutable_gather()->set_axis("one");
+    bytes->mutable_gather()->set_dim(0);
+    bytes.note("bytes, one rank").add();
+  }
   CaseBuilder counts(suite, ALL_REDUCE, I64, kExact);
   counts.operand(I64, {3}, integers(0, 1000));
   counts.result(I64, {3});
   counts->mutable_all_reduce()->set_axis("one");
   counts.note("token counts").add();
   // This rank's block of 10 along dim 1 over 3 ranks: 4, 4 and 2 + padding.
-  for (DType type : {F32, BF16, I32})
+  for (DType type : {F32, BF16, I32, U8})
     for (const char *axis : {"mid", "last"}) {
       CaseBuilder c(suite, LOCAL_SLICE, type, kExact);
-      c.operand(type, {3, 10, 5}, type == I32 ? integers(0, 1000) : normal());
+      c.operand(type, {3, 10, 5},
+                type == I32  ? integers(0, 1000)
+                : type == U8 ? integers(0, 256)
+                             : normal());
       c.result(type, {3, 4, 5});
       c->mutable_gather()->set_axis(axis);
       c->mutable_gather()->set_dim(1);

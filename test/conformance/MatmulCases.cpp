@@ -24,6 +24,30 @@ void matmul(Suite &suite, DType type, Shape lhs, Shape rhs, Shape result,
   attributes.set_alpha(alpha);
   c.note(note).add();
 }
+
+/// A block of a [wholeRows, wholeColumns] NF4 weight (its rows, or whole
+/// blocks of its columns along "mid"), every byte and scale code drawn.
+void dequantize(Suite &suite, DType type, Shape block, int64_t wholeRows,
+                int64_t wholeColumns, int64_t blockSize,
+                int64_t nestedBlockSize, const std::string &axis,
+                const char *note) {
+  CaseBuilder c(suite, DEQUANTIZE, type, kExact);
+  int64_t rows = block[0], columns = block[1];
+  int64_t blocks = wholeRows * (wholeColumns / blockSize);
+  c.operand(U8, {rows, columns / 2}, integers(0, 256));
+  c.operand(U8, {rows, columns / blockSize}, integers(0, 256));
+  c.operand(F32, {(blocks + nestedBlockSize - 1) / nestedBlockSize},
+            uniform(0.01, 2));
+  c.operand(F32, {}, value(0.125));
+  c.out(block);
+  DequantizeAttributes &a = *c->mutable_dequantize();
+  a.set_block_size(blockSize);
+  a.set_nested_block_size(nestedBlockSize);
+  a.set_rows(wholeRows);
+  a.set_columns(wholeColumns);
+  a.set_shard_axis(axis);
+  c.note(note).add();
+}
 } // namespace
 
 void conformance::matmulCases(Suite &suite) {
@@ -44,5 +68,16 @@ void conformance::matmulCases(Suite &suite) {
     matmul(suite, type, {7, 0}, {0, 9}, {7, 9}, kNeither,
            "empty sum with an addend", /*addend=*/true, 2.0);
     matmul(suite, type, {0, 5}, {5, 3}, {0, 3}, kNeither, "no rows (m = 0)");
+
+    dequantize(suite, type, {37, 192}, 37, 192, 64, 256, "",
+               "NF4 weight, nested blocks across rows");
+    dequantize(suite, type, {13, 128}, 37, 128, 64, 3, "mid",
+               "rows of the mid rank");
+    dequantize(suite, type, {13, 128}, 37, 128, 64, 3, "last",
+               "rows of the last rank, 2 of them padding");
+    dequantize(suite, type, {11, 128}, 11, 384, 64, 5, "mid",
+               "whole blocks of columns of the mid rank");
+    dequantize(suite, type, {5, 16}, 5, 16, 4, 1, "",
+               "small blocks, a nested scale each");
   }
 }

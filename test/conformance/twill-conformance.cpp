@@ -134,6 +134,10 @@ llvm::Error store(BufferSet &buffers, int id, llvm::ArrayRef<double> values) {
     for (auto [i, v] : llvm::enumerate(values))
       buffers.as<int64_t>(id)[i] = int64_t(v);
     return llvm::Error::success();
+  case U8:
+    for (auto [i, v] : llvm::enumerate(values))
+      buffers.as<uint8_t>(id)[i] = uint8_t(int64_t(v)); // modulo 256
+    return llvm::Error::success();
   default:
     return buffers.setFloats(id,
                              std::vector<float>(values.begin(), values.end()));

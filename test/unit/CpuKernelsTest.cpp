@@ -70,6 +70,59 @@ TEST(CpuKernels, DropoutIsTheMaskOfEachElementsPlace) {
       EXPECT_EQ(partOut[t * block + f], out[t * features + first + f]);
 }
 
+// The naive reference: each value's level times its block's scale, the
+// block found by its place in the whole weight; padded rows zero.
+TEST(CpuKernels, DequantizeNf4IsLevelTimesItsBlocksScale) {
+  const int64_t wholeRows = 5, wholeColumns = 24, blockSize = 4, nested = 3;
+  int64_t blocks = wholeRows * wholeColumns / blockSize;
+  std::vector<uint8_t> codes(wholeRows * wholeColumns / 2), absmax(blocks);
+  for (size_t i = 0; i < codes.size(); ++i)
+    codes[i] = uint8_t(i * 37 + 11);
+  for (int64_t b = 0; b < blocks; ++b)
+    absmax[b] = uint8_t(b * 53 + 7);
+  std::vector<float> nestedScales = {0.5f, 1.25f, 3.0f, 0.75f, 2.0f,
+                                     1.5f, 0.25f, 4.0f, 1.0f, 2.5f};
+  float offset = 0.0625f;
+  nf4::Tables tables = nf4::tables();
+  auto expected = [&](int64_t r, int64_t c) {
+    if (r >= wholeRows)
+      return 0.0f;
+    int64_t i = r * wholeColumns + c, block = i / blockSize;
+    float scale =
+        tables.dynamic[absmax[block]] * nestedScales[block / nested] + offset;
+    int code = i % 2 ? codes[i / 2] & 0xf : codes[i / 2] >> 4;
+    return nf4::kLevels[code] * scale;
+  };
+  // The whole weight; rows 3 to 5 of it (row 5 a rank's padding); and
+  // columns 8 to 15 (two whole blocks of each row).
+  struct Case {
+    int64_t rows, columns, firstRow, firstColumn;
+  };
+  for (Case k : {Case{5, 24, 0, 0}, Case{3, 24, 3, 0}, Case{5, 8, 0, 8}}) {
+    std::vector<uint8_t> blockCodes, blockAbsmax;
+    for (int64_t r = 0; r < k.rows; ++r)
+      for (int64_t c = 0; c < k.columns; ++c) {
+        int64_t wr = k.firstRow + r, wc = k.firstColumn + c;
+        bool real = wr < wholeRows;
+        if (c % 2 == 0)
+          blockCodes.push_back(real ? codes[(wr * wholeColumns + wc) / 2] : 0);
+        if (c % blockSize == 0)
+          blockAbsmax.push_back(
+              real ? absmax[(wr * wholeColumns + wc) / blockSize] : 0);
+      }
+    nf4::Geometry g{k.rows,    k.columns, k.firstRow, k.firstColumn,
+                    wholeRows, wholeColumns, blockSize, nested};
+    std::vector<float> out(k.rows * k.columns, -1.0f);
+    cpu::dequantizeNf4(blockCodes.data(), blockAbsmax.data(),
+                       nestedScales.data(), offset, g, out.data());
+    for (int64_t r = 0; r < k.rows; ++r)
+      for (int64_t c = 0; c < k.columns; ++c)
+        EXPECT_EQ(out[r * k.columns + c],
+                  expected(k.firstRow + r, k.firstColumn + c))
+            << k.firstRow + r << ", " << k.firstColumn + c;
+  }
+}
+
 // Sliding windows too: of 2 (a query and the one before it) and of 4,
 // which a segment of 4 crosses; and Gemma 2's soft-capped logits.
 TEST(CpuKernels, AttentionIsCausalGroupedAndStaysInsideSegmentsAndWindows) {

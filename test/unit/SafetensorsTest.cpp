@@ -485,4 +485,98 @@ TEST(BitsAndBytes, InconsistentFourBitWeightsAreNamed) {
               HasSubstr("tensor 'b' is U8"));
 }
 
+TEST(BitsAndBytes, QuantizedBlocksCodeTheirNearestLevels) {
+  // Block b holds every NF4 level times b + 1 (and block 3 zeros): each
+  // value codes as its own level, each scale comes back within the dynamic
+  // map's step, and the offset is the absmaxes' mean.
+  const int64_t blocks = 5;
+  std::vector<float> values;
+  for (int64_t b = 0; b < blocks; ++b)
+    for (int i = 0; i < 16; ++i)
+      values.push_back(b == 3 ? 0.0f : kLevels[i] * float(b + 1));
+  Nf4Weight weight = quantizeNf4(values, 16, 2);
+  ASSERT_EQ(weight.codes.size(), values.size() / 2);
+  for (size_t i = 0; i < values.size(); ++i) {
+    int code = i % 2 ? weight.codes[i / 2] & 0xf : weight.codes[i / 2] >> 4;
+    EXPECT_EQ(code, (i / 16) == 3 ? 7 : int(i % 16)) << i;
+  }
+  EXPECT_EQ(weight.nestedOffset, (1.0f + 2 + 3 + 0 + 5) / 5);
+  ASSERT_EQ(weight.nestedAbsmax.size(), 3u);
+  for (int64_t b = 0; b < blocks; ++b)
+    EXPECT_NEAR(weight.scale(b), b == 3 ? 0.0 : double(b + 1), 0.02) << b;
+  std::vector<float> back(values.size());
+  dequantizeNf4(weight, back);
+  for (size_t i = 0; i < values.size(); ++i)
+    EXPECT_NEAR(back[i], values[i], 0.02) << i;
+}
+
+TEST(BitsAndBytes, QuantizedWeightsWrittenAsFourBitCheckpointsReadBack) {
+  // Twill's quantization stored as transformers stores a 4-bit weight
+  // reads back byte for byte, and dequantizes as dequantizeNf4 does.
+  std::vector<float> values(6 * 32);
+  for (size_t i = 0; i < values.size(); ++i)
+    values[i] = std::sin(float(i) * 0.37f) * float(1 + i % 7);
+  Nf4Weight weight = quantizeNf4(values, 16, 4);
+  std::string state =
+      llvm::formatv(R"({{"quant_type": "nf4", "blocksize": 16, "dtype": )"
+                    R"("float32", "shape": [6, 32], "nested_blocksize": 4, )"
+                    R"("nested_offset": {0}})",
+                    llvm::format("%.9g", double(weight.nestedOffset)))
+          .str();
+  auto bytes = [](const std::vector<uint8_t> &from) {
+    return std::string(from.begin(), from.end());
+  };
+  std::vector<float> map(dynamicMap().begin(), dynamicMap().end());
+  std::vector<Stored> tensors = {
+      {"w", "U8", {int64_t(weight.codes.size()), 1}, bytes(weight.codes)},
+      {"w.quant_map", "F32", {16}, floatBytes(kLevels)},
+      {"w.absmax", "U8", {int64_t(weight.absmax.size())}, bytes(weight.absmax)},
+      {"w.nested_quant_map", "F32", {256}, floatBytes(map)},
+      {"w.nested_absmax",
+       "F32",
+       {int64_t(weight.nestedAbsmax.size())},
+       floatBytes(weight.nestedAbsmax)},
+      {"w" + std::string(kNf4StateSuffix),
+       "U8",
+       {int64_t(state.size())},
+       state}};
+  TempDir dir;
+  std::string path = dir.file("quantized.safetensors");
+  writeTensors(path, tensors);
+  auto checkpoint = SafetensorsCheckpoint::open(path);
+  ASSERT_TRUE(bool(checkpoint)) << llvm::toString(checkpoint.takeError());
+  llvm::Expected<Nf4Weight> read =
+      readBitsAndBytes4bit(*checkpoint, "w", {6, 32});
+  ASSERT_TRUE(bool(read)) << llvm::toString(read.takeError());
+  EXPECT_EQ(read->codes, weight.codes);
+  EXPECT_EQ(read->absmax, weight.absmax);
+  EXPECT_EQ(read->nestedAbsmax, weight.nestedAbsmax);
+  EXPECT_TRUE(sameBits(read->nestedOffset, weight.nestedOffset));
+  std::vector<float> ours(values.size());
+  dequantizeNf4(weight, ours);
+  llvm::Expected<std::vector<float>> theirs =
+      dequantizeBitsAndBytes4bit(*checkpoint, "w", {6, 32});
+  ASSERT_TRUE(bool(theirs)) << llvm::toString(theirs.takeError());
+  for (size_t i = 0; i < ours.size(); ++i)
+    EXPECT_TRUE(sameBits(ours[i], (*theirs)[i])) << i;
+}
+
+TEST(BitsAndBytes, AQuantizedBaseReadsOnlyDoubleQuantizedNf4) {
+  TempDir dir;
+  auto errorFor = [&](std::vector<Stored> tensors) {
+    std::string path = dir.file("base.safetensors");
+    writeTensors(path, tensors);
+    auto checkpoint = SafetensorsCheckpoint::open(path);
+    EXPECT_TRUE(bool(checkpoint)) << llvm::toString(checkpoint.takeError());
+    return errorOf(readBitsAndBytes4bit(*checkpoint, "w", {2, 5}));
+  };
+  EXPECT_THAT(errorFor(fourBitWeight(false)),
+              HasSubstr("4-bit weight 'w': its scales are not "
+                        "double-quantized"));
+  // fourBitWeight's nested map is a made-up one.
+  EXPECT_THAT(errorFor(fourBitWeight(true)),
+              HasSubstr("its nested_quant_map is not bitsandbytes' signed "
+                        "dynamic map"));
+}
+
 } // namespace

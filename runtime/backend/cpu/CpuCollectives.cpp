@@ -40,6 +40,9 @@ static llvm::Error runLocalSlice(const InstructionView &in) {
   if (shape->dtype == I32)
     copyAlongDim(in.data<int32_t>(0), whole, first, in.data<int32_t>(1), block,
                  length, shape->outer, shape->inner);
+  else if (shape->dtype == U8)
+    copyAlongDim(in.data<uint8_t>(0), whole, first, in.data<uint8_t>(1), block,
+                 length, shape->outer, shape->inner);
   else
     copyAlongDim(in.data<float>(0), whole, first, in.data<float>(1), block,
                  length, shape->outer, shape->inner);
@@ -98,9 +101,9 @@ static Communicator::Started startOn(const InstructionView &in,
 }
 
 llvm::Error CpuCollectives::start(const Instruction &instruction) {
-  // The kernel sees fp32 copies of bf16 values, which stay with the
-  // collective until its wait rounds the result back.
-  WideCopies wide(buffers, instruction);
+  // The kernel sees fp32 copies of bf16 values (and of bytes), which stay
+  // with the collective until its wait rounds the result back.
+  WideCopies wide(buffers, instruction, /*widenBytes=*/true);
   auto address = [&](int id) { return wide.address(id); };
   InstructionView in(buffers.executable(), instruction, address, comm,
                      /*widened=*/wide.any());
@@ -117,6 +120,12 @@ llvm::Error CpuCollectives::start(const Instruction &instruction) {
     (*started)->then(
         [from = wide.values[id].data(), to = buffers.as<uint16_t>(id),
          count = wide.values[id].size()] { narrowToBF16(from, to, count); });
+  for (int id : wide.bytesWritten)
+    (*started)->then(
+        [from = wide.values[id].data(), to = buffers.as<uint8_t>(id),
+         count = wide.values[id].size()] {
+          WideCopies::narrowBytes(from, to, count);
+        });
   for (auto &[id, values] : wide.values)
     (*started)->keep(std::move(values));
   inFlight[result] = std::move(*started);

@@ -49,6 +49,28 @@ llvm::Error cpu::embedding(const float *table, int64_t vocab, int64_t dim,
   return llvm::Error::success();
 }
 
+void cpu::dequantizeNf4(const uint8_t *codes, const uint8_t *absmax,
+                        const float *nested, float offset,
+                        const nf4::Geometry &g, float *out) {
+  static const nf4::Tables tables = nf4::tables();
+  int64_t blocks = g.columns / g.blockSize;
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < g.rows; ++r) {
+    float *row = out + r * g.columns;
+    if (g.firstRow + r >= g.wholeRows) {
+      std::fill(row, row + g.columns, 0.0f);
+      continue;
+    }
+    const uint8_t *rowCodes = codes + r * (g.columns / 2);
+    for (int64_t b = 0; b < blocks; ++b) {
+      float scale =
+          nf4::rowBlockScale(tables, absmax, nested, offset, g, r, b);
+      for (int64_t c = b * g.blockSize; c < (b + 1) * g.blockSize; ++c)
+        row[c] = tables.levels[nf4::codeAt(rowCodes, c)] * scale;
+    }
+  }
+}
+
 void cpu::gemm(const RowMajorGemm &g) {
   auto *a = static_cast<const float *>(g.a);
   auto *b = static_cast<const float *>(g.b);

@@ -18,6 +18,7 @@
 #include "runtime/backend/ChunkedAttention.h"
 #include "runtime/backend/TiledLogits.h"
 #include "support/Dropout.h"
+#include "support/Nf4.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
 
@@ -33,6 +34,13 @@ namespace twill::cpu {
 llvm::Error embedding(const float *table, int64_t vocab, int64_t dim,
                       const int32_t *ids, int64_t count, float *out,
                       std::optional<int64_t> firstRow = std::nullopt);
+
+/// A block of an NF4 weight in fp32 (support/Nf4.h): `codes` [rows,
+/// columns / 2], `absmax` [rows, columns / blockSize], `nested` the whole
+/// weight's; rows past the whole weight's (a rank's padding) are zero.
+void dequantizeNf4(const uint8_t *codes, const uint8_t *absmax,
+                   const float *nested, float offset, const nf4::Geometry &g,
+                   float *out);
 
 /// A row-major GEMM (Gemm.h) on fp32 values, through oneDNN.
 void gemm(const RowMajorGemm &g);

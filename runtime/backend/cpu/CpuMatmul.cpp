@@ -1,4 +1,4 @@
-//===- CpuMatmul.cpp - matmul as one GEMM ---------------------------------===//
+//===- CpuMatmul.cpp - matmul as one GEMM; dequantize ---------------------===//
 
 #include "runtime/backend/cpu/CpuOps.h"
 
@@ -21,6 +21,19 @@ static llvm::Error runMatmul(const InstructionView &in) {
   return llvm::Error::success();
 }
 
+/// dequantize: the weight's block in fp32 (the backend rounds a bf16
+/// result once).
+static llvm::Error runDequantize(const InstructionView &in) {
+  llvm::Expected<nf4::Geometry> g = dequantizeGeometry(in);
+  if (!g)
+    return g.takeError();
+  cpu::dequantizeNf4(in.data<uint8_t>(0), in.data<uint8_t>(1),
+                     in.data<float>(2), *in.data<float>(3), *g,
+                     in.data<float>(4));
+  return llvm::Error::success();
+}
+
 void cpu::addMatmulKernels(Kernels &kernels) {
   kernels.add({MATMUL}, runMatmul);
+  kernels.add({DEQUANTIZE}, runDequantize);
 }

@@ -33,7 +33,8 @@ void addCrossEntropyKernels(Kernels &kernels);
 /// global_norm and sum_squares; clip_coefficient, lr_schedule and
 /// increment; adamw (CpuOptimizer.cpp).
 void addOptimizerKernels(Kernels &kernels);
-/// matmul: one GEMM (CpuMatmul.cpp).
+/// matmul: one GEMM; dequantize, a quantized weight for one
+/// (CpuMatmul.cpp).
 void addMatmulKernels(Kernels &kernels);
 /// attention and attention_grad as ChunkedAttention.h's schedule
 /// (CpuAttention.cpp).

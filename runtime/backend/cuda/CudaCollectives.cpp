@@ -27,6 +27,8 @@ ncclDataType_t ncclTypeOf(DType dtype) {
     return ncclInt64;
   case I32:
     return ncclInt32;
+  case U8:
+    return ncclUint8;
   default:
     return ncclFloat32;
   }
@@ -45,7 +47,6 @@ llvm::Error launchAllToAll(const InstructionView &in,
   std::vector<int64_t> blockShape(inShape);
   blockShape[split] /= ranks;
   int64_t block = in.count(0) / ranks;
-  bool bf16 = shape.dtype == BF16;
   size_t element = bytesPerElement(shape.dtype);
   llvm::Expected<void *> space =
       device.space(device.flightStaging, slot, 2 * in.count(0) * element);
@@ -56,7 +57,7 @@ llvm::Error launchAllToAll(const InstructionView &in,
   auto [splitOuter, splitInner] = around(inShape, split);
   cuda::arrangeBlocks(in.data<void>(0), send, ranks, splitOuter,
                       blockShape[split], inShape[split], splitInner,
-                      /*toWhole=*/false, bf16, device.stream);
+                      /*toWhole=*/false, element, device.stream);
   return device.launch(
       in.bufferId(1), slot, [&](cudaStream_t stream) -> llvm::Error {
         if (auto error = checkNccl(ncclGroupStart(), "ncclGroupStart"))
@@ -80,7 +81,7 @@ llvm::Error launchAllToAll(const InstructionView &in,
         auto [concatOuter, concatInner] = around(blockShape, concat);
         cuda::arrangeBlocks(receive, in.data<void>(1), ranks, concatOuter,
                             blockShape[concat], ranks * blockShape[concat],
-                            concatInner, /*toWhole=*/true, bf16, stream);
+                            concatInner, /*toWhole=*/true, element, stream);
         return llvm::Error::success();
       });
 }
@@ -128,7 +129,7 @@ static llvm::Error runCollective(const InstructionView &in, Device &device) {
         if (op == ALL_TO_ALL)
           return launchAllToAll(in, *shape, **nccl, *comm, device, slot);
         int64_t blocked = size * outer * block * inner;
-        bool bf16 = shape->dtype == BF16;
+        int element = int(bytesPerElement(shape->dtype));
         ncclDataType_t type = ncclTypeOf(shape->dtype);
         llvm::Expected<void *> space =
             device.space(device.flightStaging, slot,
@@ -147,12 +148,12 @@ static llvm::Error runCollective(const InstructionView &in, Device &device) {
                                         "ncclAllGather"))
                   return error;
                 cuda::arrangeBlocks(padded, in.data<void>(1), size, outer,
-                                    block, whole, inner, /*toWhole=*/true, bf16,
-                                    stream);
+                                    block, whole, inner, /*toWhole=*/true,
+                                    element, stream);
                 return llvm::Error::success();
               });
         cuda::arrangeBlocks(in.data<void>(0), padded, size, outer, block, whole,
-                            inner, /*toWhole=*/false, bf16, device.stream);
+                            inner, /*toWhole=*/false, element, device.stream);
         return device.launch(result, slot, [&](cudaStream_t stream) {
           return (*nccl)->settle(*comm,
                                  ncclReduceScatter(padded, in.data<void>(1),

@@ -17,6 +17,7 @@
 #include "runtime/backend/Blocks.h"
 #include "runtime/backend/ChunkedAttention.h"
 #include "support/Dropout.h"
+#include "support/Nf4.h"
 
 #include <cstdint>
 #include <cuda_runtime_api.h>
@@ -93,6 +94,12 @@ void addColumns(const void *x, const void *bias, int64_t rows, int64_t columns,
                 void *out, bool bf16, cudaStream_t stream);
 void columnSums(const void *x, int64_t rows, int64_t columns, void *out,
                 bool bf16, cudaStream_t stream);
+/// A block of an NF4 weight (support/Nf4.h) in the compute dtype, the
+/// offset read from device memory; rows past the whole weight's are zero.
+void dequantizeNf4(const uint8_t *codes, const uint8_t *absmax,
+                   const float *nested, const float *offset,
+                   const nf4::Geometry &g, void *out, bool bf16,
+                   cudaStream_t stream);
 /// LoRA's dropout (support/Dropout.h) of `tokens` rows of `features`, the
 /// micro-batch read from device memory.
 void dropout(const void *x, const int32_t *tokenIndex,
@@ -163,10 +170,10 @@ void copyAlongDim(const void *from, int64_t fromSize, int64_t first, void *to,
                   int64_t sliceBytes, cudaStream_t stream);
 /// [ranks][outer][block][inner] (what NCCL gathers) <-> [outer][whole][inner]
 /// (the tensor, `whole` <= ranks * block): `toWhole` drops the padding,
-/// the other way zero-fills it.
+/// the other way zero-fills it; elements of `elementBytes` (1, 2 or 4).
 void arrangeBlocks(const void *from, void *to, int64_t ranks, int64_t outer,
                    int64_t block, int64_t whole, int64_t inner, bool toWhole,
-                   bool bf16, cudaStream_t stream);
+                   int elementBytes, cudaStream_t stream);
 
 } // namespace twill::cuda
 

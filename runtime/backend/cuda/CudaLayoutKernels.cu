@@ -37,7 +37,7 @@ __global__ void arrangeBlocksKernel(const T *from, T *to, int64_t ranks,
       if (position < whole)
         to[wholeIndex] = from[i];
     } else {
-      to[i] = position < whole ? from[wholeIndex] : storeAs<T>(0.0f);
+      to[i] = position < whole ? from[wholeIndex] : T(0);
     }
   }
 }
@@ -55,14 +55,21 @@ void copyAlongDim(const void *from, int64_t fromSize, int64_t first, void *to,
 
 void arrangeBlocks(const void *from, void *to, int64_t ranks, int64_t outer,
                    int64_t block, int64_t whole, int64_t inner, bool toWhole,
-                   bool bf16, cudaStream_t stream) {
-  stored(bf16, [&](auto *tag) {
-    using T = STORED(tag);
+                   int elementBytes, cudaStream_t stream) {
+  // Moved as their bits: elements of one, two or four bytes.
+  auto launch = [&](auto *tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
     arrangeBlocksKernel<<<blocksFor(ranks * outer * block * inner), kThreads, 0,
                           stream>>>(static_cast<const T *>(from),
                                     static_cast<T *>(to), ranks, outer, block,
                                     whole, inner, toWhole);
-  });
+  };
+  if (elementBytes == 1)
+    launch(static_cast<uint8_t *>(nullptr));
+  else if (elementBytes == 2)
+    launch(static_cast<uint16_t *>(nullptr));
+  else
+    launch(static_cast<uint32_t *>(nullptr));
 }
 
 } // namespace twill::cuda

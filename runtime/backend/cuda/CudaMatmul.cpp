@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/backend/cuda/CudaKernels.h"
 #include "runtime/backend/cuda/CudaOps.h"
 #include "runtime/backend/shapes/MatmulShape.h"
 
@@ -172,6 +173,20 @@ static llvm::Error runMatmul(const InstructionView &in, Device &device) {
   return llvm::Error::success();
 }
 
+/// dequantize: the weight's block in the compute dtype, for the GEMMs.
+static llvm::Error runDequantize(const InstructionView &in, Device &device) {
+  llvm::Expected<nf4::Geometry> g = dequantizeGeometry(in);
+  if (!g)
+    return g.takeError();
+  if (g->rows * g->columns == 0)
+    return llvm::Error::success();
+  cuda::dequantizeNf4(in.data<uint8_t>(0), in.data<uint8_t>(1),
+                      in.data<float>(2), in.data<float>(3), *g,
+                      in.data<void>(4), in.dtype(4) == BF16, device.stream);
+  return llvm::Error::success();
+}
+
 void cuda::addMatmulKernels(Kernels &kernels) {
   kernels.add({MATMUL}, {runMatmul, /*bf16=*/true});
+  kernels.add({DEQUANTIZE}, {runDequantize, /*bf16=*/true});
 }

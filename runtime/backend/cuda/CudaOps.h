@@ -43,7 +43,7 @@ void addOptimizerKernels(Kernels &kernels);
 /// matmul: result = alpha op(lhs) op(rhs) (+ addend), one cuBLASLt call,
 /// bf16 or fp32 values, fp32 accumulation; the addend is cuBLASLt's C and
 /// the result its D, so the epilogue's add reads the addend once and writes
-/// nothing more (CudaMatmul.cpp).
+/// nothing more; dequantize, a quantized weight for them (CudaMatmul.cpp).
 void addMatmulKernels(Kernels &kernels);
 /// attention and attention_grad as ChunkedAttention.h's schedule: cuBLAS
 /// GEMMs and two row kernels (CudaAttention.cpp).

@@ -27,7 +27,8 @@ struct CollectiveShape {
 };
 
 /// Checks a collective (or its start) against its axis: the dtypes it moves
-/// (f32 or bf16; i64 counts are summed, i32 positions sliced), its dims,
+/// (f32 or bf16; i64 counts are summed, i32 positions sliced, u8 bytes
+/// gathered and sliced), its dims,
 /// and block sizes.
 inline llvm::Expected<CollectiveShape>
 collectiveShape(const InstructionView &in) {
@@ -47,8 +48,10 @@ collectiveShape(const InstructionView &in) {
     return in.fail("is no collective");
   }
   DType dtype = in.dtype(0);
-  bool integer =
-      (op == ALL_REDUCE && dtype == I64) || (op == LOCAL_SLICE && dtype == I32);
+  // Bytes (a quantized weight's) are gathered and sliced, never summed.
+  bool bytes = dtype == U8 && (op == ALL_GATHER || op == LOCAL_SLICE);
+  bool integer = bytes || (op == ALL_REDUCE && dtype == I64) ||
+                 (op == LOCAL_SLICE && dtype == I32);
   DType expected = integer ? dtype : in.floatType();
   if (auto error = in.expect(1, 1, {expected, expected}))
     return std::move(error);

@@ -12,6 +12,7 @@
 #include "opmodel/Shapes.h"
 #include "runtime/backend/Gemm.h"
 #include "runtime/backend/InstructionView.h"
+#include "support/Nf4.h"
 
 namespace twill {
 
@@ -77,6 +78,34 @@ inline RowMajorGemm matmulGemm(const MatmulShape &s, const void *lhs,
   g.alpha = float(s.alpha);
   g.accumulate = s.hasAddend;
   g.floatResult = false; // the result has the operands' type
+  return g;
+}
+
+/// A dequantize's block of its weight (the operands: codes, scales' codes,
+/// nested scales, offset): the whole weight, or with `shard_axis` this
+/// rank's block of its rows or (whole blocks of) its columns.
+inline llvm::Expected<nf4::Geometry> dequantizeGeometry(const InstructionView &in) {
+  if (auto error = in.expect(4, 1, {U8, U8, F32, F32, in.floatType(4)}))
+    return std::move(error);
+  const DequantizeAttributes &a = in->dequantize();
+  if (auto error = in.check(shapes::dequantize(
+          in.shape(0), in.shape(1), in.shape(2), in.shape(3), in.shape(4),
+          a.block_size(), a.nested_block_size(), a.rows(), a.columns())))
+    return std::move(error);
+  nf4::Geometry g{in.shape(4)[0], in.shape(4)[1], 0, 0, a.rows(),
+                  a.columns(), a.block_size(), a.nested_block_size()};
+  auto position = shardAxis(in, a.shard_axis());
+  if (!position)
+    return position.takeError();
+  if (*position) {
+    // A block of whole blocks of columns, or else of rows.
+    if (g.columns < g.wholeColumns)
+      g.firstColumn = (*position)->coordinate * g.columns;
+    else
+      g.firstRow = (*position)->coordinate * g.rows;
+    if (g.firstColumn + g.columns > g.wholeColumns)
+      return in.fail("its block of columns runs past the weight's");
+  }
   return g;
 }
 
