@@ -437,12 +437,6 @@ static void validateQuantization(const JobConfig &config, Problems &problems) {
     problems.add("quantization.base NF4 does not yet quantize fused "
                  "projections ({0}'s qkv_proj and gate_up_proj)",
                  model.model_type());
-  if (config.has_lora() && config.lora().use_dora())
-    problems.add("quantization.base NF4 with lora.use_dora is not built yet: "
-                 "DoRA's magnitudes start from the base's rows' norms");
-  if (config.checkpoint().merged())
-    problems.add("quantization.base NF4 with checkpoint.merged is not built "
-                 "yet: save the adapter and merge it into the bf16 base");
   constexpr int64_t kBlock = 64;
   for (auto [what, columns] :
        {std::pair{"model.hidden_size", model.hidden_size()},

@@ -26,7 +26,9 @@ BufferBlock twill::wholeBlock(const Buffer &buffer) {
 llvm::Expected<BufferBlock> twill::blockOf(const Buffer &buffer,
                                            const Mesh &mesh,
                                            llvm::ArrayRef<int> coordinates) {
-  if (buffer.global_shape_size() == 0)
+  // Unplaced; a scalar placed on the mesh (split_dims, none splitting) has
+  // a first holder like any whole value.
+  if (buffer.global_shape_size() == 0 && buffer.split_dims_size() == 0)
     return wholeBlock(buffer);
   auto fail = [&](const llvm::Twine &what) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(),

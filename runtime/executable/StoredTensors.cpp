@@ -22,13 +22,17 @@ static llvm::Error inconsistent(const llvm::Twine &what) {
                                  "invalid executable: " + what);
 }
 
-/// The whole shape of `parameter`'s buffer, over every rank.
+/// The whole shape of `parameter`'s buffer, over every rank; a quantized
+/// weight's codes, the weight's (two codes a byte).
 static std::vector<int64_t> wholeShape(const Executable &executable,
                                        const Parameter &parameter) {
   const Buffer &buffer = executable.buffers(parameter.buffer());
   const auto &shape =
       buffer.global_shape().empty() ? buffer.shape() : buffer.global_shape();
-  return {shape.begin(), shape.end()};
+  std::vector<int64_t> whole(shape.begin(), shape.end());
+  if (parameter.quantized().part() == QuantizedRole::CODES && !whole.empty())
+    whole.back() *= 2;
+  return whole;
 }
 
 llvm::Expected<std::vector<StoredTensor>>
@@ -40,6 +44,11 @@ twill::storedTensors(const Executable &executable) {
         parameter.buffer() >= executable.buffers_size())
       return inconsistent("parameter '" + parameter.name() +
                           "' has a bad buffer");
+    // A quantized weight is the tensor its codes stand for; its scales are
+    // its format's, no tensor of the model.
+    if (parameter.has_quantized() &&
+        parameter.quantized().part() != QuantizedRole::CODES)
+      continue;
     auto [it, added] =
         index.try_emplace(storedTensorName(parameter), tensors.size());
     if (added)

@@ -1,9 +1,10 @@
 //===- StoredTensors.h - the tensors parameters make up ---------*- C++ -*-===//
 //
 // A parameter is a whole tensor of the checkpoint (its name), or some rows
-// of one (Parameter.stored: a block of a fused projection). Reading,
-// writing and merging go by the checkpoint's tensors; these put them
-// together from the parameters.
+// of one (Parameter.stored: a block of a fused projection); a quantized
+// weight is the tensor its codes stand for, of the weight's shape (its
+// other parts are its format's). Reading, writing and merging go by the
+// checkpoint's tensors; these put them together from the parameters.
 //
 //===----------------------------------------------------------------------===//
 

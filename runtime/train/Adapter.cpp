@@ -3,7 +3,6 @@
 #include "runtime/train/Adapter.h"
 
 #include "google/protobuf/message.h"
-#include "runtime/io/BitsAndBytes.h"
 #include "runtime/io/Safetensors.h"
 #include "runtime/train/Weights.h"
 #include "support/AtomicFile.h"
@@ -37,44 +36,6 @@ struct WholeTensors {
   std::vector<const Parameter *> parameters;
 };
 
-/// The values of the quantized weight whose codes `codes` holds, each
-/// level times its block's scale, put together from every rank's blocks of
-/// its parts; `shape` becomes the weight's. A collective.
-static llvm::Expected<std::vector<float>>
-wholeDequantized(Program &program, const Parameter &codes,
-                 std::vector<int64_t> &shape) {
-  io::Nf4Weight weight;
-  weight.blockSize = codes.quantized().block_size();
-  weight.nestedBlockSize = codes.quantized().nested_block_size();
-  for (const Parameter &part : program.executable().parameters()) {
-    if (part.quantized().of() != codes.quantized().of())
-      continue;
-    llvm::Expected<std::vector<float>> values = program.wholeTensor(part.buffer());
-    if (!values)
-      return values.takeError();
-    auto asBytes = [&] {
-      return std::vector<uint8_t>(values->begin(), values->end());
-    };
-    switch (part.quantized().part()) {
-    case QuantizedRole::CODES:
-      weight.codes = asBytes();
-      break;
-    case QuantizedRole::ABSMAX:
-      weight.absmax = asBytes();
-      break;
-    case QuantizedRole::NESTED_ABSMAX:
-      weight.nestedAbsmax = std::move(*values);
-      break;
-    default:
-      weight.nestedOffset = values->empty() ? 0.0f : values->front();
-    }
-  }
-  shape.back() *= 2; // two codes a byte
-  std::vector<float> values(shape.front() * shape.back());
-  io::dequantizeNf4(weight, values);
-  return values;
-}
-
 /// The adapter's tensors (or all the others), named by `rename`; a
 /// quantized weight as its dequantized values. A collective: every rank
 /// calls it.
@@ -89,14 +50,9 @@ parameterTensors(Program &program, bool lora,
   whole.values.reserve(stored->size());
   for (const StoredTensor &tensor : *stored) {
     const Parameter *first = tensor.pieces.front();
-    if (first->has_adapter() != lora ||
-        (first->has_quantized() &&
-         first->quantized().part() != QuantizedRole::CODES))
+    if (first->has_adapter() != lora)
       continue;
-    std::vector<int64_t> shape = tensor.shape;
-    llvm::Expected<std::vector<float>> values =
-        first->has_quantized() ? wholeDequantized(program, *first, shape)
-                               : program.wholeStored(tensor);
+    llvm::Expected<std::vector<float>> values = program.wholeStored(tensor);
     if (!values)
       return values.takeError();
     // An update that overflowed (train.lr 1e300) leaves a finite loss for
@@ -108,7 +64,8 @@ parameterTensors(Program &program, bool lora,
           "or train.weight_decay); nothing of it is written",
           tensor.name.c_str());
     whole.values.push_back(std::move(*values));
-    whole.tensors.push_back({rename(tensor.name), shape, whole.values.back()});
+    whole.tensors.push_back(
+        {rename(tensor.name), tensor.shape, whole.values.back()});
     whole.parameters.push_back(first);
   }
   return whole;

@@ -3,6 +3,7 @@
 #include "runtime/train/Program.h"
 
 #include "runtime/backend/Backend.h"
+#include "runtime/io/BitsAndBytes.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -61,8 +62,61 @@ llvm::Expected<std::vector<float>> Program::wholeOnHost(int id) {
   return whole;
 }
 
+/// The values of the quantized weight whose codes `codes` holds, each level
+/// times its block's scale, put together from every rank's blocks of its
+/// parts. A collective.
+llvm::Expected<std::vector<float>>
+Program::wholeDequantized(const Parameter &codes, bool onHost) {
+  io::Nf4Weight weight;
+  weight.blockSize = codes.quantized().block_size();
+  weight.nestedBlockSize = codes.quantized().nested_block_size();
+  int64_t rows = 0, bytes = 0;
+  for (const Parameter &part : program.parameters()) {
+    if (part.quantized().of() != codes.quantized().of())
+      continue;
+    llvm::Expected<std::vector<float>> values =
+        onHost ? wholeOnHost(part.buffer()) : wholeTensor(part.buffer());
+    if (!values)
+      return values.takeError();
+    auto asBytes = [&] {
+      return std::vector<uint8_t>(values->begin(), values->end());
+    };
+    switch (part.quantized().part()) {
+    case QuantizedRole::CODES: {
+      llvm::Expected<BufferBlock> layout = block(part.buffer());
+      if (!layout)
+        return layout.takeError();
+      rows = layout->globalShape[0];
+      bytes = int64_t(values->size());
+      weight.codes = asBytes();
+      break;
+    }
+    case QuantizedRole::ABSMAX:
+      weight.absmax = asBytes();
+      break;
+    case QuantizedRole::NESTED_ABSMAX:
+      weight.nestedAbsmax = std::move(*values);
+      break;
+    default:
+      weight.nestedOffset = values->empty() ? 0.0f : values->front();
+    }
+  }
+  int64_t count = bytes * 2, blocks = count / weight.blockSize;
+  if (!rows || int64_t(weight.absmax.size()) != blocks ||
+      int64_t(weight.nestedAbsmax.size()) * weight.nestedBlockSize < blocks)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "quantized weight '" + codes.quantized().of() +
+            "' lacks a part, or its parts do not agree on its blocks");
+  std::vector<float> values(count);
+  io::dequantizeNf4(weight, values);
+  return values;
+}
+
 llvm::Expected<std::vector<float>>
 Program::wholeStored(const StoredTensor &tensor, bool onHost) {
+  if (tensor.pieces.front()->has_quantized())
+    return wholeDequantized(*tensor.pieces.front(), onHost);
   std::vector<float> whole;
   for (const Parameter *piece : tensor.pieces) {
     llvm::Expected<std::vector<float>> values =

@@ -49,10 +49,14 @@ public:
   /// backend has the values).
   llvm::Expected<std::vector<float>> wholeOnHost(int id);
   /// The whole checkpoint tensor `tensor`, its parameters' whole tensors
-  /// (wholeTensor, or with `onHost` wholeOnHost) one after the other. A
-  /// collective.
+  /// (wholeTensor, or with `onHost` wholeOnHost) one after the other; a
+  /// quantized weight's values dequantized. A collective.
   llvm::Expected<std::vector<float>> wholeStored(const StoredTensor &tensor,
                                                  bool onHost = false);
+  /// The values of the quantized weight `codes` holds the codes of,
+  /// dequantized from every rank's blocks of its parts. A collective.
+  llvm::Expected<std::vector<float>> wholeDequantized(const Parameter &codes,
+                                                      bool onHost);
   /// The Hugging Face folder (or file) the base weights were loaded from;
   /// empty for a random base.
   llvm::StringRef baseCheckpoint() const { return baseDir; }

@@ -48,7 +48,9 @@ own block of the sequence (tiles of 2 x 4 positions on 1x4, of 4 x 2 on
 rsLoRA; DoRA, alone and with dropout; LoRA dropout (0.25; its masks keyed by each element's place) on every
 projection, on tp=3 with padded MLP blocks, and with tiled, recomputed
 attention (against its untiled program): every mesh drops the same
-elements, so its losses are 1x1's.
+elements, so its losses are 1x1's. A quantized base (NF4), its blocks
+split over tp where tp divides them and whole where it does not, and with
+DoRA, checkpointing and tiles.
 
 With --families, the other model families instead, each against its own
 1x1 run on 2x2, 1x4 and 1x3 (tp=3 divides no head count), with
@@ -160,6 +162,22 @@ VARIANTS = {
          "parallel.attention_tile_tokens=7",
          "parallel.activation_checkpointing=FULL"], [(2, 2), (1, 4)],
         TOLERANCE),
+    # A quantized base (NF4): the MLP's 192 columns are 3 blocks of 64 a
+    # row, which tp=3 splits and tp=2 and 4 keep whole (down_proj formed
+    # whole, each rank slicing its columns); o_proj's 64 one block, whole
+    # on every tp. FSDP gathers the bytes.
+    "NF4 base": (["quantization.base=NF4", "model.intermediate_size=192"],
+                 [(2, 2), (1, 4), (1, 3)], TOLERANCE),
+    # Hidden 128: o_proj's 2 blocks split on tp=2 and 4; the MLP's 256 (4
+    # blocks) on tp=2 and 4, whole on tp=3; recomputed, every tile; DoRA's
+    # norms of the formed weights, and its magnitudes started from them.
+    "NF4 base, DoRA, full checkpointing, tiles": (
+        ["quantization.base=NF4", "model.hidden_size=128",
+         "model.intermediate_size=256", "lora.use_dora=true",
+         "lora.target_modules=q_proj,o_proj,up_proj,down_proj",
+         "parallel.activation_checkpointing=FULL",
+         "parallel.mlp_tile_tokens=7", "parallel.attention_tile_tokens=7"],
+        [(2, 2), (1, 4), (1, 3)], TOLERANCE),
 }
 TILES = ["parallel.mlp_tile_tokens=7", "parallel.attention_tile_tokens=7",
          "parallel.loss_tile_tokens=7"]

@@ -44,11 +44,11 @@ GEMMA3_ROPE = {"sliding_attention": {"rope_type": "default",
 
 def tiny_model(family, **settings):
     """A random fp32 model of `family`: 2 layers, hidden 32, 4 heads, MLP of
-    48, and `settings` (vocab_size at least)."""
+    48, as `settings` (vocab_size at least) do not say otherwise."""
     config_class, model_class = FAMILIES[family]
-    config = config_class(hidden_size=32, intermediate_size=48,
-                          num_hidden_layers=2, num_attention_heads=4,
-                          max_position_embeddings=64, **settings)
+    config = config_class(**{**dict(hidden_size=32, intermediate_size=48,
+                                    num_hidden_layers=2, num_attention_heads=4,
+                                    max_position_embeddings=64), **settings})
     return model_class(config).float()
 
 

@@ -1,7 +1,7 @@
 """Oracle test of Twill's training against torch.optim.AdamW + PEFT.
 
     python train_oracle.py --bin BUILD/bin --work DIR [--dropout RATE]
-                           [--rslora] [--dora] [--family MODEL_TYPE]
+                           [--rslora] [--dora] [--family MODEL_TYPE] [--nf4]
 
 Trains the same LoRA adapter on the same tiny model (Llama, or the
 family's: random norms and biases, and its traits of FAMILY_SETTINGS) and
@@ -17,7 +17,10 @@ Twill's logits (1e-5). With --dropout, LoRA dropout at that rate on both
 sides: PEFT's lora_dropout draws test/oracle/dropout.py's masks for each
 row's micro-batch and place in it, as Twill keys its own. With --rslora,
 rank-stabilised LoRA (alpha / sqrt(rank)) on both sides; with --dora, DoRA
-(both start the magnitudes at the weights' row norms).
+(both start the magnitudes at the weights' row norms). With --nf4, a
+quantized base (quantization.base NF4, QLoRA; hidden 64, an MLP of 128):
+Twill quantizes the fp32 base on load, the reference trains on
+bitsandbytes' dequantized weights (qlora_oracle.py).
 """
 import argparse
 import json
@@ -33,6 +36,7 @@ from safetensors.torch import load_file
 from families import (FAMILIES, GEMMA3_ROPE, randomize_norms_and_biases,
                       some_projections, tiny_model)
 from transformers import AutoModelForCausalLM
+from qlora_oracle import dequantize_projections
 
 VOCAB, SEQ, BATCH, ACCUMULATION, STEPS = 97, 12, 2, 2, 10
 UNLABELLED_STEP = 5  # its rows have no labelled token: no update
@@ -127,19 +131,25 @@ def main():
     parser.add_argument("--rslora", action="store_true")
     parser.add_argument("--dora", action="store_true")
     parser.add_argument("--family", choices=sorted(FAMILIES), default="llama")
+    parser.add_argument("--nf4", action="store_true")
     args = parser.parse_args()
     work = args.work / ("train" + ("-dropout" if args.dropout else "")
                         + ("-rslora" if args.rslora else "")
                         + ("-dora" if args.dora else "")
-                        + (f"-{args.family}" if args.family != "llama" else ""))
+                        + (f"-{args.family}" if args.family != "llama" else "")
+                        + ("-nf4" if args.nf4 else ""))
     work.mkdir(parents=True, exist_ok=True)
 
     torch.manual_seed(0)
+    # NF4 quantizes rows of whole blocks of 64 values.
+    sizes = dict(hidden_size=64, intermediate_size=128) if args.nf4 else {}
     base = tiny_model(args.family, vocab_size=VOCAB, num_key_value_heads=2,
-                      **FAMILY_SETTINGS[args.family])
+                      **FAMILY_SETTINGS[args.family], **sizes)
     if args.family != "llama":
         randomize_norms_and_biases(base)
     base.save_pretrained(work / "base")
+    if args.nf4:
+        dequantize_projections(base)
     targets = some_projections(args.family)
     model = get_peft_model(base, LoraConfig(
         r=RANK, lora_alpha=ALPHA, lora_dropout=args.dropout,
@@ -161,6 +171,7 @@ checkpoint {{ base_dir: "{work / 'base'}" output_dir: "{work / 'out'}" }}
 lora {{ rank: {RANK} alpha: {ALPHA}{modules} dropout: {args.dropout}
         use_rslora: {str(args.rslora).lower()}
         use_dora: {str(args.dora).lower()} }}
+quantization {{ base: {"NF4" if args.nf4 else "NONE"} }}
 data {{ path: "{work / 'train.jsonl'}" packed: false shuffle: false }}
 train {{
   batch_size: {BATCH} seq_len: {SEQ} gradient_accumulation_steps: {ACCUMULATION}
@@ -210,9 +221,10 @@ train {{
     ok = ok and worst < 1e-5 and len(adapter) == tensors
 
     # PEFT loads Twill's adapter and computes Twill's logits.
-    loaded = PeftModel.from_pretrained(
-        AutoModelForCausalLM.from_pretrained(work / "base"),
-        work / "out").eval()
+    loaded_base = AutoModelForCausalLM.from_pretrained(work / "base")
+    if args.nf4:
+        dequantize_projections(loaded_base)
+    loaded = PeftModel.from_pretrained(loaded_base, work / "out").eval()
     ids = torch.tensor([examples[0]["input_ids"] + [0] * (SEQ - len(
         examples[0]["input_ids"]))] * BATCH)
     batch = {"tokens": ids.tolist(), "labels": [[-100] * SEQ] * BATCH,

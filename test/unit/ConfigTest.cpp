@@ -471,6 +471,36 @@ TEST(JobConfigValidation, RangesAndSupportedVariants) {
                         "is not built), got 0.1"));
 }
 
+// Issue 37: a quantized base is frozen, of rows of whole blocks, and not
+// yet of fused projections.
+TEST(JobConfigValidation, QuantizedBase) {
+  JobConfig quantized =
+      loadTiny({"quantization.base=NF4", "model.intermediate_size=192"});
+  EXPECT_FALSE(validateJobConfig(quantized));
+  EXPECT_THAT(validationErrorAfter("quantization.base=NF4"),
+              HasSubstr("quantization.base NF4 quantizes blocks of 64 values "
+                        "along each projection's rows, and "
+                        "model.intermediate_size (160) is no multiple of 64: "
+                        "the block size does not divide it"));
+  EXPECT_THAT(validationErrorAfter("quantization.base=NF4 "
+                                   "model.intermediate_size=192 "
+                                   "full_finetune={} lora="),
+              HasSubstr("full_finetune trains them: a trained weight cannot "
+                        "be NF4; use lora"));
+  EXPECT_THAT(validationErrorAfter("quantization.base=NF4 model.hidden_size=96 "
+                                   "model.head_dim=24 "
+                                   "model.intermediate_size=192"),
+              AllOf(HasSubstr("model.hidden_size (96) is no multiple of 64"),
+                    HasSubstr("model.num_attention_heads x model.head_dim "
+                              "(96) is no multiple of 64")));
+  EXPECT_THAT(validationErrorAfter("quantization.base=NF4 "
+                                   "model.intermediate_size=192 "
+                                   "model.model_type=phi3 model.rope_scaling= "
+                                   "lora.target_modules=qkv_proj"),
+              HasSubstr("quantization.base NF4 does not yet quantize fused "
+                        "projections (phi3's qkv_proj and gate_up_proj)"));
+}
+
 // Issue 35: each family the frontend builds validates; an unknown one, a
 // feature not built and a field a family needs are refused, each named.
 TEST(JobConfigValidation, ModelFamilies) {

@@ -1,0 +1,282 @@
+"""Oracle test of a quantized base (quantization.base NF4, QLoRA) against
+bitsandbytes, transformers and PEFT.
+
+    python qlora_oracle.py --bin BUILD/bin --work DIR
+
+A tiny Llama in fp32 (hidden 128, 4 heads of 32, 2 KV heads, an MLP of
+192: each projection's rows whole blocks of 64) is saved as it is, and
+again as transformers saves it quantized by bitsandbytes on the cpu (NF4,
+double quantization: the 4-bit checkpoints people download).
+
+1. Twill quantizes the fp32 folder on load, and reads the 4-bit folder as
+   it is: the logits of the two must agree within 5e-6. The codes and
+   scales are bitsandbytes' own; the one difference is the offset of the
+   double quantization, the scales' mean: bitsandbytes takes torch's fp32
+   mean, whose order of summation follows the cpu's vector width and
+   thread count, Twill the exactly rounded mean, which is an ulp away in
+   about half the weights here (7e-7 of the logits).
+2. The reference is the fp32 model in float64 with each projection's
+   weight bitsandbytes' dequantized one (its quantize_4bit and
+   dequantize, as QLoRA computes with them), and a PEFT LoRA of rank 4 on
+   every projection, A and B random so that they matter. Twill's logits
+   and loss must be within 1e-5 of it, and its gradients of the summed
+   loss with respect to every A and B within 1e-5 (||twill - torch|| /
+   ||torch||).
+3. On 2x2, 1x4 and 1x3 Twill's logits and gradients must be within 1e-5
+   of its 1x1 ones: tp=2 and tp=4 split o_proj's 2 blocks a row and keep
+   down_proj's 3 whole, tp=3 the other way round; FSDP gathers the bytes.
+4. Trained from the 4-bit folder on 2x2 with checkpoint.merged, the merged
+   model (the dequantized base plus the adapter, as PEFT merges a 4-bit
+   base) is a plain model transformers loads, whose logits are Twill's of
+   the 4-bit base and the trained adapter (1e-5).
+5. 4-bit folders a quantized base cannot hold as they are are refused, by
+   name: scales without double quantization, and a quant state that lacks
+   a part.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+import bitsandbytes.functional as bnb_functional
+from bitsandbytes.backends.default.ops import _dequantize_4bit_compute
+from peft import LoraConfig, get_peft_model
+from safetensors.torch import load_file, save_file
+from transformers import (AutoModelForCausalLM, BitsAndBytesConfig,
+                          LlamaConfig, LlamaForCausalLM)
+
+from model_oracle import (gradients_by_parameter, norm_error, relative_error,
+                          trainable_parameters)
+
+VOCAB, BATCH, SEQ, RANK, ALPHA = 97, 2, 12, 4, 8.0
+PROJECTIONS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj",
+               "up_proj", "down_proj"]
+MESHES = [(2, 2), (1, 4), (1, 3)]
+
+
+def nf4_dequantized(weight):
+    """bitsandbytes' NF4 of `weight` with double quantization, dequantized:
+    quantize_4bit (its cpu backend), the scales' dequantize_blockwise plus
+    the offset, and each level times its scale (its portable dequantize,
+    the arithmetic of its CUDA kernel)."""
+    codes, state = bnb_functional.quantize_4bit(
+        weight, blocksize=64, compress_statistics=True, quant_type="nf4")
+    absmax = bnb_functional.dequantize_blockwise(state.absmax, state.state2)
+    absmax += state.offset
+    return _dequantize_4bit_compute(codes.reshape(-1), absmax, state.code,
+                                    state.blocksize, state.shape, state.dtype)
+
+
+def dequantize_projections(model):
+    """Each projection's weight replaced by its NF4 dequantized, as QLoRA's
+    base computes."""
+    with torch.no_grad():
+        for name, module in model.named_modules():
+            if name.rsplit(".", 1)[-1] in PROJECTIONS:
+                module.weight.copy_(nf4_dequantized(module.weight))
+    return model
+
+
+def batch():
+    generator = torch.Generator().manual_seed(1)
+    tokens = torch.randint(0, VOCAB, (BATCH, SEQ), generator=generator)
+    labels = torch.full((BATCH, SEQ), -100)
+    labels[:, :-1] = tokens[:, 1:]
+    labels[0, 3] = -100
+    return tokens, labels
+
+
+def run_twill(args, work, name, base, mesh=(1, 1)):
+    """Twill's logits, loss sum and gradients, its base from `base`."""
+    job = work / f"{name}.textproto"
+    modules = "".join(f' target_modules: "{t}"' for t in PROJECTIONS)
+    job.write_text(
+        f'checkpoint {{ base_dir: "{base}" }}\n'
+        f"lora {{ rank: {RANK} alpha: {ALPHA}{modules} }}\n"
+        f"quantization {{ base: NF4 }}\n"
+        f"train {{ batch_size: {BATCH} seq_len: {SEQ} }}\n"
+        f"parallel {{ dp: {mesh[0]} tp: {mesh[1]} }}\n")
+    program = work / f"{name}.twx"
+    subprocess.run([args.bin / "twillc", job, "-o", program], check=True)
+    ranks = (["mpirun", "--oversubscribe", "-np", str(mesh[0] * mesh[1])]
+             if mesh != (1, 1) else [])
+    env = dict(os.environ, OMP_NUM_THREADS="1", OMPI_ALLOW_RUN_AS_ROOT="1",
+               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    common = [*ranks, args.bin / "twill-train", program, "--eval", "--batch",
+              work / "batch.json", "--adapter", work / "adapter"]
+    run = subprocess.run([*common, "--dump-logits", work / f"{name}.logits"],
+                         check=True, capture_output=True, text=True, env=env)
+    loss = float(re.search(r"sum (\S+) over", run.stdout).group(1))
+    subprocess.run([*common, "--gradients", work / f"{name}.grads"],
+                   check=True, capture_output=True, env=env)
+    return (load_file(str(work / f"{name}.logits"))["logits"], loss,
+            load_file(str(work / f"{name}.grads")))
+
+
+def check_refusals(args, work):
+    """Twill's errors for 4-bit folders it cannot read as a quantized base;
+    returns what was not refused as expected."""
+    AutoModelForCausalLM.from_pretrained(
+        work / "base", device_map="cpu", torch_dtype=torch.float32,
+        quantization_config=BitsAndBytesConfig(
+            load_in_4bit=True, bnb_4bit_quant_type="nf4",
+            bnb_4bit_use_double_quant=False,
+            bnb_4bit_compute_dtype=torch.float32)).save_pretrained(
+                work / "nf4-single")
+    shutil.copytree(work / "nf4", work / "nf4-partial")
+    tensors = load_file(str(work / "nf4" / "model.safetensors"))
+    missing = "model.layers.1.mlp.up_proj.weight.nested_absmax"
+    del tensors[missing]
+    save_file(tensors, str(work / "nf4-partial" / "model.safetensors"),
+              metadata={"format": "pt"})
+    failures = []
+    for folder, message in (
+            ("nf4-single", "4-bit weight 'model.layers.0.self_attn.q_proj."
+                           "weight': its scales are not double-quantized"),
+            ("nf4-partial", f"no tensor named '{missing}'")):
+        run = subprocess.run(
+            [args.bin / "twill-train", work / "on-load.twx", "--eval",
+             "--batch", work / "batch.json", "--adapter", work / "adapter",
+             "--weights", work / folder], capture_output=True, text=True)
+        refused = run.returncode != 0 and message in run.stderr
+        print(f"{folder}: {'refused' if refused else 'NOT refused'}: "
+              f"{run.stderr.strip().splitlines()[-1] if run.stderr else ''}")
+        if not refused:
+            failures.append(f"{folder} not refused with \"{message}\"")
+    return failures
+
+
+def check_merged(args, work, tokens):
+    """Trains a few steps on 2x2 from the 4-bit folder, writing the merged
+    model; returns how far transformers' logits of it are from Twill's of
+    the 4-bit base with the trained adapter."""
+    data = work / "train.jsonl"
+    data.write_text("".join(json.dumps({"input_ids": row}) + "\n"
+                            for row in tokens.tolist() * 4))
+    modules = "".join(f' target_modules: "{t}"' for t in PROJECTIONS)
+    job = work / "merge.textproto"
+    job.write_text(
+        f'checkpoint {{ base_dir: "{work / "nf4"}" output_dir: '
+        f'"{work / "out"}" merged: true }}\n'
+        f"lora {{ rank: {RANK} alpha: {ALPHA}{modules} }}\n"
+        f"quantization {{ base: NF4 }}\n"
+        f"train {{ batch_size: 2 seq_len: {SEQ} epochs: 1 lr: 0.01 }}\n"
+        f"parallel {{ dp: 2 tp: 2 }}\n"
+        f'data {{ path: "{data}" packed: false shuffle: false }}\n')
+    subprocess.run([args.bin / "twillc", job, "-o", work / "merge.twx"],
+                   check=True)
+    env = dict(os.environ, OMP_NUM_THREADS="1", OMPI_ALLOW_RUN_AS_ROOT="1",
+               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    subprocess.run(["mpirun", "--oversubscribe", "-np", "4",
+                    args.bin / "twill-train", work / "merge.twx"],
+                   check=True, capture_output=True, env=env)
+    merged = AutoModelForCausalLM.from_pretrained(work / "out" / "merged")
+    if "quantization_config" in merged.config.to_dict():
+        return float("inf")
+    with torch.no_grad():
+        expected = merged.double()(input_ids=tokens).logits
+    subprocess.run([args.bin / "twill-train", work / "on-load.twx", "--eval",
+                    "--batch", work / "batch.json", "--adapter",
+                    work / "out", "--weights", work / "nf4",
+                    "--dump-logits", work / "trained.logits"],
+                   check=True, capture_output=True, env=env)
+    return relative_error(load_file(str(work / "trained.logits"))["logits"],
+                          expected)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bin", type=Path, required=True)
+    parser.add_argument("--work", type=Path, required=True)
+    args = parser.parse_args()
+    work = args.work
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=VOCAB, hidden_size=128,
+                         intermediate_size=192, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2,
+                         max_position_embeddings=64, rms_norm_eps=1e-5)
+    model = LlamaForCausalLM(config).float().eval()
+    model.save_pretrained(work / "base")
+    AutoModelForCausalLM.from_pretrained(
+        work / "base", device_map="cpu", torch_dtype=torch.float32,
+        quantization_config=BitsAndBytesConfig(
+            load_in_4bit=True, bnb_4bit_quant_type="nf4",
+            bnb_4bit_use_double_quant=True,
+            bnb_4bit_compute_dtype=torch.float32)).save_pretrained(
+                work / "nf4")
+
+    # The reference: bitsandbytes' dequantized weights, PEFT's LoRA.
+    model = get_peft_model(dequantize_projections(model), LoraConfig(
+        r=RANK, lora_alpha=ALPHA, target_modules=PROJECTIONS,
+        lora_dropout=0.0, init_lora_weights=False))
+    model.save_pretrained(work / "adapter")
+    model = model.double().eval()
+    tokens, labels = batch()
+    (work / "batch.json").write_text(json.dumps({
+        "tokens": tokens.tolist(), "labels": labels.tolist(),
+        "positions": torch.arange(SEQ).repeat(BATCH, 1).tolist(),
+        "segments": torch.zeros(BATCH, SEQ, dtype=torch.long).tolist()}))
+    logits = model(input_ids=tokens).logits
+    counted = labels != -100
+    loss = torch.nn.functional.cross_entropy(logits[counted], labels[counted],
+                                             reduction="sum")
+    trainable = trainable_parameters(model, lora=True)
+    model.zero_grad()
+    loss.backward()
+    expected_grads = {name: p.grad for name, p in trainable.items()}
+
+    failures = []
+    on_load, on_load_loss, on_load_grads = run_twill(args, work, "on-load",
+                                                     work / "base")
+    read, _, _ = run_twill(args, work, "read", work / "nf4")
+    error = relative_error(read, on_load)
+    print(f"quantized on load vs read from the 4-bit folder: logits within "
+          f"{error:.2e}")
+    if not error < 5e-6:
+        failures.append("quantizing on load is not bitsandbytes' quantization")
+
+    error = relative_error(on_load, logits.detach())
+    loss_error = abs(on_load_loss - loss.item()) / loss.item()
+    grads = gradients_by_parameter(expected_grads, on_load_grads)
+    worst = max((norm_error(on_load_grads[name + ".grad"], grad), name)
+                for name, grad in grads.items())
+    print(f"against bitsandbytes + PEFT: logits within {error:.2e}, loss sum "
+          f"{on_load_loss:.6f} vs {loss.item():.6f} ({loss_error:.2e}), "
+          f"{len(grads)} gradients, worst {worst[0]:.2e} ({worst[1]})")
+    if not (error < 1e-5 and loss_error < 1e-5 and worst[0] < 1e-5
+            and len(grads) == 2 * len(PROJECTIONS) * 2
+            and len(on_load_grads) == len(grads)):
+        failures.append("Twill's QLoRA is not bitsandbytes + PEFT's")
+
+    for mesh in MESHES:
+        name = f"mesh{mesh[0]}x{mesh[1]}"
+        meshed, _, meshed_grads = run_twill(args, work, name, work / "nf4",
+                                            mesh)
+        error = relative_error(meshed, on_load)
+        worst = max(norm_error(meshed_grads[key], grad)
+                    for key, grad in on_load_grads.items())
+        print(f"{name}: logits within {error:.2e}, gradients within "
+              f"{worst:.2e} of 1x1")
+        if not (error < 1e-5 and worst < 1e-5):
+            failures.append(f"{name} is not 1x1")
+    failures += check_refusals(args, work)
+    merged_error = check_merged(args, work, tokens)
+    print(f"merged from the 4-bit base: transformers' logits within "
+          f"{merged_error:.2e} of Twill's")
+    if not merged_error < 1e-5:
+        failures.append("the merged model is not the base plus the adapter")
+    for failure in failures:
+        print("FAIL", failure)
+    print("PASS" if not failures else "FAIL")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
