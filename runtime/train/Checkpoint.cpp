@@ -58,8 +58,9 @@ static std::vector<std::pair<std::string, int>> savedBuffers(Program &program) {
 }
 
 /// What defines the model whose state a checkpoint holds: every field of
-/// the job's model section and of its adaptation (LoRA's rank, alpha,
-/// targets and variants, or full fine-tuning), as "section.field" -> its
+/// the job's model and quantization sections and of its adaptation
+/// (LoRA's rank, alpha, targets and variants, or full fine-tuning), as
+/// "section.field" -> its
 /// value in text format. State of one model is not another's; the rest of
 /// the job (the learning rate, steps, logging, data) may change on resume.
 static std::map<std::string, std::string>
@@ -84,6 +85,7 @@ modelDefinition(const JobConfig &job) {
     }
   };
   add("model", job.model());
+  add("quantization", job.quantization()); // the base the adapter trains on
   if (job.has_full_finetune())
     add("full_finetune", job.full_finetune());
   else
