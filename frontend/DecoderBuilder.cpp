@@ -358,7 +358,7 @@ Value DecoderTracer::quantizedWeight(const std::string &name, int64_t rows,
       part(QuantizedPart::NestedAbsmax));
   Value offset = param(name + ".nested_offset", {}, false, whole,
                        part(QuantizedPart::NestedOffset));
-  return DequantizeOp::create(
+  return DequantizeNf4Op::create(
       builder, at, floatType({rows, columns}), codes, absmax, nested, offset,
       builder.getI64IntegerAttr(kNf4BlockSize),
       builder.getI64IntegerAttr(kNf4NestedBlockSize),

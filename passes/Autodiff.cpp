@@ -141,15 +141,15 @@ static void dequantizeAgainForBackward(func::FuncOp step) {
   Operation *loss = forwardLoss(body);
   if (!loss)
     return;
-  SmallVector<DequantizeOp> dequantized;
+  SmallVector<DequantizeNf4Op> dequantized;
   for (Operation &op : body) {
     if (&op == loss)
       break;
-    if (auto dequantize = dyn_cast<DequantizeOp>(op))
+    if (auto dequantize = dyn_cast<DequantizeNf4Op>(op))
       dequantized.push_back(dequantize);
   }
   OpBuilder builder(step.getContext());
-  for (DequantizeOp op : dequantized) {
+  for (DequantizeNf4Op op : dequantized) {
     SmallVector<OpOperand *> backwardUses;
     Operation *first = nullptr;
     for (OpOperand &use : op.getResult().getUses()) {

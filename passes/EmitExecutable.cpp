@@ -419,8 +419,8 @@ static void describeAttributes(Operation *op, ::twill::Instruction &out) {
       .Case<tw::SoftcapOp, tw::SoftcapGradOp>([&](auto op) {
         out.mutable_softcap()->set_cap(op.getCap().convertToDouble());
       })
-      .Case([&](tw::DequantizeOp op) {
-        ::twill::DequantizeAttributes &a = *out.mutable_dequantize();
+      .Case([&](tw::DequantizeNf4Op op) {
+        ::twill::DequantizeNf4Attributes &a = *out.mutable_dequantize_nf4();
         a.set_block_size(op.getBlockSize());
         a.set_nested_block_size(op.getNestedBlockSize());
         a.set_rows(op.getRows());

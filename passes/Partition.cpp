@@ -115,7 +115,7 @@ LogicalResult Partitioner::planOp(Operation *op) {
       offset = first[axis].isShard();
     if (isa<AttentionOp, AttentionGradOp>(op))
       offset = first[axis].isShard() && !opPlan.operands[1][axis].isShard();
-    if (isa<DequantizeOp>(op)) // a block of the rows or the columns
+    if (isa<DequantizeNf4Op>(op)) // a block of the rows or the columns
       offset = first[axis].isShard();
     if (isa<DropoutOp>(op)) // a block of the features
       offset = first[axis].isShard() && first[axis].dim == 2;

@@ -46,7 +46,7 @@ FailureOr<MeshPlan> MeshPlan::fromModule(ModuleOp module, bool sequenceParallel,
 bool mlir::twill::isParameter(Value value) {
   if (auto cast = value.getDefiningOp<CastOp>())
     return isParameter(cast.getInput());
-  if (auto dequantize = value.getDefiningOp<DequantizeOp>())
+  if (auto dequantize = value.getDefiningOp<DequantizeNf4Op>())
     return isParameter(dequantize.getCodes());
   auto argument = dyn_cast<BlockArgument>(value);
   if (!argument)

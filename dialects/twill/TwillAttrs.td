@@ -203,7 +203,7 @@ def Twill_QuantizedAttr : Twill_Attr<"Quantized", "quantized"> {
     `block_size` values along its rows, each block's 4-bit `codes` and
     8-bit scale (`absmax`), the scales quantized again in blocks of
     `nested_block_size` (`nested_absmax`, plus one `nested_offset`).
-    `twill.dequantize` reads the four; the runtime fills them from a
+    `twill.dequantize_nf4` reads the four; the runtime fills them from a
     bitsandbytes 4-bit checkpoint or by quantizing the weight.
 
     ```mlir

@@ -153,7 +153,7 @@ LogicalResult AddColumnsOp::verify() {
 
 LogicalResult SoftcapOp::verify() { return verifyCap(*this, getCap()); }
 
-LogicalResult DequantizeOp::verify() {
+LogicalResult DequantizeNf4Op::verify() {
   return check(*this,
                shapes::dequantize(shapeOf(getCodes()), shapeOf(getAbsmax()),
                                   shapeOf(getNested()), shapeOf(getOffset()),

@@ -296,7 +296,7 @@ def Twill_SoftcapOp : Twill_ComputeOp<"softcap", [Pure, DeclareOpInterfaceMethod
   let hasVerifier = 1;
 }
 
-def Twill_DequantizeOp : Twill_ComputeOp<"dequantize", [Pure]> {
+def Twill_DequantizeNf4Op : Twill_ComputeOp<"dequantize_nf4", [Pure]> {
   let summary = "A frozen weight stored in NF4, in the compute dtype";
   let description = [{
     bitsandbytes' NF4 with double quantization, as QLoRA stores a frozen
@@ -312,7 +312,7 @@ def Twill_DequantizeOp : Twill_ComputeOp<"dequantize", [Pure]> {
     weight is frozen: no gradient flows into the codes.
 
     ```mlir
-    %w = twill.dequantize %codes absmax(%absmax) nested(%nested, %offset)
+    %w = twill.dequantize_nf4 %codes absmax(%absmax) nested(%nested, %offset)
         {block_size = 64 : i64, nested_block_size = 256 : i64, rows = 4096 : i64, columns = 4096 : i64}
         : (tensor<4096x2048xi8>, tensor<4096x64xi8>, tensor<1024xf32>, tensor<f32>) -> tensor<4096x4096xbf16>
     ```

@@ -189,7 +189,7 @@ ShardingRule ColumnSumsOp::getShardingRule() {
   return rule;
 }
 
-ShardingRule DequantizeOp::getShardingRule() {
+ShardingRule DequantizeNf4Op::getShardingRule() {
   // Rows split anywhere; columns only in whole blocks, where the axis
   // divides them: a block's codes and its scale stay on one rank. The
   // nested scales are the whole weight's.

@@ -31,7 +31,7 @@ void dequantize(Suite &suite, DType type, Shape block, int64_t wholeRows,
                 int64_t wholeColumns, int64_t blockSize,
                 int64_t nestedBlockSize, const std::string &axis,
                 const char *note) {
-  CaseBuilder c(suite, DEQUANTIZE, type, kExact);
+  CaseBuilder c(suite, DEQUANTIZE_NF4, type, kExact);
   int64_t rows = block[0], columns = block[1];
   int64_t blocks = wholeRows * (wholeColumns / blockSize);
   c.operand(U8, {rows, columns / 2}, integers(0, 256));
@@ -40,7 +40,7 @@ void dequantize(Suite &suite, DType type, Shape block, int64_t wholeRows,
             uniform(0.01, 2));
   c.operand(F32, {}, value(0.125));
   c.out(block);
-  DequantizeAttributes &a = *c->mutable_dequantize();
+  DequantizeNf4Attributes &a = *c->mutable_dequantize_nf4();
   a.set_block_size(blockSize);
   a.set_nested_block_size(nestedBlockSize);
   a.set_rows(wholeRows);

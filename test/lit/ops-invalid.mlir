@@ -442,7 +442,7 @@ func.func @attention_softcap(%q: tensor<2x8x4x16xf32>, %kv: tensor<2x8x2x16xf32>
 
 func.func @dequantize_block_size(%c: tensor<4x50xi8>, %a: tensor<4x1xi8>, %n: tensor<1xf32>, %o: tensor<f32>) {
   // expected-error @+1 {{block_size 64 does not divide the weight's 100 columns}}
-  %0 = twill.dequantize %c absmax(%a) nested(%n, %o) {block_size = 64 : i64, nested_block_size = 256 : i64, rows = 4 : i64, columns = 100 : i64} : (tensor<4x50xi8>, tensor<4x1xi8>, tensor<1xf32>, tensor<f32>) -> tensor<4x100xf32>
+  %0 = twill.dequantize_nf4 %c absmax(%a) nested(%n, %o) {block_size = 64 : i64, nested_block_size = 256 : i64, rows = 4 : i64, columns = 100 : i64} : (tensor<4x50xi8>, tensor<4x1xi8>, tensor<1xf32>, tensor<f32>) -> tensor<4x100xf32>
   return
 }
 
@@ -450,7 +450,7 @@ func.func @dequantize_block_size(%c: tensor<4x50xi8>, %a: tensor<4x1xi8>, %n: te
 
 func.func @dequantize_nested(%c: tensor<4x64xi8>, %a: tensor<4x2xi8>, %n: tensor<2xf32>, %o: tensor<f32>) {
   // expected-error @+1 {{nested_absmax must have shape [1], got [2]}}
-  %0 = twill.dequantize %c absmax(%a) nested(%n, %o) {block_size = 64 : i64, nested_block_size = 256 : i64, rows = 4 : i64, columns = 128 : i64} : (tensor<4x64xi8>, tensor<4x2xi8>, tensor<2xf32>, tensor<f32>) -> tensor<4x128xf32>
+  %0 = twill.dequantize_nf4 %c absmax(%a) nested(%n, %o) {block_size = 64 : i64, nested_block_size = 256 : i64, rows = 4 : i64, columns = 128 : i64} : (tensor<4x64xi8>, tensor<4x2xi8>, tensor<2xf32>, tensor<f32>) -> tensor<4x128xf32>
   return
 }
 
@@ -458,6 +458,6 @@ func.func @dequantize_nested(%c: tensor<4x64xi8>, %a: tensor<4x2xi8>, %n: tensor
 
 func.func @dequantize_columns_block(%c: tensor<4x48xi8>, %a: tensor<4x2xi8>, %n: tensor<1xf32>, %o: tensor<f32>) {
   // expected-error @+1 {{the result [4, 96] is no block of the [4, 192] weight in whole blocks of 64 columns}}
-  %0 = twill.dequantize %c absmax(%a) nested(%n, %o) {block_size = 64 : i64, nested_block_size = 256 : i64, rows = 4 : i64, columns = 192 : i64} : (tensor<4x48xi8>, tensor<4x2xi8>, tensor<1xf32>, tensor<f32>) -> tensor<4x96xf32>
+  %0 = twill.dequantize_nf4 %c absmax(%a) nested(%n, %o) {block_size = 64 : i64, nested_block_size = 256 : i64, rows = 4 : i64, columns = 192 : i64} : (tensor<4x48xi8>, tensor<4x2xi8>, tensor<1xf32>, tensor<f32>) -> tensor<4x96xf32>
   return
 }

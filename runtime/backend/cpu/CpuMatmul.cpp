@@ -23,8 +23,8 @@ static llvm::Error runMatmul(const InstructionView &in) {
 
 /// dequantize: the weight's block in fp32 (the backend rounds a bf16
 /// result once).
-static llvm::Error runDequantize(const InstructionView &in) {
-  llvm::Expected<nf4::Geometry> g = dequantizeGeometry(in);
+static llvm::Error runDequantizeNf4(const InstructionView &in) {
+  llvm::Expected<nf4::Geometry> g = nf4Geometry(in);
   if (!g)
     return g.takeError();
   cpu::dequantizeNf4(in.data<uint8_t>(0), in.data<uint8_t>(1),
@@ -35,5 +35,5 @@ static llvm::Error runDequantize(const InstructionView &in) {
 
 void cpu::addMatmulKernels(Kernels &kernels) {
   kernels.add({MATMUL}, runMatmul);
-  kernels.add({DEQUANTIZE}, runDequantize);
+  kernels.add({DEQUANTIZE_NF4}, runDequantizeNf4);
 }

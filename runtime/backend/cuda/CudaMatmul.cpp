@@ -174,8 +174,8 @@ static llvm::Error runMatmul(const InstructionView &in, Device &device) {
 }
 
 /// dequantize: the weight's block in the compute dtype, for the GEMMs.
-static llvm::Error runDequantize(const InstructionView &in, Device &device) {
-  llvm::Expected<nf4::Geometry> g = dequantizeGeometry(in);
+static llvm::Error runDequantizeNf4(const InstructionView &in, Device &device) {
+  llvm::Expected<nf4::Geometry> g = nf4Geometry(in);
   if (!g)
     return g.takeError();
   if (g->rows * g->columns == 0)
@@ -188,5 +188,5 @@ static llvm::Error runDequantize(const InstructionView &in, Device &device) {
 
 void cuda::addMatmulKernels(Kernels &kernels) {
   kernels.add({MATMUL}, {runMatmul, /*bf16=*/true});
-  kernels.add({DEQUANTIZE}, {runDequantize, /*bf16=*/true});
+  kernels.add({DEQUANTIZE_NF4}, {runDequantizeNf4, /*bf16=*/true});
 }

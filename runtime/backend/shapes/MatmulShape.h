@@ -84,10 +84,10 @@ inline RowMajorGemm matmulGemm(const MatmulShape &s, const void *lhs,
 /// A dequantize's block of its weight (the operands: codes, scales' codes,
 /// nested scales, offset): the whole weight, or with `shard_axis` this
 /// rank's block of its rows or (whole blocks of) its columns.
-inline llvm::Expected<nf4::Geometry> dequantizeGeometry(const InstructionView &in) {
+inline llvm::Expected<nf4::Geometry> nf4Geometry(const InstructionView &in) {
   if (auto error = in.expect(4, 1, {U8, U8, F32, F32, in.floatType(4)}))
     return std::move(error);
-  const DequantizeAttributes &a = in->dequantize();
+  const DequantizeNf4Attributes &a = in->dequantize_nf4();
   if (auto error = in.check(shapes::dequantize(
           in.shape(0), in.shape(1), in.shape(2), in.shape(3), in.shape(4),
           a.block_size(), a.nested_block_size(), a.rows(), a.columns())))

@@ -1,4 +1,4 @@
-// twill.dequantize, a frozen weight stored in NF4 (quantization.base): its
+// twill.dequantize_nf4, a frozen weight stored in NF4 (quantization.base): its
 // syntax, its factor rule (columns split only in whole blocks), the
 // backward's second dequantization (never the forward's copy held), its
 // placement (FSDP gathers the bytes; tp splits a row layer's columns where
@@ -27,7 +27,7 @@ func.func @forward(%codes: tensor<8x96xi8> {twill.param = "down.weight", twill.t
                    %x: tensor<2x4x16xf32> {twill.input = "x"},
                    %labels: tensor<2x4xi32> {twill.input = "labels"})
     -> (tensor<f32> {twill.output = "loss_sum"}, tensor<i64> {twill.output = "token_count"}) attributes {twill.entry = #twill.entry<forward>} {
-  %w = twill.dequantize %codes absmax(%absmax) nested(%nested, %offset) {block_size = 64 : i64, nested_block_size = 256 : i64, rows = 8 : i64, columns = 192 : i64} : (tensor<8x96xi8>, tensor<8x3xi8>, tensor<1xf32>, tensor<f32>) -> tensor<8x192xf32>
+  %w = twill.dequantize_nf4 %codes absmax(%absmax) nested(%nested, %offset) {block_size = 64 : i64, nested_block_size = 256 : i64, rows = 8 : i64, columns = 192 : i64} : (tensor<8x96xi8>, tensor<8x3xi8>, tensor<1xf32>, tensor<f32>) -> tensor<8x192xf32>
   %h = twill.matmul %x, %up {transpose_rhs} : (tensor<2x4x16xf32>, tensor<192x16xf32>) -> tensor<2x4x192xf32>
   %y = twill.matmul %h, %w {transpose_rhs} : (tensor<2x4x192xf32>, tensor<8x192xf32>) -> tensor<2x4x8xf32>
   %d = twill.matmul %h, %a {transpose_rhs} : (tensor<2x4x192xf32>, tensor<2x192xf32>) -> tensor<2x4x2xf32>
@@ -39,19 +39,19 @@ func.func @forward(%codes: tensor<8x96xi8> {twill.param = "down.weight", twill.t
 
 // ROUND-LABEL: func.func @forward(
 // ROUND-SAME: twill.quantized = #twill.quantized<codes, of = "down.weight", block_size = 64, nested_block_size = 256>, twill.tp = #twill.tp<row, blocks = 3>
-// ROUND: twill.dequantize %{{.*}} absmax(%{{.*}}) nested(%{{.*}}, %{{.*}}) {block_size = 64 : i64, columns = 192 : i64, nested_block_size = 256 : i64, rows = 8 : i64} : (tensor<8x96xi8>, tensor<8x3xi8>, tensor<1xf32>, tensor<f32>) -> tensor<8x192xf32>
+// ROUND: twill.dequantize_nf4 %{{.*}} absmax(%{{.*}}) nested(%{{.*}}, %{{.*}}) {block_size = 64 : i64, columns = 192 : i64, nested_block_size = 256 : i64, rows = 8 : i64} : (tensor<8x96xi8>, tensor<8x3xi8>, tensor<1xf32>, tensor<f32>) -> tensor<8x192xf32>
 
 // RULE-LABEL: func.func @forward(
-// RULE: twill.dequantize {{.*}}twill.sharding_rule = "([i, (j k)], [i, j], [m], []) -> ([i, (j l)]) {i=8, j=3, k=32, l=64, m=1} replicated={k, l, m} divisible={j}"
+// RULE: twill.dequantize_nf4 {{.*}}twill.sharding_rule = "([i, (j k)], [i, j], [m], []) -> ([i, (j l)]) {i=8, j=3, k=32, l=64, m=1} replicated={k, l, m} divisible={j}"
 
 // The step dequantizes once for the forward and again, after the loss, for
 // the backward's product with the weight.
 // GRAD-LABEL: func.func @train_step(
-// GRAD: %[[W:.*]] = twill.dequantize
+// GRAD: %[[W:.*]] = twill.dequantize_nf4
 // GRAD: twill.matmul %{{.*}}, %[[W]] {transpose_rhs}
 // GRAD: twill.cross_entropy_grad
 // GRAD-NOT: %[[W]]
-// GRAD: %[[AGAIN:.*]] = twill.dequantize
+// GRAD: %[[AGAIN:.*]] = twill.dequantize_nf4
 // GRAD-NEXT: twill.matmul %{{.*}}, %[[AGAIN]] :
 
 // The codes and scales' codes stay bytes and the nested scales fp32; the
@@ -61,11 +61,11 @@ func.func @forward(%codes: tensor<8x96xi8> {twill.param = "down.weight", twill.t
 // BF16-SAME: tensor<8x3xi8>
 // BF16-SAME: tensor<1xf32>
 // BF16-SAME: tensor<f32>
-// BF16: twill.dequantize {{.*}} -> tensor<8x192xbf16>
+// BF16: twill.dequantize_nf4 {{.*}} -> tensor<8x192xbf16>
 
 // PART-LABEL: func.func @train_step(
 // PART-SAME: %arg0: tensor<8x96xi8> {twill.global = tensor<8x96xi8, #twill.placement<@mesh, [shard<0>, replicate]>>
-// PART: %[[W:.*]] = twill.dequantize {{.*}} {block_size = 64 : i64, columns = 192 : i64, nested_block_size = 256 : i64, rows = 8 : i64} : (tensor<8x96xi8>, tensor<8x3xi8>, tensor<1xf32>, tensor<f32>) -> tensor<8x192xf32>
+// PART: %[[W:.*]] = twill.dequantize_nf4 {{.*}} {block_size = 64 : i64, columns = 192 : i64, nested_block_size = 256 : i64, rows = 8 : i64} : (tensor<8x96xi8>, tensor<8x3xi8>, tensor<1xf32>, tensor<f32>) -> tensor<8x192xf32>
 // PART: twill.local_slice %[[W]] over @mesh["tp"] dim 1 : tensor<8x192xf32> -> tensor<8x96xf32>
 
 // -----
@@ -82,7 +82,7 @@ func.func @forward(%codes: tensor<8x64xi8> {twill.param = "down.weight", twill.t
                    %x: tensor<2x4x16xf32> {twill.input = "x"},
                    %labels: tensor<2x4xi32> {twill.input = "labels"})
     -> (tensor<f32> {twill.output = "loss_sum"}, tensor<i64> {twill.output = "token_count"}) attributes {twill.entry = #twill.entry<forward>} {
-  %w = twill.dequantize %codes absmax(%absmax) nested(%nested, %offset) {block_size = 64 : i64, nested_block_size = 256 : i64, rows = 8 : i64, columns = 128 : i64} : (tensor<8x64xi8>, tensor<8x2xi8>, tensor<1xf32>, tensor<f32>) -> tensor<8x128xf32>
+  %w = twill.dequantize_nf4 %codes absmax(%absmax) nested(%nested, %offset) {block_size = 64 : i64, nested_block_size = 256 : i64, rows = 8 : i64, columns = 128 : i64} : (tensor<8x64xi8>, tensor<8x2xi8>, tensor<1xf32>, tensor<f32>) -> tensor<8x128xf32>
   %h = twill.matmul %x, %up {transpose_rhs} : (tensor<2x4x16xf32>, tensor<128x16xf32>) -> tensor<2x4x128xf32>
   %y = twill.matmul %h, %w {transpose_rhs} : (tensor<2x4x128xf32>, tensor<8x128xf32>) -> tensor<2x4x8xf32>
   %d = twill.matmul %h, %a {transpose_rhs} : (tensor<2x4x128xf32>, tensor<2x128xf32>) -> tensor<2x4x2xf32>
@@ -99,10 +99,10 @@ func.func @forward(%codes: tensor<8x64xi8> {twill.param = "down.weight", twill.t
 // PART: %[[C:.*]] = twill.all_gather %arg0 over @mesh["dp"] dim 0 : tensor<4x32xi8> -> tensor<8x32xi8>
 // PART: %[[A:.*]] = twill.all_gather %arg1 over @mesh["dp"] dim 0 : tensor<4x1xi8> -> tensor<8x1xi8>
 // PART: %[[N:.*]] = twill.all_gather %arg2 over @mesh["dp"] dim 0 : tensor<1xf32> -> tensor<1xf32>
-// PART: twill.dequantize %[[C]] absmax(%[[A]]) nested(%[[N]], %arg3) {{{.*}}shard_axis = "tp"} : (tensor<8x32xi8>, tensor<8x1xi8>, tensor<1xf32>, tensor<f32>) -> tensor<8x64xf32>
+// PART: twill.dequantize_nf4 %[[C]] absmax(%[[A]]) nested(%[[N]], %arg3) {{{.*}}shard_axis = "tp"} : (tensor<8x32xi8>, tensor<8x1xi8>, tensor<1xf32>, tensor<f32>) -> tensor<8x64xf32>
 // PART: twill.cross_entropy_grad
 // PART: twill.all_gather %arg0 over @mesh["dp"] dim 0 : tensor<4x32xi8> -> tensor<8x32xi8>
-// PART: twill.dequantize {{.*}}shard_axis = "tp"
+// PART: twill.dequantize_nf4 {{.*}}shard_axis = "tp"
 // PART-NOT: twill.all_gather {{.*}} : tensor<8x64xf32>
 // PART: return
 
@@ -119,8 +119,8 @@ func.func @forward(%codes: tensor<8x64xi8> {twill.param = "down.weight", twill.t
 // EMIT-NEXT: part: NESTED_ABSMAX
 // EMIT: quantized {
 // EMIT-NEXT: part: NESTED_OFFSET
-// EMIT: opcode: DEQUANTIZE
-// EMIT: dequantize {
+// EMIT: opcode: DEQUANTIZE_NF4
+// EMIT: dequantize_nf4 {
 // EMIT-NEXT: block_size: 64
 // EMIT-NEXT: nested_block_size: 256
 // EMIT-NEXT: rows: 8
