@@ -119,9 +119,9 @@ private:
                    Split split, const Role &role);
   /// A base weight's role: drawn at random where no checkpoint gives it.
   static Role baseWeight() { return {InitKind::Normal, std::nullopt, {}}; }
-  /// The frozen `[rows, columns]` weight `name` stored in NF4
-  /// (quantization.base), split as `split`: its four parts as parameters,
-  /// dequantized where it is read.
+  /// The frozen `[rows, columns]` weight `name` stored as
+  /// quantization.base says (NF4 or FP8), split as `split`: its parts as
+  /// parameters, dequantized where it is read.
   Value quantizedWeight(const std::string &name, int64_t rows,
                         int64_t columns, Split split, Location at);
   /// Appends the input argument that is `role`, named after it: a [batch,
@@ -243,7 +243,8 @@ Value DecoderTracer::param(const Twine &name, ArrayRef<int64_t> shape,
   std::string named = options.parameterPrefix + hfName;
   // A quantized weight's codes and scales' codes are bytes.
   bool bytes = role.quantized && (*role.quantized == QuantizedPart::Codes ||
-                                  *role.quantized == QuantizedPart::Absmax);
+                                  *role.quantized == QuantizedPart::Absmax ||
+                                  *role.quantized == QuantizedPart::Fp8Values);
   Type type = bytes ? RankedTensorType::get(shape, builder.getI8Type())
                     : floatType(shape);
   Value arg = body->insertArgument(numParams++, type, loc(hfName));
@@ -273,12 +274,16 @@ Value DecoderTracer::param(const Twine &name, ArrayRef<int64_t> shape,
         kAdapterAttrName,
         AdapterAttr::get(context, *role.part, options.parameterPrefix + role.of,
                          role.tied)));
-  if (role.quantized)
+  if (role.quantized) {
+    bool fp8 = *role.quantized == QuantizedPart::Fp8Values ||
+               *role.quantized == QuantizedPart::Fp8RowScales;
     attrs.push_back(builder.getNamedAttr(
         kQuantizedAttrName,
         QuantizedAttr::get(context, *role.quantized,
-                           options.parameterPrefix + role.of, kNf4BlockSize,
-                           kNf4NestedBlockSize)));
+                           options.parameterPrefix + role.of,
+                           fp8 ? 0 : kNf4BlockSize,
+                           fp8 ? 0 : kNf4NestedBlockSize)));
+  }
   if (stored)
     attrs.push_back(builder.getNamedAttr(
         kStoredAttrName,
@@ -334,21 +339,34 @@ Value DecoderTracer::blockParam(const std::string &tensor,
 Value DecoderTracer::quantizedWeight(const std::string &name, int64_t rows,
                                      int64_t columns, Split split,
                                      Location at) {
+  // The codes carry the weight's own start, keyed by its name as an
+  // unquantized weight's: a random base is drawn as it would be, then
+  // quantized (the scales are filled with the codes).
+  auto codesRole = [&](QuantizedPart part) {
+    Role role = baseWeight();
+    role.of = name;
+    role.quantized = part;
+    return role;
+  };
+  auto part = [&](QuantizedPart quantized) {
+    return Role{InitKind::Zeros, std::nullopt, name, {}, quantized};
+  };
+  if (job.quantization().base() == ::twill::QuantizationConfig::FP8) {
+    // Every value its own: split as the weight, each row's scale with it.
+    Value values = param(name, {rows, columns}, false, split,
+                         codesRole(QuantizedPart::Fp8Values));
+    Value scales = param(name + ".scale", {rows}, false, split,
+                         part(QuantizedPart::Fp8RowScales));
+    return DequantizeFp8Op::create(builder, at, floatType({rows, columns}),
+                                   values, scales);
+  }
   // A row layer's columns split over tp in whole blocks, or not at all.
   Split bytes = split;
   if (split.style == TensorParallelStyle::Row)
     bytes.blocks = columns / kNf4BlockSize;
   Split whole{TensorParallelStyle::Replicate};
-  auto part = [&](QuantizedPart quantized) {
-    return Role{InitKind::Zeros, std::nullopt, name, {}, quantized};
-  };
-  // The codes carry the weight's own start, keyed by its name as an
-  // unquantized weight's: a random base is drawn as it would be, then
-  // quantized (the scales are filled with the codes).
-  Role codesRole = baseWeight();
-  codesRole.of = name;
-  codesRole.quantized = QuantizedPart::Codes;
-  Value codes = param(name, {rows, columns / 2}, false, bytes, codesRole);
+  Value codes = param(name, {rows, columns / 2}, false, bytes,
+                      codesRole(QuantizedPart::Codes));
   Value absmax = param(name + ".absmax", {rows, columns / kNf4BlockSize},
                        false, bytes, part(QuantizedPart::Absmax));
   int64_t blocks = rows * (columns / kNf4BlockSize);

@@ -263,6 +263,14 @@ Error shapes::dequantize(Shape codes, Shape absmax, Shape nested,
   return expectShape("nested_offset", offset, {});
 }
 
+Error shapes::dequantizeFp8(Shape values, Shape scales, Shape result) {
+  if (Error error = expectRank("result", result, 2))
+    return error;
+  if (Error error = expectShape("values", values, result))
+    return error;
+  return expectShape("scales", scales, result.take_front());
+}
+
 Error shapes::crossEntropy(Shape logits, Shape labels) {
   if (logits.empty())
     return problem("logits must have a vocab dim");

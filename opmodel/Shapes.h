@@ -97,6 +97,10 @@ llvm::Error dequantize(Shape codes, Shape absmax, Shape nested, Shape offset,
                        int64_t nestedBlockSize, int64_t wholeRows,
                        int64_t wholeColumns);
 
+/// dequantize_fp8: values [rows, columns], scales [rows] -> [rows,
+/// columns].
+llvm::Error dequantizeFp8(Shape values, Shape scales, Shape result);
+
 /// cross_entropy: logits [..., vocab], labels [...]; its gradient's result
 /// like the logits.
 llvm::Error crossEntropy(Shape logits, Shape labels);

@@ -141,18 +141,18 @@ static void dequantizeAgainForBackward(func::FuncOp step) {
   Operation *loss = forwardLoss(body);
   if (!loss)
     return;
-  SmallVector<DequantizeNf4Op> dequantized;
+  SmallVector<Operation *> dequantized;
   for (Operation &op : body) {
     if (&op == loss)
       break;
-    if (auto dequantize = dyn_cast<DequantizeNf4Op>(op))
-      dequantized.push_back(dequantize);
+    if (isDequantize(&op))
+      dequantized.push_back(&op);
   }
   OpBuilder builder(step.getContext());
-  for (DequantizeNf4Op op : dequantized) {
+  for (Operation *op : dequantized) {
     SmallVector<OpOperand *> backwardUses;
     Operation *first = nullptr;
-    for (OpOperand &use : op.getResult().getUses()) {
+    for (OpOperand &use : op->getResult(0).getUses()) {
       Operation *user = use.getOwner();
       if (!loss->isBeforeInBlock(user))
         continue;

@@ -242,6 +242,12 @@ static void describeRoles(func::FuncOp function, unsigned index,
     case tw::QuantizedPart::NestedOffset:
       out.set_part(::twill::QuantizedRole::NESTED_OFFSET);
       break;
+    case tw::QuantizedPart::Fp8Values:
+      out.set_part(::twill::QuantizedRole::FP8_VALUES);
+      break;
+    case tw::QuantizedPart::Fp8RowScales:
+      out.set_part(::twill::QuantizedRole::FP8_ROW_SCALES);
+      break;
     }
     out.set_of(quantized.getOf().str());
     out.set_block_size(quantized.getBlockSize());

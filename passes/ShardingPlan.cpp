@@ -46,8 +46,9 @@ FailureOr<MeshPlan> MeshPlan::fromModule(ModuleOp module, bool sequenceParallel,
 bool mlir::twill::isParameter(Value value) {
   if (auto cast = value.getDefiningOp<CastOp>())
     return isParameter(cast.getInput());
-  if (auto dequantize = value.getDefiningOp<DequantizeNf4Op>())
-    return isParameter(dequantize.getCodes());
+  if (Operation *definer = value.getDefiningOp();
+      definer && isDequantize(definer))
+    return isParameter(definer->getOperand(0));
   auto argument = dyn_cast<BlockArgument>(value);
   if (!argument)
     return false;

@@ -213,6 +213,11 @@ QuantizedAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                       int64_t nestedBlockSize) {
   if (of.empty())
     return emitError() << "a quantized part names its weight (of)";
+  if (part == QuantizedPart::Fp8Values || part == QuantizedPart::Fp8RowScales) {
+    if (blockSize || nestedBlockSize)
+      return emitError() << "an FP8 weight has no blocks";
+    return success();
+  }
   // bitsandbytes' blocks: two codes a byte, and a power of two it supports.
   if (blockSize < 2 || blockSize % 2 || nestedBlockSize < 1 ||
       blockSize > 4096 || nestedBlockSize > 4096)

@@ -189,7 +189,9 @@ def Twill_QuantizedPart : I32EnumAttr<"QuantizedPart",
       I32EnumAttrCase<"Codes", 0, "codes">,
       I32EnumAttrCase<"Absmax", 1, "absmax">,
       I32EnumAttrCase<"NestedAbsmax", 2, "nested_absmax">,
-      I32EnumAttrCase<"NestedOffset", 3, "nested_offset">]> {
+      I32EnumAttrCase<"NestedOffset", 3, "nested_offset">,
+      I32EnumAttrCase<"Fp8Values", 4, "fp8_values">,
+      I32EnumAttrCase<"Fp8RowScales", 5, "fp8_row_scales">]> {
   let cppNamespace = "::mlir::twill";
   let genSpecializedAttr = 0;
 }
@@ -198,13 +200,15 @@ def Twill_QuantizedAttr : Twill_Attr<"Quantized", "quantized"> {
   let summary = "The part of a quantized frozen weight a parameter is";
   let description = [{
     Stated by the frontend (`twill.quantized`) on each parameter that holds
-    part of a frozen weight stored in bitsandbytes' NF4 with double
-    quantization: the weight `of` (its checkpoint name), cut into blocks of
+    part of a frozen weight `of` (its checkpoint name) stored quantized:
+    in bitsandbytes' NF4 with double quantization, cut into blocks of
     `block_size` values along its rows, each block's 4-bit `codes` and
     8-bit scale (`absmax`), the scales quantized again in blocks of
-    `nested_block_size` (`nested_absmax`, plus one `nested_offset`).
-    `twill.dequantize_nf4` reads the four; the runtime fills them from a
-    bitsandbytes 4-bit checkpoint or by quantizing the weight.
+    `nested_block_size` (`nested_absmax`, plus one `nested_offset`), which
+    `twill.dequantize_nf4` reads and the runtime fills from a bitsandbytes
+    4-bit checkpoint or by quantizing the weight; or in FP8, its e4m3
+    `fp8_values` and `fp8_row_scales` (no block sizes), which
+    `twill.dequantize_fp8` reads and the runtime quantizes on load.
 
     ```mlir
     %codes: tensor<64x48xi8> {twill.param = "...q_proj.weight", twill.quantized = #twill.quantized<codes, of = "...q_proj.weight", block_size = 64, nested_block_size = 256>}
@@ -213,12 +217,12 @@ def Twill_QuantizedAttr : Twill_Attr<"Quantized", "quantized"> {
   let parameters = (ins
     EnumParameter<Twill_QuantizedPart>:$part,
     StringRefParameter<"the weight it holds part of">:$of,
-    "int64_t":$block_size,
-    "int64_t":$nested_block_size
+    DefaultValuedParameter<"int64_t", "0">:$block_size,
+    DefaultValuedParameter<"int64_t", "0">:$nested_block_size
   );
   let assemblyFormat = [{
-    `<` $part `,` `of` `=` $of `,` `block_size` `=` $block_size `,`
-    `nested_block_size` `=` $nested_block_size `>`
+    `<` $part `,` `of` `=` $of (`,` struct($block_size, $nested_block_size)^)?
+    `>`
   }];
   let genVerifyDecl = 1;
 }

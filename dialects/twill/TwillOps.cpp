@@ -162,6 +162,12 @@ LogicalResult DequantizeNf4Op::verify() {
                                   getColumns()));
 }
 
+LogicalResult DequantizeFp8Op::verify() {
+  return check(*this, shapes::dequantizeFp8(shapeOf(getValues()),
+                                            shapeOf(getScales()),
+                                            shapeOf(getResult())));
+}
+
 LogicalResult DropoutOp::verify() {
   if (failed(expectSameElementType(*this, {getInput(), getResult()})) ||
       failed(check(*this, shapes::dropout(shapeOf(getInput()),

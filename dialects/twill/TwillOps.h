@@ -62,6 +62,12 @@ inline bool isVocabParallelLoss(Operation *op) {
              LinearCrossEntropyGradOp>(op);
 }
 
+/// A quantized weight formed in the compute dtype (twill.dequantize_nf4,
+/// twill.dequantize_fp8): its first operand is the parameter it reads.
+inline bool isDequantize(Operation *op) {
+  return isa<DequantizeNf4Op, DequantizeFp8Op>(op);
+}
+
 /// The train step's loss op (cross_entropy or linear_cross_entropy), the
 /// end of its forward: what follows is the backward. Null if there is none.
 inline Operation *forwardLoss(Block &body) {

@@ -336,6 +336,32 @@ def Twill_DequantizeNf4Op : Twill_ComputeOp<"dequantize_nf4", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Twill_DequantizeFp8Op : Twill_ComputeOp<"dequantize_fp8", [Pure]> {
+  let summary = "A frozen weight stored in FP8, in the compute dtype";
+  let description = [{
+    `result[r, c] = E4M3[values[r, c]] * scales[r]`: each value an e4m3
+    byte (torch's float8_e4m3fn) and each row's scale its largest
+    magnitude over 448, as the runtime quantizes a weight on load. The
+    operands are the parameters `#twill.quantized` names; as for
+    `twill.dequantize_nf4`, the result is formed right before its products
+    and again for the backward, and no gradient flows into the values. A
+    rank's block of rows or columns needs no offset: every value is its
+    own.
+
+    ```mlir
+    %w = twill.dequantize_fp8 %values scales(%scales)
+        : (tensor<4096x4096xi8>, tensor<4096xf32>) -> tensor<4096x4096xbf16>
+    ```
+  }];
+  let arguments = (ins StaticShapeTensorOf<[I8]>:$values,
+                       StaticShapeTensorOf<[F32]>:$scales);
+  let results = (outs Twill_FloatTensor:$result);
+  let assemblyFormat = [{
+    $values `scales` `(` $scales `)` attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Twill_DropoutOp : Twill_ComputeOp<"dropout", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
   let summary = "LoRA's dropout, the same mask on every mesh";
   let description = [{

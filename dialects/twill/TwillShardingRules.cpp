@@ -209,6 +209,15 @@ ShardingRule DequantizeNf4Op::getShardingRule() {
   return rule;
 }
 
+ShardingRule DequantizeFp8Op::getShardingRule() {
+  // Elementwise, each row's scale with its row.
+  ShardingRule rule;
+  Tensor dims = rule.freshFactors(shapeOf(getResult()));
+  rule.operands = {dims, Tensor{dims.front()}};
+  rule.results = {dims};
+  return rule;
+}
+
 ShardingRule DropoutOp::getShardingRule() {
   // Elementwise; the tokens' index follows the input's rows and positions.
   ShardingRule rule;

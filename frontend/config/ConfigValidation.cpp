@@ -422,21 +422,26 @@ static void validateScale(const JobConfig &config, Problems &problems) {
                  llvm::format("%.0f", tokens), llvm::format("%.3g", elements));
 }
 
-/// A quantized base: frozen, and every projection's rows whole blocks of
-/// 64 values (bitsandbytes' NF4 blocks, which no shard may cut).
+/// A quantized base: frozen, and (NF4) every projection's rows whole
+/// blocks of 64 values (bitsandbytes' NF4 blocks, which no shard may cut).
 static void validateQuantization(const JobConfig &config, Problems &problems) {
-  if (config.quantization().base() == QuantizationConfig::NONE)
+  QuantizationConfig::Format format = config.quantization().base();
+  if (format == QuantizationConfig::NONE)
     return;
+  std::string name = QuantizationConfig::Format_Name(format);
   if (config.has_full_finetune())
-    problems.add("quantization.base NF4 stores the frozen base weights in 4 "
-                 "bits, but full_finetune trains them: a trained weight "
-                 "cannot be NF4; use lora");
+    problems.add("quantization.base {0} stores the frozen base weights "
+                 "quantized, but full_finetune trains them: a trained weight "
+                 "cannot be {0}; use lora",
+                 name);
   const ModelConfig &model = config.model();
   const ModelFamily *family = findModelFamily(model.model_type());
   if (family && family->fusedProjections)
-    problems.add("quantization.base NF4 does not yet quantize fused "
-                 "projections ({0}'s qkv_proj and gate_up_proj)",
-                 model.model_type());
+    problems.add("quantization.base {0} does not yet quantize fused "
+                 "projections ({1}'s qkv_proj and gate_up_proj)",
+                 name, model.model_type());
+  if (format != QuantizationConfig::NF4)
+    return;
   constexpr int64_t kBlock = 64;
   for (auto [what, columns] :
        {std::pair{"model.hidden_size", model.hidden_size()},

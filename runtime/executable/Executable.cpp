@@ -150,15 +150,25 @@ static llvm::Error checkQuantized(const Executable &executable,
                ? invalid("parameter '" + parameter.name() +
                          "' holds bytes but is part of no quantized weight")
                : llvm::Error::success();
-  bool bytes = role.part() == QuantizedRole::CODES ||
-               role.part() == QuantizedRole::ABSMAX;
-  int rank = bytes ? 2 : role.part() == QuantizedRole::NESTED_ABSMAX ? 1 : 0;
-  if (role.part() == QuantizedRole::PART_UNSPECIFIED || role.of().empty() ||
-      parameter.trainable() || parameter.has_adapter() ||
-      role.block_size() < 2 || role.block_size() % 2 ||
-      role.block_size() > 4096 || role.nested_block_size() < 1 ||
-      role.nested_block_size() > 4096 || buffer.dtype() != (bytes ? U8 : F32) ||
-      buffer.shape_size() != rank)
+  QuantizedRole::Part part = role.part();
+  bool fp8 = part == QuantizedRole::FP8_VALUES ||
+             part == QuantizedRole::FP8_ROW_SCALES;
+  bool bytes = part == QuantizedRole::CODES || part == QuantizedRole::ABSMAX ||
+               part == QuantizedRole::FP8_VALUES;
+  int rank = bytes ? 2
+             : part == QuantizedRole::NESTED_ABSMAX ||
+                     part == QuantizedRole::FP8_ROW_SCALES
+                 ? 1
+                 : 0;
+  // NF4's blocks as bitsandbytes has them; FP8 has none.
+  bool blocks = fp8 ? role.block_size() == 0 && role.nested_block_size() == 0
+                    : role.block_size() >= 2 && role.block_size() % 2 == 0 &&
+                          role.block_size() <= 4096 &&
+                          role.nested_block_size() >= 1 &&
+                          role.nested_block_size() <= 4096;
+  if (part == QuantizedRole::PART_UNSPECIFIED || role.of().empty() ||
+      parameter.trainable() || parameter.has_adapter() || !blocks ||
+      buffer.dtype() != (bytes ? U8 : F32) || buffer.shape_size() != rank)
     return invalid("parameter '" + parameter.name() +
                    "' is a quantized weight's part without its part, weight "
                    "or block sizes, or trained, or not of its part's dtype "

@@ -44,10 +44,11 @@ twill::storedTensors(const Executable &executable) {
         parameter.buffer() >= executable.buffers_size())
       return inconsistent("parameter '" + parameter.name() +
                           "' has a bad buffer");
-    // A quantized weight is the tensor its codes stand for; its scales are
-    // its format's, no tensor of the model.
+    // A quantized weight is the tensor its codes (or FP8 values) stand
+    // for; its scales are its format's, no tensor of the model.
     if (parameter.has_quantized() &&
-        parameter.quantized().part() != QuantizedRole::CODES)
+        parameter.quantized().part() != QuantizedRole::CODES &&
+        parameter.quantized().part() != QuantizedRole::FP8_VALUES)
       continue;
     auto [it, added] =
         index.try_emplace(storedTensorName(parameter), tensors.size());

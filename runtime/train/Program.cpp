@@ -4,6 +4,7 @@
 
 #include "runtime/backend/Backend.h"
 #include "runtime/io/BitsAndBytes.h"
+#include "runtime/io/Fp8.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -67,6 +68,8 @@ llvm::Expected<std::vector<float>> Program::wholeOnHost(int id) {
 /// parts. A collective.
 llvm::Expected<std::vector<float>>
 Program::wholeDequantized(const Parameter &codes, bool onHost) {
+  if (codes.quantized().part() == QuantizedRole::FP8_VALUES)
+    return wholeDequantizedFp8(codes, onHost);
   io::Nf4Weight weight;
   weight.blockSize = codes.quantized().block_size();
   weight.nestedBlockSize = codes.quantized().nested_block_size();
@@ -111,6 +114,32 @@ Program::wholeDequantized(const Parameter &codes, bool onHost) {
   std::vector<float> values(count);
   io::dequantizeNf4(weight, values);
   return values;
+}
+
+/// The same of an FP8 weight, whose values `values` holds.
+llvm::Expected<std::vector<float>>
+Program::wholeDequantizedFp8(const Parameter &values, bool onHost) {
+  io::Fp8Weight weight;
+  for (const Parameter &part : program.parameters()) {
+    if (part.quantized().of() != values.quantized().of())
+      continue;
+    llvm::Expected<std::vector<float>> whole =
+        onHost ? wholeOnHost(part.buffer()) : wholeTensor(part.buffer());
+    if (!whole)
+      return whole.takeError();
+    if (part.quantized().part() == QuantizedRole::FP8_VALUES)
+      weight.values.assign(whole->begin(), whole->end());
+    else
+      weight.scales = std::move(*whole);
+  }
+  if (weight.scales.empty() || weight.values.size() % weight.scales.size())
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "quantized weight '" + values.quantized().of() +
+            "' lacks its scales, or they do not agree with its rows");
+  std::vector<float> dequantized(weight.values.size());
+  io::dequantizeFp8(weight, dequantized);
+  return dequantized;
 }
 
 llvm::Expected<std::vector<float>>

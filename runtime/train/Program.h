@@ -57,6 +57,8 @@ public:
   /// dequantized from every rank's blocks of its parts. A collective.
   llvm::Expected<std::vector<float>> wholeDequantized(const Parameter &codes,
                                                       bool onHost);
+  llvm::Expected<std::vector<float>>
+  wholeDequantizedFp8(const Parameter &values, bool onHost);
   /// The Hugging Face folder (or file) the base weights were loaded from;
   /// empty for a random base.
   llvm::StringRef baseCheckpoint() const { return baseDir; }

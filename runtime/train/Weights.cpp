@@ -4,6 +4,7 @@
 
 #include "runtime/data/JsonLines.h"
 #include "runtime/io/BitsAndBytes.h"
+#include "runtime/io/Fp8.h"
 #include "runtime/io/Safetensors.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -217,8 +218,21 @@ static llvm::Error initialiseMagnitudes(Program &program) {
   return llvm::Error::success();
 }
 
+/// A quantized weight whole, in the format the program holds it in.
+struct QuantizedWeight {
+  io::Nf4Weight nf4;
+  io::Fp8Weight fp8;
+};
+
+/// Whether `role` is the part that stands for its weight (and carries its
+/// start): NF4's codes, FP8's values.
+static bool standsForWeight(const QuantizedRole &role) {
+  return role.part() == QuantizedRole::CODES ||
+         role.part() == QuantizedRole::FP8_VALUES;
+}
+
 /// A quantized base's weights whole, one at a time: each is read from a
-/// bitsandbytes 4-bit checkpoint as it is, or quantized from the
+/// bitsandbytes 4-bit checkpoint as it is (NF4), or quantized from the
 /// checkpoint's values (a random base's: those its codes' initializer
 /// draws, as the weight unquantized would start).
 class QuantizedWeights {
@@ -228,33 +242,41 @@ public:
                    uint64_t seed)
       : program(program), base(base), seed(seed) {
     for (const Parameter &parameter : program.executable().parameters())
-      if (parameter.quantized().part() == QuantizedRole::CODES)
-        codesOf[parameter.quantized().of()] = &parameter;
+      if (standsForWeight(parameter.quantized()))
+        standing[parameter.quantized().of()] = &parameter;
   }
 
   /// The weight `parameter` is part of.
-  llvm::Expected<const io::Nf4Weight *> of(const Parameter &parameter) {
+  llvm::Expected<const QuantizedWeight *> of(const Parameter &parameter) {
     const QuantizedRole &role = parameter.quantized();
     if (role.of() == current)
       return &weight;
-    const Parameter *codes = codesOf.lookup(role.of());
+    const Parameter *codes = standing.lookup(role.of());
     if (!codes)
       return weightError("'" + parameter.name() + "' is part of quantized "
                          "weight '" + role.of() +
                          "', whose codes the program does not hold");
-    // The codes' whole shape: [rows, columns / 2].
+    bool fp8 = codes->quantized().part() == QuantizedRole::FP8_VALUES;
+    // The codes' whole shape: [rows, columns / 2] (NF4) or [rows, columns].
     llvm::Expected<BufferBlock> block = program.block(codes->buffer());
     if (!block)
       return block.takeError();
     std::vector<int64_t> shape{block->globalShape[0],
-                               block->globalShape[1] * 2};
+                               block->globalShape[1] * (fp8 ? 1 : 2)};
     const std::string &name = role.of();
-    if (base && base->contains(name) && io::isBitsAndBytes4bit(*base, name)) {
+    bool fourBit =
+        base && base->contains(name) && io::isBitsAndBytes4bit(*base, name);
+    if (fourBit && fp8)
+      return weightError(base->fileOf(name) + ": '" + name +
+                         "' is a 4-bit weight, and quantization.base FP8 "
+                         "quantizes a float one: train with "
+                         "quantization.base NF4, or from a float checkpoint");
+    if (fourBit) {
       llvm::Expected<io::Nf4Weight> read =
           io::readBitsAndBytes4bit(*base, name, shape);
       if (!read)
         return read.takeError();
-      weight = std::move(*read);
+      weight.nf4 = std::move(*read);
     } else {
       std::vector<float> values(shape[0] * shape[1]);
       if (base) {
@@ -265,16 +287,19 @@ public:
       } else {
         initialise(codes->init(), shape, values, seed);
       }
-      weight = io::quantizeNf4(values, role.block_size(),
-                               role.nested_block_size());
+      if (fp8)
+        weight.fp8 = io::quantizeFp8(values, shape[0], shape[1]);
+      else
+        weight.nf4 = io::quantizeNf4(values, role.block_size(),
+                                     role.nested_block_size());
     }
-    if (weight.blockSize != role.block_size() ||
-        weight.nestedBlockSize != role.nested_block_size())
+    if (!fp8 && (weight.nf4.blockSize != role.block_size() ||
+                 weight.nf4.nestedBlockSize != role.nested_block_size()))
       return weightError(llvm::formatv(
           "{0}: 4-bit weight '{1}' is quantized in blocks of {2} (nested "
           "{3}), the program's in blocks of {4} (nested {5})",
-          base ? base->fileOf(name) : "", name, weight.blockSize,
-          weight.nestedBlockSize, role.block_size(),
+          base ? base->fileOf(name) : "", name, weight.nf4.blockSize,
+          weight.nf4.nestedBlockSize, role.block_size(),
           role.nested_block_size()));
     current = name;
     return &weight;
@@ -284,9 +309,9 @@ private:
   const Program &program;
   const std::optional<io::SafetensorsCheckpoint> &base;
   uint64_t seed;
-  llvm::StringMap<const Parameter *> codesOf;
+  llvm::StringMap<const Parameter *> standing;
   std::string current;
-  io::Nf4Weight weight;
+  QuantizedWeight weight;
 };
 
 /// Fills `parameter`, a part of a quantized weight, with this rank's block
@@ -294,7 +319,7 @@ private:
 static llvm::Error loadQuantizedPart(Program &program,
                                      const Parameter &parameter,
                                      QuantizedWeights &weights) {
-  llvm::Expected<const io::Nf4Weight *> weight = weights.of(parameter);
+  llvm::Expected<const QuantizedWeight *> weight = weights.of(parameter);
   if (!weight)
     return weight.takeError();
   llvm::Expected<BufferBlock> block = program.block(parameter.buffer());
@@ -326,13 +351,17 @@ static llvm::Error loadQuantizedPart(Program &program,
   };
   switch (parameter.quantized().part()) {
   case QuantizedRole::CODES:
-    return bytes((*weight)->codes);
+    return bytes((*weight)->nf4.codes);
   case QuantizedRole::ABSMAX:
-    return bytes((*weight)->absmax);
+    return bytes((*weight)->nf4.absmax);
   case QuantizedRole::NESTED_ABSMAX:
-    return floats((*weight)->nestedAbsmax);
+    return floats((*weight)->nf4.nestedAbsmax);
   case QuantizedRole::NESTED_OFFSET:
-    return floats((*weight)->nestedOffset);
+    return floats((*weight)->nf4.nestedOffset);
+  case QuantizedRole::FP8_VALUES:
+    return bytes((*weight)->fp8.values);
+  case QuantizedRole::FP8_ROW_SCALES:
+    return floats((*weight)->fp8.scales);
   default: // the loader refuses such a program
     return weightError("'" + parameter.name() + "' is no quantized part");
   }

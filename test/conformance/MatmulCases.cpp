@@ -79,5 +79,15 @@ void conformance::matmulCases(Suite &suite) {
                "whole blocks of columns of the mid rank");
     dequantize(suite, type, {5, 16}, 5, 16, 4, 1, "",
                "small blocks, a nested scale each");
+
+    // Every finite positive e4m3 byte (0-126: 127 is NaN), scales of
+    // either sign.
+    for (Shape shape : {Shape{37, 53}, Shape{3, 129}}) {
+      CaseBuilder fp8(suite, DEQUANTIZE_FP8, type, kExact);
+      fp8.operand(U8, shape, integers(0, 127));
+      fp8.operand(F32, {shape[0]}, uniform(-2, 2));
+      fp8.out(shape);
+      fp8.note("FP8 weight, a scale per row").add();
+    }
   }
 }

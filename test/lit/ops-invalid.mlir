@@ -461,3 +461,11 @@ func.func @dequantize_columns_block(%c: tensor<4x48xi8>, %a: tensor<4x2xi8>, %n:
   %0 = twill.dequantize_nf4 %c absmax(%a) nested(%n, %o) {block_size = 64 : i64, nested_block_size = 256 : i64, rows = 4 : i64, columns = 192 : i64} : (tensor<4x48xi8>, tensor<4x2xi8>, tensor<1xf32>, tensor<f32>) -> tensor<4x96xf32>
   return
 }
+
+// -----
+
+func.func @dequantize_fp8_scales(%v: tensor<4x8xi8>, %s: tensor<8xf32>) {
+  // expected-error @+1 {{scales must have shape [4], got [8]}}
+  %0 = twill.dequantize_fp8 %v scales(%s) : (tensor<4x8xi8>, tensor<8xf32>) -> tensor<4x8xf32>
+  return
+}

@@ -50,7 +50,7 @@ projection, on tp=3 with padded MLP blocks, and with tiled, recomputed
 attention (against its untiled program): every mesh drops the same
 elements, so its losses are 1x1's. A quantized base (NF4), its blocks
 split over tp where tp divides them and whole where it does not, and with
-DoRA, checkpointing and tiles.
+DoRA, checkpointing and tiles; an FP8 base.
 
 With --families, the other model families instead, each against its own
 1x1 run on 2x2, 1x4 and 1x3 (tp=3 divides no head count), with
@@ -178,6 +178,10 @@ VARIANTS = {
          "parallel.activation_checkpointing=FULL",
          "parallel.mlp_tile_tokens=7", "parallel.attention_tile_tokens=7"],
         [(2, 2), (1, 4), (1, 3)], TOLERANCE),
+    # An FP8 base: e4m3 values and a scale per row, split as any weight.
+    "FP8 base, selective checkpointing": (
+        ["quantization.base=FP8", "parallel.activation_checkpointing=SELECTIVE"],
+        [(2, 2), (1, 3)], TOLERANCE),
 }
 TILES = ["parallel.mlp_tile_tokens=7", "parallel.attention_tile_tokens=7",
          "parallel.loss_tile_tokens=7"]

@@ -1,7 +1,7 @@
-"""Oracle test of a quantized base (quantization.base NF4, QLoRA) against
-bitsandbytes, transformers and PEFT.
+"""Oracle test of a quantized base (quantization.base NF4, QLoRA; or FP8)
+against bitsandbytes (or torch's float8_e4m3fn), transformers and PEFT.
 
-    python qlora_oracle.py --bin BUILD/bin --work DIR
+    python qlora_oracle.py --bin BUILD/bin --work DIR [--format nf4|fp8]
 
 A tiny Llama in fp32 (hidden 128, 4 heads of 32, 2 KV heads, an MLP of
 192: each projection's rows whole blocks of 64) is saved as it is, and
@@ -32,6 +32,11 @@ double quantization: the 4-bit checkpoints people download).
 5. 4-bit folders a quantized base cannot hold as they are are refused, by
    name: scales without double quantization, and a quant state that lacks
    a part.
+
+With --format fp8 the base is FP8 instead: each projection's weight e4m3
+with a scale per row (its largest magnitude over 448), the reference's
+weights (w / scale).to(torch.float8_e4m3fn) times the scale; steps 2 to 4,
+step 4 from the fp32 folder (there is no FP8 checkpoint to read).
 """
 import argparse
 import json
@@ -59,6 +64,13 @@ PROJECTIONS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj",
 MESHES = [(2, 2), (1, 4), (1, 3)]
 
 
+def fp8_dequantized(weight):
+    """`weight` in e4m3 with a scale per row, and back: torch's
+    float8_e4m3fn cast of the weight over its row's scale."""
+    scale = weight.abs().amax(dim=1, keepdim=True).clamp(min=1e-12) / 448
+    return (weight / scale).to(torch.float8_e4m3fn).float() * scale
+
+
 def nf4_dequantized(weight):
     """bitsandbytes' NF4 of `weight` with double quantization, dequantized:
     quantize_4bit (its cpu backend), the scales' dequantize_blockwise plus
@@ -72,13 +84,14 @@ def nf4_dequantized(weight):
                                     state.blocksize, state.shape, state.dtype)
 
 
-def dequantize_projections(model):
-    """Each projection's weight replaced by its NF4 dequantized, as QLoRA's
-    base computes."""
+def dequantize_projections(model, format="nf4"):
+    """Each projection's weight replaced by its quantized and dequantized
+    self (NF4 or FP8), what a quantized base computes with."""
+    dequantized = fp8_dequantized if format == "fp8" else nf4_dequantized
     with torch.no_grad():
         for name, module in model.named_modules():
             if name.rsplit(".", 1)[-1] in PROJECTIONS:
-                module.weight.copy_(nf4_dequantized(module.weight))
+                module.weight.copy_(dequantized(module.weight))
     return model
 
 
@@ -98,7 +111,7 @@ def run_twill(args, work, name, base, mesh=(1, 1)):
     job.write_text(
         f'checkpoint {{ base_dir: "{base}" }}\n'
         f"lora {{ rank: {RANK} alpha: {ALPHA}{modules} }}\n"
-        f"quantization {{ base: NF4 }}\n"
+        f"quantization {{ base: {args.format.upper()} }}\n"
         f"train {{ batch_size: {BATCH} seq_len: {SEQ} }}\n"
         f"parallel {{ dp: {mesh[0]} tp: {mesh[1]} }}\n")
     program = work / f"{name}.twx"
@@ -151,20 +164,20 @@ def check_refusals(args, work):
     return failures
 
 
-def check_merged(args, work, tokens):
-    """Trains a few steps on 2x2 from the 4-bit folder, writing the merged
-    model; returns how far transformers' logits of it are from Twill's of
-    the 4-bit base with the trained adapter."""
+def check_merged(args, work, tokens, base):
+    """Trains a few steps on 2x2 from `base` (the 4-bit folder, or the fp32
+    one), writing the merged model; returns how far transformers' logits of
+    it are from Twill's of the quantized base with the trained adapter."""
     data = work / "train.jsonl"
     data.write_text("".join(json.dumps({"input_ids": row}) + "\n"
                             for row in tokens.tolist() * 4))
     modules = "".join(f' target_modules: "{t}"' for t in PROJECTIONS)
     job = work / "merge.textproto"
     job.write_text(
-        f'checkpoint {{ base_dir: "{work / "nf4"}" output_dir: '
+        f'checkpoint {{ base_dir: "{base}" output_dir: '
         f'"{work / "out"}" merged: true }}\n'
         f"lora {{ rank: {RANK} alpha: {ALPHA}{modules} }}\n"
-        f"quantization {{ base: NF4 }}\n"
+        f"quantization {{ base: {args.format.upper()} }}\n"
         f"train {{ batch_size: 2 seq_len: {SEQ} epochs: 1 lr: 0.01 }}\n"
         f"parallel {{ dp: 2 tp: 2 }}\n"
         f'data {{ path: "{data}" packed: false shuffle: false }}\n')
@@ -182,7 +195,7 @@ def check_merged(args, work, tokens):
         expected = merged.double()(input_ids=tokens).logits
     subprocess.run([args.bin / "twill-train", work / "on-load.twx", "--eval",
                     "--batch", work / "batch.json", "--adapter",
-                    work / "out", "--weights", work / "nf4",
+                    work / "out", "--weights", base,
                     "--dump-logits", work / "trained.logits"],
                    check=True, capture_output=True, env=env)
     return relative_error(load_file(str(work / "trained.logits"))["logits"],
@@ -193,7 +206,9 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--bin", type=Path, required=True)
     parser.add_argument("--work", type=Path, required=True)
+    parser.add_argument("--format", choices=["nf4", "fp8"], default="nf4")
     args = parser.parse_args()
+    nf4 = args.format == "nf4"
     work = args.work
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
@@ -204,18 +219,23 @@ def main():
                          max_position_embeddings=64, rms_norm_eps=1e-5)
     model = LlamaForCausalLM(config).float().eval()
     model.save_pretrained(work / "base")
-    AutoModelForCausalLM.from_pretrained(
-        work / "base", device_map="cpu", torch_dtype=torch.float32,
-        quantization_config=BitsAndBytesConfig(
-            load_in_4bit=True, bnb_4bit_quant_type="nf4",
-            bnb_4bit_use_double_quant=True,
-            bnb_4bit_compute_dtype=torch.float32)).save_pretrained(
-                work / "nf4")
+    if nf4:
+        AutoModelForCausalLM.from_pretrained(
+            work / "base", device_map="cpu", torch_dtype=torch.float32,
+            quantization_config=BitsAndBytesConfig(
+                load_in_4bit=True, bnb_4bit_quant_type="nf4",
+                bnb_4bit_use_double_quant=True,
+                bnb_4bit_compute_dtype=torch.float32)).save_pretrained(
+                    work / "nf4")
+    # Where the meshes and the merged model read the base from.
+    read_from = work / ("nf4" if nf4 else "base")
 
-    # The reference: bitsandbytes' dequantized weights, PEFT's LoRA.
-    model = get_peft_model(dequantize_projections(model), LoraConfig(
-        r=RANK, lora_alpha=ALPHA, target_modules=PROJECTIONS,
-        lora_dropout=0.0, init_lora_weights=False))
+    # The reference: the dequantized weights, PEFT's LoRA.
+    model = get_peft_model(dequantize_projections(model, args.format),
+                           LoraConfig(
+                               r=RANK, lora_alpha=ALPHA,
+                               target_modules=PROJECTIONS, lora_dropout=0.0,
+                               init_lora_weights=False))
     model.save_pretrained(work / "adapter")
     model = model.double().eval()
     tokens, labels = batch()
@@ -235,30 +255,31 @@ def main():
     failures = []
     on_load, on_load_loss, on_load_grads = run_twill(args, work, "on-load",
                                                      work / "base")
-    read, _, _ = run_twill(args, work, "read", work / "nf4")
-    error = relative_error(read, on_load)
-    print(f"quantized on load vs read from the 4-bit folder: logits within "
-          f"{error:.2e}")
-    if not error < 5e-6:
-        failures.append("quantizing on load is not bitsandbytes' quantization")
+    if nf4:
+        read, _, _ = run_twill(args, work, "read", work / "nf4")
+        error = relative_error(read, on_load)
+        print(f"quantized on load vs read from the 4-bit folder: logits "
+              f"within {error:.2e}")
+        if not error < 5e-6:
+            failures.append("quantizing on load is not bitsandbytes'")
 
     error = relative_error(on_load, logits.detach())
     loss_error = abs(on_load_loss - loss.item()) / loss.item()
     grads = gradients_by_parameter(expected_grads, on_load_grads)
     worst = max((norm_error(on_load_grads[name + ".grad"], grad), name)
                 for name, grad in grads.items())
-    print(f"against bitsandbytes + PEFT: logits within {error:.2e}, loss sum "
+    print(f"against the {args.format} reference + PEFT: logits within "
+          f"{error:.2e}, loss sum "
           f"{on_load_loss:.6f} vs {loss.item():.6f} ({loss_error:.2e}), "
           f"{len(grads)} gradients, worst {worst[0]:.2e} ({worst[1]})")
     if not (error < 1e-5 and loss_error < 1e-5 and worst[0] < 1e-5
             and len(grads) == 2 * len(PROJECTIONS) * 2
             and len(on_load_grads) == len(grads)):
-        failures.append("Twill's QLoRA is not bitsandbytes + PEFT's")
+        failures.append(f"Twill's {args.format} base is not the reference's")
 
     for mesh in MESHES:
         name = f"mesh{mesh[0]}x{mesh[1]}"
-        meshed, _, meshed_grads = run_twill(args, work, name, work / "nf4",
-                                            mesh)
+        meshed, _, meshed_grads = run_twill(args, work, name, read_from, mesh)
         error = relative_error(meshed, on_load)
         worst = max(norm_error(meshed_grads[key], grad)
                     for key, grad in on_load_grads.items())
@@ -266,9 +287,10 @@ def main():
               f"{worst:.2e} of 1x1")
         if not (error < 1e-5 and worst < 1e-5):
             failures.append(f"{name} is not 1x1")
-    failures += check_refusals(args, work)
-    merged_error = check_merged(args, work, tokens)
-    print(f"merged from the 4-bit base: transformers' logits within "
+    if nf4:
+        failures += check_refusals(args, work)
+    merged_error = check_merged(args, work, tokens, read_from)
+    print(f"merged from {read_from.name}: transformers' logits within "
           f"{merged_error:.2e} of Twill's")
     if not merged_error < 1e-5:
         failures.append("the merged model is not the base plus the adapter")

@@ -1,7 +1,8 @@
 """Oracle test of Twill's training against torch.optim.AdamW + PEFT.
 
     python train_oracle.py --bin BUILD/bin --work DIR [--dropout RATE]
-                           [--rslora] [--dora] [--family MODEL_TYPE] [--nf4]
+                           [--rslora] [--dora] [--family MODEL_TYPE]
+                           [--quantized nf4|fp8]
 
 Trains the same LoRA adapter on the same tiny model (Llama, or the
 family's: random norms and biases, and its traits of FAMILY_SETTINGS) and
@@ -17,10 +18,11 @@ Twill's logits (1e-5). With --dropout, LoRA dropout at that rate on both
 sides: PEFT's lora_dropout draws test/oracle/dropout.py's masks for each
 row's micro-batch and place in it, as Twill keys its own. With --rslora,
 rank-stabilised LoRA (alpha / sqrt(rank)) on both sides; with --dora, DoRA
-(both start the magnitudes at the weights' row norms). With --nf4, a
-quantized base (quantization.base NF4, QLoRA; hidden 64, an MLP of 128):
-Twill quantizes the fp32 base on load, the reference trains on
-bitsandbytes' dequantized weights (qlora_oracle.py).
+(both start the magnitudes at the weights' row norms). With --quantized, a
+quantized base (quantization.base NF4, QLoRA, or FP8; hidden 64, an MLP of
+128): Twill quantizes the fp32 base on load, the reference trains on the
+dequantized weights (bitsandbytes', or torch's float8_e4m3fn casts:
+qlora_oracle.py).
 """
 import argparse
 import json
@@ -131,25 +133,26 @@ def main():
     parser.add_argument("--rslora", action="store_true")
     parser.add_argument("--dora", action="store_true")
     parser.add_argument("--family", choices=sorted(FAMILIES), default="llama")
-    parser.add_argument("--nf4", action="store_true")
+    parser.add_argument("--quantized", choices=["nf4", "fp8"])
     args = parser.parse_args()
     work = args.work / ("train" + ("-dropout" if args.dropout else "")
                         + ("-rslora" if args.rslora else "")
                         + ("-dora" if args.dora else "")
                         + (f"-{args.family}" if args.family != "llama" else "")
-                        + ("-nf4" if args.nf4 else ""))
+                        + (f"-{args.quantized}" if args.quantized else ""))
     work.mkdir(parents=True, exist_ok=True)
 
     torch.manual_seed(0)
     # NF4 quantizes rows of whole blocks of 64 values.
-    sizes = dict(hidden_size=64, intermediate_size=128) if args.nf4 else {}
+    sizes = (dict(hidden_size=64, intermediate_size=128) if args.quantized
+             else {})
     base = tiny_model(args.family, vocab_size=VOCAB, num_key_value_heads=2,
                       **FAMILY_SETTINGS[args.family], **sizes)
     if args.family != "llama":
         randomize_norms_and_biases(base)
     base.save_pretrained(work / "base")
-    if args.nf4:
-        dequantize_projections(base)
+    if args.quantized:
+        dequantize_projections(base, args.quantized)
     targets = some_projections(args.family)
     model = get_peft_model(base, LoraConfig(
         r=RANK, lora_alpha=ALPHA, lora_dropout=args.dropout,
@@ -171,7 +174,7 @@ checkpoint {{ base_dir: "{work / 'base'}" output_dir: "{work / 'out'}" }}
 lora {{ rank: {RANK} alpha: {ALPHA}{modules} dropout: {args.dropout}
         use_rslora: {str(args.rslora).lower()}
         use_dora: {str(args.dora).lower()} }}
-quantization {{ base: {"NF4" if args.nf4 else "NONE"} }}
+quantization {{ base: {(args.quantized or "none").upper()} }}
 data {{ path: "{work / 'train.jsonl'}" packed: false shuffle: false }}
 train {{
   batch_size: {BATCH} seq_len: {SEQ} gradient_accumulation_steps: {ACCUMULATION}
@@ -222,8 +225,8 @@ train {{
 
     # PEFT loads Twill's adapter and computes Twill's logits.
     loaded_base = AutoModelForCausalLM.from_pretrained(work / "base")
-    if args.nf4:
-        dequantize_projections(loaded_base)
+    if args.quantized:
+        dequantize_projections(loaded_base, args.quantized)
     loaded = PeftModel.from_pretrained(loaded_base, work / "out").eval()
     ids = torch.tensor([examples[0]["input_ids"] + [0] * (SEQ - len(
         examples[0]["input_ids"]))] * BATCH)

@@ -487,6 +487,12 @@ TEST(JobConfigValidation, QuantizedBase) {
                                    "full_finetune={} lora="),
               HasSubstr("full_finetune trains them: a trained weight cannot "
                         "be NF4; use lora"));
+  // FP8 has no blocks: any size.
+  JobConfig fp8 = loadTiny({"quantization.base=FP8"});
+  EXPECT_FALSE(validateJobConfig(fp8));
+  EXPECT_THAT(validationErrorAfter("quantization.base=FP8 full_finetune={} "
+                                   "lora="),
+              HasSubstr("a trained weight cannot be FP8; use lora"));
   EXPECT_THAT(validationErrorAfter("quantization.base=NF4 model.hidden_size=96 "
                                    "model.head_dim=24 "
                                    "model.intermediate_size=192"),

@@ -123,6 +123,49 @@ TEST(CpuKernels, DequantizeNf4IsLevelTimesItsBlocksScale) {
   }
 }
 
+// Every e4m3 byte decodes to its value (sign, 4 exponent bits of bias 7,
+// 3 mantissa bits; subnormals below 2^-6; 0x7f and 0xff NaN), and values
+// round to the nearest byte, ties to even, past 448 to NaN, as torch's
+// float8_e4m3fn cast does.
+TEST(CpuKernels, Fp8BytesAndRounding) {
+  EXPECT_EQ(fp8::toFloat(0x00), 0.0f);
+  EXPECT_EQ(fp8::toFloat(0x01), 0x1p-9f);    // least subnormal
+  EXPECT_EQ(fp8::toFloat(0x08), 0x1p-6f);    // least normal
+  EXPECT_EQ(fp8::toFloat(0x38), 1.0f);
+  EXPECT_EQ(fp8::toFloat(0x7e), 448.0f);     // largest finite
+  EXPECT_EQ(fp8::toFloat(0xb8), -1.0f);
+  EXPECT_TRUE(std::isnan(fp8::toFloat(0x7f)));
+  EXPECT_TRUE(std::isnan(fp8::toFloat(0xff)));
+  for (int bits = 0; bits < 256; ++bits)
+    if ((bits & 0x7f) != 0x7f && bits != 0x80) // -0 encodes as 0x80 too
+      EXPECT_EQ(fp8::fromFloat(fp8::toFloat(uint8_t(bits))), bits) << bits;
+  EXPECT_EQ(fp8::fromFloat(-0.0f), 0x80);
+  EXPECT_EQ(fp8::fromFloat(1.0625f), 0x38);  // a tie: to even, 1
+  EXPECT_EQ(fp8::fromFloat(1.1875f), 0x3a);  // a tie: to even, 1.25
+  EXPECT_EQ(fp8::fromFloat(1.06f), 0x38);   // below the tie: 1
+  EXPECT_EQ(fp8::fromFloat(1.07f), 0x39);   // above it: 1.125
+  EXPECT_EQ(fp8::fromFloat(0x1.8p-10f), 0x01); // 0.75 of 2^-9: 1 unit
+  EXPECT_EQ(fp8::fromFloat(0x1.8p-9f), 0x02);  // 1.5 units, a tie: 2
+  EXPECT_EQ(fp8::fromFloat(464.0f), 0x7e);   // a tie at the top: 448
+  EXPECT_EQ(fp8::fromFloat(465.0f), 0x7f);
+  EXPECT_EQ(fp8::fromFloat(-1e9f), 0xff);
+  EXPECT_EQ(fp8::fromFloat(0x1.fp-7f), 0x08); // rounds up into the normals
+}
+
+// The naive reference: each byte's value times its row's scale.
+TEST(CpuKernels, DequantizeFp8IsValueTimesItsRowsScale) {
+  const int64_t rows = 3, columns = 7;
+  std::vector<uint8_t> values(rows * columns);
+  for (size_t i = 0; i < values.size(); ++i)
+    values[i] = uint8_t(i * 29 % 127);
+  std::vector<float> scales = {0.5f, -3.0f, 0.0078125f}, out(values.size());
+  cpu::dequantizeFp8(values.data(), scales.data(), rows, columns, out.data());
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < columns; ++c)
+      EXPECT_EQ(out[r * columns + c],
+                fp8::toFloat(values[r * columns + c]) * scales[r]);
+}
+
 // Sliding windows too: of 2 (a query and the one before it) and of 4,
 // which a segment of 4 crosses; and Gemma 2's soft-capped logits.
 TEST(CpuKernels, AttentionIsCausalGroupedAndStaysInsideSegmentsAndWindows) {

@@ -189,6 +189,14 @@ TEST(Shapes, DequantizeRuleKeepsBlocksWhole) {
             "positive, got 63 and 16");
 }
 
+TEST(Shapes, DequantizeFp8Rule) {
+  EXPECT_EQ(problemOf(shapes::dequantizeFp8({4, 8}, {4}, {4, 8})), "");
+  EXPECT_EQ(problemOf(shapes::dequantizeFp8({4, 8}, {8}, {4, 8})),
+            "scales must have shape [4], got [8]");
+  EXPECT_EQ(problemOf(shapes::dequantizeFp8({4, 7}, {4}, {4, 8})),
+            "values must have shape [4, 8], got [4, 7]");
+}
+
 TEST(Shapes, CollectiveRules) {
   using shapes::Collective;
   // 10 rows over 4 ranks: blocks of 3, the last padded.

@@ -71,6 +71,15 @@ void cpu::dequantizeNf4(const uint8_t *codes, const uint8_t *absmax,
   }
 }
 
+void cpu::dequantizeFp8(const uint8_t *values, const float *scales,
+                        int64_t rows, int64_t columns, float *out) {
+  static const fp8::Table table = fp8::table();
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < columns; ++c)
+      out[r * columns + c] = table.values[values[r * columns + c]] * scales[r];
+}
+
 void cpu::gemm(const RowMajorGemm &g) {
   auto *a = static_cast<const float *>(g.a);
   auto *b = static_cast<const float *>(g.b);

@@ -18,6 +18,7 @@
 #include "runtime/backend/ChunkedAttention.h"
 #include "runtime/backend/TiledLogits.h"
 #include "support/Dropout.h"
+#include "support/Fp8.h"
 #include "support/Nf4.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
@@ -41,6 +42,11 @@ llvm::Error embedding(const float *table, int64_t vocab, int64_t dim,
 void dequantizeNf4(const uint8_t *codes, const uint8_t *absmax,
                    const float *nested, float offset, const nf4::Geometry &g,
                    float *out);
+
+/// An FP8 weight's [rows, columns] values (e4m3 bytes, support/Fp8.h) in
+/// fp32: each times its row's scale.
+void dequantizeFp8(const uint8_t *values, const float *scales, int64_t rows,
+                   int64_t columns, float *out);
 
 /// A row-major GEMM (Gemm.h) on fp32 values, through oneDNN.
 void gemm(const RowMajorGemm &g);

@@ -33,7 +33,17 @@ static llvm::Error runDequantizeNf4(const InstructionView &in) {
   return llvm::Error::success();
 }
 
+static llvm::Error runDequantizeFp8(const InstructionView &in) {
+  llvm::Expected<Fp8Shape> shape = fp8Shape(in);
+  if (!shape)
+    return shape.takeError();
+  cpu::dequantizeFp8(in.data<uint8_t>(0), in.data<float>(1), shape->rows,
+                     shape->columns, in.data<float>(2));
+  return llvm::Error::success();
+}
+
 void cpu::addMatmulKernels(Kernels &kernels) {
   kernels.add({MATMUL}, runMatmul);
   kernels.add({DEQUANTIZE_NF4}, runDequantizeNf4);
+  kernels.add({DEQUANTIZE_FP8}, runDequantizeFp8);
 }

@@ -17,6 +17,7 @@
 #include "runtime/backend/Blocks.h"
 #include "runtime/backend/ChunkedAttention.h"
 #include "support/Dropout.h"
+#include "support/Fp8.h"
 #include "support/Nf4.h"
 
 #include <cstdint>
@@ -100,6 +101,10 @@ void dequantizeNf4(const uint8_t *codes, const uint8_t *absmax,
                    const float *nested, const float *offset,
                    const nf4::Geometry &g, void *out, bool bf16,
                    cudaStream_t stream);
+/// An FP8 weight's [rows, columns] values (support/Fp8.h) in the compute
+/// dtype, each times its row's scale.
+void dequantizeFp8(const uint8_t *values, const float *scales, int64_t rows,
+                   int64_t columns, void *out, bool bf16, cudaStream_t stream);
 /// LoRA's dropout (support/Dropout.h) of `tokens` rows of `features`, the
 /// micro-batch read from device memory.
 void dropout(const void *x, const int32_t *tokenIndex,

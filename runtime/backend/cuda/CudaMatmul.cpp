@@ -186,7 +186,21 @@ static llvm::Error runDequantizeNf4(const InstructionView &in, Device &device) {
   return llvm::Error::success();
 }
 
+static llvm::Error runDequantizeFp8(const InstructionView &in,
+                                    Device &device) {
+  llvm::Expected<Fp8Shape> shape = fp8Shape(in);
+  if (!shape)
+    return shape.takeError();
+  if (shape->rows * shape->columns == 0)
+    return llvm::Error::success();
+  cuda::dequantizeFp8(in.data<uint8_t>(0), in.data<float>(1), shape->rows,
+                      shape->columns, in.data<void>(2), in.dtype(2) == BF16,
+                      device.stream);
+  return llvm::Error::success();
+}
+
 void cuda::addMatmulKernels(Kernels &kernels) {
   kernels.add({MATMUL}, {runMatmul, /*bf16=*/true});
   kernels.add({DEQUANTIZE_NF4}, {runDequantizeNf4, /*bf16=*/true});
+  kernels.add({DEQUANTIZE_FP8}, {runDequantizeFp8, /*bf16=*/true});
 }

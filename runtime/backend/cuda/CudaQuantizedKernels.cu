@@ -1,8 +1,8 @@
 //===- CudaQuantizedKernels.cu - quantized weights dequantized ------------===//
 //
-// A frozen weight stored in NF4 (support/Nf4.h) formed in the compute dtype
-// right before the products that read it, as the cpu backend forms it: the
-// same fp32 arithmetic, value for value.
+// A frozen weight stored in NF4 (support/Nf4.h) or FP8 (support/Fp8.h)
+// formed in the compute dtype right before the products that read it, as
+// the cpu backend forms it: the same fp32 arithmetic, value for value.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,7 +34,25 @@ __global__ void dequantizeNf4Kernel(const uint8_t *codes, const uint8_t *absmax,
   }
 }
 
+template <typename T>
+__global__ void dequantizeFp8Kernel(const uint8_t *values, const float *scales,
+                                    int64_t rows, int64_t columns,
+                                    fp8::Table table, T *out) {
+  GRID_STRIDE(i, rows * columns)
+  out[i] = storeAs<T>(table.values[values[i]] * scales[i / columns]);
+}
+
 } // namespace
+
+void dequantizeFp8(const uint8_t *values, const float *scales, int64_t rows,
+                   int64_t columns, void *out, bool bf16, cudaStream_t stream) {
+  static const fp8::Table table = fp8::table();
+  stored(bf16, [&](auto *tag) {
+    using T = STORED(tag);
+    dequantizeFp8Kernel<<<blocksFor(rows * columns), kThreads, 0, stream>>>(
+        values, scales, rows, columns, table, static_cast<T *>(out));
+  });
+}
 
 void dequantizeNf4(const uint8_t *codes, const uint8_t *absmax,
                    const float *nested, const float *offset,

@@ -109,6 +109,19 @@ inline llvm::Expected<nf4::Geometry> nf4Geometry(const InstructionView &in) {
   return g;
 }
 
+/// A dequantize_fp8's rows and columns (operands: values, scales).
+struct Fp8Shape {
+  int64_t rows, columns;
+};
+inline llvm::Expected<Fp8Shape> fp8Shape(const InstructionView &in) {
+  if (auto error = in.expect(2, 1, {U8, F32, in.floatType(2)}))
+    return std::move(error);
+  if (auto error = in.check(
+          shapes::dequantizeFp8(in.shape(0), in.shape(1), in.shape(2))))
+    return std::move(error);
+  return Fp8Shape{in.shape(2)[0], in.shape(2)[1]};
+}
+
 } // namespace twill
 
 #endif // TWILL_RUNTIME_BACKEND_SHAPES_MATMULSHAPE_H

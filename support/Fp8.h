@@ -1,0 +1,71 @@
+//===- Fp8.h - e4m3 (float8_e4m3fn) values ----------------------*- C++ -*-===//
+//
+// A frozen weight stored in FP8 (quantization.base FP8): each value an
+// e4m3 byte (1 sign, 4 exponent bits of bias 7, 3 mantissa bits; no
+// infinities, 0x7f and 0xff NaN, the largest finite 448), as torch's
+// float8_e4m3fn holds it, times its row's fp32 scale. Shared by the
+// runtime's quantizer and both backends' dequantize kernels.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TWILL_SUPPORT_FP8_H
+#define TWILL_SUPPORT_FP8_H
+
+#include <cmath>
+#include <cstdint>
+
+namespace twill::fp8 {
+
+/// The largest finite e4m3 value.
+inline constexpr float kMax = 448.0f;
+
+/// The value of e4m3 byte `bits` (exact in fp32).
+inline float toFloat(uint8_t bits) {
+  int exponent = (bits >> 3) & 0xf, mantissa = bits & 0x7;
+  float sign = bits & 0x80 ? -1.0f : 1.0f;
+  if (exponent == 0xf && mantissa == 0x7)
+    return NAN;
+  if (exponent == 0) // subnormal: mantissa x 2^-9
+    return sign * float(mantissa) * 0x1p-9f;
+  return sign * std::ldexp(1.0f + float(mantissa) / 8, exponent - 7);
+}
+
+/// `value` rounded to the nearest e4m3 (ties to even), as torch casts to
+/// float8_e4m3fn: past the largest finite value, or NaN, it is NaN (0x7f
+/// with the sign).
+inline uint8_t fromFloat(float value) {
+  uint8_t sign = std::signbit(value) ? 0x80 : 0;
+  double magnitude = std::fabs(double(value));
+  if (std::isnan(value))
+    return 0x7f;
+  if (magnitude < 0x1p-6) { // subnormal: units of 2^-9, ties to even
+    double units = std::nearbyint(magnitude * 512);
+    return sign | uint8_t(units); // 8 units is the least normal, 0x08
+  }
+  int exponent = std::ilogb(magnitude);
+  double eighths = std::nearbyint(std::ldexp(magnitude, -exponent) * 8);
+  if (eighths == 16) { // rounded up to the next power of two
+    eighths = 8;
+    ++exponent;
+  }
+  if (exponent > 8 || (exponent == 8 && eighths > 14))
+    return sign | 0x7f; // past 448
+  return sign | uint8_t((exponent + 7) << 3) | uint8_t(eighths - 8);
+}
+
+/// The 256 values by byte, for a kernel to take as its argument (a device
+/// reads its value from it).
+struct Table {
+  float values[256];
+};
+
+inline Table table() {
+  Table t;
+  for (int bits = 0; bits < 256; ++bits)
+    t.values[bits] = toFloat(uint8_t(bits));
+  return t;
+}
+
+} // namespace twill::fp8
+
+#endif // TWILL_SUPPORT_FP8_H
