@@ -498,9 +498,9 @@ llvm::Error twill::io::writeSafetensors(
   }
   uint64_t offset = 0;
   for (const NamedTensor &tensor : tensors) {
-    uint64_t bytes = tensor.values.size() * sizeof(float);
+    uint64_t bytes = tensor.byteSize();
     header[tensor.name] =
-        json::Object{{"dtype", "F32"},
+        json::Object{{"dtype", tensor.bytes ? "U8" : "F32"},
                      {"shape", json::Array(tensor.shape)},
                      {"data_offsets", json::Array{offset, offset + bytes}}};
     offset += bytes;
@@ -515,7 +515,11 @@ llvm::Error twill::io::writeSafetensors(
     os.write(size, sizeof(size));
     os << headerText;
     for (const NamedTensor &tensor : tensors)
-      os.write(reinterpret_cast<const char *>(tensor.values.data()),
-               tensor.values.size() * sizeof(float));
+      if (tensor.bytes)
+        os.write(reinterpret_cast<const char *>(tensor.bytes->data()),
+                 tensor.bytes->size());
+      else
+        os.write(reinterpret_cast<const char *>(tensor.values.data()),
+                 tensor.values.size() * sizeof(float));
   });
 }

@@ -18,6 +18,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -137,15 +138,23 @@ private:
 std::pair<int64_t, int64_t> shardRange(int64_t size, int64_t parts,
                                        int64_t index);
 
-/// A tensor to write: fp32 values in row-major order.
+/// A tensor to write: fp32 values in row-major order, or bytes (U8: a
+/// quantized weight's).
 struct NamedTensor {
   std::string name;
   std::vector<int64_t> shape;
   llvm::ArrayRef<float> values;
+  std::optional<llvm::ArrayRef<uint8_t>> bytes;
+
+  int64_t byteSize() const {
+    return bytes ? int64_t(bytes->size())
+                 : int64_t(values.size() * sizeof(float));
+  }
 };
 
-/// Writes `tensors` as F32 to `path` (through a temporary file renamed into
-/// place, so a crash never leaves a half-written file under `path`).
+/// Writes `tensors` as F32 (or U8) to `path` (through a temporary file
+/// renamed into place, so a crash never leaves a half-written file under
+/// `path`).
 llvm::Error
 writeSafetensors(llvm::StringRef path, llvm::ArrayRef<NamedTensor> tensors,
                  const std::map<std::string, std::string> &metadata = {});

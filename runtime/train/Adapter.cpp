@@ -3,6 +3,7 @@
 #include "runtime/train/Adapter.h"
 
 #include "google/protobuf/message.h"
+#include "runtime/io/BitsAndBytes.h"
 #include "runtime/io/Safetensors.h"
 #include "runtime/train/Weights.h"
 #include "support/AtomicFile.h"
@@ -16,6 +17,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <deque>
 
 using namespace twill;
 
@@ -31,26 +33,29 @@ static llvm::Error createDirectory(llvm::StringRef directory) {
 /// of the parameters making them up, ready to write; each with the roles of
 /// its parameters (those of its first block: its blocks' agree).
 struct WholeTensors {
-  std::vector<std::vector<float>> values;
+  // Deques: the tensors' ArrayRefs into them stay valid as they grow.
+  std::deque<std::vector<float>> values;
+  std::deque<std::vector<uint8_t>> bytes;
   std::vector<io::NamedTensor> tensors;
   std::vector<const Parameter *> parameters;
 };
 
 /// The adapter's tensors (or all the others), named by `rename`; a
-/// quantized weight as its dequantized values. A collective: every rank
-/// calls it.
+/// quantized weight as its dequantized values, or with `skipQuantized`
+/// not at all. A collective: every rank calls it.
 static llvm::Expected<WholeTensors>
 parameterTensors(Program &program, bool lora,
-                 llvm::function_ref<std::string(llvm::StringRef)> rename) {
+                 llvm::function_ref<std::string(llvm::StringRef)> rename,
+                 bool skipQuantized = false) {
   llvm::Expected<std::vector<StoredTensor>> stored =
       storedTensors(program.executable());
   if (!stored)
     return stored.takeError();
   WholeTensors whole;
-  whole.values.reserve(stored->size());
   for (const StoredTensor &tensor : *stored) {
     const Parameter *first = tensor.pieces.front();
-    if (first->has_adapter() != lora)
+    if (first->has_adapter() != lora ||
+        (skipQuantized && first->has_quantized()))
       continue;
     llvm::Expected<std::vector<float>> values = program.wholeStored(tensor);
     if (!values)
@@ -249,7 +254,7 @@ static llvm::Error writeShards(llvm::StringRef directory,
   std::vector<std::vector<io::NamedTensor>> shards(1);
   int64_t shardBytes = 0, totalBytes = 0;
   for (const io::NamedTensor &tensor : tensors) {
-    int64_t bytes = tensor.values.size() * sizeof(float);
+    int64_t bytes = tensor.byteSize();
     if (shardBytes && shardBytes + bytes > maxBytes) {
       shards.emplace_back();
       shardBytes = 0;
@@ -287,14 +292,99 @@ static llvm::Error writeShards(llvm::StringRef directory,
                                  [&](llvm::raw_ostream &os) { os << text; });
 }
 
+/// Adds the quantized weights of `program` to `whole` as bitsandbytes'
+/// 4-bit checkpoints hold them (transformers' save of a Linear4bit): the
+/// codes, the scales' codes, the nested scales, both maps and the quant
+/// state. A collective.
+static llvm::Error addFourBitWeights(Program &program, WholeTensors &whole) {
+  const Executable &executable = program.executable();
+  for (const Parameter &codes : executable.parameters()) {
+    const QuantizedRole &role = codes.quantized();
+    if (role.part() == QuantizedRole::FP8_VALUES)
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "the FP8 base's weights have no checkpoint format Twill writes "
+          "yet: --write-base writes an NF4 base");
+    if (role.part() != QuantizedRole::CODES)
+      continue;
+    const std::string &name = role.of();
+    auto addFloats = [&](std::string key, std::vector<int64_t> shape,
+                         std::vector<float> values) {
+      whole.values.push_back(std::move(values));
+      whole.tensors.push_back({name + key, shape, whole.values.back()});
+    };
+    auto addBytes = [&](std::string key, std::vector<int64_t> shape,
+                        std::vector<uint8_t> bytes) {
+      whole.bytes.push_back(std::move(bytes));
+      whole.tensors.push_back(
+          {name + key, shape, {}, llvm::ArrayRef(whole.bytes.back())});
+    };
+    int64_t rows = 0, columns = 0;
+    float offset = 0;
+    for (const Parameter &part : executable.parameters()) {
+      if (part.quantized().of() != name)
+        continue;
+      llvm::Expected<std::vector<float>> values =
+          program.wholeTensor(part.buffer());
+      if (!values)
+        return values.takeError();
+      std::vector<uint8_t> bytes(values->begin(), values->end());
+      int64_t count = values->size();
+      switch (part.quantized().part()) {
+      case QuantizedRole::CODES: {
+        llvm::Expected<BufferBlock> layout = program.block(part.buffer());
+        if (!layout)
+          return layout.takeError();
+        rows = layout->globalShape[0];
+        columns = layout->globalShape[1] * 2;
+        addBytes("", {count, 1}, std::move(bytes));
+        break;
+      }
+      case QuantizedRole::ABSMAX:
+        addBytes(".absmax", {count}, std::move(bytes));
+        break;
+      case QuantizedRole::NESTED_ABSMAX:
+        addFloats(".nested_absmax", {count}, std::move(*values));
+        break;
+      default:
+        offset = values->empty() ? 0.0f : values->front();
+      }
+    }
+    addFloats(".quant_map", {16},
+              std::vector<float>(io::nf4Levels().begin(),
+                                 io::nf4Levels().end()));
+    addFloats(".nested_quant_map", {256},
+              std::vector<float>(io::dynamicMap().begin(),
+                                 io::dynamicMap().end()));
+    // The offset's every digit: a float read back as the same float.
+    std::string state =
+        llvm::formatv("{{\"quant_type\": \"nf4\", \"blocksize\": {0}, "
+                      "\"dtype\": \"float32\", \"shape\": [{1}, {2}], "
+                      "\"nested_blocksize\": {3}, \"nested_dtype\": "
+                      "\"float32\", \"nested_offset\": {4}}",
+                      role.block_size(), rows, columns,
+                      role.nested_block_size(),
+                      llvm::format("%.17g", double(offset)))
+            .str();
+    addBytes(std::string(io::kNf4StateSuffix), {int64_t(state.size())},
+             std::vector<uint8_t>(state.begin(), state.end()));
+  }
+  return llvm::Error::success();
+}
+
 llvm::Error twill::writeHfModel(Program &program, llvm::StringRef directory,
-                                bool mergeAdapter) {
+                                HfWeights weights) {
+  bool held = weights == HfWeights::Held;
   llvm::Expected<WholeTensors> whole = parameterTensors(
-      program, /*lora=*/false, [](llvm::StringRef name) { return name.str(); });
+      program, /*lora=*/false, [](llvm::StringRef name) { return name.str(); },
+      /*skipQuantized=*/held);
   if (!whole)
     return whole.takeError();
+  if (held)
+    if (llvm::Error error = addFourBitWeights(program, *whole))
+      return error;
   bool untied = false;
-  if (mergeAdapter) {
+  if (weights == HfWeights::Merged) {
     llvm::Expected<WholeTensors> lora =
         parameterTensors(program, /*lora=*/true,
                          [](llvm::StringRef name) { return name.str(); });
@@ -329,7 +419,8 @@ llvm::Error twill::writeHfModel(Program &program, llvm::StringRef directory,
     llvm::Expected<llvm::json::Value> base = readJsonFile(baseConfig);
     if (!base)
       return base.takeError();
-    // Not its quantization: the weights written are not quantized.
+    // Not its quantization: the weights written are not quantized (or,
+    // held, are as Twill holds them).
     if (const llvm::json::Object *keys = base->getAsObject())
       for (const auto &[key, value] : *keys)
         if (key != "quantization_config")
@@ -348,6 +439,16 @@ llvm::Error twill::writeHfModel(Program &program, llvm::StringRef directory,
             copy, [&](llvm::raw_ostream &os) { os << (*text)->getBuffer(); }))
       return error;
   }
+  if (held && llvm::any_of(program.executable().parameters(),
+                           [](const Parameter &p) { return p.has_quantized(); }))
+    object["quantization_config"] = llvm::json::Object{
+        {"quant_method", "bitsandbytes"},
+        {"load_in_4bit", true},
+        {"load_in_8bit", false},
+        {"bnb_4bit_quant_type", "nf4"},
+        {"bnb_4bit_use_double_quant", true},
+        {"bnb_4bit_compute_dtype", "float32"},
+        {"bnb_4bit_quant_storage", "uint8"}};
   std::string text;
   llvm::raw_string_ostream(text)
       << llvm::formatv("{0:2}", llvm::json::Value(std::move(object)));
@@ -362,13 +463,13 @@ llvm::Error twill::saveTrainingResult(Program &program,
                                       llvm::StringRef finalDirectory) {
   const JobConfig &job = program.job();
   if (job.has_full_finetune())
-    return writeHfModel(program, directory, /*mergeAdapter=*/false);
+    return writeHfModel(program, directory, HfWeights::Trained);
   if (!job.checkpoint().random_base())
     return writePeftAdapter(program, directory, job.checkpoint().base_dir());
   // The adapter is only as good as its base: keep the random one beside it.
   llvm::SmallString<256> base(directory);
   llvm::sys::path::append(base, "base");
-  if (llvm::Error error = writeHfModel(program, base, /*mergeAdapter=*/false))
+  if (llvm::Error error = writeHfModel(program, base, HfWeights::Trained))
     return error;
   llvm::SmallString<256> finalBase(finalDirectory.empty() ? directory
                                                           : finalDirectory);

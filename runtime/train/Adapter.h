@@ -15,13 +15,20 @@ namespace twill {
 llvm::Error writePeftAdapter(Program &program, llvm::StringRef directory,
                              llvm::StringRef baseModel);
 
+/// Which weights writeHfModel writes: as trained (a quantized base's
+/// dequantized), with the LoRA folded in, or as the program holds them (a
+/// quantized base NF4 in bitsandbytes' 4-bit format, with its
+/// quantization_config).
+enum class HfWeights { Trained, Merged, Held };
+
 /// Writes every weight but the LoRA ones to `directory` as a Hugging Face
 /// model folder (safetensors, sharded by checkpoint.max_shard_bytes, and a
 /// config.json of the job's model) that transformers loads: the result of
 /// full fine-tuning, the random base a checkpoint.random_base job's adapter
-/// belongs to, or with `mergeAdapter` the base with the LoRA folded in.
+/// belongs to, the base with the LoRA folded in (Merged), or the base as
+/// the program holds it (Held).
 llvm::Error writeHfModel(Program &program, llvm::StringRef directory,
-                         bool mergeAdapter);
+                         HfWeights weights);
 
 /// Saves what training produced into `directory`: the adapter (LoRA) or
 /// the model (full fine-tuning). `finalDirectory`, when the folder is

@@ -333,7 +333,7 @@ twill::train(Program &program, llvm::ArrayRef<Row> rows, llvm::StringRef source,
     llvm::SmallString<256> merged(outputDir);
     llvm::sys::path::append(merged, "merged");
     if (llvm::Error error =
-            writeHfModel(program, merged, /*mergeAdapter=*/true))
+            writeHfModel(program, merged, HfWeights::Merged))
       return std::move(error);
   }
   return result;

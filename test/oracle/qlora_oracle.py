@@ -8,13 +8,22 @@ A tiny Llama in fp32 (hidden 128, 4 heads of 32, 2 KV heads, an MLP of
 again as transformers saves it quantized by bitsandbytes on the cpu (NF4,
 double quantization: the 4-bit checkpoints people download).
 
-1. Twill quantizes the fp32 folder on load, and reads the 4-bit folder as
-   it is: the logits of the two must agree within 5e-6. The codes and
-   scales are bitsandbytes' own; the one difference is the offset of the
-   double quantization, the scales' mean: bitsandbytes takes torch's fp32
-   mean, whose order of summation follows the cpu's vector width and
-   thread count, Twill the exactly rounded mean, which is an ulp away in
-   about half the weights here (7e-7 of the logits).
+1. Twill quantizes the fp32 folder on load and writes what it holds
+   (`twill-train --write-base`): a 4-bit folder as transformers saves one.
+   Against bitsandbytes' folder, every weight's 4-bit codes must be the
+   same, byte for byte, and so must every tensor not quantized. The one
+   difference allowed is the offset of the double quantization, the
+   scales' mean: bitsandbytes takes torch's fp32 mean, whose order of
+   summation follows the cpu's vector width and thread count, Twill the
+   exactly rounded mean; it must be within an ulp of bitsandbytes', and
+   from Twill's offset bitsandbytes' own quantize_blockwise of the scales
+   must give Twill's scale codes and nested scales exactly (where the
+   offsets agree, every part is the same). transformers must load Twill's
+   folder as a 4-bit model whose logits are those of its model of
+   bitsandbytes' folder (5e-6). Twill
+   also reads bitsandbytes' folder as it is: its logits must be within
+   5e-6 of those from quantizing on load (the offsets' ulps move them
+   7e-7 here).
 2. The reference is the fp32 model in float64 with each projection's
    weight bitsandbytes' dequantized one (its quantize_4bit and
    dequantize, as QLoRA computes with them), and a PEFT LoRA of rank 4 on
@@ -50,6 +59,8 @@ from pathlib import Path
 import torch
 import bitsandbytes.functional as bnb_functional
 from bitsandbytes.backends.default.ops import _dequantize_4bit_compute
+from bitsandbytes.nn import Linear4bit
+import numpy as np
 from peft import LoraConfig, get_peft_model
 from safetensors.torch import load_file, save_file
 from transformers import (AutoModelForCausalLM, BitsAndBytesConfig,
@@ -129,6 +140,67 @@ def run_twill(args, work, name, base, mesh=(1, 1)):
                    check=True, capture_output=True, env=env)
     return (load_file(str(work / f"{name}.logits"))["logits"], loss,
             load_file(str(work / f"{name}.grads")))
+
+
+def check_written_base(args, work, tokens):
+    """Twill's quantization of the fp32 folder, written as a 4-bit folder,
+    against bitsandbytes' (step 1); returns what does not hold."""
+    subprocess.run([args.bin / "twill-train", work / "on-load.twx",
+                    "--write-base", work / "twill-nf4"], check=True,
+                   capture_output=True)
+    ours = load_file(str(work / "twill-nf4" / "model.safetensors"))
+    theirs = load_file(str(work / "nf4" / "model.safetensors"))
+    base = load_file(str(work / "base" / "model.safetensors"))
+    failures = []
+    if set(ours) != set(theirs):
+        failures.append(f"tensors differ: {sorted(set(ours) ^ set(theirs))}")
+        return failures
+    suffix = ".quant_state.bitsandbytes__nf4"
+    weights = [key.removesuffix(suffix) for key in ours if key.endswith(suffix)]
+    parts = [".absmax", ".nested_absmax", ".quant_map", ".nested_quant_map"]
+    same = 0
+    for weight in weights:
+        state = json.loads(bytes(ours[weight + suffix].tolist()))
+        offset = np.float32(state["nested_offset"])
+        their_offset = np.float32(json.loads(bytes(
+            theirs[weight + suffix].tolist()))["nested_offset"])
+        ulps = abs(int(offset.view(np.int32)) -
+                   int(their_offset.view(np.int32)))
+        scales = base[weight].reshape(-1, 64).abs().amax(dim=1)
+        codes, nested = bnb_functional.quantize_blockwise(
+            scales - torch.tensor(offset), blocksize=256)
+        from_offset = (torch.equal(codes, ours[weight + ".absmax"]) and
+                       torch.equal(nested.absmax,
+                                   ours[weight + ".nested_absmax"]))
+        all_parts = ulps == 0 and all(
+            torch.equal(ours[weight + p], theirs[weight + p]) for p in parts)
+        same += all_parts
+        if not (torch.equal(ours[weight], theirs[weight]) and ulps <= 1
+                and from_offset and (ulps or all_parts)):
+            failures.append(f"{weight}: codes, offset ({ulps} ulps) or "
+                            f"scales are not bitsandbytes'")
+    rest = [key for key in ours if not any(
+        key == w or key.startswith(w + ".") for w in weights)]
+    if not all(torch.equal(ours[key], theirs[key]) for key in rest):
+        failures.append("a tensor not quantized differs")
+    print(f"written base: {len(weights)} weights' codes as bitsandbytes', "
+          f"{same} with every part the same (the rest an ulp of offset "
+          f"apart), {len(rest)} other tensors the same")
+    logits = {}
+    for folder in ("twill-nf4", "nf4"):
+        loaded = AutoModelForCausalLM.from_pretrained(work / folder,
+                                                      device_map="cpu")
+        if not any(isinstance(m, Linear4bit) for m in loaded.modules()):
+            failures.append(f"transformers loads {folder} unquantized")
+        with torch.no_grad():
+            logits[folder] = loaded(input_ids=tokens).logits
+    error = relative_error(logits["twill-nf4"], logits["nf4"])
+    print(f"written base: transformers' 4-bit model of it within {error:.2e} "
+          f"of its model of bitsandbytes' folder")
+    if not error < 5e-6:
+        failures.append("transformers does not compute Twill's written base "
+                        "as bitsandbytes' own")
+    return failures
 
 
 def check_refusals(args, work):
@@ -288,6 +360,7 @@ def main():
         if not (error < 1e-5 and worst < 1e-5):
             failures.append(f"{name} is not 1x1")
     if nf4:
+        failures += check_written_base(args, work, tokens)
         failures += check_refusals(args, work)
     merged_error = check_merged(args, work, tokens, read_from)
     print(f"merged from {read_from.name}: transformers' logits within "

@@ -4,17 +4,21 @@
 //               [--weights DIR] [--adapter DIR]
 //   twill-train job.twx --eval --batch batch.json [--weights DIR]
 //               [--adapter DIR] [--dump-logits F] [--gradients F]
+//   twill-train job.twx --write-base DIR [--weights DIR]
 //
 // Loads the Executable that twillc wrote and fills its parameters from a
 // Hugging Face checkpoint (and a PEFT adapter to start from). Then either
 // trains on JSONL (pre-tokenized, alpaca or chat) and writes the PEFT adapter
 // to the job's checkpoint.output_dir, or, with --eval, runs one batch and
-// prints its loss (and, with --gradients, the gradients of the summed loss).
+// prints its loss (and, with --gradients, the gradients of the summed loss),
+// or, with --write-base, writes the base as the program holds it (a
+// quantized base in bitsandbytes' 4-bit format) and stops.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/data/TextDataset.h"
 #include "runtime/io/Safetensors.h"
+#include "runtime/train/Adapter.h"
 #include "runtime/train/Batch.h"
 #include "runtime/train/Trainer.h"
 #include "runtime/train/Weights.h"
@@ -97,6 +101,13 @@ static cl::opt<std::string> gradientsPath(
     cl::desc("With --eval: run the training step instead and write the "
              "gradient of the summed loss for every trainable parameter"),
     cl::value_desc("grads.safetensors"), cl::cat(options));
+static cl::opt<std::string> writeBasePath(
+    "write-base",
+    cl::desc("Write the base model as the program holds it to this folder "
+             "and stop: a quantized base NF4 in bitsandbytes' 4-bit format "
+             "(quantized once, what transformers and later runs load as it "
+             "is), every other weight in fp32"),
+    cl::value_desc("DIR"), cl::cat(options));
 static cl::opt<std::string> runLockToken(
     "run-lock",
     cl::desc("The token of the output folder's run lock that `twill train` "
@@ -168,6 +179,15 @@ writeBuffers(Program &program, llvm::StringRef path,
   if (!program.writesFiles())
     return llvm::Error::success();
   return io::writeSafetensors(path, tensors);
+}
+
+/// --write-base: the base as the program holds it, into its folder.
+static int writeBase(Program &program) {
+  if (llvm::Error error = writeHfModel(program, writeBasePath, HfWeights::Held))
+    return fail(std::move(error));
+  if (program.writesFiles())
+    llvm::outs() << "base written to " << writeBasePath << "\n";
+  return 0;
 }
 
 /// One batch through @forward (or, for gradients, @train_step).
@@ -474,7 +494,7 @@ static int runJob(Executable executable) {
   if (llvm::Error error = program.checkHostMemory())
     return fail(std::move(error));
   TrainingData data;
-  if (!eval) {
+  if (!eval && writeBasePath.empty()) {
     llvm::Expected<TrainingData> read = readTrainingData(program.job());
     if (!read)
       return fail(read.takeError());
@@ -497,7 +517,9 @@ static int runJob(Executable executable) {
                                   (*comm)->rank(), (*comm)->worldSize(),
                                   *bytesRead)
                         .str();
-  int status = eval ? runEval(program) : runTraining(program, data);
+  int status = !writeBasePath.empty() ? writeBase(program)
+               : eval                   ? runEval(program)
+                                        : runTraining(program, data);
   if (status == 0) {
     // Every rank reaches the end before MPI_Finalize, which would wait
     // without a deadline for a rank that stopped late in the job.
@@ -570,7 +592,8 @@ int main(int argc, char **argv) {
   }
   for (auto [flag, output] : {std::pair{"--profile", &profilePath},
                               {"--dump-logits", &dumpLogitsPath},
-                              {"--gradients", &gradientsPath}})
+                              {"--gradients", &gradientsPath},
+                              {"--write-base", &writeBasePath}})
     if (llvm::Error error = checkNotAnInput(
             flag, *output,
             {executablePath, dataPath, evalDataPath, batchPath})) {
