@@ -297,8 +297,7 @@ static llvm::Error writeShards(llvm::StringRef directory,
 /// codes, the scales' codes, the nested scales, both maps and the quant
 /// state. A collective.
 static llvm::Error addFourBitWeights(Program &program, WholeTensors &whole) {
-  const Executable &executable = program.executable();
-  for (const Parameter &codes : executable.parameters()) {
+  for (const Parameter &codes : program.executable().parameters()) {
     const QuantizedRole &role = codes.quantized();
     if (role.part() == QuantizedRole::FP8_VALUES)
       return llvm::createStringError(
@@ -319,37 +318,26 @@ static llvm::Error addFourBitWeights(Program &program, WholeTensors &whole) {
       whole.tensors.push_back(
           {name + key, shape, {}, llvm::ArrayRef(whole.bytes.back())});
     };
-    int64_t rows = 0, columns = 0;
-    float offset = 0;
-    for (const Parameter &part : executable.parameters()) {
-      if (part.quantized().of() != name)
-        continue;
-      llvm::Expected<std::vector<float>> values =
-          program.wholeTensor(part.buffer());
-      if (!values)
-        return values.takeError();
-      std::vector<uint8_t> bytes(values->begin(), values->end());
-      int64_t count = values->size();
-      switch (part.quantized().part()) {
-      case QuantizedRole::CODES: {
-        llvm::Expected<BufferBlock> layout = program.block(part.buffer());
-        if (!layout)
-          return layout.takeError();
-        rows = layout->globalShape[0];
-        columns = layout->globalShape[1] * 2;
-        addBytes("", {count, 1}, std::move(bytes));
-        break;
-      }
-      case QuantizedRole::ABSMAX:
-        addBytes(".absmax", {count}, std::move(bytes));
-        break;
-      case QuantizedRole::NESTED_ABSMAX:
-        addFloats(".nested_absmax", {count}, std::move(*values));
-        break;
-      default:
-        offset = values->empty() ? 0.0f : values->front();
-      }
-    }
+    llvm::Expected<std::map<QuantizedRole::Part, std::vector<float>>> parts =
+        program.wholeParts(name);
+    if (!parts)
+      return parts.takeError();
+    auto bytesOf = [&](QuantizedRole::Part part) {
+      std::vector<float> &values = (*parts)[part];
+      return std::vector<uint8_t>(values.begin(), values.end());
+    };
+    llvm::Expected<BufferBlock> layout = program.block(codes.buffer());
+    if (!layout)
+      return layout.takeError();
+    int64_t rows = layout->globalShape[0], columns = layout->globalShape[1] * 2;
+    std::vector<uint8_t> codeBytes = bytesOf(QuantizedRole::CODES),
+                         absmax = bytesOf(QuantizedRole::ABSMAX);
+    std::vector<float> &offsets = (*parts)[QuantizedRole::NESTED_OFFSET];
+    float offset = offsets.empty() ? 0.0f : offsets.front();
+    addBytes("", {int64_t(codeBytes.size()), 1}, std::move(codeBytes));
+    addBytes(".absmax", {int64_t(absmax.size())}, std::move(absmax));
+    std::vector<float> &nested = (*parts)[QuantizedRole::NESTED_ABSMAX];
+    addFloats(".nested_absmax", {int64_t(nested.size())}, std::move(nested));
     addFloats(".quant_map", {16},
               std::vector<float>(io::nf4Levels().begin(),
                                  io::nf4Levels().end()));

@@ -63,89 +63,72 @@ llvm::Expected<std::vector<float>> Program::wholeOnHost(int id) {
   return whole;
 }
 
-/// The values of the quantized weight whose codes `codes` holds, each level
-/// times its block's scale, put together from every rank's blocks of its
-/// parts. A collective.
-llvm::Expected<std::vector<float>>
-Program::wholeDequantized(const Parameter &codes, bool onHost) {
-  if (codes.quantized().part() == QuantizedRole::FP8_VALUES)
-    return wholeDequantizedFp8(codes, onHost);
-  io::Nf4Weight weight;
-  weight.blockSize = codes.quantized().block_size();
-  weight.nestedBlockSize = codes.quantized().nested_block_size();
-  int64_t rows = 0, bytes = 0;
+llvm::Expected<std::map<QuantizedRole::Part, std::vector<float>>>
+Program::wholeParts(llvm::StringRef of, bool onHost) {
+  std::map<QuantizedRole::Part, std::vector<float>> parts;
   for (const Parameter &part : program.parameters()) {
-    if (part.quantized().of() != codes.quantized().of())
+    if (part.quantized().of() != of)
       continue;
     llvm::Expected<std::vector<float>> values =
         onHost ? wholeOnHost(part.buffer()) : wholeTensor(part.buffer());
     if (!values)
       return values.takeError();
-    auto asBytes = [&] {
-      return std::vector<uint8_t>(values->begin(), values->end());
-    };
-    switch (part.quantized().part()) {
-    case QuantizedRole::CODES: {
-      llvm::Expected<BufferBlock> layout = block(part.buffer());
-      if (!layout)
-        return layout.takeError();
-      rows = layout->globalShape[0];
-      bytes = int64_t(values->size());
-      weight.codes = asBytes();
-      break;
-    }
-    case QuantizedRole::ABSMAX:
-      weight.absmax = asBytes();
-      break;
-    case QuantizedRole::NESTED_ABSMAX:
-      weight.nestedAbsmax = std::move(*values);
-      break;
-    default:
-      weight.nestedOffset = values->empty() ? 0.0f : values->front();
-    }
+    parts[part.quantized().part()] = std::move(*values);
   }
-  int64_t count = bytes * 2, blocks = count / weight.blockSize;
-  if (!rows || int64_t(weight.absmax.size()) != blocks ||
-      int64_t(weight.nestedAbsmax.size()) * weight.nestedBlockSize < blocks)
+  return parts;
+}
+
+/// The values of the quantized weight whose codes (or FP8 values) `codes`
+/// holds, put together from every rank's blocks of its parts: each level
+/// times its block's scale, or each e4m3 value times its row's. A
+/// collective.
+static llvm::Expected<std::vector<float>>
+wholeDequantized(Program &program, const Parameter &codes, bool onHost) {
+  const QuantizedRole &role = codes.quantized();
+  llvm::Expected<std::map<QuantizedRole::Part, std::vector<float>>> parts =
+      program.wholeParts(role.of(), onHost);
+  if (!parts)
+    return parts.takeError();
+  auto bytes = [&](QuantizedRole::Part part) {
+    std::vector<float> &values = (*parts)[part];
+    return std::vector<uint8_t>(values.begin(), values.end());
+  };
+  auto inconsistent = [&] {
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),
-        "quantized weight '" + codes.quantized().of() +
-            "' lacks a part, or its parts do not agree on its blocks");
+        "quantized weight '" + role.of() +
+            "' lacks a part, or its parts do not agree on its size");
+  };
+  if (role.part() == QuantizedRole::FP8_VALUES) {
+    io::Fp8Weight weight{bytes(QuantizedRole::FP8_VALUES),
+                         (*parts)[QuantizedRole::FP8_ROW_SCALES]};
+    if (weight.scales.empty() || weight.values.size() % weight.scales.size())
+      return inconsistent();
+    std::vector<float> values(weight.values.size());
+    io::dequantizeFp8(weight, values);
+    return values;
+  }
+  io::Nf4Weight weight;
+  weight.blockSize = role.block_size();
+  weight.nestedBlockSize = role.nested_block_size();
+  weight.codes = bytes(QuantizedRole::CODES);
+  weight.absmax = bytes(QuantizedRole::ABSMAX);
+  weight.nestedAbsmax = (*parts)[QuantizedRole::NESTED_ABSMAX];
+  const std::vector<float> &offset = (*parts)[QuantizedRole::NESTED_OFFSET];
+  int64_t count = weight.codes.size() * 2, blocks = count / weight.blockSize;
+  if (offset.size() != 1 || int64_t(weight.absmax.size()) != blocks ||
+      int64_t(weight.nestedAbsmax.size()) * weight.nestedBlockSize < blocks)
+    return inconsistent();
+  weight.nestedOffset = offset.front();
   std::vector<float> values(count);
   io::dequantizeNf4(weight, values);
   return values;
 }
 
-/// The same of an FP8 weight, whose values `values` holds.
-llvm::Expected<std::vector<float>>
-Program::wholeDequantizedFp8(const Parameter &values, bool onHost) {
-  io::Fp8Weight weight;
-  for (const Parameter &part : program.parameters()) {
-    if (part.quantized().of() != values.quantized().of())
-      continue;
-    llvm::Expected<std::vector<float>> whole =
-        onHost ? wholeOnHost(part.buffer()) : wholeTensor(part.buffer());
-    if (!whole)
-      return whole.takeError();
-    if (part.quantized().part() == QuantizedRole::FP8_VALUES)
-      weight.values.assign(whole->begin(), whole->end());
-    else
-      weight.scales = std::move(*whole);
-  }
-  if (weight.scales.empty() || weight.values.size() % weight.scales.size())
-    return llvm::createStringError(
-        llvm::inconvertibleErrorCode(),
-        "quantized weight '" + values.quantized().of() +
-            "' lacks its scales, or they do not agree with its rows");
-  std::vector<float> dequantized(weight.values.size());
-  io::dequantizeFp8(weight, dequantized);
-  return dequantized;
-}
-
 llvm::Expected<std::vector<float>>
 Program::wholeStored(const StoredTensor &tensor, bool onHost) {
   if (tensor.pieces.front()->has_quantized())
-    return wholeDequantized(*tensor.pieces.front(), onHost);
+    return wholeDequantized(*this, *tensor.pieces.front(), onHost);
   std::vector<float> whole;
   for (const Parameter *piece : tensor.pieces) {
     llvm::Expected<std::vector<float>> values =

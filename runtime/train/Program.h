@@ -17,6 +17,7 @@
 #include "runtime/executable/StoredTensors.h"
 #include "llvm/ADT/StringMap.h"
 
+#include <map>
 #include <memory>
 
 namespace twill {
@@ -53,12 +54,10 @@ public:
   /// quantized weight's values dequantized. A collective.
   llvm::Expected<std::vector<float>> wholeStored(const StoredTensor &tensor,
                                                  bool onHost = false);
-  /// The values of the quantized weight `codes` holds the codes of,
-  /// dequantized from every rank's blocks of its parts. A collective.
-  llvm::Expected<std::vector<float>> wholeDequantized(const Parameter &codes,
-                                                      bool onHost);
-  llvm::Expected<std::vector<float>>
-  wholeDequantizedFp8(const Parameter &values, bool onHost);
+  /// Each part of the quantized weight `of` whole (bytes as their
+  /// values), by part. A collective.
+  llvm::Expected<std::map<QuantizedRole::Part, std::vector<float>>>
+  wholeParts(llvm::StringRef of, bool onHost = false);
   /// The Hugging Face folder (or file) the base weights were loaded from;
   /// empty for a random base.
   llvm::StringRef baseCheckpoint() const { return baseDir; }

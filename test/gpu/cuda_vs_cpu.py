@@ -14,7 +14,8 @@
    magnitude gradients 1.05e-2 apart, its fp32 ones 5.8e-7;
    full fine-tuning adds the bf16 norm-weight and the widened embedding
    gradients); LoRA with dropout on every projection, fp32 and bf16
-   (both backends draw the same masks); and DoRA, fp32 and bf16.
+   (both backends draw the same masks); DoRA, fp32 and bf16; and a
+   quantized base, NF4 and FP8, fp32 and bf16.
 2. The tiny job trained for 20 steps on both, in fp32, in bf16 and with
    dropout: per-step losses within 2e-2.
 
@@ -50,6 +51,8 @@ BF16 = ["train.precision=BF16"]
 # (support/Dropout.h), so the gradients compare as without it.
 DROPOUT = ["lora.dropout=0.25", "lora.target_modules=q_proj,k_proj,v_proj,"
            "o_proj,gate_proj,up_proj,down_proj"]
+NF4 = ["quantization.base=NF4", "model.intermediate_size=192"]
+FP8 = ["quantization.base=FP8"]
 VARIANTS = {"LoRA": [], "full fine-tuning": ["full_finetune={}", "lora="],
             "bf16 LoRA": BF16,
             "bf16 full fine-tuning": ["full_finetune={}", "lora="] + BF16,
@@ -57,7 +60,11 @@ VARIANTS = {"LoRA": [], "full fine-tuning": ["full_finetune={}", "lora="],
             "DoRA": ["lora.use_dora=true", "lora.target_modules=q_proj,"
                      "v_proj,o_proj,down_proj"],
             "bf16 DoRA": ["lora.use_dora=true", "lora.target_modules=q_proj,"
-                          "v_proj,o_proj,down_proj"] + BF16}
+                          "v_proj,o_proj,down_proj"] + BF16,
+            # A quantized base: NF4 (the tiny MLP of 192: whole blocks of
+            # 64) and FP8, each formed by the dequantize kernels.
+            "NF4 base": NF4, "bf16 NF4 base": NF4 + BF16,
+            "FP8 base": FP8, "bf16 FP8 base": FP8 + BF16}
 
 
 class Failed(Exception):

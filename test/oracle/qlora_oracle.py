@@ -106,6 +106,17 @@ def dequantize_projections(model, format="nf4"):
     return model
 
 
+def save_four_bit(work, name, double):
+    """work/base as transformers saves it quantized by bitsandbytes (NF4,
+    with double quantization or not), into work/name."""
+    AutoModelForCausalLM.from_pretrained(
+        work / "base", device_map="cpu", dtype=torch.float32,
+        quantization_config=BitsAndBytesConfig(
+            load_in_4bit=True, bnb_4bit_quant_type="nf4",
+            bnb_4bit_use_double_quant=double,
+            bnb_4bit_compute_dtype=torch.float32)).save_pretrained(work / name)
+
+
 def batch():
     generator = torch.Generator().manual_seed(1)
     tokens = torch.randint(0, VOCAB, (BATCH, SEQ), generator=generator)
@@ -206,13 +217,7 @@ def check_written_base(args, work, tokens):
 def check_refusals(args, work):
     """Twill's errors for 4-bit folders it cannot read as a quantized base;
     returns what was not refused as expected."""
-    AutoModelForCausalLM.from_pretrained(
-        work / "base", device_map="cpu", torch_dtype=torch.float32,
-        quantization_config=BitsAndBytesConfig(
-            load_in_4bit=True, bnb_4bit_quant_type="nf4",
-            bnb_4bit_use_double_quant=False,
-            bnb_4bit_compute_dtype=torch.float32)).save_pretrained(
-                work / "nf4-single")
+    save_four_bit(work, "nf4-single", double=False)
     shutil.copytree(work / "nf4", work / "nf4-partial")
     tensors = load_file(str(work / "nf4" / "model.safetensors"))
     missing = "model.layers.1.mlp.up_proj.weight.nested_absmax"
@@ -292,13 +297,7 @@ def main():
     model = LlamaForCausalLM(config).float().eval()
     model.save_pretrained(work / "base")
     if nf4:
-        AutoModelForCausalLM.from_pretrained(
-            work / "base", device_map="cpu", torch_dtype=torch.float32,
-            quantization_config=BitsAndBytesConfig(
-                load_in_4bit=True, bnb_4bit_quant_type="nf4",
-                bnb_4bit_use_double_quant=True,
-                bnb_4bit_compute_dtype=torch.float32)).save_pretrained(
-                    work / "nf4")
+        save_four_bit(work, "nf4", double=True)
     # Where the meshes and the merged model read the base from.
     read_from = work / ("nf4" if nf4 else "base")
 
