@@ -329,39 +329,38 @@ static llvm::Error loadQuantizedPart(Program &program,
   int64_t whole = 1;
   for (int64_t size : block->globalShape)
     whole *= size;
-  auto bytes = [&](const std::vector<uint8_t> &all) -> llvm::Error {
+  // The part whole, this rank's block of it into the buffer: bytes or
+  // fp32 scales.
+  auto place = [&](auto all) -> llvm::Error {
+    using T = typename decltype(all)::value_type;
     if (int64_t(all.size()) != whole)
       return weightError("'" + parameter.name() + "' holds " +
-                         std::to_string(whole) + " bytes of quantized weight '" +
-                         parameter.quantized().of() + "', which has " +
-                         std::to_string(all.size()));
-    std::vector<uint8_t> local(numElements(buffer));
-    sliceBlock<uint8_t>(all, *block, local);
-    return program.buffers().setBytes(parameter.buffer(), local);
+                         std::to_string(whole) + " values of quantized "
+                         "weight '" + parameter.quantized().of() +
+                         "', whose part has " + std::to_string(all.size()));
+    std::vector<T> local(numElements(buffer));
+    sliceBlock<T>(all, *block, local);
+    if constexpr (std::is_same_v<T, uint8_t>)
+      return program.buffers().setBytes(parameter.buffer(), local);
+    else
+      return program.buffers().setFloats(parameter.buffer(), local);
   };
-  auto floats = [&](llvm::ArrayRef<float> all) -> llvm::Error {
-    if (int64_t(all.size()) != whole)
-      return weightError("'" + parameter.name() + "' holds " +
-                         std::to_string(whole) + " nested scales of '" +
-                         parameter.quantized().of() + "', which has " +
-                         std::to_string(all.size()));
-    std::vector<float> local(numElements(buffer));
-    sliceBlock<float>(all, *block, local);
-    return program.buffers().setFloats(parameter.buffer(), local);
-  };
+  const QuantizedWeight &w = **weight;
+  using Bytes = llvm::ArrayRef<uint8_t>;
+  using Floats = llvm::ArrayRef<float>;
   switch (parameter.quantized().part()) {
   case QuantizedRole::CODES:
-    return bytes((*weight)->nf4.codes);
+    return place(Bytes(w.nf4.codes));
   case QuantizedRole::ABSMAX:
-    return bytes((*weight)->nf4.absmax);
+    return place(Bytes(w.nf4.absmax));
   case QuantizedRole::NESTED_ABSMAX:
-    return floats((*weight)->nf4.nestedAbsmax);
+    return place(Floats(w.nf4.nestedAbsmax));
   case QuantizedRole::NESTED_OFFSET:
-    return floats((*weight)->nf4.nestedOffset);
+    return place(Floats(w.nf4.nestedOffset));
   case QuantizedRole::FP8_VALUES:
-    return bytes((*weight)->fp8.values);
+    return place(Bytes(w.fp8.values));
   case QuantizedRole::FP8_ROW_SCALES:
-    return floats((*weight)->fp8.scales);
+    return place(Floats(w.fp8.scales));
   default: // the loader refuses such a program
     return weightError("'" + parameter.name() + "' is no quantized part");
   }

@@ -84,6 +84,25 @@ TEST(Layout, AReplicatedAxisHasOnePrimaryHolder) {
   EXPECT_EQ(first->offset, second->offset);
 }
 
+// A scalar placed on the mesh (an NF4 weight's offset) is whole on every
+// rank, and held first by rank (0, 0) alone: a whole put together from
+// every rank counts it once.
+TEST(Layout, APlacedScalarHasOnePrimaryHolder) {
+  Buffer scalar;
+  scalar.add_split_dims(-1);
+  scalar.add_split_dims(-1);
+  int primaries = 0;
+  for (int dp = 0; dp < 2; ++dp)
+    for (int tp = 0; tp < 2; ++tp) {
+      auto block = blockOf(scalar, mesh2x2(), {dp, tp});
+      ASSERT_TRUE(bool(block)) << llvm::toString(block.takeError());
+      EXPECT_TRUE(block->globalShape.empty());
+      primaries += block->primary;
+      EXPECT_EQ(block->primary, dp == 0 && tp == 0);
+    }
+  EXPECT_EQ(primaries, 1);
+}
+
 TEST(Layout, AShapeThatIsNotTheBlockIsAnError) {
   Buffer buffer = splitBuffer();
   buffer.set_shape(0, 3);
