@@ -2,7 +2,8 @@
 # Builds the fuzz targets (clang, libFuzzer, ASan+UBSan) in BUILD and runs
 # each for SECONDS from its seeds, inputs up to 1 MB: the corpus in the
 # repository (fuzz/corpus/<target>/) and, for the Executable loader, the
-# tiny job compiled on 1x1 and 2x2 by the main build's twillc (TWILLC,
+# tiny job compiled on 1x1 and 2x2 (and with NF4 and FP8 bases) by the main
+# build's twillc (TWILLC,
 # default build/bin/twillc; an Executable is a build output, so it is made
 # here rather than kept). Fails on the first finding: its log is printed
 # and the input that found it is left in BUILD/findings/<target>/ (rerun
@@ -32,6 +33,11 @@ mkdir -p "$made"
 "$twillc" "$root/configs/tiny.textproto" -o "$made/tiny.twx"
 "$twillc" "$root/configs/tiny.textproto" parallel.dp=2 parallel.tp=2 \
   -o "$made/tiny-2x2.twx"
+# Quantized bases: bytes, their roles, the dequantize instructions.
+"$twillc" "$root/configs/tiny.textproto" parallel.dp=2 parallel.tp=2 \
+  quantization.base=NF4 model.intermediate_size=192 -o "$made/tiny-nf4.twx"
+"$twillc" "$root/configs/tiny.textproto" quantization.base=FP8 \
+  -o "$made/tiny-fp8.twx"
 
 for binary in "$build"/bin/fuzz-*; do
   target=${binary##*/fuzz-}
