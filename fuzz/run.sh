@@ -3,9 +3,8 @@
 # each for SECONDS from its seeds, inputs up to 1 MB: the corpus in the
 # repository (fuzz/corpus/<target>/) and, for the Executable loader, the
 # tiny job compiled on 1x1 and 2x2 (and with NF4 and FP8 bases) by the main
-# build's twillc (TWILLC,
-# default build/bin/twillc; an Executable is a build output, so it is made
-# here rather than kept). Fails on the first finding: its log is printed
+# build's twillc (TWILLC, default build/bin/twillc; an Executable is a build
+# output, so it is made here rather than kept). Fails on the first finding: its log is printed
 # and the input that found it is left in BUILD/findings/<target>/ (rerun
 # it with BUILD/bin/fuzz-<target> FILE).
 #
