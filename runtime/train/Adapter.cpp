@@ -307,16 +307,21 @@ static llvm::Error addFourBitWeights(Program &program, WholeTensors &whole) {
     if (role.part() != QuantizedRole::CODES)
       continue;
     const std::string &name = role.of();
-    auto addFloats = [&](std::string key, std::vector<int64_t> shape,
-                         std::vector<float> values) {
+    auto addFloats = [&](std::string key, std::vector<float> values) {
       whole.values.push_back(std::move(values));
-      whole.tensors.push_back({name + key, shape, whole.values.back()});
-    };
-    auto addBytes = [&](std::string key, std::vector<int64_t> shape,
-                        std::vector<uint8_t> bytes) {
-      whole.bytes.push_back(std::move(bytes));
+      llvm::ArrayRef<float> stored = whole.values.back();
       whole.tensors.push_back(
-          {name + key, shape, {}, llvm::ArrayRef(whole.bytes.back())});
+          {name + key, {int64_t(stored.size())}, stored});
+    };
+    // Each shaped [count] (the codes [count, 1], as bitsandbytes packs
+    // them) unless said otherwise.
+    auto addBytes = [&](std::string key, std::vector<uint8_t> bytes,
+                        std::vector<int64_t> shape = {}) {
+      whole.bytes.push_back(std::move(bytes));
+      llvm::ArrayRef<uint8_t> stored = whole.bytes.back();
+      if (shape.empty())
+        shape = {int64_t(stored.size())};
+      whole.tensors.push_back({name + key, shape, {}, stored});
     };
     llvm::Expected<std::map<QuantizedRole::Part, std::vector<float>>> parts =
         program.wholeParts(name);
@@ -330,18 +335,16 @@ static llvm::Error addFourBitWeights(Program &program, WholeTensors &whole) {
     if (!layout)
       return layout.takeError();
     int64_t rows = layout->globalShape[0], columns = layout->globalShape[1] * 2;
-    std::vector<uint8_t> codeBytes = bytesOf(QuantizedRole::CODES),
-                         absmax = bytesOf(QuantizedRole::ABSMAX);
     std::vector<float> &offsets = (*parts)[QuantizedRole::NESTED_OFFSET];
     float offset = offsets.empty() ? 0.0f : offsets.front();
-    addBytes("", {int64_t(codeBytes.size()), 1}, std::move(codeBytes));
-    addBytes(".absmax", {int64_t(absmax.size())}, std::move(absmax));
-    std::vector<float> &nested = (*parts)[QuantizedRole::NESTED_ABSMAX];
-    addFloats(".nested_absmax", {int64_t(nested.size())}, std::move(nested));
-    addFloats(".quant_map", {16},
-              std::vector<float>(io::nf4Levels().begin(),
-                                 io::nf4Levels().end()));
-    addFloats(".nested_quant_map", {256},
+    int64_t codeBytes = (*parts)[QuantizedRole::CODES].size();
+    addBytes("", bytesOf(QuantizedRole::CODES), {codeBytes, 1});
+    addBytes(".absmax", bytesOf(QuantizedRole::ABSMAX));
+    addFloats(".nested_absmax",
+              std::move((*parts)[QuantizedRole::NESTED_ABSMAX]));
+    addFloats(".quant_map", std::vector<float>(io::nf4Levels().begin(),
+                                               io::nf4Levels().end()));
+    addFloats(".nested_quant_map",
               std::vector<float>(io::dynamicMap().begin(),
                                  io::dynamicMap().end()));
     // The offset's every digit: a float read back as the same float.
@@ -354,7 +357,7 @@ static llvm::Error addFourBitWeights(Program &program, WholeTensors &whole) {
                       role.nested_block_size(),
                       llvm::format("%.17g", double(offset)))
             .str();
-    addBytes(std::string(io::kNf4StateSuffix), {int64_t(state.size())},
+    addBytes(std::string(io::kNf4StateSuffix),
              std::vector<uint8_t>(state.begin(), state.end()));
   }
   return llvm::Error::success();
