@@ -121,8 +121,8 @@ private:
   /// The frozen `[rows, columns]` weight `name` stored as
   /// quantization.base says (NF4 or FP8), split as `split`: its parts as
   /// parameters, dequantized where it is read.
-  Value quantizedWeight(const std::string &name, int64_t rows,
-                        int64_t columns, Split split, Location at);
+  Value quantizedWeight(const std::string &name, int64_t rows, int64_t columns,
+                        Split split, Location at);
   /// Appends the input argument that is `role`, named after it: a [batch,
   /// seq] one (tokens, labels, positions, segments, token_index), or one of
   /// `shape`.

@@ -44,10 +44,9 @@ Value DecoderTracer::param(const Twine &name, ArrayRef<int64_t> shape,
     init = InitKind::Zeros;
   SmallVector<NamedAttribute, 6> attrs{
       builder.getNamedAttr(kParamAttrName, builder.getStringAttr(named)),
-      builder.getNamedAttr(
-          kTensorParallelAttrName,
-          TensorParallelAttr::get(context, split.style, split.heads,
-                                  split.blocks)),
+      builder.getNamedAttr(kTensorParallelAttrName,
+                           TensorParallelAttr::get(context, split.style,
+                                                   split.heads, split.blocks)),
       builder.getNamedAttr(
           kInitAttrName,
           InitAttr::get(
@@ -67,10 +66,9 @@ Value DecoderTracer::param(const Twine &name, ArrayRef<int64_t> shape,
                *role.quantized == QuantizedPart::Fp8RowScales;
     attrs.push_back(builder.getNamedAttr(
         kQuantizedAttrName,
-        QuantizedAttr::get(context, *role.quantized,
-                           options.parameterPrefix + role.of,
-                           fp8 ? 0 : kNf4BlockSize,
-                           fp8 ? 0 : kNf4NestedBlockSize)));
+        QuantizedAttr::get(
+            context, *role.quantized, options.parameterPrefix + role.of,
+            fp8 ? 0 : kNf4BlockSize, fp8 ? 0 : kNf4NestedBlockSize)));
   }
   if (stored)
     attrs.push_back(builder.getNamedAttr(
@@ -136,13 +134,13 @@ Value DecoderTracer::quantizedWeight(const std::string &name, int64_t rows,
   Split whole{TensorParallelStyle::Replicate};
   Value codes = param(name, {rows, columns / 2}, false, bytes,
                       codesRole(QuantizedPart::Codes));
-  Value absmax = param(name + ".absmax", {rows, columns / kNf4BlockSize},
-                       false, bytes, part(QuantizedPart::Absmax));
+  Value absmax = param(name + ".absmax", {rows, columns / kNf4BlockSize}, false,
+                       bytes, part(QuantizedPart::Absmax));
   int64_t blocks = rows * (columns / kNf4BlockSize);
-  Value nested = param(
-      name + ".nested_absmax",
-      {(blocks + kNf4NestedBlockSize - 1) / kNf4NestedBlockSize}, false, whole,
-      part(QuantizedPart::NestedAbsmax));
+  Value nested =
+      param(name + ".nested_absmax",
+            {(blocks + kNf4NestedBlockSize - 1) / kNf4NestedBlockSize}, false,
+            whole, part(QuantizedPart::NestedAbsmax));
   Value offset = param(name + ".nested_offset", {}, false, whole,
                        part(QuantizedPart::NestedOffset));
   return DequantizeNf4Op::create(
@@ -162,12 +160,11 @@ SmallVector<Value> DecoderTracer::linearBlocks(Value x, const std::string &path,
       job.quantization().base() != ::twill::QuantizationConfig::NONE &&
       blocks.size() == 1;
   for (auto [index, block] : llvm::enumerate(blocks))
-    weights.push_back(
-        quantized
-            ? quantizedWeight(path + ".weight", block.rows, in, block.split,
-                              loc(path))
-            : blockParam(path + ".weight", blocks, index, {in},
-                         baseTrainable(), block.split, baseWeight()));
+    weights.push_back(quantized ? quantizedWeight(path + ".weight", block.rows,
+                                                  in, block.split, loc(path))
+                                : blockParam(path + ".weight", blocks, index,
+                                             {in}, baseTrainable(), block.split,
+                                             baseWeight()));
   SmallVector<Value> ys = linearWith(x, weights, path, target, blocks);
   if (!::twill::hasBias(model, target))
     return ys;

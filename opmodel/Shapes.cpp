@@ -223,8 +223,8 @@ Error shapes::dropout(Shape input, Shape tokens, Shape result) {
   return expectShape("tokens", tokens, input.take_front(2));
 }
 
-Error shapes::dequantize(Shape codes, Shape absmax, Shape nested,
-                         Shape offset, Shape result, int64_t blockSize,
+Error shapes::dequantize(Shape codes, Shape absmax, Shape nested, Shape offset,
+                         Shape result, int64_t blockSize,
                          int64_t nestedBlockSize, int64_t wholeRows,
                          int64_t wholeColumns) {
   if (blockSize < 2 || blockSize % 2 || nestedBlockSize < 1)
@@ -245,8 +245,8 @@ Error shapes::dequantize(Shape codes, Shape absmax, Shape nested,
   if (Error error = expectRank("result", result, 2))
     return error;
   int64_t rows = result[0], columns = result[1];
-  if (rows < 1 || rows > wholeRows || columns < 1 ||
-      wholeColumns % columns || columns % blockSize)
+  if (rows < 1 || rows > wholeRows || columns < 1 || wholeColumns % columns ||
+      columns % blockSize)
     return problem(llvm::formatv(
         "the result {0} is no block of the [{1}, {2}] weight in whole "
         "blocks of {3} columns",
@@ -255,8 +255,7 @@ Error shapes::dequantize(Shape codes, Shape absmax, Shape nested,
   int64_t nestedBlocks = (blocks + nestedBlockSize - 1) / nestedBlockSize;
   if (Error error = expectShape("codes", codes, {rows, columns / 2}))
     return error;
-  if (Error error =
-          expectShape("absmax", absmax, {rows, columns / blockSize}))
+  if (Error error = expectShape("absmax", absmax, {rows, columns / blockSize}))
     return error;
   if (Error error = expectShape("nested_absmax", nested, {nestedBlocks}))
     return error;

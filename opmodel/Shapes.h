@@ -93,9 +93,8 @@ llvm::Error dropout(Shape input, Shape tokens, Shape result);
 /// wholeColumns] weight, or a block of its rows, or of its columns that
 /// divides them into whole blocks.
 llvm::Error dequantize(Shape codes, Shape absmax, Shape nested, Shape offset,
-                       Shape result, int64_t blockSize,
-                       int64_t nestedBlockSize, int64_t wholeRows,
-                       int64_t wholeColumns);
+                       Shape result, int64_t blockSize, int64_t nestedBlockSize,
+                       int64_t wholeRows, int64_t wholeColumns);
 
 /// dequantize_fp8: values [rows, columns], scales [rows] -> [rows,
 /// columns].

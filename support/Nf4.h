@@ -25,7 +25,7 @@ namespace twill::nf4 {
 
 /// QLoRA's NormalFloat levels, as bitsandbytes holds them in fp32.
 inline constexpr float kLevels[16] = {
-    -1.0f,          -0x1.647362p-1f, -0x1.0cd66p-1f,  -0x1.94654p-2f,
+    -1.0f,           -0x1.647362p-1f, -0x1.0cd66p-1f,  -0x1.94654p-2f,
     -0x1.23449ap-2f, -0x1.7a6a7ep-3f, -0x1.74f0e2p-4f, 0.0f,
     0x1.45f5fep-4f,  0x1.4995c6p-3f,  0x1.f809bap-3f,  0x1.5a0674p-2f,
     0x1.c3497p-2f,   0x1.200f56p-1f,  0x1.722766p-1f,  1.0f};
@@ -122,17 +122,15 @@ struct Geometry {
 
 /// Block `b` of local row `r`'s scale: its code's, times the nested scale
 /// of its place in the whole weight, plus the offset.
-TWILL_NF4_HOST_DEVICE inline float rowBlockScale(const Tables &t,
-                                                 const uint8_t *absmax,
-                                                 const float *nested,
-                                                 float offset,
-                                                 const Geometry &g, int64_t r,
-                                                 int64_t b) {
+TWILL_NF4_HOST_DEVICE inline float
+rowBlockScale(const Tables &t, const uint8_t *absmax, const float *nested,
+              float offset, const Geometry &g, int64_t r, int64_t b) {
   int64_t perRow = g.columns / g.blockSize,
           wholePerRow = g.wholeColumns / g.blockSize;
-  int64_t whole = (g.firstRow + r) * wholePerRow + g.firstColumn / g.blockSize + b;
-  return blockScale(t, absmax[r * perRow + b], nested[whole / g.nestedBlockSize],
-                    offset);
+  int64_t whole =
+      (g.firstRow + r) * wholePerRow + g.firstColumn / g.blockSize + b;
+  return blockScale(t, absmax[r * perRow + b],
+                    nested[whole / g.nestedBlockSize], offset);
 }
 
 } // namespace twill::nf4

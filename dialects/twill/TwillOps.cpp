@@ -154,18 +154,17 @@ LogicalResult AddColumnsOp::verify() {
 LogicalResult SoftcapOp::verify() { return verifyCap(*this, getCap()); }
 
 LogicalResult DequantizeNf4Op::verify() {
-  return check(*this,
-               shapes::dequantize(shapeOf(getCodes()), shapeOf(getAbsmax()),
-                                  shapeOf(getNested()), shapeOf(getOffset()),
-                                  shapeOf(getResult()), getBlockSize(),
-                                  getNestedBlockSize(), getRows(),
-                                  getColumns()));
+  return check(
+      *this, shapes::dequantize(shapeOf(getCodes()), shapeOf(getAbsmax()),
+                                shapeOf(getNested()), shapeOf(getOffset()),
+                                shapeOf(getResult()), getBlockSize(),
+                                getNestedBlockSize(), getRows(), getColumns()));
 }
 
 LogicalResult DequantizeFp8Op::verify() {
-  return check(*this, shapes::dequantizeFp8(shapeOf(getValues()),
-                                            shapeOf(getScales()),
-                                            shapeOf(getResult())));
+  return check(*this,
+               shapes::dequantizeFp8(shapeOf(getValues()), shapeOf(getScales()),
+                                     shapeOf(getResult())));
 }
 
 LogicalResult DropoutOp::verify() {

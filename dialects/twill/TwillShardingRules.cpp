@@ -201,8 +201,8 @@ ShardingRule DequantizeNf4Op::getShardingRule() {
   int codeBytes = rule.addFactor(blockSize / 2);
   int values = rule.addFactor(blockSize);
   int nested = rule.addFactor(shapeOf(getNested())[0]);
-  rule.operands = {Tensor{{rows}, {blocks, codeBytes}}, Tensor{{rows}, {blocks}},
-                   Tensor{{nested}}, Tensor()};
+  rule.operands = {Tensor{{rows}, {blocks, codeBytes}},
+                   Tensor{{rows}, {blocks}}, Tensor{{nested}}, Tensor()};
   rule.results = {Tensor{{rows}, {blocks, values}}};
   rule.replicated = {codeBytes, values, nested};
   rule.divisible = {blocks};

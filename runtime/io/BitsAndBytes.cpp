@@ -114,8 +114,8 @@ Nf4Weight io::quantizeNf4(llvm::ArrayRef<float> values, int64_t blockSize,
       // An all-zero block: every value 0, which codes as 0 does.
       float scaled =
           most == 0.0f ? 0.0f : std::clamp(values[i] * inverse, -1.0f, 1.0f);
-      uint8_t code = uint8_t(std::lower_bound(midpoints, midpoints + 15, scaled) -
-                             midpoints);
+      uint8_t code = uint8_t(
+          std::lower_bound(midpoints, midpoints + 15, scaled) - midpoints);
       weight.codes[i / 2] |= i % 2 ? code : uint8_t(code << 4);
     }
   }
@@ -326,8 +326,8 @@ io::dequantizeBitsAndBytes4bit(const SafetensorsCheckpoint &checkpoint,
   auto dequantize = [&](auto round) {
     for (int64_t i = 0; i < count; ++i) {
       uint8_t code = nf4::codeAt(stored->codes.data(), i);
-      values[i] = round(stored->levels[code] *
-                        stored->absmax[i / state.blocksize]);
+      values[i] =
+          round(stored->levels[code] * stored->absmax[i / state.blocksize]);
     }
   };
   if (state.dtype == "bfloat16")

@@ -310,8 +310,7 @@ static llvm::Error addFourBitWeights(Program &program, WholeTensors &whole) {
     auto addFloats = [&](std::string key, std::vector<float> values) {
       whole.values.push_back(std::move(values));
       llvm::ArrayRef<float> stored = whole.values.back();
-      whole.tensors.push_back(
-          {name + key, {int64_t(stored.size())}, stored});
+      whole.tensors.push_back({name + key, {int64_t(stored.size())}, stored});
     };
     // Each shaped [count] (the codes [count, 1], as bitsandbytes packs
     // them) unless said otherwise.
@@ -344,9 +343,8 @@ static llvm::Error addFourBitWeights(Program &program, WholeTensors &whole) {
               std::move((*parts)[QuantizedRole::NESTED_ABSMAX]));
     addFloats(".quant_map", std::vector<float>(io::nf4Levels().begin(),
                                                io::nf4Levels().end()));
-    addFloats(".nested_quant_map",
-              std::vector<float>(io::dynamicMap().begin(),
-                                 io::dynamicMap().end()));
+    addFloats(".nested_quant_map", std::vector<float>(io::dynamicMap().begin(),
+                                                      io::dynamicMap().end()));
     // The offset's every digit: a float read back as the same float.
     std::string state =
         llvm::formatv("{{\"quant_type\": \"nf4\", \"blocksize\": {0}, "
@@ -430,16 +428,17 @@ llvm::Error twill::writeHfModel(Program &program, llvm::StringRef directory,
             copy, [&](llvm::raw_ostream &os) { os << (*text)->getBuffer(); }))
       return error;
   }
-  if (held && llvm::any_of(program.executable().parameters(),
-                           [](const Parameter &p) { return p.has_quantized(); }))
-    object["quantization_config"] = llvm::json::Object{
-        {"quant_method", "bitsandbytes"},
-        {"load_in_4bit", true},
-        {"load_in_8bit", false},
-        {"bnb_4bit_quant_type", "nf4"},
-        {"bnb_4bit_use_double_quant", true},
-        {"bnb_4bit_compute_dtype", "float32"},
-        {"bnb_4bit_quant_storage", "uint8"}};
+  if (held &&
+      llvm::any_of(program.executable().parameters(),
+                   [](const Parameter &p) { return p.has_quantized(); }))
+    object["quantization_config"] =
+        llvm::json::Object{{"quant_method", "bitsandbytes"},
+                           {"load_in_4bit", true},
+                           {"load_in_8bit", false},
+                           {"bnb_4bit_quant_type", "nf4"},
+                           {"bnb_4bit_use_double_quant", true},
+                           {"bnb_4bit_compute_dtype", "float32"},
+                           {"bnb_4bit_quant_storage", "uint8"}};
   std::string text;
   llvm::raw_string_ostream(text)
       << llvm::formatv("{0:2}", llvm::json::Value(std::move(object)));

@@ -332,8 +332,7 @@ twill::train(Program &program, llvm::ArrayRef<Row> rows, llvm::StringRef source,
   if (job.checkpoint().merged() && job.has_lora()) {
     llvm::SmallString<256> merged(outputDir);
     llvm::sys::path::append(merged, "merged");
-    if (llvm::Error error =
-            writeHfModel(program, merged, HfWeights::Merged))
+    if (llvm::Error error = writeHfModel(program, merged, HfWeights::Merged))
       return std::move(error);
   }
   return result;

@@ -253,8 +253,10 @@ public:
       return &weight;
     const Parameter *codes = standing.lookup(role.of());
     if (!codes)
-      return weightError("'" + parameter.name() + "' is part of quantized "
-                         "weight '" + role.of() +
+      return weightError("'" + parameter.name() +
+                         "' is part of quantized "
+                         "weight '" +
+                         role.of() +
                          "', whose codes the program does not hold");
     bool fp8 = codes->quantized().part() == QuantizedRole::FP8_VALUES;
     // The codes' whole shape: [rows, columns / 2] (NF4) or [rows, columns].
@@ -335,9 +337,11 @@ static llvm::Error loadQuantizedPart(Program &program,
     using T = typename decltype(all)::value_type;
     if (int64_t(all.size()) != whole)
       return weightError("'" + parameter.name() + "' holds " +
-                         std::to_string(whole) + " values of quantized "
-                         "weight '" + parameter.quantized().of() +
-                         "', whose part has " + std::to_string(all.size()));
+                         std::to_string(whole) +
+                         " values of quantized "
+                         "weight '" +
+                         parameter.quantized().of() + "', whose part has " +
+                         std::to_string(all.size()));
     std::vector<T> local(numElements(buffer));
     sliceBlock<T>(all, *block, local);
     if constexpr (std::is_same_v<T, uint8_t>)

@@ -81,7 +81,7 @@ TEST(CpuKernels, DequantizeNf4IsLevelTimesItsBlocksScale) {
   for (int64_t b = 0; b < blocks; ++b)
     absmax[b] = uint8_t(b * 53 + 7);
   std::vector<float> nestedScales = {0.5f, 1.25f, 3.0f, 0.75f, 2.0f,
-                                     1.5f, 0.25f, 4.0f, 1.0f, 2.5f};
+                                     1.5f, 0.25f, 4.0f, 1.0f,  2.5f};
   float offset = 0.0625f;
   nf4::Tables tables = nf4::tables();
   auto expected = [&](int64_t r, int64_t c) {
@@ -110,8 +110,8 @@ TEST(CpuKernels, DequantizeNf4IsLevelTimesItsBlocksScale) {
           blockAbsmax.push_back(
               real ? absmax[(wr * wholeColumns + wc) / blockSize] : 0);
       }
-    nf4::Geometry g{k.rows,    k.columns, k.firstRow, k.firstColumn,
-                    wholeRows, wholeColumns, blockSize, nested};
+    nf4::Geometry g{k.rows,    k.columns,    k.firstRow, k.firstColumn,
+                    wholeRows, wholeColumns, blockSize,  nested};
     std::vector<float> out(k.rows * k.columns, -1.0f);
     cpu::dequantizeNf4(blockCodes.data(), blockAbsmax.data(),
                        nestedScales.data(), offset, g, out.data());
@@ -129,10 +129,10 @@ TEST(CpuKernels, DequantizeNf4IsLevelTimesItsBlocksScale) {
 // float8_e4m3fn cast does.
 TEST(CpuKernels, Fp8BytesAndRounding) {
   EXPECT_EQ(fp8::toFloat(0x00), 0.0f);
-  EXPECT_EQ(fp8::toFloat(0x01), 0x1p-9f);    // least subnormal
-  EXPECT_EQ(fp8::toFloat(0x08), 0x1p-6f);    // least normal
+  EXPECT_EQ(fp8::toFloat(0x01), 0x1p-9f); // least subnormal
+  EXPECT_EQ(fp8::toFloat(0x08), 0x1p-6f); // least normal
   EXPECT_EQ(fp8::toFloat(0x38), 1.0f);
-  EXPECT_EQ(fp8::toFloat(0x7e), 448.0f);     // largest finite
+  EXPECT_EQ(fp8::toFloat(0x7e), 448.0f); // largest finite
   EXPECT_EQ(fp8::toFloat(0xb8), -1.0f);
   EXPECT_TRUE(std::isnan(fp8::toFloat(0x7f)));
   EXPECT_TRUE(std::isnan(fp8::toFloat(0xff)));
@@ -140,13 +140,13 @@ TEST(CpuKernels, Fp8BytesAndRounding) {
     if ((bits & 0x7f) != 0x7f && bits != 0x80) // -0 encodes as 0x80 too
       EXPECT_EQ(fp8::fromFloat(fp8::toFloat(uint8_t(bits))), bits) << bits;
   EXPECT_EQ(fp8::fromFloat(-0.0f), 0x80);
-  EXPECT_EQ(fp8::fromFloat(1.0625f), 0x38);  // a tie: to even, 1
-  EXPECT_EQ(fp8::fromFloat(1.1875f), 0x3a);  // a tie: to even, 1.25
-  EXPECT_EQ(fp8::fromFloat(1.06f), 0x38);   // below the tie: 1
-  EXPECT_EQ(fp8::fromFloat(1.07f), 0x39);   // above it: 1.125
+  EXPECT_EQ(fp8::fromFloat(1.0625f), 0x38);    // a tie: to even, 1
+  EXPECT_EQ(fp8::fromFloat(1.1875f), 0x3a);    // a tie: to even, 1.25
+  EXPECT_EQ(fp8::fromFloat(1.06f), 0x38);      // below the tie: 1
+  EXPECT_EQ(fp8::fromFloat(1.07f), 0x39);      // above it: 1.125
   EXPECT_EQ(fp8::fromFloat(0x1.8p-10f), 0x01); // 0.75 of 2^-9: 1 unit
   EXPECT_EQ(fp8::fromFloat(0x1.8p-9f), 0x02);  // 1.5 units, a tie: 2
-  EXPECT_EQ(fp8::fromFloat(464.0f), 0x7e);   // a tie at the top: 448
+  EXPECT_EQ(fp8::fromFloat(464.0f), 0x7e);     // a tie at the top: 448
   EXPECT_EQ(fp8::fromFloat(465.0f), 0x7f);
   EXPECT_EQ(fp8::fromFloat(-1e9f), 0xff);
   EXPECT_EQ(fp8::fromFloat(0x1.fp-7f), 0x08); // rounds up into the normals

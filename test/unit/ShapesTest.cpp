@@ -160,31 +160,31 @@ TEST(Shapes, ElementwiseLayoutAndOptimizerRules) {
 
 TEST(Shapes, DequantizeRuleKeepsBlocksWhole) {
   // A [10, 192] weight in blocks of 64: 30 blocks, 2 nested ones of 16.
-  EXPECT_EQ(problemOf(shapes::dequantize({10, 96}, {10, 3}, {2}, {},
-                                         {10, 192}, 64, 16, 10, 192)),
-            "");
-  // A rank's rows, or one whole block of columns.
-  EXPECT_EQ(problemOf(shapes::dequantize({4, 96}, {4, 3}, {2}, {}, {4, 192},
+  EXPECT_EQ(problemOf(shapes::dequantize({10, 96}, {10, 3}, {2}, {}, {10, 192},
                                          64, 16, 10, 192)),
             "");
-  EXPECT_EQ(problemOf(shapes::dequantize({10, 32}, {10, 1}, {2}, {},
-                                         {10, 64}, 64, 16, 10, 192)),
+  // A rank's rows, or one whole block of columns.
+  EXPECT_EQ(problemOf(shapes::dequantize({4, 96}, {4, 3}, {2}, {}, {4, 192}, 64,
+                                         16, 10, 192)),
             "");
-  EXPECT_EQ(problemOf(shapes::dequantize({10, 48}, {10, 2}, {2}, {},
-                                         {10, 96}, 64, 16, 10, 192)),
+  EXPECT_EQ(problemOf(shapes::dequantize({10, 32}, {10, 1}, {2}, {}, {10, 64},
+                                         64, 16, 10, 192)),
+            "");
+  EXPECT_EQ(problemOf(shapes::dequantize({10, 48}, {10, 2}, {2}, {}, {10, 96},
+                                         64, 16, 10, 192)),
             "the result [10, 96] is no block of the [10, 192] weight in whole "
             "blocks of 64 columns");
-  EXPECT_EQ(problemOf(shapes::dequantize({10, 50}, {10, 1}, {2}, {},
-                                         {10, 100}, 64, 16, 10, 100)),
+  EXPECT_EQ(problemOf(shapes::dequantize({10, 50}, {10, 1}, {2}, {}, {10, 100},
+                                         64, 16, 10, 100)),
             "block_size 64 does not divide the weight's 100 columns");
-  EXPECT_EQ(problemOf(shapes::dequantize({10, 96}, {10, 3}, {3}, {},
-                                         {10, 192}, 64, 16, 10, 192)),
+  EXPECT_EQ(problemOf(shapes::dequantize({10, 96}, {10, 3}, {3}, {}, {10, 192},
+                                         64, 16, 10, 192)),
             "nested_absmax must have shape [2], got [3]");
-  EXPECT_EQ(problemOf(shapes::dequantize({10, 96}, {10, 3}, {2}, {1},
-                                         {10, 192}, 64, 16, 10, 192)),
+  EXPECT_EQ(problemOf(shapes::dequantize({10, 96}, {10, 3}, {2}, {1}, {10, 192},
+                                         64, 16, 10, 192)),
             "nested_offset must have shape [], got [1]");
-  EXPECT_EQ(problemOf(shapes::dequantize({10, 96}, {10, 3}, {2}, {},
-                                         {10, 192}, 63, 16, 10, 192)),
+  EXPECT_EQ(problemOf(shapes::dequantize({10, 96}, {10, 3}, {2}, {}, {10, 192},
+                                         63, 16, 10, 192)),
             "block_size must be even and at least 2 and nested_block_size "
             "positive, got 63 and 16");
 }

@@ -518,8 +518,8 @@ static int runJob(Executable executable) {
                                   *bytesRead)
                         .str();
   int status = !writeBasePath.empty() ? writeBase(program)
-               : eval                   ? runEval(program)
-                                        : runTraining(program, data);
+               : eval                 ? runEval(program)
+                                      : runTraining(program, data);
   if (status == 0) {
     // Every rank reaches the end before MPI_Finalize, which would wait
     // without a deadline for a rank that stopped late in the job.

@@ -121,11 +121,11 @@ llvm::Error CpuCollectives::start(const Instruction &instruction) {
         [from = wide.values[id].data(), to = buffers.as<uint16_t>(id),
          count = wide.values[id].size()] { narrowToBF16(from, to, count); });
   for (int id : wide.bytesWritten)
-    (*started)->then(
-        [from = wide.values[id].data(), to = buffers.as<uint8_t>(id),
-         count = wide.values[id].size()] {
-          WideCopies::narrowBytes(from, to, count);
-        });
+    (*started)->then([from = wide.values[id].data(),
+                      to = buffers.as<uint8_t>(id),
+                      count = wide.values[id].size()] {
+      WideCopies::narrowBytes(from, to, count);
+    });
   for (auto &[id, values] : wide.values)
     (*started)->keep(std::move(values));
   inFlight[result] = std::move(*started);

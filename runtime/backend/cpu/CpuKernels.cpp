@@ -63,8 +63,7 @@ void cpu::dequantizeNf4(const uint8_t *codes, const uint8_t *absmax,
     }
     const uint8_t *rowCodes = codes + r * (g.columns / 2);
     for (int64_t b = 0; b < blocks; ++b) {
-      float scale =
-          nf4::rowBlockScale(tables, absmax, nested, offset, g, r, b);
+      float scale = nf4::rowBlockScale(tables, absmax, nested, offset, g, r, b);
       for (int64_t c = b * g.blockSize; c < (b + 1) * g.blockSize; ++c)
         row[c] = tables.levels[nf4::codeAt(rowCodes, c)] * scale;
     }

@@ -186,8 +186,7 @@ static llvm::Error runDequantizeNf4(const InstructionView &in, Device &device) {
   return llvm::Error::success();
 }
 
-static llvm::Error runDequantizeFp8(const InstructionView &in,
-                                    Device &device) {
+static llvm::Error runDequantizeFp8(const InstructionView &in, Device &device) {
   llvm::Expected<Fp8Shape> shape = fp8Shape(in);
   if (!shape)
     return shape.takeError();

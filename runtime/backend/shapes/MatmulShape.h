@@ -92,8 +92,9 @@ inline llvm::Expected<nf4::Geometry> nf4Geometry(const InstructionView &in) {
           in.shape(0), in.shape(1), in.shape(2), in.shape(3), in.shape(4),
           a.block_size(), a.nested_block_size(), a.rows(), a.columns())))
     return std::move(error);
-  nf4::Geometry g{in.shape(4)[0], in.shape(4)[1], 0, 0, a.rows(),
-                  a.columns(), a.block_size(), a.nested_block_size()};
+  nf4::Geometry g{
+      in.shape(4)[0], in.shape(4)[1],       0, 0, a.rows(), a.columns(),
+      a.block_size(), a.nested_block_size()};
   auto position = shardAxis(in, a.shard_axis());
   if (!position)
     return position.takeError();
