@@ -234,7 +234,9 @@ static bool standsForWeight(const QuantizedRole &role) {
 /// A quantized base's weights whole, one at a time: each is read from a
 /// bitsandbytes 4-bit checkpoint as it is (NF4), or quantized from the
 /// checkpoint's values (a random base's: those its codes' initializer
-/// draws, as the weight unquantized would start).
+/// draws, as the weight unquantized would start). NF4's double
+/// quantization takes the mean of every block's scale, so a rank reads the
+/// whole weight; FP8 only the rows its blocks hold.
 class QuantizedWeights {
 public:
   QuantizedWeights(const Program &program,
@@ -253,10 +255,8 @@ public:
       return &weight;
     const Parameter *codes = standing.lookup(role.of());
     if (!codes)
-      return weightError("'" + parameter.name() +
-                         "' is part of quantized "
-                         "weight '" +
-                         role.of() +
+      return weightError("'" + parameter.name() + "' is part of quantized " +
+                         "weight '" + role.of() +
                          "', whose codes the program does not hold");
     bool fp8 = codes->quantized().part() == QuantizedRole::FP8_VALUES;
     // The codes' whole shape: [rows, columns / 2] (NF4) or [rows, columns].
@@ -279,6 +279,9 @@ public:
       if (!read)
         return read.takeError();
       weight.nf4 = std::move(*read);
+    } else if (fp8 && base) {
+      if (llvm::Error error = readFp8Rows(name, shape))
+        return std::move(error);
     } else {
       std::vector<float> values(shape[0] * shape[1]);
       if (base) {
@@ -308,6 +311,42 @@ public:
   }
 
 private:
+  /// FP8 weight `name` ([rows, columns] `shape`) from the checkpoint: each
+  /// row's scale is its own, so only the rows this rank's blocks of its
+  /// parts hold are read and quantized (the rest stay zero).
+  llvm::Error readFp8Rows(const std::string &name,
+                          llvm::ArrayRef<int64_t> shape) {
+    int64_t first = shape[0], end = 0;
+    for (const Parameter &part : program.executable().parameters()) {
+      if (part.quantized().of() != name)
+        continue;
+      llvm::Expected<BufferBlock> block = program.block(part.buffer());
+      if (!block)
+        return block.takeError();
+      if (block->extent[0] > 0) {
+        first = std::min(first, block->offset[0]);
+        end = std::max(end, block->offset[0] + block->extent[0]);
+      }
+    }
+    int64_t columns = shape[1], rows = std::max<int64_t>(end - first, 0);
+    weight.fp8.values.assign(shape[0] * columns, 0);
+    weight.fp8.scales.assign(shape[0], 0.0f);
+    if (!rows)
+      return llvm::Error::success();
+    std::vector<float> values(rows * columns);
+    if (llvm::Error error = base->readBlockF32(name, shape, {first, 0},
+                                               {rows, columns}, values))
+      return error;
+    if (llvm::Error error = checkFinite(values, name, base->fileOf(name)))
+      return error;
+    io::Fp8Weight held = io::quantizeFp8(values, rows, columns);
+    std::copy(held.values.begin(), held.values.end(),
+              weight.fp8.values.begin() + first * columns);
+    std::copy(held.scales.begin(), held.scales.end(),
+              weight.fp8.scales.begin() + first);
+    return llvm::Error::success();
+  }
+
   const Program &program;
   const std::optional<io::SafetensorsCheckpoint> &base;
   uint64_t seed;
