@@ -46,9 +46,7 @@ twill::storedTensors(const Executable &executable) {
                           "' has a bad buffer");
     // A quantized weight is the tensor its codes (or FP8 values) stand
     // for; its scales are its format's, no tensor of the model.
-    if (parameter.has_quantized() &&
-        parameter.quantized().part() != QuantizedRole::CODES &&
-        parameter.quantized().part() != QuantizedRole::FP8_VALUES)
+    if (parameter.has_quantized() && !standsForWeight(parameter.quantized()))
       continue;
     auto [it, added] =
         index.try_emplace(storedTensorName(parameter), tensors.size());

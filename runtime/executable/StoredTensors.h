@@ -19,6 +19,14 @@
 
 namespace twill {
 
+/// Whether a quantized weight's part `role` stands for the weight (is the
+/// checkpoint tensor, and carries the weight's start): NF4's codes, FP8's
+/// values; its other parts are its format's.
+inline bool standsForWeight(const QuantizedRole &role) {
+  return role.part() == QuantizedRole::CODES ||
+         role.part() == QuantizedRole::FP8_VALUES;
+}
+
 /// The checkpoint's name of the tensor holding `parameter`.
 const std::string &storedTensorName(const Parameter &parameter);
 /// The row of that tensor where the parameter starts (0 for a whole one).

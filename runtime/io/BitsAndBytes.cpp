@@ -318,11 +318,10 @@ io::dequantizeBitsAndBytes4bit(const SafetensorsCheckpoint &checkpoint,
   const QuantState &state = stored->state;
   // Level times scale in fp32, rounded to the weight's own dtype: one loop
   // per rounding, none chosen per value.
-  std::vector<float> values(stored->codes.size() * 2);
   int64_t count = 1;
   for (int64_t dim : shape)
     count *= dim;
-  values.resize(count);
+  std::vector<float> values(count);
   auto dequantize = [&](auto round) {
     for (int64_t i = 0; i < count; ++i) {
       uint8_t code = nf4::codeAt(stored->codes.data(), i);

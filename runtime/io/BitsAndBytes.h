@@ -48,9 +48,12 @@ struct Nf4Weight {
 };
 
 /// `values` (row-major) quantized as bitsandbytes' quantize_4bit(nf4,
-/// compress_statistics=True) does on the cpu, bit for bit: each block's
-/// absmax, its values' nearest levels, the absmaxes less their mean coded
-/// in blocks of `nestedBlockSize`. The values must be finite.
+/// compress_statistics=True) does on the cpu: each block's absmax and its
+/// values' nearest levels bit for bit, the absmaxes less their mean coded
+/// in blocks of `nestedBlockSize` as its blockwise kernel codes them. The
+/// mean is the exactly rounded one; torch's fp32 mean, which bitsandbytes
+/// takes, sums in an order that follows the cpu and its threads, and may be
+/// an ulp away. The values must be finite.
 Nf4Weight quantizeNf4(llvm::ArrayRef<float> values, int64_t blockSize,
                       int64_t nestedBlockSize);
 

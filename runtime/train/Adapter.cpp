@@ -322,25 +322,18 @@ static llvm::Error addFourBitWeights(Program &program, WholeTensors &whole) {
         shape = {int64_t(stored.size())};
       whole.tensors.push_back({name + key, shape, {}, stored});
     };
-    llvm::Expected<std::map<QuantizedRole::Part, std::vector<float>>> parts =
-        program.wholeParts(name);
-    if (!parts)
-      return parts.takeError();
-    auto bytesOf = [&](QuantizedRole::Part part) {
-      std::vector<float> &values = (*parts)[part];
-      return std::vector<uint8_t>(values.begin(), values.end());
-    };
+    llvm::Expected<io::Nf4Weight> weight = program.wholeNf4(codes);
+    if (!weight)
+      return weight.takeError();
     llvm::Expected<BufferBlock> layout = program.block(codes.buffer());
     if (!layout)
       return layout.takeError();
     int64_t rows = layout->globalShape[0], columns = layout->globalShape[1] * 2;
-    std::vector<float> &offsets = (*parts)[QuantizedRole::NESTED_OFFSET];
-    float offset = offsets.empty() ? 0.0f : offsets.front();
-    int64_t codeBytes = (*parts)[QuantizedRole::CODES].size();
-    addBytes("", bytesOf(QuantizedRole::CODES), {codeBytes, 1});
-    addBytes(".absmax", bytesOf(QuantizedRole::ABSMAX));
-    addFloats(".nested_absmax",
-              std::move((*parts)[QuantizedRole::NESTED_ABSMAX]));
+    float offset = weight->nestedOffset;
+    int64_t codeBytes = weight->codes.size();
+    addBytes("", std::move(weight->codes), {codeBytes, 1});
+    addBytes(".absmax", std::move(weight->absmax));
+    addFloats(".nested_absmax", std::move(weight->nestedAbsmax));
     addFloats(".quant_map", std::vector<float>(io::nf4Levels().begin(),
                                                io::nf4Levels().end()));
     addFloats(".nested_quant_map", std::vector<float>(io::dynamicMap().begin(),

@@ -3,12 +3,11 @@
 #include "runtime/train/Program.h"
 
 #include "runtime/backend/Backend.h"
-#include "runtime/io/BitsAndBytes.h"
-#include "runtime/io/Fp8.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <algorithm>
+#include <map>
 #include <cstring>
 #include <optional>
 
@@ -63,14 +62,17 @@ llvm::Expected<std::vector<float>> Program::wholeOnHost(int id) {
   return whole;
 }
 
-llvm::Expected<std::map<QuantizedRole::Part, std::vector<float>>>
-Program::wholeParts(llvm::StringRef of, bool onHost) {
+/// Each part of the quantized weight `of` whole (bytes as their values),
+/// by part. A collective.
+static llvm::Expected<std::map<QuantizedRole::Part, std::vector<float>>>
+wholeParts(Program &program, llvm::StringRef of, bool onHost) {
   std::map<QuantizedRole::Part, std::vector<float>> parts;
-  for (const Parameter &part : program.parameters()) {
+  for (const Parameter &part : program.executable().parameters()) {
     if (part.quantized().of() != of)
       continue;
     llvm::Expected<std::vector<float>> values =
-        onHost ? wholeOnHost(part.buffer()) : wholeTensor(part.buffer());
+        onHost ? program.wholeOnHost(part.buffer())
+               : program.wholeTensor(part.buffer());
     if (!values)
       return values.takeError();
     parts[part.quantized().part()] = std::move(*values);
@@ -78,50 +80,68 @@ Program::wholeParts(llvm::StringRef of, bool onHost) {
   return parts;
 }
 
-/// The values of the quantized weight whose codes (or FP8 values) `codes`
-/// holds, put together from every rank's blocks of its parts: each level
-/// times its block's scale, or each e4m3 value times its row's. A
-/// collective.
-static llvm::Expected<std::vector<float>>
-wholeDequantized(Program &program, const Parameter &codes, bool onHost) {
+static llvm::Error inconsistentParts(const QuantizedRole &role) {
+  return llvm::createStringError(
+      llvm::inconvertibleErrorCode(),
+      "quantized weight '" + role.of() +
+          "' lacks a part, or its parts do not agree on its size");
+}
+
+static std::vector<uint8_t> asBytes(const std::vector<float> &values) {
+  return std::vector<uint8_t>(values.begin(), values.end());
+}
+
+llvm::Expected<io::Nf4Weight> Program::wholeNf4(const Parameter &codes,
+                                                bool onHost) {
   const QuantizedRole &role = codes.quantized();
-  llvm::Expected<std::map<QuantizedRole::Part, std::vector<float>>> parts =
-      program.wholeParts(role.of(), onHost);
+  auto parts = wholeParts(*this, role.of(), onHost);
   if (!parts)
     return parts.takeError();
-  auto bytes = [&](QuantizedRole::Part part) {
-    std::vector<float> &values = (*parts)[part];
-    return std::vector<uint8_t>(values.begin(), values.end());
-  };
-  auto inconsistent = [&] {
-    return llvm::createStringError(
-        llvm::inconvertibleErrorCode(),
-        "quantized weight '" + role.of() +
-            "' lacks a part, or its parts do not agree on its size");
-  };
-  if (role.part() == QuantizedRole::FP8_VALUES) {
-    io::Fp8Weight weight{bytes(QuantizedRole::FP8_VALUES),
-                         (*parts)[QuantizedRole::FP8_ROW_SCALES]};
-    if (weight.scales.empty() || weight.values.size() % weight.scales.size())
-      return inconsistent();
-    std::vector<float> values(weight.values.size());
-    io::dequantizeFp8(weight, values);
-    return values;
-  }
   io::Nf4Weight weight;
   weight.blockSize = role.block_size();
   weight.nestedBlockSize = role.nested_block_size();
-  weight.codes = bytes(QuantizedRole::CODES);
-  weight.absmax = bytes(QuantizedRole::ABSMAX);
-  weight.nestedAbsmax = (*parts)[QuantizedRole::NESTED_ABSMAX];
+  weight.codes = asBytes((*parts)[QuantizedRole::CODES]);
+  weight.absmax = asBytes((*parts)[QuantizedRole::ABSMAX]);
+  weight.nestedAbsmax = std::move((*parts)[QuantizedRole::NESTED_ABSMAX]);
   const std::vector<float> &offset = (*parts)[QuantizedRole::NESTED_OFFSET];
-  int64_t count = weight.codes.size() * 2, blocks = count / weight.blockSize;
+  int64_t blocks = int64_t(weight.codes.size()) * 2 / weight.blockSize;
   if (offset.size() != 1 || int64_t(weight.absmax.size()) != blocks ||
       int64_t(weight.nestedAbsmax.size()) * weight.nestedBlockSize < blocks)
-    return inconsistent();
+    return inconsistentParts(role);
   weight.nestedOffset = offset.front();
-  std::vector<float> values(count);
-  io::dequantizeNf4(weight, values);
+  return weight;
+}
+
+llvm::Expected<io::Fp8Weight> Program::wholeFp8(const Parameter &values,
+                                                bool onHost) {
+  const QuantizedRole &role = values.quantized();
+  auto parts = wholeParts(*this, role.of(), onHost);
+  if (!parts)
+    return parts.takeError();
+  io::Fp8Weight weight{asBytes((*parts)[QuantizedRole::FP8_VALUES]),
+                       std::move((*parts)[QuantizedRole::FP8_ROW_SCALES])};
+  if (weight.scales.empty() || weight.values.size() % weight.scales.size())
+    return inconsistentParts(role);
+  return weight;
+}
+
+/// The values of the quantized weight `codes` stands for: each level times
+/// its block's scale, or each e4m3 value times its row's. A collective.
+static llvm::Expected<std::vector<float>>
+wholeDequantized(Program &program, const Parameter &codes, bool onHost) {
+  if (codes.quantized().part() == QuantizedRole::FP8_VALUES) {
+    llvm::Expected<io::Fp8Weight> weight = program.wholeFp8(codes, onHost);
+    if (!weight)
+      return weight.takeError();
+    std::vector<float> values(weight->values.size());
+    io::dequantizeFp8(*weight, values);
+    return values;
+  }
+  llvm::Expected<io::Nf4Weight> weight = program.wholeNf4(codes, onHost);
+  if (!weight)
+    return weight.takeError();
+  std::vector<float> values(weight->codes.size() * 2);
+  io::dequantizeNf4(*weight, values);
   return values;
 }
 

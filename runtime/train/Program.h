@@ -15,9 +15,10 @@
 #include "runtime/executable/Executable.h"
 #include "runtime/executable/Layout.h"
 #include "runtime/executable/StoredTensors.h"
+#include "runtime/io/BitsAndBytes.h"
+#include "runtime/io/Fp8.h"
 #include "llvm/ADT/StringMap.h"
 
-#include <map>
 #include <memory>
 
 namespace twill {
@@ -54,10 +55,14 @@ public:
   /// quantized weight's values dequantized. A collective.
   llvm::Expected<std::vector<float>> wholeStored(const StoredTensor &tensor,
                                                  bool onHost = false);
-  /// Each part of the quantized weight `of` whole (bytes as their
-  /// values), by part. A collective.
-  llvm::Expected<std::map<QuantizedRole::Part, std::vector<float>>>
-  wholeParts(llvm::StringRef of, bool onHost = false);
+  /// The NF4 weight whose codes `codes` holds, put together from every
+  /// rank's blocks of its parts (an error if they do not agree). A
+  /// collective.
+  llvm::Expected<io::Nf4Weight> wholeNf4(const Parameter &codes,
+                                         bool onHost = false);
+  /// The same of the FP8 weight whose values `values` holds.
+  llvm::Expected<io::Fp8Weight> wholeFp8(const Parameter &values,
+                                         bool onHost = false);
   /// The Hugging Face folder (or file) the base weights were loaded from;
   /// empty for a random base.
   llvm::StringRef baseCheckpoint() const { return baseDir; }

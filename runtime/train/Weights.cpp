@@ -224,13 +224,6 @@ struct QuantizedWeight {
   io::Fp8Weight fp8;
 };
 
-/// Whether `role` is the part that stands for its weight (and carries its
-/// start): NF4's codes, FP8's values.
-static bool standsForWeight(const QuantizedRole &role) {
-  return role.part() == QuantizedRole::CODES ||
-         role.part() == QuantizedRole::FP8_VALUES;
-}
-
 /// A quantized base's weights whole, one at a time: each is read from a
 /// bitsandbytes 4-bit checkpoint as it is (NF4), or quantized from the
 /// checkpoint's values (a random base's: those its codes' initializer
@@ -376,9 +369,7 @@ static llvm::Error loadQuantizedPart(Program &program,
     using T = typename decltype(all)::value_type;
     if (int64_t(all.size()) != whole)
       return weightError("'" + parameter.name() + "' holds " +
-                         std::to_string(whole) +
-                         " values of quantized "
-                         "weight '" +
+                         std::to_string(whole) + " values of quantized weight '" +
                          parameter.quantized().of() + "', whose part has " +
                          std::to_string(all.size()));
     std::vector<T> local(numElements(buffer));
