@@ -12,8 +12,10 @@
 #include "support/Nf4.h"
 
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 
@@ -43,6 +45,94 @@ static float absmaxOf(llvm::ArrayRef<float> values) {
   for (float value : values)
     most = std::max(most, std::fabs(value));
   return most;
+}
+
+namespace {
+/// Eight fp32 lanes: the vector ATen's cpu sum kernel adds with
+/// (Vectorized<float> as that kernel is built, measured on AVX2 and
+/// AVX-512 machines alike).
+using Lanes = std::array<float, 8>;
+
+float plus(float a, float b) { return a + b; }
+Lanes plus(Lanes a, const Lanes &b) {
+  for (size_t lane = 0; lane < a.size(); ++lane)
+    a[lane] += b[lane];
+  return a;
+}
+
+/// ATen's multi_row_sum: four interleaved rows summed in a cascade of four
+/// levels, each level taking the one below every 2^power rows (power at
+/// least 4), so that only sums of like size meet.
+template <typename T, typename Load>
+std::array<T, 4> cascadeRows(Load load, int64_t rows) {
+  constexpr int kLevels = 4, kRows = 4;
+  int64_t power = std::max<int64_t>(
+      4, (rows <= 2 ? 1 : llvm::Log2_64_Ceil(uint64_t(rows))) / kLevels);
+  int64_t step = int64_t(1) << power, mask = step - 1;
+  T acc[kLevels][kRows] = {};
+  int64_t i = 0;
+  while (i + step <= rows) {
+    for (int64_t j = 0; j < step; ++j, ++i)
+      for (int k = 0; k < kRows; ++k)
+        acc[0][k] = plus(acc[0][k], load(i * kRows + k));
+    for (int level = 1; level < kLevels; ++level) {
+      for (int k = 0; k < kRows; ++k) {
+        acc[level][k] = plus(acc[level][k], acc[level - 1][k]);
+        acc[level - 1][k] = T{};
+      }
+      if (i & (mask << (level * power)))
+        break;
+    }
+  }
+  for (; i < rows; ++i)
+    for (int k = 0; k < kRows; ++k)
+      acc[0][k] = plus(acc[0][k], load(i * kRows + k));
+  for (int level = 1; level < kLevels; ++level)
+    for (int k = 0; k < kRows; ++k)
+      acc[0][k] = plus(acc[0][k], acc[level][k]);
+  return {acc[0][0], acc[0][1], acc[0][2], acc[0][3]};
+}
+
+/// ATen's row_sum: `count` items as rows of four, then the rest, then the
+/// four partial sums.
+template <typename T, typename Load> T cascadeSum(Load load, int64_t count) {
+  std::array<T, 4> partial = cascadeRows<T>(load, count / 4);
+  for (int64_t i = count / 4 * 4; i < count; ++i)
+    partial[0] = plus(partial[0], load(i));
+  for (int k = 1; k < 4; ++k)
+    partial[0] = plus(partial[0], partial[k]);
+  return partial[0];
+}
+} // namespace
+
+/// torch's fp32 mean of `values` on the cpu, bit for bit where torch sums on
+/// one thread (it does below 32,768 values): its sum kernel's cascade over
+/// eight-lane vectors, the values past the last whole vector, then the
+/// lanes in order; divided by the count in fp32. Over more values on
+/// several threads torch sums each thread's share so, then the shares: its
+/// mean, and with it bitsandbytes' offset, then follows the thread count.
+static float torchMean(llvm::ArrayRef<float> values) {
+  int64_t count = values.size();
+  constexpr int64_t kWidth = std::tuple_size<Lanes>::value;
+  float sum;
+  if (count < kWidth) {
+    sum = cascadeSum<float>([&](int64_t i) { return values[i]; }, count);
+  } else {
+    int64_t vectors = count / kWidth;
+    Lanes lanes = cascadeSum<Lanes>(
+        [&](int64_t i) {
+          Lanes vector;
+          std::copy_n(values.begin() + i * kWidth, kWidth, vector.begin());
+          return vector;
+        },
+        vectors);
+    sum = 0;
+    for (int64_t i = vectors * kWidth; i < count; ++i)
+      sum += values[i];
+    for (float lane : lanes)
+      sum += lane;
+  }
+  return sum / float(count);
 }
 
 /// bitsandbytes' cpu quantize_blockwise with the dynamic map: each value
@@ -119,12 +209,8 @@ Nf4Weight io::quantizeNf4(llvm::ArrayRef<float> values, int64_t blockSize,
       weight.codes[i / 2] |= i % 2 ? code : uint8_t(code << 4);
     }
   }
-  // Double quantization: the absmaxes less their mean (torch's fp32 mean,
-  // which sums pairwise; here in double, rounded once), coded blockwise.
-  double sum = 0;
-  for (float value : absmax)
-    sum += value;
-  weight.nestedOffset = float(sum / double(blocks));
+  // Double quantization: the absmaxes less their mean, coded blockwise.
+  weight.nestedOffset = torchMean(absmax);
   std::vector<float> centred(blocks);
   for (int64_t block = 0; block < blocks; ++block)
     centred[block] = absmax[block] - weight.nestedOffset;

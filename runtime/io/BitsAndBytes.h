@@ -51,9 +51,9 @@ struct Nf4Weight {
 /// compress_statistics=True) does on the cpu: each block's absmax and its
 /// values' nearest levels bit for bit, the absmaxes less their mean coded
 /// in blocks of `nestedBlockSize` as its blockwise kernel codes them. The
-/// mean is the exactly rounded one; torch's fp32 mean, which bitsandbytes
-/// takes, sums in an order that follows the cpu and its threads, and may be
-/// an ulp away. The values must be finite.
+/// mean is torch's fp32 mean, which bitsandbytes takes, summed in the order
+/// torch sums on one thread (on several, over 32,768 blocks, torch's own
+/// mean follows its thread count). The values must be finite.
 Nf4Weight quantizeNf4(llvm::ArrayRef<float> values, int64_t blockSize,
                       int64_t nestedBlockSize);
 

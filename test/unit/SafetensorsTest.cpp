@@ -510,6 +510,20 @@ TEST(BitsAndBytes, QuantizedBlocksCodeTheirNearestLevels) {
     EXPECT_NEAR(back[i], values[i], 0.02) << i;
 }
 
+TEST(BitsAndBytes, TheOffsetIsTorchsFp32MeanOfTheScales) {
+  // 1000 blocks, block b all a_b: the scales are the a_b, whose mean torch
+  // (torch.tensor(a).mean(), as bitsandbytes takes it) gives as 0x3f02d119;
+  // the exactly rounded mean and a running fp32 sum give 0x3f02d118.
+  std::vector<float> values;
+  for (int b = 0; b < 1000; ++b)
+    values.insert(values.end(), 64,
+                  float(0.01 + double((b * 7919) % 1000) / 997.0));
+  Nf4Weight weight = quantizeNf4(values, 64, 256);
+  uint32_t bits;
+  std::memcpy(&bits, &weight.nestedOffset, sizeof bits);
+  EXPECT_EQ(bits, 0x3f02d119u);
+}
+
 TEST(BitsAndBytes, QuantizedWeightsWrittenAsFourBitCheckpointsReadBack) {
   // Twill's quantization stored as transformers stores a 4-bit weight
   // reads back byte for byte, and dequantizes as dequantizeNf4 does.
