@@ -179,43 +179,62 @@ static void quantizeBlockwise(llvm::ArrayRef<float> values, int64_t blockSize,
   }
 }
 
-Nf4Weight io::quantizeNf4(llvm::ArrayRef<float> values, int64_t blockSize,
-                          int64_t nestedBlockSize) {
-  // The first level: bitsandbytes' default (torch) quantize_4bit, which its
-  // cpu backend runs: each value times 1 / absmax (absmax at least 1e-38),
-  // clamped, and coded by the number of midpoints between levels below it.
+std::vector<float> io::nf4Absmax(llvm::ArrayRef<float> values,
+                                 int64_t blockSize) {
+  int64_t count = values.size(), blocks = blocksOf(count, blockSize);
+  std::vector<float> absmax(blocks);
+  for (int64_t block = 0; block < blocks; ++block) {
+    int64_t first = block * blockSize;
+    absmax[block] =
+        absmaxOf(values.slice(first, std::min(blockSize, count - first)));
+  }
+  return absmax;
+}
+
+void io::nf4Codes(llvm::ArrayRef<float> values, llvm::ArrayRef<float> absmax,
+                  int64_t blockSize, llvm::MutableArrayRef<uint8_t> codes) {
+  // bitsandbytes' default (torch) quantize_4bit, which its cpu backend
+  // runs: each value times 1 / absmax (absmax at least 1e-38), clamped, and
+  // coded by the number of midpoints between levels below it.
   llvm::ArrayRef<float> levels = nf4Levels();
   float midpoints[15];
   for (int i = 0; i < 15; ++i)
     midpoints[i] = (levels[i] + levels[i + 1]) / 2;
-  Nf4Weight weight;
-  weight.blockSize = blockSize;
-  weight.nestedBlockSize = nestedBlockSize;
-  int64_t count = values.size(), blocks = blocksOf(count, blockSize);
-  std::vector<float> absmax(blocks);
-  weight.codes.assign((count + 1) / 2, 0);
-  for (int64_t block = 0; block < blocks; ++block) {
-    int64_t first = block * blockSize,
-            length = std::min(blockSize, count - first);
-    float most = absmaxOf(values.slice(first, length));
-    absmax[block] = most;
-    float inverse = 1.0f / std::max(most, 1e-38f);
-    for (int64_t i = first; i < first + length; ++i) {
+  std::fill(codes.begin(), codes.end(), 0);
+  int64_t count = values.size();
+  for (int64_t block = 0; block * blockSize < count; ++block) {
+    int64_t first = block * blockSize, end = std::min(count, first + blockSize);
+    float most = absmax[block], inverse = 1.0f / std::max(most, 1e-38f);
+    for (int64_t i = first; i < end; ++i) {
       // An all-zero block: every value 0, which codes as 0 does.
       float scaled =
           most == 0.0f ? 0.0f : std::clamp(values[i] * inverse, -1.0f, 1.0f);
       uint8_t code = uint8_t(
           std::lower_bound(midpoints, midpoints + 15, scaled) - midpoints);
-      weight.codes[i / 2] |= i % 2 ? code : uint8_t(code << 4);
+      codes[i / 2] |= i % 2 ? code : uint8_t(code << 4);
     }
   }
-  // Double quantization: the absmaxes less their mean, coded blockwise.
+}
+
+void io::quantizeNf4Scales(llvm::ArrayRef<float> absmax, Nf4Weight &weight) {
+  // The absmaxes less their mean, coded blockwise.
   weight.nestedOffset = torchMean(absmax);
-  std::vector<float> centred(blocks);
-  for (int64_t block = 0; block < blocks; ++block)
+  std::vector<float> centred(absmax.size());
+  for (size_t block = 0; block < absmax.size(); ++block)
     centred[block] = absmax[block] - weight.nestedOffset;
-  quantizeBlockwise(centred, nestedBlockSize, weight.absmax,
+  quantizeBlockwise(centred, weight.nestedBlockSize, weight.absmax,
                     weight.nestedAbsmax);
+}
+
+Nf4Weight io::quantizeNf4(llvm::ArrayRef<float> values, int64_t blockSize,
+                          int64_t nestedBlockSize) {
+  Nf4Weight weight;
+  weight.blockSize = blockSize;
+  weight.nestedBlockSize = nestedBlockSize;
+  std::vector<float> absmax = nf4Absmax(values, blockSize);
+  weight.codes.resize((values.size() + 1) / 2);
+  nf4Codes(values, absmax, blockSize, weight.codes);
+  quantizeNf4Scales(absmax, weight);
   return weight;
 }
 

@@ -57,6 +57,17 @@ struct Nf4Weight {
 Nf4Weight quantizeNf4(llvm::ArrayRef<float> values, int64_t blockSize,
                       int64_t nestedBlockSize);
 
+/// quantizeNf4's steps, for a weight whose rows are whole blocks and whose
+/// ranks each code their rows: each block's absmax (the largest magnitude
+/// of its values); the NF4 codes of `values` given their blocks' absmax,
+/// two a byte into `codes` (values.size() / 2 bytes, `values` starting at a
+/// block); and the double quantization of every block's absmax into
+/// `weight`'s absmax, nestedAbsmax and nestedOffset (its block sizes set).
+std::vector<float> nf4Absmax(llvm::ArrayRef<float> values, int64_t blockSize);
+void nf4Codes(llvm::ArrayRef<float> values, llvm::ArrayRef<float> absmax,
+              int64_t blockSize, llvm::MutableArrayRef<uint8_t> codes);
+void quantizeNf4Scales(llvm::ArrayRef<float> absmax, Nf4Weight &weight);
+
 /// Value i of `weight`: its level times its block's scale, in fp32.
 void dequantizeNf4(const Nf4Weight &weight,
                    llvm::MutableArrayRef<float> values);

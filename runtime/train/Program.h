@@ -73,6 +73,12 @@ public:
   bool isDistributed() const { return comm && comm->worldSize() > 1; }
   int rank() const { return comm ? comm->rank() : 0; }
   int worldSize() const { return comm ? comm->worldSize() : 1; }
+  /// The sum over every rank of the world, in place (on one rank, the
+  /// values as they are). A collective.
+  llvm::Error sumOverWorld(llvm::MutableArrayRef<float> values) {
+    return isDistributed() ? comm->sumOverWorld(values.data(), values.size())
+                           : llvm::Error::success();
+  }
   /// Returns once every rank has called it.
   llvm::Error barrier() {
     return comm ? comm->barrier() : llvm::Error::success();

@@ -227,12 +227,14 @@ struct QuantizedWeight {
 /// A quantized base's weights whole, one at a time: each is read from a
 /// bitsandbytes 4-bit checkpoint as it is (NF4), or quantized from the
 /// checkpoint's values (a random base's: those its codes' initializer
-/// draws, as the weight unquantized would start). NF4's double
-/// quantization takes the mean of every block's scale, so a rank reads the
-/// whole weight; FP8 only the rows its blocks hold.
+/// draws, as the weight unquantized would start). Quantizing, a rank codes
+/// only the rows its blocks hold (the rest stay zero): FP8's row scales
+/// are each row's own; NF4's double quantization takes the mean of every
+/// block's absmax, which the ranks find together, each from a share of
+/// the rows. NF4 from a checkpoint is a collective.
 class QuantizedWeights {
 public:
-  QuantizedWeights(const Program &program,
+  QuantizedWeights(Program &program,
                    const std::optional<io::SafetensorsCheckpoint> &base,
                    uint64_t seed)
       : program(program), base(base), seed(seed) {
@@ -275,6 +277,9 @@ public:
     } else if (fp8 && base) {
       if (llvm::Error error = readFp8Rows(name, shape))
         return std::move(error);
+    } else if (base && shape[1] % role.block_size() == 0) {
+      if (llvm::Error error = readNf4Rows(name, shape, role, *codes))
+        return std::move(error);
     } else {
       std::vector<float> values(shape[0] * shape[1]);
       if (base) {
@@ -304,14 +309,14 @@ public:
   }
 
 private:
-  /// FP8 weight `name` ([rows, columns] `shape`) from the checkpoint: each
-  /// row's scale is its own, so only the rows this rank's blocks of its
-  /// parts hold are read and quantized (the rest stay zero).
-  llvm::Error readFp8Rows(const std::string &name,
-                          llvm::ArrayRef<int64_t> shape) {
-    int64_t first = shape[0], end = 0;
+  /// The rows [first, end) of weight `name` that this rank's blocks of the
+  /// parts `holding` hold (holding(part): whether a part is one of them).
+  template <typename Holding>
+  llvm::Expected<std::pair<int64_t, int64_t>>
+  heldRows(const std::string &name, int64_t rows, Holding holding) {
+    int64_t first = rows, end = 0;
     for (const Parameter &part : program.executable().parameters()) {
-      if (part.quantized().of() != name)
+      if (part.quantized().of() != name || !holding(part))
         continue;
       llvm::Expected<BufferBlock> block = program.block(part.buffer());
       if (!block)
@@ -321,26 +326,103 @@ private:
         end = std::max(end, block->offset[0] + block->extent[0]);
       }
     }
-    int64_t columns = shape[1], rows = std::max<int64_t>(end - first, 0);
+    return std::make_pair(first, std::max(first, end));
+  }
+
+  /// Rows [first, end) of weight `name` ([rows, columns] `shape`) from the
+  /// checkpoint, finite.
+  llvm::Expected<std::vector<float>> readRows(const std::string &name,
+                                              llvm::ArrayRef<int64_t> shape,
+                                              int64_t first, int64_t end) {
+    std::vector<float> values((end - first) * shape[1]);
+    if (values.empty())
+      return values;
+    if (llvm::Error error = base->readBlockF32(name, shape, {first, 0},
+                                               {end - first, shape[1]}, values))
+      return std::move(error);
+    if (llvm::Error error = checkFinite(values, name, base->fileOf(name)))
+      return std::move(error);
+    return values;
+  }
+
+  /// NF4 weight `name` ([rows, columns] `shape`, its rows whole blocks)
+  /// from the checkpoint: every block's absmax, each rank finding those of
+  /// its share of the rows (the sum over the world of shares in zeros puts
+  /// them together, exactly), their double quantization, and the codes of
+  /// the rows this rank's codes hold.
+  llvm::Error readNf4Rows(const std::string &name,
+                          llvm::ArrayRef<int64_t> shape,
+                          const QuantizedRole &role, const Parameter &codes) {
+    int64_t rows = shape[0], columns = shape[1], size = role.block_size(),
+            world = program.worldSize(), rank = program.rank();
+    int64_t shareFirst = rows * rank / world,
+            shareEnd = rows * (rank + 1) / world;
+    llvm::Expected<std::vector<float>> share =
+        readRows(name, shape, shareFirst, shareEnd);
+    if (!share)
+      return share.takeError();
+    std::vector<float> absmax(rows * columns / size, 0.0f);
+    std::vector<float> shareAbsmax = io::nf4Absmax(*share, size);
+    std::copy(shareAbsmax.begin(), shareAbsmax.end(),
+              absmax.begin() + shareFirst * columns / size);
+    if (llvm::Error error = program.sumOverWorld(absmax))
+      return error;
+    weight.nf4 = io::Nf4Weight();
+    weight.nf4.blockSize = size;
+    weight.nf4.nestedBlockSize = role.nested_block_size();
+    io::quantizeNf4Scales(absmax, weight.nf4);
+    weight.nf4.codes.assign(rows * columns / 2, 0);
+    llvm::Expected<std::pair<int64_t, int64_t>> held = heldRows(
+        name, rows, [&](const Parameter &part) { return &part == &codes; });
+    if (!held)
+      return held.takeError();
+    auto [first, end] = *held;
+    if (first == end)
+      return llvm::Error::success();
+    // The share read is reused where it is these rows.
+    llvm::Expected<std::vector<float>> values =
+        first == shareFirst && end == shareEnd
+            ? std::move(*share)
+            : readRows(name, shape, first, end);
+    if (!values)
+      return values.takeError();
+    io::nf4Codes(*values,
+                 llvm::ArrayRef<float>(absmax).slice(first * columns / size),
+                 size,
+                 llvm::MutableArrayRef<uint8_t>(weight.nf4.codes)
+                     .slice(first * columns / 2, (end - first) * columns / 2));
+    return llvm::Error::success();
+  }
+
+  /// FP8 weight `name` ([rows, columns] `shape`) from the checkpoint: each
+  /// row's scale is its own, so only the rows this rank's blocks of its
+  /// parts hold are read and quantized (the rest stay zero).
+  llvm::Error readFp8Rows(const std::string &name,
+                          llvm::ArrayRef<int64_t> shape) {
+    int64_t columns = shape[1];
     weight.fp8.values.assign(shape[0] * columns, 0);
     weight.fp8.scales.assign(shape[0], 0.0f);
+    llvm::Expected<std::pair<int64_t, int64_t>> held =
+        heldRows(name, shape[0], [](const Parameter &) { return true; });
+    if (!held)
+      return held.takeError();
+    auto [first, end] = *held;
+    int64_t rows = end - first;
     if (!rows)
       return llvm::Error::success();
-    std::vector<float> values(rows * columns);
-    if (llvm::Error error = base->readBlockF32(name, shape, {first, 0},
-                                               {rows, columns}, values))
-      return error;
-    if (llvm::Error error = checkFinite(values, name, base->fileOf(name)))
-      return error;
-    io::Fp8Weight held = io::quantizeFp8(values, rows, columns);
-    std::copy(held.values.begin(), held.values.end(),
+    llvm::Expected<std::vector<float>> values =
+        readRows(name, shape, first, end);
+    if (!values)
+      return values.takeError();
+    io::Fp8Weight rowsHeld = io::quantizeFp8(*values, rows, columns);
+    std::copy(rowsHeld.values.begin(), rowsHeld.values.end(),
               weight.fp8.values.begin() + first * columns);
-    std::copy(held.scales.begin(), held.scales.end(),
+    std::copy(rowsHeld.scales.begin(), rowsHeld.scales.end(),
               weight.fp8.scales.begin() + first);
     return llvm::Error::success();
   }
 
-  const Program &program;
+  Program &program;
   const std::optional<io::SafetensorsCheckpoint> &base;
   uint64_t seed;
   llvm::StringMap<const Parameter *> standing;

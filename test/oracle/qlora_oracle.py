@@ -121,8 +121,10 @@ def batch():
     return tokens, labels
 
 
-def run_twill(args, work, name, base, mesh=(1, 1)):
-    """Twill's logits, loss sum and gradients, its base from `base`."""
+def compile_job(args, work, name, base, mesh=(1, 1)):
+    """The quantized-base job `name` on `mesh`, its base from `base`,
+    compiled; returns the program and how to launch it (mpirun, where
+    there are several ranks) and the environment to launch it in."""
     job = work / f"{name}.textproto"
     modules = "".join(f' target_modules: "{t}"' for t in PROJECTIONS)
     job.write_text(
@@ -137,8 +139,14 @@ def run_twill(args, work, name, base, mesh=(1, 1)):
              if mesh != (1, 1) else [])
     env = dict(os.environ, OMP_NUM_THREADS="1", OMPI_ALLOW_RUN_AS_ROOT="1",
                OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    common = [*ranks, args.bin / "twill-train", program, "--eval", "--batch",
-              work / "batch.json", "--adapter", work / "adapter"]
+    return [*ranks, args.bin / "twill-train", program], env
+
+
+def run_twill(args, work, name, base, mesh=(1, 1)):
+    """Twill's logits, loss sum and gradients, its base from `base`."""
+    launch, env = compile_job(args, work, name, base, mesh)
+    common = [*launch, "--eval", "--batch", work / "batch.json", "--adapter",
+              work / "adapter"]
     run = subprocess.run([*common, "--dump-logits", work / f"{name}.logits"],
                          check=True, capture_output=True, text=True, env=env)
     loss = float(re.search(r"sum (\S+) over", run.stdout).group(1))
@@ -194,6 +202,40 @@ def check_written_base(args, work, tokens):
     if error != 0:
         failures.append("transformers does not compute Twill's written base "
                         "as bitsandbytes' own")
+    return failures
+
+
+def check_sharded_quantization(args, work):
+    """NF4 quantized on load on several ranks, each reading a share of
+    every weight's rows for the scales and the rows its codes hold: written
+    whole, the same folder, byte for byte, as one rank's; no rank reads
+    the checkpoint whole. Returns what does not hold."""
+    failures = []
+    ours = load_file(str(work / "twill-nf4" / "model.safetensors"))
+    whole = (work / "base" / "model.safetensors").stat().st_size
+    for mesh in ((2, 2), (1, 3)):
+        name = f"on-load-{mesh[0]}x{mesh[1]}"
+        launch, env = compile_job(args, work, name, work / "base", mesh)
+        run = subprocess.run([*launch, "--write-base", work / name],
+                             check=True, capture_output=True, text=True,
+                             env=env)
+        theirs = load_file(str(work / name / "model.safetensors"))
+        different = sorted(key for key in ours if key not in theirs
+                           or not torch.equal(ours[key], theirs[key]))
+        read = [int(count) for count in re.findall(
+            r"rank \d+/\d+: read (\d+) bytes", run.stdout)]
+        print(f"{name}: written base "
+              f"{'NOT ' if different else ''}the same as 1x1's; ranks read "
+              f"{sorted(read)} of the checkpoint's {whole} bytes")
+        if different:
+            failures.append(f"{name}: written base differs from 1x1's in "
+                            f"{different[:3]}")
+        # A share of the rows for the scales (1/world) and the rows the
+        # codes hold (1/dp of them where tp splits the columns).
+        bound = whole * (1 / (mesh[0] * mesh[1]) + 1 / mesh[0]) * 1.02
+        if len(read) != mesh[0] * mesh[1] or max(read) > min(bound, whole):
+            failures.append(f"{name}: ranks read {read} bytes, more than "
+                            f"{bound:.0f} or the whole {whole}")
     return failures
 
 
@@ -343,6 +385,7 @@ def main():
             failures.append(f"{name} is not 1x1")
     if nf4:
         failures += check_written_base(args, work, tokens)
+        failures += check_sharded_quantization(args, work)
         failures += check_refusals(args, work)
     merged_error = check_merged(args, work, tokens, read_from)
     print(f"merged from {read_from.name}: transformers' logits within "
