@@ -24,6 +24,10 @@ double twill::flopsOf(const Instruction &instruction,
                                                     : lhs.back();
     return 2 * elements(resultShape) * k;
   }
+  case QUANTIZED_MATMUL: // a matmul whose lhs is never transposed
+    return operandShapes.empty() || operandShapes[0].empty()
+               ? 0
+               : 2 * elements(resultShape) * double(operandShapes[0].back());
   case ATTENTION:
   case ATTENTION_GRAD: {
     llvm::ArrayRef<int64_t> query = operandShapes[0]; // [batch, seq, heads, dim]

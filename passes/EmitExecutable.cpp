@@ -433,6 +433,16 @@ static void describeAttributes(Operation *op, ::twill::Instruction &out) {
         a.set_columns(op.getColumns());
         a.set_shard_axis(axisName(op.getShardAxis()));
       })
+      .Case([&](tw::QuantizedMatmulOp op) {
+        ::twill::QuantizedMatmulAttributes &a = *out.mutable_quantized_matmul();
+        a.set_transpose_rhs(op.getTransposeRhs());
+        a.set_alpha(op.getAlpha().convertToDouble());
+        a.set_block_size(op.getBlockSize().value_or(0));
+        a.set_nested_block_size(op.getNestedBlockSize().value_or(0));
+        a.set_rows(op.getRows().value_or(0));
+        a.set_columns(op.getColumns().value_or(0));
+        a.set_shard_axis(axisName(op.getShardAxis()));
+      })
       .Case([&](tw::DropoutOp op) {
         ::twill::DropoutAttributes &a = *out.mutable_dropout();
         a.set_rate(op.getRate().convertToDouble());

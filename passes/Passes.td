@@ -316,6 +316,28 @@ def FuseEpilogues : Pass<"twill-fuse-epilogues", "mlir::ModuleOp"> {
   }];
 }
 
+def FuseDequantize : Pass<"twill-fuse-dequantize", "mlir::ModuleOp"> {
+  let summary = "Forms a quantized weight inside the products that read it";
+  let description = [{
+    Runs on the partitioned program. A `dequantize_nf4` or `dequantize_fp8`
+    whose every reader is a matmul taking it as the rhs (the lhs not
+    transposed: the forward's `x W^T`, the backward's `dy W`) becomes part
+    of each: a `quantized_matmul` of the weight's parts, which a backend
+    forms a panel of rows at a time. The full-precision weight is then no
+    value of the program, and the memory plan holds none. A weight that
+    anything else reads (DoRA's norms; a block of its columns, where tp
+    keeps it whole) is formed whole, as before.
+
+    ```mlir
+    // before
+    %w = twill.dequantize_fp8 %v scales(%s) : ...
+    %y = twill.matmul %x, %w {transpose_rhs} : ...
+    // after
+    %y = twill.quantized_matmul %x, weight(%v, %s) {transpose_rhs} : ...
+    ```
+  }];
+}
+
 def PlanMemory : Pass<"twill-plan-memory", "mlir::ModuleOp"> {
   let summary = "Places the values each entry point computes in one arena";
   let description = [{

@@ -34,6 +34,7 @@ void mlir::twill::buildCompilePipeline(OpPassManager &pm,
         {checkpointing == ::twill::ParallelConfig::SELECTIVE,
          job.parallel().checkpoint_layers()}));
   pm.addPass(createFuseEpilogues());
+  pm.addPass(createFuseDequantize());
   if (job.parallel().offload_activations())
     pm.addPass(createOffload({job.parallel().offload_layers()}));
   if (until == Stage::Partitioned)

@@ -167,6 +167,43 @@ LogicalResult DequantizeFp8Op::verify() {
                                      shapeOf(getResult())));
 }
 
+LogicalResult QuantizedMatmulOp::verify() {
+  OperandRange parts = getParts();
+  bool hasBlocks =
+      getBlockSize() && getNestedBlockSize() && getRows() && getColumns();
+  if (parts.size() != 4 && parts.size() != 2)
+    return emitOpError("expects the four parts of an NF4 weight or the two "
+                       "of an FP8 one, got ")
+           << parts.size();
+  if (isNf4() != hasBlocks || (!isNf4() && getShardAxis()))
+    return emitOpError(isNf4() ? "an NF4 weight needs block_size, "
+                                 "nested_block_size, rows and columns"
+                               : "an FP8 weight takes no block attributes");
+  // The weight the dequantize would form, in the lhs's dtype.
+  SmallVector<int64_t> weight(shapeOf(parts[0]));
+  if (weight.size() == 2 && isNf4())
+    weight[1] *= 2;
+  if (failed(check(*this,
+                   isNf4() ? shapes::dequantize(
+                                 shapeOf(parts[0]), shapeOf(parts[1]),
+                                 shapeOf(parts[2]), shapeOf(parts[3]), weight,
+                                 *getBlockSize(), *getNestedBlockSize(),
+                                 *getRows(), *getColumns())
+                           : shapes::dequantizeFp8(shapeOf(parts[0]),
+                                                   shapeOf(parts[1]), weight))))
+    return failure();
+  if (failed(expectSameElementType(*this, {getLhs(), getResult()})))
+    return failure();
+  llvm::Expected<shapes::MatmulDims> dims =
+      shapes::matmul(shapeOf(getLhs()), weight, shapeOf(getResult()),
+                     /*transposeLhs=*/false, getTransposeRhs());
+  if (!dims)
+    return check(*this, dims.takeError());
+  if (getAddend() && getAddend().getType() != getResult().getType())
+    return emitOpError("addend must have the result's type");
+  return success();
+}
+
 LogicalResult DropoutOp::verify() {
   if (failed(expectSameElementType(*this, {getInput(), getResult()})) ||
       failed(check(*this, shapes::dropout(shapeOf(getInput()),

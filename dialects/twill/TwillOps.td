@@ -362,6 +362,48 @@ def Twill_DequantizeFp8Op : Twill_ComputeOp<"dequantize_fp8", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Twill_QuantizedMatmulOp : Twill_Op<"quantized_matmul", [Pure, AttrSizedOperandSegments]> {
+  let summary = "A matmul whose rhs is a quantized weight, formed a panel at a time";
+  let description = [{
+    `twill.matmul %lhs, W` (with its `transpose_rhs`, `alpha` and
+    `addend`) where `W` is what `twill.dequantize_nf4` (four parts, its
+    attributes) or `twill.dequantize_fp8` (two parts) forms of `parts`:
+    `twill-fuse-dequantize` puts the two together after partitioning, so
+    that the full-precision weight is never a value of the program. A
+    backend forms a panel of the weight's rows at a time, rounded to the
+    lhs's dtype as the dequantize would, and multiplies by it; only
+    products whose lhs is not transposed (the forward's `x W^T`, the
+    backward's `dy W`) are fused.
+
+    ```mlir
+    %y = twill.quantized_matmul %x, weight(%codes, %absmax, %nested, %offset)
+        {block_size = 64 : i64, nested_block_size = 256 : i64, rows = 64 : i64,
+         columns = 128 : i64, transpose_rhs}
+        : (tensor<2x8x128xf32>, tensor<64x64xi8>, tensor<64x2xi8>, tensor<1xf32>, tensor<f32>)
+          -> tensor<2x8x64xf32>
+    ```
+  }];
+  let arguments = (ins Twill_FloatTensor:$lhs,
+                       Variadic<StaticShapeTensorOf<[I8, F32]>>:$parts,
+                       Optional<Twill_FloatTensor>:$addend,
+                       OptionalAttr<I64Attr>:$block_size,
+                       OptionalAttr<I64Attr>:$nested_block_size,
+                       OptionalAttr<I64Attr>:$rows,
+                       OptionalAttr<I64Attr>:$columns,
+                       OptionalAttr<StrAttr>:$shard_axis,
+                       UnitAttr:$transpose_rhs,
+                       DefaultValuedAttr<F64Attr, "1.0">:$alpha);
+  let results = (outs Twill_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` `weight` `(` $parts `)` (`plus` $addend^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    /// Whether the weight is NF4 (four parts), else FP8 (two).
+    bool isNf4() { return getParts().size() == 4; }
+  }];
+  let hasVerifier = 1;
+}
+
 def Twill_DropoutOp : Twill_ComputeOp<"dropout", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
   let summary = "LoRA's dropout, the same mask on every mesh";
   let description = [{

@@ -48,6 +48,42 @@ void dequantize(Suite &suite, DType type, Shape block, int64_t wholeRows,
   a.set_shard_axis(axis);
   c.note(note).add();
 }
+/// A quantized matmul: lhs [.., k] times the [rows, columns] weight NF4
+/// `blockSize` blocks (or, at 0, FP8) form (a block of a [wholeRows,
+/// wholeColumns] one along `axis`), transposed (the forward's x W^T) or
+/// not (the backward's dy W), with an addend and alpha.
+void quantizedMatmul(Suite &suite, DType type, Shape lhs, Shape weight,
+                     bool transposed, int64_t blockSize, int64_t wholeRows,
+                     const std::string &axis, const char *note,
+                     bool addend = false, double alpha = 1) {
+  CaseBuilder c(suite, QUANTIZED_MATMUL, type, kSummed);
+  int64_t rows = weight[0], columns = weight[1];
+  Shape result = lhs;
+  result.back() = transposed ? rows : columns;
+  c.in(lhs);
+  if (blockSize) {
+    int64_t blocks = wholeRows * (columns / blockSize);
+    c.operand(U8, {rows, columns / 2}, integers(0, 256));
+    c.operand(U8, {rows, columns / blockSize}, integers(0, 256));
+    c.operand(F32, {(blocks + 2) / 3}, uniform(0.01, 2));
+    c.operand(F32, {}, value(0.125));
+  } else {
+    c.operand(U8, weight, integers(0, 127));
+    c.operand(F32, {rows}, uniform(-2, 2));
+  }
+  if (addend)
+    c.in(result);
+  c.out(result);
+  QuantizedMatmulAttributes &a = *c->mutable_quantized_matmul();
+  a.set_transpose_rhs(transposed);
+  a.set_alpha(alpha);
+  a.set_block_size(blockSize);
+  a.set_nested_block_size(blockSize ? 3 : 0);
+  a.set_rows(blockSize ? wholeRows : 0);
+  a.set_columns(blockSize ? columns : 0);
+  a.set_shard_axis(axis);
+  c.note(note).add();
+}
 } // namespace
 
 void conformance::matmulCases(Suite &suite) {
@@ -89,5 +125,23 @@ void conformance::matmulCases(Suite &suite) {
       fp8.out(shape);
       fp8.note("FP8 weight, a scale per row").add();
     }
+
+    quantizedMatmul(suite, type, {3, 13, 128}, {37, 128}, true, 64, 37, "",
+                    "NF4 weight, x W^T");
+    quantizedMatmul(suite, type, {3, 13, 37}, {37, 128}, false, 64, 37, "",
+                    "NF4 weight, dy W", /*addend=*/true, 0.37);
+    quantizedMatmul(suite, type, {2, 7, 128}, {13, 128}, true, 64, 37, "last",
+                    "NF4 rows of the last rank, 2 of them padding");
+    quantizedMatmul(suite, type, {3, 13, 53}, {37, 53}, true, 0, 0, "",
+                    "FP8 weight, x W^T", /*addend=*/true, 2.0);
+    quantizedMatmul(suite, type, {3, 13, 37}, {37, 53}, false, 0, 0, "",
+                    "FP8 weight, dy W");
+    quantizedMatmul(suite, type, {515, 1024}, {1536, 1024}, true, 64, 1536, "",
+                    "NF4, large");
+    // 9 MiB of fp32 weight: two of the cpu's panels.
+    quantizedMatmul(suite, type, {3, 5, 1024}, {2304, 1024}, true, 64, 2304, "",
+                    "NF4, two panels of result columns");
+    quantizedMatmul(suite, type, {3, 5, 2304}, {2304, 1024}, false, 0, 0, "",
+                    "FP8, two panels of the sum", /*addend=*/true, 0.5);
   }
 }

@@ -469,3 +469,27 @@ func.func @dequantize_fp8_scales(%v: tensor<4x8xi8>, %s: tensor<8xf32>) {
   %0 = twill.dequantize_fp8 %v scales(%s) : (tensor<4x8xi8>, tensor<8xf32>) -> tensor<4x8xf32>
   return
 }
+
+// -----
+
+func.func @quantized_matmul_parts(%x: tensor<3x16xf32>, %v: tensor<8x16xi8>, %s: tensor<8xf32>) {
+  // expected-error @+1 {{expects the four parts of an NF4 weight or the two of an FP8 one, got 3}}
+  %0 = twill.quantized_matmul %x, weight(%v, %s, %s) {transpose_rhs} : (tensor<3x16xf32>, tensor<8x16xi8>, tensor<8xf32>, tensor<8xf32>) -> tensor<3x8xf32>
+  return
+}
+
+// -----
+
+func.func @quantized_matmul_nf4_blocks(%x: tensor<3x128xf32>, %c: tensor<8x64xi8>, %a: tensor<8x2xi8>, %n: tensor<1xf32>, %o: tensor<f32>) {
+  // expected-error @+1 {{an NF4 weight needs block_size, nested_block_size, rows and columns}}
+  %0 = twill.quantized_matmul %x, weight(%c, %a, %n, %o) {transpose_rhs} : (tensor<3x128xf32>, tensor<8x64xi8>, tensor<8x2xi8>, tensor<1xf32>, tensor<f32>) -> tensor<3x8xf32>
+  return
+}
+
+// -----
+
+func.func @quantized_matmul_product(%x: tensor<3x8xf32>, %v: tensor<8x16xi8>, %s: tensor<8xf32>) {
+  // expected-error @+1 {{contracting dims differ: 8 vs 16}}
+  %0 = twill.quantized_matmul %x, weight(%v, %s) {transpose_rhs} : (tensor<3x8xf32>, tensor<8x16xi8>, tensor<8xf32>) -> tensor<3x8xf32>
+  return
+}

@@ -228,6 +228,53 @@ TEST(Gemm, AttentionScheduleMapsTheSameOnColumnMajorGemms) {
 // cuBLASLt is told each operand's alignment, never more than it has: a
 // tile of logits rows starts at first * hidden * 2 bytes into a bf16 value
 // that starts on 64 bytes, and a batch's matrices each start a stride on.
+TEST(Gemm, QuantizedMatmulPanelsMapTheSameOnEveryLibrary) {
+  // A quantized matmul's weight [rows, columns] a panel of rows at a time:
+  // x W^T panel by panel of result columns, dy W panel by panel of the
+  // sum, onto the addend; panels of 1, 3 and all 7 rows.
+  const int64_t batch = 2, m = 3, rows = 7, columns = 5;
+  std::vector<float> weight = randomValues(rows * columns, 6);
+  for (bool transposed : {true, false})
+    for (int64_t panelRows : {1, 3, 7}) {
+      int64_t k = transposed ? columns : rows, n = transposed ? rows : columns;
+      std::vector<float> lhs = randomValues(batch * m * k, 7);
+      std::vector<float> start = randomValues(batch * m * n, 8);
+      std::vector<float> expected(batch * m * n);
+      float alpha = 0.5f;
+      for (int64_t i = 0; i < batch * m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double sum = 0;
+          for (int64_t p = 0; p < k; ++p)
+            sum +=
+                double(lhs[i * k + p]) * (transposed ? weight[j * columns + p]
+                                                     : weight[p * columns + j]);
+          expected[i * n + j] = float(alpha * sum + start[i * n + j]);
+        }
+      QuantizedMatmulShape shape;
+      shape.product = {batch,      m,     n,    k,     false,
+                       transposed, false, true, alpha, 3};
+      shape.rows = rows, shape.columns = columns;
+      SCOPED_TRACE(::testing::Message() << transposed << panelRows);
+      for (int library = 0; library < 3; ++library) {
+        std::vector<float> out = start;
+        for (int64_t first = 0; first < rows; first += panelRows) {
+          int64_t count = std::min(panelRows, rows - first);
+          std::vector<float> panel(weight.begin() + first * columns,
+                                   weight.begin() + (first + count) * columns);
+          RowMajorGemm g = panelGemm(shape, first, count, lhs.data(),
+                                     panel.data(), out.data(), sizeof(float));
+          ASSERT_TRUE(g.accumulate);
+          if (library == 0)
+            cpu::gemm(g);
+          else
+            (library == 1 ? columnMajorGemm : ltMatmul)(toColumnMajor(g), alpha,
+                                                        1.0f);
+        }
+        expectNear(out, expected);
+      }
+    }
+}
+
 TEST(Gemm, OperandAlignmentIsWhatEveryMatrixOfTheBatchHas) {
   alignas(256) static char memory[4096];
   EXPECT_EQ(alignmentOf(memory, 0), 256u); // never more than cuBLASLt asks

@@ -42,10 +42,12 @@ TEST(KernelTables, AMissingKernelIsNamed) {
   cpu::addMatmulKernels(kernels);
   cpu::addAttentionKernels(kernels);
   std::vector<std::string> missing = names(kernels.missing(none));
-  // matmul and the two dequantizes, attention and its gradient.
-  EXPECT_EQ(missing.size(), allOpcodes().size() - 5);
+  // matmul, the quantized matmul and the two dequantizes, attention and
+  // its gradient.
+  EXPECT_EQ(missing.size(), allOpcodes().size() - 6);
   EXPECT_THAT(missing, ::testing::Not(::testing::Contains("matmul")));
   EXPECT_THAT(missing, ::testing::Not(::testing::Contains("dequantize_nf4")));
+  EXPECT_THAT(missing, ::testing::Not(::testing::Contains("quantized_matmul")));
   EXPECT_THAT(missing, ::testing::Contains("rms_norm_grad"));
   EXPECT_EQ(kernels.find(OPCODE_UNSPECIFIED), nullptr);
   EXPECT_EQ(kernels.find(Opcode(Opcode_MAX + 1)), nullptr);

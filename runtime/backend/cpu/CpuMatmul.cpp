@@ -1,9 +1,18 @@
 //===- CpuMatmul.cpp - matmul as one GEMM; dequantize ---------------------===//
+//
+// A quantized matmul forms its weight a panel of rows at a time (at most
+// kPanelBytes of fp32, a few of the GEMM's own blocks) and multiplies by
+// each: no full-precision copy of a weight is ever made.
+//
+//===----------------------------------------------------------------------===//
 
 #include "runtime/backend/cpu/CpuOps.h"
 
 #include "runtime/backend/cpu/CpuKernels.h"
 #include "runtime/backend/shapes/MatmulShape.h"
+#include "runtime/executable/BFloat16.h"
+
+#include <vector>
 
 using namespace twill;
 
@@ -42,8 +51,53 @@ static llvm::Error runDequantizeFp8(const InstructionView &in) {
   return llvm::Error::success();
 }
 
+/// The weight's rows [first, first + count) in fp32 into `panel`, as the
+/// dequantize would form them: rounded to bf16 where the product is in
+/// bf16 (the backend widens its bf16 values).
+static void formRows(const InstructionView &in, const QuantizedMatmulShape &s,
+                     int64_t first, int64_t count, float *panel) {
+  if (s.nf4) {
+    nf4::Geometry g = s.geometry;
+    g.rows = count;
+    g.firstRow += first;
+    int64_t perRow = s.columns / g.blockSize;
+    cpu::dequantizeNf4(in.data<uint8_t>(1) + first * (s.columns / 2),
+                       in.data<uint8_t>(2) + first * perRow, in.data<float>(3),
+                       *in.data<float>(4), g, panel);
+  } else {
+    cpu::dequantizeFp8(in.data<uint8_t>(1) + first * s.columns,
+                       in.data<float>(2) + first, count, s.columns, panel);
+  }
+  if (in.info(0).dtype() == BF16)
+    for (int64_t i = 0; i < count * s.columns; ++i)
+      panel[i] = bf16ToFloat(floatToBF16(panel[i]));
+}
+
+static llvm::Error runQuantizedMatmul(const InstructionView &in) {
+  constexpr int64_t kPanelBytes = 8 << 20;
+  llvm::Expected<QuantizedMatmulShape> s = quantizedMatmulShape(in);
+  if (!s)
+    return s.takeError();
+  const MatmulShape &p = s->product;
+  float *out = in.data<float>(p.result);
+  if (p.hasAddend)
+    cpu::copy(in.data<float>(1 + s->parts), out, in.count(p.result));
+  else
+    cpu::fill(out, in.count(p.result), 0.0);
+  int64_t rows = panelRows(*s, kPanelBytes, sizeof(float));
+  std::vector<float> panel(std::min(rows, s->rows) * s->columns);
+  for (int64_t first = 0; first < s->rows; first += rows) {
+    int64_t count = std::min(rows, s->rows - first);
+    formRows(in, *s, first, count, panel.data());
+    cpu::gemm(panelGemm(*s, first, count, in.data<float>(0), panel.data(), out,
+                        sizeof(float)));
+  }
+  return llvm::Error::success();
+}
+
 void cpu::addMatmulKernels(Kernels &kernels) {
   kernels.add({MATMUL}, runMatmul);
+  kernels.add({QUANTIZED_MATMUL}, runQuantizedMatmul);
   kernels.add({DEQUANTIZE_NF4}, runDequantizeNf4);
   kernels.add({DEQUANTIZE_FP8}, runDequantizeFp8);
 }

@@ -5,7 +5,9 @@
 // layouts: the mapping GemmTest checks on the cpu against an emulation of
 // cuBLASLt. The addend is cuBLASLt's C and the result its D. The algorithm
 // cuBLASLt's heuristic picks is kept per problem and operands' alignment, so
-// each asks once.
+// each asks once. A quantized matmul forms its weight in the compute dtype
+// a panel of rows at a time in scratch (at most kPanelBytes: most weights
+// in one) and runs a GEMM on each.
 //
 //===----------------------------------------------------------------------===//
 
@@ -186,6 +188,59 @@ static llvm::Error runDequantizeNf4(const InstructionView &in, Device &device) {
   return llvm::Error::success();
 }
 
+static llvm::Error runQuantizedMatmul(const InstructionView &in,
+                                      Device &device) {
+  constexpr int64_t kPanelBytes = int64_t(256) << 20;
+  llvm::Expected<QuantizedMatmulShape> s = quantizedMatmulShape(in);
+  if (!s)
+    return s.takeError();
+  const MatmulShape &p = s->product;
+  DType type = in.dtype(0);
+  int64_t bytes = bytesPerElement(type);
+  void *out = in.data<void>(p.result);
+  size_t outBytes = in.count(p.result) * bytes;
+  if (outBytes == 0)
+    return llvm::Error::success();
+  // The addend, or zeros, which every panel's GEMM adds to.
+  if (auto error = checkCuda(
+          p.hasAddend
+              ? cudaMemcpyAsync(out, in.data<void>(1 + s->parts), outBytes,
+                                cudaMemcpyDeviceToDevice, device.stream)
+              : cudaMemsetAsync(out, 0, outBytes, device.stream),
+          "cudaMemcpyAsync"))
+    return error;
+  if (s->columns == 0) // an empty weight: nothing to add
+    return llvm::Error::success();
+  int64_t rows = panelRows(*s, kPanelBytes, bytes);
+  llvm::Expected<void *> panel = device.scratchSpace(
+      0, size_t(std::min(rows, s->rows) * s->columns * bytes));
+  if (!panel)
+    return panel.takeError();
+  for (int64_t first = 0; first < s->rows; first += rows) {
+    int64_t count = std::min(rows, s->rows - first);
+    if (s->nf4) {
+      nf4::Geometry g = s->geometry;
+      g.rows = count;
+      g.firstRow += first;
+      cuda::dequantizeNf4(in.data<uint8_t>(1) + first * (s->columns / 2),
+                          in.data<uint8_t>(2) +
+                              first * (s->columns / g.blockSize),
+                          in.data<float>(3), in.data<float>(4), g, *panel,
+                          type == BF16, device.stream);
+    } else {
+      cuda::dequantizeFp8(in.data<uint8_t>(1) + first * s->columns,
+                          in.data<float>(2) + first, count, s->columns, *panel,
+                          type == BF16, device.stream);
+    }
+    if (auto error = cuda::gemm(
+            device,
+            panelGemm(*s, first, count, in.data<void>(0), *panel, out, bytes),
+            type, nullptr))
+      return in.fail(llvm::toString(std::move(error)));
+  }
+  return llvm::Error::success();
+}
+
 static llvm::Error runDequantizeFp8(const InstructionView &in, Device &device) {
   llvm::Expected<Fp8Shape> shape = fp8Shape(in);
   if (!shape)
@@ -202,4 +257,5 @@ void cuda::addMatmulKernels(Kernels &kernels) {
   kernels.add({MATMUL}, {runMatmul, /*bf16=*/true});
   kernels.add({DEQUANTIZE_NF4}, {runDequantizeNf4, /*bf16=*/true});
   kernels.add({DEQUANTIZE_FP8}, {runDequantizeFp8, /*bf16=*/true});
+  kernels.add({QUANTIZED_MATMUL}, {runQuantizedMatmul, /*bf16=*/true});
 }
