@@ -26,8 +26,8 @@ DEBIAN_PACKAGES=(
   procps  # pgrep: the robustness tests look for ranks left behind
 )
 PYTHON_PACKAGES=(torch transformers peft safetensors tiktoken llama-models
-  tensorboard sentencepiece mistral-common bitsandbytes)
-PYTHON_MODULES="torch, transformers, peft, safetensors, tiktoken, llama_models, tensorboard, sentencepiece, mistral_common, bitsandbytes"
+  tensorboard sentencepiece mistral-common bitsandbytes trl)
+PYTHON_MODULES="torch, transformers, peft, safetensors, tiktoken, llama_models, tensorboard, sentencepiece, mistral_common, bitsandbytes, trl"
 
 missing=()
 for package in "${DEBIAN_PACKAGES[@]}"; do

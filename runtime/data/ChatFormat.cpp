@@ -160,8 +160,12 @@ llvm::Expected<ChatFormat> ChatFormat::find(const Tokenizer &tokenizer,
     else if (configObject && configObject->get("chat_template"))
       source = config.str().str();
   }
-  if (source.empty())
-    return llama3(tokenizer, tokenizerSource);
+  if (source.empty()) {
+    llvm::Expected<ChatFormat> framing = llama3(tokenizer, tokenizerSource);
+    if (framing && configObject)
+      framing->specialTokens = specialTokensOf(*configObject);
+    return framing;
+  }
   llvm::Expected<ChatTemplate> parsed = ChatTemplate::load(source);
   if (!parsed)
     return parsed.takeError();
@@ -201,6 +205,28 @@ ChatFormat::render(llvm::ArrayRef<ChatMessage> messages, bool generationPrompt,
       out.attribute(name, text);
   });
   return chatTemplate->render(variables);
+}
+
+std::optional<llvm::StringRef>
+ChatFormat::specialToken(llvm::StringRef name) const {
+  for (const auto &[known, text] : specialTokens)
+    if (known == name)
+      return llvm::StringRef(text);
+  return std::nullopt;
+}
+
+llvm::Expected<std::vector<int32_t>>
+ChatFormat::templateIds(llvm::ArrayRef<ChatMessage> messages,
+                        bool generationPrompt, llvm::StringRef tools) const {
+  if (!chatTemplate)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "conversations are written by the model's chat template, and this "
+        "model has none (give one with data.chat_template)");
+  llvm::Expected<std::string> text = render(messages, generationPrompt, tools);
+  if (!text)
+    return text.takeError();
+  return tokenizer->encode(*text, /*allowSpecial=*/true);
 }
 
 llvm::Expected<Example>

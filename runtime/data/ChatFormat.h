@@ -73,6 +73,17 @@ public:
                                    llvm::ArrayRef<bool> trained,
                                    llvm::StringRef tools = {}) const;
 
+  /// The text of special token `name` ("eos_token", ...) as the
+  /// tokenizer_config.json gives it, if it does.
+  std::optional<llvm::StringRef> specialToken(llvm::StringRef name) const;
+
+  /// The ids of the template's text for `messages`, as transformers'
+  /// apply_chat_template(tokenize=True) gives them (special tokens written
+  /// in the text recognised, none added); an error without a template.
+  llvm::Expected<std::vector<int32_t>>
+  templateIds(llvm::ArrayRef<ChatMessage> messages, bool generationPrompt,
+              llvm::StringRef tools = {}) const;
+
 private:
   explicit ChatFormat(const Tokenizer &tokenizer) : tokenizer(&tokenizer) {}
   /// The template's text for `messages`.

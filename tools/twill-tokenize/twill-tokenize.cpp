@@ -17,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/data/PreferenceDataset.h"
 #include "runtime/data/TextDataset.h"
 #include "runtime/data/Tokenizer.h"
 #include "runtime/data/template/ChatTemplate.h"
@@ -79,9 +80,17 @@ static cl::opt<std::string>
              cl::desc("With --data: the model folder whose tokenizer and "
                       "chat template to use"),
              cl::value_desc("dir"), cl::cat(options));
-static cl::opt<std::string>
-    dataFormat("format", cl::desc("With --data: alpaca or chat (default)"),
-               cl::init("chat"), cl::cat(options));
+static cl::opt<std::string> dataFormat(
+    "format",
+    cl::desc("With --data: alpaca, chat (default) or preference (DPO's "
+             "pairs, written as {\"prompt_ids\", \"chosen_ids\", "
+             "\"rejected_ids\"} lines)"),
+    cl::init("chat"), cl::cat(options));
+static cl::opt<int64_t> maxLength(
+    "max-length",
+    cl::desc("With --format preference: drop the pairs whose prompt alone "
+             "fills this many tokens, as TRL's DPOTrainer does (0: none)"),
+    cl::init(0), cl::cat(options));
 static cl::opt<bool>
     trainOnInput("train-on-input",
                  cl::desc("With --data: train on every token, not only the "
@@ -168,10 +177,38 @@ static int renderTemplate() {
   return 0;
 }
 
+/// --data with --format preference: each pair's prompt, chosen and
+/// rejected ids, a line each; how many were dropped to stderr.
+static int writePairs(const Tokenizer &tokenizer, const ChatFormat &format) {
+  llvm::Expected<std::vector<PreferencePair>> pairs =
+      readPreferenceJsonl(dataPath, tokenizer, format);
+  if (!pairs)
+    return fail(llvm::toString(pairs.takeError()));
+  if (maxLength > 0)
+    llvm::errs() << "dropped " << dropFullyTruncated(*pairs, maxLength)
+                 << " pairs whose prompt fills --max-length\n";
+  for (const PreferencePair &pair : *pairs) {
+    llvm::json::OStream out(llvm::outs());
+    out.object([&] {
+      for (auto [key, ids] : {std::pair("prompt_ids", &pair.prompt),
+                              std::pair("chosen_ids", &pair.chosen),
+                              std::pair("rejected_ids", &pair.rejected)})
+        out.attributeArray(key, [&] {
+          for (int32_t id : *ids)
+            out.value(id);
+        });
+    });
+    llvm::outs() << "\n";
+  }
+  return 0;
+}
+
 /// --data: the file's examples as pre-tokenized JSONL.
 static int writeExamples() {
-  if (dataFormat != "alpaca" && dataFormat != "chat")
-    return fail("--format must be alpaca or chat, got '" + dataFormat + "'");
+  if (dataFormat != "alpaca" && dataFormat != "chat" &&
+      dataFormat != "preference")
+    return fail("--format must be alpaca, chat or preference, got '" +
+                dataFormat + "'");
   std::string path = tokenizerPath;
   if (path.empty()) {
     if (modelDir.empty())
@@ -189,6 +226,8 @@ static int writeExamples() {
       ChatFormat::find(**tokenizer, path, chatTemplate, modelDir);
   if (!format)
     return fail(llvm::toString(format.takeError()));
+  if (dataFormat == "preference")
+    return writePairs(**tokenizer, *format);
   llvm::Expected<std::vector<Example>> examples =
       dataFormat == "alpaca" ? readAlpacaJsonl(dataPath, *format, trainOnInput)
                              : readChatJsonl(dataPath, *format, trainOnInput);

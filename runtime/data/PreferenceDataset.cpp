@@ -1,0 +1,226 @@
+//===- PreferenceDataset.cpp - preference pairs for DPO -------------------===//
+
+#include "runtime/data/PreferenceDataset.h"
+
+#include "runtime/data/JsonLines.h"
+#include "llvm/Support/ConvertUTF.h"
+
+using namespace twill;
+namespace json = llvm::json;
+
+static llvm::Error lineError(const llvm::Twine &what) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), what);
+}
+
+namespace {
+/// One side of a pair as written: a string, or a conversation (its
+/// messages' JSON values, compared whole as TRL compares the dicts).
+struct Side {
+  bool conversation = false;
+  std::string text;
+  std::vector<json::Value> messages;
+};
+
+/// Field `key` of `line` as a Side; none where the line has no such key.
+llvm::Expected<std::optional<Side>> sideOf(const json::Object &line,
+                                           llvm::StringRef key) {
+  const json::Value *value = line.get(key);
+  if (!value)
+    return std::nullopt;
+  Side side;
+  if (std::optional<llvm::StringRef> text = value->getAsString()) {
+    side.text = text->str();
+    return side;
+  }
+  const json::Array *list = value->getAsArray();
+  if (!list)
+    return lineError("'" + key +
+                     "' must be a string or a list of {\"role\", "
+                     "\"content\"} messages");
+  side.conversation = true;
+  for (const json::Value &message : *list) {
+    const json::Object *object = message.getAsObject();
+    if (!object || !object->getString("role") || !object->getString("content"))
+      return lineError("each message of '" + key +
+                       "' must have a \"role\" and a \"content\" string");
+    side.messages.push_back(message);
+  }
+  return side;
+}
+
+/// The byte offsets where each code point of `text` starts: TRL compares
+/// strings by characters.
+std::vector<size_t> characterStarts(llvm::StringRef text) {
+  std::vector<size_t> starts;
+  for (size_t at = 0; at < text.size();
+       at += std::max(1u, llvm::getNumBytesForUTF8(text[at])))
+    starts.push_back(at);
+  return starts;
+}
+
+/// TRL's extract_prompt: chosen and rejected up to where they first differ
+/// (less a space before it) are the prompt. Where neither differs from the
+/// other before one ends there is no prompt to find: refused.
+llvm::Expected<Side> extractPrompt(Side &chosen, Side &rejected) {
+  Side prompt;
+  prompt.conversation = chosen.conversation;
+  if (chosen.conversation) {
+    size_t common = 0;
+    while (common < chosen.messages.size() &&
+           common < rejected.messages.size() &&
+           chosen.messages[common] == rejected.messages[common])
+      ++common;
+    if (common == 0 ||
+        common == std::min(chosen.messages.size(), rejected.messages.size()))
+      return lineError("without a 'prompt', chosen and rejected must start "
+                       "with the same messages and then differ");
+    prompt.messages.assign(chosen.messages.begin(),
+                           chosen.messages.begin() + common);
+    chosen.messages.erase(chosen.messages.begin(),
+                          chosen.messages.begin() + common);
+    rejected.messages.erase(rejected.messages.begin(),
+                            rejected.messages.begin() + common);
+    return prompt;
+  }
+  std::vector<size_t> a = characterStarts(chosen.text),
+                      b = characterStarts(rejected.text);
+  size_t index = 0;
+  auto character = [](const std::string &text, const std::vector<size_t> &at,
+                      size_t i) {
+    size_t end = i + 1 < at.size() ? at[i + 1] : text.size();
+    return llvm::StringRef(text).slice(at[i], end);
+  };
+  while (index < a.size() && index < b.size() &&
+         character(chosen.text, a, index) == character(rejected.text, b, index))
+    ++index;
+  if (index == 0 || index == std::min(a.size(), b.size()))
+    return lineError("without a 'prompt', chosen and rejected must start "
+                     "with the same text and then differ");
+  if (character(chosen.text, a, index - 1) == " ")
+    --index;
+  prompt.text = chosen.text.substr(0, a[index]);
+  chosen.text.erase(0, a[index]);
+  rejected.text.erase(0, b[index]);
+  return prompt;
+}
+
+std::vector<ChatMessage> messagesOf(llvm::ArrayRef<json::Value> values) {
+  std::vector<ChatMessage> messages;
+  for (const json::Value &value : values) {
+    const json::Object &object = *value.getAsObject();
+    messages.push_back(
+        {object.getString("role")->str(), object.getString("content")->str()});
+  }
+  return messages;
+}
+
+size_t commonPrefix(llvm::ArrayRef<int32_t> a, llvm::ArrayRef<int32_t> b) {
+  size_t length = 0;
+  while (length < a.size() && length < b.size() && a[length] == b[length])
+    ++length;
+  return length;
+}
+} // namespace
+
+llvm::Expected<std::vector<PreferencePair>>
+twill::readPreferenceJsonl(llvm::StringRef path, const Tokenizer &tokenizer,
+                           const ChatFormat &format) {
+  std::vector<PreferencePair> pairs;
+  // A string as the tokenizer's __call__ encodes it: special tokens added.
+  auto encodeText = [&](llvm::StringRef text) {
+    std::vector<int32_t> ids(tokenizer.prefixIds().begin(),
+                             tokenizer.prefixIds().end());
+    std::vector<int32_t> body = tokenizer.encode(text, /*allowSpecial=*/true);
+    ids.insert(ids.end(), body.begin(), body.end());
+    ids.insert(ids.end(), tokenizer.suffixIds().begin(),
+               tokenizer.suffixIds().end());
+    return ids;
+  };
+  llvm::Error error = readJsonLines(
+      path,
+      [&](const json::Object &line, llvm::StringRef,
+          int64_t lineNumber) -> llvm::Error {
+        llvm::Expected<std::optional<Side>> chosen = sideOf(line, "chosen");
+        if (!chosen)
+          return chosen.takeError();
+        llvm::Expected<std::optional<Side>> rejected = sideOf(line, "rejected");
+        if (!rejected)
+          return rejected.takeError();
+        llvm::Expected<std::optional<Side>> prompt = sideOf(line, "prompt");
+        if (!prompt)
+          return prompt.takeError();
+        if (!*chosen || !*rejected)
+          return lineError(llvm::Twine("no '") +
+                           (*chosen ? "rejected" : "chosen") +
+                           "': a preference line is {\"prompt\", \"chosen\", "
+                           "\"rejected\"} (the prompt may be left out)");
+        Side &c = **chosen, &r = **rejected;
+        if (c.conversation != r.conversation ||
+            (*prompt && (*prompt)->conversation != c.conversation))
+          return lineError("'prompt', 'chosen' and 'rejected' must all be "
+                           "strings or all conversations");
+        if (!*prompt) {
+          llvm::Expected<Side> found = extractPrompt(c, r);
+          if (!found)
+            return found.takeError();
+          *prompt = std::move(*found);
+        }
+        const Side &p = **prompt;
+        PreferencePair pair;
+        pair.line = lineNumber;
+        std::vector<int32_t> promptIds, withChosen, withRejected;
+        if (c.conversation) {
+          std::vector<json::Value> both = p.messages;
+          both.insert(both.end(), c.messages.begin(), c.messages.end());
+          llvm::Expected<std::vector<int32_t>> alone =
+              format.templateIds(messagesOf(p.messages), true);
+          if (!alone)
+            return alone.takeError();
+          llvm::Expected<std::vector<int32_t>> first =
+              format.templateIds(messagesOf(both), false);
+          if (!first)
+            return first.takeError();
+          both.erase(both.begin() + p.messages.size(), both.end());
+          both.insert(both.end(), r.messages.begin(), r.messages.end());
+          llvm::Expected<std::vector<int32_t>> second =
+              format.templateIds(messagesOf(both), false);
+          if (!second)
+            return second.takeError();
+          promptIds = std::move(*alone);
+          withChosen = std::move(*first);
+          withRejected = std::move(*second);
+        } else {
+          std::optional<llvm::StringRef> eos = format.specialToken("eos_token");
+          if (!eos)
+            return lineError("TRL ends each completion with the tokenizer's "
+                             "eos_token, which its tokenizer_config.json does "
+                             "not give");
+          auto ended = [&](const std::string &text) {
+            return llvm::StringRef(text).ends_with(*eos) ? text
+                                                         : text + eos->str();
+          };
+          promptIds = encodeText(p.text);
+          withChosen = encodeText(p.text + ended(c.text));
+          withRejected = encodeText(p.text + ended(r.text));
+        }
+        size_t shared = std::min(commonPrefix(promptIds, withChosen),
+                                 commonPrefix(promptIds, withRejected));
+        pair.prompt.assign(promptIds.begin(), promptIds.begin() + shared);
+        pair.chosen.assign(withChosen.begin() + shared, withChosen.end());
+        pair.rejected.assign(withRejected.begin() + shared, withRejected.end());
+        pairs.push_back(std::move(pair));
+        return llvm::Error::success();
+      });
+  if (error)
+    return std::move(error);
+  return pairs;
+}
+
+int64_t twill::dropFullyTruncated(std::vector<PreferencePair> &pairs,
+                                  int64_t maxLength) {
+  size_t before = pairs.size();
+  llvm::erase_if(pairs, [&](const PreferencePair &pair) {
+    return int64_t(pair.prompt.size()) >= maxLength;
+  });
+  return int64_t(before - pairs.size());
+}

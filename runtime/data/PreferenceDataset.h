@@ -1,0 +1,43 @@
+//===- PreferenceDataset.h - preference pairs for DPO -----------*- C++ -*-===//
+//
+// Preference data as TRL's DPOTrainer reads it: {"prompt", "chosen",
+// "rejected"} per line, plain strings or conversations (lists of
+// {"role", "content"} messages through the model's chat template); without
+// "prompt", the longest common start of chosen and rejected is the prompt
+// (TRL's extract_prompt). Each pair is tokenized as TRL tokenizes it: a
+// string with the tokenizer's special tokens added (chosen and rejected
+// ending in the eos_token's text, added where missing), a conversation as
+// apply_chat_template gives it (the prompt with the generation prompt);
+// the prompt's ids are those the prompt alone shares with both prompt +
+// chosen and prompt + rejected, the completions the rest of each.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TWILL_RUNTIME_DATA_PREFERENCEDATASET_H
+#define TWILL_RUNTIME_DATA_PREFERENCEDATASET_H
+
+#include "runtime/data/ChatFormat.h"
+
+namespace twill {
+
+struct PreferencePair {
+  std::vector<int32_t> prompt, chosen, rejected;
+  int64_t line = 0; // where its file holds it, from 1
+};
+
+/// Reads and tokenizes every line of `path`; a line without chosen or
+/// rejected, or with neither strings nor conversations, is an error naming
+/// the file and the line.
+llvm::Expected<std::vector<PreferencePair>>
+readPreferenceJsonl(llvm::StringRef path, const Tokenizer &tokenizer,
+                    const ChatFormat &format);
+
+/// Drops the pairs whose prompt alone fills `maxLength` tokens (TRL drops
+/// them: keeping the start of each sequence would leave no completion
+/// token); returns how many.
+int64_t dropFullyTruncated(std::vector<PreferencePair> &pairs,
+                           int64_t maxLength);
+
+} // namespace twill
+
+#endif // TWILL_RUNTIME_DATA_PREFERENCEDATASET_H
