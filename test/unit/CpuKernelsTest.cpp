@@ -1,6 +1,7 @@
 //===- CpuKernelsTest.cpp - CPU kernels against naive loops ---------------===//
 
 #include "runtime/backend/cpu/CpuKernels.h"
+#include "runtime/backend/shapes/MatmulShape.h"
 #include "test/unit/RandomValues.h"
 
 #include "gmock/gmock.h"
@@ -120,6 +121,18 @@ TEST(CpuKernels, DequantizeNf4IsLevelTimesItsBlocksScale) {
         EXPECT_EQ(out[r * k.columns + c],
                   expected(k.firstRow + r, k.firstColumn + c))
             << k.firstRow + r << ", " << k.firstColumn + c;
+    // A quantized matmul's panels of 2 rows (nf4Rows) are the block's rows.
+    for (int64_t first = 0; first < k.rows; first += 2) {
+      int64_t count = std::min<int64_t>(2, k.rows - first);
+      std::vector<float> panel(count * k.columns, -1.0f);
+      cpu::dequantizeNf4(blockCodes.data() + first * k.columns / 2,
+                         blockAbsmax.data() + first * k.columns / blockSize,
+                         nestedScales.data(), offset, nf4Rows(g, first, count),
+                         panel.data());
+      EXPECT_TRUE(std::equal(panel.begin(), panel.end(),
+                             out.begin() + first * k.columns))
+          << "rows from " << first;
+    }
   }
 }
 

@@ -79,6 +79,23 @@ void cpu::dequantizeFp8(const uint8_t *values, const float *scales,
       out[r * columns + c] = table.values[values[r * columns + c]] * scales[r];
 }
 
+void cpu::panelProduct(
+    int64_t rows, int64_t columns, int64_t panelRows, const float *addend,
+    float *out, int64_t count,
+    llvm::function_ref<void(int64_t, int64_t, float *)> form,
+    llvm::function_ref<RowMajorGemm(int64_t, int64_t, const float *)> gemmOf) {
+  if (addend)
+    copy(addend, out, count);
+  else
+    fill(out, count, 0.0);
+  std::vector<float> panel(std::min(panelRows, rows) * columns);
+  for (int64_t first = 0; first < rows; first += panelRows) {
+    int64_t n = std::min(panelRows, rows - first);
+    form(first, n, panel.data());
+    gemm(gemmOf(first, n, panel.data()));
+  }
+}
+
 void cpu::gemm(const RowMajorGemm &g) {
   auto *a = static_cast<const float *>(g.a);
   auto *b = static_cast<const float *>(g.b);

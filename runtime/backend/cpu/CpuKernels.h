@@ -51,6 +51,17 @@ void dequantizeFp8(const uint8_t *values, const float *scales, int64_t rows,
 /// A row-major GEMM (Gemm.h) on fp32 values, through oneDNN.
 void gemm(const RowMajorGemm &g);
 
+/// A product with a [rows, columns] weight never formed whole: `out`
+/// (`count` values) starts as `addend` (none: zeros); then for each panel
+/// of at most `panelRows` rows [first, first + n), `form(first, n, panel)`
+/// writes them (fp32, row-major) and the GEMM `gemmOf(first, n, panel)`
+/// adds their part of the product into `out`.
+void panelProduct(
+    int64_t rows, int64_t columns, int64_t panelRows, const float *addend,
+    float *out, int64_t count,
+    llvm::function_ref<void(int64_t, int64_t, float *)> form,
+    llvm::function_ref<RowMajorGemm(int64_t, int64_t, const float *)> gemmOf);
+
 /// Each of `rows` rows of `dim` values: x / sqrt(mean(x^2) + eps) * weight.
 void rmsNorm(const float *x, const float *weight, float *out, int64_t rows,
              int64_t dim, double eps);

@@ -12,8 +12,6 @@
 #include "runtime/backend/shapes/MatmulShape.h"
 #include "runtime/executable/BFloat16.h"
 
-#include <vector>
-
 using namespace twill;
 
 /// The addend is copied into the result, which the GEMM then adds to (the
@@ -57,13 +55,11 @@ static llvm::Error runDequantizeFp8(const InstructionView &in) {
 static void formRows(const InstructionView &in, const QuantizedMatmulShape &s,
                      int64_t first, int64_t count, float *panel) {
   if (s.nf4) {
-    nf4::Geometry g = s.geometry;
-    g.rows = count;
-    g.firstRow += first;
-    int64_t perRow = s.columns / g.blockSize;
     cpu::dequantizeNf4(in.data<uint8_t>(1) + first * (s.columns / 2),
-                       in.data<uint8_t>(2) + first * perRow, in.data<float>(3),
-                       *in.data<float>(4), g, panel);
+                       in.data<uint8_t>(2) +
+                           first * (s.columns / s.geometry.blockSize),
+                       in.data<float>(3), *in.data<float>(4),
+                       nf4Rows(s.geometry, first, count), panel);
   } else {
     cpu::dequantizeFp8(in.data<uint8_t>(1) + first * s.columns,
                        in.data<float>(2) + first, count, s.columns, panel);
@@ -80,18 +76,17 @@ static llvm::Error runQuantizedMatmul(const InstructionView &in) {
     return s.takeError();
   const MatmulShape &p = s->product;
   float *out = in.data<float>(p.result);
-  if (p.hasAddend)
-    cpu::copy(in.data<float>(1 + s->parts), out, in.count(p.result));
-  else
-    cpu::fill(out, in.count(p.result), 0.0);
-  int64_t rows = panelRows(*s, kPanelBytes, sizeof(float));
-  std::vector<float> panel(std::min(rows, s->rows) * s->columns);
-  for (int64_t first = 0; first < s->rows; first += rows) {
-    int64_t count = std::min(rows, s->rows - first);
-    formRows(in, *s, first, count, panel.data());
-    cpu::gemm(panelGemm(*s, first, count, in.data<float>(0), panel.data(), out,
-                        sizeof(float)));
-  }
+  cpu::panelProduct(
+      s->rows, s->columns, panelRows(*s, kPanelBytes, sizeof(float)),
+      p.hasAddend ? in.data<float>(1 + s->parts) : nullptr, out,
+      in.count(p.result),
+      [&](int64_t first, int64_t count, float *panel) {
+        formRows(in, *s, first, count, panel);
+      },
+      [&](int64_t first, int64_t count, const float *panel) {
+        return panelGemm(*s, first, count, in.data<float>(0), panel, out,
+                         sizeof(float));
+      });
   return llvm::Error::success();
 }
 

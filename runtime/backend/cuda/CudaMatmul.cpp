@@ -219,13 +219,11 @@ static llvm::Error runQuantizedMatmul(const InstructionView &in,
   for (int64_t first = 0; first < s->rows; first += rows) {
     int64_t count = std::min(rows, s->rows - first);
     if (s->nf4) {
-      nf4::Geometry g = s->geometry;
-      g.rows = count;
-      g.firstRow += first;
       cuda::dequantizeNf4(in.data<uint8_t>(1) + first * (s->columns / 2),
                           in.data<uint8_t>(2) +
-                              first * (s->columns / g.blockSize),
-                          in.data<float>(3), in.data<float>(4), g, *panel,
+                              first * (s->columns / s->geometry.blockSize),
+                          in.data<float>(3), in.data<float>(4),
+                          nf4Rows(s->geometry, first, count), *panel,
                           type == BF16, device.stream);
     } else {
       cuda::dequantizeFp8(in.data<uint8_t>(1) + first * s->columns,

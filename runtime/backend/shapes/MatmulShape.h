@@ -204,6 +204,15 @@ quantizedMatmulShape(const InstructionView &in) {
   return s;
 }
 
+/// Rows [first, first + count) of the NF4 block `g` as a block of their
+/// own: its codes start first * columns / 2 bytes in, its scales' codes
+/// first * columns / blockSize.
+inline nf4::Geometry nf4Rows(nf4::Geometry g, int64_t first, int64_t count) {
+  g.rows = count;
+  g.firstRow += first;
+  return g;
+}
+
 /// How many of the weight's rows a panel of at most `bytes` holds, formed
 /// in values of `elementBytes` (at least one).
 inline int64_t panelRows(const QuantizedMatmulShape &s, int64_t bytes,
