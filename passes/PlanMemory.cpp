@@ -70,18 +70,20 @@ int64_t arenaBytesOf(Value value) {
   return mlir::twill::arenaBytesOf(cast<RankedTensorType>(value.getType()));
 }
 
-/// The operand whose memory `op`'s result may take: a matmul's addend that
-/// it reads for the last time and not also as a factor. The GEMM reads each
-/// element of the addend before it writes that element of the result
-/// (beta = 1), so computing in place saves copying the addend over.
+/// The operand whose memory `op`'s result may take: a matmul's (or a
+/// quantized matmul's) addend that it reads for the last time and not
+/// also as another operand. The GEMMs read each element of the addend
+/// before they write that element of the result (beta = 1), so computing
+/// in place saves copying the addend over.
 Value inPlaceOperand(Operation &op,
                      const llvm::DenseMap<Value, Operation *> &lastUse) {
-  auto matmul = dyn_cast<MatmulOp>(op);
-  if (!matmul || !matmul.getAddend())
-    return {};
-  Value addend = matmul.getAddend();
-  if (lastUse.lookup(addend) != &op || addend == matmul.getLhs() ||
-      addend == matmul.getRhs())
+  Value addend;
+  if (auto matmul = dyn_cast<MatmulOp>(op))
+    addend = matmul.getAddend();
+  else if (auto quantized = dyn_cast<QuantizedMatmulOp>(op))
+    addend = quantized.getAddend();
+  if (!addend || lastUse.lookup(addend) != &op ||
+      llvm::count(op.getOperands(), addend) != 1)
     return {};
   return addend;
 }

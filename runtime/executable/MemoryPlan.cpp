@@ -4,11 +4,27 @@
 
 #include "runtime/executable/Executable.h"
 #include "runtime/executable/Opcodes.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <map>
+#include <optional>
 
 using namespace twill;
+
+/// Which operand of `instruction` is a matmul's addend, if it has one: a
+/// matmul's third, a quantized matmul's last after its weight's parts.
+static std::optional<int> addendOf(const Instruction &instruction) {
+  if (instruction.results_size() != 1)
+    return std::nullopt;
+  int operands = instruction.operands_size();
+  if (instruction.opcode() == MATMUL && operands == 3)
+    return 2;
+  if (instruction.opcode() == QUANTIZED_MATMUL &&
+      operands == 2 + (instruction.quantized_matmul().block_size() > 0 ? 4 : 2))
+    return operands - 1;
+  return std::nullopt;
+}
 
 MemoryPlan twill::memoryPlanOf(const Executable &executable) {
   MemoryPlan plan;
@@ -135,14 +151,13 @@ llvm::Error twill::checkMemoryPlan(const Executable &executable) {
     };
     for (int index = 0; index < entry.instructions_size(); ++index) {
       const Instruction &instruction = entry.instructions(index);
-      // A matmul may compute in place: its result exactly over its addend,
-      // which it reads for the last time and not as a factor.
-      if (instruction.opcode() == MATMUL && instruction.operands_size() == 3 &&
-          instruction.results_size() == 1) {
-        int addend = instruction.operands(2), result = instruction.results(0);
+      // A matmul (or a quantized one) may compute in place: its result
+      // exactly over its addend, which it reads for the last time and not
+      // as another operand.
+      if (std::optional<int> at = addendOf(instruction)) {
+        int addend = instruction.operands(*at), result = instruction.results(0);
         if (lastUse[addend] == index && planned(addend) && planned(result) &&
-            addend != instruction.operands(0) &&
-            addend != instruction.operands(1) &&
+            llvm::count(instruction.operands(), addend) == 1 &&
             address(addend) == address(result) &&
             executable.buffers(addend).size_bytes() ==
                 executable.buffers(result).size_bytes())

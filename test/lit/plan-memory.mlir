@@ -79,6 +79,22 @@ func.func @in_place(%x: tensor<4x4xf32> {twill.input = "x"}) -> (tensor<4x4xf32>
 
 // -----
 
+// A quantized matmul too: its result takes the offset of an addend it
+// reads for the last time.
+// CHECK: module attributes {twill.arena_bytes = 64 : i64}
+// CHECK-LABEL: func.func @quantized_in_place
+func.func @quantized_in_place(%x: tensor<4x4xf32> {twill.input = "x"}, %v: tensor<4x4xi8> {twill.input = "v"}, %s: tensor<4xf32> {twill.input = "s"}) -> tensor<4x4xf32> {
+  // CHECK: twill.scale {{.*}} {twill.arena_offsets = array<i64: 0>}
+  %a = twill.scale %x by 2.0 : tensor<4x4xf32>
+  // CHECK: twill.quantized_matmul {{.*}} {transpose_rhs, twill.arena_offsets = array<i64: 0>}
+  %b = twill.quantized_matmul %x, weight(%v, %s) plus %a {transpose_rhs} : (tensor<4x4xf32>, tensor<4x4xi8>, tensor<4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  // CHECK: twill.scale {{.*}} {twill.arena_offsets = array<i64: -1>}
+  %c = twill.scale %b by 2.0 : tensor<4x4xf32>
+  return %c : tensor<4x4xf32>
+}
+
+// -----
+
 // A collective in flight: its result is placed at the start (written until
 // the wait) and its input kept until the wait, so the scales in between
 // take other memory. The handle has none of its own.

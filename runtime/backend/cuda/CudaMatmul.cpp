@@ -201,14 +201,16 @@ static llvm::Error runQuantizedMatmul(const InstructionView &in,
   size_t outBytes = in.count(p.result) * bytes;
   if (outBytes == 0)
     return llvm::Error::success();
-  // The addend, or zeros, which every panel's GEMM adds to.
-  if (auto error = checkCuda(
-          p.hasAddend
-              ? cudaMemcpyAsync(out, in.data<void>(1 + s->parts), outBytes,
-                                cudaMemcpyDeviceToDevice, device.stream)
-              : cudaMemsetAsync(out, 0, outBytes, device.stream),
-          "cudaMemcpyAsync"))
-    return error;
+  // The addend, or zeros, which every panel's GEMM adds to (the memory
+  // plan may place the result over the addend: then nothing moves).
+  void *addend = p.hasAddend ? in.data<void>(1 + s->parts) : nullptr;
+  if (addend != out)
+    if (auto error = checkCuda(
+            addend ? cudaMemcpyAsync(out, addend, outBytes,
+                                     cudaMemcpyDeviceToDevice, device.stream)
+                   : cudaMemsetAsync(out, 0, outBytes, device.stream),
+            "cudaMemcpyAsync"))
+      return error;
   if (s->columns == 0) // an empty weight: nothing to add
     return llvm::Error::success();
   int64_t rows = panelRows(*s, kPanelBytes, bytes);
