@@ -138,7 +138,7 @@ twill::readPreferenceJsonl(llvm::StringRef path, const Tokenizer &tokenizer,
   };
   llvm::Error error = readJsonLines(
       path,
-      [&](const json::Object &line, llvm::StringRef,
+      [&](const json::Object &line, llvm::StringRef text,
           int64_t lineNumber) -> llvm::Error {
         llvm::Expected<std::optional<Side>> chosen = sideOf(line, "chosen");
         if (!chosen)
@@ -170,20 +170,28 @@ twill::readPreferenceJsonl(llvm::StringRef path, const Tokenizer &tokenizer,
         pair.line = lineNumber;
         std::vector<int32_t> promptIds, withChosen, withRejected;
         if (c.conversation) {
+          // The line's tools go to the template, as TRL hands them to it:
+          // a list as written, or a string of one (TRL parses it).
+          std::optional<llvm::StringRef> encoded = line.getString("tools");
+          llvm::StringRef tools =
+              encoded ? *encoded : jsonMemberText(text, "tools");
+          if (line.get("tools") && tools.empty())
+            return lineError("'tools' cannot be read as written (a key with "
+                             "escapes in it?)");
           std::vector<json::Value> both = p.messages;
           both.insert(both.end(), c.messages.begin(), c.messages.end());
           llvm::Expected<std::vector<int32_t>> alone =
-              format.templateIds(messagesOf(p.messages), true);
+              format.templateIds(messagesOf(p.messages), true, tools);
           if (!alone)
             return alone.takeError();
           llvm::Expected<std::vector<int32_t>> first =
-              format.templateIds(messagesOf(both), false);
+              format.templateIds(messagesOf(both), false, tools);
           if (!first)
             return first.takeError();
           both.erase(both.begin() + p.messages.size(), both.end());
           both.insert(both.end(), r.messages.begin(), r.messages.end());
           llvm::Expected<std::vector<int32_t>> second =
-              format.templateIds(messagesOf(both), false);
+              format.templateIds(messagesOf(both), false, tools);
           if (!second)
             return second.takeError();
           promptIds = std::move(*alone);

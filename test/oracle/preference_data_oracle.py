@@ -6,9 +6,11 @@ chosen and rejected ids it trains on.
 For three families' tokenizers and chat templates (chat_data_oracle's
 model folders: Llama 3, Qwen 2.5, Mistral), four files of 12 pairs each go
 through `twill-tokenize --model DIR --data FILE --format preference
---max-length 90`: plain strings with a prompt and without one (TRL's
-extract_prompt finds it), conversations with a prompt and without one;
-contents with whitespace, code, emoji and empty completions. TRL's
+--max-length 90` (640 for Qwen's conversations): plain strings with a
+prompt and without one (TRL's extract_prompt finds it), conversations
+with a prompt and without one; contents with whitespace, code, emoji and
+empty completions, one prompt too long to keep; Qwen's conversations with
+the tools its template writes on every other line. TRL's
 DPOTrainer._prepare_dataset (its tokenization, the eos_token it appends to
 string completions, the prompt's ids cut where prompt and prompt +
 completion diverge, and the pairs dropped because their prompt fills
@@ -30,7 +32,7 @@ from datasets import Dataset
 from trl import DPOConfig, DPOTrainer
 
 sys.path.insert(0, str(Path(__file__).parent))
-from chat_data_oracle import model_folder  # noqa: E402
+from chat_data_oracle import TOOLS, model_folder  # noqa: E402
 from chat_template_oracle import CONTENTS  # noqa: E402
 from hf_tokenizer_oracle import pipelines  # noqa: E402
 
@@ -67,22 +69,25 @@ def pairs(rng, count, conversation, explicit):
                    "rejected": context + answers[1]}
 
 
-def trl_pairs(tokenizer, lines):
+def trl_pairs(tokenizer, lines, max_length):
     """What DPOTrainer trains on: its _prepare_dataset of the lines."""
     with tempfile.TemporaryDirectory() as out:
-        config = DPOConfig(output_dir=out, max_length=MAX_LENGTH,
+        config = DPOConfig(output_dir=out, max_length=max_length,
                            report_to=[], use_cpu=True, bf16=False)
         trainer = SimpleNamespace(_tokenizer=tokenizer)
+        # Every row has every column (from_list takes the first row's).
+        keys = {key for line in lines for key in line}
+        rows = [{key: line.get(key) for key in keys} for line in lines]
         dataset = DPOTrainer._prepare_dataset(
-            trainer, Dataset.from_list(lines), tokenizer, config, "train")
+            trainer, Dataset.from_list(rows), tokenizer, config, "train")
     return [{key: list(row[key]) for key in
              ("prompt_ids", "chosen_ids", "rejected_ids")} for row in dataset]
 
 
-def twill(args, folder, data):
+def twill(args, folder, data, max_length=MAX_LENGTH):
     return subprocess.run(
         [args.bin / "twill-tokenize", "--model", folder, "--data", data,
-         "--format", "preference", "--max-length", str(MAX_LENGTH)],
+         "--format", "preference", "--max-length", str(max_length)],
         capture_output=True, text=True)
 
 
@@ -102,15 +107,24 @@ def main():
                         f" {'with' if explicit else 'without'} a prompt")
                 lines = list(pairs(random.Random(len(kind)), 12, conversation,
                                    explicit))
+                max_length = MAX_LENGTH
+                if conversation and name == "qwen2_5":
+                    # Qwen's template writes the tools, every other line's:
+                    # as a JSON string, TRL's form (a list would reach it
+                    # through datasets' columns, each object given every
+                    # key any has); room for their prompts.
+                    for line in lines[1::2]:
+                        line["tools"] = json.dumps(TOOLS)
+                    max_length = 640
                 data = args.work / f"{kind.replace(' ', '-')}.jsonl"
                 data.write_text("".join(json.dumps(line, ensure_ascii=False)
                                         + "\n" for line in lines))
-                run = twill(args, folder, data)
+                run = twill(args, folder, data, max_length)
                 if run.returncode:
                     failures.append(f"{kind}: {run.stderr.strip()}")
                     continue
                 ours = [json.loads(line) for line in run.stdout.splitlines()]
-                theirs = trl_pairs(tokenizer, lines)
+                theirs = trl_pairs(tokenizer, lines, max_length)
                 same = sum(a == b for a, b in zip(ours, theirs))
                 print(f"{kind}: {same} of {len(theirs)} pairs TRL's "
                       f"({len(lines) - len(theirs)} dropped by TRL; "
