@@ -25,8 +25,10 @@ DEBIAN_PACKAGES=(
   slurm-wlm munge  # twill train under Slurm: its test starts a one-node cluster
   procps  # pgrep: the robustness tests look for ranks left behind
 )
+# trl is pinned: oracle.preference_data calls its DPOTrainer's own
+# preprocessing (_prepare_dataset), which is no public API.
 PYTHON_PACKAGES=(torch transformers peft safetensors tiktoken llama-models
-  tensorboard sentencepiece mistral-common bitsandbytes trl)
+  tensorboard sentencepiece mistral-common bitsandbytes "trl==1.16.0")
 PYTHON_MODULES="torch, transformers, peft, safetensors, tiktoken, llama_models, tensorboard, sentencepiece, mistral_common, bitsandbytes, trl"
 
 missing=()
