@@ -11,7 +11,8 @@
 #                     safetensors, tiktoken, llama-models, tensorboard (its
 #                     reader checks the event files twill-train writes),
 #                     sentencepiece and mistral-common (Mistral's real
-#                     tokenizer, converted by transformers)
+#                     tokenizer, converted by transformers), bitsandbytes
+#                     (NF4) and trl (DPO's preference data)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -3,7 +3,7 @@
 #include "runtime/data/PreferenceDataset.h"
 
 #include "runtime/data/JsonLines.h"
-#include "llvm/Support/ConvertUTF.h"
+#include "runtime/data/tokenizer/Unicode.h"
 
 using namespace twill;
 namespace json = llvm::json;
@@ -52,8 +52,7 @@ llvm::Expected<std::optional<Side>> sideOf(const json::Object &line,
 /// strings by characters.
 std::vector<size_t> characterStarts(llvm::StringRef text) {
   std::vector<size_t> starts;
-  for (size_t at = 0; at < text.size();
-       at += std::max(1u, llvm::getNumBytesForUTF8(text[at])))
+  for (size_t at = 0; at < text.size(); at += unicode::charLength(text, at))
     starts.push_back(at);
   return starts;
 }
@@ -178,25 +177,28 @@ twill::readPreferenceJsonl(llvm::StringRef path, const Tokenizer &tokenizer,
           if (line.get("tools") && tools.empty())
             return lineError("'tools' cannot be read as written (a key with "
                              "escapes in it?)");
-          std::vector<json::Value> both = p.messages;
-          both.insert(both.end(), c.messages.begin(), c.messages.end());
-          llvm::Expected<std::vector<int32_t>> alone =
-              format.templateIds(messagesOf(p.messages), true, tools);
-          if (!alone)
-            return alone.takeError();
-          llvm::Expected<std::vector<int32_t>> first =
-              format.templateIds(messagesOf(both), false, tools);
-          if (!first)
-            return first.takeError();
-          both.erase(both.begin() + p.messages.size(), both.end());
-          both.insert(both.end(), r.messages.begin(), r.messages.end());
-          llvm::Expected<std::vector<int32_t>> second =
-              format.templateIds(messagesOf(both), false, tools);
-          if (!second)
-            return second.takeError();
-          promptIds = std::move(*alone);
-          withChosen = std::move(*first);
-          withRejected = std::move(*second);
+          // The prompt alone with the generation prompt, and then with
+          // each completion.
+          auto idsWith = [&](const Side *completion,
+                             std::vector<int32_t> &ids) -> llvm::Error {
+            std::vector<ChatMessage> messages = messagesOf(p.messages);
+            if (completion) {
+              std::vector<ChatMessage> more = messagesOf(completion->messages);
+              messages.insert(messages.end(), more.begin(), more.end());
+            }
+            llvm::Expected<std::vector<int32_t>> found =
+                format.templateIds(messages, !completion, tools);
+            if (!found)
+              return found.takeError();
+            ids = std::move(*found);
+            return llvm::Error::success();
+          };
+          if (llvm::Error error = idsWith(nullptr, promptIds))
+            return error;
+          if (llvm::Error error = idsWith(&c, withChosen))
+            return error;
+          if (llvm::Error error = idsWith(&r, withRejected))
+            return error;
         } else {
           std::optional<llvm::StringRef> eos = format.specialToken("eos_token");
           if (!eos)

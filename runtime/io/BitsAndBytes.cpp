@@ -135,6 +135,18 @@ static float torchMean(llvm::ArrayRef<float> values) {
   return sum / float(count);
 }
 
+std::vector<float> io::blockAbsmax(llvm::ArrayRef<float> values,
+                                   int64_t blockSize) {
+  int64_t count = values.size(), blocks = blocksOf(count, blockSize);
+  std::vector<float> absmax(blocks);
+  for (int64_t block = 0; block < blocks; ++block) {
+    int64_t first = block * blockSize;
+    absmax[block] =
+        absmaxOf(values.slice(first, std::min(blockSize, count - first)));
+  }
+  return absmax;
+}
+
 /// bitsandbytes' cpu quantize_blockwise with the dynamic map: each value
 /// times its block's 1 / absmax, to [0, 65535] in fp32, then the nearest
 /// entry of the map by a table of 65536 bins (the table's, not the exact
@@ -158,14 +170,13 @@ static void quantizeBlockwise(llvm::ArrayRef<float> values, int64_t blockSize,
     }
     return nearest;
   }();
-  int64_t count = values.size(), blocks = blocksOf(count, blockSize);
+  int64_t count = values.size();
   codes.assign(count, 0);
-  absmax.assign(blocks, 0);
-  for (int64_t block = 0; block < blocks; ++block) {
+  absmax = blockAbsmax(values, blockSize);
+  for (int64_t block = 0; block < int64_t(absmax.size()); ++block) {
     int64_t first = block * blockSize,
             length = std::min(blockSize, count - first);
-    float most = absmaxOf(values.slice(first, length));
-    absmax[block] = most;
+    float most = absmax[block];
     if (most == 0.0f)
       continue;
     float inverse = 1.0f / most;
@@ -177,18 +188,6 @@ static void quantizeBlockwise(llvm::ArrayRef<float> values, int64_t blockSize,
       codes[i] = table[uint16_t(bin + 0.5f)];
     }
   }
-}
-
-std::vector<float> io::nf4Absmax(llvm::ArrayRef<float> values,
-                                 int64_t blockSize) {
-  int64_t count = values.size(), blocks = blocksOf(count, blockSize);
-  std::vector<float> absmax(blocks);
-  for (int64_t block = 0; block < blocks; ++block) {
-    int64_t first = block * blockSize;
-    absmax[block] =
-        absmaxOf(values.slice(first, std::min(blockSize, count - first)));
-  }
-  return absmax;
 }
 
 void io::nf4Codes(llvm::ArrayRef<float> values, llvm::ArrayRef<float> absmax,
@@ -231,7 +230,7 @@ Nf4Weight io::quantizeNf4(llvm::ArrayRef<float> values, int64_t blockSize,
   Nf4Weight weight;
   weight.blockSize = blockSize;
   weight.nestedBlockSize = nestedBlockSize;
-  std::vector<float> absmax = nf4Absmax(values, blockSize);
+  std::vector<float> absmax = blockAbsmax(values, blockSize);
   weight.codes.resize((values.size() + 1) / 2);
   nf4Codes(values, absmax, blockSize, weight.codes);
   quantizeNf4Scales(absmax, weight);

@@ -63,7 +63,7 @@ Nf4Weight quantizeNf4(llvm::ArrayRef<float> values, int64_t blockSize,
 /// two a byte into `codes` (values.size() / 2 bytes, `values` starting at a
 /// block); and the double quantization of every block's absmax into
 /// `weight`'s absmax, nestedAbsmax and nestedOffset (its block sizes set).
-std::vector<float> nf4Absmax(llvm::ArrayRef<float> values, int64_t blockSize);
+std::vector<float> blockAbsmax(llvm::ArrayRef<float> values, int64_t blockSize);
 void nf4Codes(llvm::ArrayRef<float> values, llvm::ArrayRef<float> absmax,
               int64_t blockSize, llvm::MutableArrayRef<uint8_t> codes);
 void quantizeNf4Scales(llvm::ArrayRef<float> absmax, Nf4Weight &weight);

@@ -7,8 +7,8 @@
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <algorithm>
-#include <map>
 #include <cstring>
+#include <map>
 #include <optional>
 
 using namespace twill;
@@ -56,9 +56,8 @@ llvm::Expected<std::vector<float>> Program::wholeOnHost(int id) {
   // world is the tensor.
   if (layout->primary)
     addBlock(*local, *layout, whole);
-  if (comm && comm->worldSize() > 1)
-    if (llvm::Error error = comm->sumOverWorld(whole.data(), count))
-      return std::move(error);
+  if (llvm::Error error = sumOverWorld(whole))
+    return std::move(error);
   return whole;
 }
 

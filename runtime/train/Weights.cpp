@@ -283,10 +283,11 @@ public:
     } else {
       std::vector<float> values(shape[0] * shape[1]);
       if (base) {
-        if (llvm::Error error = base->readF32(name, shape, values))
-          return std::move(error);
-        if (llvm::Error error = checkFinite(values, name, base->fileOf(name)))
-          return std::move(error);
+        llvm::Expected<std::vector<float>> read =
+            readRows(name, shape, 0, shape[0]);
+        if (!read)
+          return read.takeError();
+        values = std::move(*read);
       } else {
         initialise(codes->init(), shape, values, seed);
       }
@@ -362,7 +363,7 @@ private:
     if (!share)
       return share.takeError();
     std::vector<float> absmax(rows * columns / size, 0.0f);
-    std::vector<float> shareAbsmax = io::nf4Absmax(*share, size);
+    std::vector<float> shareAbsmax = io::blockAbsmax(*share, size);
     std::copy(shareAbsmax.begin(), shareAbsmax.end(),
               absmax.begin() + shareFirst * columns / size);
     if (llvm::Error error = program.sumOverWorld(absmax))
