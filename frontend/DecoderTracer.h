@@ -149,13 +149,18 @@ private:
   SmallVector<Value> linearBlocks(Value x, const std::string &path,
                                   StringRef target, int64_t in,
                                   ArrayRef<RowBlock> blocks);
-  /// `x W^T` for each block W of `weights`, plus PEFT's `(alpha / rank) *
+  /// `x W^T` (`baseInput` W^T, where given) for each block W of
+  /// `weights`, plus PEFT's `(alpha / rank) *
   /// (dropout(x) A^T) B^T` when `target` is adapted: one A (named after
   /// `path`), B's rows split as the weight's (`blocks`), each block's
   /// split as its weight's: the rank never splits.
   SmallVector<Value> linearWith(Value x, ArrayRef<Value> weights,
                                 const std::string &path, StringRef target,
-                                ArrayRef<RowBlock> blocks);
+                                ArrayRef<RowBlock> blocks,
+                                Value baseInput = {});
+  /// What an FP8 base's products read of `x`: `x` rounded to e4m3 in
+  /// blocks of 128 where quantization.fp8_inputs asks it, else `x`.
+  Value fp8BaseInput(Value x, Location at);
   /// `x W^T` over the last dim of `x`.
   Value matmulTransposed(Value x, Value weight, Location at);
 
@@ -226,6 +231,9 @@ private:
   /// seq_len + position), the micro-batch's number in the run, and the
   /// index of the positions being traced (the whole, or a tile's).
   Value tokenIndex, microBatch, tracedTokens;
+  /// Inputs of an FP8 base's products rounded to e4m3 (fp8_inputs
+  /// E4M3_BLOCKS), once for every product that reads them.
+  llvm::DenseMap<Value, Value> fp8Rounded;
 };
 
 } // namespace mlir::twill::decoder

@@ -165,7 +165,9 @@ SmallVector<Value> DecoderTracer::linearBlocks(Value x, const std::string &path,
                                 : blockParam(path + ".weight", blocks, index,
                                              {in}, baseTrainable(), block.split,
                                              baseWeight()));
-  SmallVector<Value> ys = linearWith(x, weights, path, target, blocks);
+  SmallVector<Value> ys =
+      linearWith(x, weights, path, target, blocks,
+                 quantized ? fp8BaseInput(x, loc(path)) : Value());
   if (!::twill::hasBias(model, target))
     return ys;
   // Shards as the output's columns: a row layer's is whole, and added once
@@ -182,13 +184,28 @@ SmallVector<Value> DecoderTracer::linearBlocks(Value x, const std::string &path,
   return ys;
 }
 
+Value DecoderTracer::fp8BaseInput(Value x, Location at) {
+  constexpr int64_t kBlock = 128; // what Hopper's FP8 GEMMs scale
+  if (job.quantization().base() != ::twill::QuantizationConfig::FP8 ||
+      job.quantization().fp8_inputs() !=
+          ::twill::QuantizationConfig::E4M3_BLOCKS)
+    return x;
+  Value &rounded = fp8Rounded[x];
+  if (!rounded)
+    rounded = RoundToFp8Op::create(builder, at, x.getType(), x,
+                                   builder.getI64IntegerAttr(kBlock));
+  return rounded;
+}
+
 SmallVector<Value> DecoderTracer::linearWith(Value x, ArrayRef<Value> weights,
                                              const std::string &path,
                                              StringRef target,
-                                             ArrayRef<RowBlock> blocks) {
+                                             ArrayRef<RowBlock> blocks,
+                                             Value baseInput) {
   SmallVector<Value> ys;
   for (Value weight : weights)
-    ys.push_back(matmulTransposed(x, weight, loc(path)));
+    ys.push_back(
+        matmulTransposed(baseInput ? baseInput : x, weight, loc(path)));
   if (!isLoraTarget(target))
     return ys;
   int64_t in = cast<RankedTensorType>(weights[0].getType()).getDimSize(1);

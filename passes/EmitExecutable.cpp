@@ -442,6 +442,10 @@ static void describeAttributes(Operation *op, ::twill::Instruction &out) {
         a.set_rows(op.getRows().value_or(0));
         a.set_columns(op.getColumns().value_or(0));
         a.set_shard_axis(axisName(op.getShardAxis()));
+        a.set_lhs_fp8_block_size(op.getLhsFp8BlockSize().value_or(0));
+      })
+      .Case([&](tw::RoundToFp8Op op) {
+        out.mutable_round_to_fp8()->set_block_size(op.getBlockSize());
       })
       .Case([&](tw::DropoutOp op) {
         ::twill::DropoutAttributes &a = *out.mutable_dropout();

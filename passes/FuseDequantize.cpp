@@ -23,11 +23,27 @@ bool fusable(MatmulOp matmul, Value weight) {
          matmul.getAddend() != weight && !matmul.getTransposeLhs();
 }
 
+/// The round_to_fp8 whose blocks `lhs` holds whole: its result, or that
+/// gathered (sequence parallelism rounds a rank's positions; a shard of the
+/// last dim is whole blocks). None where anything else, a slice of the last
+/// dim that may cut a block, comes between.
+RoundToFp8Op roundedBlocksOf(Value lhs) {
+  while (auto gather = lhs.getDefiningOp<AllGatherOp>())
+    lhs = gather.getInput();
+  return lhs.getDefiningOp<RoundToFp8Op>();
+}
+
 /// `matmul` as a quantized_matmul of the parts `dequantize` forms its rhs
 /// from; it replaces `matmul`.
 void fuseInto(Operation *dequantize, MatmulOp matmul) {
   OpBuilder builder(matmul);
   auto nf4 = dyn_cast<DequantizeNf4Op>(dequantize);
+  // An FP8 weight's x W^T whose x is rounded to e4m3 in blocks: the
+  // backend may multiply the codes.
+  IntegerAttr lhsFp8Block;
+  if (auto rounded = roundedBlocksOf(matmul.getLhs());
+      rounded && !nf4 && matmul.getTransposeRhs())
+    lhsFp8Block = rounded.getBlockSizeAttr();
   auto fused = QuantizedMatmulOp::create(
       builder, matmul.getLoc(), matmul.getType(), matmul.getLhs(),
       dequantize->getOperands(), matmul.getAddend(),
@@ -36,7 +52,7 @@ void fuseInto(Operation *dequantize, MatmulOp matmul) {
       nf4 ? nf4.getRowsAttr() : IntegerAttr(),
       nf4 ? nf4.getColumnsAttr() : IntegerAttr(),
       nf4 ? nf4.getShardAxisAttr() : StringAttr(), matmul.getTransposeRhs(),
-      matmul.getAlpha());
+      matmul.getAlpha(), lhsFp8Block);
   // Which layer's forward or backward the product is, and whatever else is
   // said of it, stays on it.
   for (NamedAttribute attribute : matmul->getDiscardableAttrs())

@@ -326,7 +326,9 @@ def FuseDequantize : Pass<"twill-fuse-dequantize", "mlir::ModuleOp"> {
     forms a panel of rows at a time. The full-precision weight is then no
     value of the program, and the memory plan holds none. A weight that
     anything else reads (DoRA's norms; a block of its columns, where tp
-    keeps it whole) is formed whole, as before.
+    keeps it whole) is formed whole, as before. An FP8 weight's `x W^T`
+    whose `x` a `round_to_fp8` rounded says so (`lhs_fp8_block_size`): the
+    backend may then multiply e4m3 codes.
 
     ```mlir
     // before

@@ -4,7 +4,9 @@
 // e4m3 byte (1 sign, 4 exponent bits of bias 7, 3 mantissa bits; no
 // infinities, 0x7f and 0xff NaN, the largest finite 448), as torch's
 // float8_e4m3fn holds it, times its row's fp32 scale. Shared by the
-// runtime's quantizer and both backends' dequantize kernels.
+// runtime's quantizer and both backends' dequantize kernels; and the
+// rounding of a product's input to e4m3 in blocks (quantization.fp8_inputs
+// E4M3_BLOCKS), which both backends compute with exactly these steps.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +15,13 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+
+#ifdef __CUDACC__
+#define TWILL_FP8_HOST_DEVICE __host__ __device__
+#else
+#define TWILL_FP8_HOST_DEVICE
+#endif
 
 namespace twill::fp8 {
 
@@ -51,6 +60,44 @@ inline uint8_t fromFloat(float value) {
   if (exponent > 8 || (exponent == 8 && eighths > 14))
     return sign | 0x7f; // past 448
   return sign | uint8_t((exponent + 7) << 3) | uint8_t(eighths - 8);
+}
+
+/// The scale of a block of values whose largest magnitude is `amax`: the
+/// block rounded over it spans e4m3's range (a block of zeros keeps 1).
+TWILL_FP8_HOST_DEVICE inline float blockScale(float amax) {
+  return amax > 0 ? amax / kMax : 1.0f;
+}
+
+/// `value` rounded to the nearest e4m3 value (ties to even), past +-448
+/// held at it: the value of fromFloat's byte where that is finite, as a
+/// float; NaN stays NaN.
+TWILL_FP8_HOST_DEVICE inline float roundToE4m3(float value) {
+  if (value != value)
+    return value;
+  float magnitude = fminf(fabsf(value), kMax);
+  if (magnitude < 0x1p-6f) // subnormal: units of 2^-9, ties to even
+    magnitude = nearbyintf(magnitude * 512.0f) * 0x1p-9f;
+  else { // keep 3 of fp32's 23 mantissa bits, ties to even
+    uint32_t bits;
+#ifdef __CUDA_ARCH__
+    bits = __float_as_uint(magnitude);
+#else
+    std::memcpy(&bits, &magnitude, sizeof bits);
+#endif
+    bits = (bits + 0x7ffffu + ((bits >> 20) & 1u)) & 0xfff00000u;
+#ifdef __CUDA_ARCH__
+    magnitude = __uint_as_float(bits);
+#else
+    std::memcpy(&magnitude, &bits, sizeof bits);
+#endif
+  }
+  return copysignf(magnitude, value);
+}
+
+/// `value` of a block whose scale is `scale` (blockScale), rounded: its
+/// e4m3 code's value times the scale.
+TWILL_FP8_HOST_DEVICE inline float roundInBlock(float value, float scale) {
+  return roundToE4m3(value / scale) * scale;
 }
 
 /// The 256 values by byte, for a kernel to take as its argument (a device

@@ -167,6 +167,17 @@ LogicalResult DequantizeFp8Op::verify() {
                                      shapeOf(getResult())));
 }
 
+LogicalResult RoundToFp8Op::verify() {
+  if (getBlockSize() <= 0)
+    return emitOpError("block_size must be positive, got ") << getBlockSize();
+  if (shapeOf(getInput()).empty())
+    return emitOpError("rounds blocks of a last dim: the input has none");
+  if (failed(expectSameElementType(*this, {getInput(), getResult()})))
+    return failure();
+  return check(*this, shapes::expectShape("result", shapeOf(getResult()),
+                                          shapeOf(getInput())));
+}
+
 LogicalResult QuantizedMatmulOp::verify() {
   OperandRange parts = getParts();
   bool hasBlocks =
@@ -201,6 +212,11 @@ LogicalResult QuantizedMatmulOp::verify() {
     return check(*this, dims.takeError());
   if (getAddend() && getAddend().getType() != getResult().getType())
     return emitOpError("addend must have the result's type");
+  if (std::optional<int64_t> block = getLhsFp8BlockSize();
+      block && (isNf4() || !getTransposeRhs() || *block <= 0))
+    return emitOpError("lhs_fp8_block_size marks an FP8 weight's x W^T "
+                       "(transpose_rhs) whose lhs is rounded in blocks of a "
+                       "positive size");
   return success();
 }
 

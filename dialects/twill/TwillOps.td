@@ -362,6 +362,31 @@ def Twill_DequantizeFp8Op : Twill_ComputeOp<"dequantize_fp8", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Twill_RoundToFp8Op : Twill_ComputeOp<"round_to_fp8", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
+  let summary = "A product's input rounded to e4m3 in blocks of its last dim";
+  let description = [{
+    Each row of `input` (its last dim) cut into blocks of `block_size`
+    values (the last one shorter where the size does not divide the dim),
+    each block rounded to e4m3 over its scale `s`, its largest magnitude
+    over 448: `result = E4M3(input / s) * s` (support/Fp8.h's
+    roundInBlock), what an FP8 GEMM multiplies
+    (`quantization.fp8_inputs: E4M3_BLOCKS`). The gradient passes it as it
+    is (straight through). A rank holds whole blocks of the last dim, or
+    all of it: its blocks are the whole input's.
+
+    ```mlir
+    %r = twill.round_to_fp8 %x block 128
+        : (tensor<2x8x256xbf16>) -> tensor<2x8x256xbf16>
+    ```
+  }];
+  let arguments = (ins Twill_FloatTensor:$input, I64Attr:$block_size);
+  let results = (outs Twill_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `block` $block_size attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Twill_QuantizedMatmulOp : Twill_Op<"quantized_matmul", [Pure, AttrSizedOperandSegments]> {
   let summary = "A matmul whose rhs is a quantized weight, formed a panel at a time";
   let description = [{
@@ -373,7 +398,10 @@ def Twill_QuantizedMatmulOp : Twill_Op<"quantized_matmul", [Pure, AttrSizedOpera
     backend forms a panel of the weight's rows at a time, rounded to the
     lhs's dtype as the dequantize would, and multiplies by it; only
     products whose lhs is not transposed (the forward's `x W^T`, the
-    backward's `dy W`) are fused.
+    backward's `dy W`) are fused. With `lhs_fp8_block_size` the product is
+    an FP8 weight's `x W^T` whose lhs is a `twill.round_to_fp8` of that
+    block size: each block of the sum is e4m3 values times the block's
+    scale, and a backend may multiply the e4m3 codes (Hopper's FP8 GEMMs).
 
     ```mlir
     %y = twill.quantized_matmul %x, weight(%codes, %absmax, %nested, %offset)
@@ -392,7 +420,8 @@ def Twill_QuantizedMatmulOp : Twill_Op<"quantized_matmul", [Pure, AttrSizedOpera
                        OptionalAttr<I64Attr>:$columns,
                        OptionalAttr<StrAttr>:$shard_axis,
                        UnitAttr:$transpose_rhs,
-                       DefaultValuedAttr<F64Attr, "1.0">:$alpha);
+                       DefaultValuedAttr<F64Attr, "1.0">:$alpha,
+                       OptionalAttr<I64Attr>:$lhs_fp8_block_size);
   let results = (outs Twill_FloatTensor:$result);
   let assemblyFormat = [{
     $lhs `,` `weight` `(` $parts `)` (`plus` $addend^)? attr-dict `:` functional-type(operands, results)

@@ -218,6 +218,31 @@ ShardingRule DequantizeFp8Op::getShardingRule() {
   return rule;
 }
 
+ShardingRule RoundToFp8Op::getShardingRule() {
+  // Elementwise, but a block's values share a scale: the last dim splits
+  // only in whole blocks, where the axis divides them (a rank's blocks are
+  // then the whole input's); where the block does not divide the dim,
+  // not at all.
+  ShardingRule rule;
+  ArrayRef<int64_t> shape = shapeOf(getInput());
+  Tensor dims = rule.freshFactors(shape.drop_back());
+  int64_t last = shape.back(), block = getBlockSize();
+  if (last % block == 0 && last > block) {
+    int blocks = rule.addFactor(last / block);
+    int values = rule.addFactor(block);
+    dims.push_back({blocks, values});
+    rule.replicated.push_back(values);
+    rule.divisible.push_back(blocks);
+  } else {
+    int whole = rule.addFactor(last);
+    dims.push_back({whole});
+    rule.replicated.push_back(whole);
+  }
+  rule.operands = {dims};
+  rule.results = {dims};
+  return rule;
+}
+
 ShardingRule DropoutOp::getShardingRule() {
   // Elementwise; the tokens' index follows the input's rows and positions.
   ShardingRule rule;

@@ -209,6 +209,12 @@ Cotangents SoftcapOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
   return grads;
 }
 
+Cotangents RoundToFp8Op::buildVJP(OpBuilder &builder, ValueRange cotangents,
+                                  ArrayRef<bool> needed) {
+  // Straight through: the rounding's steps are taken as the identity.
+  return SmallVector<Value>{needed[0] ? cotangents[0] : Value()};
+}
+
 Cotangents DropoutOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
                                ArrayRef<bool> needed) {
   // The mask is a function of the element's place: the gradient is dropped

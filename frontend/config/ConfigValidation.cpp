@@ -426,6 +426,14 @@ static void validateScale(const JobConfig &config, Problems &problems) {
 /// blocks of 64 values (bitsandbytes' NF4 blocks, which no shard may cut).
 static void validateQuantization(const JobConfig &config, Problems &problems) {
   QuantizationConfig::Format format = config.quantization().base();
+  if (config.quantization().fp8_inputs() != QuantizationConfig::AS_IS &&
+      format != QuantizationConfig::FP8)
+    problems.add(
+        "quantization.fp8_inputs {0} rounds the inputs of an FP8 "
+        "base's products, but quantization.base is {1}: set base "
+        "FP8, or leave fp8_inputs out",
+        QuantizationConfig::Fp8Inputs_Name(config.quantization().fp8_inputs()),
+        QuantizationConfig::Format_Name(format));
   if (format == QuantizationConfig::NONE)
     return;
   std::string name = QuantizationConfig::Format_Name(format);

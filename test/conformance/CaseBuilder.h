@@ -59,6 +59,9 @@ inline Fill labels(int64_t vocab) { return {Fill::Labels, double(vocab), -100}; 
 inline Fill positions(int64_t seq) { return {Fill::Positions, 0, double(seq)}; }
 inline Fill segments(int64_t seq) { return {Fill::Segments, 0, double(seq)}; }
 inline Fill value(double v) { return {Fill::Value, v}; }
+inline Fill fp8Blocks(int64_t block) {
+  return {Fill::Fp8Blocks, double(block)};
+}
 
 /// Builds one case: its operands and results in instruction order, its
 /// attributes; add() makes it an entry point of the suite.

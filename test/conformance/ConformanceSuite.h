@@ -40,6 +40,9 @@ struct Fill {
     Positions, // rows of b positions, restarting at 0 at random documents
     Segments,  // rows of b document ids, a new one at random boundaries
     Value,     // every element a
+    // Rows in blocks of a: e4m3 values times the block's power of two, the
+    // first one +-448 times it (what round_to_fp8 leaves as it is).
+    Fp8Blocks,
   } kind = Normal;
   double a = 1, b = 0;
 };

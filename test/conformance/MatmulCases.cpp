@@ -55,12 +55,14 @@ void dequantize(Suite &suite, DType type, Shape block, int64_t wholeRows,
 void quantizedMatmul(Suite &suite, DType type, Shape lhs, Shape weight,
                      bool transposed, int64_t blockSize, int64_t wholeRows,
                      const std::string &axis, const char *note,
-                     bool addend = false, double alpha = 1) {
+                     bool addend = false, double alpha = 1,
+                     int64_t lhsFp8Block = 0) {
   CaseBuilder c(suite, QUANTIZED_MATMUL, type, kSummed);
   int64_t rows = weight[0], columns = weight[1];
   Shape result = lhs;
   result.back() = transposed ? rows : columns;
-  c.in(lhs);
+  // An lhs round_to_fp8 rounded: blocks of e4m3 values times a scale.
+  c.in(lhs, lhsFp8Block ? fp8Blocks(lhsFp8Block) : normal());
   if (blockSize) {
     int64_t blocks = wholeRows * (columns / blockSize);
     c.operand(U8, {rows, columns / 2}, integers(0, 256));
@@ -82,6 +84,17 @@ void quantizedMatmul(Suite &suite, DType type, Shape lhs, Shape weight,
   a.set_rows(blockSize ? wholeRows : 0);
   a.set_columns(blockSize ? columns : 0);
   a.set_shard_axis(axis);
+  a.set_lhs_fp8_block_size(lhsFp8Block);
+  c.note(note).add();
+}
+
+/// round_to_fp8 of `shape`'s rows in blocks of `block`.
+void roundToFp8(Suite &suite, DType type, Shape shape, int64_t block, Fill fill,
+                const char *note) {
+  CaseBuilder c(suite, ROUND_TO_FP8, type, kExact);
+  c.in(shape, fill);
+  c.out(shape);
+  c->mutable_round_to_fp8()->set_block_size(block);
   c.note(note).add();
 }
 } // namespace
@@ -143,5 +156,26 @@ void conformance::matmulCases(Suite &suite) {
                     "NF4, two panels of result columns");
     quantizedMatmul(suite, type, {3, 5, 2304}, {2304, 1024}, false, 0, 0, "",
                     "FP8, two panels of the sum", /*addend=*/true, 0.5);
+    // Inputs rounded to e4m3 in blocks of 128 (fp8_inputs): on a GPU the
+    // e4m3 codes multiplied, where cuBLASLt has an FP8 GEMM for them.
+    quantizedMatmul(suite, type, {3, 16, 384}, {64, 384}, true, 0, 0, "",
+                    "FP8 weight and input, 3 blocks of the sum",
+                    /*addend=*/true, 2.0, /*lhsFp8Block=*/128);
+    quantizedMatmul(suite, type, {2, 16, 320}, {48, 320}, true, 0, 0, "",
+                    "FP8 weight and input, the last block of 64", false, 1,
+                    128);
+    quantizedMatmul(suite, type, {3, 5, 40}, {7, 40}, true, 0, 0, "",
+                    "FP8 input, a sum of 40 (the weight formed)", false, 1,
+                    128);
+    quantizedMatmul(suite, type, {128, 1024}, {512, 1024}, true, 0, 0, "",
+                    "FP8 weight and input, large", false, 1, 128);
+
+    roundToFp8(suite, type, {3, 5, 300}, 128, normal(),
+               "blocks of 128, the last one of 44");
+    roundToFp8(suite, type, {6, 10}, 4, uniform(-1e-3, 1e-3),
+               "blocks of 4 of small values");
+    roundToFp8(suite, type, {2, 256}, 128, fp8Blocks(128),
+               "values on the grid stay");
+    roundToFp8(suite, type, {3, 16}, 8, value(0), "blocks of zeros");
   }
 }

@@ -27,6 +27,7 @@
 
 #include "runtime/backend/Backend.h"
 #include "runtime/executable/Opcodes.h"
+#include "support/Fp8.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
@@ -92,6 +93,7 @@ std::vector<double> draw(const Fill &fill, int64_t count, int64_t rowLength,
     return i % rowLength && unit(random) < 1.0 / 6;
   };
   int64_t position = 0, document = 0;
+  double scale = 1;
   for (int64_t i = 0; i < count; ++i) {
     double &v = values[i];
     switch (fill.kind) {
@@ -118,6 +120,16 @@ std::vector<double> draw(const Fill &fill, int64_t count, int64_t rowLength,
     case Fill::Value:
       v = fill.a;
       break;
+    case Fill::Fp8Blocks: {
+      int64_t place = i % rowLength % int64_t(fill.a);
+      if (place == 0)
+        scale = std::ldexp(1.0, -int(unit(random) * 12));
+      double sign = unit(random) < 0.5 ? -1 : 1;
+      // Bytes 0-126 are the finite non-negative values.
+      v = sign * scale *
+          (place == 0 ? fp8::kMax : fp8::toFloat(uint8_t(unit(random) * 127)));
+      break;
+    }
     }
   }
   return values;

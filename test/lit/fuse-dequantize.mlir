@@ -51,3 +51,31 @@ func.func @kept(%values: tensor<8x16xi8>, %scales: tensor<8xf32>, %x: tensor<3x1
   %q = twill.matmul %v, %y : (tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<8x4xf32>
   return %p, %n, %q : tensor<3x8xf32>, tensor<8xf32>, tensor<8x4xf32>
 }
+
+// -----
+
+// An FP8 weight's x W^T whose x is rounded to e4m3 in blocks says so
+// (lhs_fp8_block_size), also through a gather of the rounded positions;
+// not where a slice of the last dim may cut a block, nor for the backward's
+// dy W.
+twill.mesh @mesh {axes = ["dp", "tp"], shape = [1, 2]}
+// CHECK-LABEL: func.func @rounded(
+// CHECK: %[[R:.*]] = twill.round_to_fp8 %arg2 block 128
+// CHECK: twill.quantized_matmul %[[R]], weight(%arg0, %arg1) {lhs_fp8_block_size = 128 : i64, transpose_rhs}
+// CHECK: %[[G:.*]] = twill.all_gather %[[R]]
+// CHECK: twill.quantized_matmul %[[G]], weight(%arg0, %arg1) {lhs_fp8_block_size = 128 : i64, transpose_rhs}
+// CHECK: %[[S:.*]] = twill.local_slice
+// CHECK: twill.quantized_matmul %[[S]], weight(%arg3, %arg4) {transpose_rhs}
+// CHECK: twill.quantized_matmul %arg5, weight(%arg0, %arg1) :
+func.func @rounded(%values: tensor<8x256xi8>, %scales: tensor<8xf32>, %x: tensor<2x4x256xbf16>, %halfValues: tensor<8x128xi8>, %halfScales: tensor<8xf32>, %dy: tensor<2x4x8xbf16>) -> (tensor<2x4x8xbf16>, tensor<2x8x8xbf16>, tensor<2x4x8xbf16>, tensor<2x4x256xbf16>) {
+  %r = twill.round_to_fp8 %x block 128 : (tensor<2x4x256xbf16>) -> tensor<2x4x256xbf16>
+  %w = twill.dequantize_fp8 %values scales(%scales) : (tensor<8x256xi8>, tensor<8xf32>) -> tensor<8x256xbf16>
+  %y = twill.matmul %r, %w {transpose_rhs} : (tensor<2x4x256xbf16>, tensor<8x256xbf16>) -> tensor<2x4x8xbf16>
+  %g = twill.all_gather %r over @mesh["tp"] dim 1 : tensor<2x4x256xbf16> -> tensor<2x8x256xbf16>
+  %z = twill.matmul %g, %w {transpose_rhs} : (tensor<2x8x256xbf16>, tensor<8x256xbf16>) -> tensor<2x8x8xbf16>
+  %s = twill.local_slice %r over @mesh["tp"] dim 2 : tensor<2x4x256xbf16> -> tensor<2x4x128xbf16>
+  %v = twill.dequantize_fp8 %halfValues scales(%halfScales) : (tensor<8x128xi8>, tensor<8xf32>) -> tensor<8x128xbf16>
+  %u = twill.matmul %s, %v {transpose_rhs} : (tensor<2x4x128xbf16>, tensor<8x128xbf16>) -> tensor<2x4x8xbf16>
+  %dx = twill.matmul %dy, %w : (tensor<2x4x8xbf16>, tensor<8x256xbf16>) -> tensor<2x4x256xbf16>
+  return %y, %z, %u, %dx : tensor<2x4x8xbf16>, tensor<2x8x8xbf16>, tensor<2x4x8xbf16>, tensor<2x4x256xbf16>
+}

@@ -493,3 +493,27 @@ func.func @quantized_matmul_product(%x: tensor<3x8xf32>, %v: tensor<8x16xi8>, %s
   %0 = twill.quantized_matmul %x, weight(%v, %s) {transpose_rhs} : (tensor<3x8xf32>, tensor<8x16xi8>, tensor<8xf32>) -> tensor<3x8xf32>
   return
 }
+
+// -----
+
+func.func @round_to_fp8_block(%x: tensor<3x16xf32>) {
+  // expected-error @+1 {{block_size must be positive, got 0}}
+  %0 = twill.round_to_fp8 %x block 0 : (tensor<3x16xf32>) -> tensor<3x16xf32>
+  return
+}
+
+// -----
+
+func.func @round_to_fp8_shape(%x: tensor<3x16xf32>) {
+  // expected-error @+1 {{result must have shape [3, 16], got [3, 8]}}
+  %0 = twill.round_to_fp8 %x block 4 : (tensor<3x16xf32>) -> tensor<3x8xf32>
+  return
+}
+
+// -----
+
+func.func @quantized_matmul_rounded_lhs(%x: tensor<3x8xf32>, %v: tensor<8x16xi8>, %s: tensor<8xf32>) {
+  // expected-error @+1 {{lhs_fp8_block_size marks an FP8 weight's x W^T (transpose_rhs) whose lhs is rounded in blocks of a positive size}}
+  %0 = twill.quantized_matmul %x, weight(%v, %s) {lhs_fp8_block_size = 128 : i64} : (tensor<3x8xf32>, tensor<8x16xi8>, tensor<8xf32>) -> tensor<3x16xf32>
+  return
+}

@@ -179,6 +179,61 @@ TEST(CpuKernels, DequantizeFp8IsValueTimesItsRowsScale) {
                 fp8::toFloat(values[r * columns + c]) * scales[r]);
 }
 
+// roundToE4m3 keeps 3 mantissa bits with bit arithmetic; the reference is
+// fromFloat's byte (double arithmetic) and its value, for every value
+// half-way between two e4m3 values and either side of it, and at random.
+TEST(CpuKernels, RoundToE4m3IsTheNearestE4m3Value) {
+  auto reference = [](float v) {
+    return fp8::toFloat(
+        fp8::fromFloat(std::fmax(std::fmin(v, 448.0f), -448.0f)));
+  };
+  std::vector<float> values;
+  for (int bits = 0; bits < 126; ++bits) {
+    float low = fp8::toFloat(uint8_t(bits)),
+          high = fp8::toFloat(uint8_t(bits + 1));
+    float middle = (low + high) / 2; // exact: a tie
+    values.insert(values.end(), {low, middle, std::nextafter(middle, 0.0f),
+                                 std::nextafter(middle, 1e9f)});
+  }
+  for (float v : randomValues(4096, 11))
+    values.push_back(v * 300);
+  values.insert(values.end(), {500.0f, 464.0f, 1e30f, 0x1p-12f, 0.0f});
+  for (float v : values)
+    for (float signed_ : {v, -v})
+      EXPECT_EQ(fp8::roundToE4m3(signed_), reference(signed_)) << signed_;
+  EXPECT_TRUE(std::isnan(fp8::roundToE4m3(NAN)));
+}
+
+// The naive reference: each block's largest magnitude over 448 its scale,
+// each value its e4m3 byte's value over that scale times it; a short last
+// block, and a block of zeros that stays zeros.
+TEST(CpuKernels, RoundToFp8RoundsEachBlockOverItsOwnScale) {
+  const int64_t rows = 3, columns = 11, block = 4;
+  std::vector<float> in = randomValues(rows * columns, 12), out(in.size());
+  for (int64_t c = 4; c < 8; ++c)
+    in[columns + c] = 0;
+  in[5] = 1e-6f; // a block of one large and tiny values: subnormal codes
+  cpu::roundToFp8(in.data(), rows, columns, block, out.data());
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t first = 0; first < columns; first += block) {
+      int64_t end = std::min(first + block, columns);
+      double amax = 0;
+      for (int64_t c = first; c < end; ++c)
+        amax = std::max(amax, double(std::fabs(in[r * columns + c])));
+      float scale = amax > 0 ? float(amax) / 448.0f : 1.0f;
+      for (int64_t c = first; c < end; ++c) {
+        float v = in[r * columns + c];
+        EXPECT_EQ(out[r * columns + c],
+                  fp8::toFloat(fp8::fromFloat(
+                      std::fmax(std::fmin(v / scale, 448.0f), -448.0f))) *
+                      scale)
+            << r << " " << c;
+      }
+    }
+  for (int64_t c = 4; c < 8; ++c)
+    EXPECT_EQ(out[columns + c], 0.0f);
+}
+
 // Sliding windows too: of 2 (a query and the one before it) and of 4,
 // which a segment of 4 crosses; and Gemma 2's soft-capped logits.
 TEST(CpuKernels, AttentionIsCausalGroupedAndStaysInsideSegmentsAndWindows) {

@@ -42,9 +42,9 @@ TEST(KernelTables, AMissingKernelIsNamed) {
   cpu::addMatmulKernels(kernels);
   cpu::addAttentionKernels(kernels);
   std::vector<std::string> missing = names(kernels.missing(none));
-  // matmul, the quantized matmul and the two dequantizes, attention and
-  // its gradient.
-  EXPECT_EQ(missing.size(), allOpcodes().size() - 6);
+  // matmul, the quantized matmul, the two dequantizes and the rounding to
+  // FP8, attention and its gradient.
+  EXPECT_EQ(missing.size(), allOpcodes().size() - 7);
   EXPECT_THAT(missing, ::testing::Not(::testing::Contains("matmul")));
   EXPECT_THAT(missing, ::testing::Not(::testing::Contains("dequantize_nf4")));
   EXPECT_THAT(missing, ::testing::Not(::testing::Contains("quantized_matmul")));

@@ -79,6 +79,22 @@ void cpu::dequantizeFp8(const uint8_t *values, const float *scales,
       out[r * columns + c] = table.values[values[r * columns + c]] * scales[r];
 }
 
+void cpu::roundToFp8(const float *in, int64_t rows, int64_t columns,
+                     int64_t block, float *out) {
+  int64_t blocks = (columns + block - 1) / block;
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < rows * blocks; ++i) {
+    int64_t first = (i / blocks) * columns + (i % blocks) * block;
+    int64_t count = std::min(block, columns - (i % blocks) * block);
+    float amax = 0;
+    for (int64_t c = 0; c < count; ++c)
+      amax = std::max(amax, std::fabs(in[first + c]));
+    float scale = fp8::blockScale(amax);
+    for (int64_t c = 0; c < count; ++c)
+      out[first + c] = fp8::roundInBlock(in[first + c], scale);
+  }
+}
+
 void cpu::panelProduct(
     int64_t rows, int64_t columns, int64_t panelRows, const float *addend,
     float *out, int64_t count,

@@ -48,6 +48,12 @@ void dequantizeNf4(const uint8_t *codes, const uint8_t *absmax,
 void dequantizeFp8(const uint8_t *values, const float *scales, int64_t rows,
                    int64_t columns, float *out);
 
+/// `rows` rows of `columns` values, each row's blocks of `block` (the last
+/// one shorter where `block` does not divide) rounded to e4m3 over their
+/// scale (support/Fp8.h's blockScale and roundInBlock).
+void roundToFp8(const float *in, int64_t rows, int64_t columns, int64_t block,
+                float *out);
+
 /// A row-major GEMM (Gemm.h) on fp32 values, through oneDNN.
 void gemm(const RowMajorGemm &g);
 

@@ -1,8 +1,10 @@
-//===- CpuMatmul.cpp - matmul as one GEMM; dequantize ---------------------===//
+//===- CpuMatmul.cpp - matmul as one GEMM; dequantize; round to FP8 -------===//
 //
 // A quantized matmul forms its weight a panel of rows at a time (at most
 // kPanelBytes of fp32, a few of the GEMM's own blocks) and multiplies by
-// each: no full-precision copy of a weight is ever made.
+// each: no full-precision copy of a weight is ever made. A product whose
+// lhs round_to_fp8 rounded is the same GEMM: its values are those the FP8
+// codes and scales stand for.
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,6 +48,17 @@ static llvm::Error runDequantizeFp8(const InstructionView &in) {
     return shape.takeError();
   cpu::dequantizeFp8(in.data<uint8_t>(0), in.data<float>(1), shape->rows,
                      shape->columns, in.data<float>(2));
+  return llvm::Error::success();
+}
+
+/// round_to_fp8: the blocks rounded in fp32 (the backend rounds a bf16
+/// result once).
+static llvm::Error runRoundToFp8(const InstructionView &in) {
+  llvm::Expected<RoundToFp8Shape> s = roundToFp8Shape(in);
+  if (!s)
+    return s.takeError();
+  cpu::roundToFp8(in.data<float>(0), s->rows, s->columns, s->block,
+                  in.data<float>(1));
   return llvm::Error::success();
 }
 
@@ -95,4 +108,5 @@ void cpu::addMatmulKernels(Kernels &kernels) {
   kernels.add({QUANTIZED_MATMUL}, runQuantizedMatmul);
   kernels.add({DEQUANTIZE_NF4}, runDequantizeNf4);
   kernels.add({DEQUANTIZE_FP8}, runDequantizeFp8);
+  kernels.add({ROUND_TO_FP8}, runRoundToFp8);
 }

@@ -21,6 +21,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -107,6 +108,10 @@ struct Device {
   void *matmulWorkspace = nullptr;
   /// cuBLASLt's choice per matmul problem (sizes, transposes, dtype).
   std::map<std::vector<int64_t>, cublasLtMatmulAlgo_t> matmulAlgorithms;
+  /// The same for products of e4m3 codes; none where cuBLASLt has none
+  /// (the weight is then formed in the compute dtype).
+  std::map<std::vector<int64_t>, std::optional<cublasLtMatmulAlgo_t>>
+      fp8Algorithms;
   int *errors = nullptr;       // ErrorBit flags raised by kernels
   int *errorsOnHost = nullptr; // pinned: where a run copies them back
   /// How NCCL's communicators are made, where the mesh has an axis of

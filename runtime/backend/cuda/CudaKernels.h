@@ -105,6 +105,20 @@ void dequantizeNf4(const uint8_t *codes, const uint8_t *absmax,
 /// dtype, each times its row's scale.
 void dequantizeFp8(const uint8_t *values, const float *scales, int64_t rows,
                    int64_t columns, void *out, bool bf16, cudaStream_t stream);
+/// `rows` rows of `columns` values in the compute dtype, each row's blocks
+/// of `block` rounded to e4m3 over their scale (support/Fp8.h).
+void roundToFp8(const void *in, int64_t rows, int64_t columns, int64_t block,
+                void *out, bool bf16, cudaStream_t stream);
+/// Values round_to_fp8 rounded, as an FP8 GEMM reads them: their e4m3
+/// codes (row-major) and each block's scale, `scales` [blocks of a row]
+/// [rows] with the rows contiguous (cuBLASLt's VEC128_32F layout).
+void encodeFp8Blocks(const void *in, int64_t rows, int64_t columns,
+                     int64_t block, uint8_t *codes, float *scales, bool bf16,
+                     cudaStream_t stream);
+/// An FP8 weight's row scales as VEC128_32F scales of `blocks` blocks of
+/// its rows: out[b * rows + r] = rowScales[r].
+void broadcastRowScales(const float *rowScales, int64_t rows, int64_t blocks,
+                        float *out, cudaStream_t stream);
 /// LoRA's dropout (support/Dropout.h) of `tokens` rows of `features`, the
 /// micro-batch read from device memory.
 void dropout(const void *x, const int32_t *tokenIndex,

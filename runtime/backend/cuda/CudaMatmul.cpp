@@ -7,7 +7,8 @@
 // cuBLASLt's heuristic picks is kept per problem and operands' alignment, so
 // each asks once. A quantized matmul forms its weight in the compute dtype
 // a panel of rows at a time in scratch (at most kPanelBytes: most weights
-// in one) and runs a GEMM on each.
+// in one) and runs a GEMM on each; an FP8 weight's whose input
+// round_to_fp8 rounded multiplies e4m3 codes instead (fp8Product).
 //
 //===----------------------------------------------------------------------===//
 
@@ -96,6 +97,15 @@ chooseAlgorithm(Device &device, const LtCall &call,
   return heuristic.algo;
 }
 
+template <typename T>
+llvm::Error setAttribute(const LtCall &call,
+                         cublasLtMatmulDescAttributes_t attribute,
+                         const T &value) {
+  return checkBlas(cublasLtMatmulDescSetAttribute(call.desc, attribute, &value,
+                                                  sizeof(value)),
+                   "cublasLtMatmulDescSetAttribute");
+}
+
 } // namespace
 
 llvm::Error cuda::gemm(Device &device, const RowMajorGemm &rowMajor, DType type,
@@ -111,13 +121,10 @@ llvm::Error cuda::gemm(Device &device, const RowMajorGemm &rowMajor, DType type,
     return error;
   for (auto [attribute, transposed] :
        {std::pair(CUBLASLT_MATMUL_DESC_TRANSA, g.transA),
-        std::pair(CUBLASLT_MATMUL_DESC_TRANSB, g.transB)}) {
-    cublasOperation_t op = transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
-    if (auto error = checkBlas(cublasLtMatmulDescSetAttribute(
-                                   call.desc, attribute, &op, sizeof(op)),
-                               "cublasLtMatmulDescSetAttribute"))
+        std::pair(CUBLASLT_MATMUL_DESC_TRANSB, g.transB)})
+    if (auto error = setAttribute(call, attribute,
+                                  transposed ? CUBLAS_OP_T : CUBLAS_OP_N))
       return error;
-  }
   for (auto [made, matrix] :
        {std::pair(&call.a, stored[0]), std::pair(&call.b, stored[1]),
         std::pair(&call.c, stored[2])})
@@ -188,6 +195,104 @@ static llvm::Error runDequantizeNf4(const InstructionView &in, Device &device) {
   return llvm::Error::success();
 }
 
+/// An FP8 weight's x W^T whose x round_to_fp8 rounded in blocks of 128,
+/// onto `out` (which holds the addend or zeros): cuBLASLt multiplies the
+/// e4m3 codes, each operand's blocks of 128 along the sum times their own
+/// scale (VEC128_32F; the weight's are its rows'). False where cuBLASLt
+/// has no algorithm for the problem: the caller forms the weight instead,
+/// the same product of the same values.
+static llvm::Expected<bool> fp8Product(const InstructionView &in,
+                                       const QuantizedMatmulShape &s,
+                                       Device &device, void *out) {
+  constexpr int64_t kBlock = 128;
+  const MatmulShape &p = s.product;
+  int64_t m = p.batch * p.m, n = s.rows, k = s.columns;
+  int64_t blocks = (k + kBlock - 1) / kBlock;
+  bool bf16 = in.dtype(0) == BF16;
+  cudaDataType outType = bf16 ? CUDA_R_16BF : CUDA_R_32F;
+  // cuBLASLt reads e4m3 codes in rows of whole 16 bytes.
+  if (in->quantized_matmul().lhs_fp8_block_size() != kBlock || k % 16 != 0)
+    return false;
+  // Column-major: D [n, m] = W^T [n, k] x [k, m], W's codes as stored
+  // ([n, k] row-major is [k, n] column-major) and x's alike (TN, as
+  // Hopper's FP8 GEMMs take them).
+  LtCall call;
+  if (auto error = checkBlas(
+          cublasLtMatmulDescCreate(&call.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F),
+          "cublasLtMatmulDescCreate"))
+    return std::move(error);
+  cublasLtMatmulMatrixScale_t mode = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+  llvm::Error error = llvm::Error::success();
+  // Each attribute set in turn, until one fails.
+  auto set = [&](cublasLtMatmulDescAttributes_t attribute, const auto &value) {
+    if (!error)
+      error = setAttribute(call, attribute, value);
+  };
+  set(CUBLASLT_MATMUL_DESC_TRANSA, CUBLAS_OP_T);
+  set(CUBLASLT_MATMUL_DESC_TRANSB, CUBLAS_OP_N);
+  set(CUBLASLT_MATMUL_DESC_A_SCALE_MODE, mode);
+  set(CUBLASLT_MATMUL_DESC_B_SCALE_MODE, mode);
+  if (error)
+    return std::move(error);
+  for (auto [made, type, rows, columns] :
+       {std::tuple(&call.a, CUDA_R_8F_E4M3, k, n),
+        std::tuple(&call.b, CUDA_R_8F_E4M3, k, m),
+        std::tuple(&call.c, outType, n, m)})
+    if (auto failed = layout(*made, type, {rows, columns, rows, 1, 0}))
+      return std::move(failed);
+
+  const uint8_t *weight = in.data<uint8_t>(1);
+  std::array<uint32_t, 4> alignments = {
+      alignmentOf(weight, 0), 256, alignmentOf(out, 0), alignmentOf(out, 0)};
+  std::vector<int64_t> key = {outType, m, n, k};
+  key.insert(key.end(), alignments.begin(), alignments.end());
+  auto found = device.fp8Algorithms.find(key);
+  if (found == device.fp8Algorithms.end()) {
+    llvm::Expected<cublasLtMatmulAlgo_t> algorithm =
+        chooseAlgorithm(device, call, alignments);
+    std::optional<cublasLtMatmulAlgo_t> chosen;
+    if (algorithm)
+      chosen = *algorithm;
+    else
+      llvm::errs() << "twill: no FP8 GEMM for " << m << "x" << n << "x" << k
+                   << " (" << llvm::toString(algorithm.takeError())
+                   << "): its weight is formed in the compute dtype\n";
+    found = device.fp8Algorithms.emplace(key, chosen).first;
+  }
+  if (!found->second)
+    return false;
+
+  llvm::Expected<void *> codes = device.scratchSpace(0, size_t(m * k));
+  if (!codes)
+    return codes.takeError();
+  llvm::Expected<void *> scales =
+      device.scratchSpace(1, size_t(blocks * (m + n)) * sizeof(float));
+  if (!scales)
+    return scales.takeError();
+  float *lhsScales = static_cast<float *>(*scales);
+  float *weightScales = lhsScales + blocks * m;
+  cuda::encodeFp8Blocks(in.data<void>(0), m, k, kBlock,
+                        static_cast<uint8_t *>(*codes), lhsScales, bf16,
+                        device.stream);
+  cuda::broadcastRowScales(in.data<float>(2), n, blocks, weightScales,
+                           device.stream);
+  set(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
+      static_cast<const void *>(weightScales));
+  set(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
+      static_cast<const void *>(lhsScales));
+  if (error)
+    return std::move(error);
+  float alpha = float(p.alpha), beta = 1.0f;
+  if (auto failed = checkBlas(
+          cublasLtMatmul(device.lt, call.desc, &alpha, weight, call.a, *codes,
+                         call.b, &beta, out, call.c, out, call.c,
+                         &*found->second, device.matmulWorkspace,
+                         Device::kMatmulWorkspaceBytes, device.stream),
+          "cublasLtMatmul"))
+    return std::move(failed);
+  return true;
+}
+
 static llvm::Error runQuantizedMatmul(const InstructionView &in,
                                       Device &device) {
   constexpr int64_t kPanelBytes = int64_t(256) << 20;
@@ -213,6 +318,13 @@ static llvm::Error runQuantizedMatmul(const InstructionView &in,
       return error;
   if (s->columns == 0) // an empty weight: nothing to add
     return llvm::Error::success();
+  if (in->quantized_matmul().lhs_fp8_block_size() > 0) {
+    llvm::Expected<bool> done = fp8Product(in, *s, device, out);
+    if (!done)
+      return in.fail(llvm::toString(done.takeError()));
+    if (*done)
+      return llvm::Error::success();
+  }
   int64_t rows = panelRows(*s, kPanelBytes, bytes);
   llvm::Expected<void *> panel = device.scratchSpace(
       0, size_t(std::min(rows, s->rows) * s->columns * bytes));
@@ -253,9 +365,20 @@ static llvm::Error runDequantizeFp8(const InstructionView &in, Device &device) {
   return llvm::Error::success();
 }
 
+static llvm::Error runRoundToFp8(const InstructionView &in, Device &device) {
+  llvm::Expected<RoundToFp8Shape> s = roundToFp8Shape(in);
+  if (!s)
+    return s.takeError();
+  if (s->rows * s->columns > 0)
+    cuda::roundToFp8(in.data<void>(0), s->rows, s->columns, s->block,
+                     in.data<void>(1), in.dtype(0) == BF16, device.stream);
+  return llvm::Error::success();
+}
+
 void cuda::addMatmulKernels(Kernels &kernels) {
   kernels.add({MATMUL}, {runMatmul, /*bf16=*/true});
   kernels.add({DEQUANTIZE_NF4}, {runDequantizeNf4, /*bf16=*/true});
   kernels.add({DEQUANTIZE_FP8}, {runDequantizeFp8, /*bf16=*/true});
   kernels.add({QUANTIZED_MATMUL}, {runQuantizedMatmul, /*bf16=*/true});
+  kernels.add({ROUND_TO_FP8}, {runRoundToFp8, /*bf16=*/true});
 }

@@ -138,6 +138,25 @@ inline llvm::Expected<Fp8Shape> fp8Shape(const InstructionView &in) {
   return Fp8Shape{in.shape(2)[0], in.shape(2)[1]};
 }
 
+/// A round_to_fp8's rows (every dim but the last) of `columns` values,
+/// rounded in blocks of `block`.
+struct RoundToFp8Shape {
+  int64_t rows, columns, block;
+};
+inline llvm::Expected<RoundToFp8Shape>
+roundToFp8Shape(const InstructionView &in) {
+  if (auto error = in.expect(1, 1, in.floatType()))
+    return std::move(error);
+  if (auto error =
+          in.check(shapes::expectShape("result", in.shape(1), in.shape(0))))
+    return std::move(error);
+  int64_t block = in->round_to_fp8().block_size();
+  if (in.shape(0).empty() || block <= 0)
+    return in.fail("rounds blocks of positive size along a last dim");
+  int64_t columns = in.shape(0).back();
+  return RoundToFp8Shape{columns ? in.count(0) / columns : 0, columns, block};
+}
+
 /// A quantized_matmul: its product (the rhs the weight), and the weight
 /// whose parts are operands 1 to 4 (NF4: `geometry` its block) or 1 and 2
 /// (FP8), `rows` x `columns` of it held here.
