@@ -15,7 +15,8 @@
    full fine-tuning adds the bf16 norm-weight and the widened embedding
    gradients); LoRA with dropout on every projection, fp32 and bf16
    (both backends draw the same masks); DoRA, fp32 and bf16; and a
-   quantized base, NF4 and FP8, fp32 and bf16.
+   quantized base, NF4 and FP8, fp32 and bf16, and FP8 with its products'
+   inputs rounded to e4m3 (the FP8 GEMMs).
 2. The tiny job trained for 20 steps on both, in fp32, in bf16 and with
    dropout: per-step losses within 2e-2.
 
@@ -53,6 +54,10 @@ DROPOUT = ["lora.dropout=0.25", "lora.target_modules=q_proj,k_proj,v_proj,"
            "o_proj,gate_proj,up_proj,down_proj"]
 NF4 = ["quantization.base=NF4", "model.intermediate_size=192"]
 FP8 = ["quantization.base=FP8"]
+# Inputs rounded to e4m3 in blocks of 128 too: hidden 256 and an MLP of
+# 384, the forward products cuBLASLt's FP8 GEMMs of e4m3 codes.
+FP8_INPUTS = FP8 + ["quantization.fp8_inputs=E4M3_BLOCKS",
+                    "model.hidden_size=256", "model.intermediate_size=384"]
 VARIANTS = {"LoRA": [], "full fine-tuning": ["full_finetune={}", "lora="],
             "bf16 LoRA": BF16,
             "bf16 full fine-tuning": ["full_finetune={}", "lora="] + BF16,
@@ -64,7 +69,8 @@ VARIANTS = {"LoRA": [], "full fine-tuning": ["full_finetune={}", "lora="],
             # A quantized base: NF4 (the tiny MLP of 192: whole blocks of
             # 64) and FP8, each formed by the dequantize kernels.
             "NF4 base": NF4, "bf16 NF4 base": NF4 + BF16,
-            "FP8 base": FP8, "bf16 FP8 base": FP8 + BF16}
+            "FP8 base": FP8, "bf16 FP8 base": FP8 + BF16,
+            "FP8 inputs": FP8_INPUTS, "bf16 FP8 inputs": FP8_INPUTS + BF16}
 
 
 class Failed(Exception):

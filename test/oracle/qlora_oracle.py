@@ -41,6 +41,23 @@ With --format fp8 the base is FP8 instead: each projection's weight e4m3
 with a scale per row (its largest magnitude over 448), the reference's
 weights (w / scale).to(torch.float8_e4m3fn) times the scale; steps 2 to 4,
 step 4 from the fp32 folder (there is no FP8 checkpoint to read).
+
+With --fp8-inputs as well (quantization.fp8_inputs E4M3_BLOCKS) each
+projection's product reads its input rounded to e4m3 in blocks of 128
+(hidden 256 and an MLP of 384: 2 and 3 blocks a row; tp=2 splits o_proj's
+2, tp=3 down_proj's 3), the reference's a pre-hook on each base layer: the
+block's largest magnitude over 448 its scale, the input over it cast to
+float8_e4m3fn and back, times it, passed straight through for the
+gradient. Rounding is not continuous: an input within an ulp of a
+rounding boundary (the order of a sum decides it) lands on either side,
+and moves its product by an e4m3 step: the logits of that position (and
+a little of those after it) move by up to about 1e-3. So here every
+position's logits but at most 3 of the 24 must be within 1e-5 of the
+reference that rounds, and all within 1e-2; the loss within 1e-4 and the
+gradients (which sum over every position) within 1e-2. Twill must be ten
+times nearer to that reference than to the one that does not round (the
+rounding is there, and the same). The meshes are held to 1x1 alike.
+Steps 2 and 3 only (the merged model does not round).
 """
 import argparse
 import json
@@ -68,6 +85,41 @@ VOCAB, BATCH, SEQ, RANK, ALPHA = 97, 2, 12, 4, 8.0
 PROJECTIONS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj",
                "up_proj", "down_proj"]
 MESHES = [(2, 2), (1, 4), (1, 3)]
+
+
+def rounded_in_blocks(x, block=128):
+    """`x`'s last dim rounded to e4m3 in blocks of `block`, each over its
+    largest magnitude / 448 (fp32, as an FP8 GEMM's input), the gradient
+    passed as it is."""
+    size = x.shape[-1]
+    blocks = torch.nn.functional.pad(x.float(), (0, -size % block))
+    blocks = blocks.unflatten(-1, (-1, block))
+    scale = blocks.abs().amax(-1, keepdim=True) / 448
+    scale = torch.where(scale > 0, scale, torch.ones_like(scale))
+    rounded = ((blocks / scale).clamp(-448, 448).to(torch.float8_e4m3fn)
+               .float() * scale).flatten(-2)[..., :size]
+    return x + (rounded.to(x.dtype) - x).detach()
+
+
+def round_base_inputs(model):
+    """Each LoRA projection's base layer reads its input rounded."""
+    for name, module in model.named_modules():
+        if name.endswith("base_layer"):
+            module.register_forward_pre_hook(
+                lambda _, inputs: (rounded_in_blocks(inputs[0]),))
+
+
+def close_but_for_flips(actual, expected):
+    """Whether logits `actual` are `expected`'s within 1e-5 at every
+    position but at most 3, within 1e-2 at all (fp8_inputs: an input
+    rounded the other way at a boundary moves its position's logits);
+    returns that and the worst and the count beyond 1e-5."""
+    actual = actual.to(expected.dtype)
+    scale = expected.abs().max().item() or 1.0
+    errors = (actual - expected).abs().amax(-1).flatten() / scale
+    beyond = int((errors > 1e-5).sum())
+    worst = errors.max().item()
+    return beyond <= 3 and worst < 1e-2, worst, beyond
 
 
 def fp8_dequantized(weight):
@@ -121,6 +173,10 @@ def batch():
     return tokens, labels
 
 
+def fp8_inputs(args):
+    return " fp8_inputs: E4M3_BLOCKS" if args.fp8_inputs else ""
+
+
 def compile_job(args, work, name, base, mesh=(1, 1)):
     """The quantized-base job `name` on `mesh`, its base from `base`,
     compiled; returns the program and how to launch it (mpirun, where
@@ -130,7 +186,7 @@ def compile_job(args, work, name, base, mesh=(1, 1)):
     job.write_text(
         f'checkpoint {{ base_dir: "{base}" }}\n'
         f"lora {{ rank: {RANK} alpha: {ALPHA}{modules} }}\n"
-        f"quantization {{ base: {args.format.upper()} }}\n"
+        f"quantization {{ base: {args.format.upper()}{fp8_inputs(args)} }}\n"
         f"train {{ batch_size: {BATCH} seq_len: {SEQ} }}\n"
         f"parallel {{ dp: {mesh[0]} tp: {mesh[1]} }}\n")
     program = work / f"{name}.twx"
@@ -309,14 +365,18 @@ def main():
     parser.add_argument("--bin", type=Path, required=True)
     parser.add_argument("--work", type=Path, required=True)
     parser.add_argument("--format", choices=["nf4", "fp8"], default="nf4")
+    parser.add_argument("--fp8-inputs", action="store_true")
     args = parser.parse_args()
+    if args.fp8_inputs and args.format != "fp8":
+        parser.error("--fp8-inputs rounds the inputs of an FP8 base")
     nf4 = args.format == "nf4"
     work = args.work
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=VOCAB, hidden_size=128,
-                         intermediate_size=192, num_hidden_layers=2,
+    wide = 2 if args.fp8_inputs else 1  # whole blocks of 128 to split
+    config = LlamaConfig(vocab_size=VOCAB, hidden_size=128 * wide,
+                         intermediate_size=192 * wide, num_hidden_layers=2,
                          num_attention_heads=4, num_key_value_heads=2,
                          max_position_embeddings=64, rms_norm_eps=1e-5)
     model = LlamaForCausalLM(config).float().eval()
@@ -335,6 +395,10 @@ def main():
     model.save_pretrained(work / "adapter")
     model = model.double().eval()
     tokens, labels = batch()
+    if args.fp8_inputs:
+        with torch.no_grad():
+            unrounded = model(input_ids=tokens).logits
+        round_base_inputs(model)
     (work / "batch.json").write_text(json.dumps({
         "tokens": tokens.tolist(), "labels": labels.tolist(),
         "positions": torch.arange(SEQ).repeat(BATCH, 1).tolist(),
@@ -368,7 +432,20 @@ def main():
           f"{error:.2e}, loss sum "
           f"{on_load_loss:.6f} vs {loss.item():.6f} ({loss_error:.2e}), "
           f"{len(grads)} gradients, worst {worst[0]:.2e} ({worst[1]})")
-    if not (error < 1e-5 and loss_error < 1e-5 and worst[0] < 1e-5
+    close = error < 1e-5
+    if args.fp8_inputs:
+        close, error, beyond = close_but_for_flips(on_load, logits.detach())
+        apart = relative_error(on_load, unrounded)
+        print(f"fp8_inputs: {beyond} of {BATCH * SEQ} positions' logits "
+              f"beyond 1e-5 of the reference (worst {error:.2e}); its "
+              f"rounding moves them by {apart:.2e}, {apart / error:.0f} "
+              f"times Twill's distance from it")
+        if not apart > 10 * error:
+            failures.append("Twill's products do not round as the "
+                            "reference's")
+    tolerance = 1e-2 if args.fp8_inputs else 1e-5  # the gradients'
+    if not (close and loss_error < (1e-4 if args.fp8_inputs else 1e-5)
+            and worst[0] < tolerance
             and len(grads) == 2 * len(PROJECTIONS) * 2
             and len(on_load_grads) == len(grads)):
         failures.append(f"Twill's {args.format} base is not the reference's")
@@ -377,21 +454,27 @@ def main():
         name = f"mesh{mesh[0]}x{mesh[1]}"
         meshed, _, meshed_grads = run_twill(args, work, name, read_from, mesh)
         error = relative_error(meshed, on_load)
+        close = error < 1e-5
+        if args.fp8_inputs:
+            close, error, beyond = close_but_for_flips(meshed, on_load)
+            print(f"{name}: {beyond} positions' logits beyond 1e-5")
         worst = max(norm_error(meshed_grads[key], grad)
                     for key, grad in on_load_grads.items())
         print(f"{name}: logits within {error:.2e}, gradients within "
               f"{worst:.2e} of 1x1")
-        if not (error < 1e-5 and worst < 1e-5):
+        if not (close and worst < tolerance):
             failures.append(f"{name} is not 1x1")
     if nf4:
         failures += check_written_base(args, work, tokens)
         failures += check_sharded_quantization(args, work)
         failures += check_refusals(args, work)
-    merged_error = check_merged(args, work, tokens, read_from)
-    print(f"merged from {read_from.name}: transformers' logits within "
-          f"{merged_error:.2e} of Twill's")
-    if not merged_error < 1e-5:
-        failures.append("the merged model is not the base plus the adapter")
+    if not args.fp8_inputs:
+        merged_error = check_merged(args, work, tokens, read_from)
+        print(f"merged from {read_from.name}: transformers' logits within "
+              f"{merged_error:.2e} of Twill's")
+        if not merged_error < 1e-5:
+            failures.append("the merged model is not the base plus the "
+                            "adapter")
     for failure in failures:
         print("FAIL", failure)
     print("PASS" if not failures else "FAIL")

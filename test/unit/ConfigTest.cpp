@@ -472,7 +472,7 @@ TEST(JobConfigValidation, RangesAndSupportedVariants) {
 }
 
 // Issue 37: a quantized base is frozen, of rows of whole blocks, and not
-// yet of fused projections.
+// yet of fused projections; only an FP8 one rounds its products' inputs.
 TEST(JobConfigValidation, QuantizedBase) {
   JobConfig quantized =
       loadTiny({"quantization.base=NF4", "model.intermediate_size=192"});
@@ -493,6 +493,14 @@ TEST(JobConfigValidation, QuantizedBase) {
   EXPECT_THAT(validationErrorAfter("quantization.base=FP8 full_finetune={} "
                                    "lora="),
               HasSubstr("a trained weight cannot be FP8; use lora"));
+  // Inputs rounded to e4m3 are an FP8 base's.
+  EXPECT_FALSE(validateJobConfig(loadTiny(
+      {"quantization.base=FP8", "quantization.fp8_inputs=E4M3_BLOCKS"})));
+  EXPECT_THAT(validationErrorAfter("quantization.fp8_inputs=E4M3_BLOCKS"),
+              HasSubstr("quantization.fp8_inputs E4M3_BLOCKS rounds the "
+                        "inputs of an FP8 base's products, but "
+                        "quantization.base is NONE: set base FP8, or leave "
+                        "fp8_inputs out"));
   EXPECT_THAT(validationErrorAfter("quantization.base=NF4 model.hidden_size=96 "
                                    "model.head_dim=24 "
                                    "model.intermediate_size=192"),
