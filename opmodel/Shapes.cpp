@@ -2,6 +2,8 @@
 
 #include "opmodel/Shapes.h"
 
+#include "support/Dpo.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -280,6 +282,24 @@ Error shapes::crossEntropyGrad(Shape logits, Shape labels, Shape result) {
   if (Error error = crossEntropy(logits, labels))
     return error;
   return expectShape("result", result, logits);
+}
+
+Error shapes::dpoLoss(Shape policy, Shape reference, Shape tokens,
+                      Shape metrics) {
+  if (policy.size() != 2 || policy[1] != 2)
+    return problem("policy must be [pairs, 2] (chosen, rejected), got " +
+                   text(policy));
+  if (Error error =
+          allLike(policy, {{"reference", reference}, {"tokens", tokens}}))
+    return error;
+  return expectShape("metrics", metrics, {dpo::kMetrics});
+}
+
+Error shapes::dpoLossGrad(Shape policy, Shape reference, Shape tokens,
+                          Shape result) {
+  if (Error error = dpoLoss(policy, reference, tokens, {dpo::kMetrics}))
+    return error;
+  return expectShape("result", result, policy);
 }
 
 Error shapes::adamw(Shape param, Shape grad, Shape expAvg, Shape expAvgSq,

@@ -105,6 +105,12 @@ llvm::Error dequantizeFp8(Shape values, Shape scales, Shape result);
 llvm::Error crossEntropy(Shape logits, Shape labels);
 llvm::Error crossEntropyGrad(Shape logits, Shape labels, Shape result);
 
+/// dpo_loss: policy, reference and tokens [pairs, 2] -> metrics [6] (and
+/// 0-d loss and pairs); its gradient's result like the policy.
+llvm::Error dpoLoss(Shape policy, Shape reference, Shape tokens, Shape metrics);
+llvm::Error dpoLossGrad(Shape policy, Shape reference, Shape tokens,
+                        Shape result);
+
 /// adamw: param, grad, exp_avg, exp_avg_sq and the three new values, all
 /// of one shape.
 llvm::Error adamw(Shape param, Shape grad, Shape expAvg, Shape expAvgSq,

@@ -5,10 +5,11 @@
 #include "dialects/twill/TwillEntryPoints.h"
 #include "dialects/twill/TwillOps.h"
 #include "google/protobuf/text_format.h"
-#include "proto/OpcodeAttributes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/Support/FileUtilities.h"
+#include "proto/OpcodeAttributes.h"
+#include "support/Dpo.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -443,6 +444,14 @@ static void describeAttributes(Operation *op, ::twill::Instruction &out) {
         a.set_columns(op.getColumns().value_or(0));
         a.set_shard_axis(axisName(op.getShardAxis()));
         a.set_lhs_fp8_block_size(op.getLhsFp8BlockSize().value_or(0));
+      })
+      .Case<tw::DpoLossOp, tw::DpoLossGradOp>([&](auto op) {
+        ::twill::DpoLossAttributes &a = *out.mutable_dpo_loss();
+        ::twill::dpo::LossType type = ::twill::dpo::LossType::Sigmoid;
+        ::twill::dpo::lossTypeNamed(op.getLossType().str().c_str(), type);
+        a.set_loss_type(::twill::DpoLossAttributes::LossType(int(type)));
+        a.set_beta(op.getBeta().convertToDouble());
+        a.set_label_smoothing(op.getLabelSmoothing().convertToDouble());
       })
       .Case([&](tw::RoundToFp8Op op) {
         out.mutable_round_to_fp8()->set_block_size(op.getBlockSize());

@@ -3,6 +3,7 @@
 #include "dialects/twill/ShapeChecks.h"
 
 #include "mlir/IR/BuiltinTypes.h"
+#include "support/Dpo.h"
 #include "llvm/ADT/STLExtras.h"
 
 using namespace mlir;
@@ -46,6 +47,22 @@ mlir::twill::verifyAttentionLogits(Operation *op,
     return op->emitOpError("window must be at least 1");
   if (softcap && !(softcap->convertToDouble() > 0))
     return op->emitOpError("softcap must be positive");
+  return success();
+}
+
+LogicalResult
+mlir::twill::verifyDpoSettings(Operation *op, StringRef lossType,
+                               const llvm::APFloat &beta,
+                               const llvm::APFloat &labelSmoothing) {
+  ::twill::dpo::LossType type;
+  if (!::twill::dpo::lossTypeNamed(lossType.str().c_str(), type))
+    return op->emitOpError("loss_type must be sigmoid, ipo or hinge, got ")
+           << lossType;
+  double b = beta.convertToDouble(), e = labelSmoothing.convertToDouble();
+  if (!(b > 0 && std::isfinite(b)))
+    return op->emitOpError("beta must be positive, got ") << b;
+  if (!(e >= 0 && e < 0.5))
+    return op->emitOpError("label_smoothing must be in [0, 0.5), got ") << e;
   return success();
 }
 

@@ -31,6 +31,11 @@ LogicalResult expectSameElementType(Operation *op, ValueRange values);
 LogicalResult verifyAttentionLogits(Operation *op,
                                     std::optional<uint64_t> window,
                                     std::optional<llvm::APFloat> softcap);
+/// dpo_loss's (and its gradient's) settings: a loss type of support/Dpo.h,
+/// a positive beta, label smoothing in [0, 0.5).
+LogicalResult verifyDpoSettings(Operation *op, StringRef lossType,
+                                const llvm::APFloat &beta,
+                                const llvm::APFloat &labelSmoothing);
 /// A soft-cap's cap: positive.
 LogicalResult verifyCap(Operation *op, const llvm::APFloat &cap);
 /// Rope scaling: linear (the factor alone) or Llama 3.1's (all four

@@ -124,3 +124,12 @@ LogicalResult AdamWOp::verify() {
                                     shapeOf(getNewExpAvg()),
                                     shapeOf(getNewExpAvgSq())));
 }
+
+LogicalResult DpoLossGradOp::verify() {
+  if (failed(verifyDpoSettings(*this, getLossType(), getBeta(),
+                               getLabelSmoothing())))
+    return failure();
+  return check(
+      *this, shapes::dpoLossGrad(shapeOf(getPolicy()), shapeOf(getReference()),
+                                 shapeOf(getTokens()), shapeOf(getResult())));
+}

@@ -248,6 +248,33 @@ def Twill_CrossEntropyGradOp : Twill_ComputeOp<"cross_entropy_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Twill_DpoLossGradOp : Twill_ComputeOp<"dpo_loss_grad", [Pure]> {
+  let summary = "Gradient of dpo_loss's loss sum with respect to the policy's";
+  let description = [{
+    `grad` (the 0-d cotangent of the loss sum) times each counted pair's
+    derivative with respect to its policy log-probabilities (support/Dpo.h);
+    zero for a pair without a token in each completion. Operands and
+    attributes are dpo_loss's.
+
+    ```mlir
+    %dp = twill.dpo_loss_grad %policy, %reference, %tokens, %one
+        {loss_type = "ipo", beta = 1.0e-01 : f64}
+        : (tensor<4x2xf32>, tensor<4x2xf32>, tensor<4x2xi64>, tensor<f32>) -> tensor<4x2xf32>
+    ```
+  }];
+  let arguments = (ins StaticShapeTensorOf<[F32]>:$policy,
+                       StaticShapeTensorOf<[F32]>:$reference,
+                       StaticShapeTensorOf<[I64]>:$tokens,
+                       0DTensorOf<[F32]>:$grad,
+                       StrAttr:$loss_type, F64Attr:$beta,
+                       DefaultValuedAttr<F64Attr, "0.0">:$label_smoothing);
+  let results = (outs StaticShapeTensorOf<[F32]>:$result);
+  let assemblyFormat = [{
+    $policy `,` $reference `,` $tokens `,` $grad attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Twill_LinearCrossEntropyGradOp : Twill_ComputeOp<"linear_cross_entropy_grad", [Pure]> {
   let summary = "Gradient of linear_cross_entropy's loss sum, tile by tile";
   let description = [{

@@ -220,6 +220,15 @@ LogicalResult QuantizedMatmulOp::verify() {
   return success();
 }
 
+LogicalResult DpoLossOp::verify() {
+  if (failed(verifyDpoSettings(*this, getLossType(), getBeta(),
+                               getLabelSmoothing())))
+    return failure();
+  return check(*this,
+               shapes::dpoLoss(shapeOf(getPolicy()), shapeOf(getReference()),
+                               shapeOf(getTokens()), shapeOf(getMetrics())));
+}
+
 LogicalResult DropoutOp::verify() {
   if (failed(expectSameElementType(*this, {getInput(), getResult()})) ||
       failed(check(*this, shapes::dropout(shapeOf(getInput()),

@@ -570,6 +570,40 @@ def Twill_CrossEntropyOp : Twill_ComputeOp<"cross_entropy", [Pure, DeclareOpInte
   let hasVerifier = 1;
 }
 
+def Twill_DpoLossOp : Twill_ComputeOp<"dpo_loss", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
+  let summary = "DPO's loss summed over preference pairs, the pairs and the metrics";
+  let description = [{
+    For `[pairs, 2]` log-probabilities of a pair's chosen (0) and rejected
+    (1) completion, each summed over its tokens, under the policy and under
+    the reference model, and `tokens` (how many each sums), returns TRL's
+    DPO loss (`loss_type` sigmoid, ipo or hinge, with `beta` and sigmoid's
+    `label_smoothing`; support/Dpo.h) summed over the pairs with a token in
+    each completion, how many those are, and the sums of TRL's metrics
+    over them (`metrics`, 6 values: the chosen and rejected rewards, the
+    pairs whose chosen reward is the greater, the margins, and the policy's
+    chosen and rejected log-probabilities). Sums, not means, as
+    `cross_entropy`'s: a step normalises by every pair of its accumulated
+    micro-batches. Only `policy` has a gradient.
+
+    ```mlir
+    %loss, %pairs, %metrics = twill.dpo_loss %policy, %reference, %tokens
+        {loss_type = "sigmoid", beta = 1.0e-01 : f64}
+        : (tensor<4x2xf32>, tensor<4x2xf32>, tensor<4x2xi64>) -> (tensor<f32>, tensor<i64>, tensor<6xf32>)
+    ```
+  }];
+  let arguments = (ins StaticShapeTensorOf<[F32]>:$policy,
+                       StaticShapeTensorOf<[F32]>:$reference,
+                       StaticShapeTensorOf<[I64]>:$tokens,
+                       StrAttr:$loss_type, F64Attr:$beta,
+                       DefaultValuedAttr<F64Attr, "0.0">:$label_smoothing);
+  let results = (outs 0DTensorOf<[F32]>:$loss, 0DTensorOf<[I64]>:$pairs,
+                      StaticShapeTensorOf<[F32]>:$metrics);
+  let assemblyFormat = [{
+    $policy `,` $reference `,` $tokens attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Twill_LinearCrossEntropyOp : Twill_ComputeOp<"linear_cross_entropy", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
   let summary = "cross_entropy of `input weight^T`, a tile of positions at a time";
   let description = [{

@@ -2,6 +2,7 @@
 
 #include "dialects/twill/ShapeChecks.h"
 #include "dialects/twill/TwillOps.h"
+#include "support/Dpo.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 
@@ -241,6 +242,37 @@ ShardingRule RoundToFp8Op::getShardingRule() {
   rule.operands = {dims};
   rule.results = {dims};
   return rule;
+}
+
+/// dpo_loss and its gradient: `[pairs, 2]` operands whose pairs any axis
+/// splits, a pair's two completions together.
+static ShardingRule dpoRule(Value policy, bool gradient) {
+  ShardingRule rule;
+  ArrayRef<int64_t> shape = shapeOf(policy);
+  int pairs = rule.addFactor(shape[0]);
+  int completions = rule.addFactor(shape[1]);
+  rule.replicated = {completions};
+  ShardingRule::Tensor pair{{pairs}, {completions}};
+  rule.operands = {pair, pair, pair};
+  if (gradient) {
+    rule.operands.push_back(Tensor());
+    rule.results = {pair};
+    return rule;
+  }
+  // Sums over the pairs: sharded pairs give partial sums.
+  int metrics = rule.addFactor(::twill::dpo::kMetrics);
+  rule.results = {Tensor(), Tensor(), Tensor{{metrics}}};
+  rule.replicated.push_back(metrics);
+  rule.reductions = {pairs};
+  return rule;
+}
+
+ShardingRule DpoLossOp::getShardingRule() {
+  return dpoRule(getPolicy(), /*gradient=*/false);
+}
+
+ShardingRule DpoLossGradOp::getShardingRule() {
+  return dpoRule(getPolicy(), /*gradient=*/true);
 }
 
 ShardingRule DropoutOp::getShardingRule() {

@@ -240,6 +240,19 @@ Cotangents CrossEntropyOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
   return grads;
 }
 
+Cotangents DpoLossOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
+                               ArrayRef<bool> needed) {
+  // Only the loss sum carries a gradient, and only to the policy's
+  // log-probabilities: the reference's and the counts are constants.
+  SmallVector<Value> grads(3);
+  if (needed[0] && cotangents[0])
+    grads[0] = DpoLossGradOp::create(builder, getLoc(), getPolicy().getType(),
+                                     getPolicy(), getReference(), getTokens(),
+                                     cotangents[0], getLossTypeAttr(),
+                                     getBetaAttr(), getLabelSmoothingAttr());
+  return grads;
+}
+
 Cotangents LinearCrossEntropyOp::buildVJP(OpBuilder &builder,
                                           ValueRange cotangents,
                                           ArrayRef<bool> needed) {

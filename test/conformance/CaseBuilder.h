@@ -171,6 +171,7 @@ void attentionCases(Suite &suite);      // AttentionCases.cpp
 void elementwiseCases(Suite &suite);    // ElementwiseCases.cpp
 void crossEntropyCases(Suite &suite);   // CrossEntropyCases.cpp
 void linearCrossEntropyCases(Suite &suite); // CrossEntropyCases.cpp
+void dpoLossCases(Suite &suite);            // CrossEntropyCases.cpp
 void layoutCases(Suite &suite);         // ElementwiseCases.cpp
 void embeddingGradCases(Suite &suite);  // LayerCases.cpp
 void optimizerCases(Suite &suite);      // OptimizerCases.cpp

@@ -22,6 +22,7 @@ Suite conformance::conformanceSuite() {
   elementwiseCases(suite);
   crossEntropyCases(suite);
   linearCrossEntropyCases(suite);
+  dpoLossCases(suite);
   layoutCases(suite);
   embeddingGradCases(suite);
   optimizerCases(suite);

@@ -2,6 +2,8 @@
 
 #include "test/conformance/CaseBuilder.h"
 
+#include "support/Dpo.h"
+
 using namespace twill;
 using namespace twill::conformance;
 
@@ -58,6 +60,40 @@ void conformance::crossEntropyCases(Suite &suite) {
     attributes.set_softcap(0);
     c.note("label outside the vocab").refused().add();
   }
+}
+
+void conformance::dpoLossCases(Suite &suite) {
+  // 37 pairs of log-probabilities, about one in ten without a token in a
+  // completion (padding: not counted); each loss type, and the gradient.
+  struct Loss {
+    DpoLossAttributes::LossType type;
+    double beta, smoothing;
+    const char *note;
+  };
+  for (Loss loss : {Loss{DpoLossAttributes::SIGMOID, 0.1, 0, "sigmoid"},
+                    Loss{DpoLossAttributes::SIGMOID, 0.5, 0.2,
+                         "sigmoid, label smoothing 0.2"},
+                    Loss{DpoLossAttributes::IPO, 0.1, 0, "ipo"},
+                    Loss{DpoLossAttributes::HINGE, 0.3, 0, "hinge"}})
+    for (bool gradient : {false, true}) {
+      CaseBuilder c(suite, gradient ? DPO_LOSS_GRAD : DPO_LOSS, F32, kSummed);
+      c.operand(F32, {37, 2}, uniform(-60, -1));
+      c.operand(F32, {37, 2}, uniform(-60, -1));
+      c.operand(I64, {37, 2}, integers(0, 10));
+      if (gradient) {
+        c.operand(F32, {}, value(0.37));
+        c.out({37, 2});
+      } else {
+        c.result(F32, {});
+        c.result(I64, {});
+        c.result(F32, {dpo::kMetrics});
+      }
+      DpoLossAttributes &attributes = *c->mutable_dpo_loss();
+      attributes.set_loss_type(loss.type);
+      attributes.set_beta(loss.beta);
+      attributes.set_label_smoothing(loss.smoothing);
+      c.note(loss.note).add();
+    }
 }
 
 void conformance::linearCrossEntropyCases(Suite &suite) {

@@ -517,3 +517,35 @@ func.func @quantized_matmul_rounded_lhs(%x: tensor<3x8xf32>, %v: tensor<8x16xi8>
   %0 = twill.quantized_matmul %x, weight(%v, %s) {lhs_fp8_block_size = 128 : i64} : (tensor<3x8xf32>, tensor<8x16xi8>, tensor<8xf32>) -> tensor<3x16xf32>
   return
 }
+
+// -----
+
+func.func @dpo_loss_type(%p: tensor<4x2xf32>, %t: tensor<4x2xi64>) {
+  // expected-error @+1 {{loss_type must be sigmoid, ipo or hinge, got robust}}
+  %0:3 = twill.dpo_loss %p, %p, %t {loss_type = "robust", beta = 0.1 : f64} : (tensor<4x2xf32>, tensor<4x2xf32>, tensor<4x2xi64>) -> (tensor<f32>, tensor<i64>, tensor<6xf32>)
+  return
+}
+
+// -----
+
+func.func @dpo_loss_smoothing(%p: tensor<4x2xf32>, %t: tensor<4x2xi64>) {
+  // expected-error @+1 {{label_smoothing must be in [0, 0.5), got 5.000000e-01}}
+  %0:3 = twill.dpo_loss %p, %p, %t {loss_type = "sigmoid", beta = 0.1 : f64, label_smoothing = 0.5 : f64} : (tensor<4x2xf32>, tensor<4x2xf32>, tensor<4x2xi64>) -> (tensor<f32>, tensor<i64>, tensor<6xf32>)
+  return
+}
+
+// -----
+
+func.func @dpo_loss_pairs(%p: tensor<4x3xf32>, %t: tensor<4x3xi64>) {
+  // expected-error @+1 {{policy must be [pairs, 2] (chosen, rejected), got [4, 3]}}
+  %0:3 = twill.dpo_loss %p, %p, %t {loss_type = "sigmoid", beta = 0.1 : f64} : (tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xi64>) -> (tensor<f32>, tensor<i64>, tensor<6xf32>)
+  return
+}
+
+// -----
+
+func.func @dpo_loss_grad_result(%p: tensor<4x2xf32>, %t: tensor<4x2xi64>, %g: tensor<f32>) {
+  // expected-error @+1 {{result must have shape [4, 2], got [2, 4]}}
+  %0 = twill.dpo_loss_grad %p, %p, %t, %g {loss_type = "hinge", beta = 0.1 : f64} : (tensor<4x2xf32>, tensor<4x2xf32>, tensor<4x2xi64>, tensor<f32>) -> tensor<2x4xf32>
+  return
+}

@@ -56,7 +56,26 @@ static llvm::Error runLinearCrossEntropy(const InstructionView &in) {
                                  in.data<float>(3), in.data<int64_t>(4));
 }
 
+/// dpo_loss (policy, reference, tokens -> loss, pairs, metrics) and its
+/// gradient (those, loss grad -> the policy's).
+static llvm::Error runDpoLoss(const InstructionView &in) {
+  llvm::Expected<DpoShape> s = dpoShape(in);
+  if (!s)
+    return s.takeError();
+  const float *policy = in.data<float>(0), *reference = in.data<float>(1);
+  const int64_t *tokens = in.data<int64_t>(2);
+  if (in.opcode() == DPO_LOSS)
+    dpo::sumPairs(policy, reference, tokens, s->pairs, s->settings,
+                  in.data<float>(3), in.data<int64_t>(4), in.data<float>(5));
+  else
+    for (int64_t i = 0; i < s->pairs; ++i)
+      dpo::pairGradient(policy, reference, tokens, i, s->settings,
+                        *in.data<float>(3), in.data<float>(4));
+  return llvm::Error::success();
+}
+
 void cpu::addCrossEntropyKernels(Kernels &kernels) {
+  kernels.add({DPO_LOSS, DPO_LOSS_GRAD}, runDpoLoss);
   kernels.add({CROSS_ENTROPY, CROSS_ENTROPY_GRAD}, runCrossEntropyFamily);
   kernels.add({LINEAR_CROSS_ENTROPY, LINEAR_CROSS_ENTROPY_GRAD},
               runLinearCrossEntropy);

@@ -158,7 +158,25 @@ static llvm::Error runLinearCrossEntropy(const InstructionView &in,
   return llvm::Error::success();
 }
 
+/// dpo_loss and its gradient (support/Dpo.h's arithmetic, as on the cpu).
+static llvm::Error runDpoLoss(const InstructionView &in, Device &device) {
+  llvm::Expected<DpoShape> s = dpoShape(in);
+  if (!s)
+    return s.takeError();
+  const float *policy = in.data<float>(0), *reference = in.data<float>(1);
+  const int64_t *tokens = in.data<int64_t>(2);
+  if (in.opcode() == DPO_LOSS)
+    cuda::dpoLoss(policy, reference, tokens, s->pairs, s->settings,
+                  in.data<float>(3), in.data<int64_t>(4), in.data<float>(5),
+                  device.stream);
+  else
+    cuda::dpoLossGrad(policy, reference, tokens, s->pairs, s->settings,
+                      in.data<float>(3), in.data<float>(4), device.stream);
+  return llvm::Error::success();
+}
+
 void cuda::addCrossEntropyKernels(Kernels &kernels) {
+  kernels.add({DPO_LOSS, DPO_LOSS_GRAD}, {runDpoLoss, /*bf16=*/false});
   kernels.add({CROSS_ENTROPY, CROSS_ENTROPY_GRAD},
               {runCrossEntropyFamily, /*bf16=*/true});
   kernels.add({LINEAR_CROSS_ENTROPY, LINEAR_CROSS_ENTROPY_GRAD},

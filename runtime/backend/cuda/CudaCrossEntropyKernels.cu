@@ -98,6 +98,21 @@ __global__ void crossEntropyGradKernel(const T *logits, const int32_t *labels,
   }
 }
 
+__global__ void dpoLossKernel(const float *policy, const float *reference,
+                              const int64_t *tokens, int64_t pairs,
+                              dpo::Settings s, float *loss, int64_t *counted,
+                              float *metrics) {
+  dpo::sumPairs(policy, reference, tokens, pairs, s, loss, counted, metrics);
+}
+
+__global__ void dpoLossGradKernel(const float *policy, const float *reference,
+                                  const int64_t *tokens, int64_t pairs,
+                                  dpo::Settings s, const float *lossGrad,
+                                  float *out) {
+  GRID_STRIDE(i, pairs)
+  dpo::pairGradient(policy, reference, tokens, i, s, *lossGrad, out);
+}
+
 } // namespace
 
 void softmaxMaxAndTarget(const void *logits, const int32_t *labels,
@@ -143,6 +158,20 @@ void crossEntropyGrad(const void *logits, const int32_t *labels, int64_t rows,
         static_cast<const T *>(logits), labels, rows, vocab, ignoreIndex, max,
         sum, lossGrad, float(softcap), static_cast<T *>(out));
   });
+}
+
+void dpoLoss(const float *policy, const float *reference, const int64_t *tokens,
+             int64_t pairs, const dpo::Settings &s, float *loss,
+             int64_t *counted, float *metrics, cudaStream_t stream) {
+  dpoLossKernel<<<1, 1, 0, stream>>>(policy, reference, tokens, pairs, s, loss,
+                                     counted, metrics);
+}
+
+void dpoLossGrad(const float *policy, const float *reference,
+                 const int64_t *tokens, int64_t pairs, const dpo::Settings &s,
+                 const float *lossGrad, float *out, cudaStream_t stream) {
+  dpoLossGradKernel<<<blocksFor(pairs), kThreads, 0, stream>>>(
+      policy, reference, tokens, pairs, s, lossGrad, out);
 }
 
 } // namespace twill::cuda

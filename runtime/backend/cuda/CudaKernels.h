@@ -16,6 +16,7 @@
 
 #include "runtime/backend/Blocks.h"
 #include "runtime/backend/ChunkedAttention.h"
+#include "support/Dpo.h"
 #include "support/Dropout.h"
 #include "support/Fp8.h"
 #include "support/Nf4.h"
@@ -119,6 +120,15 @@ void encodeFp8Blocks(const void *in, int64_t rows, int64_t columns,
 /// its rows: out[b * rows + r] = rowScales[r].
 void broadcastRowScales(const float *rowScales, int64_t rows, int64_t blocks,
                         float *out, cudaStream_t stream);
+/// dpo_loss's sums over `pairs` pairs (support/Dpo.h's sumPairs, one
+/// thread: the cpu's order), and its gradient, the loss sum's gradient
+/// read from device memory.
+void dpoLoss(const float *policy, const float *reference, const int64_t *tokens,
+             int64_t pairs, const dpo::Settings &s, float *loss,
+             int64_t *counted, float *metrics, cudaStream_t stream);
+void dpoLossGrad(const float *policy, const float *reference,
+                 const int64_t *tokens, int64_t pairs, const dpo::Settings &s,
+                 const float *lossGrad, float *out, cudaStream_t stream);
 /// LoRA's dropout (support/Dropout.h) of `tokens` rows of `features`, the
 /// micro-batch read from device memory.
 void dropout(const void *x, const int32_t *tokenIndex,

@@ -12,6 +12,7 @@
 #include "opmodel/Shapes.h"
 #include "runtime/backend/InstructionView.h"
 #include "runtime/backend/TiledLogits.h"
+#include "support/Dpo.h"
 
 namespace twill {
 
@@ -55,6 +56,35 @@ crossEntropyShape(const InstructionView &in) {
   if (!block)
     return block.takeError();
   return CrossEntropyShape{in.count(1), *block};
+}
+
+/// dpo_loss's (policy, reference, tokens -> loss sum, pairs, metric sums)
+/// or dpo_loss_grad's (those and the loss sum's gradient -> the policy's)
+/// pairs, and the loss's settings.
+struct DpoShape {
+  int64_t pairs;
+  dpo::Settings settings;
+};
+
+inline llvm::Expected<DpoShape> dpoShape(const InstructionView &in) {
+  bool grad = in.opcode() == DPO_LOSS_GRAD;
+  if (auto error = grad ? in.expect(4, 1, {F32, F32, I64, F32, F32})
+                        : in.expect(3, 3, {F32, F32, I64, F32, I64, F32}))
+    return std::move(error);
+  if (auto error = in.check(grad ? shapes::dpoLossGrad(in.shape(0), in.shape(1),
+                                                       in.shape(2), in.shape(4))
+                                 : shapes::dpoLoss(in.shape(0), in.shape(1),
+                                                   in.shape(2), in.shape(5))))
+    return std::move(error);
+  if (in.count(3) != 1 || (!grad && in.count(4) != 1))
+    return in.fail("the loss, its gradient and the pair count are scalars");
+  const DpoLossAttributes &a = in->dpo_loss();
+  dpo::Settings settings{dpo::LossType(int(a.loss_type())), a.beta(),
+                         a.label_smoothing()};
+  if (!(settings.beta > 0) ||
+      !(settings.labelSmoothing >= 0 && settings.labelSmoothing < 0.5))
+    return in.fail("needs a positive beta and label_smoothing in [0, 0.5)");
+  return DpoShape{in.dim(0, 1), settings};
 }
 
 /// linear_cross_entropy's or its gradient's sizes, checked.
