@@ -382,9 +382,11 @@ OwningOpRef<ModuleOp> DecoderTracer::trace() {
   } else {
     auto whole = CrossEntropyOp::create(builder, loc("loss"), scalar(f32),
                                         scalar(i64), logits, labels,
+                                        /*sequences=*/Value(),
                                         /*ignore_index=*/::twill::kIgnoreLabel,
                                         /*shard_axis=*/nullptr,
-                                        /*vocab_size=*/nullptr);
+                                        /*vocab_size=*/nullptr,
+                                        /*sequence_count=*/nullptr);
     loss = {whole.getLoss(), whole.getCount()};
   }
   func::ReturnOp::create(builder, loc("forward"), loss);

@@ -284,6 +284,23 @@ Error shapes::crossEntropyGrad(Shape logits, Shape labels, Shape result) {
   return expectShape("result", result, logits);
 }
 
+Error shapes::lossSums(Shape labels, std::optional<Shape> sequences,
+                       int64_t sequenceCount, Shape sums) {
+  if (!sequences) {
+    if (sequenceCount != 0)
+      return problem("sequence_count needs sequences");
+    return expectShape("the sums", sums, {});
+  }
+  if (Error error = expectShape("sequences", *sequences, labels))
+    return error;
+  if (labels.empty() || sequenceCount <= 0)
+    return problem("sequences need labels with a position dim and a "
+                   "positive sequence_count");
+  llvm::SmallVector<int64_t> expected(labels.drop_back());
+  expected.push_back(sequenceCount);
+  return expectShape("the sums", sums, expected);
+}
+
 Error shapes::dpoLoss(Shape policy, Shape reference, Shape tokens,
                       Shape metrics) {
   if (policy.size() != 2 || policy[1] != 2)

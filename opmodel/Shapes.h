@@ -104,6 +104,11 @@ llvm::Error dequantizeFp8(Shape values, Shape scales, Shape result);
 /// like the logits.
 llvm::Error crossEntropy(Shape logits, Shape labels);
 llvm::Error crossEntropyGrad(Shape logits, Shape labels, Shape result);
+/// What cross_entropy sums into (its loss and count; its gradient's grad):
+/// a scalar, or with `sequences` (labels' shape) [labels' rows...,
+/// `sequenceCount`].
+llvm::Error lossSums(Shape labels, std::optional<Shape> sequences,
+                     int64_t sequenceCount, Shape sums);
 
 /// dpo_loss: policy, reference and tokens [pairs, 2] -> metrics [6] (and
 /// 0-d loss and pairs); its gradient's result like the policy.

@@ -93,9 +93,13 @@ LogicalResult ColumnSumsOp::verify() {
 LogicalResult SoftcapGradOp::verify() { return verifyCap(*this, getCap()); }
 
 LogicalResult CrossEntropyGradOp::verify() {
-  return check(*this, shapes::crossEntropyGrad(shapeOf(getLogits()),
-                                               shapeOf(getLabels()),
-                                               shapeOf(getResult())));
+  if (failed(check(*this, shapes::crossEntropyGrad(shapeOf(getLogits()),
+                                                   shapeOf(getLabels()),
+                                                   shapeOf(getResult())))))
+    return failure();
+  return check(*this, shapes::lossSums(
+                          shapeOf(getLabels()), shapeIfAny(getSequences()),
+                          getSequenceCount().value_or(0), shapeOf(getGrad())));
 }
 
 LogicalResult LinearCrossEntropyGradOp::verify() {

@@ -228,7 +228,9 @@ def Twill_CrossEntropyGradOp : Twill_ComputeOp<"cross_entropy_grad", [Pure]> {
   let description = [{
     `(softmax(logits) - onehot(label)) * grad` on counted positions, zero on
     positions whose label is `ignore_index`; `grad` is the 0-d cotangent of
-    the loss sum. `shard_axis` and `vocab_size` are as for cross_entropy.
+    the loss sum, or with `sequences` each row's sequences' (`[rows...,
+    sequence_count]`: a position takes its sequence's). `shard_axis`,
+    `vocab_size` and the sequences are as for cross_entropy.
 
     ```mlir
     %dl = twill.cross_entropy_grad %logits, %labels, %one {ignore_index = -100 : i64}
@@ -236,13 +238,15 @@ def Twill_CrossEntropyGradOp : Twill_ComputeOp<"cross_entropy_grad", [Pure]> {
     ```
   }];
   let arguments = (ins Twill_FloatTensor:$logits, Twill_IntTensor:$labels,
-                       0DTensorOf<[AnyFloat]>:$grad,
+                       StaticShapeTensorOf<[AnyFloat]>:$grad,
+                       Optional<Twill_IntTensor>:$sequences,
                        DefaultValuedAttr<I64Attr, "::twill::kIgnoreLabel">:$ignore_index,
                        OptionalAttr<StrAttr>:$shard_axis,
-                       OptionalAttr<I64Attr>:$vocab_size);
+                       OptionalAttr<I64Attr>:$vocab_size,
+                       OptionalAttr<I64Attr>:$sequence_count);
   let results = (outs Twill_FloatTensor:$result);
   let assemblyFormat = [{
-    $logits `,` $labels `,` $grad attr-dict `:`
+    $logits `,` $labels `,` $grad (`sequences` `(` $sequences^ `)`)? attr-dict `:`
     functional-type(operands, results)
   }];
   let hasVerifier = 1;

@@ -278,8 +278,16 @@ LogicalResult GegluOp::verify() { return verifyElementwiseBinary(*this); }
 LogicalResult DivOp::verify() { return verifyElementwiseBinary(*this); }
 
 LogicalResult CrossEntropyOp::verify() {
-  return check(*this,
-               shapes::crossEntropy(shapeOf(getLogits()), shapeOf(getLabels())));
+  if (failed(check(*this, shapes::crossEntropy(shapeOf(getLogits()),
+                                               shapeOf(getLabels())))))
+    return failure();
+  std::optional<ArrayRef<int64_t>> sequences = shapeIfAny(getSequences());
+  int64_t count = getSequenceCount().value_or(0);
+  if (failed(check(*this, shapes::lossSums(shapeOf(getLabels()), sequences,
+                                           count, shapeOf(getLoss())))))
+    return failure();
+  return check(*this, shapes::lossSums(shapeOf(getLabels()), sequences, count,
+                                       shapeOf(getCount())));
 }
 
 LogicalResult LinearCrossEntropyOp::verify() {

@@ -557,15 +557,29 @@ def Twill_CrossEntropyOp : Twill_ComputeOp<"cross_entropy", [Pure, DeclareOpInte
     of the vocab along that mesh axis and `vocab_size` is the whole vocab
     (columns past it are padding): the op reduces its maxima and sums over
     the axis itself, so the logits are never gathered (vocab-parallel loss).
+
+    With `sequences` (each position's sequence within its row, as labels
+    are laid out) and `sequence_count` N, the sums and counts are each
+    row's per sequence, `[rows..., N]` (DPO's completions: a position of
+    sequence n of row r adds to `[r, n]`; a position whose sequence is not
+    in [0, N) counts for none). The negated sums are the sequences'
+    log-probabilities.
+
+    ```mlir
+    %sums, %counts = twill.cross_entropy %logits, %labels sequences(%segments) {sequence_count = 2 : i64}
+        : (tensor<4x256x512xf32>, tensor<4x256xi32>, tensor<4x256xi32>) -> (tensor<4x2xf32>, tensor<4x2xi64>)
+    ```
   }];
   let arguments = (ins Twill_FloatTensor:$logits, Twill_IntTensor:$labels,
+                       Optional<Twill_IntTensor>:$sequences,
                        DefaultValuedAttr<I64Attr, "::twill::kIgnoreLabel">:$ignore_index,
                        OptionalAttr<StrAttr>:$shard_axis,
-                       OptionalAttr<I64Attr>:$vocab_size);
-  let results = (outs 0DTensorOf<[AnyFloat]>:$loss,
-                      0DTensorOf<[AnySignlessInteger]>:$count);
+                       OptionalAttr<I64Attr>:$vocab_size,
+                       OptionalAttr<I64Attr>:$sequence_count);
+  let results = (outs StaticShapeTensorOf<[AnyFloat]>:$loss,
+                      StaticShapeTensorOf<[AnySignlessInteger]>:$count);
   let assemblyFormat = [{
-    $logits `,` $labels attr-dict `:` functional-type(operands, results)
+    $logits `,` $labels (`sequences` `(` $sequences^ `)`)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

@@ -284,6 +284,25 @@ ShardingRule DropoutOp::getShardingRule() {
   return rule;
 }
 
+/// What cross_entropy sums into: nothing but a scalar, or with sequences
+/// each row's (the positions' leading factors) per sequence (a factor of
+/// its own). The positions summed over are reductions.
+static Tensor lossSumsOf(ShardingRule &rule, const Tensor &positions,
+                         bool bySequence, int64_t sequenceCount) {
+  ArrayRef<ShardingRule::Dim> summed = positions;
+  Tensor sums;
+  if (bySequence) {
+    sums.assign(positions.begin(), positions.end() - 1);
+    int sequences = rule.addFactor(sequenceCount);
+    rule.replicated.push_back(sequences);
+    sums.push_back({sequences});
+    summed = summed.take_back();
+  }
+  for (const ShardingRule::Dim &dim : summed)
+    rule.reductions.push_back(dim.front());
+  return sums;
+}
+
 ShardingRule CrossEntropyOp::getShardingRule() {
   // The loss and count are sums over positions: sharded positions give
   // partial sums. A sharded vocab is reduced by the op itself across the
@@ -294,20 +313,32 @@ ShardingRule CrossEntropyOp::getShardingRule() {
   Tensor logits = positions;
   logits.push_back({vocab});
   rule.operands = {logits, positions};
-  rule.results = {Tensor(), Tensor()};
-  for (const ShardingRule::Dim &dim : positions)
-    rule.reductions.push_back(dim.front());
+  if (getSequences())
+    rule.operands.push_back(positions);
+  Tensor sums = lossSumsOf(rule, positions, bool(getSequences()),
+                           getSequenceCount().value_or(0));
+  rule.results = {sums, sums};
   rule.selfReduced = {vocab};
   return rule;
 }
 
 ShardingRule CrossEntropyGradOp::getShardingRule() {
+  // A position reads its row's sequence's gradient: no sum.
   ShardingRule rule;
   Tensor positions = rule.freshFactors(shapeOf(getLabels()));
   int vocab = rule.addFactor(shapeOf(getLogits()).back());
   Tensor logits = positions;
   logits.push_back({vocab});
-  rule.operands = {logits, positions, Tensor()};
+  Tensor grad;
+  if (getSequences()) {
+    grad.assign(positions.begin(), positions.end() - 1);
+    int sequences = rule.addFactor(*getSequenceCount());
+    rule.replicated.push_back(sequences);
+    grad.push_back({sequences});
+  }
+  rule.operands = {logits, positions, grad};
+  if (getSequences())
+    rule.operands.push_back(positions);
   rule.results = {logits};
   rule.selfReduced = {vocab};
   return rule;

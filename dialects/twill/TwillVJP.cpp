@@ -230,13 +230,13 @@ Cotangents DropoutOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
 
 Cotangents CrossEntropyOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
                                     ArrayRef<bool> needed) {
-  SmallVector<Value> grads(2);
+  SmallVector<Value> grads(getNumOperands());
   // The token count has no gradient; only the loss sum carries one.
   if (needed[0] && cotangents[0])
     grads[0] = CrossEntropyGradOp::create(
         builder, getLoc(), getLogits().getType(), getLogits(), getLabels(),
-        cotangents[0], getIgnoreIndexAttr(), getShardAxisAttr(),
-        getVocabSizeAttr());
+        cotangents[0], getSequences(), getIgnoreIndexAttr(), getShardAxisAttr(),
+        getVocabSizeAttr(), getSequenceCountAttr());
   return grads;
 }
 

@@ -1,8 +1,9 @@
-//===- Blocks.h - kernel parameters every backend shares ----------*- C++ -*-===//
+//===- Blocks.h - kernel parameters every backend shares ----------*- C++
+//-*-===//
 //
 // Plain structs the kernels of every backend share (nvcc includes them):
-// the slice of heads or vocab a partitioned op holds, rope's scaling,
-// AdamW's settings.
+// the slice of heads or vocab a partitioned op holds, where a loss's
+// positions add up, rope's scaling, AdamW's settings.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,6 +11,12 @@
 #define TWILL_RUNTIME_BACKEND_BLOCKS_H
 
 #include <cstdint>
+
+#ifdef __CUDACC__
+#define TWILL_BLOCKS_HOST_DEVICE __host__ __device__
+#else
+#define TWILL_BLOCKS_HOST_DEVICE
+#endif
 
 namespace twill {
 
@@ -25,6 +32,35 @@ struct HeadBlock {
 struct VocabBlock {
   int64_t columns, first, vocab;
   static VocabBlock whole(int64_t vocab) { return {vocab, 0, vocab}; }
+};
+
+/// Where each position's loss goes in cross_entropy: one sum (no
+/// `sequence`), or its row's sum for its sequence (`sequence[p]` of
+/// position p, a row every `positionsPerRow` positions, `sequences` per
+/// row). `offset` is the first position's place among the op's (a tile's).
+struct LossBuckets {
+  const int32_t *sequence = nullptr;
+  int64_t positionsPerRow = 0, sequences = 0, offset = 0;
+
+  /// Position p's sum (its index among the sums), or -1: none.
+  TWILL_BLOCKS_HOST_DEVICE int64_t of(int64_t p) const {
+    if (!sequence)
+      return 0;
+    int64_t s = sequence[offset + p];
+    return s >= 0 && s < sequences
+               ? (offset + p) / positionsPerRow * sequences + s
+               : -1;
+  }
+  /// How many sums there are over `positions` positions.
+  TWILL_BLOCKS_HOST_DEVICE int64_t count(int64_t positions) const {
+    return sequence ? positions / positionsPerRow * sequences : 1;
+  }
+  /// The same from `first` positions on.
+  LossBuckets from(int64_t first) const {
+    LossBuckets shifted = *this;
+    shifted.offset += first;
+    return shifted;
+  }
 };
 
 /// Llama 3.1 frequency scaling of the rotary embedding; factor 0: none;

@@ -172,6 +172,7 @@ void elementwiseCases(Suite &suite);    // ElementwiseCases.cpp
 void crossEntropyCases(Suite &suite);   // CrossEntropyCases.cpp
 void linearCrossEntropyCases(Suite &suite); // CrossEntropyCases.cpp
 void dpoLossCases(Suite &suite);            // CrossEntropyCases.cpp
+void sequenceLossCases(Suite &suite);       // CrossEntropyCases.cpp
 void layoutCases(Suite &suite);         // ElementwiseCases.cpp
 void embeddingGradCases(Suite &suite);  // LayerCases.cpp
 void optimizerCases(Suite &suite);      // OptimizerCases.cpp

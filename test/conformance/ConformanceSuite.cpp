@@ -23,6 +23,7 @@ Suite conformance::conformanceSuite() {
   crossEntropyCases(suite);
   linearCrossEntropyCases(suite);
   dpoLossCases(suite);
+  sequenceLossCases(suite);
   layoutCases(suite);
   embeddingGradCases(suite);
   optimizerCases(suite);

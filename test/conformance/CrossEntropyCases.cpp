@@ -36,6 +36,7 @@ void conformance::crossEntropyCases(Suite &suite) {
         attributes.set_vocab_size(*logits.axis ? logits.vocab : 0);
         attributes.set_wrt_weight(false);
         attributes.set_softcap(0);
+        attributes.set_sequence_count(0);
         if (*logits.axis)
           c.note(std::string("vocab block of ") + logits.axis);
         c.add();
@@ -58,8 +59,42 @@ void conformance::crossEntropyCases(Suite &suite) {
     attributes.set_vocab_size(0);
     attributes.set_wrt_weight(false);
     attributes.set_softcap(0);
+    attributes.set_sequence_count(0);
     c.note("label outside the vocab").refused().add();
   }
+}
+
+void conformance::sequenceLossCases(Suite &suite) {
+  // Rows of 6 positions, each of sequence 0, 1 or 2 (of 2: none): DPO's
+  // completions' sums; the whole vocab and a block of it.
+  for (DType type : kFloats)
+    for (const char *axis : {"", "mid"})
+      for (bool gradient : {false, true}) {
+        int64_t columns = *axis ? 33 : 97;
+        CaseBuilder c(suite, gradient ? CROSS_ENTROPY_GRAD : CROSS_ENTROPY,
+                      type, kSummed);
+        c.in({4, 6, columns}, normal(3));
+        c.operand(I32, {4, 6}, labels(97));
+        if (gradient)
+          c.operand(F32, {4, 2}, uniform(-2, 2));
+        c.operand(I32, {4, 6}, integers(0, 3));
+        if (gradient) {
+          c.out({4, 6, columns});
+        } else {
+          c.result(F32, {4, 2});
+          c.result(I64, {4, 2});
+        }
+        CrossEntropyAttributes &attributes = *c->mutable_cross_entropy();
+        attributes.set_ignore_index(-100);
+        attributes.set_shard_axis(axis);
+        attributes.set_vocab_size(*axis ? 97 : 0);
+        attributes.set_wrt_weight(false);
+        attributes.set_softcap(0);
+        attributes.set_sequence_count(2);
+        c.note(*axis ? "sums per sequence, vocab block of mid"
+                     : "sums per sequence")
+            .add();
+      }
 }
 
 void conformance::dpoLossCases(Suite &suite) {
@@ -131,6 +166,7 @@ void conformance::linearCrossEntropyCases(Suite &suite) {
           attributes.set_vocab_size(*v.axis ? v.vocab : 0);
           attributes.set_wrt_weight(gradient == 2);
           attributes.set_softcap(cap);
+          attributes.set_sequence_count(0);
           c.note(std::string(gradient == 2 ? "the weight's; " : "") +
                  (*v.axis ? std::string("vocab block of ") + v.axis
                           : std::string("whole vocab")) +

@@ -549,3 +549,27 @@ func.func @dpo_loss_grad_result(%p: tensor<4x2xf32>, %t: tensor<4x2xi64>, %g: te
   %0 = twill.dpo_loss_grad %p, %p, %t, %g {loss_type = "hinge", beta = 0.1 : f64} : (tensor<4x2xf32>, tensor<4x2xf32>, tensor<4x2xi64>, tensor<f32>) -> tensor<2x4xf32>
   return
 }
+
+// -----
+
+func.func @cross_entropy_sequences(%z: tensor<4x6x9xf32>, %l: tensor<4x6xi32>) {
+  // expected-error @+1 {{the sums must have shape [4, 2], got []}}
+  %0:2 = twill.cross_entropy %z, %l sequences(%l) {sequence_count = 2 : i64} : (tensor<4x6x9xf32>, tensor<4x6xi32>, tensor<4x6xi32>) -> (tensor<f32>, tensor<i64>)
+  return
+}
+
+// -----
+
+func.func @cross_entropy_sequence_count(%z: tensor<4x6x9xf32>, %l: tensor<4x6xi32>) {
+  // expected-error @+1 {{sequence_count needs sequences}}
+  %0:2 = twill.cross_entropy %z, %l {sequence_count = 2 : i64} : (tensor<4x6x9xf32>, tensor<4x6xi32>) -> (tensor<f32>, tensor<i64>)
+  return
+}
+
+// -----
+
+func.func @cross_entropy_grad_sequences(%z: tensor<4x6x9xf32>, %l: tensor<4x6xi32>, %g: tensor<f32>) {
+  // expected-error @+1 {{the sums must have shape [4, 2], got []}}
+  %0 = twill.cross_entropy_grad %z, %l, %g sequences(%l) {sequence_count = 2 : i64} : (tensor<4x6x9xf32>, tensor<4x6xi32>, tensor<f32>, tensor<4x6xi32>) -> tensor<4x6x9xf32>
+  return
+}

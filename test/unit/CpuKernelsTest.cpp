@@ -368,15 +368,80 @@ TEST(CpuKernels, CrossEntropySkipsIgnoredAndRejectsBadLabels) {
   float loss;
   int64_t count;
   ASSERT_FALSE(cpu::crossEntropy(logits, labels, 3, VocabBlock::whole(3), -100,
-                                 noReduce, &loss, &count));
+                                 noReduce, LossBuckets(), &loss, &count));
   EXPECT_EQ(count, 2);
   EXPECT_NEAR(loss, 2 * std::log(3.0), 1e-6);
 
   const int32_t bad[] = {1, 7, 2};
-  llvm::Error error = cpu::crossEntropy(logits, bad, 3, VocabBlock::whole(3),
-                                        -100, noReduce, &loss, &count);
+  llvm::Error error =
+      cpu::crossEntropy(logits, bad, 3, VocabBlock::whole(3), -100, noReduce,
+                        LossBuckets(), &loss, &count);
   EXPECT_THAT(llvm::toString(std::move(error)),
               HasSubstr("label 7 at position 1 is outside the vocabulary"));
+}
+
+// Sums per (row, sequence), the naive reference each position's
+// logsumexp minus its label's logit added to its row's sequence's sum; a
+// position of sequence 2 (of 2: padding) and an ignored one count for
+// none. The gradient: each counted position's (softmax - onehot) times
+// its sequence's gradient. The tiled loss (tiles of 3 across rows of 4)
+// sums the same.
+TEST(CpuKernels, CrossEntropySumsPerSequence) {
+  const int64_t rows = 2, positions = 4, vocab = 3, hidden = 2;
+  std::vector<float> input = randomValues(rows * positions * hidden, 7);
+  std::vector<float> weight = randomValues(vocab * hidden, 8);
+  std::vector<float> logits(rows * positions * vocab);
+  TiledLogits shape{
+      rows * positions, hidden, 3, VocabBlock::whole(vocab), 4, false, 0};
+  cpu::gemm(shape.logits(input.data(), weight.data(), logits.data(), 0,
+                         rows * positions));
+  const int32_t labels[] = {1, 2, -100, 0, 2, 2, 1, 0};
+  const int32_t sequence[] = {0, 0, 1, 1, 0, 1, 1, 2};
+  LossBuckets buckets{sequence, positions, 2, 0};
+  std::vector<double> expected(4, 0.0);
+  std::vector<int64_t> expectedCount(4, 0);
+  for (int64_t p = 0; p < rows * positions; ++p) {
+    if (labels[p] < 0 || sequence[p] > 1)
+      continue;
+    const float *z = &logits[p * vocab];
+    double sum = 0;
+    for (int64_t v = 0; v < vocab; ++v)
+      sum += std::exp(double(z[v]));
+    expected[p / positions * 2 + sequence[p]] += std::log(sum) - z[labels[p]];
+    ++expectedCount[p / positions * 2 + sequence[p]];
+  }
+  float loss[4], tiledLoss[4];
+  int64_t count[4], tiledCount[4];
+  std::vector<float> tile(3 * vocab);
+  ASSERT_FALSE(cpu::crossEntropy(logits.data(), labels, rows * positions,
+                                 VocabBlock::whole(vocab), -100, noReduce,
+                                 buckets, loss, count));
+  ASSERT_FALSE(cpu::linearCrossEntropy(input.data(), weight.data(), labels,
+                                       shape, -100, noReduce, buckets,
+                                       tile.data(), tiledLoss, tiledCount));
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_NEAR(loss[i], expected[i], 1e-6) << i;
+    EXPECT_EQ(count[i], expectedCount[i]) << i;
+    EXPECT_NEAR(tiledLoss[i], expected[i], 1e-6) << i;
+    EXPECT_EQ(tiledCount[i], expectedCount[i]) << i;
+  }
+  const float grads[] = {0.5f, -2.0f, 3.0f, 0.25f};
+  std::vector<float> dlogits(logits.size());
+  ASSERT_FALSE(cpu::crossEntropyGrad(logits.data(), labels, rows * positions,
+                                     VocabBlock::whole(vocab), -100, noReduce,
+                                     buckets, grads, dlogits.data()));
+  for (int64_t p = 0; p < rows * positions; ++p) {
+    const float *z = &logits[p * vocab];
+    double sum = 0;
+    for (int64_t v = 0; v < vocab; ++v)
+      sum += std::exp(double(z[v]));
+    bool counted = labels[p] >= 0 && sequence[p] <= 1;
+    double g = counted ? grads[p / positions * 2 + sequence[p]] : 0;
+    for (int64_t v = 0; v < vocab; ++v)
+      EXPECT_NEAR(dlogits[p * vocab + v],
+                  g * (std::exp(double(z[v])) / sum - (v == labels[p])), 1e-6)
+          << p << " " << v;
+  }
 }
 
 /// linear_cross_entropy against cross_entropy of the whole logits (with
@@ -401,18 +466,20 @@ void expectTilesAgreeWithWholeLogits(double softcap) {
   float loss, tiledLoss;
   int64_t count, tiledCount;
   ASSERT_FALSE(cpu::crossEntropy(capped.data(), labels.data(), rows,
-                                 shape.block, -100, noReduce, &loss, &count));
-  ASSERT_FALSE(cpu::linearCrossEntropy(input.data(), weight.data(),
-                                       labels.data(), shape, -100, noReduce,
-                                       tile.data(), &tiledLoss, &tiledCount));
+                                 shape.block, -100, noReduce, LossBuckets(),
+                                 &loss, &count));
+  ASSERT_FALSE(cpu::linearCrossEntropy(
+      input.data(), weight.data(), labels.data(), shape, -100, noReduce,
+      LossBuckets(), tile.data(), &tiledLoss, &tiledCount));
   EXPECT_EQ(tiledCount, count);
   EXPECT_NEAR(tiledLoss, loss, 1e-6 * std::abs(loss));
 
   // The gradients: dlogits times the weight, and dlogits^T times the input.
   std::vector<float> dlogits(rows * columns);
+  const float lossGrad = 0.37f;
   ASSERT_FALSE(cpu::crossEntropyGrad(capped.data(), labels.data(), rows,
-                                     shape.block, -100, noReduce, 0.37f,
-                                     dlogits.data()));
+                                     shape.block, -100, noReduce, LossBuckets(),
+                                     &lossGrad, dlogits.data()));
   if (softcap > 0)
     cpu::softcapGrad(logits.data(), dlogits.data(), softcap, dlogits.data(),
                      dlogits.size());
@@ -422,15 +489,15 @@ void expectTilesAgreeWithWholeLogits(double softcap) {
   cpu::gemm(shape.weightGrad(dlogits.data(), input.data(), weightGrad.data(), 0,
                              rows));
   std::vector<float> tiled(rows * hidden);
-  ASSERT_FALSE(cpu::linearCrossEntropyGrad(input.data(), weight.data(),
-                                           labels.data(), shape, -100, noReduce,
-                                           0.37f, tile.data(), tiled.data()));
+  ASSERT_FALSE(cpu::linearCrossEntropyGrad(
+      input.data(), weight.data(), labels.data(), shape, -100, noReduce,
+      LossBuckets(), &lossGrad, tile.data(), tiled.data()));
   expectNear(tiled, inputGrad, 1e-6f);
   shape.wrtWeight = true;
   tiled.assign(columns * hidden, 0);
-  ASSERT_FALSE(cpu::linearCrossEntropyGrad(input.data(), weight.data(),
-                                           labels.data(), shape, -100, noReduce,
-                                           0.37f, tile.data(), tiled.data()));
+  ASSERT_FALSE(cpu::linearCrossEntropyGrad(
+      input.data(), weight.data(), labels.data(), shape, -100, noReduce,
+      LossBuckets(), &lossGrad, tile.data(), tiled.data()));
   expectNear(tiled, weightGrad, 1e-6f);
 }
 

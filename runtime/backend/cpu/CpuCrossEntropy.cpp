@@ -30,10 +30,12 @@ static llvm::Error runCrossEntropyFamily(const InstructionView &in) {
   if (in.opcode() == CROSS_ENTROPY_GRAD)
     return cpu::crossEntropyGrad(
         in.data<float>(0), in.data<int32_t>(1), shape->rows, shape->block,
-        ignore, rowReduce(in), *in.data<float>(2), in.data<float>(3));
+        ignore, rowReduce(in), shape->buckets, in.data<float>(shape->sums),
+        in.data<float>(shape->result));
   return cpu::crossEntropy(in.data<float>(0), in.data<int32_t>(1), shape->rows,
-                           shape->block, ignore, rowReduce(in),
-                           in.data<float>(2), in.data<int64_t>(3));
+                           shape->block, ignore, rowReduce(in), shape->buckets,
+                           in.data<float>(shape->sums),
+                           in.data<int64_t>(shape->sums + 1));
 }
 
 /// linear_cross_entropy (input, weight, labels) -> (loss, count, tile) and
@@ -48,12 +50,12 @@ static llvm::Error runLinearCrossEntropy(const InstructionView &in) {
   const float *input = in.data<float>(0), *weight = in.data<float>(1);
   const int32_t *labels = in.data<int32_t>(2);
   if (in.opcode() == LINEAR_CROSS_ENTROPY_GRAD)
-    return cpu::linearCrossEntropyGrad(input, weight, labels, *shape, ignore,
-                                       rowReduce(in), *in.data<float>(3),
-                                       in.data<float>(5), in.data<float>(4));
-  return cpu::linearCrossEntropy(input, weight, labels, *shape, ignore,
-                                 rowReduce(in), in.data<float>(5),
-                                 in.data<float>(3), in.data<int64_t>(4));
+    return cpu::linearCrossEntropyGrad(
+        input, weight, labels, *shape, ignore, rowReduce(in), LossBuckets(),
+        in.data<float>(3), in.data<float>(5), in.data<float>(4));
+  return cpu::linearCrossEntropy(
+      input, weight, labels, *shape, ignore, rowReduce(in), LossBuckets(),
+      in.data<float>(5), in.data<float>(3), in.data<int64_t>(4));
 }
 
 /// dpo_loss (policy, reference, tokens -> loss, pairs, metrics) and its

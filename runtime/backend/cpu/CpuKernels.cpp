@@ -426,35 +426,45 @@ logitRowStats(const float *logits, const int32_t *labels, int64_t rows,
   return stats;
 }
 
-/// Adds the loss of `rows` rows to `total`, in row order (deterministic),
-/// and counts them.
+/// Adds the loss of `rows` rows to their sums (`buckets`: one, or their
+/// rows' sequences') in row order (deterministic), and counts them.
 static llvm::Error addRowLosses(const float *logits, const int32_t *labels,
                                 int64_t rows, VocabBlock block,
                                 int64_t ignoreIndex, cpu::RowReduce reduce,
-                                double &total, int64_t &counted) {
+                                const LossBuckets &buckets, double *totals,
+                                int64_t *counted) {
   llvm::Expected<LogitRowStats> stats =
       logitRowStats(logits, labels, rows, block, ignoreIndex, reduce);
   if (!stats)
     return stats.takeError();
   for (int64_t row = 0; row < rows; ++row) {
-    if (labels[row] == ignoreIndex)
+    int64_t bucket = buckets.of(row);
+    if (labels[row] == ignoreIndex || bucket < 0)
       continue;
-    total += std::log(stats->sum[row]) + stats->max[row] - stats->target[row];
-    ++counted;
+    totals[bucket] +=
+        std::log(stats->sum[row]) + stats->max[row] - stats->target[row];
+    ++counted[bucket];
   }
   return llvm::Error::success();
+}
+
+/// The sums in fp32, from the double ones.
+static void storeSums(const std::vector<double> &totals, float *loss) {
+  for (size_t i = 0; i < totals.size(); ++i)
+    loss[i] = float(totals[i]);
 }
 
 llvm::Error cpu::crossEntropy(const float *logits, const int32_t *labels,
                               int64_t rows, VocabBlock block,
                               int64_t ignoreIndex, RowReduce reduce,
-                              float *loss, int64_t *count) {
-  double total = 0;
-  *count = 0;
+                              const LossBuckets &buckets, float *loss,
+                              int64_t *count) {
+  std::vector<double> totals(buckets.count(rows), 0.0);
+  std::fill(count, count + totals.size(), 0);
   if (llvm::Error error = addRowLosses(logits, labels, rows, block, ignoreIndex,
-                                       reduce, total, *count))
+                                       reduce, buckets, totals.data(), count))
     return error;
-  *loss = float(total);
+  storeSums(totals, loss);
   return llvm::Error::success();
 }
 
@@ -462,10 +472,11 @@ llvm::Error cpu::linearCrossEntropy(const float *input, const float *weight,
                                     const int32_t *labels,
                                     const TiledLogits &shape,
                                     int64_t ignoreIndex, RowReduce reduce,
-                                    float *tile, float *loss, int64_t *count) {
-  // The rows in the untiled loss's order: the same sum.
-  double total = 0;
-  *count = 0;
+                                    const LossBuckets &buckets, float *tile,
+                                    float *loss, int64_t *count) {
+  // The rows in the untiled loss's order: the same sums.
+  std::vector<double> totals(buckets.count(shape.rows), 0.0);
+  std::fill(count, count + totals.size(), 0);
   for (int64_t first = 0; first < shape.rows; first += shape.tileRows) {
     int64_t rows = std::min(shape.tileRows, shape.rows - first);
     cpu::gemm(shape.logits(input, weight, tile, first, rows));
@@ -473,10 +484,10 @@ llvm::Error cpu::linearCrossEntropy(const float *input, const float *weight,
       cpu::softcap(tile, shape.softcap, tile, rows * shape.block.columns);
     if (llvm::Error error =
             addRowLosses(tile, labels + first, rows, shape.block, ignoreIndex,
-                         reduce, total, *count))
+                         reduce, buckets.from(first), totals.data(), count))
       return error;
   }
-  *loss = float(total);
+  storeSums(totals, loss);
   return llvm::Error::success();
 }
 
@@ -579,21 +590,24 @@ TWILL_CPU_CLONES void cpu::gegluGrad(const float *gate, const float *up,
   }
 }
 
-/// dz = (softmax(z) - onehot(label)) * lossGrad row by row, zero past the
-/// vocab and in ignored rows. With `softcap`, z are capped logits, and dz
-/// is scaled by the cap's derivative, 1 - (z / softcap)^2.
+/// dz = (softmax(z) - onehot(label)) * lossGrad row by row (the gradient
+/// of the row's sum), zero past the vocab and in ignored rows. With `softcap`,
+/// z are capped logits, and dz is scaled by the cap's derivative, 1 - (z /
+/// softcap)^2.
 TWILL_CPU_CLONES static void
 crossEntropyGradRows(const float *logits, const int32_t *labels, int64_t rows,
                      VocabBlock block, int64_t ignoreIndex,
-                     const LogitRowStats &stats, float lossGrad, double softcap,
-                     float *out) {
+                     const LogitRowStats &stats, const LossBuckets &buckets,
+                     const float *lossGrads, double softcap, float *out) {
   int64_t columns =
       std::clamp<int64_t>(block.vocab - block.first, 0, block.columns);
 #pragma omp parallel for schedule(static)
   for (int64_t row = 0; row < rows; ++row) {
     float *dz = out + row * block.columns;
     const float *z = logits + row * block.columns;
-    int64_t end = labels[row] == ignoreIndex ? 0 : columns;
+    int64_t bucket = buckets.of(row);
+    int64_t end = labels[row] == ignoreIndex || bucket < 0 ? 0 : columns;
+    float lossGrad = end ? lossGrads[bucket] : 0.0f;
     float max = float(stats.max[row]);
     float scale = float(double(lossGrad) / stats.sum[row]);
     // The cap's derivative, 1 - (z / softcap)^2: exactly 1 without a cap
@@ -617,13 +631,14 @@ crossEntropyGradRows(const float *logits, const int32_t *labels, int64_t rows,
 llvm::Error cpu::crossEntropyGrad(const float *logits, const int32_t *labels,
                                   int64_t rows, VocabBlock block,
                                   int64_t ignoreIndex, RowReduce reduce,
-                                  float lossGrad, float *out) {
+                                  const LossBuckets &buckets,
+                                  const float *lossGrads, float *out) {
   llvm::Expected<LogitRowStats> stats =
       logitRowStats(logits, labels, rows, block, ignoreIndex, reduce);
   if (!stats)
     return stats.takeError();
   crossEntropyGradRows(logits, labels, rows, block, ignoreIndex, *stats,
-                       lossGrad, /*softcap=*/0, out);
+                       buckets, lossGrads, /*softcap=*/0, out);
   return llvm::Error::success();
 }
 
@@ -631,7 +646,8 @@ llvm::Error cpu::linearCrossEntropyGrad(const float *input, const float *weight,
                                         const int32_t *labels,
                                         const TiledLogits &shape,
                                         int64_t ignoreIndex, RowReduce reduce,
-                                        float lossGrad, float *tile,
+                                        const LossBuckets &buckets,
+                                        const float *lossGrads, float *tile,
                                         float *out) {
   for (int64_t first = 0; first < shape.rows; first += shape.tileRows) {
     int64_t rows = std::min(shape.tileRows, shape.rows - first);
@@ -644,7 +660,8 @@ llvm::Error cpu::linearCrossEntropyGrad(const float *input, const float *weight,
     if (!stats)
       return stats.takeError();
     crossEntropyGradRows(tile, labels + first, rows, shape.block, ignoreIndex,
-                         *stats, lossGrad, shape.softcap, tile);
+                         *stats, buckets.from(first), lossGrads, shape.softcap,
+                         tile);
     cpu::gemm(shape.wrtWeight
                   ? shape.weightGrad(tile, input, out, first, rows)
                   : shape.inputGrad(tile, weight, out, first, rows));

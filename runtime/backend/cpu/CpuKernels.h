@@ -141,18 +141,22 @@ void dropout(const float *x, const int32_t *tokenIndex, int64_t tokens,
 using RowReduce =
     llvm::function_ref<llvm::Error(std::vector<double> &rows, bool max)>;
 
-/// Sum over `rows` rows of logsumexp(logits) - logits[label], skipping rows
-/// whose label is `ignoreIndex`; `count` gets the rows summed.
+/// Sums over `rows` rows of logsumexp(logits) - logits[label], skipping
+/// rows whose label is `ignoreIndex`: one sum, or with `buckets` each row
+/// sequence's (`buckets.count(rows)` of them); `count` gets how many rows
+/// each sums.
 llvm::Error crossEntropy(const float *logits, const int32_t *labels,
                          int64_t rows, VocabBlock block, int64_t ignoreIndex,
-                         RowReduce reduce, float *loss, int64_t *count);
+                         RowReduce reduce, const LossBuckets &buckets,
+                         float *loss, int64_t *count);
 
 /// crossEntropy of the logits `input weight^T` (TiledLogits), formed
-/// `shape.tileRows` rows at a time in `tile`: the same loss.
+/// `shape.tileRows` rows at a time in `tile`: the same sums.
 llvm::Error linearCrossEntropy(const float *input, const float *weight,
                                const int32_t *labels, const TiledLogits &shape,
                                int64_t ignoreIndex, RowReduce reduce,
-                               float *tile, float *loss, int64_t *count);
+                               const LossBuckets &buckets, float *tile,
+                               float *loss, int64_t *count);
 
 /// out = x with dims permuted: out dim i is x dim permutation[i].
 void transpose(const float *x, const int64_t *shape, const int64_t *permutation,
@@ -193,21 +197,25 @@ void swigluGrad(const float *gate, const float *up, const float *grad,
 void gegluGrad(const float *gate, const float *up, const float *grad,
                float *gateGrad, float *upGrad, int64_t count);
 
-/// dL/dlogits of the summed cross-entropy: (softmax - onehot) * lossGrad on
-/// counted rows, zero on ignored ones.
+/// dL/dlogits of the summed cross-entropy: (softmax - onehot) times the
+/// gradient of the row's sum (`lossGrads`, one per bucket) on counted rows,
+/// zero on ignored ones and rows of no sum.
 llvm::Error crossEntropyGrad(const float *logits, const int32_t *labels,
                              int64_t rows, VocabBlock block,
                              int64_t ignoreIndex, RowReduce reduce,
-                             float lossGrad, float *out);
+                             const LossBuckets &buckets, const float *lossGrads,
+                             float *out);
 
-/// The gradient of linearCrossEntropy's loss (times `lossGrad`) with
+/// The gradient of linearCrossEntropy's sums (times `lossGrads`) with
 /// respect to the input, or with `shape.wrtWeight` to the weight, the
 /// logits and their gradient formed in `tile` one tile of rows at a time.
 llvm::Error linearCrossEntropyGrad(const float *input, const float *weight,
                                    const int32_t *labels,
                                    const TiledLogits &shape,
                                    int64_t ignoreIndex, RowReduce reduce,
-                                   float lossGrad, float *tile, float *out);
+                                   const LossBuckets &buckets,
+                                   const float *lossGrads, float *tile,
+                                   float *out);
 
 //===----------------------------------------------------------------------===//
 // Optimizer

@@ -89,14 +89,16 @@ static llvm::Error runCrossEntropyFamily(const InstructionView &in,
     return error;
   if (grad) {
     cuda::crossEntropyGrad(logits, labels, rows, block, ignore, max, sum,
-                           in.data<float>(2), /*softcap=*/0, in.data<void>(3),
-                           bf16, device.stream);
+                           in.data<float>(shape->sums), shape->buckets,
+                           /*softcap=*/0, in.data<void>(shape->result), bf16,
+                           device.stream);
     return llvm::Error::success();
   }
   if (auto error = reduceRows(in, device, target, rows, false))
     return error;
-  cuda::crossEntropyLoss(labels, rows, ignore, max, sum, target,
-                         in.data<float>(2), in.data<int64_t>(3), device.stream);
+  cuda::crossEntropyLoss(labels, rows, ignore, max, sum, target, shape->buckets,
+                         in.data<float>(shape->sums),
+                         in.data<int64_t>(shape->sums + 1), device.stream);
   return llvm::Error::success();
 }
 
@@ -142,7 +144,8 @@ static llvm::Error runLinearCrossEntropy(const InstructionView &in,
       continue;
     cuda::crossEntropyGrad(tile, labels + first, count, shape->block, ignore,
                            max + first, sum + first, in.data<float>(3),
-                           shape->softcap, tile, bf16, device.stream);
+                           LossBuckets().from(first), shape->softcap, tile,
+                           bf16, device.stream);
     RowMajorGemm product =
         shape->wrtWeight ? shape->weightGrad(tile, input, out, first, count)
                          : shape->inputGrad(tile, weight, out, first, count);
@@ -153,7 +156,7 @@ static llvm::Error runLinearCrossEntropy(const InstructionView &in,
     return llvm::Error::success();
   if (auto error = reduceRows(in, device, target, rows, false))
     return error;
-  cuda::crossEntropyLoss(labels, rows, ignore, max, sum, target,
+  cuda::crossEntropyLoss(labels, rows, ignore, max, sum, target, LossBuckets(),
                          in.data<float>(3), in.data<int64_t>(4), device.stream);
   return llvm::Error::success();
 }

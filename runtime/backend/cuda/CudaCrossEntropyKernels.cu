@@ -73,22 +73,45 @@ __global__ void crossEntropyLossKernel(const int32_t *labels, int64_t rows,
   }
 }
 
+/// The sums per row and sequence: one thread a sum, adding its row's
+/// positions of its sequence in order (the cpu's).
+__global__ void sequenceLossKernel(const int32_t *labels, int64_t rows,
+                                   int64_t ignoreIndex, const double *max,
+                                   const double *sum, const double *target,
+                                   LossBuckets buckets, float *loss,
+                                   int64_t *count) {
+  int64_t perRow = buckets.positionsPerRow;
+  GRID_STRIDE(b, buckets.count(rows)) {
+    int64_t first = b / buckets.sequences * perRow;
+    double total = 0;
+    int64_t counted = 0;
+    for (int64_t p = first; p < first + perRow; ++p)
+      if (labels[p] != ignoreIndex && buckets.of(p) == b) {
+        total += log(sum[p]) + max[p] - target[p];
+        ++counted;
+      }
+    loss[b] = float(total);
+    count[b] = counted;
+  }
+}
+
 template <typename T>
-__global__ void crossEntropyGradKernel(const T *logits, const int32_t *labels,
-                                       int64_t rows, VocabBlock vocab,
-                                       int64_t ignoreIndex, const double *max,
-                                       const double *sum, const float *lossGrad,
-                                       float softcap, T *out) {
+__global__ void
+crossEntropyGradKernel(const T *logits, const int32_t *labels, int64_t rows,
+                       VocabBlock vocab, int64_t ignoreIndex, const double *max,
+                       const double *sum, const float *lossGrads,
+                       LossBuckets buckets, float softcap, T *out) {
   int64_t columns = validColumns(vocab);
   GRID_STRIDE(i, rows * vocab.columns) {
     int64_t row = i / vocab.columns, column = i % vocab.columns;
-    int64_t label = labels[row];
+    int64_t label = labels[row], bucket = buckets.of(row);
     float value = 0.0f;
-    if (label != ignoreIndex && column < columns) {
+    if (label != ignoreIndex && bucket >= 0 && column < columns) {
+      float lossGrad = lossGrads[bucket];
       float logit = load(logits[i]);
-      value = __expf(logit - float(max[row])) * float(*lossGrad / sum[row]);
+      value = __expf(logit - float(max[row])) * float(lossGrad / sum[row]);
       if (column == label - vocab.first)
-        value -= *lossGrad;
+        value -= lossGrad;
       if (softcap > 0) { // logit = softcap tanh(z / softcap)
         float capped = logit / softcap;
         value *= 1.0f - capped * capped;
@@ -141,22 +164,27 @@ void softmaxSum(const void *logits, int64_t rows, VocabBlock vocab,
 
 void crossEntropyLoss(const int32_t *labels, int64_t rows, int64_t ignoreIndex,
                       const double *max, const double *sum,
-                      const double *target, float *loss, int64_t *count,
-                      cudaStream_t stream) {
-  crossEntropyLossKernel<<<1, kThreads, 0, stream>>>(
-      labels, rows, ignoreIndex, max, sum, target, loss, count);
+                      const double *target, const LossBuckets &buckets,
+                      float *loss, int64_t *count, cudaStream_t stream) {
+  if (buckets.sequence)
+    sequenceLossKernel<<<blocksFor(buckets.count(rows)), kThreads, 0, stream>>>(
+        labels, rows, ignoreIndex, max, sum, target, buckets, loss, count);
+  else
+    crossEntropyLossKernel<<<1, kThreads, 0, stream>>>(
+        labels, rows, ignoreIndex, max, sum, target, loss, count);
 }
 
 void crossEntropyGrad(const void *logits, const int32_t *labels, int64_t rows,
                       VocabBlock vocab, int64_t ignoreIndex, const double *max,
-                      const double *sum, const float *lossGrad, double softcap,
-                      void *out, bool bf16, cudaStream_t stream) {
+                      const double *sum, const float *lossGrads,
+                      const LossBuckets &buckets, double softcap, void *out,
+                      bool bf16, cudaStream_t stream) {
   stored(bf16, [&](auto *tag) {
     using T = STORED(tag);
     crossEntropyGradKernel<<<blocksFor(rows * vocab.columns), kThreads, 0,
                              stream>>>(
         static_cast<const T *>(logits), labels, rows, vocab, ignoreIndex, max,
-        sum, lossGrad, float(softcap), static_cast<T *>(out));
+        sum, lossGrads, buckets, float(softcap), static_cast<T *>(out));
   });
 }
 

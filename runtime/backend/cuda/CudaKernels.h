@@ -153,18 +153,21 @@ void softmaxMaxAndTarget(const void *logits, const int32_t *labels,
                          cudaStream_t stream);
 void softmaxSum(const void *logits, int64_t rows, VocabBlock vocab,
                 const double *max, double *sum, bool bf16, cudaStream_t stream);
-/// loss = sum over counted rows of log(sum) + max - target; count = rows.
+/// loss = sum over counted rows of log(sum) + max - target; count = rows;
+/// with `buckets`' sequences, a sum and count per row and sequence.
 void crossEntropyLoss(const int32_t *labels, int64_t rows, int64_t ignoreIndex,
                       const double *max, const double *sum,
-                      const double *target, float *loss, int64_t *count,
-                      cudaStream_t stream);
-/// out = (softmax - onehot) * lossGrad (in place allowed); with `softcap`
-/// (> 0) the logits are capped ones and out is also scaled by the cap's
-/// derivative, 1 - (logit / softcap)^2.
+                      const double *target, const LossBuckets &buckets,
+                      float *loss, int64_t *count, cudaStream_t stream);
+/// out = (softmax - onehot) * the gradient of the row's sum (`lossGrads`'
+/// of its bucket; in place allowed); with `softcap` (> 0) the logits are
+/// capped ones and out is also scaled by the cap's derivative, 1 - (logit
+/// / softcap)^2.
 void crossEntropyGrad(const void *logits, const int32_t *labels, int64_t rows,
                       VocabBlock vocab, int64_t ignoreIndex, const double *max,
-                      const double *sum, const float *lossGrad, double softcap,
-                      void *out, bool bf16, cudaStream_t stream);
+                      const double *sum, const float *lossGrads,
+                      const LossBuckets &buckets, double softcap, void *out,
+                      bool bf16, cudaStream_t stream);
 
 /// out = x with dims permuted (rank at most 8).
 void transpose(const void *x, const int64_t *shape, const int64_t *permutation,

@@ -31,31 +31,59 @@ inline llvm::Expected<VocabBlock> vocabBlock(const InstructionView &in,
   return VocabBlock{columns, (*position)->coordinate * columns, vocab};
 }
 
-/// cross_entropy's (logits, labels -> loss sum, token count) or
-/// cross_entropy_grad's (logits, labels, loss grad -> the logits') rows of
-/// logits, and this rank's block of the vocab in them.
+/// cross_entropy's (logits, labels[, sequences] -> loss sums, token
+/// counts) or cross_entropy_grad's (logits, labels, the sums' gradient[,
+/// sequences] -> the logits') rows of logits, this rank's block of the
+/// vocab in them, where each row's loss goes, and where the sums (the
+/// loss's or their gradient) and the result are.
 struct CrossEntropyShape {
   int64_t rows;
   VocabBlock block;
+  LossBuckets buckets;
+  int sums, result;
 };
 
 inline llvm::Expected<CrossEntropyShape>
 crossEntropyShape(const InstructionView &in) {
   bool grad = in.opcode() == CROSS_ENTROPY_GRAD;
   DType type = in.floatType(); // the logits'
-  if (auto error = grad ? in.expect(3, 1, {type, I32, F32, type})
-                        : in.expect(2, 2, {type, I32, F32, I64}))
+  bool bySequence = in.numOperands() == (grad ? 4 : 3);
+  std::vector<DType> dtypes = {type, I32};
+  if (grad)
+    dtypes.push_back(F32);
+  if (bySequence)
+    dtypes.push_back(I32);
+  for (DType result :
+       grad ? std::vector<DType>{type} : std::vector<DType>{F32, I64})
+    dtypes.push_back(result);
+  if (auto error =
+          in.expect(dtypes.size() - (grad ? 1 : 2), grad ? 1 : 2, dtypes))
     return std::move(error);
-  if (auto error = in.check(
-          grad ? shapes::crossEntropyGrad(in.shape(0), in.shape(1), in.shape(3))
-               : shapes::crossEntropy(in.shape(0), in.shape(1))))
+  CrossEntropyShape s;
+  s.sums = grad ? 2 : bySequence ? 3 : 2;
+  s.result = grad ? (bySequence ? 4 : 3) : s.sums;
+  if (auto error =
+          in.check(grad ? shapes::crossEntropyGrad(in.shape(0), in.shape(1),
+                                                   in.shape(s.result))
+                        : shapes::crossEntropy(in.shape(0), in.shape(1))))
     return std::move(error);
-  if (in.count(2) != 1 || (!grad && in.count(3) != 1))
-    return in.fail("the loss, its gradient and the token count are scalars");
+  int64_t sequences = in->cross_entropy().sequence_count();
+  std::optional<shapes::Shape> sequenceShape;
+  if (bySequence)
+    sequenceShape = in.shape(grad ? 3 : 2);
+  for (int sums :
+       grad ? std::vector<int>{s.sums} : std::vector<int>{s.sums, s.sums + 1})
+    if (auto error = in.check(shapes::lossSums(in.shape(1), sequenceShape,
+                                               sequences, in.shape(sums))))
+      return std::move(error);
   llvm::Expected<VocabBlock> block = vocabBlock(in, in.dim(0, 0));
   if (!block)
     return block.takeError();
-  return CrossEntropyShape{in.count(1), *block};
+  s.rows = in.count(1);
+  s.block = *block;
+  if (bySequence)
+    s.buckets = {in.data<int32_t>(grad ? 3 : 2), in.dim(1, 0), sequences, 0};
+  return s;
 }
 
 /// dpo_loss's (policy, reference, tokens -> loss sum, pairs, metric sums)
