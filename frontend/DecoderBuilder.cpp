@@ -368,8 +368,10 @@ OwningOpRef<ModuleOp> DecoderTracer::trace() {
       int64_t rows = std::min(tileTokens, (batch + dp - 1) / dp * positions);
       auto tile = LinearCrossEntropyOp::create(
           builder, at, scalar(f32), scalar(i64), floatType({rows, vocab}),
-          input, lmHead, tileLabel, /*ignore_index=*/::twill::kIgnoreLabel,
-          /*shard_axis=*/nullptr, /*vocab_size=*/nullptr, cap);
+          input, lmHead, tileLabel, /*sequences=*/Value(),
+          /*ignore_index=*/::twill::kIgnoreLabel,
+          /*shard_axis=*/nullptr, /*vocab_size=*/nullptr, cap,
+          /*sequence_count=*/nullptr);
       if (loss.empty()) {
         loss = {tile.getLoss(), tile.getCount()};
         continue;

@@ -378,7 +378,7 @@ static void describeAttributes(Operation *op, ::twill::Instruction &out) {
     a.set_shard_axis(axisName(op.getShardAxis()));
     a.set_vocab_size(op.getVocabSize().value_or(0));
     a.set_softcap(softcap ? softcap->convertToDouble() : 0);
-    a.set_sequence_count(0);
+    a.set_sequence_count(op.getSequenceCount().value_or(0));
   };
   TypeSwitch<Operation *>(op)
       .Case([&](tw::EmbeddingOp op) {
@@ -413,11 +413,8 @@ static void describeAttributes(Operation *op, ::twill::Instruction &out) {
         a.set_window(op.getWindow().value_or(0));
         a.set_softcap(op.getSoftcap() ? op.getSoftcap()->convertToDouble() : 0);
       })
-      .Case<tw::CrossEntropyOp, tw::CrossEntropyGradOp>([&](auto op) {
-        crossEntropy(op, /*wrtWeight=*/false, std::nullopt);
-        out.mutable_cross_entropy()->set_sequence_count(
-            op.getSequenceCount().value_or(0));
-      })
+      .Case<tw::CrossEntropyOp, tw::CrossEntropyGradOp>(
+          [&](auto op) { crossEntropy(op, /*wrtWeight=*/false, std::nullopt); })
       .Case([&](tw::LinearCrossEntropyOp op) {
         crossEntropy(op, /*wrtWeight=*/false, op.getSoftcap());
       })

@@ -108,10 +108,14 @@ LogicalResult LinearCrossEntropyGradOp::verify() {
     return failure();
   if (getSoftcap() && failed(verifyCap(*this, *getSoftcap())))
     return failure();
-  return check(*this, shapes::tiledLogitsGrad(
-                          shapeOf(getInput()), shapeOf(getWeight()),
-                          shapeOf(getLabels()), shapeOf(getTile()),
-                          shapeOf(getResult()), getWrtWeight()));
+  if (failed(check(*this, shapes::tiledLogitsGrad(
+                              shapeOf(getInput()), shapeOf(getWeight()),
+                              shapeOf(getLabels()), shapeOf(getTile()),
+                              shapeOf(getResult()), getWrtWeight()))))
+    return failure();
+  return check(*this, shapes::lossSums(
+                          shapeOf(getLabels()), shapeIfAny(getSequences()),
+                          getSequenceCount().value_or(0), shapeOf(getGrad())));
 }
 
 LogicalResult SqrtOp::verify() {

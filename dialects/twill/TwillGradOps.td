@@ -283,7 +283,8 @@ def Twill_LinearCrossEntropyGradOp : Twill_ComputeOp<"linear_cross_entropy_grad"
   let summary = "Gradient of linear_cross_entropy's loss sum, tile by tile";
   let description = [{
     The gradient of linear_cross_entropy's loss sum (`grad` its 0-d
-    cotangent) with respect to `input`, or with `wrt_weight` to `weight`:
+    cotangent, or with `sequences` its sums') with respect to `input`, or
+    with `wrt_weight` to `weight`:
     for each `tile_rows` positions the logits are formed again in `tile`,
     made their cross_entropy_grad in place, and multiplied by the weight
     (or, summed over the tiles, by the input's rows). Without a
@@ -298,15 +299,18 @@ def Twill_LinearCrossEntropyGradOp : Twill_ComputeOp<"linear_cross_entropy_grad"
     ```
   }];
   let arguments = (ins Twill_FloatTensor:$input, Twill_FloatTensor:$weight,
-                       Twill_IntTensor:$labels, 0DTensorOf<[AnyFloat]>:$grad,
+                       Twill_IntTensor:$labels,
+                       StaticShapeTensorOf<[AnyFloat]>:$grad,
+                       Optional<Twill_IntTensor>:$sequences,
                        UnitAttr:$wrt_weight,
                        DefaultValuedAttr<I64Attr, "::twill::kIgnoreLabel">:$ignore_index,
                        OptionalAttr<StrAttr>:$shard_axis,
                        OptionalAttr<I64Attr>:$vocab_size,
-                       OptionalAttr<F64Attr>:$softcap);
+                       OptionalAttr<F64Attr>:$softcap,
+                       OptionalAttr<I64Attr>:$sequence_count);
   let results = (outs Twill_FloatTensor:$result, Twill_FloatTensor:$tile);
   let assemblyFormat = [{
-    $input `,` $weight `,` $labels `,` $grad attr-dict `:`
+    $input `,` $weight `,` $labels `,` $grad (`sequences` `(` $sequences^ `)`)? attr-dict `:`
     functional-type(operands, results)
   }];
   let hasVerifier = 1;

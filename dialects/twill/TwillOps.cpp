@@ -295,10 +295,17 @@ LogicalResult LinearCrossEntropyOp::verify() {
     return failure();
   if (getSoftcap() && failed(verifyCap(*this, *getSoftcap())))
     return failure();
-  return check(*this, shapes::tiledLogits(shapeOf(getInput()),
-                                          shapeOf(getWeight()),
-                                          shapeOf(getLabels()),
-                                          shapeOf(getTile())));
+  if (failed(check(*this, shapes::tiledLogits(
+                              shapeOf(getInput()), shapeOf(getWeight()),
+                              shapeOf(getLabels()), shapeOf(getTile())))))
+    return failure();
+  std::optional<ArrayRef<int64_t>> sequences = shapeIfAny(getSequences());
+  int64_t count = getSequenceCount().value_or(0);
+  if (failed(check(*this, shapes::lossSums(shapeOf(getLabels()), sequences,
+                                           count, shapeOf(getLoss())))))
+    return failure();
+  return check(*this, shapes::lossSums(shapeOf(getLabels()), sequences, count,
+                                       shapeOf(getCount())));
 }
 
 LogicalResult mlir::twill::verifyOnlyReloadsRead(Operation *op, Value host) {

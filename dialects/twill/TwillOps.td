@@ -637,19 +637,23 @@ def Twill_LinearCrossEntropyOp : Twill_ComputeOp<"linear_cross_entropy", [Pure, 
     `shard_axis` and `vocab_size` are as for cross_entropy: after
     partitioning the weight may hold this rank's block of the vocab. With
     `softcap` (Gemma 2's final logits) the loss is of `softcap *
-    tanh(logits / softcap)`, each tile capped where it is formed.
+    tanh(logits / softcap)`, each tile capped where it is formed. With
+    `sequences` and `sequence_count` the sums are each row's per sequence,
+    as cross_entropy's.
   }];
   let arguments = (ins Twill_FloatTensor:$input, Twill_FloatTensor:$weight,
                        Twill_IntTensor:$labels,
+                       Optional<Twill_IntTensor>:$sequences,
                        DefaultValuedAttr<I64Attr, "::twill::kIgnoreLabel">:$ignore_index,
                        OptionalAttr<StrAttr>:$shard_axis,
                        OptionalAttr<I64Attr>:$vocab_size,
-                       OptionalAttr<F64Attr>:$softcap);
-  let results = (outs 0DTensorOf<[AnyFloat]>:$loss,
-                      0DTensorOf<[AnySignlessInteger]>:$count,
+                       OptionalAttr<F64Attr>:$softcap,
+                       OptionalAttr<I64Attr>:$sequence_count);
+  let results = (outs StaticShapeTensorOf<[AnyFloat]>:$loss,
+                      StaticShapeTensorOf<[AnySignlessInteger]>:$count,
                       Twill_FloatTensor:$tile);
   let assemblyFormat = [{
-    $input `,` $weight `,` $labels attr-dict `:` functional-type(operands, results)
+    $input `,` $weight `,` $labels (`sequences` `(` $sequences^ `)`)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

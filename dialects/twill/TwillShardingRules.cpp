@@ -345,12 +345,14 @@ ShardingRule CrossEntropyGradOp::getShardingRule() {
 }
 
 /// linear_cross_entropy and its gradients: `input [positions..., hidden]`,
-/// `weight [vocab, hidden]`, `labels [positions...]`, then the 0-d loss
-/// cotangent of a gradient. The logits `[positions..., vocab]` it forms
-/// inside are never whole on a rank: the vocab may be split and reduced by
-/// the op itself, and then the positions may not (one axis cannot split
-/// both); the hidden dim is summed whole and the tile's rows are its own.
-static ShardingRule tiledLogitsRule(Operation *op, bool grad) {
+/// `weight [vocab, hidden]`, `labels [positions...]`, then a gradient's
+/// cotangent of the sums (and the sequences, with them). The logits
+/// `[positions..., vocab]` it forms inside are never whole on a rank: the
+/// vocab may be split and reduced by the op itself, and then the positions
+/// may not (one axis cannot split both); the hidden dim is summed whole
+/// and the tile's rows are its own.
+static ShardingRule tiledLogitsRule(Operation *op, bool grad, bool bySequence,
+                                    int64_t sequenceCount) {
   ShardingRule rule;
   Tensor positions = rule.freshFactors(shapeOf(op->getOperand(2)));
   int hidden = rule.addFactor(shapeOf(op->getOperand(1))[1]);
@@ -360,19 +362,25 @@ static ShardingRule tiledLogitsRule(Operation *op, bool grad) {
   input.push_back({hidden});
   logits.push_back({vocab});
   rule.operands = {input, ShardingRule::tensor({vocab, hidden}), positions};
-  if (grad)
-    rule.operands.push_back(Tensor());
   rule.internals = {logits};
   rule.replicated = {hidden, tileRows};
   rule.selfReduced = {vocab};
   Tensor tile = ShardingRule::tensor({tileRows, vocab});
-  for (const ShardingRule::Dim &dim : positions)
-    rule.reductions.push_back(dim.front());
+  Tensor sums = lossSumsOf(rule, positions, bySequence, sequenceCount);
   if (!grad) {
-    rule.results = {Tensor(), Tensor(), tile};
+    if (bySequence)
+      rule.operands.push_back(positions);
+    rule.results = {sums, sums, tile};
     return rule;
   }
+  rule.operands.push_back(sums);
+  if (bySequence)
+    rule.operands.push_back(positions);
   if (cast<LinearCrossEntropyGradOp>(op).getWrtWeight()) {
+    // The weight's gradient sums over every position.
+    rule.reductions.clear();
+    for (const ShardingRule::Dim &dim : positions)
+      rule.reductions.push_back(dim.front());
     rule.results = {rule.operands[1], tile};
     return rule;
   }
@@ -384,11 +392,13 @@ static ShardingRule tiledLogitsRule(Operation *op, bool grad) {
 }
 
 ShardingRule LinearCrossEntropyOp::getShardingRule() {
-  return tiledLogitsRule(*this, /*grad=*/false);
+  return tiledLogitsRule(*this, /*grad=*/false, bool(getSequences()),
+                         getSequenceCount().value_or(0));
 }
 
 ShardingRule LinearCrossEntropyGradOp::getShardingRule() {
-  return tiledLogitsRule(*this, /*grad=*/true);
+  return tiledLogitsRule(*this, /*grad=*/true, bool(getSequences()),
+                         getSequenceCount().value_or(0));
 }
 
 /// split and concat: `whole` and its `pieces` share every dim but `dim`,

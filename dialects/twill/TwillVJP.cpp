@@ -256,7 +256,7 @@ Cotangents DpoLossOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
 Cotangents LinearCrossEntropyOp::buildVJP(OpBuilder &builder,
                                           ValueRange cotangents,
                                           ArrayRef<bool> needed) {
-  SmallVector<Value> grads(3);
+  SmallVector<Value> grads(getNumOperands());
   if (!cotangents[0])
     return grads;
   // One op per gradient: each forms the logits again, tile by tile.
@@ -266,10 +266,10 @@ Cotangents LinearCrossEntropyOp::buildVJP(OpBuilder &builder,
           LinearCrossEntropyGradOp::create(
               builder, getLoc(), getOperand(operand).getType(),
               getTile().getType(), getInput(), getWeight(), getLabels(),
-              cotangents[0],
+              cotangents[0], getSequences(),
               /*wrt_weight=*/operand == 1 ? builder.getUnitAttr() : nullptr,
               getIgnoreIndexAttr(), getShardAxisAttr(), getVocabSizeAttr(),
-              getSoftcapAttr())
+              getSoftcapAttr(), getSequenceCountAttr())
               .getResult();
   return grads;
 }

@@ -64,6 +64,41 @@ void conformance::crossEntropyCases(Suite &suite) {
   }
 }
 
+/// linear_cross_entropy summed per row and sequence: rows of 6 positions
+/// in tiles of 4 (across rows), hidden 24.
+static void tiledSequenceLossCases(Suite &suite, DType type, const char *axis) {
+  int64_t columns = *axis ? 33 : 97;
+  for (int gradient : {0, 1, 2}) { // none, the input's, the weight's
+    CaseBuilder c(suite,
+                  gradient ? LINEAR_CROSS_ENTROPY_GRAD : LINEAR_CROSS_ENTROPY,
+                  type, kSummed);
+    c.in({4, 6, 24});
+    c.in({columns, 24}, normal(0.5));
+    c.operand(I32, {4, 6}, labels(97));
+    if (gradient)
+      c.operand(F32, {4, 2}, uniform(-2, 2));
+    c.operand(I32, {4, 6}, integers(0, 3));
+    if (gradient) {
+      c.out(gradient == 1 ? Shape{4, 6, 24} : Shape{columns, 24});
+    } else {
+      c.result(F32, {4, 2});
+      c.result(I64, {4, 2});
+    }
+    c.out({4, columns});
+    CrossEntropyAttributes &attributes = *c->mutable_cross_entropy();
+    attributes.set_ignore_index(-100);
+    attributes.set_shard_axis(axis);
+    attributes.set_vocab_size(*axis ? 97 : 0);
+    attributes.set_wrt_weight(gradient == 2);
+    attributes.set_softcap(0);
+    attributes.set_sequence_count(2);
+    c.note(std::string("tiled sums per sequence") +
+           (gradient == 2 ? ", the weight's" : "") +
+           (*axis ? ", vocab block of mid" : ""))
+        .add();
+  }
+}
+
 void conformance::sequenceLossCases(Suite &suite) {
   // Rows of 6 positions, each of sequence 0, 1 or 2 (of 2: none): DPO's
   // completions' sums; the whole vocab and a block of it.
@@ -95,6 +130,9 @@ void conformance::sequenceLossCases(Suite &suite) {
                      : "sums per sequence")
             .add();
       }
+  for (DType type : kFloats)
+    for (const char *axis : {"", "mid"})
+      tiledSequenceLossCases(suite, type, axis);
 }
 
 void conformance::dpoLossCases(Suite &suite) {

@@ -43,19 +43,20 @@ static llvm::Error runCrossEntropyFamily(const InstructionView &in) {
 static llvm::Error runLinearCrossEntropy(const InstructionView &in) {
   if (in.floatType() != F32)
     return in.fail("the cpu backend computes in fp32 only");
-  llvm::Expected<TiledLogits> shape = tiledLogits(in);
-  if (!shape)
-    return shape.takeError();
+  llvm::Expected<TiledLoss> s = tiledLoss(in);
+  if (!s)
+    return s.takeError();
   int64_t ignore = in->cross_entropy().ignore_index();
   const float *input = in.data<float>(0), *weight = in.data<float>(1);
   const int32_t *labels = in.data<int32_t>(2);
+  float *tile = in.data<float>(s->tile);
   if (in.opcode() == LINEAR_CROSS_ENTROPY_GRAD)
     return cpu::linearCrossEntropyGrad(
-        input, weight, labels, *shape, ignore, rowReduce(in), LossBuckets(),
-        in.data<float>(3), in.data<float>(5), in.data<float>(4));
+        input, weight, labels, s->logits, ignore, rowReduce(in), s->buckets,
+        in.data<float>(s->sums), tile, in.data<float>(s->result));
   return cpu::linearCrossEntropy(
-      input, weight, labels, *shape, ignore, rowReduce(in), LossBuckets(),
-      in.data<float>(5), in.data<float>(3), in.data<int64_t>(4));
+      input, weight, labels, s->logits, ignore, rowReduce(in), s->buckets, tile,
+      in.data<float>(s->sums), in.data<int64_t>(s->sums + 1));
 }
 
 /// dpo_loss (policy, reference, tokens -> loss, pairs, metrics) and its

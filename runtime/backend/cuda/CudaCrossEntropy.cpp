@@ -102,16 +102,18 @@ static llvm::Error runCrossEntropyFamily(const InstructionView &in,
   return llvm::Error::success();
 }
 
-/// linear_cross_entropy (input, weight, labels) -> (loss, count, tile) and
-/// its gradient (input, weight, labels, loss grad) -> (grad, tile): per
-/// tile of rows, the logits' GEMM into the tile and the loss kernels on it;
-/// the gradient's tile becomes the logits' gradient in place and is
-/// multiplied out. Per row the statistics are the untiled op's.
+/// linear_cross_entropy (input, weight, labels[, sequences]) -> (loss
+/// sums, counts, tile) and its gradient (input, weight, labels, the sums'
+/// grad[, sequences]) -> (grad, tile): per tile of rows, the logits' GEMM
+/// into the tile and the loss kernels on it; the gradient's tile becomes
+/// the logits' gradient in place and is multiplied out. Per row the
+/// statistics are the untiled op's.
 static llvm::Error runLinearCrossEntropy(const InstructionView &in,
                                          Device &device) {
-  llvm::Expected<TiledLogits> shape = tiledLogits(in);
-  if (!shape)
-    return shape.takeError();
+  llvm::Expected<TiledLoss> loss = tiledLoss(in);
+  if (!loss)
+    return loss.takeError();
+  const TiledLogits *shape = &loss->logits;
   bool grad = in.opcode() == LINEAR_CROSS_ENTROPY_GRAD;
   DType type = in.floatType();
   bool bf16 = type == BF16;
@@ -122,12 +124,13 @@ static llvm::Error runLinearCrossEntropy(const InstructionView &in,
   auto [max, sum, target] = *stats;
   const void *input = in.data<void>(0), *weight = in.data<void>(1);
   const int32_t *labels = in.data<int32_t>(2);
-  void *tile = in.data<void>(5), *out = grad ? in.data<void>(4) : nullptr;
+  void *tile = in.data<void>(loss->tile);
+  void *out = grad ? in.data<void>(loss->result) : nullptr;
   if (grad && shape->wrtWeight && rows == 0)
-    return checkCuda(cudaMemsetAsync(out, 0,
-                                     in.count(4) * bytesPerElement(type),
-                                     device.stream),
-                     "cudaMemsetAsync");
+    return checkCuda(
+        cudaMemsetAsync(out, 0, in.count(loss->result) * bytesPerElement(type),
+                        device.stream),
+        "cudaMemsetAsync");
   for (int64_t first = 0; first < rows; first += shape->tileRows) {
     int64_t count = std::min(shape->tileRows, rows - first);
     if (auto error = cuda::gemm(
@@ -143,8 +146,8 @@ static llvm::Error runLinearCrossEntropy(const InstructionView &in,
     if (!grad)
       continue;
     cuda::crossEntropyGrad(tile, labels + first, count, shape->block, ignore,
-                           max + first, sum + first, in.data<float>(3),
-                           LossBuckets().from(first), shape->softcap, tile,
+                           max + first, sum + first, in.data<float>(loss->sums),
+                           loss->buckets.from(first), shape->softcap, tile,
                            bf16, device.stream);
     RowMajorGemm product =
         shape->wrtWeight ? shape->weightGrad(tile, input, out, first, count)
@@ -156,8 +159,9 @@ static llvm::Error runLinearCrossEntropy(const InstructionView &in,
     return llvm::Error::success();
   if (auto error = reduceRows(in, device, target, rows, false))
     return error;
-  cuda::crossEntropyLoss(labels, rows, ignore, max, sum, target, LossBuckets(),
-                         in.data<float>(3), in.data<int64_t>(4), device.stream);
+  cuda::crossEntropyLoss(labels, rows, ignore, max, sum, target, loss->buckets,
+                         in.data<float>(loss->sums),
+                         in.data<int64_t>(loss->sums + 1), device.stream);
   return llvm::Error::success();
 }
 

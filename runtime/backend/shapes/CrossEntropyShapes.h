@@ -115,24 +115,53 @@ inline llvm::Expected<DpoShape> dpoShape(const InstructionView &in) {
   return DpoShape{in.dim(0, 1), settings};
 }
 
-/// linear_cross_entropy's or its gradient's sizes, checked.
-inline llvm::Expected<TiledLogits> tiledLogits(const InstructionView &in) {
+/// linear_cross_entropy's (input, weight, labels[, sequences] -> loss
+/// sums, counts, tile) or its gradient's (input, weight, labels, the sums'
+/// gradient[, sequences] -> the input's or the weight's, tile) GEMMs, where
+/// each position's loss goes, and where the sums (or their gradient), the
+/// gradient and the tile are; checked.
+struct TiledLoss {
+  TiledLogits logits;
+  LossBuckets buckets;
+  int sums, result, tile;
+};
+
+inline llvm::Expected<TiledLoss> tiledLoss(const InstructionView &in) {
   bool grad = in.opcode() == LINEAR_CROSS_ENTROPY_GRAD;
   DType type = in.floatType();
-  if (auto error = grad ? in.expect(4, 2, {type, type, I32, F32, type, type})
-                        : in.expect(3, 3, {type, type, I32, F32, I64, type}))
+  bool bySequence = in.numOperands() == (grad ? 5 : 4);
+  std::vector<DType> dtypes = {type, type, I32};
+  if (grad)
+    dtypes.push_back(F32);
+  if (bySequence)
+    dtypes.push_back(I32);
+  for (DType result : grad ? std::vector<DType>{type, type}
+                           : std::vector<DType>{F32, I64, type})
+    dtypes.push_back(result);
+  int results = grad ? 2 : 3;
+  if (auto error = in.expect(dtypes.size() - results, results, dtypes))
     return std::move(error);
-  constexpr int tile = 5; // the last of six values either way
+  TiledLoss s;
+  s.tile = int(dtypes.size()) - 1;
+  s.sums = grad ? 3 : int(dtypes.size()) - 3;
+  s.result = grad ? s.tile - 1 : s.sums;
   bool wrtWeight = grad && in->cross_entropy().wrt_weight();
-  if (auto error = in.check(
-          grad ? shapes::tiledLogitsGrad(in.shape(0), in.shape(1), in.shape(2),
-                                         in.shape(tile), in.shape(4), wrtWeight)
-               : shapes::tiledLogits(in.shape(0), in.shape(1), in.shape(2),
-                                     in.shape(tile))))
+  if (auto error =
+          in.check(grad ? shapes::tiledLogitsGrad(in.shape(0), in.shape(1),
+                                                  in.shape(2), in.shape(s.tile),
+                                                  in.shape(s.result), wrtWeight)
+                        : shapes::tiledLogits(in.shape(0), in.shape(1),
+                                              in.shape(2), in.shape(s.tile))))
     return std::move(error);
-  // The loss (and its gradient, and the token count) are scalars.
-  if (in.count(3) != 1 || (!grad && in.count(4) != 1))
-    return in.fail("the loss, its gradient and the token count are scalars");
+  int64_t sequences = in->cross_entropy().sequence_count();
+  std::optional<shapes::Shape> sequenceShape;
+  if (bySequence)
+    sequenceShape = in.shape(grad ? 4 : 3);
+  for (int sums :
+       grad ? std::vector<int>{s.sums} : std::vector<int>{s.sums, s.sums + 1})
+    if (auto error = in.check(shapes::lossSums(in.shape(2), sequenceShape,
+                                               sequences, in.shape(sums))))
+      return std::move(error);
   int64_t columns = in.dim(1, 1), hidden = in.dim(1, 0);
   int64_t rows = in.count(2);
   llvm::Expected<VocabBlock> block = vocabBlock(in, columns);
@@ -141,13 +170,16 @@ inline llvm::Expected<TiledLogits> tiledLogits(const InstructionView &in) {
   double softcap = in->cross_entropy().softcap();
   if (!(softcap >= 0) || !std::isfinite(softcap))
     return in.fail("its softcap must be positive (or 0: none)");
-  return TiledLogits{rows,
-                     hidden,
-                     in.dim(tile, 1),
-                     *block,
-                     int64_t(bytesPerElement(type)),
-                     wrtWeight,
-                     softcap};
+  s.logits = TiledLogits{rows,
+                         hidden,
+                         in.dim(s.tile, 1),
+                         *block,
+                         int64_t(bytesPerElement(type)),
+                         wrtWeight,
+                         softcap};
+  if (bySequence)
+    s.buckets = {in.data<int32_t>(grad ? 4 : 3), in.dim(2, 0), sequences, 0};
+  return s;
 }
 
 } // namespace twill
