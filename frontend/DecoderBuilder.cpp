@@ -1,6 +1,7 @@
 //===- DecoderBuilder.cpp - trace a decoder + LoRA into twill IR ----------===//
 
 #include "frontend/DecoderTracer.h"
+#include "support/Dpo.h"
 
 #include "dialects/twill/TwillEntryPoints.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -179,8 +180,7 @@ Value DecoderTracer::attention(Value normed, const std::string &prefix) {
         v = projections[2].heads4d;
 
   // A window no shorter than the sequence is no window.
-  std::optional<int64_t> window =
-      ::twill::slidingWindowOf(model, *layerMarker.layer);
+  std::optional<int64_t> window = ::twill::slidingWindowOf(model, tracedLayer);
   // Gemma scales by its query_pre_attn_scalar instead of the head size.
   double scalar = model.has_query_pre_attn_scalar()
                       ? model.query_pre_attn_scalar()
@@ -248,7 +248,8 @@ Value DecoderTracer::mlpTile(Value normed, const std::string &prefix) {
 }
 
 Value DecoderTracer::decoderLayer(Value hidden, int64_t layer) {
-  layerMarker.layer = layer;
+  tracedLayer = layer;
+  layerMarker.layer = layer + (adaptersOff ? model.num_hidden_layers() : 0);
   llvm::scope_exit done([&] { layerMarker.layer.reset(); });
   std::string prefix = llvm::formatv("model.layers.{0}", layer).str();
   int64_t size = model.hidden_size();
@@ -302,6 +303,62 @@ OwningOpRef<ModuleOp> DecoderTracer::trace() {
   Split vocabRows{TensorParallelStyle::Vocab};
   Value embedTable = param("model.embed_tokens.weight", {vocab, hidden},
                            baseTrainable(), vocabRows, baseWeight());
+  Value h = hiddenStates(tokens, embedTable);
+
+  // A tied lm_head reads the embedding table; PEFT adapts it all the same.
+  Value lmHead = model.tie_word_embeddings()
+                     ? embedTable
+                     : param("lm_head.weight", {vocab, hidden}, baseTrainable(),
+                             vocabRows, baseWeight());
+  Value logits =
+      linearWith(h, {lmHead}, "lm_head", "lm_head", {{vocab, vocabRows}})
+          .front();
+  // Gemma 2 squashes its logits into (-cap, cap).
+  if (model.has_final_logit_softcapping())
+    logits = SoftcapOp::create(
+        builder, loc("lm_head"), logits.getType(), logits,
+        builder.getF64FloatAttr(model.final_logit_softcapping()));
+  // Named, so that the runtime can dump it.
+  logits.getDefiningOp()->setLoc(loc("logits"));
+  logits.getDefiningOp()->setAttr(mlir::twill::kHostReadAttrName,
+                                  builder.getUnitAttr());
+  bool dpo = job.train().objective() == ::twill::TrainConfig::DPO;
+  // Under DPO a row's segments are its chosen (0) and rejected (1)
+  // sequences: the sums are each's.
+  SmallVector<Value> loss(
+      lossSums(h, logits, lmHead, labels, dpo ? segments : Value()));
+  if (dpo)
+    loss =
+        SmallVector<Value>(dpoLoss(tokens, embedTable, lmHead, labels, loss));
+  func::ReturnOp::create(builder, loc("forward"), loss);
+
+  // The signature follows the arguments traced.
+  forward.setFunctionType(builder.getFunctionType(
+      body->getArgumentTypes(),
+      forward.getBody().front().getTerminator()->getOperandTypes()));
+  SmallVector<Attribute> argAttrs(paramAttrs.begin(), paramAttrs.end());
+  // Inputs and outputs are named after their roles.
+  auto named = [&](StringRef attrName, ValueRole role) {
+    return builder.getDictionaryAttr(
+        {builder.getNamedAttr(attrName,
+                              builder.getStringAttr(stringifyValueRole(role))),
+         builder.getNamedAttr(kRoleAttrName,
+                              ValueRoleAttr::get(builder.getContext(), role))});
+  };
+  for (ValueRole role : inputRoles)
+    argAttrs.push_back(named(kInputAttrName, role));
+  forward.setAllArgAttrs(argAttrs);
+  SmallVector<DictionaryAttr> results{
+      named(kOutputAttrName, ValueRole::LossSum),
+      named(kOutputAttrName, ValueRole::TokenCount)};
+  if (dpo)
+    results.push_back(named(kOutputAttrName, ValueRole::DpoMetrics));
+  forward.setAllResultAttrs(results);
+  return module;
+}
+
+Value DecoderTracer::hiddenStates(Value tokens, Value embedTable) {
+  int64_t hidden = model.hidden_size();
   // Under sequence parallelism the lookup's partial sums are scattered a
   // tile at a time, as the loss gathers its input.
   Location embedAt = loc("model.embed_tokens");
@@ -329,90 +386,99 @@ OwningOpRef<ModuleOp> DecoderTracer::trace() {
   }
   for (int64_t layer = 0; layer < model.num_hidden_layers(); ++layer)
     h = decoderLayer(h, layer);
-  h = rmsNorm(h, "model.norm", hidden);
+  return rmsNorm(h, "model.norm", hidden);
+}
 
-  // A tied lm_head reads the embedding table; PEFT adapts it all the same.
-  Value lmHead = model.tie_word_embeddings()
-                     ? embedTable
-                     : param("lm_head.weight", {vocab, hidden}, baseTrainable(),
-                             vocabRows, baseWeight());
-  Value logits =
-      linearWith(h, {lmHead}, "lm_head", "lm_head", {{vocab, vocabRows}})
-          .front();
-  // Gemma 2 squashes its logits into (-cap, cap).
+SmallVector<Value, 2> DecoderTracer::lossSums(Value h, Value logits,
+                                              Value lmHead, Value labels,
+                                              Value sequences) {
+  int64_t vocab = model.vocab_size();
+  Type f32 = builder.getF32Type(), i64 = builder.getI64Type();
+  // Scalars, or each row's two sequences' sums.
+  SmallVector<int64_t> shape;
+  if (sequences)
+    shape = {batch, 2};
+  auto sums = [&](Type type) { return RankedTensorType::get(shape, type); };
+  IntegerAttr sequenceCount =
+      sequences ? builder.getI64IntegerAttr(2) : IntegerAttr();
   FloatAttr cap = model.has_final_logit_softcapping()
                       ? builder.getF64FloatAttr(model.final_logit_softcapping())
                       : FloatAttr();
-  if (cap)
-    logits = SoftcapOp::create(builder, loc("lm_head"), logits.getType(),
-                               logits, cap);
-  // Named, so that the runtime can dump it.
-  logits.getDefiningOp()->setLoc(loc("logits"));
-  logits.getDefiningOp()->setAttr(mlir::twill::kHostReadAttrName,
-                                  builder.getUnitAttr());
-  auto scalar = [&](Type type) { return RankedTensorType::get({}, type); };
-  Type f32 = builder.getF32Type(), i64 = builder.getI64Type();
   // The loss forms the logits (capped, Gemma 2's) a tile of tokens at a
   // time when they are a plain product (an adapted lm_head's are a sum):
   // the host still reads the whole logits, which the training step drops.
   // Under sequence parallelism its input is gathered a tile at a time too.
   int64_t tileTokens = job.parallel().loss_tile_tokens();
-  SmallVector<Value, 2> loss;
-  if (tileTokens > 0 && !isLoraTarget("lm_head")) {
-    int64_t dp = job.parallel().dp();
-    Location at = loc("loss");
-    SmallVector<Value> inputs = sequenceTiles(h, vocabEndTile(), at);
-    SmallVector<Value> tileLabels = sequenceTiles(labels, vocabEndTile(), at);
-    for (auto [input, tileLabel] : llvm::zip_equal(inputs, tileLabels)) {
-      int64_t positions = cast<RankedTensorType>(input.getType()).getDimSize(1);
-      int64_t rows = std::min(tileTokens, (batch + dp - 1) / dp * positions);
-      auto tile = LinearCrossEntropyOp::create(
-          builder, at, scalar(f32), scalar(i64), floatType({rows, vocab}),
-          input, lmHead, tileLabel, /*sequences=*/Value(),
-          /*ignore_index=*/::twill::kIgnoreLabel,
-          /*shard_axis=*/nullptr, /*vocab_size=*/nullptr, cap,
-          /*sequence_count=*/nullptr);
-      if (loss.empty()) {
-        loss = {tile.getLoss(), tile.getCount()};
-        continue;
-      }
-      loss[0] = AddOp::create(builder, at, loss[0].getType(), loss[0],
-                              tile.getLoss());
-      loss[1] = AddOp::create(builder, at, loss[1].getType(), loss[1],
-                              tile.getCount());
-    }
-  } else {
-    auto whole = CrossEntropyOp::create(builder, loc("loss"), scalar(f32),
-                                        scalar(i64), logits, labels,
-                                        /*sequences=*/Value(),
-                                        /*ignore_index=*/::twill::kIgnoreLabel,
-                                        /*shard_axis=*/nullptr,
-                                        /*vocab_size=*/nullptr,
-                                        /*sequence_count=*/nullptr);
-    loss = {whole.getLoss(), whole.getCount()};
+  Location at = loc("loss");
+  if (tileTokens <= 0 || isLoraTarget("lm_head")) {
+    auto whole = CrossEntropyOp::create(
+        builder, at, sums(f32), sums(i64), logits, labels, sequences,
+        /*ignore_index=*/::twill::kIgnoreLabel, /*shard_axis=*/nullptr,
+        /*vocab_size=*/nullptr, sequenceCount);
+    return {whole.getLoss(), whole.getCount()};
   }
-  func::ReturnOp::create(builder, loc("forward"), loss);
+  int64_t dp = job.parallel().dp();
+  SmallVector<Value> inputs = sequenceTiles(h, vocabEndTile(), at);
+  SmallVector<Value> tileLabels = sequenceTiles(labels, vocabEndTile(), at);
+  SmallVector<Value> tileSequences(inputs.size());
+  if (sequences)
+    tileSequences = sequenceTiles(sequences, vocabEndTile(), at);
+  SmallVector<Value, 2> total;
+  for (auto [input, tileLabel, tileSequence] :
+       llvm::zip_equal(inputs, tileLabels, tileSequences)) {
+    int64_t positions = cast<RankedTensorType>(input.getType()).getDimSize(1);
+    int64_t rows = std::min(tileTokens, (batch + dp - 1) / dp * positions);
+    auto tile = LinearCrossEntropyOp::create(
+        builder, at, sums(f32), sums(i64), floatType({rows, vocab}), input,
+        lmHead, tileLabel, tileSequence,
+        /*ignore_index=*/::twill::kIgnoreLabel, /*shard_axis=*/nullptr,
+        /*vocab_size=*/nullptr, cap, sequenceCount);
+    if (total.empty()) {
+      total = {tile.getLoss(), tile.getCount()};
+      continue;
+    }
+    total[0] = AddOp::create(builder, at, total[0].getType(), total[0],
+                             tile.getLoss());
+    total[1] = AddOp::create(builder, at, total[1].getType(), total[1],
+                             tile.getCount());
+  }
+  return total;
+}
 
-  // The signature follows the arguments traced.
-  forward.setFunctionType(builder.getFunctionType(
-      body->getArgumentTypes(),
-      forward.getBody().front().getTerminator()->getOperandTypes()));
-  SmallVector<Attribute> argAttrs(paramAttrs.begin(), paramAttrs.end());
-  // Inputs and outputs are named after their roles.
-  auto named = [&](StringRef attrName, ValueRole role) {
-    return builder.getDictionaryAttr(
-        {builder.getNamedAttr(attrName,
-                              builder.getStringAttr(stringifyValueRole(role))),
-         builder.getNamedAttr(kRoleAttrName,
-                              ValueRoleAttr::get(builder.getContext(), role))});
+SmallVector<Value, 3> DecoderTracer::dpoLoss(Value tokens, Value embedTable,
+                                             Value lmHead, Value labels,
+                                             ArrayRef<Value> sums) {
+  Location at = loc("dpo");
+  // A sequence's log-probability is minus its summed cross-entropy.
+  auto logProbabilities = [&](Value crossEntropy) {
+    return ScaleOp::create(builder, at, crossEntropy.getType(), crossEntropy,
+                           builder.getF64FloatAttr(-1.0));
   };
-  for (ValueRole role : inputRoles)
-    argAttrs.push_back(named(kInputAttrName, role));
-  forward.setAllArgAttrs(argAttrs);
-  forward.setAllResultAttrs(
-      ArrayRef<DictionaryAttr>{named(kOutputAttrName, ValueRole::LossSum),
-                               named(kOutputAttrName, ValueRole::TokenCount)});
-  return module;
+  Value policy = logProbabilities(sums[0]);
+  // The reference is the base: the same decoder with every adapter off,
+  // reading the same parameters; nothing trainable reaches its sums.
+  adaptersOff = true;
+  Value h = hiddenStates(tokens, embedTable);
+  Value logits = matmulTransposed(h, lmHead, loc("reference.lm_head"));
+  if (model.has_final_logit_softcapping())
+    logits = SoftcapOp::create(
+        builder, loc("reference.lm_head"), logits.getType(), logits,
+        builder.getF64FloatAttr(model.final_logit_softcapping()));
+  Value reference =
+      logProbabilities(lossSums(h, logits, lmHead, labels, segments)[0]);
+  adaptersOff = false;
+  const ::twill::DpoConfig &settings = job.dpo();
+  auto scalar = [&](Type type) { return RankedTensorType::get({}, type); };
+  std::string lossType =
+      llvm::StringRef(::twill::DpoConfig::LossType_Name(settings.loss_type()))
+          .lower();
+  auto loss = DpoLossOp::create(
+      builder, at, scalar(builder.getF32Type()), scalar(builder.getI64Type()),
+      RankedTensorType::get({::twill::dpo::kMetrics}, builder.getF32Type()),
+      policy, reference, sums[1], builder.getStringAttr(lossType),
+      builder.getF64FloatAttr(settings.beta()),
+      builder.getF64FloatAttr(settings.label_smoothing()));
+  return {loss.getLoss(), loss.getPairs(), loss.getMetrics()};
 }
 
 namespace twill {

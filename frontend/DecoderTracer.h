@@ -13,6 +13,7 @@
 
 #include "frontend/DecoderBuilder.h"
 #include "frontend/config/ModelFamily.h"
+#include "proto/TrainRows.h"
 
 #include "dialects/twill/TwillOps.h"
 #include "mlir/IR/Builders.h"
@@ -89,7 +90,7 @@ public:
       : job(job), model(job.model()),
         family(*::twill::findModelFamily(job.model().model_type())),
         options(options), builder(&context), batch(job.train().batch_size()),
-        seq(job.train().seq_len()) {
+        seq(::twill::rowLength(job.train())) {
     builder.setListener(&layerMarker);
   }
 
@@ -130,7 +131,7 @@ private:
   Value input(ValueRole role, Type elementType, ArrayRef<int64_t> shape);
 
   bool isLoraTarget(StringRef module) const {
-    return job.has_lora() &&
+    return !adaptersOff && job.has_lora() &&
            llvm::is_contained(job.lora().target_modules(), module.str());
   }
   bool baseTrainable() const { return job.has_full_finetune(); }
@@ -174,9 +175,23 @@ private:
   /// Whether the layer being traced attends through a sliding window (of
   /// any length).
   bool slidingLayer() const {
-    return ::twill::slidingWindowOf(model, *layerMarker.layer).has_value();
+    return ::twill::slidingWindowOf(model, tracedLayer).has_value();
   }
   Value decoderLayer(Value hidden, int64_t layer);
+  /// The final norm's output of `tokens` through the embedding and every
+  /// decoder layer (with adapters, unless adaptersOff).
+  Value hiddenStates(Value tokens, Value embedTable);
+  /// What the loss sums of `h`'s logits (`logits`, or formed a tile at a
+  /// time from `lmHead` when not adapted): the cross-entropy and the
+  /// labelled positions, scalars, or with `sequences` (DPO) per row and
+  /// sequence, [rows, 2].
+  SmallVector<Value, 2> lossSums(Value h, Value logits, Value lmHead,
+                                 Value labels, Value sequences);
+  /// DPO's loss, pairs and metric sums: the policy's per-sequence
+  /// log-probabilities (`sums`, `counts` of lossSums) against the
+  /// reference's, the decoder traced again with every adapter off.
+  SmallVector<Value, 3> dpoLoss(Value tokens, Value embedTable, Value lmHead,
+                                Value labels, ArrayRef<Value> sums);
   Value attention(Value normed, const std::string &prefix);
   Value mlp(Value normed, const std::string &prefix);
   /// The MLP of some positions: gate and up, their gated activation
@@ -231,6 +246,11 @@ private:
   /// seq_len + position), the micro-batch's number in the run, and the
   /// index of the positions being traced (the whole, or a tile's).
   Value tokenIndex, microBatch, tracedTokens;
+  /// Tracing DPO's reference model: every adapter off, its layers numbered
+  /// after the policy's.
+  bool adaptersOff = false;
+  /// The model layer being traced.
+  int64_t tracedLayer = 0;
   /// Inputs of an FP8 base's products rounded to e4m3 (fp8_inputs
   /// E4M3_BLOCKS), once for every product that reads them.
   llvm::DenseMap<Value, Value> fp8Rounded;

@@ -161,6 +161,8 @@ static ::twill::ValueRole valueRoleOf(mlir::twill::ValueRole role) {
     return ::twill::GRAD_NORM;
   case ValueRole::Lr:
     return ::twill::LR;
+  case ValueRole::DpoMetrics:
+    return ::twill::DPO_METRICS;
   }
   return ::twill::VALUE_UNSPECIFIED;
 }

@@ -320,7 +320,8 @@ def Twill_ValueRole : I32EnumAttr<"ValueRole",
       I32EnumAttrCase<"LossSum", 8, "loss_sum">,
       I32EnumAttrCase<"TokenCount", 9, "token_count">,
       I32EnumAttrCase<"GradNorm", 10, "grad_norm">,
-      I32EnumAttrCase<"Lr", 11, "lr">]> {
+      I32EnumAttrCase<"Lr", 11, "lr">,
+      I32EnumAttrCase<"DpoMetrics", 12, "dpo_metrics">]> {
   let cppNamespace = "::mlir::twill";
   let genSpecializedAttr = 0;
 }
@@ -331,7 +332,8 @@ def Twill_ValueRoleAttr : EnumAttr<Twill_Dialect, Twill_ValueRole, "role"> {
     On an entry point's argument or result that the runtime fills or reads
     (`twill.role`), stated by whoever makes it: the frontend's batch inputs
     (tokens, labels, positions, segments; with LoRA dropout token_index and
-    micro_batch) and its loss_sum and token_count; twill-optimizer's
+    micro_batch) and its loss_sum and token_count (under DPO the pairs', and
+    dpo_metrics, dpo_loss's metric sums); twill-optimizer's
     total_steps and schedule_step inputs and its grad_norm and lr outputs.
     The runtime finds them by role; their names (`twill.input`,
     `twill.output`) are for reading.

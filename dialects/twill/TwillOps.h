@@ -68,13 +68,19 @@ inline bool isDequantize(Operation *op) {
   return isa<DequantizeNf4Op, DequantizeFp8Op>(op);
 }
 
-/// The train step's loss op (cross_entropy or linear_cross_entropy), the
-/// end of its forward: what follows is the backward. Null if there is none.
+/// The train step's loss op, the end of its forward: what follows is the
+/// backward. DPO's dpo_loss (after the policy's and the reference's sums),
+/// else the first cross_entropy or linear_cross_entropy. Null if there is
+/// none.
 inline Operation *forwardLoss(Block &body) {
-  for (Operation &op : body)
-    if (isa<CrossEntropyOp, LinearCrossEntropyOp>(op))
+  Operation *first = nullptr;
+  for (Operation &op : body) {
+    if (isa<DpoLossOp>(op))
       return &op;
-  return nullptr;
+    if (!first && isa<CrossEntropyOp, LinearCrossEntropyOp>(op))
+      first = &op;
+  }
+  return first;
 }
 
 /// The labels a vocab-parallel loss op reads.

@@ -247,10 +247,11 @@ class Twill_ElementwiseBinaryOp<string mnemonic, string formula>
 
 def Twill_AddOp : Twill_ElementwiseBinaryOp<"add", "lhs + rhs"> {
   let summary = "Elementwise sum";
-  // Floats, or counts (a tiled loss's token counts summed).
-  let arguments = (ins AnyTypeOf<[Twill_FloatTensor, 0DTensorOf<[I64]>]>:$lhs,
-                       AnyTypeOf<[Twill_FloatTensor, 0DTensorOf<[I64]>]>:$rhs);
-  let results = (outs AnyTypeOf<[Twill_FloatTensor, 0DTensorOf<[I64]>]>:$result);
+  // Floats, or counts (a tiled loss's token counts summed, or its
+  // sequences').
+  let arguments = (ins AnyTypeOf<[Twill_FloatTensor, StaticShapeTensorOf<[I64]>]>:$lhs,
+                       AnyTypeOf<[Twill_FloatTensor, StaticShapeTensorOf<[I64]>]>:$rhs);
+  let results = (outs AnyTypeOf<[Twill_FloatTensor, StaticShapeTensorOf<[I64]>]>:$result);
 }
 
 def Twill_MulOp : Twill_ElementwiseBinaryOp<"mul", "lhs * rhs"> {

@@ -463,12 +463,46 @@ static void validateQuantization(const JobConfig &config, Problems &problems) {
                    kBlock, what, columns);
 }
 
+/// DPO: preference pairs, LoRA (the reference is the base with every
+/// adapter off), and its loss's settings in range; the dpo section and the
+/// preference format are DPO's only.
+static void validateObjective(const JobConfig &config, Problems &problems) {
+  bool dpo = config.train().objective() == TrainConfig::DPO;
+  bool pairs = config.data().format() == DataConfig::PREFERENCE;
+  if (!dpo) {
+    if (pairs)
+      problems.add("data.format PREFERENCE holds preference pairs, which "
+                   "train.objective DPO trains on; set it");
+    if (config.has_dpo())
+      problems.add("the dpo section configures train.objective DPO; set it, "
+                   "or leave the section out");
+    return;
+  }
+  if (!pairs)
+    problems.add("train.objective DPO trains on preference pairs: set "
+                 "data.format PREFERENCE");
+  if (config.has_full_finetune())
+    problems.add("train.objective DPO takes its reference model as the base "
+                 "with every adapter off, so it trains adapters: use lora, "
+                 "not full_finetune");
+  const DpoConfig &settings = config.dpo();
+  problems.positive("dpo.beta", settings.beta());
+  double smoothing = settings.label_smoothing();
+  if (!(smoothing >= 0 && smoothing < 0.5))
+    problems.add("dpo.label_smoothing must be in [0, 0.5), got {0}",
+                 llvm::format("%g", smoothing));
+  else if (smoothing > 0 && settings.loss_type() != DpoConfig::SIGMOID)
+    problems.add("dpo.label_smoothing smooths the SIGMOID loss; {0} has none",
+                 DpoConfig::LossType_Name(settings.loss_type()));
+}
+
 llvm::Error twill::validateJobConfig(const JobConfig &config) {
   Problems problems;
   validateModel(config.model(), problems);
   if (config.has_lora())
     validateLora(config.lora(), config.model(), problems);
   validateQuantization(config, problems);
+  validateObjective(config, problems);
   // No divisibility constraint ties dp or tp to any model size: the compiler
   // pads and masks what does not divide.
   problems.positive("parallel.dp", config.parallel().dp());

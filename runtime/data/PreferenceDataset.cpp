@@ -5,6 +5,8 @@
 #include "runtime/data/JsonLines.h"
 #include "runtime/data/tokenizer/Unicode.h"
 
+#include <limits>
+
 using namespace twill;
 namespace json = llvm::json;
 
@@ -233,4 +235,76 @@ int64_t twill::dropFullyTruncated(std::vector<PreferencePair> &pairs,
     return int64_t(pair.prompt.size()) >= maxLength;
   });
   return int64_t(before - pairs.size());
+}
+
+llvm::Expected<std::optional<std::vector<PreferencePair>>>
+twill::readTokenizedPairs(llvm::StringRef path) {
+  std::vector<PreferencePair> pairs;
+  std::optional<bool> tokenized; // decided by the first line
+  llvm::Error error = readJsonLines(
+      path,
+      [&](const json::Object &line, llvm::StringRef,
+          int64_t lineNumber) -> llvm::Error {
+        if (!tokenized)
+          tokenized = line.get("chosen_ids") != nullptr;
+        if (!*tokenized)
+          return llvm::Error::success();
+        PreferencePair pair;
+        pair.line = lineNumber;
+        for (auto [key, ids] : {std::pair("prompt_ids", &pair.prompt),
+                                std::pair("chosen_ids", &pair.chosen),
+                                std::pair("rejected_ids", &pair.rejected)}) {
+          const json::Array *array = line.getArray(key);
+          if (!array)
+            return lineError(llvm::Twine("no '") + key +
+                             "' array: a tokenized pair is {\"prompt_ids\", "
+                             "\"chosen_ids\", \"rejected_ids\"}");
+          for (const json::Value &value : *array) {
+            std::optional<int64_t> id = value.getAsInteger();
+            if (!id || *id < 0 || *id > std::numeric_limits<int32_t>::max())
+              return lineError(llvm::Twine("'") + key +
+                               "' must hold only token ids (integers from 0)");
+            ids->push_back(int32_t(*id));
+          }
+        }
+        if (pair.chosen.empty() || pair.rejected.empty())
+          return lineError("a tokenized pair needs a token in each "
+                           "completion");
+        pairs.push_back(std::move(pair));
+        return llvm::Error::success();
+      });
+  if (error)
+    return std::move(error);
+  if (!tokenized || !*tokenized)
+    return std::nullopt;
+  return std::move(pairs);
+}
+
+std::vector<Row> twill::pairRows(llvm::ArrayRef<PreferencePair> pairs,
+                                 int64_t seqLen) {
+  std::vector<Row> rows;
+  rows.reserve(pairs.size());
+  for (const PreferencePair &pair : pairs) {
+    Row row = paddingRow(2 * seqLen);
+    for (auto [segment, completion] :
+         {std::pair(0, &pair.chosen), std::pair(1, &pair.rejected)}) {
+      std::vector<int32_t> sequence = pair.prompt;
+      sequence.insert(sequence.end(), completion->begin(), completion->end());
+      sequence.resize(std::min<int64_t>(sequence.size(), seqLen));
+      int64_t first = segment * seqLen;
+      for (int64_t i = 0; i < seqLen; ++i) {
+        row.positions[first + i] = int32_t(i);
+        row.segments[first + i] = segment;
+      }
+      for (int64_t i = 0; i < int64_t(sequence.size()); ++i) {
+        row.tokens[first + i] = sequence[i];
+        // Position i predicts token i + 1: a completion token is trained.
+        if (i + 1 < int64_t(sequence.size()) &&
+            i + 1 >= int64_t(pair.prompt.size()))
+          row.labels[first + i] = sequence[i + 1];
+      }
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
 }

@@ -17,6 +17,9 @@
 #define TWILL_RUNTIME_DATA_PREFERENCEDATASET_H
 
 #include "runtime/data/ChatFormat.h"
+#include "runtime/data/TokenizedDataset.h"
+
+#include <optional>
 
 namespace twill {
 
@@ -32,11 +35,25 @@ llvm::Expected<std::vector<PreferencePair>>
 readPreferenceJsonl(llvm::StringRef path, const Tokenizer &tokenizer,
                     const ChatFormat &format);
 
+/// Pairs already tokenized: {"prompt_ids", "chosen_ids", "rejected_ids"}
+/// per line, as `twill-tokenize --format preference` writes them; none
+/// where the file's first line holds no "chosen_ids" (its pairs are text,
+/// which readPreferenceJsonl reads).
+llvm::Expected<std::optional<std::vector<PreferencePair>>>
+readTokenizedPairs(llvm::StringRef path);
+
 /// Drops the pairs whose prompt alone fills `maxLength` tokens (TRL drops
 /// them: keeping the start of each sequence would leave no completion
 /// token); returns how many.
 int64_t dropFullyTruncated(std::vector<PreferencePair> &pairs,
                            int64_t maxLength);
+
+/// Each pair as a row of 2 x `seqLen` positions (train.objective DPO):
+/// prompt + chosen in the first half (segment 0), prompt + rejected in the
+/// second (segment 1), each cut to `seqLen` tokens keeping its start (TRL's
+/// max_length) and padded, its positions from 0; labelled to predict each
+/// completion token (the prompt's and the padding's -100).
+std::vector<Row> pairRows(llvm::ArrayRef<PreferencePair> pairs, int64_t seqLen);
 
 } // namespace twill
 

@@ -2,11 +2,14 @@
 
 #include "runtime/train/Trainer.h"
 
+#include "proto/TrainRows.h"
+
 #include "runtime/data/Sampler.h"
 #include "runtime/io/TensorBoard.h"
 #include "runtime/train/Adapter.h"
 #include "runtime/train/Batch.h"
 #include "support/AtomicFile.h"
+#include "support/Dpo.h"
 #include "support/Json.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
@@ -15,6 +18,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
+#include <array>
 #include <chrono>
 #include <cmath>
 
@@ -127,7 +131,7 @@ twill::train(Program &program, llvm::ArrayRef<Row> rows, llvm::StringRef source,
     return trainError("the executable has no train_step and optimizer_step: "
                       "compile it with twillc");
 
-  int64_t batchSize = settings.batch_size(), seqLen = settings.seq_len();
+  int64_t batchSize = settings.batch_size(), seqLen = rowLength(settings);
   int64_t accumulation = settings.gradient_accumulation_steps();
   int64_t microBatches = (rows.size() + batchSize - 1) / batchSize;
   int64_t stepsPerEpoch = microBatches / accumulation;
@@ -217,6 +221,13 @@ twill::train(Program &program, llvm::ArrayRef<Row> rows, llvm::StringRef source,
                    .str()
              : std::string());
 
+  // DPO: the step's metric sums (support/Dpo.h's order), and TRL's names
+  // for their means over the pairs.
+  int dpoMetrics = Program::outputOf(*step, DPO_METRICS);
+  static constexpr const char *kDpoMetricNames[dpo::kMetrics] = {
+      "rewards/chosen",  "rewards/rejected", "rewards/accuracies",
+      "rewards/margins", "logps/chosen",     "logps/rejected"};
+
   auto began = std::chrono::steady_clock::now();
   std::string lastCheckpoint; // the last one this run saved
   TrainResult result;
@@ -228,7 +239,8 @@ twill::train(Program &program, llvm::ArrayRef<Row> rows, llvm::StringRef source,
          index < stepsPerEpoch; ++index) {
       auto stepStart = std::chrono::steady_clock::now();
       double lossSum = 0;
-      int64_t tokens = 0;
+      int64_t tokens = 0; // under DPO, the pairs
+      std::array<double, dpo::kMetrics> dpoSums = {};
       for (int64_t micro = 0; micro < accumulation; ++micro) {
         std::vector<Row> batch = microBatch(
             rows, order, index * accumulation + micro, batchSize, seqLen);
@@ -241,6 +253,9 @@ twill::train(Program &program, llvm::ArrayRef<Row> rows, llvm::StringRef source,
           return atStep(result.steps + 1, std::move(error));
         lossSum += scalarOutput<float>(program, *step, LOSS_SUM);
         tokens += scalarOutput<int64_t>(program, *step, TOKEN_COUNT);
+        if (dpoMetrics >= 0)
+          for (int m = 0; m < dpo::kMetrics; ++m)
+            dpoSums[m] += program.buffers().as<float>(dpoMetrics)[m];
       }
       ++result.steps;
       // A non-finite loss stops the run before the update it would spread
@@ -249,8 +264,9 @@ twill::train(Program &program, llvm::ArrayRef<Row> rows, llvm::StringRef source,
         return diverged(result.steps, "the loss", lossSum, lastCheckpoint);
       result.positions += batchSize * accumulation * seqLen;
       result.labelled += tokens;
-      llvm::json::Object line{
-          {"step", result.steps}, {"epoch", epoch}, {"tokens", tokens}};
+      llvm::json::Object line{{"step", result.steps},
+                              {"epoch", epoch},
+                              {dpoMetrics >= 0 ? "pairs" : "tokens", tokens}};
       // The same figures as TensorBoard scalars, under train/.
       std::vector<std::pair<std::string, float>> scalars = {
           {"train/labelled_tokens", float(tokens)}};
@@ -278,16 +294,29 @@ twill::train(Program &program, llvm::ArrayRef<Row> rows, llvm::StringRef source,
         Backend::PeakMemory memory = program.peakMemory();
         result.peakMemory = memory;
         double elapsed = secondsSince(began);
+        std::string dpoText;
+        if (dpoMetrics >= 0)
+          for (int m = 0; m < dpo::kMetrics; ++m) {
+            float mean = float(dpoSums[m] / tokens);
+            line[kDpoMetricNames[m]] = mean;
+            scalars.push_back(
+                {std::string("train/") + kDpoMetricNames[m], mean});
+            if (m == 2 || m == 3)
+              dpoText +=
+                  llvm::formatv(" | {0} {1:f3}", kDpoMetricNames[m], mean)
+                      .str();
+          }
         if (result.steps % settings.log_every() == 0 ||
             result.steps == start.steps + 1 || result.steps == totalSteps)
           report << llvm::formatv(
-              "step {0}/{1} | loss {2:f4} | lr {3:e2} | grad norm {4:f4} | "
+              "step {0}/{1} | loss {2:f4}{9} | lr {3:e2} | grad norm {4:f4} | "
               "{5:f0} tokens/s | mem {6:f2} GiB | {7} elapsed, {8} left\n",
               result.steps, totalSteps, result.lastLoss, lr, gradNorm,
               tokensPerSecond, memory.bytes / double(1 << 30),
               duration(elapsed),
               duration(elapsed / (result.steps - start.steps) *
-                       (totalSteps - result.steps)));
+                       (totalSteps - result.steps)),
+              dpoText);
         line["loss"] = result.lastLoss;
         line["lr"] = lr;
         line["grad_norm"] = gradNorm;
@@ -345,7 +374,7 @@ llvm::Expected<Evaluation> twill::evaluate(Program &program,
   if (logitsId < 0)
     return trainError("the executable has no forward pass with logits");
   const TrainConfig &settings = program.job().train();
-  int64_t batchSize = settings.batch_size(), seqLen = settings.seq_len();
+  int64_t batchSize = settings.batch_size(), seqLen = rowLength(settings);
   int64_t vocab = program.job().model().vocab_size();
   Evaluation evaluation;
   int64_t correct = 0;

@@ -102,12 +102,18 @@ void conformance::elementwiseCases(Suite &suite) {
         gated.add();
       }
     }
-  // Token counts (a tiled loss's tiles') add as integers.
+  // Token counts (a tiled loss's tiles', or their sequences') add as
+  // integers.
   CaseBuilder counts(suite, ADD, I64, kExact);
   counts.operand(I64, {}, value(8191));
   counts.operand(I64, {}, value(4097));
   counts.result(I64, {});
   counts.note("counts").add();
+  CaseBuilder sequenceCounts(suite, ADD, I64, kExact);
+  sequenceCounts.operand(I64, {37, 2}, integers(0, 5000));
+  sequenceCounts.operand(I64, {37, 2}, integers(0, 5000));
+  sequenceCounts.result(I64, {37, 2});
+  sequenceCounts.note("counts per sequence").add();
 }
 
 void conformance::layoutCases(Suite &suite) {

@@ -515,6 +515,34 @@ TEST(JobConfigValidation, QuantizedBase) {
                         "projections (phi3's qkv_proj and gate_up_proj)"));
 }
 
+// Issue 38: DPO trains LoRA on preference pairs, its loss's settings in
+// range; the preference format and the dpo section are DPO's.
+TEST(JobConfigValidation, Dpo) {
+  EXPECT_FALSE(validateJobConfig(loadTiny(
+      {"train.objective=DPO", "data.format=PREFERENCE", "dpo.beta=0.5"})));
+  EXPECT_THAT(validationErrorAfter("train.objective=DPO"),
+              HasSubstr("train.objective DPO trains on preference pairs: set "
+                        "data.format PREFERENCE"));
+  EXPECT_THAT(validationErrorAfter("data.format=PREFERENCE"),
+              HasSubstr("data.format PREFERENCE holds preference pairs, which "
+                        "train.objective DPO trains on; set it"));
+  EXPECT_THAT(validationErrorAfter("dpo.beta=0.5"),
+              HasSubstr("the dpo section configures train.objective DPO"));
+  EXPECT_THAT(validationErrorAfter("train.objective=DPO data.format=PREFERENCE "
+                                   "full_finetune={} lora="),
+              HasSubstr("use lora, not full_finetune"));
+  EXPECT_THAT(validationErrorAfter("train.objective=DPO data.format=PREFERENCE "
+                                   "dpo.beta=0"),
+              HasSubstr("dpo.beta must be a positive finite number, got 0"));
+  EXPECT_THAT(validationErrorAfter("train.objective=DPO data.format=PREFERENCE "
+                                   "dpo.label_smoothing=0.5"),
+              HasSubstr("dpo.label_smoothing must be in [0, 0.5), got 0.5"));
+  EXPECT_THAT(validationErrorAfter("train.objective=DPO data.format=PREFERENCE "
+                                   "dpo.loss_type=IPO dpo.label_smoothing=0.1"),
+              HasSubstr("dpo.label_smoothing smooths the SIGMOID loss; IPO "
+                        "has none"));
+}
+
 // Issue 35: each family the frontend builds validates; an unknown one, a
 // feature not built and a field a family needs are refused, each named.
 TEST(JobConfigValidation, ModelFamilies) {

@@ -16,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/data/PreferenceDataset.h"
 #include "runtime/data/TextDataset.h"
 #include "runtime/io/Safetensors.h"
 #include "runtime/train/Adapter.h"
@@ -278,26 +279,80 @@ loadTokenizer(const JobConfig &job) {
   return std::make_pair(std::move(*tokenizer), path);
 }
 
+/// The job's chat format, read with its tokenizer: how ALPACA, CHAT and
+/// PREFERENCE data become tokens.
+static llvm::Expected<std::pair<std::unique_ptr<Tokenizer>, ChatFormat>>
+loadChatFormat(const JobConfig &job, llvm::StringRef path) {
+  auto tokenizer = loadTokenizer(job);
+  if (!tokenizer)
+    return tokenizer.takeError();
+  llvm::Expected<ChatFormat> chatFormat =
+      ChatFormat::find(*tokenizer->first, tokenizer->second,
+                       job.data().chat_template(), job.checkpoint().base_dir());
+  if (!chatFormat)
+    return chatFormat.takeError();
+  report() << path << ": conversations in " << chatFormat->description()
+           << "\n";
+  return std::make_pair(std::move(tokenizer->first), std::move(*chatFormat));
+}
+
+/// DPO's rows: a preference pair each, chosen and rejected side by side.
+static llvm::Expected<std::vector<Row>> readPairRows(const JobConfig &job,
+                                                     llvm::StringRef path) {
+  auto tokenized = readTokenizedPairs(path);
+  if (!tokenized)
+    return tokenized.takeError();
+  llvm::Expected<std::vector<PreferencePair>> pairs =
+      std::vector<PreferencePair>();
+  if (*tokenized) {
+    *pairs = std::move(**tokenized);
+  } else {
+    auto format = loadChatFormat(job, path);
+    if (!format)
+      return format.takeError();
+    pairs = readPreferenceJsonl(path, *format->first, format->second);
+  }
+  if (!pairs)
+    return pairs.takeError();
+  int64_t seqLen = job.train().seq_len(), vocab = job.model().vocab_size();
+  for (const PreferencePair &pair : *pairs)
+    for (const std::vector<int32_t> *ids :
+         {&pair.prompt, &pair.chosen, &pair.rejected})
+      for (int32_t id : *ids)
+        if (id < 0 || id >= vocab)
+          return llvm::createStringError(
+              llvm::inconvertibleErrorCode(),
+              llvm::formatv("{0}:{1}: token id {2} is outside the model's "
+                            "vocabulary [0, {3}): the tokenizer is not the "
+                            "model's",
+                            path, pair.line, id, vocab));
+  int64_t dropped = dropFullyTruncated(*pairs, seqLen);
+  report() << llvm::formatv("{0}: {1} preference pairs in rows of 2 x {2}",
+                            path, pairs->size(), seqLen);
+  if (dropped)
+    report() << llvm::formatv(" ({0} pairs whose prompt fills seq_len "
+                              "dropped, as TRL drops them)",
+                              dropped);
+  report() << "\n";
+  return pairRows(*pairs, seqLen);
+}
+
 static llvm::Expected<std::vector<Row>> readRows(const JobConfig &job,
                                                  llvm::StringRef path) {
   const DataConfig &data = job.data();
+  if (data.format() == DataConfig::PREFERENCE)
+    return readPairRows(job, path);
   llvm::Expected<std::vector<Example>> examples = std::vector<Example>();
   if (data.format() == DataConfig::TOKENIZED) {
     examples = readTokenizedJsonl(path);
   } else {
-    auto tokenizer = loadTokenizer(job);
-    if (!tokenizer)
-      return tokenizer.takeError();
-    llvm::Expected<ChatFormat> chatFormat =
-        ChatFormat::find(*tokenizer->first, tokenizer->second,
-                         data.chat_template(), job.checkpoint().base_dir());
-    if (!chatFormat)
-      return chatFormat.takeError();
-    report() << path << ": conversations in " << chatFormat->description()
-             << "\n";
-    examples = data.format() == DataConfig::ALPACA
-                   ? readAlpacaJsonl(path, *chatFormat, data.train_on_input())
-                   : readChatJsonl(path, *chatFormat, data.train_on_input());
+    auto format = loadChatFormat(job, path);
+    if (!format)
+      return format.takeError();
+    examples =
+        data.format() == DataConfig::ALPACA
+            ? readAlpacaJsonl(path, format->second, data.train_on_input())
+            : readChatJsonl(path, format->second, data.train_on_input());
   }
   if (!examples)
     return examples.takeError();

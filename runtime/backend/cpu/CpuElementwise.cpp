@@ -19,13 +19,15 @@ using namespace twill;
 static llvm::Error runElementwise(const InstructionView &in) {
   Opcode op = in.opcode();
   int operands = in.numOperands(), results = in.numResults();
-  // Token counts (a tiled loss's tiles') add as integers.
+  // Token counts (a tiled loss's tiles', or their sequences') add as
+  // integers.
   if (op == ADD && operands == 2 && results == 1 && in.dtype(0) == I64) {
     if (auto error = in.expect(2, 1, {I64, I64, I64}))
       return error;
-    if (in.count(0) != 1 || in.count(1) != 1 || in.count(2) != 1)
-      return in.fail("adds counts only as scalars");
-    *in.data<int64_t>(2) = *in.data<int64_t>(0) + *in.data<int64_t>(1);
+    if (auto error = elementwiseShapes(in))
+      return error;
+    for (int64_t i = 0; i < in.count(0); ++i)
+      in.data<int64_t>(2)[i] = in.data<int64_t>(0)[i] + in.data<int64_t>(1)[i];
     return llvm::Error::success();
   }
   if (auto error = elementwiseShapes(in))

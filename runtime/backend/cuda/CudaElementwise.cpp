@@ -18,14 +18,16 @@ using namespace twill;
 static llvm::Error runElementwise(const InstructionView &in, Device &device) {
   Opcode op = in.opcode();
   int operands = in.numOperands(), results = in.numResults();
-  // Token counts (a tiled loss's tiles') add as integers.
+  // Token counts (a tiled loss's tiles', or their sequences') add as
+  // integers.
   if (op == ADD && operands == 2 && in.dtype(0) == I64) {
     if (auto error = in.expect(2, 1, {I64, I64, I64}))
       return error;
-    if (in.count(0) != 1 || in.count(1) != 1 || in.count(2) != 1)
-      return in.fail("adds counts only as scalars");
-    cuda::addCounts(in.data<int64_t>(0), in.data<int64_t>(1),
-                    in.data<int64_t>(2), device.stream);
+    if (auto error = elementwiseShapes(in))
+      return error;
+    if (int64_t count = in.count(0))
+      cuda::addCounts(in.data<int64_t>(0), in.data<int64_t>(1),
+                      in.data<int64_t>(2), count, device.stream);
     return llvm::Error::success();
   }
   if (auto error = elementwiseShapes(in))

@@ -184,8 +184,8 @@ void clipCoefficient(const float *norm, double maxNorm, float *out,
 void scheduledLr(const int64_t *step, const int64_t *totalSteps, double lr,
                  int64_t warmupSteps, float *out, cudaStream_t stream);
 void increment(const int64_t *in, int64_t *out, cudaStream_t stream);
-/// out = a + b, one count each.
-void addCounts(const int64_t *a, const int64_t *b, int64_t *out,
+/// out = a + b, `count` counts each.
+void addCounts(const int64_t *a, const int64_t *b, int64_t *out, int64_t count,
                cudaStream_t stream);
 
 void adamw(const float *param, const float *grad, const float *expAvg,

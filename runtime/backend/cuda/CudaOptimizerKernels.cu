@@ -49,11 +49,13 @@ __global__ void scalarKernel(int op, const void *a, const void *b, double value,
   case 4:
     *static_cast<int64_t *>(out) = *static_cast<const int64_t *>(a) + 1;
     break;
-  case 5: // counts summed
-    *static_cast<int64_t *>(out) =
-        *static_cast<const int64_t *>(a) + *static_cast<const int64_t *>(b);
-    break;
   }
+}
+
+__global__ void addCountsKernel(const int64_t *a, const int64_t *b,
+                                int64_t *out, int64_t count) {
+  GRID_STRIDE(i, count)
+  out[i] = a[i] + b[i];
 }
 
 __global__ void adamwKernel(const float *param, const float *grad,
@@ -109,9 +111,9 @@ void increment(const int64_t *in, int64_t *out, cudaStream_t stream) {
   scalarKernel<<<1, 1, 0, stream>>>(4, in, nullptr, 0, 0, out);
 }
 
-void addCounts(const int64_t *a, const int64_t *b, int64_t *out,
+void addCounts(const int64_t *a, const int64_t *b, int64_t *out, int64_t count,
                cudaStream_t stream) {
-  scalarKernel<<<1, 1, 0, stream>>>(5, a, b, 0, 0, out);
+  addCountsKernel<<<blocksFor(count), kThreads, 0, stream>>>(a, b, out, count);
 }
 
 void adamw(const float *param, const float *grad, const float *expAvg,

@@ -1,0 +1,109 @@
+"""DPO (train.objective DPO) trains alike on every mesh.
+
+    python dpo_meshes.py --bin BUILD/bin --work DIR --config tiny.textproto
+                         --data data/preference/train.jsonl
+
+The tiny model trained for 12 steps (2 micro-batches each, so that the
+step accumulates) on the synthetic preference pairs of data/preference, a
+pair a row (chosen and rejected side by side, seq_len 16 each): on 2x2,
+1x4 and 1x3 every step's loss and TRL metrics (rewards/chosen, /rejected,
+/accuracies, /margins, logps/chosen, /rejected) must be 1x1's within 1e-5
+(|a - b| / max(1, |b|)), and the adapter within 1e-5. The variants: the
+sigmoid loss with every projection and lm_head adapted (the policy's
+log-probabilities from its whole logits, the reference's a tile at a time);
+lm_head not adapted, with FULL activation checkpointing and the loss in
+tiles of 7 positions (both log-probabilities tiled, the reference's layers
+beside the recomputed policy's); IPO and hinge. The first step's loss must
+be the loss of a policy equal to its reference (log 2, (1 / (2 beta))^2,
+1): the adapter starts as nothing (B = 0).
+"""
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from safetensors.numpy import load_file
+import numpy as np
+
+METRICS = ["loss", "rewards/chosen", "rewards/rejected", "rewards/accuracies",
+           "rewards/margins", "logps/chosen", "logps/rejected"]
+JOB = ["train.objective=DPO", "data.format=PREFERENCE", "train.seq_len=16",
+       "train.batch_size=4", "train.gradient_accumulation_steps=2",
+       "train.epochs=1", "train.max_steps_per_epoch=12", "train.lr=1e-2",
+       "data.shuffle=false"]
+PROJECTIONS = ("lora.target_modules=q_proj,k_proj,v_proj,o_proj,gate_proj,"
+               "up_proj,down_proj")
+# name: (overrides, the first step's loss: the policy is the reference)
+VARIANTS = {
+    "sigmoid": ([], math.log(2)),
+    "tiled, FULL checkpointing": (
+        [PROJECTIONS, "parallel.activation_checkpointing=FULL",
+         "parallel.loss_tile_tokens=7"], math.log(2)),
+    "ipo": (["dpo.loss_type=IPO"], (1 / (2 * 0.1)) ** 2),
+    "hinge": (["dpo.loss_type=HINGE", "dpo.beta=0.5"], 1.0),
+}
+MESHES = [(2, 2), (1, 4), (1, 3)]
+
+
+def train(args, name, variant, dp, tp):
+    out = args.work / f"{name}-{dp}x{tp}"
+    program = args.work / f"{name}-{dp}x{tp}.twx"
+    subprocess.run([args.bin / "twillc", args.config, *JOB, *variant,
+                    f"data.path={args.data}", f"parallel.dp={dp}",
+                    f"parallel.tp={tp}", f"checkpoint.output_dir={out}",
+                    "-o", program], check=True)
+    env = dict(os.environ, OMP_NUM_THREADS="1", OMPI_ALLOW_RUN_AS_ROOT="1",
+               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    run = subprocess.run(["mpirun", "-np", str(dp * tp), "--oversubscribe",
+                          args.bin / "twill-train", program],
+                         env=env, capture_output=True, text=True, timeout=600)
+    if run.returncode:
+        sys.exit(f"{name} {dp}x{tp}: twill-train failed\n{run.stdout}"
+                 f"{run.stderr}")
+    steps = [json.loads(line)
+             for line in (out / "metrics.jsonl").read_text().splitlines()]
+    return steps, load_file(out / "adapter_model.safetensors")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bin", type=Path, required=True)
+    parser.add_argument("--work", type=Path, required=True)
+    parser.add_argument("--config", type=Path, required=True)
+    parser.add_argument("--data", type=Path, required=True)
+    args = parser.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    failures = []
+    for name, (variant, first) in VARIANTS.items():
+        slug = name.replace(" ", "-").replace(",", "")
+        reference, adapter = train(args, slug, variant, 1, 1)
+        if abs(reference[0]["loss"] - first) > 1e-6 * max(1.0, first):
+            failures.append(f"{name}: the first loss {reference[0]['loss']} "
+                            f"is not {first} (the policy is the reference)")
+        for dp, tp in MESHES:
+            steps, meshed = train(args, slug, variant, dp, tp)
+            worst = max(abs(s[k] - r[k]) / max(1.0, abs(r[k]))
+                        for s, r in zip(steps, reference) for k in METRICS)
+            worst_adapter = max(float(np.abs(meshed[k] - adapter[k]).max())
+                                for k in adapter)
+            ok = (len(steps) == len(reference) and worst <= 1e-5
+                  and worst_adapter <= 1e-5)
+            print(f"{name} {dp}x{tp}: {len(steps)} steps, metrics within "
+                  f"{worst:.2e}, adapter within {worst_adapter:.2e} of 1x1"
+                  f"{'' if ok else '  FAIL'}")
+            if not ok:
+                failures.append(f"{name} {dp}x{tp}")
+        print(f"{name} 1x1: loss {reference[0]['loss']:.6f} -> "
+              f"{reference[-1]['loss']:.6f}, rewards/accuracies "
+              f"{reference[-1]['rewards/accuracies']:.2f}")
+    for failure in failures:
+        print("FAIL", failure)
+    print("PASS" if not failures else "FAIL")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
