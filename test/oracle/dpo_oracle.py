@@ -1,0 +1,173 @@
+"""Oracle test of Twill's DPO (train.objective DPO) against TRL's DPOTrainer
+with a PEFT LoRA model, on the cpu in fp32.
+
+    python dpo_oracle.py --bin BUILD/bin --work DIR [--loss sigmoid|ipo|hinge]
+
+A tiny Llama (vocab 97) and 40 preference pairs, pre-tokenized (prompts of
+2 to 9 tokens, completions of 1 to 9: some prompt + completion longer than
+max_length 12, which both cut keeping the start). The same new LoRA
+adapter (rank 4 on q, v and down, as TRL's peft_config starts it: the
+reference is the base with the adapter off) is trained by Twill and by TRL
+1.16's DPOTrainer
+for 10 optimizer steps of 2 micro-batches of 2 pairs each, with warmup,
+cosine decay, weight decay and global-norm clipping tight enough to act;
+TRL reads the pairs in file order (a sequential sampler) and as they are
+(its dataset preparation, which tokenizes text, is skipped: the collator
+is its own). Every step's loss and TRL's metrics (rewards/chosen,
+/rejected, /accuracies, /margins, logps/chosen, /rejected) must agree
+within 1e-5 (|twill - trl| / max(1, |trl|)), and the final adapters within
+1e-5 (max abs difference / max abs value).
+"""
+import argparse
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+from datasets import Dataset
+from peft import LoraConfig
+from safetensors.torch import load_file
+from tokenizers import Tokenizer
+from tokenizers.models import WordLevel
+from torch.utils.data import SequentialSampler
+from transformers import PreTrainedTokenizerFast
+from trl import DPOConfig, DPOTrainer
+
+from families import some_projections, tiny_model
+
+VOCAB, MAX_LENGTH, BATCH, ACCUMULATION, STEPS = 97, 12, 2, 2, 10
+LR, WARMUP, WEIGHT_DECAY, MAX_NORM, BETA = 5e-3, 3, 0.1, 0.5, 0.2
+RANK, ALPHA = 4, 8.0
+METRICS = ["loss", "rewards/chosen", "rewards/rejected", "rewards/accuracies",
+           "rewards/margins", "logps/chosen", "logps/rejected"]
+
+
+def make_pairs():
+    generator = torch.Generator().manual_seed(5)
+
+    def ids(low, high):
+        length = int(torch.randint(low, high + 1, (1,), generator=generator))
+        return torch.randint(3, VOCAB, (length,), generator=generator).tolist()
+
+    return [{"prompt_ids": ids(2, 9), "chosen_ids": ids(1, 9),
+             "rejected_ids": ids(1, 9)}
+            for _ in range(STEPS * ACCUMULATION * BATCH)]
+
+
+class InOrderDPOTrainer(DPOTrainer):
+    """TRL's trainer on pairs already tokenized, in file order."""
+
+    def _prepare_dataset(self, dataset, processing_class, args, dataset_name):
+        return dataset
+
+    def _get_train_sampler(self, *args, **kwargs):
+        return SequentialSampler(self.train_dataset)
+
+
+def word_tokenizer():
+    """A tokenizer of VOCAB words: TRL wants one for its pad token."""
+    vocab = {f"t{i}": i for i in range(VOCAB)}
+    return PreTrainedTokenizerFast(
+        tokenizer_object=Tokenizer(WordLevel(vocab, unk_token="t0")),
+        pad_token="t0", eos_token="t2")
+
+
+def trl_trainer(base, pairs, loss_type, targets, work):
+    """TRL's trainer of a new LoRA adapter (its peft_config: the reference
+    is the base with the adapter off)."""
+    args = DPOConfig(
+        output_dir=str(work / "trl"), per_device_train_batch_size=BATCH,
+        gradient_accumulation_steps=ACCUMULATION, max_steps=STEPS,
+        learning_rate=LR, lr_scheduler_type="cosine", warmup_steps=WARMUP,
+        weight_decay=WEIGHT_DECAY, max_grad_norm=MAX_NORM, optim="adamw_torch",
+        adam_beta1=0.9, adam_beta2=0.999, adam_epsilon=1e-8, beta=BETA,
+        loss_type=[loss_type], max_length=MAX_LENGTH, logging_steps=1,
+        save_strategy="no", report_to=[], use_cpu=True, seed=0,
+        dataloader_num_workers=0, bf16=False, fp16=False)
+    return InOrderDPOTrainer(
+        model=base, args=args, train_dataset=Dataset.from_list(pairs),
+        processing_class=word_tokenizer(),
+        peft_config=LoraConfig(r=RANK, lora_alpha=ALPHA, lora_dropout=0.0,
+                               target_modules=targets))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bin", type=Path, required=True)
+    parser.add_argument("--work", type=Path, required=True)
+    parser.add_argument("--loss", choices=["sigmoid", "ipo", "hinge"],
+                        default="sigmoid")
+    args = parser.parse_args()
+    work = args.work / f"dpo-{args.loss}"
+    work.mkdir(parents=True, exist_ok=True)
+
+    torch.manual_seed(0)
+    base = tiny_model("llama", vocab_size=VOCAB, num_key_value_heads=2)
+    base.save_pretrained(work / "base")
+    targets = some_projections("llama")
+    pairs = make_pairs()
+    # TRL's adapter as it starts (A random, B zero) is Twill's start too.
+    trainer = trl_trainer(base, pairs, args.loss, targets, work)
+    trainer.model.save_pretrained(work / "initial")
+    with open(work / "pairs.jsonl", "w") as out:
+        for pair in pairs:
+            out.write(json.dumps(pair) + "\n")
+    modules = "".join(f' target_modules: "{t}"' for t in targets)
+    (work / "job.textproto").write_text(f"""
+checkpoint {{ base_dir: "{work / 'base'}" output_dir: "{work / 'out'}" }}
+lora {{ rank: {RANK} alpha: {ALPHA}{modules} }}
+data {{ path: "{work / 'pairs.jsonl'}" format: PREFERENCE shuffle: false }}
+dpo {{ loss_type: {args.loss.upper()} beta: {BETA} }}
+train {{
+  objective: DPO batch_size: {BATCH} seq_len: {MAX_LENGTH}
+  gradient_accumulation_steps: {ACCUMULATION} epochs: 1 lr: {LR}
+  warmup_steps: {WARMUP} weight_decay: {WEIGHT_DECAY}
+  max_grad_norm: {MAX_NORM}
+}}
+""")
+    subprocess.run([args.bin / "twillc", work / "job.textproto", "-o",
+                    work / "job.twx"], check=True)
+    subprocess.run([args.bin / "twill-train", work / "job.twx", "--adapter",
+                    work / "initial"], check=True)
+    twill = [json.loads(line) for line in
+             (work / "out" / "metrics.jsonl").read_text().splitlines()]
+
+    trainer.train()
+    trl = [entry for entry in trainer.state.log_history if "loss" in entry]
+    ok = len(twill) == STEPS and len(trl) == STEPS
+    worst = (0.0, "")
+    for step, (ours, theirs) in enumerate(zip(twill, trl), start=1):
+        for key in METRICS:
+            error = abs(ours[key] - theirs[key]) / max(1.0, abs(theirs[key]))
+            worst = max(worst, (error, f"step {step} {key}: {ours[key]} vs "
+                                       f"{theirs[key]}"))
+    print(f"{args.loss}: {len(twill)} steps of Twill, {len(trl)} of TRL; "
+          f"worst of {len(METRICS)} figures a step: {worst[0]:.2e} "
+          f"({worst[1]})")
+    print(f"  TRL's loss {trl[0]['loss']:.6f} -> {trl[-1]['loss']:.6f}, "
+          f"rewards/accuracies {trl[-1]['rewards/accuracies']:.2f}")
+    ok = ok and worst[0] <= 1e-5
+
+    adapter = load_file(str(work / "out" / "adapter_model.safetensors"))
+    trained = {name: parameter.detach() for name, parameter
+               in trainer.model.named_parameters() if parameter.requires_grad}
+    worst_tensor = 0.0
+    for name, parameter in trained.items():
+        key = name.replace(".default.weight", ".weight")
+        if key not in adapter:
+            print(f"  Twill's adapter lacks {key}")
+            ok = False
+            continue
+        error = ((adapter[key] - parameter).abs().max()
+                 / parameter.abs().max()).item()
+        worst_tensor = max(worst_tensor, error)
+    print(f"  final adapter: {len(adapter)} tensors, worst {worst_tensor:.2e}")
+    ok = ok and worst_tensor <= 1e-5 and len(adapter) == len(trained)
+    print("PASS" if ok else "FAIL")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
