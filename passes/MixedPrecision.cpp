@@ -48,14 +48,32 @@ void lowerPrecision(func::FuncOp function) {
     argument.replaceAllUsesExcept(cast, cast);
     masterCasts.insert(cast);
   }
+  // The losses' sums stay fp32 whatever their rank (DPO's per sequence),
+  // and so does what is computed from them alone (a tiled loss's tiles'
+  // sums added, log-probabilities, dpo_loss's results).
+  llvm::DenseSet<Value> sums;
+  auto fromSumsAlone = [&](Operation &op) {
+    bool any = false;
+    for (Value operand : op.getOperands()) {
+      if (!isa<FloatType>(getElementTypeOrSelf(operand.getType())))
+        continue;
+      if (!sums.contains(operand))
+        return false;
+      any = true;
+    }
+    return any;
+  };
   for (Operation &op : body) {
-    // Scalars stay fp32: the loss sum (and a tiled loss's tiles' sums), as
-    // do the function's results.
+    // Scalars stay fp32 too (the loss sum), as do the function's results.
     if (masterCasts.contains(&op) || isa<func::ReturnOp>(op))
       continue;
+    if (isa<CrossEntropyOp, LinearCrossEntropyOp>(op))
+      sums.insert(op.getResult(0));
+    else if (fromSumsAlone(op))
+      sums.insert(op.getResults().begin(), op.getResults().end());
     for (OpResult result : op.getResults())
       if (RankedTensorType bf16 = toBF16(result.getType());
-          bf16 && bf16.getRank() != 0)
+          bf16 && bf16.getRank() != 0 && !sums.contains(result))
         result.setType(bf16);
   }
   function.setType(builder.getFunctionType(

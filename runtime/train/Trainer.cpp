@@ -379,6 +379,9 @@ llvm::Expected<Evaluation> twill::evaluate(Program &program,
   Evaluation evaluation;
   int64_t correct = 0;
   double lossSum = 0;
+  int dpoMetrics = Program::outputOf(*forward, DPO_METRICS);
+  if (dpoMetrics >= 0)
+    evaluation.dpoMetrics.assign(dpo::kMetrics, 0.0);
   for (int64_t index = 0; index * batchSize < (int64_t)rows.size(); ++index) {
     std::vector<Row> batch = microBatch(rows, {}, index, batchSize, seqLen);
     if (llvm::Error error = fillBatch(program, batch))
@@ -386,6 +389,11 @@ llvm::Expected<Evaluation> twill::evaluate(Program &program,
     if (llvm::Error error = program.run(*forward))
       return std::move(error);
     lossSum += scalarOutput<float>(program, *forward, LOSS_SUM);
+    if (dpoMetrics >= 0) {
+      evaluation.pairs += scalarOutput<int64_t>(program, *forward, TOKEN_COUNT);
+      for (int m = 0; m < dpo::kMetrics; ++m)
+        evaluation.dpoMetrics[m] += program.buffers().as<float>(dpoMetrics)[m];
+    }
     llvm::Expected<std::vector<float>> values = program.wholeTensor(logitsId);
     if (!values)
       return values.takeError();
@@ -402,6 +410,11 @@ llvm::Expected<Evaluation> twill::evaluate(Program &program,
   if (evaluation.tokens) {
     evaluation.accuracy = double(correct) / evaluation.tokens;
     evaluation.loss = lossSum / evaluation.tokens;
+  }
+  if (evaluation.pairs) {
+    evaluation.loss = lossSum / evaluation.pairs;
+    for (double &metric : evaluation.dpoMetrics)
+      metric /= evaluation.pairs;
   }
   return evaluation;
 }

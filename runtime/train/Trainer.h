@@ -45,6 +45,10 @@ llvm::Expected<TrainResult> train(Program &program, llvm::ArrayRef<Row> rows,
 struct Evaluation {
   double accuracy = 0, loss = 0;
   int64_t tokens = 0;
+  /// Under DPO: the loss per pair (not per token), how many pairs, and
+  /// TRL's metrics' means over them (support/Dpo.h's order).
+  int64_t pairs = 0;
+  std::vector<double> dpoMetrics;
 };
 llvm::Expected<Evaluation> evaluate(Program &program, llvm::ArrayRef<Row> rows);
 

@@ -444,7 +444,7 @@ static int runTraining(Program &program, const TrainingData &data) {
   // where the result is.
   const TrainResult &done = *result;
   report() << llvm::formatv(
-      "trained {0} steps{1} in {2:f1} s: {3} tokens ({4} labelled), {5:f0} "
+      "trained {0} steps{1} in {2:f1} s: {3} tokens ({4} {9}), {5:f0} "
       "tokens/s on average; peak memory {6:f2} GiB ({7}); {8}\n",
       done.steps,
       done.skipped ? llvm::formatv(" ({0} without a labelled token: no "
@@ -460,16 +460,25 @@ static int runTraining(Program &program, const TrainingData &data) {
                           job.has_full_finetune() ? "model" : "adapter",
                           job.checkpoint().output_dir())
                 .str()
-          : std::string("nothing written (checkpoint.save_final: false)"));
+          : std::string("nothing written (checkpoint.save_final: false)"),
+      // What the step's count counts: labelled tokens, or DPO's pairs.
+      job.train().objective() == TrainConfig::DPO ? "pairs" : "labelled");
   if (before) {
     llvm::Expected<Evaluation> after = evaluate(program, evalRows);
     if (!after)
       return fail(after.takeError());
-    report() << llvm::formatv(
-        "eval next-token accuracy {0:f1}% -> {1:f1}%, loss {2:f3} -> {3:f3} "
-        "({4} tokens)\n",
-        100 * before->accuracy, 100 * after->accuracy, before->loss,
-        after->loss, after->tokens);
+    if (after->pairs) // DPO: TRL's reward figures, before and after
+      report() << llvm::formatv(
+          "eval rewards/accuracies {0:f3} -> {1:f3}, rewards/margins {2:f4} "
+          "-> {3:f4}, loss {4:f4} -> {5:f4} ({6} pairs)\n",
+          before->dpoMetrics[2], after->dpoMetrics[2], before->dpoMetrics[3],
+          after->dpoMetrics[3], before->loss, after->loss, after->pairs);
+    else
+      report() << llvm::formatv(
+          "eval next-token accuracy {0:f1}% -> {1:f1}%, loss {2:f3} -> {3:f3} "
+          "({4} tokens)\n",
+          100 * before->accuracy, 100 * after->accuracy, before->loss,
+          after->loss, after->tokens);
   }
   return 0;
 }

@@ -3,6 +3,7 @@
 #include "tools/twillc/Planner.h"
 
 #include "frontend/config/JobConfig.h"
+#include "proto/TrainRows.h"
 #include "support/AtomicFile.h"
 
 #include "google/protobuf/text_format.h"
@@ -198,7 +199,7 @@ private:
     candidate.cost = cost;
     candidate.tokensPerDevice = double(job.train().batch_size()) *
                                 job.train().gradient_accumulation_steps() *
-                                job.train().seq_len() / cost.step / devices;
+                                rowLength(job.train()) / cost.step / devices;
   }
 
   /// Runs `each(0 .. count - 1)` on a thread per core.
@@ -301,7 +302,7 @@ int twill::planJob(const JobConfig &job, const ClusterConfig &cluster,
           std::to_string(job.model().num_hidden_layers()) + " layers, " +
           std::to_string(job.train().batch_size() *
                          job.train().gradient_accumulation_steps()) +
-          " rows of " + std::to_string(job.train().seq_len()) +
+          " rows of " + std::to_string(rowLength(job.train())) +
           " tokens a step",
       clusterName, devices,
       llvm::formatv("{0}", llvm::format("%g", cluster.device_memory_gb()))

@@ -13,6 +13,7 @@
 #include "frontend/DecoderBuilder.h"
 #include "frontend/config/ClusterConfig.h"
 #include "frontend/config/JobConfig.h"
+#include "proto/TrainRows.h"
 #include "support/ToolOutput.h"
 
 #include "dialects/twill/TwillOps.h"
@@ -391,7 +392,8 @@ static int printReport(const twill::JobConfig &config) {
   llvm::outs() << llvm::formatv(
       "Batch: train.batch_size {0} is the global micro-batch ({1:f1} rows "
       "per data-parallel rank of {2}) of {3} tokens each; {4} per step\n",
-      train.batch_size(), double(train.batch_size()) / dp, dp, train.seq_len(),
+      train.batch_size(), double(train.batch_size()) / dp, dp,
+      twill::rowLength(train),
       train.gradient_accumulation_steps() > 1
           ? llvm::formatv("{0} micro-batches",
                           train.gradient_accumulation_steps())
