@@ -277,17 +277,22 @@ LogicalResult SwigluOp::verify() { return verifyElementwiseBinary(*this); }
 LogicalResult GegluOp::verify() { return verifyElementwiseBinary(*this); }
 LogicalResult DivOp::verify() { return verifyElementwiseBinary(*this); }
 
+/// A loss op's sums and counts: scalars, or per row and sequence.
+template <typename Op> static LogicalResult verifyLossSums(Op op) {
+  std::optional<ArrayRef<int64_t>> sequences = shapeIfAny(op.getSequences());
+  int64_t count = op.getSequenceCount().value_or(0);
+  for (Value sums : {op.getLoss(), op.getCount()})
+    if (failed(check(op, shapes::lossSums(shapeOf(op.getLabels()), sequences,
+                                          count, shapeOf(sums)))))
+      return failure();
+  return success();
+}
+
 LogicalResult CrossEntropyOp::verify() {
   if (failed(check(*this, shapes::crossEntropy(shapeOf(getLogits()),
                                                shapeOf(getLabels())))))
     return failure();
-  std::optional<ArrayRef<int64_t>> sequences = shapeIfAny(getSequences());
-  int64_t count = getSequenceCount().value_or(0);
-  if (failed(check(*this, shapes::lossSums(shapeOf(getLabels()), sequences,
-                                           count, shapeOf(getLoss())))))
-    return failure();
-  return check(*this, shapes::lossSums(shapeOf(getLabels()), sequences, count,
-                                       shapeOf(getCount())));
+  return verifyLossSums(*this);
 }
 
 LogicalResult LinearCrossEntropyOp::verify() {
@@ -299,13 +304,7 @@ LogicalResult LinearCrossEntropyOp::verify() {
                               shapeOf(getInput()), shapeOf(getWeight()),
                               shapeOf(getLabels()), shapeOf(getTile())))))
     return failure();
-  std::optional<ArrayRef<int64_t>> sequences = shapeIfAny(getSequences());
-  int64_t count = getSequenceCount().value_or(0);
-  if (failed(check(*this, shapes::lossSums(shapeOf(getLabels()), sequences,
-                                           count, shapeOf(getLoss())))))
-    return failure();
-  return check(*this, shapes::lossSums(shapeOf(getLabels()), sequences, count,
-                                       shapeOf(getCount())));
+  return verifyLossSums(*this);
 }
 
 LogicalResult mlir::twill::verifyOnlyReloadsRead(Operation *op, Value host) {
