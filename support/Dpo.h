@@ -137,6 +137,10 @@ TWILL_DPO_HOST_DEVICE inline Gradient gradient(const Settings &s,
 /// chosen reward is the greater, the margins, and the policy's chosen and
 /// rejected log-probabilities, over the counted pairs.
 inline constexpr int64_t kMetrics = 6;
+/// TRL's names for their means over the pairs.
+inline constexpr const char *kMetricNames[kMetrics] = {
+    "rewards/chosen",  "rewards/rejected", "rewards/accuracies",
+    "rewards/margins", "logps/chosen",     "logps/rejected"};
 
 /// Pair `i` of dpo_loss's `[pairs, 2]` operands.
 TWILL_DPO_HOST_DEVICE inline Pair pairAt(const float *policy,

@@ -221,12 +221,8 @@ twill::train(Program &program, llvm::ArrayRef<Row> rows, llvm::StringRef source,
                    .str()
              : std::string());
 
-  // DPO: the step's metric sums (support/Dpo.h's order), and TRL's names
-  // for their means over the pairs.
+  // DPO: the step's metric sums (support/Dpo.h's order).
   int dpoMetrics = Program::outputOf(*step, DPO_METRICS);
-  static constexpr const char *kDpoMetricNames[dpo::kMetrics] = {
-      "rewards/chosen",  "rewards/rejected", "rewards/accuracies",
-      "rewards/margins", "logps/chosen",     "logps/rejected"};
 
   auto began = std::chrono::steady_clock::now();
   std::string lastCheckpoint; // the last one this run saved
@@ -298,12 +294,12 @@ twill::train(Program &program, llvm::ArrayRef<Row> rows, llvm::StringRef source,
         if (dpoMetrics >= 0)
           for (int m = 0; m < dpo::kMetrics; ++m) {
             float mean = float(dpoSums[m] / tokens);
-            line[kDpoMetricNames[m]] = mean;
+            line[dpo::kMetricNames[m]] = mean;
             scalars.push_back(
-                {std::string("train/") + kDpoMetricNames[m], mean});
+                {std::string("train/") + dpo::kMetricNames[m], mean});
             if (m == 2 || m == 3)
               dpoText +=
-                  llvm::formatv(" | {0} {1:f3}", kDpoMetricNames[m], mean)
+                  llvm::formatv(" | {0} {1:f3}", dpo::kMetricNames[m], mean)
                       .str();
           }
         if (result.steps % settings.log_every() == 0 ||

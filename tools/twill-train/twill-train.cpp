@@ -24,6 +24,7 @@
 #include "runtime/train/Trainer.h"
 #include "runtime/train/Weights.h"
 #include "support/AtomicFile.h"
+#include "support/Dpo.h"
 #include "support/RunLock.h"
 #include "support/RunWatchdog.h"
 #include "support/ToolOutput.h"
@@ -215,8 +216,18 @@ static int runEval(Program &program) {
                 " returns no loss sum and token count");
   float lossSum = *program.buffers().as<float>(lossOutput);
   int64_t tokens = *program.buffers().as<int64_t>(countOutput);
-  report() << llvm::formatv("loss {0:f6} (sum {1:f6} over {2} tokens)\n",
-                            tokens ? lossSum / tokens : 0.0f, lossSum, tokens);
+  // Under DPO the count is the pairs, and the step also sums TRL's
+  // metrics over them.
+  int dpoMetrics = Program::outputOf(*entry, DPO_METRICS);
+  report() << llvm::formatv("loss {0:f6} (sum {1:f6} over {2} {3})\n",
+                            tokens ? lossSum / tokens : 0.0f, lossSum, tokens,
+                            dpoMetrics >= 0 ? "pairs" : "tokens");
+  if (dpoMetrics >= 0 && tokens) {
+    for (int m = 0; m < dpo::kMetrics; ++m)
+      report() << llvm::formatv("{0} {1:f6}\n", dpo::kMetricNames[m],
+                                program.buffers().as<float>(dpoMetrics)[m] /
+                                    double(tokens));
+  }
   if (!gradientsPath.empty()) {
     // The step sums gradients into each trainable parameter's gradient sum
     // state, zero before this one step: they hold its gradients, written
