@@ -310,14 +310,7 @@ OwningOpRef<ModuleOp> DecoderTracer::trace() {
                      ? embedTable
                      : param("lm_head.weight", {vocab, hidden}, baseTrainable(),
                              vocabRows, baseWeight());
-  Value logits =
-      linearWith(h, {lmHead}, "lm_head", "lm_head", {{vocab, vocabRows}})
-          .front();
-  // Gemma 2 squashes its logits into (-cap, cap).
-  if (model.has_final_logit_softcapping())
-    logits = SoftcapOp::create(
-        builder, loc("lm_head"), logits.getType(), logits,
-        builder.getF64FloatAttr(model.final_logit_softcapping()));
+  Value logits = logitsOf(h, lmHead);
   // Named, so that the runtime can dump it.
   logits.getDefiningOp()->setLoc(loc("logits"));
   logits.getDefiningOp()->setAttr(mlir::twill::kHostReadAttrName,
@@ -355,6 +348,19 @@ OwningOpRef<ModuleOp> DecoderTracer::trace() {
     results.push_back(named(kOutputAttrName, ValueRole::DpoMetrics));
   forward.setAllResultAttrs(results);
   return module;
+}
+
+Value DecoderTracer::logitsOf(Value h, Value lmHead) {
+  Split vocabRows{TensorParallelStyle::Vocab};
+  Value logits = linearWith(h, {lmHead}, "lm_head", "lm_head",
+                            {{model.vocab_size(), vocabRows}})
+                     .front();
+  // Gemma 2 squashes its logits into (-cap, cap).
+  if (model.has_final_logit_softcapping())
+    logits = SoftcapOp::create(
+        builder, loc("lm_head"), logits.getType(), logits,
+        builder.getF64FloatAttr(model.final_logit_softcapping()));
+  return logits;
 }
 
 Value DecoderTracer::hiddenStates(Value tokens, Value embedTable) {
@@ -459,13 +465,8 @@ SmallVector<Value, 3> DecoderTracer::dpoLoss(Value tokens, Value embedTable,
   // reading the same parameters; nothing trainable reaches its sums.
   adaptersOff = true;
   Value h = hiddenStates(tokens, embedTable);
-  Value logits = matmulTransposed(h, lmHead, loc("reference.lm_head"));
-  if (model.has_final_logit_softcapping())
-    logits = SoftcapOp::create(
-        builder, loc("reference.lm_head"), logits.getType(), logits,
-        builder.getF64FloatAttr(model.final_logit_softcapping()));
-  Value reference =
-      logProbabilities(lossSums(h, logits, lmHead, labels, segments)[0]);
+  Value reference = logProbabilities(
+      lossSums(h, logitsOf(h, lmHead), lmHead, labels, segments)[0]);
   adaptersOff = false;
   const ::twill::DpoConfig &settings = job.dpo();
   auto scalar = [&](Type type) { return RankedTensorType::get({}, type); };

@@ -181,6 +181,9 @@ private:
   /// The final norm's output of `tokens` through the embedding and every
   /// decoder layer (with adapters, unless adaptersOff).
   Value hiddenStates(Value tokens, Value embedTable);
+  /// The logits of the final norm's output `h` through `lmHead` (and its
+  /// adapter, unless adaptersOff), capped where the model caps them.
+  Value logitsOf(Value h, Value lmHead);
   /// What the loss sums of `h`'s logits (`logits`, or formed a tile at a
   /// time from `lmHead` when not adapted): the cross-entropy and the
   /// labelled positions, scalars, or with `sequences` (DPO) per row and

@@ -284,23 +284,27 @@ ShardingRule DropoutOp::getShardingRule() {
   return rule;
 }
 
-/// What cross_entropy sums into: nothing but a scalar, or with sequences
-/// each row's (the positions' leading factors) per sequence (a factor of
-/// its own). The positions summed over are reductions.
+/// What a loss sums into (its loss and count, or a gradient's cotangent of
+/// them): a scalar, or with sequences each row's (the positions' leading
+/// factors) per sequence (a factor of its own, whole).
 static Tensor lossSumsOf(ShardingRule &rule, const Tensor &positions,
                          bool bySequence, int64_t sequenceCount) {
-  ArrayRef<ShardingRule::Dim> summed = positions;
-  Tensor sums;
-  if (bySequence) {
-    sums.assign(positions.begin(), positions.end() - 1);
-    int sequences = rule.addFactor(sequenceCount);
-    rule.replicated.push_back(sequences);
-    sums.push_back({sequences});
-    summed = summed.take_back();
-  }
-  for (const ShardingRule::Dim &dim : summed)
-    rule.reductions.push_back(dim.front());
+  if (!bySequence)
+    return Tensor();
+  Tensor sums(positions.begin(), positions.end() - 1);
+  int sequences = rule.addFactor(sequenceCount);
+  rule.replicated.push_back(sequences);
+  sums.push_back({sequences});
   return sums;
+}
+
+/// The positions a loss's sums run over, its reductions: every one, or with
+/// sequences only the last (the rows keep sums of their own).
+static void reduceOverPositions(ShardingRule &rule, const Tensor &positions,
+                                bool bySequence) {
+  ArrayRef<ShardingRule::Dim> summed = positions;
+  for (const ShardingRule::Dim &dim : bySequence ? summed.take_back() : summed)
+    rule.reductions.push_back(dim.front());
 }
 
 ShardingRule CrossEntropyOp::getShardingRule() {
@@ -317,6 +321,7 @@ ShardingRule CrossEntropyOp::getShardingRule() {
     rule.operands.push_back(positions);
   Tensor sums = lossSumsOf(rule, positions, bool(getSequences()),
                            getSequenceCount().value_or(0));
+  reduceOverPositions(rule, positions, bool(getSequences()));
   rule.results = {sums, sums};
   rule.selfReduced = {vocab};
   return rule;
@@ -329,13 +334,8 @@ ShardingRule CrossEntropyGradOp::getShardingRule() {
   int vocab = rule.addFactor(shapeOf(getLogits()).back());
   Tensor logits = positions;
   logits.push_back({vocab});
-  Tensor grad;
-  if (getSequences()) {
-    grad.assign(positions.begin(), positions.end() - 1);
-    int sequences = rule.addFactor(*getSequenceCount());
-    rule.replicated.push_back(sequences);
-    grad.push_back({sequences});
-  }
+  Tensor grad = lossSumsOf(rule, positions, bool(getSequences()),
+                           getSequenceCount().value_or(0));
   rule.operands = {logits, positions, grad};
   if (getSequences())
     rule.operands.push_back(positions);
@@ -370,6 +370,7 @@ static ShardingRule tiledLogitsRule(Operation *op, bool grad, bool bySequence,
   if (!grad) {
     if (bySequence)
       rule.operands.push_back(positions);
+    reduceOverPositions(rule, positions, bySequence);
     rule.results = {sums, sums, tile};
     return rule;
   }
@@ -378,9 +379,7 @@ static ShardingRule tiledLogitsRule(Operation *op, bool grad, bool bySequence,
     rule.operands.push_back(positions);
   if (cast<LinearCrossEntropyGradOp>(op).getWrtWeight()) {
     // The weight's gradient sums over every position.
-    rule.reductions.clear();
-    for (const ShardingRule::Dim &dim : positions)
-      rule.reductions.push_back(dim.front());
+    reduceOverPositions(rule, positions, /*bySequence=*/false);
     rule.results = {rule.operands[1], tile};
     return rule;
   }

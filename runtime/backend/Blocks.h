@@ -1,5 +1,4 @@
-//===- Blocks.h - kernel parameters every backend shares ----------*- C++
-//-*-===//
+//===- Blocks.h - kernel parameters every backend shares --------*- C++ -*-===//
 //
 // Plain structs the kernels of every backend share (nvcc includes them):
 // the slice of heads or vocab a partitioned op holds, where a loss's

@@ -240,15 +240,17 @@ int64_t twill::dropFullyTruncated(std::vector<PreferencePair> &pairs,
 llvm::Expected<std::optional<std::vector<PreferencePair>>>
 twill::readTokenizedPairs(llvm::StringRef path) {
   std::vector<PreferencePair> pairs;
-  std::optional<bool> tokenized; // decided by the first line
+  // The first line decides: text pairs stop the reading there (the error
+  // is no error), for readPreferenceJsonl to read them.
+  bool text = false;
   llvm::Error error = readJsonLines(
       path,
       [&](const json::Object &line, llvm::StringRef,
           int64_t lineNumber) -> llvm::Error {
-        if (!tokenized)
-          tokenized = line.get("chosen_ids") != nullptr;
-        if (!*tokenized)
-          return llvm::Error::success();
+        if (pairs.empty() && !line.get("chosen_ids")) {
+          text = true;
+          return lineError("text pairs");
+        }
         PreferencePair pair;
         pair.line = lineNumber;
         for (auto [key, ids] : {std::pair("prompt_ids", &pair.prompt),
@@ -273,11 +275,25 @@ twill::readTokenizedPairs(llvm::StringRef path) {
         pairs.push_back(std::move(pair));
         return llvm::Error::success();
       });
+  if (text) {
+    llvm::consumeError(std::move(error));
+    return std::nullopt;
+  }
   if (error)
     return std::move(error);
-  if (!tokenized || !*tokenized)
-    return std::nullopt;
   return std::move(pairs);
+}
+
+llvm::Error twill::checkPairVocabulary(llvm::ArrayRef<PreferencePair> pairs,
+                                       llvm::StringRef path, int64_t vocab) {
+  for (const PreferencePair &pair : pairs)
+    for (auto [what, ids] : {std::pair("prompt token id", &pair.prompt),
+                             std::pair("chosen token id", &pair.chosen),
+                             std::pair("rejected token id", &pair.rejected)})
+      if (llvm::Error error = checkIds(*ids, path, pair.line, what, vocab,
+                                       /*ignorable=*/false))
+        return error;
+  return llvm::Error::success();
 }
 
 std::vector<Row> twill::pairRows(llvm::ArrayRef<PreferencePair> pairs,

@@ -42,6 +42,11 @@ readPreferenceJsonl(llvm::StringRef path, const Tokenizer &tokenizer,
 llvm::Expected<std::optional<std::vector<PreferencePair>>>
 readTokenizedPairs(llvm::StringRef path);
 
+/// Fails, naming `path` and the pair's line, unless every id of `pairs` is
+/// inside a `vocab`-token vocabulary.
+llvm::Error checkPairVocabulary(llvm::ArrayRef<PreferencePair> pairs,
+                                llvm::StringRef path, int64_t vocab);
+
 /// Drops the pairs whose prompt alone fills `maxLength` tokens (TRL drops
 /// them: keeping the start of each sequence would leave no completion
 /// token); returns how many.

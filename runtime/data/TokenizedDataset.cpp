@@ -128,24 +128,28 @@ PackResult twill::packExamples(llvm::ArrayRef<Example> examples, int64_t seqLen,
   return result;
 }
 
+llvm::Error twill::checkIds(llvm::ArrayRef<int32_t> ids, llvm::StringRef path,
+                            int64_t line, llvm::StringRef what, int64_t vocab,
+                            bool ignorable) {
+  for (auto [position, id] : llvm::enumerate(ids))
+    if ((id < 0 || id >= vocab) && !(ignorable && id == kIgnoreLabel))
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          llvm::formatv("{0}:{1}: {2} {3} at position {4} is outside the "
+                        "model's vocabulary [0, {5})",
+                        path, line, what, id, position, vocab));
+  return llvm::Error::success();
+}
+
 llvm::Error twill::checkVocabulary(llvm::ArrayRef<Example> examples,
                                    llvm::StringRef path, int64_t vocab) {
   for (const Example &example : examples) {
     // Labels may also be the ignore index; token ids may not.
-    auto check = [&](llvm::ArrayRef<int32_t> ids, llvm::StringRef what,
-                     bool ignorable) -> llvm::Error {
-      for (auto [position, id] : llvm::enumerate(ids))
-        if ((id < 0 || id >= vocab) && !(ignorable && id == kIgnoreLabel))
-          return llvm::createStringError(
-              llvm::inconvertibleErrorCode(),
-              llvm::formatv("{0}:{1}: {2} {3} at position {4} is outside the "
-                            "model's vocabulary [0, {5})",
-                            path, example.line, what, id, position, vocab));
-      return llvm::Error::success();
-    };
-    if (llvm::Error error = check(example.inputIds, "token id", false))
+    if (llvm::Error error = checkIds(example.inputIds, path, example.line,
+                                     "token id", vocab, /*ignorable=*/false))
       return error;
-    if (llvm::Error error = check(example.labels, "label", true))
+    if (llvm::Error error = checkIds(example.labels, path, example.line,
+                                     "label", vocab, /*ignorable=*/true))
       return error;
   }
   return llvm::Error::success();

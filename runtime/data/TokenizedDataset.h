@@ -31,6 +31,11 @@ struct Example {
 /// found when the data loads, not by a kernel hours into training.
 llvm::Error checkVocabulary(llvm::ArrayRef<Example> examples,
                             llvm::StringRef path, int64_t vocab);
+/// The same of `ids` (`what` they are) of `path`'s line `line`; with
+/// `ignorable` -100 may be among them.
+llvm::Error checkIds(llvm::ArrayRef<int32_t> ids, llvm::StringRef path,
+                     int64_t line, llvm::StringRef what, int64_t vocab,
+                     bool ignorable);
 
 /// Reads every line of `path`; a malformed line is an error naming the file
 /// and the line.

@@ -113,6 +113,14 @@ static std::string duration(double seconds) {
       .str();
 }
 
+/// Adds DPO's metric sums (output buffer `id`, support/Dpo.h's order) to
+/// `sums`.
+static void addDpoMetrics(Program &program, int id, double *sums) {
+  const float *metrics = program.buffers().as<float>(id);
+  for (int m = 0; m < dpo::kMetrics; ++m)
+    sums[m] += metrics[m];
+}
+
 template <typename T>
 static T scalarOutput(Program &program, const EntryPoint &entry,
                       ValueRole role) {
@@ -250,8 +258,7 @@ twill::train(Program &program, llvm::ArrayRef<Row> rows, llvm::StringRef source,
         lossSum += scalarOutput<float>(program, *step, LOSS_SUM);
         tokens += scalarOutput<int64_t>(program, *step, TOKEN_COUNT);
         if (dpoMetrics >= 0)
-          for (int m = 0; m < dpo::kMetrics; ++m)
-            dpoSums[m] += program.buffers().as<float>(dpoMetrics)[m];
+          addDpoMetrics(program, dpoMetrics, dpoSums.data());
       }
       ++result.steps;
       // A non-finite loss stops the run before the update it would spread
@@ -387,8 +394,7 @@ llvm::Expected<Evaluation> twill::evaluate(Program &program,
     lossSum += scalarOutput<float>(program, *forward, LOSS_SUM);
     if (dpoMetrics >= 0) {
       evaluation.pairs += scalarOutput<int64_t>(program, *forward, TOKEN_COUNT);
-      for (int m = 0; m < dpo::kMetrics; ++m)
-        evaluation.dpoMetrics[m] += program.buffers().as<float>(dpoMetrics)[m];
+      addDpoMetrics(program, dpoMetrics, evaluation.dpoMetrics.data());
     }
     llvm::Expected<std::vector<float>> values = program.wholeTensor(logitsId);
     if (!values)

@@ -100,6 +100,15 @@ TEST(PreferenceRows, ChosenAndRejectedSideBySide) {
               ElementsAre(-100, -100, 4, 4, -100, -100, -100, 3, 2, -100));
 }
 
+TEST(PreferenceRows, IdsOutsideTheVocabularyAreRefusedNamingTheLine) {
+  std::vector<PreferencePair> pairs = {{{1, 7}, {5, 2}, {9, 2}, 4},
+                                       {{1, 7}, {5, 2}, {9, 97}, 9}};
+  EXPECT_FALSE(checkPairVocabulary(pairs, "pairs.jsonl", 98));
+  EXPECT_THAT(llvm::toString(checkPairVocabulary(pairs, "pairs.jsonl", 97)),
+              HasSubstr("pairs.jsonl:9: rejected token id 97 at position 1 "
+                        "is outside the model's vocabulary [0, 97)"));
+}
+
 TEST(PreferenceRows, ReadsTokenizedPairsAndLeavesTextAlone) {
   std::string tokenized = writeTemp(
       "{\"prompt_ids\": [1, 7], \"chosen_ids\": [5, 2], \"rejected_ids\": "

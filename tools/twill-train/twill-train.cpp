@@ -325,18 +325,10 @@ static llvm::Expected<std::vector<Row>> readPairRows(const JobConfig &job,
   }
   if (!pairs)
     return pairs.takeError();
-  int64_t seqLen = job.train().seq_len(), vocab = job.model().vocab_size();
-  for (const PreferencePair &pair : *pairs)
-    for (const std::vector<int32_t> *ids :
-         {&pair.prompt, &pair.chosen, &pair.rejected})
-      for (int32_t id : *ids)
-        if (id < 0 || id >= vocab)
-          return llvm::createStringError(
-              llvm::inconvertibleErrorCode(),
-              llvm::formatv("{0}:{1}: token id {2} is outside the model's "
-                            "vocabulary [0, {3}): the tokenizer is not the "
-                            "model's",
-                            path, pair.line, id, vocab));
+  if (llvm::Error error =
+          checkPairVocabulary(*pairs, path, job.model().vocab_size()))
+    return std::move(error);
+  int64_t seqLen = job.train().seq_len();
   int64_t dropped = dropFullyTruncated(*pairs, seqLen);
   report() << llvm::formatv("{0}: {1} preference pairs in rows of 2 x {2}",
                             path, pairs->size(), seqLen);

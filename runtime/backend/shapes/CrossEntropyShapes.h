@@ -31,6 +31,39 @@ inline llvm::Expected<VocabBlock> vocabBlock(const InstructionView &in,
   return VocabBlock{columns, (*position)->coordinate * columns, vocab};
 }
 
+/// A loss op's dtypes: `operands`, the sums' gradient (F32) for a
+/// gradient, its sequences (I32) where it has them, then `results`.
+inline std::vector<DType> lossDTypes(std::vector<DType> operands, bool grad,
+                                     bool bySequence,
+                                     llvm::ArrayRef<DType> results) {
+  if (grad)
+    operands.push_back(F32);
+  if (bySequence)
+    operands.push_back(I32);
+  operands.insert(operands.end(), results.begin(), results.end());
+  return operands;
+}
+
+/// Checks a loss op's `sums` (its loss and count, or its gradient's
+/// cotangent of them) against its labels (operand `labels`) and its
+/// sequences (operand `sequences`, -1: none); returns where each
+/// position's loss goes.
+inline llvm::Expected<LossBuckets> lossBuckets(const InstructionView &in,
+                                               int labels, int sequences,
+                                               llvm::ArrayRef<int> sums) {
+  int64_t count = in->cross_entropy().sequence_count();
+  std::optional<shapes::Shape> sequenceShape;
+  if (sequences >= 0)
+    sequenceShape = in.shape(sequences);
+  for (int index : sums)
+    if (auto error = in.check(shapes::lossSums(in.shape(labels), sequenceShape,
+                                               count, in.shape(index))))
+      return std::move(error);
+  if (sequences < 0)
+    return LossBuckets();
+  return LossBuckets{in.data<int32_t>(sequences), in.dim(labels, 0), count, 0};
+}
+
 /// cross_entropy's (logits, labels[, sequences] -> loss sums, token
 /// counts) or cross_entropy_grad's (logits, labels, the sums' gradient[,
 /// sequences] -> the logits') rows of logits, this rank's block of the
@@ -48,41 +81,31 @@ crossEntropyShape(const InstructionView &in) {
   bool grad = in.opcode() == CROSS_ENTROPY_GRAD;
   DType type = in.floatType(); // the logits'
   bool bySequence = in.numOperands() == (grad ? 4 : 3);
-  std::vector<DType> dtypes = {type, I32};
-  if (grad)
-    dtypes.push_back(F32);
-  if (bySequence)
-    dtypes.push_back(I32);
-  for (DType result :
-       grad ? std::vector<DType>{type} : std::vector<DType>{F32, I64})
-    dtypes.push_back(result);
-  if (auto error =
-          in.expect(dtypes.size() - (grad ? 1 : 2), grad ? 1 : 2, dtypes))
+  std::vector<DType> dtypes = lossDTypes({type, I32}, grad, bySequence,
+                                         grad ? std::vector<DType>{type}
+                                              : std::vector<DType>{F32, I64});
+  int results = grad ? 1 : 2;
+  if (auto error = in.expect(dtypes.size() - results, results, dtypes))
     return std::move(error);
   CrossEntropyShape s;
-  s.sums = grad ? 2 : bySequence ? 3 : 2;
-  s.result = grad ? (bySequence ? 4 : 3) : s.sums;
+  s.sums = grad ? 2 : int(dtypes.size()) - 2;
+  s.result = grad ? int(dtypes.size()) - 1 : s.sums;
   if (auto error =
           in.check(grad ? shapes::crossEntropyGrad(in.shape(0), in.shape(1),
                                                    in.shape(s.result))
                         : shapes::crossEntropy(in.shape(0), in.shape(1))))
     return std::move(error);
-  int64_t sequences = in->cross_entropy().sequence_count();
-  std::optional<shapes::Shape> sequenceShape;
-  if (bySequence)
-    sequenceShape = in.shape(grad ? 3 : 2);
-  for (int sums :
-       grad ? std::vector<int>{s.sums} : std::vector<int>{s.sums, s.sums + 1})
-    if (auto error = in.check(shapes::lossSums(in.shape(1), sequenceShape,
-                                               sequences, in.shape(sums))))
-      return std::move(error);
+  llvm::Expected<LossBuckets> buckets = lossBuckets(
+      in, 1, bySequence ? (grad ? 3 : 2) : -1,
+      grad ? std::vector<int>{s.sums} : std::vector<int>{s.sums, s.sums + 1});
+  if (!buckets)
+    return buckets.takeError();
   llvm::Expected<VocabBlock> block = vocabBlock(in, in.dim(0, 0));
   if (!block)
     return block.takeError();
   s.rows = in.count(1);
   s.block = *block;
-  if (bySequence)
-    s.buckets = {in.data<int32_t>(grad ? 3 : 2), in.dim(1, 0), sequences, 0};
+  s.buckets = *buckets;
   return s;
 }
 
@@ -130,14 +153,10 @@ inline llvm::Expected<TiledLoss> tiledLoss(const InstructionView &in) {
   bool grad = in.opcode() == LINEAR_CROSS_ENTROPY_GRAD;
   DType type = in.floatType();
   bool bySequence = in.numOperands() == (grad ? 5 : 4);
-  std::vector<DType> dtypes = {type, type, I32};
-  if (grad)
-    dtypes.push_back(F32);
-  if (bySequence)
-    dtypes.push_back(I32);
-  for (DType result : grad ? std::vector<DType>{type, type}
-                           : std::vector<DType>{F32, I64, type})
-    dtypes.push_back(result);
+  std::vector<DType> dtypes =
+      lossDTypes({type, type, I32}, grad, bySequence,
+                 grad ? std::vector<DType>{type, type}
+                      : std::vector<DType>{F32, I64, type});
   int results = grad ? 2 : 3;
   if (auto error = in.expect(dtypes.size() - results, results, dtypes))
     return std::move(error);
@@ -153,15 +172,11 @@ inline llvm::Expected<TiledLoss> tiledLoss(const InstructionView &in) {
                         : shapes::tiledLogits(in.shape(0), in.shape(1),
                                               in.shape(2), in.shape(s.tile))))
     return std::move(error);
-  int64_t sequences = in->cross_entropy().sequence_count();
-  std::optional<shapes::Shape> sequenceShape;
-  if (bySequence)
-    sequenceShape = in.shape(grad ? 4 : 3);
-  for (int sums :
-       grad ? std::vector<int>{s.sums} : std::vector<int>{s.sums, s.sums + 1})
-    if (auto error = in.check(shapes::lossSums(in.shape(2), sequenceShape,
-                                               sequences, in.shape(sums))))
-      return std::move(error);
+  llvm::Expected<LossBuckets> buckets = lossBuckets(
+      in, 2, bySequence ? (grad ? 4 : 3) : -1,
+      grad ? std::vector<int>{s.sums} : std::vector<int>{s.sums, s.sums + 1});
+  if (!buckets)
+    return buckets.takeError();
   int64_t columns = in.dim(1, 1), hidden = in.dim(1, 0);
   int64_t rows = in.count(2);
   llvm::Expected<VocabBlock> block = vocabBlock(in, columns);
@@ -177,8 +192,7 @@ inline llvm::Expected<TiledLoss> tiledLoss(const InstructionView &in) {
                          int64_t(bytesPerElement(type)),
                          wrtWeight,
                          softcap};
-  if (bySequence)
-    s.buckets = {in.data<int32_t>(grad ? 4 : 3), in.dim(2, 0), sequences, 0};
+  s.buckets = *buckets;
   return s;
 }
 
