@@ -5,6 +5,7 @@
 
 #include "dialects/twill/TwillEntryPoints.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "support/BlockedPieces.h"
 #include "support/IgnoreLabel.h"
 #include "llvm/ADT/STLExtras.h"
@@ -283,53 +284,97 @@ OwningOpRef<ModuleOp> DecoderTracer::trace() {
           {AxisRoleAttr::get(builder.getContext(), AxisRole::Data),
            AxisRoleAttr::get(builder.getContext(), AxisRole::Tensor)}));
 
-  auto forward = func::FuncOp::create(builder, loc("forward"), "forward",
-                                      builder.getFunctionType({}, {}));
-  setEntryRole(forward, EntryRole::Forward);
-  body = forward.addEntryBlock();
-  builder.setInsertionPointToStart(body);
-
-  Type i32 = builder.getI32Type();
-  Value tokens = input(ValueRole::Tokens, i32);
-  Value labels = input(ValueRole::Labels, i32);
-  positions = input(ValueRole::Positions, i32);
-  segments = input(ValueRole::Segments, i32);
-  if (job.has_lora() && job.lora().dropout() > 0) {
-    tokenIndex = tracedTokens = input(ValueRole::TokenIndex, i32);
-    microBatch = input(ValueRole::MicroBatch, builder.getI64Type(), {});
-  }
-
-  int64_t vocab = model.vocab_size(), hidden = model.hidden_size();
-  Split vocabRows{TensorParallelStyle::Vocab};
-  Value embedTable = param("model.embed_tokens.weight", {vocab, hidden},
-                           baseTrainable(), vocabRows, baseWeight());
+  bool dpo = job.train().objective() == ::twill::TrainConfig::DPO;
+  bool precomputed =
+      dpo && job.dpo().reference() == ::twill::DpoConfig::PRECOMPUTED;
+  Value tokens = beginEntry(module.get(), "forward", EntryRole::Forward);
+  // A precomputed reference is an input of the forward (read before the
+  // parameters are, so that it follows the batch's inputs).
+  Value reference;
+  if (precomputed)
+    reference =
+        input(ValueRole::ReferenceLogps, builder.getF32Type(), {batch, 2});
+  Value embedTable = embedTableParam();
   Value h = hiddenStates(tokens, embedTable);
-
-  // A tied lm_head reads the embedding table; PEFT adapts it all the same.
-  Value lmHead = model.tie_word_embeddings()
-                     ? embedTable
-                     : param("lm_head.weight", {vocab, hidden}, baseTrainable(),
-                             vocabRows, baseWeight());
+  Value lmHead = lmHeadParam(embedTable);
   Value logits = logitsOf(h, lmHead);
   // Named, so that the runtime can dump it.
   logits.getDefiningOp()->setLoc(loc("logits"));
   logits.getDefiningOp()->setAttr(mlir::twill::kHostReadAttrName,
                                   builder.getUnitAttr());
-  bool dpo = job.train().objective() == ::twill::TrainConfig::DPO;
   // Under DPO a row's segments are its chosen (0) and rejected (1)
   // sequences: the sums are each's.
-  SmallVector<Value> loss(
-      lossSums(h, logits, lmHead, labels, dpo ? segments : Value()));
-  if (dpo)
-    loss =
-        SmallVector<Value>(dpoLoss(tokens, embedTable, lmHead, labels, loss));
-  func::ReturnOp::create(builder, loc("forward"), loss);
+  SmallVector<Value, 2> sums =
+      lossSums(h, logits, lmHead, labels, dpo ? segments : Value());
+  if (!dpo) {
+    endEntry({{sums[0], ValueRole::LossSum}, {sums[1], ValueRole::TokenCount}});
+    return module;
+  }
+  // The reference is the base: the same decoder with every adapter off,
+  // reading the same parameters; nothing trainable reaches its sums.
+  if (!precomputed)
+    reference = referenceLogProbabilities(tokens, embedTable, lmHead);
+  SmallVector<Value, 3> loss = dpoLoss(sums, reference);
+  endEntry({{loss[0], ValueRole::LossSum},
+            {loss[1], ValueRole::TokenCount},
+            {loss[2], ValueRole::DpoMetrics}});
+  if (!precomputed)
+    return module;
 
+  // The reference's own entry point, which the runtime runs over the data
+  // before training.
+  tokens = beginEntry(module.get(), "reference", EntryRole::Reference);
+  embedTable = embedTableParam();
+  reference = referenceLogProbabilities(tokens, embedTable, Value());
+  endEntry({{reference, ValueRole::ReferenceLogps}});
+  return module;
+}
+
+Value DecoderTracer::beginEntry(ModuleOp module, StringRef name,
+                                EntryRole role) {
+  builder.setInsertionPointToEnd(module.getBody());
+  entry = func::FuncOp::create(builder, loc(name), name,
+                               builder.getFunctionType({}, {}));
+  setEntryRole(entry, role);
+  body = entry.addEntryBlock();
+  builder.setInsertionPointToStart(body);
+  // Parameters and inputs are the function's: traced anew.
+  numParams = 0;
+  paramAttrs.clear();
+  params.clear();
+  paramNames.clear();
+  inputRoles.clear();
+  fp8Rounded.clear();
+  tokenIndex = microBatch = tracedTokens = Value();
+
+  Type i32 = builder.getI32Type();
+  Value tokens = input(ValueRole::Tokens, i32);
+  labels = input(ValueRole::Labels, i32);
+  positions = input(ValueRole::Positions, i32);
+  segments = input(ValueRole::Segments, i32);
+  // LoRA dropout keys its masks by the positions' index in the run; the
+  // reference has no adapters to drop.
+  if (role != EntryRole::Reference && job.has_lora() &&
+      job.lora().dropout() > 0) {
+    tokenIndex = tracedTokens = input(ValueRole::TokenIndex, i32);
+    microBatch = input(ValueRole::MicroBatch, builder.getI64Type(), {});
+  }
+  return tokens;
+}
+
+void DecoderTracer::endEntry(ArrayRef<std::pair<Value, ValueRole>> results) {
+  SmallVector<Value> values;
+  for (auto [value, role] : results)
+    values.push_back(value);
+  func::ReturnOp::create(builder, entry.getLoc(), values);
+  // What nothing reads goes (the reference's logits, where its loss forms
+  // them a tile at a time), unless the host reads it.
+  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*body)))
+    if (!op.hasAttr(kHostReadAttrName) && isOpTriviallyDead(&op))
+      op.erase();
   // The signature follows the arguments traced.
-  forward.setFunctionType(builder.getFunctionType(
-      body->getArgumentTypes(),
-      forward.getBody().front().getTerminator()->getOperandTypes()));
-  SmallVector<Attribute> argAttrs(paramAttrs.begin(), paramAttrs.end());
+  entry.setFunctionType(
+      builder.getFunctionType(body->getArgumentTypes(), ValueRange(values)));
   // Inputs and outputs are named after their roles.
   auto named = [&](StringRef attrName, ValueRole role) {
     return builder.getDictionaryAttr(
@@ -338,16 +383,28 @@ OwningOpRef<ModuleOp> DecoderTracer::trace() {
          builder.getNamedAttr(kRoleAttrName,
                               ValueRoleAttr::get(builder.getContext(), role))});
   };
+  SmallVector<Attribute> argAttrs(paramAttrs.begin(), paramAttrs.end());
   for (ValueRole role : inputRoles)
     argAttrs.push_back(named(kInputAttrName, role));
-  forward.setAllArgAttrs(argAttrs);
-  SmallVector<DictionaryAttr> results{
-      named(kOutputAttrName, ValueRole::LossSum),
-      named(kOutputAttrName, ValueRole::TokenCount)};
-  if (dpo)
-    results.push_back(named(kOutputAttrName, ValueRole::DpoMetrics));
-  forward.setAllResultAttrs(results);
-  return module;
+  entry.setAllArgAttrs(argAttrs);
+  SmallVector<DictionaryAttr> resultAttrs;
+  for (auto [value, role] : results)
+    resultAttrs.push_back(named(kOutputAttrName, role));
+  entry.setAllResultAttrs(resultAttrs);
+}
+
+Value DecoderTracer::embedTableParam() {
+  return param("model.embed_tokens.weight",
+               {model.vocab_size(), model.hidden_size()}, baseTrainable(),
+               {TensorParallelStyle::Vocab}, baseWeight());
+}
+
+Value DecoderTracer::lmHeadParam(Value embedTable) {
+  // A tied lm_head reads the embedding table; PEFT adapts it all the same.
+  if (model.tie_word_embeddings())
+    return embedTable;
+  return param("lm_head.weight", {model.vocab_size(), model.hidden_size()},
+               baseTrainable(), {TensorParallelStyle::Vocab}, baseWeight());
 }
 
 Value DecoderTracer::logitsOf(Value h, Value lmHead) {
@@ -451,33 +508,36 @@ SmallVector<Value, 2> DecoderTracer::lossSums(Value h, Value logits,
   return total;
 }
 
-SmallVector<Value, 3> DecoderTracer::dpoLoss(Value tokens, Value embedTable,
-                                             Value lmHead, Value labels,
-                                             ArrayRef<Value> sums) {
-  Location at = loc("dpo");
-  // A sequence's log-probability is minus its summed cross-entropy.
-  auto logProbabilities = [&](Value crossEntropy) {
-    return ScaleOp::create(builder, at, crossEntropy.getType(), crossEntropy,
-                           builder.getF64FloatAttr(-1.0));
-  };
-  Value policy = logProbabilities(sums[0]);
-  // The reference is the base: the same decoder with every adapter off,
-  // reading the same parameters; nothing trainable reaches its sums.
+/// A sequence's log-probability is minus its summed cross-entropy.
+Value DecoderTracer::logProbabilities(Value crossEntropy) {
+  return ScaleOp::create(builder, loc("dpo"), crossEntropy.getType(),
+                         crossEntropy, builder.getF64FloatAttr(-1.0));
+}
+
+Value DecoderTracer::referenceLogProbabilities(Value tokens, Value embedTable,
+                                               Value lmHead) {
   adaptersOff = true;
+  auto restore = llvm::make_scope_exit([&] { adaptersOff = false; });
   Value h = hiddenStates(tokens, embedTable);
-  Value reference = logProbabilities(
+  if (!lmHead)
+    lmHead = lmHeadParam(embedTable);
+  return logProbabilities(
       lossSums(h, logitsOf(h, lmHead), lmHead, labels, segments)[0]);
-  adaptersOff = false;
+}
+
+SmallVector<Value, 3> DecoderTracer::dpoLoss(ArrayRef<Value> sums,
+                                             Value reference) {
   const ::twill::DpoConfig &settings = job.dpo();
   auto scalar = [&](Type type) { return RankedTensorType::get({}, type); };
   std::string lossType =
       llvm::StringRef(::twill::DpoConfig::LossType_Name(settings.loss_type()))
           .lower();
   auto loss = DpoLossOp::create(
-      builder, at, scalar(builder.getF32Type()), scalar(builder.getI64Type()),
+      builder, loc("dpo"), scalar(builder.getF32Type()),
+      scalar(builder.getI64Type()),
       RankedTensorType::get({::twill::dpo::kMetrics}, builder.getF32Type()),
-      policy, reference, sums[1], builder.getStringAttr(lossType),
-      builder.getF64FloatAttr(settings.beta()),
+      logProbabilities(sums[0]), reference, sums[1],
+      builder.getStringAttr(lossType), builder.getF64FloatAttr(settings.beta()),
       builder.getF64FloatAttr(settings.label_smoothing()));
   return {loss.getLoss(), loss.getPairs(), loss.getMetrics()};
 }

@@ -19,6 +19,11 @@
 // model does not. Positions restart and segments change at each document of
 // a packed row, so attention never crosses a document boundary.
 //
+// Under DPO @forward returns the loss of preference pairs and TRL's metric
+// sums too; with a precomputed reference (dpo.reference PRECOMPUTED) it
+// reads the reference's log-probabilities as an input, and a second entry
+// point, @reference, computes them for a batch with every adapter off.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef TWILL_FRONTEND_DECODERBUILDER_H
@@ -44,7 +49,7 @@ struct TraceOptions {
 };
 
 /// Builds the module for `job` (a resolved, validated config): its mesh and
-/// its @forward function.
+/// its @forward function (and DPO's @reference, where it is precomputed).
 mlir::OwningOpRef<mlir::ModuleOp>
 buildDecoderModule(mlir::MLIRContext &context, const JobConfig &job,
                    const TraceOptions &options = {});

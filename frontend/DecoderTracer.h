@@ -16,6 +16,7 @@
 #include "proto/TrainRows.h"
 
 #include "dialects/twill/TwillOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/StringMap.h"
 
@@ -97,6 +98,16 @@ public:
   OwningOpRef<ModuleOp> trace();
 
 private:
+  /// Starts the entry point `name` (`role`) at the end of `module`: a
+  /// function of the batch's inputs (and LoRA dropout's), whose parameters
+  /// are added as they are first used. Returns its tokens.
+  Value beginEntry(ModuleOp module, StringRef name, EntryRole role);
+  /// Ends it returning `results`, each named after its role.
+  void endEntry(ArrayRef<std::pair<Value, ValueRole>> results);
+  /// The embedding table, and the lm_head (tied or not to it).
+  Value embedTableParam();
+  Value lmHeadParam(Value embedTable);
+
   /// A location naming the module (Hugging Face path) an op belongs to.
   Location loc(const Twine &name) {
     return NameLoc::get(builder.getStringAttr(name));
@@ -190,11 +201,16 @@ private:
   /// sequence, [rows, 2].
   SmallVector<Value, 2> lossSums(Value h, Value logits, Value lmHead,
                                  Value labels, Value sequences);
+  /// A sequence's log-probability from its summed cross-entropy.
+  Value logProbabilities(Value crossEntropy);
+  /// DPO's reference: the `[rows, 2]` log-probabilities of each row's
+  /// chosen and rejected sequences under the decoder traced again with
+  /// every adapter off (`lmHead` traced after the layers where null).
+  Value referenceLogProbabilities(Value tokens, Value embedTable, Value lmHead);
   /// DPO's loss, pairs and metric sums: the policy's per-sequence
-  /// log-probabilities (`sums`, `counts` of lossSums) against the
-  /// reference's, the decoder traced again with every adapter off.
-  SmallVector<Value, 3> dpoLoss(Value tokens, Value embedTable, Value lmHead,
-                                Value labels, ArrayRef<Value> sums);
+  /// log-probabilities (from `sums`, `counts` of lossSums) against the
+  /// reference's.
+  SmallVector<Value, 3> dpoLoss(ArrayRef<Value> sums, Value reference);
   Value attention(Value normed, const std::string &prefix);
   Value mlp(Value normed, const std::string &prefix);
   /// The MLP of some positions: gate and up, their gated activation
@@ -238,12 +254,13 @@ private:
   LayerMarker layerMarker;
   int64_t batch, seq;
 
+  func::FuncOp entry; // the entry point being traced
   Block *body = nullptr;
   unsigned numParams = 0;
   SmallVector<DictionaryAttr> paramAttrs;
   llvm::StringMap<Value> params;                 // by Hugging Face name
   llvm::DenseMap<Value, std::string> paramNames; // the names they have
-  Value positions, segments;
+  Value labels, positions, segments;
   SmallVector<ValueRole> inputRoles; // in argument order
   /// With LoRA dropout: every position's index in the micro-batch (row x
   /// seq_len + position), the micro-batch's number in the run, and the

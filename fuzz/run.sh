@@ -35,6 +35,9 @@ mkdir -p "$made"
 # Quantized bases: bytes, their roles, the dequantize instructions.
 "$twillc" "$root/configs/tiny.textproto" parallel.dp=2 parallel.tp=2 \
   quantization.base=NF4 model.intermediate_size=192 -o "$made/tiny-nf4.twx"
+# DPO with a precomputed reference: a second entry point, a float input.
+"$twillc" "$root/configs/tiny_dpo.textproto" parallel.dp=2 \
+  dpo.reference=PRECOMPUTED -o "$made/tiny-dpo-precomputed.twx"
 "$twillc" "$root/configs/tiny.textproto" quantization.base=FP8 \
   -o "$made/tiny-fp8.twx"
 

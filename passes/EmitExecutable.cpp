@@ -163,6 +163,8 @@ static ::twill::ValueRole valueRoleOf(mlir::twill::ValueRole role) {
     return ::twill::LR;
   case ValueRole::DpoMetrics:
     return ::twill::DPO_METRICS;
+  case ValueRole::ReferenceLogps:
+    return ::twill::REFERENCE_LOGPS;
   }
   return ::twill::VALUE_UNSPECIFIED;
 }
@@ -550,6 +552,9 @@ LogicalResult ExecutableEmitter::emitFunction(func::FuncOp function) {
       break;
     case mlir::twill::EntryRole::OptimizerStep:
       entry.set_role(::twill::OPTIMIZER_STEP);
+      break;
+    case mlir::twill::EntryRole::Reference:
+      entry.set_role(::twill::REFERENCE);
       break;
     }
   for (Operation &op : body) {

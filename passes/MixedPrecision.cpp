@@ -29,8 +29,19 @@ void lowerPrecision(func::FuncOp function) {
   Block &body = function.getBody().front();
   OpBuilder builder = OpBuilder::atBlockBegin(&body);
   llvm::SmallPtrSet<Operation *, 16> masterCasts;
+  // The losses' sums stay fp32 whatever their rank (DPO's per sequence),
+  // and so does what is computed from them alone (a tiled loss's tiles'
+  // sums added, log-probabilities, dpo_loss's results).
+  llvm::DenseSet<Value> sums;
   for (BlockArgument argument : body.getArguments()) {
     unsigned index = argument.getArgNumber();
+    // DPO's precomputed reference log-probabilities are such sums.
+    if (auto role =
+            function.getArgAttrOfType<ValueRoleAttr>(index, kRoleAttrName);
+        role && role.getValue() == ValueRole::ReferenceLogps) {
+      sums.insert(argument);
+      continue;
+    }
     RankedTensorType bf16 = toBF16(argument.getType());
     // A quantized weight's scales stay as its format has them.
     if (!bf16 || function.getArgAttr(index, kQuantizedAttrName))
@@ -48,10 +59,6 @@ void lowerPrecision(func::FuncOp function) {
     argument.replaceAllUsesExcept(cast, cast);
     masterCasts.insert(cast);
   }
-  // The losses' sums stay fp32 whatever their rank (DPO's per sequence),
-  // and so does what is computed from them alone (a tiled loss's tiles'
-  // sums added, log-probabilities, dpo_loss's results).
-  llvm::DenseSet<Value> sums;
   auto fromSumsAlone = [&](Operation &op) {
     bool any = false;
     for (Value operand : op.getOperands()) {

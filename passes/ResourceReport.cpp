@@ -231,9 +231,14 @@ mlir::twill::reportResources(ModuleOp module, int64_t microSteps,
     int64_t repeats = role == EntryRole::TrainStep       ? microSteps
                       : role == EntryRole::OptimizerStep ? 1
                                                          : 0;
+    Timeline timeline;
+    // DPO's precomputed reference: a pass before training, not a step's.
+    if (role == EntryRole::Reference) {
+      timeline.run(function, axisSizes, axisLinks, rates);
+      report.referenceSeconds = timeline.end();
+    }
     if (!repeats)
       continue; // @forward is evaluation, not the training step
-    Timeline timeline;
     timeline.run(function, axisSizes, axisLinks, rates);
     report.computeSeconds += repeats * timeline.computing;
     report.recomputeSeconds += repeats * timeline.recomputing;
@@ -311,6 +316,11 @@ void ResourceReport::print(llvm::raw_ostream &os) const {
     os << llvm::formatv(" (recomputation {0:f3} ms of the compute)",
                         1e3 * recomputeSeconds);
   os << "\n";
+  if (referenceSeconds > 0)
+    os << llvm::formatv("  reference pass {0:f3} ms a micro-batch, once over "
+                        "the data before training (dpo.reference "
+                        "PRECOMPUTED)\n",
+                        1e3 * referenceSeconds);
   if (waitedArenaBytes && arenaBytes)
     os << "  collectives in flight hold "
        << bytesText(arenaBytes - waitedArenaBytes)

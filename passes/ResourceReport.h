@@ -86,6 +86,8 @@ struct ResourceReport {
   /// is `recomputeSeconds`), the time links are busy, and the step.
   double computeSeconds = 0, recomputeSeconds = 0, communicationSeconds = 0,
          stepSeconds = 0;
+  /// DPO's precomputed reference: its pass's time a micro-batch (0: none).
+  double referenceSeconds = 0;
   /// The arena with every collective waited where it starts (set by
   /// whoever compiles that too; 0: not known).
   int64_t waitedArenaBytes = 0;

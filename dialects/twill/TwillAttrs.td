@@ -286,7 +286,8 @@ def Twill_StateRoleAttr : Twill_Attr<"StateRole", "state_role"> {
 def Twill_EntryRole : I32EnumAttr<"EntryRole", "what an entry point is for", [
       I32EnumAttrCase<"Forward", 0, "forward">,
       I32EnumAttrCase<"TrainStep", 1, "train_step">,
-      I32EnumAttrCase<"OptimizerStep", 2, "optimizer_step">]> {
+      I32EnumAttrCase<"OptimizerStep", 2, "optimizer_step">,
+      I32EnumAttrCase<"Reference", 3, "reference">]> {
   let cppNamespace = "::mlir::twill";
   let genSpecializedAttr = 0;
 }
@@ -297,7 +298,10 @@ def Twill_EntryRoleAttr : EnumAttr<Twill_Dialect, Twill_EntryRole, "entry"> {
     On each function the runtime runs (`twill.entry`), stated by whoever
     makes it: the frontend's `forward` (the loss and logits of a batch),
     twill-autodiff's `train_step` (forward and backward, summing
-    gradients), twill-optimizer's `optimizer_step`. Passes and the emitter
+    gradients), twill-optimizer's `optimizer_step`, and under DPO with a
+    precomputed reference the frontend's `reference` (the adapter-off
+    model's log-probabilities of a batch's sequences, which the runtime
+    runs over the data before training). Passes and the emitter
     find entry points by it, never by their symbol names.
 
     ```mlir
@@ -321,7 +325,8 @@ def Twill_ValueRole : I32EnumAttr<"ValueRole",
       I32EnumAttrCase<"TokenCount", 9, "token_count">,
       I32EnumAttrCase<"GradNorm", 10, "grad_norm">,
       I32EnumAttrCase<"Lr", 11, "lr">,
-      I32EnumAttrCase<"DpoMetrics", 12, "dpo_metrics">]> {
+      I32EnumAttrCase<"DpoMetrics", 12, "dpo_metrics">,
+      I32EnumAttrCase<"ReferenceLogps", 13, "reference_logps">]> {
   let cppNamespace = "::mlir::twill";
   let genSpecializedAttr = 0;
 }

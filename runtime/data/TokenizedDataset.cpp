@@ -80,9 +80,11 @@ twill::readTokenizedJsonl(llvm::StringRef path) {
 }
 
 Row twill::paddingRow(int64_t seqLen) {
+  // Nothing labelled: nothing for a reference to score either.
   return Row{std::vector<int32_t>(seqLen, 0),
              std::vector<int32_t>(seqLen, kIgnoreLabel),
-             std::vector<int32_t>(seqLen, 0), std::vector<int32_t>(seqLen, 0)};
+             std::vector<int32_t>(seqLen, 0), std::vector<int32_t>(seqLen, 0),
+             std::array<float, 2>{0.0f, 0.0f}};
 }
 
 PackResult twill::packExamples(llvm::ArrayRef<Example> examples, int64_t seqLen,

@@ -16,7 +16,9 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
 
+#include <array>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace twill {
@@ -44,6 +46,10 @@ llvm::Expected<std::vector<Example>> readTokenizedJsonl(llvm::StringRef path);
 /// One row of a batch, each vector `seq_len` long.
 struct Row {
   std::vector<int32_t> tokens, labels, positions, segments;
+  /// DPO with a precomputed reference: the reference model's
+  /// log-probabilities of the row's chosen and rejected sequences, once
+  /// computed (runtime/train/Reference.h).
+  std::optional<std::array<float, 2>> reference;
 };
 
 struct PackResult {

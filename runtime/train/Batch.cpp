@@ -11,15 +11,19 @@
 #include <algorithm>
 #include <limits>
 #include <numeric>
+#include <type_traits>
 
 using namespace twill;
 namespace json = llvm::json;
 
 /// Fills the batch input that is `role` with this rank's block of `whole`
-/// (the batch, batch_size x seq_len values); rows past the batch (when
-/// batch_size does not divide over dp) are padding with no labels.
+/// (the batch, batch_size x `perRow` values: seq_len, or 2 for the
+/// reference's log-probabilities); rows past the batch (when batch_size
+/// does not divide over dp) are padding with no labels.
+template <typename T>
 static llvm::Error fillInput(Program &program, ValueRole role,
-                             llvm::ArrayRef<int32_t> whole) {
+                             llvm::ArrayRef<T> whole,
+                             llvm::StringRef perRow = "seq_len") {
   std::string name = llvm::StringRef(ValueRole_Name(role)).lower();
   int id = program.inputOf(role);
   if (id < 0)
@@ -32,19 +36,24 @@ static llvm::Error fillInput(Program &program, ValueRole role,
   int64_t count = 1;
   for (int64_t size : block->globalShape)
     count *= size;
-  if (buffer.dtype() != I32 || (int64_t)whole.size() != count)
+  DType dtype = std::is_same_v<T, float> ? F32 : I32;
+  if (buffer.dtype() != dtype || (int64_t)whole.size() != count)
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),
         llvm::formatv("'{0}' holds {1} values; the job needs {2} "
-                      "(batch_size x seq_len)",
-                      name, whole.size(), count));
-  int32_t pad = role == LABELS ? kIgnoreLabel : 0;
-  sliceBlock<int32_t>(whole, *block,
-                      llvm::MutableArrayRef<int32_t>(
-                          program.buffers().as<int32_t>(id),
-                          numElements(buffer)),
-                      pad);
+                      "(batch_size x {3})",
+                      name, whole.size(), count, perRow));
+  T pad = role == LABELS ? kIgnoreLabel : 0;
+  sliceBlock<T>(whole, *block,
+                llvm::MutableArrayRef<T>(program.buffers().as<T>(id),
+                                         numElements(buffer)),
+                pad);
   return llvm::Error::success();
+}
+
+llvm::Error twill::fillReferenceLogps(Program &program,
+                                      llvm::ArrayRef<float> whole) {
+  return fillInput(program, REFERENCE_LOGPS, whole, "2");
 }
 
 /// With LoRA dropout, the program reads each position's index in the
@@ -54,7 +63,7 @@ static llvm::Error fillTokenIndex(Program &program, int64_t positions) {
     return llvm::Error::success();
   std::vector<int32_t> index(positions);
   std::iota(index.begin(), index.end(), 0);
-  return fillInput(program, TOKEN_INDEX, index);
+  return fillInput<int32_t>(program, TOKEN_INDEX, index);
 }
 
 llvm::Error twill::fillBatch(Program &program, llvm::ArrayRef<Row> rows) {
@@ -67,7 +76,22 @@ llvm::Error twill::fillBatch(Program &program, llvm::ArrayRef<Row> rows) {
                                               &row.positions, &row.segments};
       whole.insert(whole.end(), fields[index]->begin(), fields[index]->end());
     }
-    if (llvm::Error error = fillInput(program, role, whole))
+    if (llvm::Error error = fillInput<int32_t>(program, role, whole))
+      return error;
+  }
+  if (program.inputOf(REFERENCE_LOGPS) >= 0) {
+    std::vector<float> reference;
+    for (const Row &row : rows) {
+      if (!row.reference)
+        return llvm::createStringError(
+            llvm::inconvertibleErrorCode(),
+            "the program reads the reference's log-probabilities of each "
+            "row (dpo.reference PRECOMPUTED), and these rows have none: "
+            "compute them first (precomputeReference)");
+      reference.insert(reference.end(), row.reference->begin(),
+                       row.reference->end());
+    }
+    if (llvm::Error error = fillReferenceLogps(program, reference))
       return error;
   }
   return fillTokenIndex(program, rows.size() * seqLen);
@@ -115,7 +139,7 @@ llvm::Error twill::loadBatchJson(Program &program, llvm::StringRef path) {
         return fail("'" + name + "' holds a value beyond int32");
       whole.push_back(int32_t(value));
     }
-    if (llvm::Error error = fillInput(program, role, whole))
+    if (llvm::Error error = fillInput<int32_t>(program, role, whole))
       return fail(llvm::toString(std::move(error)));
     positions = whole.size();
   }

@@ -15,9 +15,15 @@ inline constexpr ValueRole kBatchInputs[] = {TOKENS, LABELS, POSITIONS,
 inline constexpr llvm::StringLiteral kBatchKeys[] = {"tokens", "labels",
                                                      "positions", "segments"};
 
-/// Fills the batch inputs from `rows` (batch_size of them), and with LoRA
-/// dropout `token_index` (each position's index in the batch).
+/// Fills the batch inputs from `rows` (batch_size of them), with LoRA
+/// dropout `token_index` (each position's index in the batch), and with a
+/// precomputed DPO reference its log-probabilities (each row's, which must
+/// be computed).
 llvm::Error fillBatch(Program &program, llvm::ArrayRef<Row> rows);
+
+/// Fills the reference_logps input (DPO's precomputed reference) from
+/// `whole`, batch_size x 2 values.
+llvm::Error fillReferenceLogps(Program &program, llvm::ArrayRef<float> whole);
 
 /// Fills the batch inputs from the JSON object in `path`, which maps each
 /// input's name to batch_size rows of seq_len integers.

@@ -79,6 +79,12 @@ public:
     return isDistributed() ? comm->sumOverWorld(values.data(), values.size())
                            : llvm::Error::success();
   }
+  /// Copies `bytes` at `data` from rank 0 to every rank (on one rank,
+  /// nothing). A collective.
+  llvm::Error broadcastFromFirst(void *data, int64_t bytes) {
+    return isDistributed() ? comm->broadcast(data, bytes, 0)
+                           : llvm::Error::success();
+  }
   /// Returns once every rank has called it.
   llvm::Error barrier() {
     return comm ? comm->barrier() : llvm::Error::success();

@@ -53,3 +53,26 @@ func.func @tiled(%w: tensor<16x8xf32> {twill.param = "lm_head.weight"},
   return %loss, %count : tensor<f32>, tensor<i64>
 }
 // TILED: twill.linear_cross_entropy {{.*}} : (tensor<3x8xbf16>, tensor<16x8xbf16>, tensor<3xi32>) -> (tensor<f32>, tensor<i64>, tensor<2x16xbf16>)
+
+// Under DPO the per-sequence sums, the log-probabilities from them and
+// dpo_loss stay fp32, and so does a precomputed reference (an input that
+// is such sums), which is not cast.
+// RUN: twill-opt %s --twill-mixed-precision | FileCheck %s --check-prefix=DPO
+func.func @dpo(%w: tensor<16x8xf32> {twill.param = "lm_head.weight"},
+               %h: tensor<2x4x8xf32> {twill.input = "h"},
+               %labels: tensor<2x4xi32> {twill.input = "labels"},
+               %segments: tensor<2x4xi32> {twill.input = "segments"},
+               %reference: tensor<2x2xf32> {twill.input = "reference_logps", twill.role = #twill.role<reference_logps>})
+    -> (tensor<f32>, tensor<i64>, tensor<6xf32>) {
+  %logits = twill.matmul %h, %w {transpose_rhs} : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32>
+  %sums, %counts = twill.cross_entropy %logits, %labels sequences(%segments) {sequence_count = 2 : i64} : (tensor<2x4x16xf32>, tensor<2x4xi32>, tensor<2x4xi32>) -> (tensor<2x2xf32>, tensor<2x2xi64>)
+  %policy = twill.scale %sums by -1.0 : tensor<2x2xf32>
+  %loss, %pairs, %metrics = twill.dpo_loss %policy, %reference, %counts {loss_type = "sigmoid", beta = 1.000000e-01 : f64} : (tensor<2x2xf32>, tensor<2x2xf32>, tensor<2x2xi64>) -> (tensor<f32>, tensor<i64>, tensor<6xf32>)
+  return %loss, %pairs, %metrics : tensor<f32>, tensor<i64>, tensor<6xf32>
+}
+// DPO-LABEL: func.func @dpo(
+// DPO-SAME: %[[REF:[^:]*]]: tensor<2x2xf32> {twill.input = "reference_logps"
+// DPO-NOT: twill.cast %[[REF]]
+// DPO: twill.cross_entropy {{.*}} : (tensor<2x4x16xbf16>, tensor<2x4xi32>, tensor<2x4xi32>) -> (tensor<2x2xf32>, tensor<2x2xi64>)
+// DPO-NEXT: %[[POLICY:.*]] = twill.scale {{.*}} : tensor<2x2xf32>
+// DPO-NEXT: twill.dpo_loss %[[POLICY]], %[[REF]], {{.*}} : (tensor<2x2xf32>, tensor<2x2xf32>, tensor<2x2xi64>) -> (tensor<f32>, tensor<i64>, tensor<6xf32>)

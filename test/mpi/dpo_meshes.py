@@ -23,6 +23,13 @@ with the kept layer inputs offloaded and the MLP and attention in tiles;
 IPO and hinge. The first step's loss must be the loss of a policy equal to
 its reference (log 2, (1 / (2 beta))^2, 1): the adapter starts as nothing
 (B = 0).
+
+A precomputed reference (dpo.reference PRECOMPUTED: @reference's first pass
+over the data, read by the steps) must train as the reference run in every
+step (ADAPTER_OFF): on 1x1 every step's figures and the adapter within 1e-6
+of the ADAPTER_OFF variant it names, in fp32 and in bf16 (there on 1x1
+alone: bf16 on another mesh rounds differently), and on the meshes as any
+variant.
 """
 import argparse
 import json
@@ -43,20 +50,32 @@ JOB = ["train.objective=DPO", "data.format=PREFERENCE", "train.seq_len=16",
        "data.shuffle=false"]
 PROJECTIONS = ("lora.target_modules=q_proj,k_proj,v_proj,o_proj,gate_proj,"
                "up_proj,down_proj")
-# name: (overrides, the first step's loss: the policy is the reference)
+MESHES = [(2, 2), (1, 4), (1, 3)]
+TILED = [PROJECTIONS, "parallel.activation_checkpointing=FULL",
+         "parallel.loss_tile_tokens=7"]
+PRECOMPUTED = ["dpo.reference=PRECOMPUTED"]
+BF16 = ["train.precision=BF16"]
+# name: (overrides, the first step's loss (the policy is the reference;
+#        None: not checked),
+#        the meshes compared with its 1x1, the variant its 1x1 must equal)
 VARIANTS = {
-    "sigmoid": ([], math.log(2)),
-    "tiled, FULL checkpointing": (
-        [PROJECTIONS, "parallel.activation_checkpointing=FULL",
-         "parallel.loss_tile_tokens=7"], math.log(2)),
+    "sigmoid": ([], math.log(2), MESHES, None),
+    "tiled, FULL checkpointing": (TILED, math.log(2), MESHES, None),
     "offload, MLP and attention tiles": (
         ["parallel.activation_checkpointing=FULL",
          "parallel.offload_activations=true", "parallel.mlp_tile_tokens=5",
-         "parallel.attention_tile_tokens=7"], math.log(2)),
-    "ipo": (["dpo.loss_type=IPO"], (1 / (2 * 0.1)) ** 2),
-    "hinge": (["dpo.loss_type=HINGE", "dpo.beta=0.5"], 1.0),
+         "parallel.attention_tile_tokens=7"], math.log(2), MESHES, None),
+    "ipo": (["dpo.loss_type=IPO"], (1 / (2 * 0.1)) ** 2, MESHES, None),
+    "hinge": (["dpo.loss_type=HINGE", "dpo.beta=0.5"], 1.0, MESHES, None),
+    "precomputed": (PRECOMPUTED, math.log(2), MESHES, "sigmoid"),
+    "tiled, FULL checkpointing, precomputed": (
+        TILED + PRECOMPUTED, math.log(2), MESHES,
+        "tiled, FULL checkpointing"),
+    # Not log 2 in bf16: the adapted lm_head's logits are held in bf16,
+    # the reference's (a tile at a time) in fp32.
+    "bf16": (BF16, None, [], None),
+    "bf16, precomputed": (BF16 + PRECOMPUTED, None, [], "bf16"),
 }
-MESHES = [(2, 2), (1, 4), (1, 3)]
 PAIRS = 8  # a step's: 2 micro-batches of 4
 
 
@@ -89,13 +108,28 @@ def main():
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     failures = []
-    for name, (variant, first) in VARIANTS.items():
+    single = {}  # each variant's 1x1 run
+    for name, (variant, first, meshes, same_as) in VARIANTS.items():
         slug = name.replace(" ", "-").replace(",", "")
-        reference, adapter = train(args, slug, variant, 1, 1)
-        if abs(reference[0]["loss"] - first) > 1e-6 * max(1.0, first):
+        reference, adapter = single[name] = train(args, slug, variant, 1, 1)
+        if first is not None and (abs(reference[0]["loss"] - first)
+                                  > 1e-6 * max(1.0, first)):
             failures.append(f"{name}: the first loss {reference[0]['loss']} "
                             f"is not {first} (the policy is the reference)")
-        for dp, tp in MESHES:
+        if same_as:
+            steps, other = single[same_as]
+            worst = max(abs(s[k] - r[k]) / max(1.0, abs(r[k]))
+                        for s, r in zip(steps, reference) for k in METRICS)
+            worst_adapter = max(float(np.abs(other[k] - adapter[k]).max())
+                                for k in adapter)
+            ok = (len(steps) == len(reference) and worst <= 1e-6
+                  and worst_adapter <= 1e-6)
+            print(f"{name} 1x1: metrics within {worst:.2e}, adapter within "
+                  f"{worst_adapter:.2e} of {same_as}"
+                  f"{'' if ok else '  FAIL'}")
+            if not ok:
+                failures.append(f"{name} against {same_as}")
+        for dp, tp in meshes:
             steps, meshed = train(args, slug, variant, dp, tp)
             worst = max(abs(s[k] - r[k]) / max(1.0, abs(r[k]))
                         for s, r in zip(steps, reference) for k in METRICS

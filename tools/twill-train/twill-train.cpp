@@ -21,6 +21,7 @@
 #include "runtime/io/Safetensors.h"
 #include "runtime/train/Adapter.h"
 #include "runtime/train/Batch.h"
+#include "runtime/train/Reference.h"
 #include "runtime/train/Trainer.h"
 #include "runtime/train/Weights.h"
 #include "support/AtomicFile.h"
@@ -203,6 +204,11 @@ static int runEval(Program &program) {
                 llvm::StringRef(EntryRole_Name(role)).lower() + " entry point");
   if (llvm::Error error = loadBatchJson(program, batchPath))
     return fail(std::move(error));
+  // DPO with a precomputed reference: the batch's, as its first pass
+  // would compute it.
+  if (program.entryPoint(REFERENCE))
+    if (llvm::Error error = computeBatchReference(program))
+      return fail(std::move(error));
   // With LoRA dropout, @train_step drops what the run's first micro-batch
   // would (its masks are keyed by the micro-batch's number).
   if (int micro = program.inputOf(MICRO_BATCH); micro >= 0)
@@ -413,7 +419,7 @@ static llvm::Expected<TrainingData> readTrainingData(const JobConfig &job) {
   return std::move(data);
 }
 
-static int runTraining(Program &program, const TrainingData &data) {
+static int runTraining(Program &program, TrainingData &data) {
   const JobConfig &job = program.job();
   TrainPosition start;
   if (!resumePath.empty()) {
@@ -429,6 +435,24 @@ static int runTraining(Program &program, const TrainingData &data) {
     if (llvm::Error error =
             checkNoEarlierCheckpoints(job.checkpoint().output_dir()))
       return fail(std::move(error));
+  }
+  // DPO with a precomputed reference: its first pass over the data (or
+  // the training rows' from an earlier run's file).
+  if (program.entryPoint(REFERENCE)) {
+    llvm::SmallString<256> cache(job.checkpoint().output_dir());
+    llvm::sys::path::append(cache, kReferenceFile);
+    if (program.writesFiles())
+      if (std::error_code error =
+              llvm::sys::fs::create_directories(job.checkpoint().output_dir()))
+        return fail("cannot create " + job.checkpoint().output_dir() + ": " +
+                    error.message());
+    if (llvm::Error error =
+            precomputeReference(program, data.rows, cache, report()))
+      return fail(std::move(error));
+    if (!data.evalRows.empty())
+      if (llvm::Error error =
+              precomputeReference(program, data.evalRows, "", report()))
+        return fail(std::move(error));
   }
   const std::vector<Row> &evalRows = data.evalRows;
   std::optional<Evaluation> before;

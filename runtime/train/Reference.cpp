@@ -1,0 +1,150 @@
+//===- Reference.cpp - DPO's precomputed reference ------------------------===//
+
+#include "runtime/train/Reference.h"
+
+#include "proto/TrainRows.h"
+#include "runtime/data/ReferenceCache.h"
+#include "runtime/train/Batch.h"
+#include "support/AtomicFile.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <chrono>
+
+using namespace twill;
+
+static llvm::Error referenceError(const llvm::Twine &what) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), what);
+}
+
+/// What the reference of the program's rows is computed with: the base with
+/// no adapter, the model, how its weights are held, and where they came
+/// from (a random base is drawn from the seed).
+static std::string baseDescription(const Program &program) {
+  const JobConfig &job = program.job();
+  std::string base = job.model().SerializeAsString() +
+                     job.quantization().SerializeAsString() +
+                     TrainConfig::Precision_Name(job.train().precision()) +
+                     "\n" + program.baseCheckpoint().str();
+  if (program.baseCheckpoint().empty())
+    base += "\nrandom base, seed " + std::to_string(job.train().seed());
+  return base;
+}
+
+/// Runs @reference on the batch the inputs hold: its batch_size x 2
+/// log-probabilities, on every rank.
+static llvm::Expected<llvm::ArrayRef<float>> runReference(Program &program) {
+  const EntryPoint *reference = program.entryPoint(REFERENCE);
+  if (!reference)
+    return referenceError(
+        "the executable has no reference entry point (dpo.reference "
+        "PRECOMPUTED): compile it with this release's twillc");
+  if (llvm::Error error = program.run(*reference))
+    return std::move(error);
+  int id = Program::outputOf(*reference, REFERENCE_LOGPS);
+  int64_t count = 2 * program.job().train().batch_size();
+  // The output is whole on every rank (a gathered batch may be padded past
+  // its rows).
+  if (id < 0 || numElements(program.buffers().info(id)) < count)
+    return referenceError("the executable's reference entry point returns "
+                          "no reference_logps of the batch");
+  return llvm::ArrayRef<float>(program.buffers().as<float>(id), count);
+}
+
+llvm::Error twill::computeBatchReference(Program &program) {
+  llvm::Expected<llvm::ArrayRef<float>> values = runReference(program);
+  if (!values)
+    return values.takeError();
+  // The input may be the output's own memory: fill from a copy.
+  std::vector<float> whole(values->begin(), values->end());
+  return fillReferenceLogps(program, whole);
+}
+
+/// Rank 0's reading of `cache`: its values, or none (with why not, where
+/// the file exists but holds no reference of these rows).
+static std::optional<std::vector<std::array<float, 2>>>
+readCache(llvm::StringRef cache, int64_t rows, uint64_t fingerprint,
+          llvm::raw_ostream &log) {
+  if (cache.empty() || !llvm::sys::fs::exists(cache))
+    return std::nullopt;
+  auto file = llvm::MemoryBuffer::getFile(cache, /*IsText=*/true);
+  if (!file) {
+    log << cache << ": cannot read it (" << file.getError().message()
+        << "); computing the reference again\n";
+    return std::nullopt;
+  }
+  llvm::Expected<std::vector<std::array<float, 2>>> values =
+      parseReferenceCache((*file)->getBuffer(), rows, fingerprint);
+  if (!values) {
+    log << cache << ": " << llvm::toString(values.takeError())
+        << "; computing the reference again\n";
+    return std::nullopt;
+  }
+  return std::move(*values);
+}
+
+llvm::Error twill::precomputeReference(Program &program,
+                                       llvm::MutableArrayRef<Row> rows,
+                                       llvm::StringRef cache,
+                                       llvm::raw_ostream &log) {
+  auto began = std::chrono::steady_clock::now();
+  uint64_t fingerprint = referenceFingerprint(rows, baseDescription(program));
+  // Rank 0 reads the cache, and every rank takes what it found: the ranks
+  // agree whether to run @reference even where they see different files.
+  std::vector<std::array<float, 2>> values;
+  if (program.writesFiles())
+    if (auto read = readCache(cache, rows.size(), fingerprint, log))
+      values = std::move(*read);
+  int64_t found = !values.empty();
+  if (llvm::Error error = program.broadcastFromFirst(&found, sizeof(found)))
+    return error;
+  if (found) {
+    values.resize(rows.size());
+    if (llvm::Error error = program.broadcastFromFirst(
+            values.data(), values.size() * sizeof(values[0])))
+      return error;
+    for (auto [row, pair] : llvm::zip_equal(rows, values))
+      row.reference = pair;
+    log << llvm::formatv("reference log-probabilities of {0} pairs: read "
+                         "from {1}\n",
+                         rows.size(), cache);
+    return llvm::Error::success();
+  }
+
+  const TrainConfig &settings = program.job().train();
+  int64_t batchSize = settings.batch_size(), seqLen = rowLength(settings);
+  int64_t batches = (rows.size() + batchSize - 1) / batchSize;
+  for (int64_t index = 0; index < batches; ++index) {
+    std::vector<Row> batch;
+    for (int64_t i = index * batchSize; i < (index + 1) * batchSize; ++i) {
+      batch.push_back(i < (int64_t)rows.size() ? rows[i] : paddingRow(seqLen));
+      // @reference reads no reference of its own.
+      batch.back().reference = {0.0f, 0.0f};
+    }
+    if (llvm::Error error = fillBatch(program, batch))
+      return error;
+    llvm::Expected<llvm::ArrayRef<float>> logps = runReference(program);
+    if (!logps)
+      return logps.takeError();
+    for (int64_t r = 0;
+         r < batchSize && index * batchSize + r < (int64_t)rows.size(); ++r)
+      rows[index * batchSize + r].reference = {(*logps)[2 * r],
+                                               (*logps)[2 * r + 1]};
+  }
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - began)
+          .count();
+  log << llvm::formatv("reference log-probabilities of {0} pairs: computed "
+                       "in {1:f1} s ({2} batches of @reference){3}\n",
+                       rows.size(), seconds, batches,
+                       cache.empty() ? std::string()
+                                     : ", kept in " + cache.str());
+  if (cache.empty() || !program.writesFiles())
+    return llvm::Error::success();
+  for (const Row &row : rows)
+    values.push_back(*row.reference);
+  return writeFileAtomically(cache, [&](llvm::raw_ostream &os) {
+    os << printReferenceCache(values, fingerprint);
+  });
+}

@@ -1,0 +1,44 @@
+//===- Reference.h - DPO's precomputed reference -----------------*- C++
+//-*-===//
+//
+// Under dpo.reference PRECOMPUTED the steps read the reference model's
+// log-probabilities of each row's chosen and rejected sequences instead of
+// running the reference (the base with every adapter off) beside the
+// policy. The program's @reference entry point computes them, a
+// micro-batch at a time, in a first pass over the data before training;
+// they are kept with the rows (Row::reference) and in a file of the output
+// folder, which a later run on the same rows and base (a resumed one)
+// reads instead of computing them again.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TWILL_RUNTIME_TRAIN_REFERENCE_H
+#define TWILL_RUNTIME_TRAIN_REFERENCE_H
+
+#include "runtime/data/TokenizedDataset.h"
+#include "runtime/train/Program.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace twill {
+
+/// The file of the output folder that keeps the training rows' reference.
+inline constexpr llvm::StringLiteral kReferenceFile = "reference_logps.jsonl";
+
+/// Sets each of `rows`' reference log-probabilities: read from `cache`
+/// where it holds those of these rows under this base, else computed by
+/// @reference and written to `cache` by rank 0 (not kept where `cache` is
+/// empty). `log` hears which, and how long it took. A collective: every
+/// rank calls it with the same rows, and every rank reads what rank 0
+/// found.
+llvm::Error precomputeReference(Program &program,
+                                llvm::MutableArrayRef<Row> rows,
+                                llvm::StringRef cache, llvm::raw_ostream &log);
+
+/// Runs @reference on the batch the program's inputs hold and fills its
+/// reference_logps input with the result: a single batch's reference, as
+/// a step reads it (twill-train --eval --batch).
+llvm::Error computeBatchReference(Program &program);
+
+} // namespace twill
+
+#endif // TWILL_RUNTIME_TRAIN_REFERENCE_H
