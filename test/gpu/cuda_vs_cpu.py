@@ -18,7 +18,10 @@
    quantized base, NF4 and FP8, fp32 and bf16, and FP8 with its products'
    inputs rounded to e4m3 (the FP8 GEMMs).
 2. The tiny job trained for 20 steps on both, in fp32, in bf16 and with
-   dropout: per-step losses within 2e-2.
+   dropout: per-step losses within 2e-2; and DPO on 80 synthetic
+   pre-tokenized preference pairs (written here), its reference run in
+   every step and precomputed by @reference's pass before training, whose
+   losses on cuda must also be the former's within 1e-5.
 
 Exits 77 (ctest: skipped, never passed) where twill-train says there is no
 GPU or no CUDA build. A variant that fails on the GPU (an error, a hang past
@@ -86,9 +89,13 @@ def run(command):
 
 
 STEPS = ["train.epochs=1", "train.max_steps_per_epoch=20"]
-# The 20-step training runs, fp32 and bf16.
+DPO = ["train.objective=DPO", "data.format=PREFERENCE", "train.seq_len=16",
+       "train.batch_size=4"]
+# The 20-step training runs, fp32 and bf16, and DPO's.
 TRAINING = {"train": STEPS, "train-bf16": STEPS + BF16,
-            "train-dropout": STEPS + DROPOUT}
+            "train-dropout": STEPS + DROPOUT, "train-dpo": STEPS + DPO,
+            "train-dpo-precomputed": STEPS + DPO
+            + ["dpo.reference=PRECOMPUTED"]}
 
 
 def program_name(variant):
@@ -141,8 +148,25 @@ def eval_step(args, program, batch, backend):
     return float(found.group(1)), load_file(gradients)
 
 
-def train(args, program, out, backend):
-    result = run([args.bin / "twill-train", program, "--data", args.data,
+def preference_pairs(work, vocab=512, pairs=80):
+    """Pre-tokenized pairs (no tokenizer needed): prompts of 2 to 6 ids,
+    completions of 1 to 6."""
+    rng = np.random.default_rng(1)
+    ids = lambda low, high: rng.integers(3, vocab, rng.integers(low, high + 1))
+    path = work / "pairs.jsonl"
+    path.write_text("".join(
+        json.dumps({"prompt_ids": ids(2, 6).tolist(),
+                    "chosen_ids": ids(1, 6).tolist(),
+                    "rejected_ids": ids(1, 6).tolist()}) + "\n"
+        for _ in range(pairs)))
+    return path
+
+
+def train(args, program, out, backend, data):
+    # Each backend computes a precomputed reference itself: none is kept
+    # from the other's run.
+    (out / "reference_logps.jsonl").unlink(missing_ok=True)
+    result = run([args.bin / "twill-train", program, "--data", data,
                   f"--backend={backend}"])
     if result.returncode:
         raise Failed(f"{backend}: {result.stderr.strip()}")
@@ -194,11 +218,14 @@ def main():
         print(f"{variant}: loss {cuda_loss:.6f} vs {cpu_loss:.6f}, "
               f"{len(cpu_grads)} gradients within {worst:.1e}", flush=True)
 
+    pairs = preference_pairs(args.work)
+    cuda_losses = {}
     for name, overrides in TRAINING.items():
         program, out = compile_job(args, name, overrides)
+        data = pairs if DPO[0] in overrides else args.data
         try:
-            cpu = train(args, program, out, "cpu")
-            cuda = train(args, program, out, "cuda")
+            cpu = train(args, program, out, "cpu", data)
+            cuda = cuda_losses[name] = train(args, program, out, "cuda", data)
         except Failed as failure:
             failures.append(f"{name}: {failure}")
             print(f"{name}: FAILED: {failure}", flush=True)
@@ -209,6 +236,16 @@ def main():
             failures.append(f"{name}: cuda {cuda} vs cpu {cpu}")
         print(f"{name}: {len(cuda)} steps, losses within {worst:.1e} of cpu",
               flush=True)
+    # A precomputed reference trains as the reference run in every step.
+    every, once = (cuda_losses.get(name)
+                   for name in ("train-dpo", "train-dpo-precomputed"))
+    if every and once:
+        worst = max((abs(a - b) / abs(b) for a, b in zip(once, every)),
+                    default=0.0)
+        if len(once) != len(every) or not worst <= 1e-5:
+            failures.append(f"DPO precomputed on cuda: {once} vs {every}")
+        print(f"DPO precomputed on cuda: losses within {worst:.1e} of the "
+              f"reference in every step", flush=True)
     if failures:
         sys.exit("\n".join(failures))
 

@@ -2,6 +2,7 @@
 with a PEFT LoRA model, on the cpu in fp32.
 
     python dpo_oracle.py --bin BUILD/bin --work DIR [--loss sigmoid|ipo|hinge]
+                         [--precomputed]
 
 A tiny Llama (vocab 97) and 40 preference pairs, pre-tokenized (prompts of
 2 to 9 tokens, completions of 1 to 9: some prompt + completion longer than
@@ -19,6 +20,10 @@ is its own). Every step's loss and TRL's metrics (rewards/chosen,
 abs difference / max abs value). rewards/accuracies counts the pairs whose
 chosen reward is ahead; a pair whose rewards are within rounding of each
 other may land either way, so a step may differ by one pair, no more.
+
+With --precomputed both compute the reference once over the pairs before
+training: Twill's dpo.reference PRECOMPUTED (its @reference pass) and
+TRL's precompute_ref_log_probs.
 """
 import argparse
 import json
@@ -77,10 +82,11 @@ def word_tokenizer():
         pad_token="t0", eos_token="t2")
 
 
-def trl_trainer(base, pairs, loss_type, targets, work):
+def trl_trainer(base, pairs, loss_type, targets, work, precomputed):
     """TRL's trainer of a new LoRA adapter (its peft_config: the reference
     is the base with the adapter off)."""
     args = DPOConfig(
+        precompute_ref_log_probs=precomputed,
         output_dir=str(work / "trl"), per_device_train_batch_size=BATCH,
         gradient_accumulation_steps=ACCUMULATION, max_steps=STEPS,
         learning_rate=LR, lr_scheduler_type="cosine", warmup_steps=WARMUP,
@@ -102,8 +108,10 @@ def main():
     parser.add_argument("--work", type=Path, required=True)
     parser.add_argument("--loss", choices=["sigmoid", "ipo", "hinge"],
                         default="sigmoid")
+    parser.add_argument("--precomputed", action="store_true")
     args = parser.parse_args()
-    work = args.work / f"dpo-{args.loss}"
+    work = args.work / (f"dpo-{args.loss}"
+                        + ("-precomputed" if args.precomputed else ""))
     work.mkdir(parents=True, exist_ok=True)
 
     torch.manual_seed(0)
@@ -112,7 +120,8 @@ def main():
     targets = some_projections("llama")
     pairs = make_pairs()
     # TRL's adapter as it starts (A random, B zero) is Twill's start too.
-    trainer = trl_trainer(base, pairs, args.loss, targets, work)
+    trainer = trl_trainer(base, pairs, args.loss, targets, work,
+                          args.precomputed)
     trainer.model.save_pretrained(work / "initial")
     with open(work / "pairs.jsonl", "w") as out:
         for pair in pairs:
@@ -122,7 +131,8 @@ def main():
 checkpoint {{ base_dir: "{work / 'base'}" output_dir: "{work / 'out'}" }}
 lora {{ rank: {RANK} alpha: {ALPHA}{modules} }}
 data {{ path: "{work / 'pairs.jsonl'}" format: PREFERENCE shuffle: false }}
-dpo {{ loss_type: {args.loss.upper()} beta: {BETA} }}
+dpo {{ loss_type: {args.loss.upper()} beta: {BETA}
+       reference: {"PRECOMPUTED" if args.precomputed else "ADAPTER_OFF"} }}
 train {{
   objective: DPO batch_size: {BATCH} seq_len: {MAX_LENGTH}
   gradient_accumulation_steps: {ACCUMULATION} epochs: 1 lr: {LR}
@@ -149,7 +159,8 @@ train {{
             error = abs(ours[key] - theirs[key]) / max(1.0, abs(theirs[key]))
             worst = max(worst, (error, f"step {step} {key}: {ours[key]} vs "
                                        f"{theirs[key]}"))
-    print(f"{args.loss}: {len(twill)} steps of Twill, {len(trl)} of TRL; "
+    print(f"{args.loss}{' (precomputed)' if args.precomputed else ''}: "
+          f"{len(twill)} steps of Twill, {len(trl)} of TRL; "
           f"worst of {len(METRICS) - 1} figures a step: {worst[0]:.2e} "
           f"({worst[1]})")
     print(f"  TRL's loss {trl[0]['loss']:.6f} -> {trl[-1]['loss']:.6f}, "
