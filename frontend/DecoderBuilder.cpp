@@ -288,8 +288,7 @@ OwningOpRef<ModuleOp> DecoderTracer::trace() {
   bool precomputed =
       dpo && job.dpo().reference() == ::twill::DpoConfig::PRECOMPUTED;
   Value tokens = beginEntry(module.get(), "forward", EntryRole::Forward);
-  // A precomputed reference is an input of the forward (read before the
-  // parameters are, so that it follows the batch's inputs).
+  // A precomputed reference is an input of the forward, after the batch's.
   Value reference;
   if (precomputed)
     reference =

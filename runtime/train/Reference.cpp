@@ -56,9 +56,7 @@ llvm::Error twill::computeBatchReference(Program &program) {
   llvm::Expected<llvm::ArrayRef<float>> values = runReference(program);
   if (!values)
     return values.takeError();
-  // The input may be the output's own memory: fill from a copy.
-  std::vector<float> whole(values->begin(), values->end());
-  return fillReferenceLogps(program, whole);
+  return fillReferenceLogps(program, *values);
 }
 
 /// Rank 0's reading of `cache`: its values, or none (with why not, where
