@@ -26,13 +26,14 @@
 namespace twill::dpo {
 
 /// The loss types (proto DpoLossAttributes.LossType's values).
-enum class LossType : int { Sigmoid = 0, Ipo = 1, Hinge = 2 };
+enum class LossType : int { Sigmoid = 0, Ipo = 1, Hinge = 2, Robust = 3 };
 
 /// The loss type an IR attribute (dpo_loss's `loss_type`) names.
 inline bool lossTypeNamed(const char *name, LossType &type) {
   for (auto [spelling, value] :
        {std::pair{"sigmoid", LossType::Sigmoid},
-        std::pair{"ipo", LossType::Ipo}, std::pair{"hinge", LossType::Hinge}})
+        std::pair{"ipo", LossType::Ipo}, std::pair{"hinge", LossType::Hinge},
+        std::pair{"robust", LossType::Robust}})
     if (std::string_view(name) == spelling) {
       type = value;
       return true;
@@ -44,7 +45,9 @@ inline bool lossTypeNamed(const char *name, LossType &type) {
 struct Settings {
   LossType type;
   double beta;
-  double labelSmoothing; // sigmoid's: the preference flipped with this chance
+  /// Sigmoid's and robust's: the chance that a pair's preference is the
+  /// other way.
+  double labelSmoothing;
 };
 
 /// A pair's log-probabilities and its completions' token counts.
@@ -84,7 +87,10 @@ TWILL_DPO_HOST_DEVICE inline double ipoDelta(const Pair &p) {
 }
 
 /// The pair's loss:
-///   sigmoid: -(1 - e) log s(b d) - e log s(-b d)   (e = label_smoothing)
+///   sigmoid: -(1 - e) log s(b d) - e log s(-b d)   (e = label_smoothing:
+///            conservative DPO, which TRL 1.16's sigmoid no longer reads)
+///   robust:  (-(1 - e) log s(b d) + e log s(-b d)) / (1 - 2 e)
+///            (Robust DPO's unbiased loss, TRL's "robust")
 ///   hinge:   relu(1 - b d)
 ///   ipo:     (d_ipo - 1 / (2 b))^2
 /// with d the difference of the log-ratios (chosen minus rejected).
@@ -95,6 +101,10 @@ TWILL_DPO_HOST_DEVICE inline double loss(const Settings &s, const Pair &p) {
   case LossType::Sigmoid:
     return -(1 - s.labelSmoothing) * logSigmoid(s.beta * delta) -
            s.labelSmoothing * logSigmoid(-s.beta * delta);
+  case LossType::Robust:
+    return (-(1 - s.labelSmoothing) * logSigmoid(s.beta * delta) +
+            s.labelSmoothing * logSigmoid(-s.beta * delta)) /
+           (1 - 2 * s.labelSmoothing);
   case LossType::Hinge:
     return fmax(1 - s.beta * delta, 0.0);
   case LossType::Ipo: {
@@ -119,6 +129,10 @@ TWILL_DPO_HOST_DEVICE inline Gradient gradient(const Settings &s,
   switch (s.type) {
   case LossType::Sigmoid:
     slope = s.beta * (sigmoid(s.beta * delta) - (1 - s.labelSmoothing));
+    break;
+  case LossType::Robust:
+    slope = s.beta * (sigmoid(s.beta * delta) -
+                      (1 - s.labelSmoothing) / (1 - 2 * s.labelSmoothing));
     break;
   case LossType::Hinge: // torch's relu passes nothing at 0
     slope = 1 - s.beta * delta > 0 ? -s.beta : 0.0;

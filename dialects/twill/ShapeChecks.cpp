@@ -56,7 +56,8 @@ mlir::twill::verifyDpoSettings(Operation *op, StringRef lossType,
                                const llvm::APFloat &labelSmoothing) {
   ::twill::dpo::LossType type;
   if (!::twill::dpo::lossTypeNamed(lossType.str().c_str(), type))
-    return op->emitOpError("loss_type must be sigmoid, ipo or hinge, got ")
+    return op->emitOpError(
+               "loss_type must be sigmoid, ipo, hinge or robust, got ")
            << lossType;
   double b = beta.convertToDouble(), e = labelSmoothing.convertToDouble();
   if (!(b > 0 && std::isfinite(b)))

@@ -591,8 +591,8 @@ def Twill_DpoLossOp : Twill_ComputeOp<"dpo_loss", [Pure, DeclareOpInterfaceMetho
     For `[pairs, 2]` log-probabilities of a pair's chosen (0) and rejected
     (1) completion, each summed over its tokens, under the policy and under
     the reference model, and `tokens` (how many each sums), returns TRL's
-    DPO loss (`loss_type` sigmoid, ipo or hinge, with `beta` and sigmoid's
-    `label_smoothing`; support/Dpo.h) summed over the pairs with a token in
+    DPO loss (`loss_type` sigmoid, ipo, hinge or robust, with `beta` and
+    sigmoid's and robust's `label_smoothing`; support/Dpo.h) summed over the pairs with a token in
     each completion, how many those are, and the sums of TRL's metrics
     over them (`metrics`, 6 values: the chosen and rejected rewards, the
     pairs whose chosen reward is the greater, the margins, and the policy's

@@ -491,8 +491,10 @@ static void validateObjective(const JobConfig &config, Problems &problems) {
   if (!(smoothing >= 0 && smoothing < 0.5))
     problems.add("dpo.label_smoothing must be in [0, 0.5), got {0}",
                  llvm::format("%g", smoothing));
-  else if (smoothing > 0 && settings.loss_type() != DpoConfig::SIGMOID)
-    problems.add("dpo.label_smoothing smooths the SIGMOID loss; {0} has none",
+  else if (smoothing > 0 && settings.loss_type() != DpoConfig::SIGMOID &&
+           settings.loss_type() != DpoConfig::ROBUST)
+    problems.add("dpo.label_smoothing smooths the SIGMOID and ROBUST losses; "
+                 "{0} has none",
                  DpoConfig::LossType_Name(settings.loss_type()));
 }
 

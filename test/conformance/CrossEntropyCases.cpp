@@ -146,6 +146,8 @@ void conformance::dpoLossCases(Suite &suite) {
   for (Loss loss : {Loss{DpoLossAttributes::SIGMOID, 0.1, 0, "sigmoid"},
                     Loss{DpoLossAttributes::SIGMOID, 0.5, 0.2,
                          "sigmoid, label smoothing 0.2"},
+                    Loss{DpoLossAttributes::ROBUST, 0.5, 0.2,
+                         "robust, label smoothing 0.2"},
                     Loss{DpoLossAttributes::IPO, 0.1, 0, "ipo"},
                     Loss{DpoLossAttributes::HINGE, 0.3, 0, "hinge"}})
     for (bool gradient : {false, true}) {

@@ -521,8 +521,8 @@ func.func @quantized_matmul_rounded_lhs(%x: tensor<3x8xf32>, %v: tensor<8x16xi8>
 // -----
 
 func.func @dpo_loss_type(%p: tensor<4x2xf32>, %t: tensor<4x2xi64>) {
-  // expected-error @+1 {{loss_type must be sigmoid, ipo or hinge, got robust}}
-  %0:3 = twill.dpo_loss %p, %p, %t {loss_type = "robust", beta = 0.1 : f64} : (tensor<4x2xf32>, tensor<4x2xf32>, tensor<4x2xi64>) -> (tensor<f32>, tensor<i64>, tensor<6xf32>)
+  // expected-error @+1 {{loss_type must be sigmoid, ipo, hinge or robust, got kto}}
+  %0:3 = twill.dpo_loss %p, %p, %t {loss_type = "kto", beta = 0.1 : f64} : (tensor<4x2xf32>, tensor<4x2xf32>, tensor<4x2xi64>) -> (tensor<f32>, tensor<i64>, tensor<6xf32>)
   return
 }
 

@@ -20,8 +20,8 @@ at a time); lm_head not adapted, with FULL activation checkpointing and
 the loss in tiles of 7 positions (both log-probabilities tiled, the
 reference's layers beside the recomputed policy's); FULL checkpointing
 with the kept layer inputs offloaded and the MLP and attention in tiles;
-IPO and hinge. The first step's loss must be the loss of a policy equal to
-its reference (log 2, (1 / (2 beta))^2, 1): the adapter starts as nothing
+IPO, hinge and robust. The first step's loss must be the loss of a policy equal to
+its reference (log 2, (1 / (2 beta))^2, 1, log 2): the adapter starts as nothing
 (B = 0).
 
 A precomputed reference (dpo.reference PRECOMPUTED: @reference's first pass
@@ -67,6 +67,8 @@ VARIANTS = {
          "parallel.attention_tile_tokens=7"], math.log(2), MESHES, None),
     "ipo": (["dpo.loss_type=IPO"], (1 / (2 * 0.1)) ** 2, MESHES, None),
     "hinge": (["dpo.loss_type=HINGE", "dpo.beta=0.5"], 1.0, MESHES, None),
+    "robust": (["dpo.loss_type=ROBUST", "dpo.label_smoothing=0.1"],
+               math.log(2), MESHES, None),
     "precomputed": (PRECOMPUTED, math.log(2), MESHES, "sigmoid"),
     "tiled, FULL checkpointing, precomputed": (
         TILED + PRECOMPUTED, math.log(2), MESHES,

@@ -1,7 +1,8 @@
 """Oracle test of Twill's DPO (train.objective DPO) against TRL's DPOTrainer
 with a PEFT LoRA model, on the cpu in fp32.
 
-    python dpo_oracle.py --bin BUILD/bin --work DIR [--loss sigmoid|ipo|hinge]
+    python dpo_oracle.py --bin BUILD/bin --work DIR
+                         [--loss sigmoid|ipo|hinge|robust]
                          [--precomputed]
 
 A tiny Llama (vocab 97) and 40 preference pairs, pre-tokenized (prompts of
@@ -46,6 +47,8 @@ from families import some_projections, tiny_model
 
 VOCAB, MAX_LENGTH, BATCH, ACCUMULATION, STEPS = 97, 12, 2, 2, 10
 LR, WARMUP, WEIGHT_DECAY, MAX_NORM, BETA = 5e-3, 3, 0.1, 0.5, 0.2
+# Robust DPO's chance of a flipped preference (TRL's label_smoothing).
+SMOOTHING = {"robust": 0.1}
 RANK, ALPHA = 4, 8.0
 PAIRS = BATCH * ACCUMULATION  # a step's
 METRICS = ["loss", "rewards/chosen", "rewards/rejected", "rewards/accuracies",
@@ -92,7 +95,8 @@ def trl_trainer(base, pairs, loss_type, targets, work, precomputed):
         learning_rate=LR, lr_scheduler_type="cosine", warmup_steps=WARMUP,
         weight_decay=WEIGHT_DECAY, max_grad_norm=MAX_NORM, optim="adamw_torch",
         adam_beta1=0.9, adam_beta2=0.999, adam_epsilon=1e-8, beta=BETA,
-        loss_type=[loss_type], max_length=MAX_LENGTH, logging_steps=1,
+        loss_type=[loss_type], label_smoothing=SMOOTHING.get(loss_type, 0.0),
+        max_length=MAX_LENGTH, logging_steps=1,
         save_strategy="no", report_to=[], use_cpu=True, seed=0,
         dataloader_num_workers=0, bf16=False, fp16=False)
     return InOrderDPOTrainer(
@@ -106,7 +110,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--bin", type=Path, required=True)
     parser.add_argument("--work", type=Path, required=True)
-    parser.add_argument("--loss", choices=["sigmoid", "ipo", "hinge"],
+    parser.add_argument("--loss", choices=["sigmoid", "ipo", "hinge", "robust"],
                         default="sigmoid")
     parser.add_argument("--precomputed", action="store_true")
     args = parser.parse_args()
@@ -132,6 +136,7 @@ checkpoint {{ base_dir: "{work / 'base'}" output_dir: "{work / 'out'}" }}
 lora {{ rank: {RANK} alpha: {ALPHA}{modules} }}
 data {{ path: "{work / 'pairs.jsonl'}" format: PREFERENCE shuffle: false }}
 dpo {{ loss_type: {args.loss.upper()} beta: {BETA}
+       label_smoothing: {SMOOTHING.get(args.loss, 0.0)}
        reference: {"PRECOMPUTED" if args.precomputed else "ADAPTER_OFF"} }}
 train {{
   objective: DPO batch_size: {BATCH} seq_len: {MAX_LENGTH}

@@ -539,8 +539,13 @@ TEST(JobConfigValidation, Dpo) {
               HasSubstr("dpo.label_smoothing must be in [0, 0.5), got 0.5"));
   EXPECT_THAT(validationErrorAfter("train.objective=DPO data.format=PREFERENCE "
                                    "dpo.loss_type=IPO dpo.label_smoothing=0.1"),
-              HasSubstr("dpo.label_smoothing smooths the SIGMOID loss; IPO "
-                        "has none"));
+              HasSubstr("dpo.label_smoothing smooths the SIGMOID and ROBUST "
+                        "losses; IPO has none"));
+  // Robust DPO reads it too.
+  llvm::Error robust = validateJobConfig(
+      loadTiny({"train.objective=DPO", "data.format=PREFERENCE",
+                "dpo.loss_type=ROBUST", "dpo.label_smoothing=0.1"}));
+  EXPECT_FALSE(bool(robust)) << llvm::toString(std::move(robust));
 }
 
 // Issue 35: each family the frontend builds validates; an unknown one, a

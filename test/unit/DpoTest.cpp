@@ -27,6 +27,10 @@ double naiveLoss(dpo::Settings s, const dpo::Pair &p) {
   case dpo::LossType::Sigmoid:
     return -(1 - s.labelSmoothing) * std::log(sigmoid(s.beta * delta)) -
            s.labelSmoothing * std::log(sigmoid(-s.beta * delta));
+  case dpo::LossType::Robust: // TRL's clean term minus its flipped term
+    return (-(1 - s.labelSmoothing) * std::log(sigmoid(s.beta * delta)) -
+            -s.labelSmoothing * std::log(sigmoid(-s.beta * delta))) /
+           (1 - 2 * s.labelSmoothing);
   case dpo::LossType::Hinge:
     return std::max(0.0, 1 - s.beta * delta);
   case dpo::LossType::Ipo: {
@@ -48,6 +52,8 @@ const std::vector<dpo::Pair> kPairs = {
 TEST(Dpo, EachLossIsTrlsDefinition) {
   for (dpo::Settings s : {dpo::Settings{dpo::LossType::Sigmoid, 0.1, 0},
                           dpo::Settings{dpo::LossType::Sigmoid, 0.5, 0.2},
+                          dpo::Settings{dpo::LossType::Robust, 0.5, 0.2},
+                          dpo::Settings{dpo::LossType::Robust, 0.1, 0},
                           dpo::Settings{dpo::LossType::Hinge, 0.3, 0},
                           dpo::Settings{dpo::LossType::Ipo, 0.1, 0}})
     for (const dpo::Pair &p : kPairs)
@@ -64,6 +70,8 @@ TEST(Dpo, EachLossIsTrlsDefinition) {
 TEST(Dpo, GradientIsTheLossesSlope) {
   for (dpo::Settings s : {dpo::Settings{dpo::LossType::Sigmoid, 0.1, 0},
                           dpo::Settings{dpo::LossType::Sigmoid, 0.5, 0.2},
+                          dpo::Settings{dpo::LossType::Robust, 0.5, 0.2},
+                          dpo::Settings{dpo::LossType::Robust, 0.1, 0},
                           dpo::Settings{dpo::LossType::Hinge, 0.3, 0},
                           dpo::Settings{dpo::LossType::Ipo, 0.1, 0}})
     for (const dpo::Pair &p : kPairs) {
