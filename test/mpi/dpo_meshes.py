@@ -20,7 +20,8 @@ at a time); lm_head not adapted, with FULL activation checkpointing and
 the loss in tiles of 7 positions (both log-probabilities tiled, the
 reference's layers beside the recomputed policy's); FULL checkpointing
 with the kept layer inputs offloaded and the MLP and attention in tiles;
-IPO, hinge and robust. The first step's loss must be the loss of a policy equal to
+IPO, hinge and robust; an NF4 and an FP8 base (QLoRA: the reference is the
+quantized base). The first step's loss must be the loss of a policy equal to
 its reference (log 2, (1 / (2 beta))^2, 1, log 2): the adapter starts as nothing
 (B = 0).
 
@@ -55,6 +56,7 @@ TILED = [PROJECTIONS, "parallel.activation_checkpointing=FULL",
          "parallel.loss_tile_tokens=7"]
 PRECOMPUTED = ["dpo.reference=PRECOMPUTED"]
 BF16 = ["train.precision=BF16"]
+NF4 = ["quantization.base=NF4", "model.intermediate_size=192"]
 # name: (overrides, the first step's loss (the policy is the reference;
 #        None: not checked),
 #        the meshes compared with its 1x1, the variant its 1x1 must equal)
@@ -73,6 +75,11 @@ VARIANTS = {
     "tiled, FULL checkpointing, precomputed": (
         TILED + PRECOMPUTED, math.log(2), MESHES,
         "tiled, FULL checkpointing"),
+    # QLoRA: a quantized base is the reference too (NF4's MLP of 192: whole
+    # blocks of 64).
+    "NF4 base": (NF4, math.log(2), MESHES, None),
+    "NF4 base, precomputed": (NF4 + PRECOMPUTED, math.log(2), [], "NF4 base"),
+    "FP8 base": (["quantization.base=FP8"], math.log(2), MESHES, None),
     # Not log 2 in bf16: the adapted lm_head's logits are held in bf16,
     # the reference's (a tile at a time) in fp32.
     "bf16": (BF16, None, [], None),
