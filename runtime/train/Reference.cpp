@@ -84,6 +84,7 @@ readCache(llvm::StringRef cache, int64_t rows, uint64_t fingerprint,
 
 llvm::Error twill::precomputeReference(Program &program,
                                        llvm::MutableArrayRef<Row> rows,
+                                       llvm::ArrayRef<int64_t> read,
                                        llvm::StringRef cache,
                                        llvm::raw_ostream &log) {
   auto began = std::chrono::steady_clock::now();
@@ -112,11 +113,14 @@ llvm::Error twill::precomputeReference(Program &program,
 
   const TrainConfig &settings = program.job().train();
   int64_t batchSize = settings.batch_size(), seqLen = rowLength(settings);
-  int64_t batches = (rows.size() + batchSize - 1) / batchSize;
+  int64_t count = read.size(), batches = (count + batchSize - 1) / batchSize;
   for (int64_t index = 0; index < batches; ++index) {
+    llvm::ArrayRef<int64_t> chosen = read.slice(
+        index * batchSize, std::min(batchSize, count - index * batchSize));
     std::vector<Row> batch;
-    for (int64_t i = index * batchSize; i < (index + 1) * batchSize; ++i) {
-      batch.push_back(i < (int64_t)rows.size() ? rows[i] : paddingRow(seqLen));
+    for (int64_t r = 0; r < batchSize; ++r) {
+      batch.push_back(r < (int64_t)chosen.size() ? rows[chosen[r]]
+                                                 : paddingRow(seqLen));
       // @reference reads no reference of its own.
       batch.back().reference = {0.0f, 0.0f};
     }
@@ -125,20 +129,27 @@ llvm::Error twill::precomputeReference(Program &program,
     llvm::Expected<llvm::ArrayRef<float>> logps = runReference(program);
     if (!logps)
       return logps.takeError();
-    for (int64_t r = 0;
-         r < batchSize && index * batchSize + r < (int64_t)rows.size(); ++r)
-      rows[index * batchSize + r].reference = {(*logps)[2 * r],
-                                               (*logps)[2 * r + 1]};
+    for (auto [r, row] : llvm::enumerate(chosen))
+      rows[row].reference = {(*logps)[2 * r], (*logps)[2 * r + 1]};
   }
+  // Only a pass over every row is kept: a run that reads some (a short
+  // train.max_steps_per_epoch) computes just those.
+  bool whole = count == (int64_t)rows.size();
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - began)
           .count();
-  log << llvm::formatv("reference log-probabilities of {0} pairs: computed "
-                       "in {1:f1} s ({2} batches of @reference){3}\n",
-                       rows.size(), seconds, batches,
-                       cache.empty() ? std::string()
-                                     : ", kept in " + cache.str());
-  if (cache.empty() || !program.writesFiles())
+  log << llvm::formatv(
+      "reference log-probabilities of {0}: computed in {1:f1} s ({2} "
+      "batches of @reference){3}\n",
+      whole ? llvm::formatv("{0} pairs", count).str()
+            : llvm::formatv("the {0} of the {1} pairs the run reads", count,
+                            rows.size())
+                  .str(),
+      seconds, batches,
+      cache.empty() ? std::string()
+      : whole       ? ", kept in " + cache.str()
+                    : std::string(", not kept (not every pair)"));
+  if (cache.empty() || !whole || !program.writesFiles())
     return llvm::Error::success();
   for (const Row &row : rows)
     values.push_back(*row.reference);

@@ -24,14 +24,16 @@ namespace twill {
 /// The file of the output folder that keeps the training rows' reference.
 inline constexpr llvm::StringLiteral kReferenceFile = "reference_logps.jsonl";
 
-/// Sets each of `rows`' reference log-probabilities: read from `cache`
-/// where it holds those of these rows under this base, else computed by
-/// @reference and written to `cache` by rank 0 (not kept where `cache` is
-/// empty). `log` hears which, and how long it took. A collective: every
-/// rank calls it with the same rows, and every rank reads what rank 0
-/// found.
+/// Sets the reference log-probabilities of `rows`: of all of them where
+/// `cache` holds those of these rows under this base, else of the rows
+/// `read` names (ascending indices: those the run reads), computed by
+/// @reference — and written to `cache` by rank 0 when they are all the
+/// rows (not kept where `cache` is empty). `log` hears which, and how long
+/// it took. A collective: every rank calls it with the same rows, and
+/// every rank takes what rank 0 found.
 llvm::Error precomputeReference(Program &program,
                                 llvm::MutableArrayRef<Row> rows,
+                                llvm::ArrayRef<int64_t> read,
                                 llvm::StringRef cache, llvm::raw_ostream &log);
 
 /// Runs @reference on the batch the program's inputs hold and fills its

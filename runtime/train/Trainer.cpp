@@ -128,6 +128,41 @@ static T scalarOutput(Program &program, const EntryPoint &entry,
   return id < 0 ? T() : *program.buffers().as<T>(id);
 }
 
+Schedule twill::scheduleOf(const TrainConfig &settings, int64_t rows) {
+  int64_t microBatches =
+      (rows + settings.batch_size() - 1) / settings.batch_size();
+  Schedule schedule;
+  schedule.stepsPerEpoch =
+      microBatches / settings.gradient_accumulation_steps();
+  if (settings.max_steps_per_epoch() > 0)
+    schedule.stepsPerEpoch =
+        std::min(schedule.stepsPerEpoch, settings.max_steps_per_epoch());
+  schedule.totalSteps = schedule.stepsPerEpoch * settings.epochs();
+  return schedule;
+}
+
+std::vector<int64_t> twill::rowsRead(const JobConfig &job, int64_t rows,
+                                     const TrainPosition &start) {
+  const TrainConfig &settings = job.train();
+  int64_t perStep =
+      settings.batch_size() * settings.gradient_accumulation_steps();
+  int64_t stepsPerEpoch = scheduleOf(settings, rows).stepsPerEpoch;
+  std::vector<bool> read(rows, false);
+  for (int64_t epoch = start.epoch; epoch < settings.epochs(); ++epoch) {
+    std::vector<int64_t> order =
+        epochOrder(rows, settings.seed(), epoch, job.data().shuffle());
+    int64_t first = epoch == start.epoch ? start.index * perStep : 0;
+    int64_t end = std::min(rows, stepsPerEpoch * perStep);
+    for (int64_t i = first; i < end; ++i)
+      read[order[i]] = true;
+  }
+  std::vector<int64_t> indices;
+  for (int64_t row = 0; row < rows; ++row)
+    if (read[row])
+      indices.push_back(row);
+  return indices;
+}
+
 llvm::Expected<TrainResult>
 twill::train(Program &program, llvm::ArrayRef<Row> rows, llvm::StringRef source,
              llvm::raw_ostream &log, const TrainPosition &start) {
@@ -141,17 +176,13 @@ twill::train(Program &program, llvm::ArrayRef<Row> rows, llvm::StringRef source,
 
   int64_t batchSize = settings.batch_size(), seqLen = rowLength(settings);
   int64_t accumulation = settings.gradient_accumulation_steps();
-  int64_t microBatches = (rows.size() + batchSize - 1) / batchSize;
-  int64_t stepsPerEpoch = microBatches / accumulation;
-  if (settings.max_steps_per_epoch() > 0)
-    stepsPerEpoch = std::min(stepsPerEpoch, settings.max_steps_per_epoch());
+  auto [stepsPerEpoch, totalSteps] = scheduleOf(settings, rows.size());
   if (stepsPerEpoch == 0)
     return trainError(llvm::formatv(
         "{0}: makes {1} rows of train.seq_len {2}: fewer than one step of "
         "train.batch_size {3} x train.gradient_accumulation_steps {4} (more "
         "data, or smaller settings)",
         source, rows.size(), seqLen, batchSize, accumulation));
-  int64_t totalSteps = stepsPerEpoch * settings.epochs();
   // A resumed run continues the schedule it was on: the data must make at
   // least the steps it already took.
   if (start.steps > totalSteps || start.epoch > settings.epochs() ||

@@ -31,6 +31,19 @@ struct TrainResult {
   Backend::PeakMemory peakMemory;
 };
 
+/// How a run lays its optimizer steps over `rows` rows: the steps of an
+/// epoch (train.max_steps_per_epoch may cut it short; 0: too few rows for
+/// one) and of the run.
+struct Schedule {
+  int64_t stepsPerEpoch = 0, totalSteps = 0;
+};
+Schedule scheduleOf(const TrainConfig &settings, int64_t rows);
+
+/// The rows (their indices, ascending, each once) that training from
+/// `start` reads: each epoch's order as far as its steps go.
+std::vector<int64_t> rowsRead(const JobConfig &job, int64_t rows,
+                              const TrainPosition &start);
+
 /// Trains `program` on `rows` (read from `source`, named in errors) from
 /// `start` (a resumed checkpoint's position); `log` gets the per-step
 /// lines.

@@ -40,6 +40,7 @@
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <numeric>
 #include <optional>
 #include <unistd.h> // pause
 
@@ -446,12 +447,15 @@ static int runTraining(Program &program, TrainingData &data) {
               llvm::sys::fs::create_directories(job.checkpoint().output_dir()))
         return fail("cannot create " + job.checkpoint().output_dir() + ": " +
                     error.message());
-    if (llvm::Error error =
-            precomputeReference(program, data.rows, cache, report()))
+    if (llvm::Error error = precomputeReference(
+            program, data.rows, rowsRead(job, data.rows.size(), start), cache,
+            report()))
       return fail(std::move(error));
+    std::vector<int64_t> everyEvalRow(data.evalRows.size());
+    std::iota(everyEvalRow.begin(), everyEvalRow.end(), 0);
     if (!data.evalRows.empty())
-      if (llvm::Error error =
-              precomputeReference(program, data.evalRows, "", report()))
+      if (llvm::Error error = precomputeReference(program, data.evalRows,
+                                                  everyEvalRow, "", report()))
         return fail(std::move(error));
   }
   const std::vector<Row> &evalRows = data.evalRows;
