@@ -273,11 +273,14 @@ def watched_launch(s):
     """A rank that hangs once it has ended (as one stuck in MPI_Finalize),
     or before MPI_Init (which keeps the others in theirs): mpirun waited for
     it forever, and so did `twill train`."""
-    for hook, said in (
-            ("TWILL_TEST_HANG_AT_END",
-             r"twill: rank \d ended with status 0 4 s \(twice "
+    # The ranks must start within twice the collective timeout: where they
+    # are to end normally it is 10 s (a start past 4 s, on a loaded 2-core
+    # machine, would end the run before the hang at its end is reached).
+    for hook, timeout, said in (
+            ("TWILL_TEST_HANG_AT_END", 10,
+             r"twill: rank \d ended with status 0 20 s \(twice "
              r"parallel.collective_timeout_s\) ago, and the launcher has not"),
-            ("TWILL_TEST_HANG_AT_START",
+            ("TWILL_TEST_HANG_AT_START", 2,
              r"twill: [01] of 2 ranks started within 4 s \(twice "
              r"parallel.collective_timeout_s\) of the launch")):
         out = s.work / f"watched-{hook[-3:].lower()}"
@@ -285,7 +288,7 @@ def watched_launch(s):
         result = s.run([s.tool("twill"), "train", s.args.config,
                         f"checkpoint.output_dir={out}",
                         f"data.path={s.args.data}", "parallel.dp=2",
-                        "parallel.collective_timeout_s=2", *FAST],
+                        f"parallel.collective_timeout_s={timeout}", *FAST],
                        timeout=120, env=dict(MPI_ENV, **{hook: "1"}))
         took = time.time() - started
         s.check(f"with {hook}, twill train ends, saying why (in {took:.0f} s)",
