@@ -481,11 +481,15 @@ static void validateObjective(const JobConfig &config, Problems &problems) {
   if (!pairs)
     problems.add("train.objective DPO trains on preference pairs: set "
                  "data.format PREFERENCE");
-  if (config.has_full_finetune())
-    problems.add("train.objective DPO takes its reference model as the base "
-                 "with every adapter off, so it trains adapters: use lora, "
-                 "not full_finetune");
   const DpoConfig &settings = config.dpo();
+  // A full fine-tune's reference is the model before its first step: there
+  // is no adapter to turn off, so it is computed once, before training.
+  if (config.has_full_finetune() &&
+      settings.reference() != DpoConfig::PRECOMPUTED)
+    problems.add("train.objective DPO of a full fine-tune needs "
+                 "dpo.reference PRECOMPUTED: its reference is the model "
+                 "before training, computed once over the data (with lora "
+                 "it is the base with every adapter off)");
   problems.positive("dpo.beta", settings.beta());
   double smoothing = settings.label_smoothing();
   if (!(smoothing >= 0 && smoothing < 0.5))

@@ -86,7 +86,7 @@ llvm::Error twill::precomputeReference(Program &program,
                                        llvm::MutableArrayRef<Row> rows,
                                        llvm::ArrayRef<int64_t> read,
                                        llvm::StringRef cache,
-                                       llvm::raw_ostream &log) {
+                                       llvm::raw_ostream &log, bool keptOnly) {
   auto began = std::chrono::steady_clock::now();
   uint64_t fingerprint = referenceFingerprint(rows, baseDescription(program));
   // Rank 0 reads the cache, and every rank takes what it found: the ranks
@@ -110,6 +110,12 @@ llvm::Error twill::precomputeReference(Program &program,
                          rows.size(), cache);
     return llvm::Error::success();
   }
+  if (keptOnly)
+    return referenceError(
+        cache + " holds no reference of these pairs (said above, or it is "
+                "missing): a resumed full fine-tune's reference is its model "
+                "before the first step, which only the first run's pass "
+                "over every pair kept; start the run again");
 
   const TrainConfig &settings = program.job().train();
   int64_t batchSize = settings.batch_size(), seqLen = rowLength(settings);

@@ -21,20 +21,26 @@
 
 namespace twill {
 
-/// The file of the output folder that keeps the training rows' reference.
+/// The files of the output folder that keep the reference of the training
+/// rows and of the evaluation rows.
 inline constexpr llvm::StringLiteral kReferenceFile = "reference_logps.jsonl";
+inline constexpr llvm::StringLiteral kEvalReferenceFile =
+    "eval_reference_logps.jsonl";
 
 /// Sets the reference log-probabilities of `rows`: of all of them where
 /// `cache` holds those of these rows under this base, else of the rows
 /// `read` names (ascending indices: those the run reads), computed by
 /// @reference — and written to `cache` by rank 0 when they are all the
 /// rows (not kept where `cache` is empty). `log` hears which, and how long
-/// it took. A collective: every rank calls it with the same rows, and
+/// it took. With `keptOnly` (a resumed full fine-tune, whose weights are no
+/// longer the reference's) nothing is computed: a cache that holds none is
+/// an error. A collective: every rank calls it with the same rows, and
 /// every rank takes what rank 0 found.
 llvm::Error precomputeReference(Program &program,
                                 llvm::MutableArrayRef<Row> rows,
                                 llvm::ArrayRef<int64_t> read,
-                                llvm::StringRef cache, llvm::raw_ostream &log);
+                                llvm::StringRef cache, llvm::raw_ostream &log,
+                                bool keptOnly = false);
 
 /// Runs @reference on the batch the program's inputs hold and fills its
 /// reference_logps input with the result: a single batch's reference, as

@@ -80,6 +80,11 @@ VARIANTS = {
     "NF4 base": (NF4, math.log(2), MESHES, None),
     "NF4 base, precomputed": (NF4 + PRECOMPUTED, math.log(2), [], "NF4 base"),
     "FP8 base": (["quantization.base=FP8"], math.log(2), MESHES, None),
+    # A full fine-tune: its reference the model before training, precomputed
+    # (the "adapter" compared is then the whole model).
+    "full fine-tuning, precomputed": (
+        ["full_finetune={}", "lora="] + PRECOMPUTED, math.log(2), MESHES,
+        None),
     # Not log 2 in bf16: the adapted lm_head's logits are held in bf16,
     # the reference's (a tile at a time) in fp32.
     "bf16": (BF16, None, [], None),
@@ -105,7 +110,9 @@ def train(args, name, variant, dp, tp):
                  f"{run.stderr}")
     steps = [json.loads(line)
              for line in (out / "metrics.jsonl").read_text().splitlines()]
-    return steps, load_file(out / "adapter_model.safetensors")
+    adapter = out / "adapter_model.safetensors"
+    return steps, load_file(adapter if adapter.exists()
+                            else out / "model.safetensors")
 
 
 def main():

@@ -3,7 +3,7 @@ with a PEFT LoRA model, on the cpu in fp32.
 
     python dpo_oracle.py --bin BUILD/bin --work DIR
                          [--loss sigmoid|ipo|hinge|robust]
-                         [--precomputed]
+                         [--precomputed] [--full]
 
 A tiny Llama (vocab 97) and 40 preference pairs, pre-tokenized (prompts of
 2 to 9 tokens, completions of 1 to 9: some prompt + completion longer than
@@ -24,7 +24,11 @@ other may land either way, so a step may differ by one pair, no more.
 
 With --precomputed both compute the reference once over the pairs before
 training: Twill's dpo.reference PRECOMPUTED (its @reference pass) and
-TRL's precompute_ref_log_probs.
+TRL's precompute_ref_log_probs. With --full (which implies it) both train
+the whole model instead of an adapter (TRL without a peft_config): the
+final model's every tensor within 1e-5; weight decay 0 there, as Twill
+decays every trainable parameter and the Hugging Face Trainer under TRL
+exempts norms and biases (a difference of full fine-tuning, not DPO's).
 """
 import argparse
 import json
@@ -85,15 +89,16 @@ def word_tokenizer():
         pad_token="t0", eos_token="t2")
 
 
-def trl_trainer(base, pairs, loss_type, targets, work, precomputed):
+def trl_trainer(base, pairs, loss_type, targets, work, precomputed, full):
     """TRL's trainer of a new LoRA adapter (its peft_config: the reference
-    is the base with the adapter off)."""
+    is the base with the adapter off), or of the whole model."""
     args = DPOConfig(
         precompute_ref_log_probs=precomputed,
         output_dir=str(work / "trl"), per_device_train_batch_size=BATCH,
         gradient_accumulation_steps=ACCUMULATION, max_steps=STEPS,
         learning_rate=LR, lr_scheduler_type="cosine", warmup_steps=WARMUP,
-        weight_decay=WEIGHT_DECAY, max_grad_norm=MAX_NORM, optim="adamw_torch",
+        weight_decay=0.0 if full else WEIGHT_DECAY, max_grad_norm=MAX_NORM,
+        optim="adamw_torch",
         adam_beta1=0.9, adam_beta2=0.999, adam_epsilon=1e-8, beta=BETA,
         loss_type=[loss_type], label_smoothing=SMOOTHING.get(loss_type, 0.0),
         max_length=MAX_LENGTH, logging_steps=1,
@@ -102,8 +107,9 @@ def trl_trainer(base, pairs, loss_type, targets, work, precomputed):
     return InOrderDPOTrainer(
         model=base, args=args, train_dataset=Dataset.from_list(pairs),
         processing_class=word_tokenizer(),
-        peft_config=LoraConfig(r=RANK, lora_alpha=ALPHA, lora_dropout=0.0,
-                               target_modules=targets))
+        peft_config=None if full else LoraConfig(
+            r=RANK, lora_alpha=ALPHA, lora_dropout=0.0,
+            target_modules=targets))
 
 
 def main():
@@ -113,9 +119,12 @@ def main():
     parser.add_argument("--loss", choices=["sigmoid", "ipo", "hinge", "robust"],
                         default="sigmoid")
     parser.add_argument("--precomputed", action="store_true")
+    parser.add_argument("--full", action="store_true")
     args = parser.parse_args()
+    args.precomputed |= args.full
     work = args.work / (f"dpo-{args.loss}"
-                        + ("-precomputed" if args.precomputed else ""))
+                        + ("-precomputed" if args.precomputed else "")
+                        + ("-full" if args.full else ""))
     work.mkdir(parents=True, exist_ok=True)
 
     torch.manual_seed(0)
@@ -125,15 +134,17 @@ def main():
     pairs = make_pairs()
     # TRL's adapter as it starts (A random, B zero) is Twill's start too.
     trainer = trl_trainer(base, pairs, args.loss, targets, work,
-                          args.precomputed)
-    trainer.model.save_pretrained(work / "initial")
+                          args.precomputed, args.full)
+    if not args.full:
+        trainer.model.save_pretrained(work / "initial")
     with open(work / "pairs.jsonl", "w") as out:
         for pair in pairs:
             out.write(json.dumps(pair) + "\n")
     modules = "".join(f' target_modules: "{t}"' for t in targets)
     (work / "job.textproto").write_text(f"""
 checkpoint {{ base_dir: "{work / 'base'}" output_dir: "{work / 'out'}" }}
-lora {{ rank: {RANK} alpha: {ALPHA}{modules} }}
+{"full_finetune {}" if args.full else
+ f"lora {{ rank: {RANK} alpha: {ALPHA}{modules} }}"}
 data {{ path: "{work / 'pairs.jsonl'}" format: PREFERENCE shuffle: false }}
 dpo {{ loss_type: {args.loss.upper()} beta: {BETA}
        label_smoothing: {SMOOTHING.get(args.loss, 0.0)}
@@ -141,14 +152,15 @@ dpo {{ loss_type: {args.loss.upper()} beta: {BETA}
 train {{
   objective: DPO batch_size: {BATCH} seq_len: {MAX_LENGTH}
   gradient_accumulation_steps: {ACCUMULATION} epochs: 1 lr: {LR}
-  warmup_steps: {WARMUP} weight_decay: {WEIGHT_DECAY}
+  warmup_steps: {WARMUP} weight_decay: {0.0 if args.full else WEIGHT_DECAY}
   max_grad_norm: {MAX_NORM}
 }}
 """)
     subprocess.run([args.bin / "twillc", work / "job.textproto", "-o",
                     work / "job.twx"], check=True)
-    subprocess.run([args.bin / "twill-train", work / "job.twx", "--adapter",
-                    work / "initial"], check=True)
+    subprocess.run([args.bin / "twill-train", work / "job.twx"]
+                   + ([] if args.full else ["--adapter", work / "initial"]),
+                   check=True)
     twill = [json.loads(line) for line in
              (work / "out" / "metrics.jsonl").read_text().splitlines()]
 
@@ -174,21 +186,23 @@ train {{
           f"at most")
     ok = ok and worst[0] <= 1e-5 and flipped <= 1 + 1e-6
 
-    adapter = load_file(str(work / "out" / "adapter_model.safetensors"))
+    what = "model" if args.full else "adapter"
+    saved = load_file(str(work / "out" / ("model.safetensors" if args.full
+                                          else "adapter_model.safetensors")))
     trained = {name: parameter.detach() for name, parameter
                in trainer.model.named_parameters() if parameter.requires_grad}
     worst_tensor = 0.0
     for name, parameter in trained.items():
         key = name.replace(".default.weight", ".weight")
-        if key not in adapter:
-            print(f"  Twill's adapter lacks {key}")
+        if key not in saved:
+            print(f"  Twill's {what} lacks {key}")
             ok = False
             continue
-        error = ((adapter[key] - parameter).abs().max()
+        error = ((saved[key] - parameter).abs().max()
                  / parameter.abs().max()).item()
         worst_tensor = max(worst_tensor, error)
-    print(f"  final adapter: {len(adapter)} tensors, worst {worst_tensor:.2e}")
-    ok = ok and worst_tensor <= 1e-5 and len(adapter) == len(trained)
+    print(f"  final {what}: {len(saved)} tensors, worst {worst_tensor:.2e}")
+    ok = ok and worst_tensor <= 1e-5 and len(saved) == len(trained)
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
 

@@ -529,9 +529,6 @@ TEST(JobConfigValidation, Dpo) {
   EXPECT_THAT(validationErrorAfter("dpo.beta=0.5"),
               HasSubstr("the dpo section configures train.objective DPO"));
   EXPECT_THAT(validationErrorAfter("train.objective=DPO data.format=PREFERENCE "
-                                   "full_finetune={} lora="),
-              HasSubstr("use lora, not full_finetune"));
-  EXPECT_THAT(validationErrorAfter("train.objective=DPO data.format=PREFERENCE "
                                    "dpo.beta=0"),
               HasSubstr("dpo.beta must be a positive finite number, got 0"));
   EXPECT_THAT(validationErrorAfter("train.objective=DPO data.format=PREFERENCE "
@@ -541,6 +538,14 @@ TEST(JobConfigValidation, Dpo) {
                                    "dpo.loss_type=IPO dpo.label_smoothing=0.1"),
               HasSubstr("dpo.label_smoothing smooths the SIGMOID and ROBUST "
                         "losses; IPO has none"));
+  EXPECT_THAT(validationErrorAfter("train.objective=DPO data.format=PREFERENCE "
+                                   "full_finetune={} lora="),
+              HasSubstr("train.objective DPO of a full fine-tune needs "
+                        "dpo.reference PRECOMPUTED"));
+  llvm::Error full = validateJobConfig(
+      loadTiny({"train.objective=DPO", "data.format=PREFERENCE",
+                "full_finetune={}", "lora=", "dpo.reference=PRECOMPUTED"}));
+  EXPECT_FALSE(bool(full)) << llvm::toString(std::move(full));
   // Robust DPO reads it too.
   llvm::Error robust = validateJobConfig(
       loadTiny({"train.objective=DPO", "data.format=PREFERENCE",

@@ -206,10 +206,17 @@ static int runEval(Program &program) {
   if (llvm::Error error = loadBatchJson(program, batchPath))
     return fail(std::move(error));
   // DPO with a precomputed reference: the batch's, as its first pass
-  // would compute it.
-  if (program.entryPoint(REFERENCE))
+  // would compute it — from the base, which a full fine-tune's --weights
+  // are not.
+  if (program.entryPoint(REFERENCE)) {
+    if (program.job().has_full_finetune() && !weightsPath.empty())
+      return fail("--eval --batch of a full fine-tune's DPO program computes "
+                  "its reference from the weights it reads, and --weights "
+                  "are not the model before training: evaluate with the "
+                  "base (leave --weights out)");
     if (llvm::Error error = computeBatchReference(program))
       return fail(std::move(error));
+  }
   // With LoRA dropout, @train_step drops what the run's first micro-batch
   // would (its masks are keyed by the micro-batch's number).
   if (int micro = program.inputOf(MICRO_BATCH); micro >= 0)
@@ -440,22 +447,28 @@ static int runTraining(Program &program, TrainingData &data) {
   // DPO with a precomputed reference: its first pass over the data (or
   // the training rows' from an earlier run's file).
   if (program.entryPoint(REFERENCE)) {
-    llvm::SmallString<256> cache(job.checkpoint().output_dir());
-    llvm::sys::path::append(cache, kReferenceFile);
+    const std::string &outputDir = job.checkpoint().output_dir();
     if (program.writesFiles())
-      if (std::error_code error =
-              llvm::sys::fs::create_directories(job.checkpoint().output_dir()))
-        return fail("cannot create " + job.checkpoint().output_dir() + ": " +
-                    error.message());
-    if (llvm::Error error = precomputeReference(
-            program, data.rows, rowsRead(job, data.rows.size(), start), cache,
-            report()))
+      if (std::error_code error = llvm::sys::fs::create_directories(outputDir))
+        return fail("cannot create " + outputDir + ": " + error.message());
+    // A full fine-tune's reference is its model before the first step: a
+    // resumed one holds trained weights, and reads the first run's passes.
+    bool keptOnly = job.has_full_finetune() && !start.checkpoint.empty();
+    auto pass = [&](std::vector<Row> &rows, llvm::ArrayRef<int64_t> read,
+                    llvm::StringRef file) -> llvm::Error {
+      llvm::SmallString<256> cache(outputDir);
+      llvm::sys::path::append(cache, file);
+      return precomputeReference(program, rows, read, cache, report(),
+                                 keptOnly);
+    };
+    if (llvm::Error error = pass(
+            data.rows, rowsRead(job, data.rows.size(), start), kReferenceFile))
       return fail(std::move(error));
     std::vector<int64_t> everyEvalRow(data.evalRows.size());
     std::iota(everyEvalRow.begin(), everyEvalRow.end(), 0);
     if (!data.evalRows.empty())
-      if (llvm::Error error = precomputeReference(program, data.evalRows,
-                                                  everyEvalRow, "", report()))
+      if (llvm::Error error =
+              pass(data.evalRows, everyEvalRow, kEvalReferenceFile))
         return fail(std::move(error));
   }
   const std::vector<Row> &evalRows = data.evalRows;
