@@ -41,10 +41,11 @@ Value DecoderTracer::matmulTransposed(Value x, Value weight, Location at) {
 Value DecoderTracer::rmsNorm(Value x, const Twine &path, int64_t size) {
   std::string module = path.str();
   // Gemma's weights start at 0 and scale by 1 + w: the same start.
-  Value weight = param(
-      module + ".weight", {size}, baseTrainable(),
-      {TensorParallelStyle::Replicate},
-      {family.gemmaLayer ? InitKind::Zeros : InitKind::Ones, std::nullopt, {}});
+  Role role{
+      family.gemmaLayer ? InitKind::Zeros : InitKind::Ones, std::nullopt, {}};
+  role.noWeightDecay = true;
+  Value weight = param(module + ".weight", {size}, baseTrainable(),
+                       {TensorParallelStyle::Replicate}, role);
   Location at = loc(module);
   if (family.gemmaLayer)
     weight = AddOp::create(builder, at, weight.getType(), weight,

@@ -49,6 +49,9 @@ struct Role {
   std::string of;
   std::string tied; // the parameter holding `of`'s values, if another
   std::optional<QuantizedPart> quantized; // a quantized weight's part
+  /// Not decayed by AdamW where trained: a norm's weight or a bias, as the
+  /// Hugging Face Trainer exempts them.
+  bool noWeightDecay = false;
 };
 
 /// bitsandbytes' NF4 as QLoRA stores a base: blocks of 64 values, their

@@ -78,6 +78,9 @@ Value DecoderTracer::param(const Twine &name, ArrayRef<int64_t> shape,
   if (trainable)
     attrs.push_back(
         builder.getNamedAttr(kTrainableAttrName, builder.getUnitAttr()));
+  if (trainable && role.noWeightDecay)
+    attrs.push_back(
+        builder.getNamedAttr(kNoWeightDecayAttrName, builder.getUnitAttr()));
   if (layerMarker.layer)
     attrs.push_back(builder.getNamedAttr(
         kLayerAttrName, builder.getI64IntegerAttr(*layerMarker.layer)));
@@ -176,8 +179,10 @@ SmallVector<Value> DecoderTracer::linearBlocks(Value x, const std::string &path,
     Split columns = block.split.style == TensorParallelStyle::Row
                         ? Split{TensorParallelStyle::Replicate}
                         : block.split;
+    Role zeros{InitKind::Zeros, std::nullopt, {}};
+    zeros.noWeightDecay = true;
     Value bias = blockParam(path + ".bias", blocks, index, {}, baseTrainable(),
-                            columns, {InitKind::Zeros, std::nullopt, {}});
+                            columns, zeros);
     ys[index] = AddColumnsOp::create(builder, loc(path), ys[index].getType(),
                                      ys[index], bias);
   }

@@ -6,6 +6,7 @@
 #include "dialects/twill/TwillOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringSet.h"
 
 namespace mlir::twill {
 #define GEN_PASS_DEF_OPTIMIZER
@@ -111,6 +112,7 @@ public:
 struct Trainable {
   std::string name;
   RankedTensorType type;
+  bool decayed; // by AdamW's weight decay (not a norm's weight or a bias)
   /// What the frontend said of its structure (twill.tp, twill.layer): its
   /// gradient sum and optimizer state are split as it is.
   SmallVector<NamedAttribute, 2> structure;
@@ -154,6 +156,11 @@ OptimizerPass::accumulateGradients(func::FuncOp step) {
   SmallVector<Trainable> trainables;
   llvm::StringMap<SmallVector<NamedAttribute, 2>> parameters =
       structureOfParameters(step);
+  llvm::StringSet<> undecayed;
+  for (unsigned index = 0; index < step.getNumArguments(); ++index)
+    if (auto name = step.getArgAttrOfType<StringAttr>(index, kParamAttrName);
+        name && step.getArgAttr(index, kNoWeightDecayAttrName))
+      undecayed.insert(name.getValue());
   for (auto [index, value] : llvm::enumerate(ret.getOperands())) {
     auto name = step.getResultAttrOfType<StringAttr>(index, kOutputAttrName);
     if (!name)
@@ -186,7 +193,8 @@ OptimizerPass::accumulateGradients(func::FuncOp step) {
     Location named = NameLoc::get(builder.getStringAttr(parameter), loc);
     function.addResult(AddOp::create(builder, named, type, sum, value),
                        stateName(StateKind::GradSum, parameter));
-    trainables.push_back({parameter, type, structure});
+    trainables.push_back(
+        {parameter, type, !undecayed.contains(parameter), structure});
   }
   function.finish(ret.getLoc());
   return trainables;
@@ -259,7 +267,7 @@ void OptimizerPass::buildOptimizerStep(func::FuncOp step,
         params[index], sums[index], expAvgs[index], expAvgSqs[index], lrValue,
         gradScale, stepCount, builder.getF64FloatAttr(beta1),
         builder.getF64FloatAttr(beta2), builder.getF64FloatAttr(eps),
-        builder.getF64FloatAttr(weightDecay));
+        builder.getF64FloatAttr(trainable.decayed ? weightDecay : 0.0));
     function.addResult(update.getNewParam(), trainable.name);
     function.addResult(update.getNewExpAvg(),
                        stateName(StateKind::ExpAvg, trainable.name));

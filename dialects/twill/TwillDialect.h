@@ -12,6 +12,11 @@ namespace mlir::twill {
 inline constexpr llvm::StringLiteral kParamAttrName = "twill.param";
 /// Unit function argument attribute: a parameter the optimizer updates.
 inline constexpr llvm::StringLiteral kTrainableAttrName = "twill.trainable";
+/// Unit function argument attribute beside twill.trainable: a parameter
+/// AdamW does not decay (a norm's weight, a bias: the Hugging Face
+/// Trainer's rule).
+inline constexpr llvm::StringLiteral kNoWeightDecayAttrName =
+    "twill.no_weight_decay";
 /// Function argument attribute: a per-step input (tokens, labels, ...).
 inline constexpr llvm::StringLiteral kInputAttrName = "twill.input";
 /// Function argument attribute: program state kept between steps

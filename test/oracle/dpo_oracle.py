@@ -26,9 +26,8 @@ With --precomputed both compute the reference once over the pairs before
 training: Twill's dpo.reference PRECOMPUTED (its @reference pass) and
 TRL's precompute_ref_log_probs. With --full (which implies it) both train
 the whole model instead of an adapter (TRL without a peft_config): the
-final model's every tensor within 1e-5; weight decay 0 there, as Twill
-decays every trainable parameter and the Hugging Face Trainer under TRL
-exempts norms and biases (a difference of full fine-tuning, not DPO's).
+final model's every tensor within 1e-5 (its norms' weights trained without
+weight decay, as the Hugging Face Trainer under TRL exempts them).
 """
 import argparse
 import json
@@ -97,8 +96,7 @@ def trl_trainer(base, pairs, loss_type, targets, work, precomputed, full):
         output_dir=str(work / "trl"), per_device_train_batch_size=BATCH,
         gradient_accumulation_steps=ACCUMULATION, max_steps=STEPS,
         learning_rate=LR, lr_scheduler_type="cosine", warmup_steps=WARMUP,
-        weight_decay=0.0 if full else WEIGHT_DECAY, max_grad_norm=MAX_NORM,
-        optim="adamw_torch",
+        weight_decay=WEIGHT_DECAY, max_grad_norm=MAX_NORM, optim="adamw_torch",
         adam_beta1=0.9, adam_beta2=0.999, adam_epsilon=1e-8, beta=BETA,
         loss_type=[loss_type], label_smoothing=SMOOTHING.get(loss_type, 0.0),
         max_length=MAX_LENGTH, logging_steps=1,
@@ -152,7 +150,7 @@ dpo {{ loss_type: {args.loss.upper()} beta: {BETA}
 train {{
   objective: DPO batch_size: {BATCH} seq_len: {MAX_LENGTH}
   gradient_accumulation_steps: {ACCUMULATION} epochs: 1 lr: {LR}
-  warmup_steps: {WARMUP} weight_decay: {0.0 if args.full else WEIGHT_DECAY}
+  warmup_steps: {WARMUP} weight_decay: {WEIGHT_DECAY}
   max_grad_norm: {MAX_NORM}
 }}
 """)
