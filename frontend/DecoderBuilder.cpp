@@ -41,11 +41,10 @@ Value DecoderTracer::matmulTransposed(Value x, Value weight, Location at) {
 Value DecoderTracer::rmsNorm(Value x, const Twine &path, int64_t size) {
   std::string module = path.str();
   // Gemma's weights start at 0 and scale by 1 + w: the same start.
-  Role role{
-      family.gemmaLayer ? InitKind::Zeros : InitKind::Ones, std::nullopt, {}};
-  role.noWeightDecay = true;
-  Value weight = param(module + ".weight", {size}, baseTrainable(),
-                       {TensorParallelStyle::Replicate}, role);
+  Value weight =
+      param(module + ".weight", {size}, baseTrainable(),
+            {TensorParallelStyle::Replicate},
+            undecayed(family.gemmaLayer ? InitKind::Zeros : InitKind::Ones));
   Location at = loc(module);
   if (family.gemmaLayer)
     weight = AddOp::create(builder, at, weight.getType(), weight,

@@ -133,6 +133,13 @@ private:
                    Split split, const Role &role);
   /// A base weight's role: drawn at random where no checkpoint gives it.
   static Role baseWeight() { return {InitKind::Normal, std::nullopt, {}}; }
+  /// A norm's weight's or a bias's role: starting as `init`, and not
+  /// decayed where trained.
+  static Role undecayed(InitKind init) {
+    Role role{init, std::nullopt, {}};
+    role.noWeightDecay = true;
+    return role;
+  }
   /// The frozen `[rows, columns]` weight `name` stored as
   /// quantization.base says (NF4 or FP8), split as `split`: its parts as
   /// parameters, dequantized where it is read.

@@ -179,10 +179,8 @@ SmallVector<Value> DecoderTracer::linearBlocks(Value x, const std::string &path,
     Split columns = block.split.style == TensorParallelStyle::Row
                         ? Split{TensorParallelStyle::Replicate}
                         : block.split;
-    Role zeros{InitKind::Zeros, std::nullopt, {}};
-    zeros.noWeightDecay = true;
     Value bias = blockParam(path + ".bias", blocks, index, {}, baseTrainable(),
-                            columns, zeros);
+                            columns, undecayed(InitKind::Zeros));
     ys[index] = AddColumnsOp::create(builder, loc(path), ys[index].getType(),
                                      ys[index], bias);
   }

@@ -231,14 +231,16 @@ mlir::twill::reportResources(ModuleOp module, int64_t microSteps,
     int64_t repeats = role == EntryRole::TrainStep       ? microSteps
                       : role == EntryRole::OptimizerStep ? 1
                                                          : 0;
-    Timeline timeline;
     // DPO's precomputed reference: a pass before training, not a step's.
     if (role == EntryRole::Reference) {
-      timeline.run(function, axisSizes, axisLinks, rates);
-      report.referenceSeconds = timeline.end();
+      Timeline pass;
+      pass.run(function, axisSizes, axisLinks, rates);
+      report.referenceSeconds = pass.end();
+      continue;
     }
     if (!repeats)
       continue; // @forward is evaluation, not the training step
+    Timeline timeline;
     timeline.run(function, axisSizes, axisLinks, rates);
     report.computeSeconds += repeats * timeline.computing;
     report.recomputeSeconds += repeats * timeline.recomputing;

@@ -592,11 +592,12 @@ def Twill_DpoLossOp : Twill_ComputeOp<"dpo_loss", [Pure, DeclareOpInterfaceMetho
     (1) completion, each summed over its tokens, under the policy and under
     the reference model, and `tokens` (how many each sums), returns TRL's
     DPO loss (`loss_type` sigmoid, ipo, hinge or robust, with `beta` and
-    sigmoid's and robust's `label_smoothing`; support/Dpo.h) summed over the pairs with a token in
-    each completion, how many those are, and the sums of TRL's metrics
-    over them (`metrics`, 6 values: the chosen and rejected rewards, the
-    pairs whose chosen reward is the greater, the margins, and the policy's
-    chosen and rejected log-probabilities). Sums, not means, as
+    sigmoid's and robust's `label_smoothing`; support/Dpo.h) summed over
+    the pairs with a token in each completion, how many those are, and the
+    sums of TRL's metrics over them (`metrics`, 6 values: the chosen and
+    rejected rewards, the pairs whose chosen reward is the greater, the
+    margins, and the policy's chosen and rejected log-probabilities). Sums,
+    not means, as
     `cross_entropy`'s: a step normalises by every pair of its accumulated
     micro-batches. Only `policy` has a gradient.
 

@@ -66,6 +66,20 @@ static llvm::Error fillTokenIndex(Program &program, int64_t positions) {
   return fillInput<int32_t>(program, TOKEN_INDEX, index);
 }
 
+std::vector<Row> twill::microBatch(llvm::ArrayRef<Row> rows,
+                                   llvm::ArrayRef<int64_t> order, int64_t index,
+                                   int64_t batchSize, int64_t seqLen) {
+  int64_t count = order.empty() ? rows.size() : order.size();
+  std::vector<Row> batch;
+  for (int64_t i = index * batchSize; i < (index + 1) * batchSize; ++i) {
+    if (i >= count)
+      batch.push_back(paddingRow(seqLen));
+    else
+      batch.push_back(rows[order.empty() ? i : order[i]]);
+  }
+  return batch;
+}
+
 llvm::Error twill::fillBatch(Program &program, llvm::ArrayRef<Row> rows) {
   int64_t seqLen = rows.empty() ? 0 : rows.front().tokens.size();
   for (auto [index, role] : llvm::enumerate(kBatchInputs)) {

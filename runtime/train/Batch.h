@@ -15,6 +15,13 @@ inline constexpr ValueRole kBatchInputs[] = {TOKENS, LABELS, POSITIONS,
 inline constexpr llvm::StringLiteral kBatchKeys[] = {"tokens", "labels",
                                                      "positions", "segments"};
 
+/// The rows of micro-batch `index` (of `batchSize` rows) of `order`, the
+/// indices of `rows` in the order they are read (all rows in file order
+/// when empty), padded with empty rows past its end.
+std::vector<Row> microBatch(llvm::ArrayRef<Row> rows,
+                            llvm::ArrayRef<int64_t> order, int64_t index,
+                            int64_t batchSize, int64_t seqLen);
+
 /// Fills the batch inputs from `rows` (batch_size of them), with LoRA
 /// dropout `token_index` (each position's index in the batch), and with a
 /// precomputed DPO reference its log-probabilities (each row's, which must

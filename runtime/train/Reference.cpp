@@ -121,20 +121,17 @@ llvm::Error twill::precomputeReference(Program &program,
   int64_t batchSize = settings.batch_size(), seqLen = rowLength(settings);
   int64_t count = read.size(), batches = (count + batchSize - 1) / batchSize;
   for (int64_t index = 0; index < batches; ++index) {
-    llvm::ArrayRef<int64_t> chosen = read.slice(
-        index * batchSize, std::min(batchSize, count - index * batchSize));
-    std::vector<Row> batch;
-    for (int64_t r = 0; r < batchSize; ++r) {
-      batch.push_back(r < (int64_t)chosen.size() ? rows[chosen[r]]
-                                                 : paddingRow(seqLen));
-      // @reference reads no reference of its own.
-      batch.back().reference = {0.0f, 0.0f};
-    }
+    std::vector<Row> batch = microBatch(rows, read, index, batchSize, seqLen);
+    // @reference reads no reference of its own.
+    for (Row &row : batch)
+      row.reference = {0.0f, 0.0f};
     if (llvm::Error error = fillBatch(program, batch))
       return error;
     llvm::Expected<llvm::ArrayRef<float>> logps = runReference(program);
     if (!logps)
       return logps.takeError();
+    llvm::ArrayRef<int64_t> chosen = read.slice(
+        index * batchSize, std::min(batchSize, count - index * batchSize));
     for (auto [r, row] : llvm::enumerate(chosen))
       rows[row].reference = {(*logps)[2 * r], (*logps)[2 * r + 1]};
   }

@@ -28,21 +28,6 @@ static llvm::Error trainError(const llvm::Twine &what) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), what);
 }
 
-/// The rows of micro-batch `index` in `order` (all rows in file order when
-/// empty), padded with empty rows past the end.
-static std::vector<Row> microBatch(llvm::ArrayRef<Row> rows,
-                                   llvm::ArrayRef<int64_t> order, int64_t index,
-                                   int64_t batchSize, int64_t seqLen) {
-  std::vector<Row> batch;
-  for (int64_t i = index * batchSize; i < (index + 1) * batchSize; ++i) {
-    if (i >= (int64_t)rows.size())
-      batch.push_back(paddingRow(seqLen));
-    else
-      batch.push_back(rows[order.empty() ? i : order[i]]);
-  }
-  return batch;
-}
-
 /// `error`, which step `step` met.
 static llvm::Error atStep(int64_t step, llvm::Error error) {
   return trainError(
