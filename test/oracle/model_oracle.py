@@ -171,6 +171,11 @@ CONFIGS["phi3_dora_dropout"] = (PHI3, PHI3_PROJECTIONS, PACKED)
 CONFIGS["phi3_lm_head"] = (dict(PHI3, num_key_value_heads=4),
                            ["gate_up_proj", "lm_head"], [[12], [12]])
 CONFIGS["phi3_full"] = (PHI3, None, PACKED)
+# The fused qkv_proj adapted without gate_up_proj (with o_proj and
+# down_proj, as a Phi-3 recipe adapts attention), one KV head (q, k and v
+# blocks of 32, 8 and 8 rows) and hidden 32 with 8 heads of 4.
+CONFIGS["phi3_qkv"] = (dict(PHI3, num_key_value_heads=1, num_attention_heads=8),
+                       ["qkv_proj", "o_proj", "down_proj"], PACKED)
 LORA_OPTIONS["phi3_dora_dropout"] = LORA_OPTIONS["dora_dropout"]
 LORA_OPTIONS["llama_bias_dora"] = LORA_OPTIONS["dora"]
 LORA_OPTIONS["qwen2_dora_dropout"] = LORA_OPTIONS["dora_dropout"]
