@@ -52,6 +52,11 @@ cat > "$dir/run.sh" <<'RUN'
 # (bench/device_check.py's flags).
 set -euo pipefail
 out=${1:?usage: run.sh OUT_DIR [--deadline SECONDS]}
+# A flag first would be taken for OUT_DIR; device_check.py checks the rest.
+case $out in
+-*) echo "usage: run.sh OUT_DIR [--deadline SECONDS]: OUT_DIR comes first, not $out" >&2
+    exit 2;;
+esac
 shift
 here=$(cd "$(dirname "$0")" && pwd)
 # CUDA's libraries: the toolkit's, else those PyTorch's wheels bring.

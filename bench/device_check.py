@@ -46,6 +46,15 @@ The parts, most valuable first:
 --parts runs some of them (conformance, cuda_vs_cpu, peak, steps, long,
 sanitizer), as a second run in a window does after a fix.
 
+The check itself writes nothing but those four files in OUT (it refuses an
+OUT that holds one already) and, in a folder it makes new under --work
+(default /tmp/twill-check), each part's output, the steps' data and their
+memory samples and traces; it deletes nothing. A flag it cannot use (a
+deadline that is not a finite number of seconds past the time kept to
+pack, an OUT or --work that is not a folder it can write, a --bin without
+the programs the parts run, a --programs that is not a folder, an unknown
+part) is refused before anything runs: one line, exit 2.
+
 A part that finds no GPU (no device, no driver, no CUDA build, no PyTorch
 with CUDA) says SKIPPED, never passed or failed.
 
@@ -58,6 +67,7 @@ d_out) per LoRA adapter (forward, input and weight gradients).
 import argparse
 import gzip
 import json
+import math
 import os
 import random
 import re
@@ -67,6 +77,7 @@ import statistics
 import subprocess
 import sys
 import tarfile
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -79,6 +90,14 @@ FILE_LIMIT = 15 << 20  # each file that comes back: under the 16 MiB limit
 RESERVE = 8  # seconds kept after the last part, to write and pack
 SKIP = 77
 PARTS = ["conformance", "cuda_vs_cpu", "peak", "steps", "long", "sanitizer"]
+# What the check writes in OUT (results.md.partial: while rewriting it).
+OUTPUTS = ["results.md", "results.md.partial", "device_check.log",
+           "logs.tar.gz", "traces.tar.gz"]
+# The programs of --bin, each with the parts that run it, and the parts
+# that run the programs of --programs.
+RUNS = {"twill-conformance": {"conformance", "sanitizer"},
+        "twill-train": {"cuda_vs_cpu", "steps", "long"}}
+COMPILED = {"cuda_vs_cpu", "steps", "long"}
 # Ops whose cuda kernels share memory within a block (blockSum, blockMax).
 SHARED_MEMORY_OPS = "attention,cross_entropy,norm,sum_squares"
 
@@ -111,7 +130,7 @@ class Check:
         self.began = time.monotonic()
         self.deadline = self.began + deadline
         self.rows = []  # (what, figure) for results.md
-        self.log = open(out / "device_check.log", "a")
+        self.log = open(out / "device_check.log", "x")
         self.logged = 0
         self.group = None  # the running part's process group
         self.lock = threading.Lock()
@@ -336,25 +355,26 @@ def gemm_peak(check):
 def llama_step(check, args, seq, peak, program, what, limit):
     """Runs bench/compile_gpu_programs.sh's `program` on rows of `seq`
     random tokens; `what` names it in the table."""
-    data = args.programs / f"data-{seq}.jsonl"
+    data = check.work / f"data-{seq}.jsonl"
     rng = random.Random(seq)
     with open(data, "w") as f:
         for _ in range(4):
             ids = [rng.randrange(128000) for _ in range(seq)]
             f.write(json.dumps({"input_ids": ids}) + "\n")
-    trace = args.programs / f"{program}.trace.json"
+    trace = check.work / f"{program}.trace.json"
+    memory = check.work / f"{program}.memory"
     # The GPU's memory in use, every 200 ms, whoever holds it: a line at a
     # time (stdbuf), so that what it sampled is in the file when the part's
-    # end kills it.
-    sampler = ("stdbuf -oL nvidia-smi --query-gpu=memory.used --format=csv,"
-               "noheader,nounits -lms 200 > {0} 2>/dev/null & exec \"$@\""
-               .format(args.programs / f"{program}.memory"))
+    # end kills it. The file is the script's first argument, never pasted
+    # into it: --work may name any path.
+    sampler = ("memory=$1; shift; stdbuf -oL nvidia-smi --query-gpu="
+               "memory.used --format=csv,noheader,nounits -lms 200 "
+               "> \"$memory\" 2>/dev/null & exec \"$@\"")
     code, text = check.run(
         f"Llama-3.1-8B LoRA step, {what}",
-        ["sh", "-c", sampler, "sh", args.bin / "twill-train",
+        ["sh", "-c", sampler, "sh", memory, args.bin / "twill-train",
          args.programs / f"{program}.twx", "--backend=cuda", "--data", data,
          f"--profile={trace}"], limit, f"{program}.txt")
-    memory = args.programs / f"{program}.memory"
     sampled = ([int(x) for x in memory.read_text().split() if x.isdigit()]
                if memory.exists() else [])
     metrics = args.programs / f"{program}-out" / "metrics.jsonl"
@@ -442,6 +462,80 @@ def sanitizer(check, args):
                   ("" if code is not None else "; cut off at its limit"))
 
 
+def deadline(text):
+    """--deadline's seconds: nan or inf would be no deadline at all (a
+    part's limit against nan is its own), and within RESERVE + 1 s of the
+    start no part runs."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = None
+    if value is None or not math.isfinite(value) or value <= RESERVE + 1:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: must be a number of seconds above {RESERVE + 1} (the "
+            f"check keeps {RESERVE} s after its last part to pack)")
+    return value
+
+
+def part_names(text):
+    names = {name.strip() for name in text.split(",")} - {""}
+    unknown = sorted(names - set(PARTS))
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            (f"no such part: {', '.join(unknown)}" if unknown else
+             "no part named") + f"; the parts are {', '.join(PARTS)}")
+    return names
+
+
+def prepare(parser, args):
+    """Refuses, before anything runs or is written, a path the check cannot
+    use; then makes OUT and a new folder under --work, and starts the
+    check's log. os.path's tests, not Path's: those raise where a folder on
+    the way cannot be read."""
+    if not os.path.isdir(args.bin):
+        parser.error(f"--bin {args.bin}: not a folder")
+    missing = [name for name, users in RUNS.items() if args.parts & users and
+               not (os.path.isfile(args.bin / name) and
+                    os.access(args.bin / name, os.X_OK))]
+    if missing:
+        parser.error(f"--bin {args.bin}: no {' or '.join(missing)} there "
+                     "(the parts asked for run it)")
+    if args.parts & COMPILED and not os.path.isdir(args.programs):
+        parser.error(f"--programs {args.programs}: not a folder "
+                     "(bench/compile_gpu_programs.sh makes it)")
+    for flag, path in (("--out", args.out), ("--work", args.work)):
+        if os.path.lexists(path) and not os.path.isdir(path):
+            parser.error(f"{flag} {path}: not a folder")
+    if args.work.resolve().is_relative_to(args.out.resolve()):
+        parser.error(f"--work {args.work}: inside --out {args.out}, every "
+                     "file of which comes back (at most 8)")
+    # OUT may be a folder of the user's: only these names are written there,
+    # and never over a file that has one (a user's, or an earlier check's).
+    there = [name for name in OUTPUTS if os.path.lexists(args.out / name)]
+    if there:
+        parser.error(f"--out {args.out}: holds {', '.join(there)} already, "
+                     "which the check would overwrite; name another folder")
+    # Not --work itself, emptied: it may be a folder of the user's, and
+    # telling an earlier check's folder from one by a marker would still
+    # delete what the user put in it since. A new folder in it deletes
+    # nothing, and packs no earlier run's output with this one's.
+    try:
+        args.out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        parser.error(f"--out {args.out}: cannot make it: {error.strerror}")
+    try:
+        args.work.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix="device-check-", dir=args.work))
+    except OSError as error:
+        parser.error(f"--work {args.work}: cannot make a folder in it: "
+                     f"{error.strerror}")
+    try:
+        return Check(args.out, work, args.deadline)
+    except OSError as error:
+        work.rmdir()  # made just now, and empty
+        parser.error(f"--out {args.out}: cannot write in it: {error.strerror}")
+
+
 def main():
     parser = argparse.ArgumentParser()
     here = Path(__file__).resolve().parent
@@ -452,20 +546,17 @@ def main():
                         default=here.parent / "data" / "recall" / "train.jsonl")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--work", type=Path, default=Path("/tmp/twill-check"),
-                        help="each part's output before it is packed")
-    parser.add_argument("--deadline", type=float, default=540,
+                        help="where a new folder takes each part's output "
+                        "before it is packed")
+    parser.add_argument("--deadline", type=deadline, default=540,
                         help="seconds for the whole check")
-    parser.add_argument("--parts", default=",".join(PARTS),
+    parser.add_argument("--parts", type=part_names, default=",".join(PARTS),
                         help="which parts, comma-separated: " + ", ".join(PARTS))
     args = parser.parse_args()
-    parts = set(args.parts.split(","))
-    if parts - set(PARTS):
-        parser.error(f"no such part: {', '.join(sorted(parts - set(PARTS)))}")
+    parts = args.parts
+    check = prepare(parser, args)
     args.bin = args.bin.resolve()
-    args.out.mkdir(parents=True, exist_ok=True)
-    shutil.rmtree(args.work, ignore_errors=True)
-    args.work.mkdir(parents=True)
-    check = Check(args.out, args.work, args.deadline)
+    check.say(f"each part's output: {check.work}")
 
     def stopped(signum, frame):  # the caller's own limit: keep what is known
         check.kill_group()

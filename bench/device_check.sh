@@ -12,6 +12,12 @@
 # bench/device_bundle.sh.
 set -euo pipefail
 out=${1:?usage: bench/device_check.sh OUT_DIR}
+# A flag first would be taken for OUT_DIR (and by mkdir for an option of
+# its own); bench/device_check.py checks the rest, after the build.
+case $out in
+-*) echo "usage: bench/device_check.sh OUT_DIR [--deadline SECONDS]: OUT_DIR comes first, not $out" >&2
+    exit 2;;
+esac
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 cd "$(dirname "$0")/.."

@@ -293,6 +293,11 @@ OwningOpRef<ModuleOp> DecoderTracer::trace() {
   if (precomputed)
     reference =
         input(ValueRole::ReferenceLogps, builder.getF32Type(), {batch, 2});
+  // A DPO step's gradient is of each micro-batch's mean loss, as TRL's: the
+  // host weights the micro-batch's loss sum by 1 / its pairs (the train
+  // step's seed; the forward's own loss is the sum).
+  if (dpo)
+    input(ValueRole::LossWeight, builder.getF32Type(), {});
   Value embedTable = embedTableParam();
   Value h = hiddenStates(tokens, embedTable);
   Value lmHead = lmHeadParam(embedTable);

@@ -75,9 +75,21 @@ LogicalResult ReverseBuilder::build() {
   }
 
   builder.setInsertionPoint(ret);
+  // The gradient is of the loss sum, or, where the forward has a
+  // loss_weight input (which the host sets a micro-batch at a time), of the
+  // sum times it.
   Value loss = ret.getOperand(0);
-  cotangents[loss] = ConstantOp::create(builder, loss.getLoc(), loss.getType(),
-                                        builder.getF64FloatAttr(1.0));
+  Value seed;
+  for (BlockArgument argument : body.getArguments())
+    if (auto role = function.getArgAttrOfType<ValueRoleAttr>(
+            argument.getArgNumber(), kRoleAttrName);
+        role && role.getValue() == ValueRole::LossWeight)
+      seed = argument;
+  cotangents[loss] =
+      seed ? seed
+           : ConstantOp::create(builder, loss.getLoc(), loss.getType(),
+                                builder.getF64FloatAttr(1.0))
+                 .getResult();
 
   for (Operation *op : llvm::reverse(forwardOps)) {
     SmallVector<Value> resultCotangents =

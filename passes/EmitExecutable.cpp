@@ -165,6 +165,10 @@ static ::twill::ValueRole valueRoleOf(mlir::twill::ValueRole role) {
     return ::twill::DPO_METRICS;
   case ValueRole::ReferenceLogps:
     return ::twill::REFERENCE_LOGPS;
+  case ValueRole::LossWeight:
+    return ::twill::LOSS_WEIGHT;
+  case ValueRole::GradientDivisor:
+    return ::twill::GRADIENT_DIVISOR;
   }
   return ::twill::VALUE_UNSPECIFIED;
 }
@@ -280,9 +284,6 @@ static void describeState(func::FuncOp function, unsigned index,
     break;
   case tw::StateKind::Step:
     state.set_kind(::twill::State::STEP);
-    break;
-  case tw::StateKind::TokenCountSum:
-    state.set_kind(::twill::State::TOKEN_COUNT_SUM);
     break;
   }
   if (!role.getOf().empty())

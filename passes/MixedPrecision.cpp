@@ -35,10 +35,13 @@ void lowerPrecision(func::FuncOp function) {
   llvm::DenseSet<Value> sums;
   for (BlockArgument argument : body.getArguments()) {
     unsigned index = argument.getArgNumber();
-    // DPO's precomputed reference log-probabilities are such sums.
+    // DPO's precomputed reference log-probabilities are such sums, and the
+    // weight of a micro-batch's loss sum (the seed of its gradient) scales
+    // one.
     if (auto role =
             function.getArgAttrOfType<ValueRoleAttr>(index, kRoleAttrName);
-        role && role.getValue() == ValueRole::ReferenceLogps) {
+        role && (role.getValue() == ValueRole::ReferenceLogps ||
+                 role.getValue() == ValueRole::LossWeight)) {
       sums.insert(argument);
       continue;
     }

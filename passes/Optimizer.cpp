@@ -168,17 +168,6 @@ OptimizerPass::accumulateGradients(func::FuncOp step) {
     std::optional<ValueRole> role;
     if (auto attr = step.getResultAttrOfType<ValueRoleAttr>(index, kRoleAttrName))
       role = attr.getValue();
-    if (role == ValueRole::TokenCount) {
-      // The step's count, summed over micro-batches as a float: what the
-      // gradients are divided by.
-      auto floatType = RankedTensorType::get({}, builder.getF32Type());
-      Value sum = function.addState(floatType, StateKind::TokenCountSum);
-      Value count = CastOp::create(builder, loc, floatType, value);
-      function.addResult(value, name.getValue(), role);
-      function.addResult(AddOp::create(builder, loc, floatType, sum, count),
-                         stateName(StateKind::TokenCountSum));
-      continue;
-    }
     if (!name.getValue().ends_with(kGradSuffix)) {
       function.addResult(value, name.getValue(), role);
       continue;
@@ -231,7 +220,10 @@ void OptimizerPass::buildOptimizerStep(func::FuncOp step,
     expAvgSqs.push_back(state(StateKind::ExpAvgSq));
   }
   Value stepCount = function.addState(i64, StateKind::Step);
-  Value tokenCount = function.addState(f32, StateKind::TokenCountSum);
+  // What the summed gradients are divided by, which the host counts (the
+  // step's labelled tokens, or its micro-batches where each micro-batch's
+  // gradient is a mean): a step may have fewer micro-batches than others.
+  Value divisor = function.addInput(f32, ValueRole::GradientDivisor);
   Value totalSteps = function.addInput(i64, ValueRole::TotalSteps);
   // The step's place in the lr schedule, which the host sets: the steps
   // before it, whether or not they updated (a step without a labelled token
@@ -240,13 +232,13 @@ void OptimizerPass::buildOptimizerStep(func::FuncOp step,
   // AdamW's bias correction.
   Value scheduleStep = function.addInput(i64, ValueRole::ScheduleStep);
 
-  // Gradients are sums over tokens: scale by 1 / count, then clip.
+  // Gradients are sums: scale by 1 / divisor, then clip.
   auto constant = [&](Type type, double value) -> Value {
     return ConstantOp::create(builder, loc, type,
                               builder.getF64FloatAttr(value));
   };
   Value inverseCount =
-      DivOp::create(builder, loc, f32, constant(f32, 1.0), tokenCount);
+      DivOp::create(builder, loc, f32, constant(f32, 1.0), divisor);
   Value norm = MulOp::create(builder, loc, f32,
                              GlobalNormOp::create(builder, loc, f32, sums),
                              inverseCount);
@@ -279,7 +271,6 @@ void OptimizerPass::buildOptimizerStep(func::FuncOp step,
   }
   function.addResult(IncrementOp::create(builder, loc, i64, stepCount),
                      stateName(StateKind::Step));
-  function.addResult(constant(f32, 0.0), stateName(StateKind::TokenCountSum));
   function.addResult(norm, ValueRole::GradNorm);
   function.addResult(lrValue, ValueRole::Lr);
   function.finish(loc);

@@ -59,10 +59,11 @@ def Optimizer : Pass<"twill-optimizer", "mlir::ModuleOp"> {
   let summary = "Gradient accumulation, clipping and AdamW in the program";
   let description = [{
     Runs after twill-autodiff. Makes `@train_step` accumulate: each
-    gradient is added to a `twill.state = "<parameter>.grad_sum"` and the
-    token count to `"token_count_sum"`, so several micro-batches make one
-    step. Adds `@optimizer_step`, which normalises the summed gradients by
-    the total token count of the step, clips them to `max-grad-norm` (global
+    gradient is added to a `twill.state = "<parameter>.grad_sum"`, so
+    several micro-batches make one step. Adds `@optimizer_step`, which
+    divides the summed gradients by its `gradient_divisor` input (the host's
+    count: the step's labelled tokens, or under DPO its micro-batches, each
+    already a mean), clips them to `max-grad-norm` (global
     norm, as `torch.nn.utils.clip_grad_norm_`), takes the learning rate from
     the warmup + cosine schedule and applies AdamW with PyTorch's semantics
     to every trainable parameter; then it resets the sums and counts the

@@ -256,8 +256,7 @@ def Twill_StateKind : I32EnumAttr<"StateKind",
       I32EnumAttrCase<"GradSum", 0, "grad_sum">,
       I32EnumAttrCase<"ExpAvg", 1, "exp_avg">,
       I32EnumAttrCase<"ExpAvgSq", 2, "exp_avg_sq">,
-      I32EnumAttrCase<"Step", 3, "step">,
-      I32EnumAttrCase<"TokenCountSum", 4, "token_count_sum">]> {
+      I32EnumAttrCase<"Step", 3, "step">]> {
   let cppNamespace = "::mlir::twill";
   let genSpecializedAttr = 0;
 }
@@ -326,7 +325,9 @@ def Twill_ValueRole : I32EnumAttr<"ValueRole",
       I32EnumAttrCase<"GradNorm", 10, "grad_norm">,
       I32EnumAttrCase<"Lr", 11, "lr">,
       I32EnumAttrCase<"DpoMetrics", 12, "dpo_metrics">,
-      I32EnumAttrCase<"ReferenceLogps", 13, "reference_logps">]> {
+      I32EnumAttrCase<"ReferenceLogps", 13, "reference_logps">,
+      I32EnumAttrCase<"LossWeight", 14, "loss_weight">,
+      I32EnumAttrCase<"GradientDivisor", 15, "gradient_divisor">]> {
   let cppNamespace = "::mlir::twill";
   let genSpecializedAttr = 0;
 }

@@ -80,6 +80,18 @@ std::vector<Row> twill::microBatch(llvm::ArrayRef<Row> rows,
   return batch;
 }
 
+int64_t twill::countedPairs(llvm::ArrayRef<Row> rows) {
+  int64_t counted = 0;
+  for (const Row &row : rows) {
+    bool labelled[2] = {false, false};
+    for (auto [label, segment] : llvm::zip_equal(row.labels, row.segments))
+      if (label >= 0 && (segment == 0 || segment == 1))
+        labelled[segment] = true;
+    counted += labelled[0] && labelled[1];
+  }
+  return counted;
+}
+
 llvm::Error twill::fillBatch(Program &program, llvm::ArrayRef<Row> rows) {
   int64_t seqLen = rows.empty() ? 0 : rows.front().tokens.size();
   for (auto [index, role] : llvm::enumerate(kBatchInputs)) {

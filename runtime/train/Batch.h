@@ -22,6 +22,11 @@ std::vector<Row> microBatch(llvm::ArrayRef<Row> rows,
                             llvm::ArrayRef<int64_t> order, int64_t index,
                             int64_t batchSize, int64_t seqLen);
 
+/// DPO's pairs among `rows` that its loss counts: those with a labelled
+/// token in each of their sequences, segment 0 (chosen) and 1 (rejected)
+/// (dpo::Pair::counted; a padding row has none).
+int64_t countedPairs(llvm::ArrayRef<Row> rows);
+
 /// Fills the batch inputs from `rows` (batch_size of them), with LoRA
 /// dropout `token_index` (each position's index in the batch), and with a
 /// precomputed DPO reference its log-probabilities (each row's, which must

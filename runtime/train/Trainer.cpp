@@ -114,11 +114,12 @@ static T scalarOutput(Program &program, const EntryPoint &entry,
 }
 
 Schedule twill::scheduleOf(const TrainConfig &settings, int64_t rows) {
-  int64_t microBatches =
-      (rows + settings.batch_size() - 1) / settings.batch_size();
+  int64_t accumulation = settings.gradient_accumulation_steps();
   Schedule schedule;
+  schedule.microBatchesPerEpoch =
+      (rows + settings.batch_size() - 1) / settings.batch_size();
   schedule.stepsPerEpoch =
-      microBatches / settings.gradient_accumulation_steps();
+      (schedule.microBatchesPerEpoch + accumulation - 1) / accumulation;
   if (settings.max_steps_per_epoch() > 0)
     schedule.stepsPerEpoch =
         std::min(schedule.stepsPerEpoch, settings.max_steps_per_epoch());
@@ -161,13 +162,11 @@ twill::train(Program &program, llvm::ArrayRef<Row> rows, llvm::StringRef source,
 
   int64_t batchSize = settings.batch_size(), seqLen = rowLength(settings);
   int64_t accumulation = settings.gradient_accumulation_steps();
-  auto [stepsPerEpoch, totalSteps] = scheduleOf(settings, rows.size());
+  auto [microBatches, stepsPerEpoch, totalSteps] =
+      scheduleOf(settings, rows.size());
   if (stepsPerEpoch == 0)
-    return trainError(llvm::formatv(
-        "{0}: makes {1} rows of train.seq_len {2}: fewer than one step of "
-        "train.batch_size {3} x train.gradient_accumulation_steps {4} (more "
-        "data, or smaller settings)",
-        source, rows.size(), seqLen, batchSize, accumulation));
+    return trainError(llvm::formatv("{0}: makes no rows of train.seq_len {1}",
+                                    source, seqLen));
   // A resumed run continues the schedule it was on: the data must make at
   // least the steps it already took.
   if (start.steps > totalSteps || start.epoch > settings.epochs() ||
@@ -181,10 +180,13 @@ twill::train(Program &program, llvm::ArrayRef<Row> rows, llvm::StringRef source,
         start.steps, start.epoch + 1, start.index, totalSteps, stepsPerEpoch,
         source, settings.epochs(), batchSize, accumulation,
         settings.max_steps_per_epoch()));
-  int totalStepsBuffer = program.inputOf(TOTAL_STEPS);
-  if (totalStepsBuffer < 0)
-    return trainError("the executable has no total_steps input: compile "
-                      "it again with this release's twillc");
+  int totalStepsBuffer = program.inputOf(TOTAL_STEPS),
+      divisorBuffer = program.inputOf(GRADIENT_DIVISOR);
+  if (totalStepsBuffer < 0 || divisorBuffer < 0)
+    return trainError("the executable has no total_steps or gradient_divisor "
+                      "input: compile it again with this release's twillc");
+  // DPO weights each micro-batch's loss by 1 / its pairs (TRL's mean).
+  int lossWeightBuffer = program.inputOf(LOSS_WEIGHT);
   *program.buffers().as<int64_t>(totalStepsBuffer) = totalSteps;
   // With LoRA dropout, the micro-batch's number in the run keys its masks:
   // the same on every mesh, and after resuming.
@@ -258,30 +260,58 @@ twill::train(Program &program, llvm::ArrayRef<Row> rows, llvm::StringRef source,
     for (int64_t index = epoch == start.epoch ? start.index : 0;
          index < stepsPerEpoch; ++index) {
       auto stepStart = std::chrono::steady_clock::now();
+      // The last step of an epoch takes the micro-batches left.
+      int64_t inStep =
+          std::min(accumulation, microBatches - index * accumulation);
+      // SFT: the step's loss sum and its labelled tokens. DPO (TRL's
+      // figures): the sum of its micro-batches' means, the micro-batches
+      // with a pair, and the pairs.
       double lossSum = 0;
-      int64_t tokens = 0; // under DPO, the pairs
+      int64_t tokens = 0, counted = 0;
       std::array<double, dpo::kMetrics> dpoSums = {};
-      for (int64_t micro = 0; micro < accumulation; ++micro) {
+      for (int64_t micro = 0; micro < inStep; ++micro) {
         std::vector<Row> batch = microBatch(
             rows, order, index * accumulation + micro, batchSize, seqLen);
         if (llvm::Error error = fillBatch(program, batch))
           return std::move(error);
+        int64_t pairs = countedPairs(batch);
+        if (lossWeightBuffer >= 0)
+          *program.buffers().as<float>(lossWeightBuffer) =
+              pairs ? float(1.0 / pairs) : 0.0f;
         if (microBatchBuffer >= 0)
           *program.buffers().as<int64_t>(microBatchBuffer) =
               result.steps * accumulation + micro;
         if (llvm::Error error = program.run(*step))
           return atStep(result.steps + 1, std::move(error));
-        lossSum += scalarOutput<float>(program, *step, LOSS_SUM);
-        tokens += scalarOutput<int64_t>(program, *step, TOKEN_COUNT);
-        if (dpoMetrics >= 0)
-          addDpoMetrics(program, dpoMetrics, dpoSums.data());
+        float microLoss = scalarOutput<float>(program, *step, LOSS_SUM);
+        int64_t microTokens =
+            scalarOutput<int64_t>(program, *step, TOKEN_COUNT);
+        tokens += microTokens;
+        if (dpoMetrics < 0) {
+          lossSum += microLoss;
+          continue;
+        }
+        if (microTokens != pairs)
+          return atStep(result.steps + 1,
+                        trainError(llvm::formatv(
+                            "the train step counted {0} pairs where the host "
+                            "counted {1}",
+                            microTokens, pairs)));
+        if (!pairs)
+          continue;
+        ++counted;
+        lossSum += microLoss / pairs;
+        std::array<double, dpo::kMetrics> sums = {};
+        addDpoMetrics(program, dpoMetrics, sums.data());
+        for (int m = 0; m < dpo::kMetrics; ++m)
+          dpoSums[m] += sums[m] / pairs;
       }
       ++result.steps;
       // A non-finite loss stops the run before the update it would spread
       // (nothing of this step is applied, nothing non-finite is written).
       if (!std::isfinite(lossSum))
         return diverged(result.steps, "the loss", lossSum, lastCheckpoint);
-      result.positions += batchSize * accumulation * seqLen;
+      result.positions += batchSize * inStep * seqLen;
       result.labelled += tokens;
       llvm::json::Object line{{"step", result.steps},
                               {"epoch", epoch},
@@ -299,11 +329,15 @@ twill::train(Program &program, llvm::ArrayRef<Row> rows, llvm::StringRef source,
         line["skipped"] = true;
       } else {
         *program.buffers().as<int64_t>(scheduleStepBuffer) = result.steps - 1;
+        // The gradients summed what the loss did: the tokens' losses, or
+        // under DPO the micro-batches' means.
+        double divisor = dpoMetrics >= 0 ? double(counted) : double(tokens);
+        *program.buffers().as<float>(divisorBuffer) = float(divisor);
         if (llvm::Error error = program.run(*update))
           return atStep(result.steps, std::move(error));
         double tokensPerSecond =
-            batchSize * accumulation * seqLen / secondsSince(stepStart);
-        result.lastLoss = lossSum / tokens;
+            batchSize * inStep * seqLen / secondsSince(stepStart);
+        result.lastLoss = lossSum / divisor;
         float lr = scalarOutput<float>(program, *update, LR);
         float gradNorm = scalarOutput<float>(program, *update, GRAD_NORM);
         // The update is made: stop before anything is written from it.
@@ -316,7 +350,7 @@ twill::train(Program &program, llvm::ArrayRef<Row> rows, llvm::StringRef source,
         std::string dpoText;
         if (dpoMetrics >= 0)
           for (int m = 0; m < dpo::kMetrics; ++m) {
-            float mean = float(dpoSums[m] / tokens);
+            float mean = float(dpoSums[m] / divisor);
             line[dpo::kMetricNames[m]] = mean;
             scalars.push_back(
                 {std::string("train/") + dpo::kMetricNames[m], mean});

@@ -31,11 +31,13 @@ struct TrainResult {
   Backend::PeakMemory peakMemory;
 };
 
-/// How a run lays its optimizer steps over `rows` rows: the steps of an
-/// epoch (train.max_steps_per_epoch may cut it short; 0: too few rows for
-/// one) and of the run.
+/// How a run lays its optimizer steps over `rows` rows, as the Hugging Face
+/// Trainer does: an epoch's micro-batches (the last one padded past the
+/// rows), gradient_accumulation_steps of them a step but the last step's,
+/// which takes what is left; the steps of an epoch (train.max_steps_per_epoch
+/// may cut it short; 0: no rows) and of the run.
 struct Schedule {
-  int64_t stepsPerEpoch = 0, totalSteps = 0;
+  int64_t microBatchesPerEpoch = 0, stepsPerEpoch = 0, totalSteps = 0;
 };
 Schedule scheduleOf(const TrainConfig &settings, int64_t rows);
 

@@ -14,7 +14,16 @@
    programs under the 8B programs' names, with twillc's real reports) and
    an nvidia-smi that samples: every figure of every step is read from the
    tools' real output (tokens/s, MFU, predicted against measured step,
-   memory, profile) and the traces come back.
+   memory, profile) and the traces come back;
+6. flags it cannot use are refused before anything runs, one line naming
+   the flag or the path, exit 2, never a traceback: a --deadline that is not
+   a finite number of seconds past the time kept to pack (nan, inf, 0, -5,
+   a word), an --out that is a file, under one, unwritable, holding a file
+   of the check's name (left as it was) or holding --work, a --work that is
+   a file, a --bin without the programs the parts run, a --programs that is
+   no folder, an unknown or no part (the valid ones named);
+7. a --work or --programs holding the user's files, run in twice: they are
+   kept as they were, and none is packed.
 
     python device_check_test.py --work DIR --bin BUILD/bin --config TINY
         --data TRAIN_JSONL --cluster CLUSTER
@@ -121,7 +130,9 @@ def stand_ins(work):
     return bin_dir, tests
 
 
-def start(work, mode, deadline, out):
+def start(work, mode, deadline, out, *flags):
+    """The check with the stand-ins; `flags` come last, so that one of them
+    overrides the same flag before it."""
     bin_dir, tests = stand_ins(work)
     pids = work / f"pids-{out.name}"
     pids.write_text("")
@@ -132,7 +143,7 @@ def start(work, mode, deadline, out):
                "--programs", str(work / "programs"), "--tests", str(tests),
                "--data", str(work / "data.jsonl"), "--out", str(out),
                "--work", str(work / f"parts-{out.name}"),
-               "--deadline", str(deadline)]
+               "--deadline", str(deadline), *map(str, flags)]
     return subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True), pids
 
@@ -260,6 +271,107 @@ def terminated(work):
            "SIGTERM: the logs are kept")
 
 
+PARTS = ["conformance", "cuda_vs_cpu", "peak", "steps", "long", "sanitizer"]
+
+
+def refused(work, what, flags, *named, out=None):
+    """The check given `flags` ends at once with argparse's one-line error
+    naming each of `named`, having run nothing."""
+    process, _ = start(work, "nogpu", 120, out or work / "refused", *flags)
+    output = finish(process, 60)
+    last = (output.strip().splitlines() or [""])[-1]
+    expect(process.returncode == 2 and "Traceback" not in output and
+           "===" not in output and
+           last.startswith("device_check.py: error: ") and
+           all(str(name) in last for name in named),
+           f"refused: {what}", output[-2000:])
+
+
+def bad_deadline(work):
+    for value in ("nan", "inf", "-inf", "1e999", "-5", "0", "9", "soon", ""):
+        refused(work, f"--deadline={value}", [f"--deadline={value}"],
+                "--deadline", repr(value))
+
+
+def bad_out(work):
+    notes = work / "notes.txt"
+    notes.write_text("mine\n")
+    refused(work, "--out a file", [], notes, out=notes)
+    expect(notes.read_text() == "mine\n", "--out a file: left as it was")
+    refused(work, "--out under a file", [], notes / "out", out=notes / "out")
+    # sysfs: no one, root included, makes a file or a folder in it.
+    if os.path.isdir("/sys/kernel"):
+        for path in (Path("/sys/kernel"), Path("/sys/twill-device-check")):
+            refused(work, f"--out unwritable ({path})", [], path, out=path)
+    user = work / "user-out"
+    user.mkdir()
+    (user / "results.md").write_text("my results\n")
+    refused(work, "--out holding a results.md", [], user, "results.md",
+            out=user)
+    expect(os.listdir(user) == ["results.md"] and
+           (user / "results.md").read_text() == "my results\n",
+           "--out holding a results.md: left as it was")
+    refused(work, "--work inside --out",
+            ["--work", work / "inside" / "parts"], "--work", "--out",
+            out=work / "inside")
+
+
+def users_folders(work):
+    """--work and --programs naming folders of the user's, holding files
+    of the names the check writes, run in twice."""
+    mine, programs = work / "mine", work / "my-programs"
+    (mine / "sub").mkdir(parents=True)
+    programs.mkdir()
+    files = {mine / "notes.txt": "mine\n", mine / "sub" / "keep.txt": "keep\n",
+             mine / "conformance-0.txt": "my conformance\n",
+             programs / "data-4096.jsonl": "my data\n",
+             programs / "llama8b-4096.memory": "my samples\n"}
+    for path, text in files.items():
+        path.write_text(text)
+    for run in (1, 2):
+        out = work / f"mine-{run}"
+        process, _ = start(work, "nogpu", 120, out, "--work", mine,
+                           "--programs", programs)
+        output = finish(process, 90)
+        expect(process.returncode == 0, f"user's folders, run {run}: ran",
+               output[-2000:])
+        kept = all(path.is_file() and path.read_text() == text
+                   for path, text in files.items())
+        expect(kept and sorted(os.listdir(programs)) ==
+               ["data-4096.jsonl", "llama8b-4096.memory"],
+               f"user's folders, run {run}: their files kept as they were")
+        with tarfile.open(out / "logs.tar.gz") as archive:
+            names = archive.getnames()
+            text = archive.extractfile("conformance-0.txt").read().decode()
+        expect("needs a GPU" in text and "notes.txt" not in names,
+               f"user's folders, run {run}: only the check's output packed",
+               text)
+    notes = mine / "notes.txt"
+    refused(work, "--work a file", ["--work", notes], notes)
+    expect(notes.read_text() == "mine\n", "--work a file: left as it was")
+
+
+def bad_bin_programs_parts(work):
+    refused(work, "--bin no folder", ["--bin", work / "no-bin"], "no-bin")
+    only = work / "conformance-only"
+    only.mkdir()
+    (only / "twill-conformance").write_text(CONFORMANCE)
+    (only / "twill-conformance").chmod(0o755)
+    refused(work, "--bin without twill-train, for the steps",
+            ["--bin", only, "--parts", "conformance,steps"], only,
+            "twill-train")
+    process, _ = start(work, "nogpu", 120, work / "only", "--bin", only,
+                       "--parts", "conformance")
+    output = finish(process, 60)
+    expect(process.returncode == 0,
+           "--bin without twill-train, for the conformance alone: ran", output)
+    refused(work, "--programs no folder",
+            ["--programs", work / "no-programs"], "no-programs")
+    refused(work, "--parts an unknown one", ["--parts", "steps,nosuch"],
+            "nosuch", *PARTS)
+    refused(work, "--parts none", ["--parts=,"], *PARTS)
+
+
 # The programs the check runs, each the tiny job under an 8B program's name
 # writing where the check reads, with twillc's report at the cluster.
 PROGRAMS = {"llama8b-4096": [], "llama8b-dropout-4096": ["lora.dropout=0.1"],
@@ -329,7 +441,8 @@ def main():
     shutil.rmtree(args.work, ignore_errors=True)
     args.work.mkdir(parents=True)
     (args.work / "data.jsonl").write_text('{"input_ids": [1, 2, 3]}\n')
-    for case in (no_gpu, fault, hang, terminated):
+    for case in (bad_deadline, bad_out, users_folders, bad_bin_programs_parts,
+                 no_gpu, fault, hang, terminated):
         case(args.work)
     working_gpu(args.work, args)
 

@@ -3,7 +3,7 @@ with a PEFT LoRA model, on the cpu in fp32.
 
     python dpo_oracle.py --bin BUILD/bin --work DIR
                          [--loss sigmoid|ipo|hinge|robust]
-                         [--precomputed] [--full]
+                         [--precomputed] [--full] [--pairs N --batch B]
 
 A tiny Llama (vocab 97) and 40 preference pairs, pre-tokenized (prompts of
 2 to 9 tokens, completions of 1 to 9: some prompt + completion longer than
@@ -21,6 +21,13 @@ is its own). Every step's loss and TRL's metrics (rewards/chosen,
 abs difference / max abs value). rewards/accuracies counts the pairs whose
 chosen reward is ahead; a pair whose rewards are within rounding of each
 other may land either way, so a step may differ by one pair, no more.
+
+With --pairs and --batch the epoch is laid out as the Hugging Face Trainer
+under TRL lays it: micro-batches of B pairs, the last one short; a step
+of 2 of them, the last step what is left (47 pairs of 5: a last step of 5
+and 2; 50 of 4: a last step of one micro-batch of 2); each micro-batch's
+loss and metrics its mean, a step's their mean over its micro-batches.
+Both must take the same steps, with the same figures.
 
 With --precomputed both compute the reference once over the pairs before
 training: Twill's dpo.reference PRECOMPUTED (its @reference pass) and
@@ -48,17 +55,16 @@ from trl import DPOConfig, DPOTrainer
 
 from families import some_projections, tiny_model
 
-VOCAB, MAX_LENGTH, BATCH, ACCUMULATION, STEPS = 97, 12, 2, 2, 10
+VOCAB, MAX_LENGTH, ACCUMULATION = 97, 12, 2
 LR, WARMUP, WEIGHT_DECAY, MAX_NORM, BETA = 5e-3, 3, 0.1, 0.5, 0.2
 # Robust DPO's chance of a flipped preference (TRL's label_smoothing).
 SMOOTHING = {"robust": 0.1}
 RANK, ALPHA = 4, 8.0
-PAIRS = BATCH * ACCUMULATION  # a step's
 METRICS = ["loss", "rewards/chosen", "rewards/rejected", "rewards/accuracies",
            "rewards/margins", "logps/chosen", "logps/rejected"]
 
 
-def make_pairs():
+def make_pairs(count):
     generator = torch.Generator().manual_seed(5)
 
     def ids(low, high):
@@ -67,7 +73,7 @@ def make_pairs():
 
     return [{"prompt_ids": ids(2, 9), "chosen_ids": ids(1, 9),
              "rejected_ids": ids(1, 9)}
-            for _ in range(STEPS * ACCUMULATION * BATCH)]
+            for _ in range(count)]
 
 
 class InOrderDPOTrainer(DPOTrainer):
@@ -88,13 +94,14 @@ def word_tokenizer():
         pad_token="t0", eos_token="t2")
 
 
-def trl_trainer(base, pairs, loss_type, targets, work, precomputed, full):
+def trl_trainer(base, pairs, batch, loss_type, targets, work, precomputed,
+                full):
     """TRL's trainer of a new LoRA adapter (its peft_config: the reference
     is the base with the adapter off), or of the whole model."""
     args = DPOConfig(
         precompute_ref_log_probs=precomputed,
-        output_dir=str(work / "trl"), per_device_train_batch_size=BATCH,
-        gradient_accumulation_steps=ACCUMULATION, max_steps=STEPS,
+        output_dir=str(work / "trl"), per_device_train_batch_size=batch,
+        gradient_accumulation_steps=ACCUMULATION, num_train_epochs=1,
         learning_rate=LR, lr_scheduler_type="cosine", warmup_steps=WARMUP,
         weight_decay=WEIGHT_DECAY, max_grad_norm=MAX_NORM, optim="adamw_torch",
         adam_beta1=0.9, adam_beta2=0.999, adam_epsilon=1e-8, beta=BETA,
@@ -118,20 +125,28 @@ def main():
                         default="sigmoid")
     parser.add_argument("--precomputed", action="store_true")
     parser.add_argument("--full", action="store_true")
+    parser.add_argument("--pairs", type=int, default=40)
+    parser.add_argument("--batch", type=int, default=2)
     args = parser.parse_args()
     args.precomputed |= args.full
     work = args.work / (f"dpo-{args.loss}"
                         + ("-precomputed" if args.precomputed else "")
-                        + ("-full" if args.full else ""))
+                        + ("-full" if args.full else "")
+                        + f"-{args.pairs}x{args.batch}")
+    # Each step's micro-batches' sizes, as both lay the epoch out.
+    sizes = [min(args.batch, args.pairs - start)
+             for start in range(0, args.pairs, args.batch)]
+    steps = [sizes[i:i + ACCUMULATION]
+             for i in range(0, len(sizes), ACCUMULATION)]
     work.mkdir(parents=True, exist_ok=True)
 
     torch.manual_seed(0)
     base = tiny_model("llama", vocab_size=VOCAB, num_key_value_heads=2)
     base.save_pretrained(work / "base")
     targets = some_projections("llama")
-    pairs = make_pairs()
+    pairs = make_pairs(args.pairs)
     # TRL's adapter as it starts (A random, B zero) is Twill's start too.
-    trainer = trl_trainer(base, pairs, args.loss, targets, work,
+    trainer = trl_trainer(base, pairs, args.batch, args.loss, targets, work,
                           args.precomputed, args.full)
     if not args.full:
         trainer.model.save_pretrained(work / "initial")
@@ -148,7 +163,7 @@ dpo {{ loss_type: {args.loss.upper()} beta: {BETA}
        label_smoothing: {SMOOTHING.get(args.loss, 0.0)}
        reference: {"PRECOMPUTED" if args.precomputed else "ADAPTER_OFF"} }}
 train {{
-  objective: DPO batch_size: {BATCH} seq_len: {MAX_LENGTH}
+  objective: DPO batch_size: {args.batch} seq_len: {MAX_LENGTH}
   gradient_accumulation_steps: {ACCUMULATION} epochs: 1 lr: {LR}
   warmup_steps: {WARMUP} weight_decay: {WEIGHT_DECAY}
   max_grad_norm: {MAX_NORM}
@@ -164,18 +179,24 @@ train {{
 
     trainer.train()
     trl = [entry for entry in trainer.state.log_history if "loss" in entry]
-    ok = len(twill) == STEPS and len(trl) == STEPS
+    ok = len(twill) == len(steps) and len(trl) == len(steps)
     worst, flipped = (0.0, ""), 0.0
     for step, (ours, theirs) in enumerate(zip(twill, trl), start=1):
         for key in METRICS:
             if key == "rewards/accuracies":
-                flipped = max(flipped, abs(ours[key] - theirs[key]) * PAIRS)
+                # One pair the other way moves the step's mean by at most
+                # 1 / (its micro-batches x the smallest one's pairs).
+                layout = steps[step - 1]
+                flipped = max(flipped, abs(ours[key] - theirs[key])
+                              * len(layout) * min(layout))
                 continue
             error = abs(ours[key] - theirs[key]) / max(1.0, abs(theirs[key]))
             worst = max(worst, (error, f"step {step} {key}: {ours[key]} vs "
                                        f"{theirs[key]}"))
-    print(f"{args.loss}{' (precomputed)' if args.precomputed else ''}: "
-          f"{len(twill)} steps of Twill, {len(trl)} of TRL; "
+    print(f"{args.loss}{' (precomputed)' if args.precomputed else ''}, "
+          f"{args.pairs} pairs in micro-batches of {args.batch}: "
+          f"{len(twill)} steps of Twill, {len(trl)} of TRL "
+          f"({len(steps)} expected); "
           f"worst of {len(METRICS) - 1} figures a step: {worst[0]:.2e} "
           f"({worst[1]})")
     print(f"  TRL's loss {trl[0]['loss']:.6f} -> {trl[-1]['loss']:.6f}, "

@@ -84,6 +84,175 @@ TEST(ChatTemplate, ATemplateThatRaisesIsAnError) {
               HasSubstr("expected a value"));
 }
 
+std::string rendered(llvm::StringRef source) {
+  llvm::Expected<std::string> text = render(source, "{}");
+  EXPECT_TRUE(bool(text)) << llvm::toString(text.takeError());
+  return text ? *text : "";
+}
+
+// A template comes with a downloaded model, so it is untrusted: what it
+// makes is bounded, and sized before it is made where it can be, so that
+// none exhausts memory or time, crashes, or wraps an integer around.
+const char *const kTooBig = "more than 16 MiB";
+
+TEST(ChatTemplateBounds, ListsAreBounded) {
+  EXPECT_THAT(renderError("{% set ns = namespace(l=[0]) %}{% for i in "
+                          "range(40) %}{% set ns.l = ns.l + ns.l %}"
+                          "{% endfor %}",
+                          "{}"),
+              HasSubstr(kTooBig));
+  EXPECT_THAT(renderError("{% set x = [1] * 10**18 %}", "{}"),
+              HasSubstr(kTooBig));
+  EXPECT_THAT(renderError("{% set x = ('a' * 1000000)|list %}", "{}"),
+              HasSubstr(kTooBig));
+  // A method holds what it is bound to.
+  EXPECT_THAT(renderError("{% set ns = namespace(l=[]) %}{% for i in "
+                          "range(1000) %}{% set ns.l = ns.l + [('x' * "
+                          "1000000).upper] %}{% endfor %}",
+                          "{}"),
+              HasSubstr(kTooBig));
+  // As transformers' sandbox bounds range, before any item is made.
+  EXPECT_THAT(renderError("{% set x = range(10**9) %}", "{}"),
+              HasSubstr("Range too big. The sandbox blocks ranges larger "
+                        "than MAX_RANGE (100000)."));
+  EXPECT_EQ(rendered("{{ range(100000)|length }} {{ [1, 2] * 2 }} "
+                     "{{ 2 * [3] }} {{ [] * 10**18 }}"),
+            "100000 [1, 2, 1, 2] [3, 3] []");
+}
+
+TEST(ChatTemplateBounds, ConcatenatedStringsAreBounded) {
+  for (const char *op : {"~", "+"})
+    EXPECT_THAT(renderError(std::string("{% set ns = namespace(s='ab') %}"
+                                        "{% for i in range(64) %}"
+                                        "{% set ns.s = ns.s ") +
+                                op + " ns.s %}{% endfor %}",
+                            "{}"),
+                HasSubstr(kTooBig));
+  // The rendered text, a join and a replace grow as far as any string.
+  EXPECT_THAT(renderError("{% for i in range(20000) %}{{ 'x' * 1000 }}"
+                          "{% endfor %}",
+                          "{}"),
+              HasSubstr(kTooBig));
+  EXPECT_THAT(renderError("{% set x = range(100000)|join('x' * 1000) %}", "{}"),
+              HasSubstr(kTooBig));
+  EXPECT_THAT(
+      renderError("{% set x = 'abc'.join(['x' * 10000000] * 2) %}", "{}"),
+      HasSubstr(kTooBig));
+  EXPECT_THAT(
+      renderError("{% set x = 'abc'.replace('', 'x' * 10000000) %}", "{}"),
+      HasSubstr(kTooBig));
+  // What else would widen text is refused already: no center, ljust,
+  // indent or format filter, no % formatting.
+  EXPECT_THAT(parseError("{{ 'x'|center(10**9) }}"),
+              HasSubstr("unsupported filter 'center'"));
+  EXPECT_THAT(renderError("{{ '%1000000000d' % 5 }}", "{}"),
+              HasSubstr("'%' of '%1000000000d' and '5'"));
+}
+
+TEST(ChatTemplateBounds, TojsonIsBounded) {
+  EXPECT_THAT(renderError("{{ [[[1]]]|tojson(indent=10**15) }}", "{}"),
+              HasSubstr(kTooBig));
+  // Lists nested in a loop are bounded as they are made: printing, tojson,
+  // == and freeing them recurse.
+  EXPECT_THAT(renderError("{% set ns = namespace(l=[]) %}{% for i in "
+                          "range(100000) %}{% set ns.l = [ns.l] %}"
+                          "{% endfor %}{{ ns.l|tojson }}",
+                          "{}"),
+              HasSubstr("nested deeper than 512 levels"));
+  // Python's: a negative indent indents by nothing, a string by itself.
+  EXPECT_EQ(rendered("{{ [1, [2]]|tojson(indent=-1) }}"), "[\n1,\n[\n2\n]\n]");
+  EXPECT_EQ(rendered("{{ [1]|tojson(indent='--') }}"), "[\n--1\n]");
+}
+
+TEST(ChatTemplateBounds, NamespacesThatHoldThemselves) {
+  const char *selfHeld = "{% set ns = namespace(x=none) %}{% set ns.x = ns %}"
+                         "{% set other = namespace(x=none) %}"
+                         "{% set other.x = other %}";
+  for (const char *json : {"{{ ns|tojson }}", "{{ [ns]|tojson }}"})
+    EXPECT_THAT(renderError(std::string(selfHeld) + json, "{}"),
+                HasSubstr("Object of type TemplateNamespace is not JSON "
+                          "serializable"));
+  // Namespaces are equal only to themselves, as Python's.
+  EXPECT_EQ(rendered(std::string(selfHeld) +
+                     "{{ ns == other }} {{ [ns.x] == [ns] }}"),
+            "False True");
+  // A long chain of namespaces is freed without a recursion as deep.
+  EXPECT_EQ(rendered("{% set ns = namespace(x=none) %}{% for i in "
+                     "range(80000) %}{% set ns.x = namespace(x=ns.x) %}"
+                     "{% endfor %}done"),
+            "done");
+  // What namespaces hold is bounded all together: a loop makes any number.
+  EXPECT_THAT(renderError("{% set ns = namespace(l=[]) %}{% for i in "
+                          "range(1000) %}{% set ns.l = ns.l + [namespace()] %}"
+                          "{% endfor %}{% for n in ns.l %}"
+                          "{% set n.x = 'x' * 1000000 %}{% endfor %}",
+                          "{}"),
+              HasSubstr(kTooBig));
+}
+
+TEST(ChatTemplateBounds, SplitsAndIterationAreBoundedAsTheyAreMade) {
+  EXPECT_THAT(renderError("{% set x = ('a ' * 4000000).split() %}", "{}"),
+              HasSubstr(kTooBig));
+  EXPECT_THAT(renderError("{% set x = ('a,' * 4000000).split(',') %}", "{}"),
+              HasSubstr(kTooBig));
+  EXPECT_THAT(renderError("{% for c in 'a' * 4000000 %}{% endfor %}", "{}"),
+              HasSubstr(kTooBig));
+  EXPECT_EQ(rendered("{{ 'a b  c '.split(none, 1) }} {{ 'a,b,c'.split(',', "
+                     "1) }}"),
+            "['a', 'b  c '] ['a', 'b,c']");
+}
+
+TEST(ChatTemplateBounds, RepetitionAndPowerAreSizedFirst) {
+  // (Jinja's ** groups from the left: 1 ** 10**18 is (1 ** 10) ** 18.)
+  EXPECT_EQ(rendered("[{{ '' * 10**18 }}] {{ 1 ** (10**18) }} {{ (-1) ** "
+                     "(10**18 + 1) }} {{ (-2) ** 63 }}"),
+            "[] 1 -1 -9223372036854775808");
+  EXPECT_THAT(renderError("{{ 'a' * 10**18 }}", "{}"), HasSubstr(kTooBig));
+  EXPECT_THAT(renderError("{{ 10 ** (10**18) }}", "{}"),
+              HasSubstr("an integer past 64 bits"));
+  EXPECT_THAT(renderError("{{ 2 ** 63 }}", "{}"),
+              HasSubstr("an integer past 64 bits"));
+  // Past 64 bits is refused, never wrapped around (or undefined).
+  EXPECT_THAT(renderError("{{ (-9223372036854775807 - 1)|abs }}", "{}"),
+              HasSubstr("an integer past 64 bits"));
+  EXPECT_THAT(renderError("{{ (10.0 ** 30)|int }}", "{}"),
+              HasSubstr("an integer past 64 bits"));
+  EXPECT_EQ(rendered("{{ (-9223372036854775807 - 1) is divisibleby(-1) }} "
+                     "{{ [1, 2, 3][1:3:9223372036854775807] }} "
+                     "{{ range(9223372036854775806, 9223372036854775807, "
+                     "10)|list }}"),
+            "True [2] [9223372036854775806]");
+}
+
+TEST(ChatTemplateBounds, StrftimeIsNotTruncated) {
+  EXPECT_EQ(rendered("{{ strftime_now('%Y' * 200)|length }}"
+                     "[{{ strftime_now('') }}]"),
+            "800[]");
+  EXPECT_THAT(renderError("{{ strftime_now('%Y' * 5000000) }}", "{}"),
+              HasSubstr(kTooBig));
+}
+
+TEST(ChatTemplateBounds, NonIntegersAreRefusedAsPythonRefusesThem) {
+  EXPECT_THAT(renderError("{{ 'ab' * 2.5 }}", "{}"),
+              HasSubstr("can't multiply sequence by non-int of type "
+                        "'float'"));
+  EXPECT_THAT(renderError("{{ [1] * 'b' }}", "{}"),
+              HasSubstr("can't multiply sequence by non-int of type 'str'"));
+  EXPECT_THAT(renderError("{{ range(3.0) }}", "{}"),
+              HasSubstr("'float' object cannot be interpreted as an "
+                        "integer"));
+  EXPECT_THAT(renderError("{{ range(none) }}", "{}"),
+              HasSubstr("'NoneType' object cannot be interpreted as an "
+                        "integer"));
+  EXPECT_THAT(renderError("{{ 'a,b'.split(',', 1.0) }}", "{}"),
+              HasSubstr("'float' object cannot be interpreted as an "
+                        "integer"));
+  EXPECT_THAT(renderError("{{ [1]|tojson(indent=2.0) }}", "{}"),
+              HasSubstr("can't multiply sequence by non-int of type "
+                        "'float'"));
+  EXPECT_EQ(rendered("{{ 'ab' * true }} [{{ [1, 2][1.0] }}]"), "ab []");
+}
+
 TEST(ChatTemplate, VariablesKeepTheirKeysInOrder) {
   llvm::Expected<std::string> text =
       render("{{ m | tojson }} {% for k in m %}{{ k }}{% endfor %}",

@@ -221,6 +221,10 @@ static int runEval(Program &program) {
   // would (its masks are keyed by the micro-batch's number).
   if (int micro = program.inputOf(MICRO_BATCH); micro >= 0)
     *program.buffers().as<int64_t>(micro) = 0;
+  // The gradients written are of the batch's summed loss, whatever a
+  // training step weights it by (DPO's 1 / pairs).
+  if (int weight = program.inputOf(LOSS_WEIGHT); weight >= 0)
+    *program.buffers().as<float>(weight) = 1.0f;
   if (llvm::Error error = program.run(*entry))
     return fail(std::move(error));
   int lossOutput = Program::outputOf(*entry, LOSS_SUM),

@@ -34,14 +34,21 @@ public:
     scopes.emplace_back();
     for (const auto &[key, value] : variables.dict->items)
       scopes.back()[key] = value;
-    defineGlobals(scopes.front());
+    defineGlobals(scopes.front(), namespaces);
   }
 
   enum class Flow { Normal, Break, Continue };
   llvm::Expected<Flow> run(const Node &node);
-  std::string out;
+  /// The rendered text, bounded as any string made; errors name no line
+  /// (emit gives each its node's).
+  TextBuilder out{0};
 
 private:
+  llvm::Error emit(llvm::StringRef piece, int line) {
+    if (llvm::Error error = out.append(piece))
+      return failAt(line, llvm::toString(std::move(error)));
+    return llvm::Error::success();
+  }
   Value lookup(llvm::StringRef name) const {
     for (auto scope = scopes.rbegin(); scope != scopes.rend(); ++scope)
       if (auto it = scope->find(name); it != scope->end())
@@ -56,6 +63,7 @@ private:
   /// (the callee, or the value filtered or tested).
   llvm::Error arguments(const Expr &expr, Values &args, Keywords &keywords);
 
+  Namespaces namespaces;
   std::vector<llvm::StringMap<Value>> scopes;
   int64_t iterations = 0;
 };
@@ -77,8 +85,15 @@ llvm::Expected<Value> Renderer::binary(const Expr &expr) {
   const Value &a = *left, &b = *right;
   if (op == "==" || op == "!=")
     return Value::of(equal(a, b) == (op == "=="));
-  if (op == "~")
-    return Value::of(text(a) + text(b));
+  if (op == "~" ||
+      (op == "+" && a.kind == Value::String && b.kind == Value::String)) {
+    TextBuilder joined(expr.line);
+    if (llvm::Error error = joined.append(text(a)))
+      return std::move(error);
+    if (llvm::Error error = joined.append(text(b)))
+      return std::move(error);
+    return Value::of(joined.take());
+  }
   if (op == "in" || op == "not in") {
     bool found = false;
     if (b.kind == Value::String)
@@ -106,21 +121,33 @@ llvm::Expected<Value> Renderer::binary(const Expr &expr) {
                                : order >= 0;
     return Value::of(result);
   }
-  if (op == "+" && a.kind == Value::String && b.kind == Value::String)
-    return Value::of(a.string + b.string);
   if (op == "+" && a.kind == Value::List && b.kind == Value::List) {
-    Values joined = *a.list;
-    joined.insert(joined.end(), b.list->begin(), b.list->end());
-    return Value::of(std::move(joined));
+    ItemsBuilder joined(Value::List, expr.line);
+    if (llvm::Error error = joined.append(*a.list))
+      return std::move(error);
+    if (llvm::Error error = joined.append(*b.list))
+      return std::move(error);
+    return joined.take();
   }
-  if (op == "*" && a.kind == Value::String && isNumber(b)) {
-    std::string repeated;
-    for (int64_t i = 0; i < asInt(b); ++i) {
-      repeated += a.string;
-      if (repeated.size() > kMaxText)
-        return failAt(expr.line, "a string of more than 64 MiB");
+  // A sequence repeated (either side), sized before it is made.
+  auto isSequence = [](const Value &v) {
+    return v.kind == Value::String || v.kind == Value::List;
+  };
+  if (op == "*" && (isSequence(a) || isSequence(b))) {
+    const Value &sequence = isSequence(a) ? a : b;
+    llvm::Expected<uint64_t> times = timesOf(isSequence(a) ? b : a, expr.line);
+    if (!times)
+      return times.takeError();
+    if (sequence.kind == Value::String) {
+      TextBuilder repeated(expr.line);
+      if (llvm::Error error = repeated.append(sequence.string, *times))
+        return std::move(error);
+      return Value::of(repeated.take());
     }
-    return Value::of(repeated);
+    ItemsBuilder repeated(Value::List, expr.line);
+    if (llvm::Error error = repeated.append(*sequence.list, *times))
+      return std::move(error);
+    return repeated.take();
   }
   if (!isNumber(a) || !isNumber(b))
     return failAt(expr.line,
@@ -128,9 +155,12 @@ llvm::Expected<Value> Renderer::binary(const Expr &expr) {
   bool integers = a.kind != Value::Float && b.kind != Value::Float;
   if (op == "**") {
     if (integers && asInt(b) >= 0) {
-      int64_t result = 1;
-      for (int64_t i = 0; i < asInt(b) && result != 0; ++i)
-        if (__builtin_mul_overflow(result, asInt(a), &result))
+      // By squaring: a step per bit of the exponent, not per its value
+      // (1 ** 10**18). A square that overflows is a factor of the result.
+      int64_t result = 1, base = asInt(a);
+      for (int64_t exponent = asInt(b); exponent; exponent >>= 1)
+        if (((exponent & 1) && __builtin_mul_overflow(result, base, &result)) ||
+            (exponent > 1 && __builtin_mul_overflow(base, base, &base)))
           return failAt(expr.line, "an integer past 64 bits");
       return Value::of(result);
     }
@@ -216,25 +246,19 @@ llvm::Expected<Value> Renderer::eval(const Expr &expr) {
     return expr.value;
   case Expr::Name:
     return lookup(expr.name);
-  case Expr::ListOf: {
-    Values items;
-    for (size_t i = 0; i < expr.args.size(); ++i) {
-      llvm::Expected<Value> item = evalArg(i);
-      if (!item)
-        return item;
-      items.push_back(*item);
-    }
-    return Value::of(std::move(items));
-  }
+  case Expr::ListOf:
   case Expr::DictOf: {
-    Value dict = Value::emptyDict();
+    bool isList = expr.kind == Expr::ListOf;
+    ItemsBuilder items(isList ? Value::List : Value::Dict, expr.line);
     for (size_t i = 0; i < expr.args.size(); ++i) {
       llvm::Expected<Value> item = evalArg(i);
       if (!item)
         return item;
-      dict.dict->items.push_back({expr.keys[i], *item});
+      if (llvm::Error error =
+              isList ? items.append(*item) : items.add(expr.keys[i], *item))
+        return std::move(error);
     }
-    return dict;
+    return items.take();
   }
   case Expr::Attr: {
     llvm::Expected<Value> object = evalArg(0);
@@ -253,7 +277,8 @@ llvm::Expected<Value> Renderer::eval(const Expr &expr) {
     if (object->kind == Value::Undefined)
       return failAt(expr.line,
                     "an undefined value has no item '" + text(*index) + "'");
-    if (!isNumber(*index))
+    // Jinja's item of another type is undefined (Python's TypeError, caught).
+    if (index->kind != Value::Int && index->kind != Value::Bool)
       return Value();
     if (object->kind == Value::List) {
       std::optional<size_t> at =
@@ -276,8 +301,10 @@ llvm::Expected<Value> Renderer::eval(const Expr &expr) {
       llvm::Expected<Value> bound = evalArg(part + 1);
       if (!bound)
         return bound;
-      if (isNumber(*bound))
+      if (bound->kind == Value::Int || bound->kind == Value::Bool)
         bounds[part] = asInt(*bound);
+      else if (bound->kind != Value::None && bound->kind != Value::Undefined)
+        return Value(); // as an item's
     }
     bool isString = object->kind == Value::String;
     std::vector<std::string> chars;
@@ -302,15 +329,18 @@ llvm::Expected<Value> Renderer::eval(const Expr &expr) {
     };
     int64_t start = clamp(bounds[0], step > 0 ? 0 : int64_t(size) - 1);
     int64_t stop = clamp(bounds[1], step > 0 ? int64_t(size) : -1);
-    Values items;
+    // Counted first: a step past the items would overflow.
+    uint64_t count = rangeLength(start, stop, step);
     std::string joined;
-    for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
+    ItemsBuilder items(Value::List, expr.line);
+    for (uint64_t k = 0; k < count; ++k) {
+      size_t at = size_t(start + int64_t(k) * step);
       if (isString)
-        joined += chars[i];
-      else
-        items.push_back((*object->list)[i]);
+        joined += chars[at];
+      else if (llvm::Error error = items.append((*object->list)[at]))
+        return std::move(error);
     }
-    return isString ? Value::of(joined) : Value::of(std::move(items));
+    return isString ? Value::of(joined) : items.take();
   }
   case Expr::Call: {
     llvm::Expected<Value> callee = evalArg(0);
@@ -322,10 +352,7 @@ llvm::Expected<Value> Renderer::eval(const Expr &expr) {
     Keywords keywords;
     if (llvm::Error error = arguments(expr, args, keywords))
       return std::move(error);
-    llvm::Expected<Value> result = (*callee->function)(args, keywords);
-    if (!result)
-      return failAt(expr.line, llvm::toString(result.takeError()));
-    return result;
+    return (*callee->function)(args, keywords, expr.line);
   }
   case Expr::Filter: {
     llvm::Expected<Value> value = evalArg(0);
@@ -379,17 +406,15 @@ llvm::Expected<Renderer::Flow> Renderer::run(const Node &node) {
     }
     return Flow::Normal;
   case Node::Text:
-    out += node.text;
-    if (out.size() > kMaxText)
-      return failAt(node.line, "the text passes 64 MiB");
+    if (llvm::Error error = emit(node.text, node.line))
+      return std::move(error);
     return Flow::Normal;
   case Node::Output: {
     llvm::Expected<Value> value = eval(*node.expr);
     if (!value)
       return value.takeError();
-    out += text(*value);
-    if (out.size() > kMaxText)
-      return failAt(node.line, "the text passes 64 MiB");
+    if (llvm::Error error = emit(text(*value), node.line))
+      return std::move(error);
     return Flow::Normal;
   }
   case Node::If:
@@ -418,10 +443,9 @@ llvm::Expected<Renderer::Flow> Renderer::run(const Node &node) {
       return failAt(node.line, "'" + node.targets[0] +
                                    "' is not a namespace: only a namespace's "
                                    "attributes are set");
-    if (Value *existing = space.dict->find(node.attribute))
-      *existing = *value;
-    else
-      space.dict->items.push_back({node.attribute, *value});
+    if (llvm::Error error =
+            namespaces.set(space, node.attribute, *value, node.line))
+      return std::move(error);
     return Flow::Normal;
   }
   case Node::Break:
@@ -432,7 +456,7 @@ llvm::Expected<Renderer::Flow> Renderer::run(const Node &node) {
     llvm::Expected<Value> iterable = eval(*node.expr);
     if (!iterable)
       return iterable.takeError();
-    llvm::Expected<Values> all = iterate(*iterable, node.line);
+    llvm::Expected<Value> all = iterate(*iterable, node.line);
     if (!all)
       return all.takeError();
     // The loop's own scope: its variables and sets stay inside it.
@@ -451,7 +475,7 @@ llvm::Expected<Renderer::Flow> Renderer::run(const Node &node) {
       return llvm::Error::success();
     };
     Values items;
-    for (const Value &item : *all) {
+    for (const Value &item : *all->list) {
       if (node.condition) {
         if (llvm::Error error = bind(item)) {
           scopes.pop_back();
@@ -477,18 +501,25 @@ llvm::Expected<Renderer::Flow> Renderer::run(const Node &node) {
         scopes.pop_back();
         return std::move(error);
       }
-      Value loop = Value::emptyDict();
       int64_t i = int64_t(index), n = int64_t(items.size());
-      loop.dict->items = {{"index", Value::of(i + 1)},
-                          {"index0", Value::of(i)},
-                          {"revindex", Value::of(n - i)},
-                          {"revindex0", Value::of(n - i - 1)},
-                          {"first", Value::of(i == 0)},
-                          {"last", Value::of(i == n - 1)},
-                          {"length", Value::of(n)},
-                          {"previtem", i > 0 ? items[i - 1] : Value()},
-                          {"nextitem", i + 1 < n ? items[i + 1] : Value()}};
-      scopes.back()["loop"] = loop;
+      std::pair<const char *, Value> fields[] = {
+          {"index", Value::of(i + 1)},
+          {"index0", Value::of(i)},
+          {"revindex", Value::of(n - i)},
+          {"revindex0", Value::of(n - i - 1)},
+          {"first", Value::of(i == 0)},
+          {"last", Value::of(i == n - 1)},
+          {"length", Value::of(n)},
+          {"previtem", i > 0 ? items[i - 1] : Value()},
+          {"nextitem", i + 1 < n ? items[i + 1] : Value()}};
+      ItemsBuilder loop(Value::Dict, node.line);
+      for (auto &[key, field] : fields) {
+        if (llvm::Error error = loop.add(key, std::move(field))) {
+          scopes.pop_back();
+          return std::move(error);
+        }
+      }
+      scopes.back()["loop"] = loop.take();
       llvm::Expected<Flow> flow = run(*node.body);
       if (!flow) {
         scopes.pop_back();
@@ -567,5 +598,5 @@ ChatTemplate::render(llvm::StringRef variablesJson) const {
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    name + ": " +
                                        llvm::toString(flow.takeError()));
-  return std::move(renderer.out);
+  return renderer.out.take();
 }

@@ -44,7 +44,8 @@ public:
   /// The text of the template for `variablesJson`, a JSON object of its
   /// variables (messages, bos_token, ...), read keeping each object's keys
   /// in their order as Python's dicts do; a template that raises, or
-  /// misuses a value, is an error naming its line.
+  /// misuses a value, is an error naming its line, as is one that would
+  /// make more than the bounds in Jinja.h allow (a template is untrusted).
   llvm::Expected<std::string> render(llvm::StringRef variablesJson) const;
 
 private:

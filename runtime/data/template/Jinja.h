@@ -10,6 +10,7 @@
 #ifndef TWILL_RUNTIME_DATA_TEMPLATE_JINJA_H
 #define TWILL_RUNTIME_DATA_TEMPLATE_JINJA_H
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Error.h"
 
@@ -25,7 +26,9 @@ namespace twill::jinja {
 struct Value;
 using Values = std::vector<Value>;
 using Keywords = std::vector<std::pair<std::string, Value>>;
-using Function = std::function<llvm::Expected<Value>(Values &, Keywords &)>;
+/// A function a template calls, with its arguments and the call's line.
+using Function =
+    std::function<llvm::Expected<Value>(Values &, Keywords &, int line)>;
 
 struct Dict {
   std::vector<std::pair<std::string, Value>> items; // in insertion order
@@ -43,6 +46,13 @@ struct Value {
   std::shared_ptr<jinja::Dict> dict; // a dict's, or a namespace's
   bool isNamespace = false;
   std::shared_ptr<jinja::Function> function;
+  /// What a list, dict or bound method holds (sizeOf) and how deeply it
+  /// nests, counted once where it is made (ItemsBuilder, methods): neither
+  /// changes after, as Jinja's sandbox gives lists and dicts no method that
+  /// changes them. A namespace, which `set` changes, counts as neither: its
+  /// attributes are counted in Namespaces.
+  uint64_t size = 0;
+  int nesting = 0;
 
   static Value none() { return make(None); }
   static Value of(bool b) {
@@ -65,23 +75,12 @@ struct Value {
     v.string = std::move(s);
     return v;
   }
-  static Value of(Values items) {
-    Value v = make(List);
-    v.list = std::make_shared<Values>(std::move(items));
-    return v;
-  }
-  static Value emptyDict() {
-    Value v = make(Dict);
-    v.dict = std::make_shared<jinja::Dict>();
-    return v;
-  }
   static Value of(jinja::Function f) {
     Value v = make(Function);
     v.function = std::make_shared<jinja::Function>(std::move(f));
     return v;
   }
 
-private:
   static Value make(Kind kind) {
     Value v;
     v.kind = kind;
@@ -131,14 +130,91 @@ struct Node {
   std::vector<NodePtr> children;                     // Sequence
 };
 
-/// The most text a template may make, and items a range may hold: a
-/// template that would make more is refused rather than left to exhaust
-/// memory.
-inline constexpr size_t kMaxText = size_t(64) << 20, kMaxRange = size_t(1)
-                                                                 << 20;
+// What a template makes is bounded: a template comes with a downloaded
+// model, so it is untrusted, and must not exhaust memory or time. Each
+// bound is far past what a real chat template makes (a few KiB of text, from
+// values that hold one conversation).
 
-/// An error at template line `line`.
+/// The most one string, list or dict may hold (sizeOf), and the rendered
+/// text: 16 MiB is four times the text of a million-token conversation,
+/// and keeps what handling a value takes at worst (printed, escaped for
+/// JSON, cut into characters: tens of times its size) under a GiB.
+inline constexpr uint64_t kMaxSize = uint64_t(16) << 20;
+/// The deepest lists and dicts nest (the variables' JSON is read to 256):
+/// printing, tojson, == and freeing one recurse through it.
+inline constexpr int kMaxNesting = 512;
+/// The most items range() makes: transformers' sandbox's MAX_RANGE.
+inline constexpr uint64_t kMaxRange = 100000;
+
+/// An error at template line `line` (0: none, as the variables' JSON has, or
+/// one the caller names).
 llvm::Error failAt(int line, const llvm::Twine &what);
+
+/// What `value` holds, as kMaxSize bounds it: a string's bytes; a list's or
+/// dict's items (keys too), each with the memory an item takes however
+/// small its value, so that a list of a million empty strings is large.
+uint64_t sizeOf(const Value &value);
+/// Refuses `size` past kMaxSize at `line`: the one check of the bound.
+llvm::Error checkSize(uint64_t size, int line);
+
+/// A string made piece by piece: the one place a template's strings grow
+/// (the rendered text, ~ and +, repetition, join, replace, tojson), each
+/// piece refused before it is copied once the string would pass kMaxSize.
+class TextBuilder {
+public:
+  explicit TextBuilder(int line) : line(line) {}
+  /// Appends `piece`, `times` times: sized first, so that '' * 10**18 is ''
+  /// at once and 'a' * 10**18 is refused at once.
+  llvm::Error append(llvm::StringRef piece, uint64_t times = 1);
+  std::string take() { return std::move(text); }
+
+private:
+  std::string text;
+  int line;
+};
+
+/// A list or dict made item by item: the one place a template's lists and
+/// dicts are made, each item refused before it is copied once the value
+/// would pass kMaxSize or nest past kMaxNesting.
+class ItemsBuilder {
+public:
+  /// A list's (kind List) or a dict's (kind Dict) items.
+  ItemsBuilder(Value::Kind kind, int line);
+  /// A list's `items`, `times` times over (sized first, as text's).
+  llvm::Error append(llvm::ArrayRef<Value> items, uint64_t times = 1);
+  /// A dict's item `key`: a key given again keeps its place and takes the
+  /// new value, as Python's dicts do.
+  llvm::Error add(std::string key, Value item);
+  Value take() { return std::move(value); }
+
+private:
+  /// Counts `times` more items of `each` bytes, nested `nesting` deep.
+  llvm::Error grow(uint64_t each, uint64_t times, int nesting);
+  Value value;
+  int line;
+};
+
+/// The namespaces one render makes. What they hold is bounded all together
+/// as one value is, since a loop can make any number of namespaces and
+/// fill each later; and when the render ends every namespace's attributes
+/// are dropped, so that one that holds itself (`set ns.x = ns`) is not
+/// leaked, nor a chain of thousands freed by a recursion as deep.
+class Namespaces {
+public:
+  Namespaces() = default;
+  Namespaces(const Namespaces &) = delete;
+  Namespaces &operator=(const Namespaces &) = delete;
+  ~Namespaces();
+  /// namespace(attribute=value, ...).
+  llvm::Expected<Value> make(const Keywords &attributes, int line);
+  /// {% set space.name = value %}.
+  llvm::Error set(const Value &space, const std::string &name, Value value,
+                  int line);
+
+private:
+  std::vector<std::shared_ptr<Dict>> made;
+  uint64_t held = 0;
+};
 
 // Values (JinjaValues.cpp).
 /// JSON text as values, each object's keys in their order.
@@ -150,12 +226,24 @@ bool equal(const Value &a, const Value &b);
 bool isNumber(const Value &value);
 double asDouble(const Value &value);
 int64_t asInt(const Value &value);
-/// json.dumps(value, ensure_ascii=False, indent=indent), appended to `out`.
-void toJson(const Value &value, std::optional<int64_t> indent, int depth,
-            std::string &out);
-/// The items a for loop walks: a list's, a dict's keys, a string's
-/// characters; nothing of Undefined.
-llvm::Expected<Values> iterate(const Value &value, int line);
+/// Python's name of `value`'s type, as its TypeErrors give it.
+std::string typeName(const Value &value);
+/// An int (or bool) as Python's operator.index takes it; another type is
+/// refused as Python refuses it.
+llvm::Expected<int64_t> integerOf(const Value &value, int line);
+/// The times a sequence is repeated (`*`): an int (none below 0), as
+/// Python's.
+llvm::Expected<uint64_t> timesOf(const Value &count, int line);
+/// json.dumps(value, ensure_ascii=False, indent=indent): transformers'
+/// tojson (indent none or undefined: none).
+llvm::Expected<std::string> toJson(const Value &value, const Value &indent,
+                                   int line);
+/// The items a for loop walks, as a list: a list's, a dict's keys, a
+/// string's characters; none of Undefined.
+llvm::Expected<Value> iterate(const Value &value, int line);
+/// Python's len(range(start, stop, step)), step not 0: found in unsigned
+/// arithmetic, where no distance overflows.
+uint64_t rangeLength(int64_t start, int64_t stop, int64_t step);
 /// Python's index `index` into `size` items (negative from the end); none
 /// out of range.
 std::optional<size_t> pythonIndex(int64_t index, size_t size);
@@ -167,7 +255,8 @@ std::vector<std::string> characters(llvm::StringRef text);
 bool hasFilter(llvm::StringRef name);
 bool hasTest(llvm::StringRef name);
 /// transformers' globals: raise_exception, namespace, range, strftime_now.
-void defineGlobals(llvm::StringMap<Value> &globals);
+/// Their namespaces are made in `namespaces`.
+void defineGlobals(llvm::StringMap<Value> &globals, Namespaces &namespaces);
 /// `object.name`: a dict's item (or method), a namespace's attribute, a
 /// string's method; Undefined where none.
 llvm::Expected<Value> attributeOf(const Value &object, llvm::StringRef name,

@@ -2,11 +2,14 @@
 //
 // Jinja's tests and filters that chat templates use, Python's string and
 // dict methods, and the globals transformers gives a template
-// (raise_exception, namespace, range, strftime_now).
+// (raise_exception, namespace, range, strftime_now); what each makes is
+// bounded as it is made (Jinja.h).
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/data/template/Jinja.h"
+
+#include "runtime/data/tokenizer/Unicode.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -51,53 +54,219 @@ static std::string stripped(llvm::StringRef s, const Value *chars, bool left,
   return s.slice(begin, end).str();
 }
 
-void jinja::defineGlobals(llvm::StringMap<Value> &globals) {
-  globals["raise_exception"] =
-      Value::of(Function([](Values &args, Keywords &) -> llvm::Expected<Value> {
-        return llvm::createStringError(
-            llvm::inconvertibleErrorCode(),
-            "the template raised an exception: " +
-                (args.empty() ? std::string() : text(args[0])));
+Namespaces::~Namespaces() {
+  for (const std::shared_ptr<Dict> &space : made)
+    space->items.clear();
+}
+
+llvm::Expected<Value> Namespaces::make(const Keywords &attributes, int line) {
+  Value space = Value::make(Value::Dict);
+  space.dict = std::make_shared<Dict>();
+  space.isNamespace = true;
+  if (llvm::Error error = checkSize(held + sizeof(Dict), line))
+    return std::move(error);
+  held += sizeof(Dict);
+  made.push_back(space.dict);
+  for (const auto &[name, value] : attributes)
+    if (llvm::Error error = set(space, name, value, line))
+      return std::move(error);
+  return space;
+}
+
+llvm::Error Namespaces::set(const Value &space, const std::string &name,
+                            Value value, int line) {
+  Value *existing = space.dict->find(name);
+  uint64_t after = held + sizeOf(value);
+  if (existing)
+    after -= sizeOf(*existing);
+  else
+    after += sizeof(std::pair<std::string, Value>) + name.size();
+  if (llvm::Error error = checkSize(after, line))
+    return error;
+  held = after;
+  if (existing)
+    *existing = std::move(value);
+  else
+    space.dict->items.push_back({name, std::move(value)});
+  return llvm::Error::success();
+}
+
+/// range(stop), range(start, stop[, step]): its length found first, as
+/// Python's (so that no step overflows), and bounded as transformers'
+/// sandbox bounds it.
+static llvm::Expected<Value> range(const Values &args, int line) {
+  if (args.empty() || args.size() > 3)
+    return failAt(line, llvm::Twine("range expected ") +
+                            (args.empty() ? "at least 1 argument, got 0"
+                                          : "at most 3 arguments, got " +
+                                                std::to_string(args.size())));
+  int64_t bounds[3] = {0, 0, 1};
+  for (auto [index, arg] : llvm::enumerate(args)) {
+    llvm::Expected<int64_t> bound = integerOf(arg, line);
+    if (!bound)
+      return bound.takeError();
+    bounds[args.size() == 1 ? 1 : index] = *bound;
+  }
+  auto [start, stop, step] = bounds;
+  if (step == 0)
+    return failAt(line, "range() arg 3 must not be zero");
+  uint64_t count = rangeLength(start, stop, step);
+  if (count > kMaxRange)
+    return failAt(line, "Range too big. The sandbox blocks ranges larger "
+                        "than MAX_RANGE (" +
+                            llvm::Twine(kMaxRange) + ").");
+  ItemsBuilder items(Value::List, line);
+  for (uint64_t i = 0; i < count; ++i)
+    if (llvm::Error error = items.append(
+            Value::of(int64_t(uint64_t(start) + i * uint64_t(step)))))
+      return std::move(error);
+  return items.take();
+}
+
+/// datetime.now().strftime(format), whole however long.
+static llvm::Expected<Value> strftimeNow(const Values &args, int line) {
+  // strftime writes nothing both when its buffer is short and when the text
+  // is empty: a space after the format tells them apart (and is dropped).
+  std::string format = (args.empty() ? "" : text(args[0])) + " ";
+  std::time_t now = std::time(nullptr);
+  std::tm local;
+  localtime_r(&now, &local);
+  for (size_t capacity = 256;; capacity *= 2) {
+    std::string buffer(capacity, '\0');
+    if (size_t written =
+            std::strftime(buffer.data(), capacity, format.c_str(), &local)) {
+      buffer.resize(written - 1);
+      if (llvm::Error error = checkSize(buffer.size(), line))
+        return std::move(error);
+      return Value::of(std::move(buffer));
+    }
+    // The text did not fit a buffer past the bound: it passes the bound.
+    if (llvm::Error error = checkSize(capacity, line))
+      return std::move(error);
+  }
+}
+
+void jinja::defineGlobals(llvm::StringMap<Value> &globals,
+                          Namespaces &namespaces) {
+  globals["raise_exception"] = Value::of(
+      Function([](Values &args, Keywords &, int line) -> llvm::Expected<Value> {
+        return failAt(line, "the template raised an exception: " +
+                                (args.empty() ? std::string() : text(args[0])));
       }));
-  globals["namespace"] = Value::of(
-      Function([](Values &, Keywords &keywords) -> llvm::Expected<Value> {
-        Value space = Value::emptyDict();
-        space.isNamespace = true;
-        for (auto &[key, value] : keywords)
-          space.dict->items.push_back({key, value});
-        return space;
+  globals["namespace"] =
+      Value::of(Function([&namespaces](Values &, Keywords &keywords, int line) {
+        return namespaces.make(keywords, line);
       }));
-  globals["range"] =
-      Value::of(Function([](Values &args, Keywords &) -> llvm::Expected<Value> {
-        int64_t start = 0, stop = 0, step = 1;
-        if (args.size() == 1)
-          stop = asInt(args[0]);
-        if (args.size() >= 2)
-          start = asInt(args[0]), stop = asInt(args[1]);
-        if (args.size() == 3)
-          step = asInt(args[2]);
-        if (step == 0 || args.empty() || args.size() > 3)
-          return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                         "range() takes 1 to 3 arguments, "
-                                         "a step other than 0");
-        Values items;
-        for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
-          if (items.size() >= kMaxRange)
-            return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                           "range() of more than 2^20 items");
-          items.push_back(Value::of(i));
-        }
-        return Value::of(std::move(items));
-      }));
+  globals["range"] = Value::of(Function(
+      [](Values &args, Keywords &, int line) { return range(args, line); }));
   globals["strftime_now"] =
-      Value::of(Function([](Values &args, Keywords &) -> llvm::Expected<Value> {
-        std::time_t now = std::time(nullptr);
-        char buffer[256];
-        std::strftime(buffer, sizeof(buffer),
-                      args.empty() ? "" : text(args[0]).c_str(),
-                      std::localtime(&now));
-        return Value::of(std::string(buffer));
+      Value::of(Function([](Values &args, Keywords &, int line) {
+        return strftimeNow(args, line);
       }));
+}
+
+/// Python's str.split(separator, most): the parts, each bounded as it is
+/// made (a string's parts take far more memory than it does).
+static llvm::Expected<Value> split(llvm::StringRef s, const Value *separator,
+                                   int64_t most, int line) {
+  ItemsBuilder parts(Value::List, line);
+  // Past `most` splits (none below 0), the rest is one part.
+  auto add = [&](llvm::StringRef part) {
+    most -= most > 0;
+    return parts.append(Value::of(part.str()));
+  };
+  if (!separator || separator->kind == Value::None) {
+    // Runs of whitespace, none kept at either end (the rest keeps its own).
+    while (!(s = s.ltrim()).empty()) {
+      size_t end = most == 0 ? s.size() : s.find_first_of(" \t\n\v\f\r");
+      if (llvm::Error error = add(s.take_front(end)))
+        return std::move(error);
+      s = s.drop_front(std::min(end, s.size()));
+    }
+    return parts.take();
+  }
+  // As Python's str.split, which refuses these (an empty separator would
+  // never end here).
+  if (separator->kind != Value::String)
+    return failAt(line, "split() takes a string or none as its separator");
+  if (separator->string.empty())
+    return failAt(line, "split(): empty separator");
+  while (true) {
+    size_t at = most == 0 ? llvm::StringRef::npos : s.find(separator->string);
+    if (llvm::Error error = add(s.take_front(at)))
+      return std::move(error);
+    if (at == llvm::StringRef::npos)
+      return parts.take();
+    s = s.drop_front(at + separator->string.size());
+  }
+}
+
+/// Python's str.replace(from, to, most).
+static llvm::Expected<Value> replace(llvm::StringRef s, const Values &args,
+                                     int line) {
+  if (args.size() < 2)
+    return failAt(line, "replace() takes 2 arguments");
+  std::string from = text(args[0]), to = text(args[1]);
+  int64_t most = -1;
+  if (args.size() > 2) {
+    llvm::Expected<int64_t> given = integerOf(args[2], line);
+    if (!given)
+      return given.takeError();
+    most = *given;
+  }
+  TextBuilder out(line);
+  auto insert = [&] { // `to` once more, of the `most`
+    most -= most > 0;
+    return out.append(to);
+  };
+  if (from.empty()) { // Python's: `to` before each character, and at the end
+    for (size_t at = 0;;) {
+      if (most != 0) {
+        if (llvm::Error error = insert())
+          return std::move(error);
+      }
+      if (at >= s.size())
+        return Value::of(out.take());
+      unsigned length = unicode::charLength(s, at);
+      if (llvm::Error error = out.append(s.substr(at, length)))
+        return std::move(error);
+      at += length;
+    }
+  }
+  for (size_t at; most != 0 && (at = s.find(from)) != llvm::StringRef::npos;
+       s = s.drop_front(at + from.size())) {
+    if (llvm::Error error = out.append(s.take_front(at)))
+      return std::move(error);
+    if (llvm::Error error = insert())
+      return std::move(error);
+  }
+  if (llvm::Error error = out.append(s))
+    return std::move(error);
+  return Value::of(out.take());
+}
+
+/// The items of `iterable` joined by `separator` (str.join, |join).
+static llvm::Expected<Value> joined(const Value &iterable,
+                                    llvm::StringRef separator, int line) {
+  llvm::Expected<Value> items = iterate(iterable, line);
+  if (!items)
+    return items.takeError();
+  TextBuilder out(line);
+  for (auto [index, item] : llvm::enumerate(*items->list)) {
+    if (llvm::Error error = out.append(index ? separator : ""))
+      return std::move(error);
+    if (llvm::Error error = out.append(text(item)))
+      return std::move(error);
+  }
+  return Value::of(out.take());
+}
+
+/// `method`, bound to `object`: it holds the object, so counts as it does.
+static Value bound(const Value &object, Function method) {
+  Value value = Value::of(std::move(method));
+  value.size = sizeOf(object);
+  value.nesting = object.nesting + 1;
+  return value;
 }
 
 /// Python's method `name` of a string or dict, bound to it.
@@ -117,8 +286,10 @@ static llvm::Expected<Value> methodOf(const Value &object, llvm::StringRef name,
     if (!llvm::is_contained(known, name))
       return unsupported();
     std::string s = object.string;
-    return Value::of(Function(
-        [s, methodName](Values &args, Keywords &) -> llvm::Expected<Value> {
+    return bound(
+        object,
+        [s, methodName](Values &args, Keywords &,
+                        int line) -> llvm::Expected<Value> {
           const Value *first = args.empty() ? nullptr : &args[0];
           if (methodName == "strip" || methodName == "lstrip" ||
               methodName == "rstrip")
@@ -134,59 +305,18 @@ static llvm::Expected<Value> methodOf(const Value &object, llvm::StringRef name,
             }));
           }
           if (methodName == "split") {
-            Values parts;
-            int64_t most = args.size() > 1 ? asInt(args[1]) : -1;
-            if (!first || first->kind == Value::None) {
-              llvm::SmallVector<llvm::StringRef> words;
-              llvm::SplitString(s, words);
-              for (llvm::StringRef word : words)
-                parts.push_back(Value::of(word.str()));
-              return Value::of(std::move(parts));
-            }
-            // As Python's str.split, which refuses these (an empty
-            // separator would never end here).
-            if (first->kind != Value::String)
-              return llvm::createStringError(
-                  llvm::inconvertibleErrorCode(),
-                  "split() takes a string or none as its separator");
-            if (first->string.empty())
-              return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                             "split(): empty separator");
-            llvm::SmallVector<llvm::StringRef> pieces;
-            llvm::StringRef(s).split(pieces, first->string, int(most));
-            for (llvm::StringRef piece : pieces)
-              parts.push_back(Value::of(piece.str()));
-            return Value::of(std::move(parts));
+            llvm::Expected<int64_t> most =
+                args.size() > 1 ? integerOf(args[1], line) : int64_t(-1);
+            if (!most)
+              return most.takeError();
+            return split(s, first, *most, line);
           }
           if (methodName == "upper")
             return Value::of(llvm::StringRef(s).upper());
           if (methodName == "lower")
             return Value::of(llvm::StringRef(s).lower());
-          if (methodName == "replace") {
-            if (args.size() < 2)
-              return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                             "replace() takes 2 arguments");
-            std::string from = text(args[0]), to = text(args[1]), out;
-            int64_t most = args.size() > 2 ? asInt(args[2]) : -1;
-            if (from.empty()) { // Python's: `to` around each character
-              for (const std::string &c : characters(s)) {
-                if (most != 0) {
-                  out += to;
-                  most -= most > 0;
-                }
-                out += c;
-              }
-              return Value::of(most != 0 ? out + to : out);
-            }
-            llvm::StringRef rest = s;
-            for (size_t at; most != 0 && !from.empty() &&
-                            (at = rest.find(from)) != llvm::StringRef::npos;
-                 --most) {
-              out += rest.take_front(at).str() + to;
-              rest = rest.drop_front(at + from.size());
-            }
-            return Value::of(out + rest.str());
-          }
+          if (methodName == "replace")
+            return replace(s, args, line);
           if (methodName == "title" || methodName == "capitalize") {
             std::string out =
                 methodName == "capitalize" ? llvm::StringRef(s).lower() : s;
@@ -216,36 +346,32 @@ static llvm::Expected<Value> methodOf(const Value &object, llvm::StringRef name,
                                  : int64_t(characters(s.substr(0, at)).size()));
           }
           // join
-          llvm::Expected<Values> items =
-              first ? iterate(*first, 0) : llvm::Expected<Values>(Values());
-          if (!items)
-            return items.takeError();
-          std::string out;
-          for (auto [index, item] : llvm::enumerate(*items))
-            out += (index ? s : "") + text(item);
-          return Value::of(out);
-        }));
+          return joined(first ? *first : Value(), s, line);
+        });
   }
   if (object.kind == Value::Dict && !object.isNamespace) {
     static const char *known[] = {"items", "keys", "values", "get"};
     if (!llvm::is_contained(known, name))
       return unsupported();
     Value dict = object;
-    return Value::of(Function(
-        [dict, methodName](Values &args, Keywords &) -> llvm::Expected<Value> {
+    return bound(
+        object,
+        [dict, methodName](Values &args, Keywords &,
+                           int line) -> llvm::Expected<Value> {
           if (methodName == "get") {
             Value *found =
                 args.empty() ? nullptr : dict.dict->find(text(args[0]));
             return found ? *found : (args.size() > 1 ? args[1] : Value::none());
           }
-          Values items;
+          if (methodName == "items")
+            return applyFilter("items", dict, {}, {}, line);
+          ItemsBuilder items(Value::List, line);
           for (auto &[key, value] : dict.dict->items)
-            items.push_back(methodName == "keys" ? Value::of(key)
-                            : methodName == "values"
-                                ? value
-                                : Value::of(Values{Value::of(key), value}));
-          return Value::of(std::move(items));
-        }));
+            if (llvm::Error error =
+                    items.append(methodName == "keys" ? Value::of(key) : value))
+              return std::move(error);
+          return items.take();
+        });
   }
   return failAt(line, "unsupported method '" + methodName + "'");
 }
@@ -306,7 +432,8 @@ llvm::Expected<bool> jinja::applyTest(llvm::StringRef name, const Value &value,
       args.size() == 1)
     return equal(value, args[0]);
   if (name == "divisibleby" && args.size() == 1 && asInt(args[0]) != 0)
-    return isNumber(value) && asInt(value) % asInt(args[0]) == 0;
+    return isNumber(value) && // -1 divides all (and % of it may overflow)
+           (asInt(args[0]) == -1 || asInt(value) % asInt(args[0]) == 0);
   return failAt(line, "unsupported test '" + name + "'");
 }
 
@@ -319,15 +446,27 @@ llvm::Expected<Value> jinja::applyFilter(llvm::StringRef name,
         return &arg;
     return nullptr;
   };
-  if (name == "trim")
-    return Value::of(stripped(text(value), nullptr, true, true));
   if (name == "tojson") {
-    std::optional<int64_t> indent;
-    if (const Value *given = keyword("indent"); given && isNumber(*given))
-      indent = asInt(*given);
-    std::string out;
-    toJson(value, indent, 0, out);
-    return Value::of(out);
+    const Value *indent = keyword("indent");
+    llvm::Expected<std::string> json =
+        toJson(value, indent ? *indent : Value(), line);
+    if (!json)
+      return json.takeError();
+    return Value::of(std::move(*json));
+  }
+  if (name == "trim" || name == "upper" || name == "lower" ||
+      name == "string" || name == "safe") {
+    // A list's or dict's str() is larger than it (quotes, escapes): bounded
+    // as any string made.
+    std::string str = text(value);
+    if (llvm::Error error = checkSize(str.size(), line))
+      return std::move(error);
+    if (name == "trim")
+      return Value::of(stripped(str, nullptr, true, true));
+    if (name == "upper" || name == "lower")
+      return Value::of(name == "upper" ? llvm::StringRef(str).upper()
+                                       : llvm::StringRef(str).lower());
+    return Value::of(std::move(str));
   }
   if (name == "length" || name == "count") {
     if (value.kind == Value::String)
@@ -340,75 +479,90 @@ llvm::Expected<Value> jinja::applyFilter(llvm::StringRef name,
       return Value::of(int64_t(0));
     return failAt(line, "length of '" + text(value) + "'");
   }
-  if (name == "upper")
-    return Value::of(llvm::StringRef(text(value)).upper());
-  if (name == "lower")
-    return Value::of(llvm::StringRef(text(value)).lower());
-  if (name == "string" || name == "safe")
-    return Value::of(text(value));
+  // Jinja's int of a float past 64 bits is Python's unbounded int: refused,
+  // not wrapped around; of nan, its default 0.
+  if (name == "int" && value.kind == Value::Float) {
+    if (std::isnan(value.number))
+      return Value::of(int64_t(0));
+    if (!(std::abs(value.number) < 0x1p63))
+      return failAt(line, "an integer past 64 bits");
+    return Value::of(int64_t(value.number));
+  }
   if (name == "int")
-    return Value::of(isNumber(value) ? int64_t(asDouble(value)) : int64_t(0));
+    return Value::of(isNumber(value) ? asInt(value) : int64_t(0));
   if (name == "float")
     return Value::of(isNumber(value) ? asDouble(value) : 0.0);
-  if (name == "abs" && isNumber(value))
-    return value.kind == Value::Float ? Value::of(std::abs(value.number))
-                                      : Value::of(std::abs(asInt(value)));
+  if (name == "abs" && value.kind == Value::Float)
+    return Value::of(std::abs(value.number));
+  if (name == "abs" && isNumber(value)) {
+    if (asInt(value) == INT64_MIN)
+      return failAt(line, "an integer past 64 bits");
+    return Value::of(std::abs(asInt(value)));
+  }
   if (name == "default" || name == "d") {
     bool boolean = args.size() > 1 && truthy(args[1]);
     if (value.kind == Value::Undefined || (boolean && !truthy(value)))
       return args.empty() ? Value::of(std::string()) : args[0];
     return value;
   }
-  llvm::Expected<Values> items = iterate(value, line);
-  if (!items)
-    return items.takeError();
-  if (name == "first" || name == "last") {
-    if (items->empty())
-      return Value();
-    return name == "first" ? items->front() : items->back();
-  }
-  if (name == "list")
-    return Value::of(*items);
-  if (name == "reverse") {
-    std::reverse(items->begin(), items->end());
-    if (value.kind == Value::String) {
-      std::string reversed;
-      for (const Value &c : *items)
-        reversed += c.string;
-      return Value::of(reversed);
-    }
-    return Value::of(*items);
-  }
-  if (name == "join") {
-    std::string separator = args.empty() ? "" : text(args[0]), out;
-    for (auto [index, item] : llvm::enumerate(*items))
-      out += (index ? separator : "") + text(item);
-    return Value::of(out);
-  }
   if (name == "items" && value.kind == Value::Dict) {
-    Values pairs;
-    for (auto &[key, item] : value.dict->items)
-      pairs.push_back(Value::of(Values{Value::of(key), item}));
-    return Value::of(std::move(pairs));
+    ItemsBuilder pairs(Value::List, line);
+    for (auto &[key, item] : value.dict->items) {
+      ItemsBuilder pair(Value::List, line);
+      if (llvm::Error error = pair.append({Value::of(key), item}))
+        return std::move(error);
+      if (llvm::Error error = pairs.append(pair.take()))
+        return std::move(error);
+    }
+    return pairs.take();
+  }
+  if (name == "join")
+    return joined(value, args.empty() ? "" : text(args[0]), line);
+  // A string's first, last or reversed characters, without a list of them
+  // (which takes far more memory than the string).
+  if (value.kind == Value::String &&
+      (name == "first" || name == "last" || name == "reverse")) {
+    std::vector<std::string> chars = characters(value.string);
+    if (name == "reverse")
+      return Value::of(llvm::join(llvm::reverse(chars), ""));
+    if (chars.empty())
+      return Value();
+    return Value::of(name == "first" ? chars.front() : chars.back());
+  }
+  llvm::Expected<Value> iterated = iterate(value, line);
+  if (!iterated)
+    return iterated.takeError();
+  const Values &items = *iterated->list;
+  if (name == "list")
+    return iterated;
+  if (name == "first" || name == "last") {
+    if (items.empty())
+      return Value();
+    return name == "first" ? items.front() : items.back();
+  }
+  ItemsBuilder made(Value::List, line);
+  if (name == "reverse") {
+    if (llvm::Error error = made.append(Values(items.rbegin(), items.rend())))
+      return std::move(error);
+    return made.take();
   }
   if (name == "map") {
     const Value *key = keyword("attribute");
     if (!key)
       return failAt(line, "map() takes attribute=...");
-    Values mapped;
-    for (const Value &item : *items) {
+    for (const Value &item : items) {
       llvm::Expected<Value> field = attributeOf(item, text(*key), line);
       if (!field)
         return field.takeError();
-      mapped.push_back(*field);
+      if (llvm::Error error = made.append(*field))
+        return std::move(error);
     }
-    return Value::of(std::move(mapped));
+    return made.take();
   }
   if (name == "selectattr" || name == "rejectattr") {
     if (args.empty())
       return failAt(line, name + "() takes an attribute");
-    Values kept;
-    for (const Value &item : *items) {
+    for (const Value &item : items) {
       llvm::Expected<Value> field = attributeOf(item, text(args[0]), line);
       if (!field)
         return field.takeError();
@@ -420,10 +574,12 @@ llvm::Expected<Value> jinja::applyFilter(llvm::StringRef name,
           return passed.takeError();
         pass = *passed;
       }
-      if (pass == (name == "selectattr"))
-        kept.push_back(item);
+      if (pass != (name == "selectattr"))
+        continue;
+      if (llvm::Error error = made.append(item))
+        return std::move(error);
     }
-    return Value::of(std::move(kept));
+    return made.take();
   }
   return failAt(line, "unsupported filter '" + name + "'");
 }

@@ -3,7 +3,9 @@
 // The variables read from JSON keeping each object's keys in order (as
 // Python's dicts do), and Python's semantics of the values: truthiness,
 // str() and repr(), ==, iteration, indexing by character; and
-// transformers' tojson (json.dumps without ensure_ascii).
+// transformers' tojson (json.dumps without ensure_ascii). Strings, lists
+// and dicts are made here, in TextBuilder and ItemsBuilder, each within
+// the bound on what a template makes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,8 +31,94 @@ Value *Dict::find(llvm::StringRef key) {
 }
 
 llvm::Error jinja::failAt(int line, const llvm::Twine &what) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 "line " + llvm::Twine(line) + ": " + what);
+  return llvm::createStringError(
+      llvm::inconvertibleErrorCode(),
+      line ? "line " + llvm::Twine(line) + ": " + what : what);
+}
+
+uint64_t jinja::sizeOf(const Value &value) {
+  return value.kind == Value::String ? value.string.size() : value.size;
+}
+
+llvm::Error jinja::checkSize(uint64_t size, int line) {
+  if (size <= kMaxSize)
+    return llvm::Error::success();
+  return failAt(line, "more than " + llvm::Twine(kMaxSize >> 20) +
+                          " MiB in one string, list or dict: the bound on "
+                          "what a template makes");
+}
+
+/// `size` with `times` pieces of `each` more, saturated rather than
+/// wrapped (checkSize refuses it either way).
+static uint64_t grown(uint64_t size, uint64_t each, uint64_t times) {
+  uint64_t more;
+  if (__builtin_mul_overflow(each, times, &more) ||
+      __builtin_add_overflow(size, more, &size))
+    return UINT64_MAX;
+  return size;
+}
+
+llvm::Error TextBuilder::append(llvm::StringRef piece, uint64_t times) {
+  if (piece.empty() || times == 0)
+    return llvm::Error::success();
+  if (llvm::Error error =
+          checkSize(grown(text.size(), piece.size(), times), line))
+    return error;
+  for (uint64_t i = 0; i < times; ++i)
+    text += piece;
+  return llvm::Error::success();
+}
+
+ItemsBuilder::ItemsBuilder(Value::Kind kind, int line)
+    : value(Value::make(kind)), line(line) {
+  if (kind == Value::List)
+    value.list = std::make_shared<Values>();
+  else
+    value.dict = std::make_shared<jinja::Dict>();
+}
+
+llvm::Error ItemsBuilder::grow(uint64_t each, uint64_t times, int nesting) {
+  if (nesting >= kMaxNesting)
+    return failAt(line, "lists or dicts nested deeper than " +
+                            llvm::Twine(kMaxNesting) + " levels");
+  uint64_t size = grown(value.size, each, times);
+  if (llvm::Error error = checkSize(size, line))
+    return error;
+  value.size = size;
+  value.nesting = std::max(value.nesting, nesting + 1);
+  return llvm::Error::success();
+}
+
+llvm::Error ItemsBuilder::append(llvm::ArrayRef<Value> items, uint64_t times) {
+  if (items.empty() || times == 0)
+    return llvm::Error::success();
+  uint64_t each = 0;
+  int nesting = 0;
+  for (const Value &item : items) {
+    each += sizeof(Value) + sizeOf(item);
+    nesting = std::max(nesting, item.nesting);
+  }
+  if (llvm::Error error = grow(each, times, nesting))
+    return error;
+  for (uint64_t i = 0; i < times; ++i)
+    value.list->insert(value.list->end(), items.begin(), items.end());
+  return llvm::Error::success();
+}
+
+llvm::Error ItemsBuilder::add(std::string key, Value item) {
+  Value *existing = value.dict->find(key);
+  uint64_t each =
+      sizeOf(item) +
+      (existing ? 0 : sizeof(std::pair<std::string, Value>) + key.size());
+  if (existing)
+    value.size -= sizeOf(*existing);
+  if (llvm::Error error = grow(each, 1, item.nesting))
+    return error;
+  if (existing)
+    *existing = std::move(item);
+  else
+    value.dict->items.push_back({std::move(key), std::move(item)});
+  return llvm::Error::success();
 }
 
 namespace {
@@ -142,11 +230,11 @@ private:
     if (c == '[' || c == '{') {
       bool object = c == '{';
       ++at;
-      Value result = object ? Value::emptyDict() : Value::of(Values());
+      ItemsBuilder result(object ? Value::Dict : Value::List, 0);
       skip();
       if (at < text.size() && text[at] == (object ? '}' : ']')) {
         ++at;
-        return result;
+        return result.take();
       }
       while (true) {
         std::string key;
@@ -165,19 +253,14 @@ private:
         llvm::Expected<Value> item = read(depth + 1);
         if (!item)
           return item;
-        if (object) {
-          if (Value *existing = result.dict->find(key))
-            *existing = std::move(*item); // the last of a key, as Python's
-          else
-            result.dict->items.push_back({std::move(key), std::move(*item)});
-        } else {
-          result.list->push_back(std::move(*item));
-        }
+        if (llvm::Error error = object ? result.add(std::move(key), *item)
+                                       : result.append(*item))
+          return fail(llvm::toString(std::move(error)));
         skip();
         if (take(","))
           continue;
         if (take(object ? "}" : "]"))
-          return result;
+          return result.take();
         return fail(object ? "expected ',' or '}'" : "expected ',' or ']'");
       }
     }
@@ -299,96 +382,148 @@ std::string jinja::text(const Value &value) {
   return "";
 }
 
+/// json.dumps's escape of `c` in a string; empty where it is written as is.
+static std::string jsonEscape(char c) {
+  switch (c) {
+  case '"':
+    return "\\\"";
+  case '\\':
+    return "\\\\";
+  case '\n':
+    return "\\n";
+  case '\r':
+    return "\\r";
+  case '\t':
+    return "\\t";
+  case '\b':
+    return "\\b";
+  case '\f':
+    return "\\f";
+  default:
+    if ((unsigned char)c < 0x20)
+      return llvm::formatv("\\u{0:x-4}", unsigned(c)).str();
+    return "";
+  }
+}
+
+namespace {
+/// json.dumps(value, ensure_ascii=False, indent=...), written within the
+/// bound on a string: an indent repeats once per level on every line, so
+/// that a wide one, or deep nesting, makes text far past the value's size.
+class JsonWriter {
+public:
+  JsonWriter(std::optional<std::string> indent, int line)
+      : out(line), indent(std::move(indent)), line(line) {}
+
+  llvm::Error write(const Value &value, uint64_t level) {
+    switch (value.kind) {
+    case Value::Undefined:
+    case Value::None:
+    case Value::Function:
+      return out.append("null");
+    case Value::Bool:
+      return out.append(value.boolean ? "true" : "false");
+    case Value::Int:
+    case Value::Float:
+      return out.append(text(value));
+    case Value::String:
+      return string(value.string);
+    case Value::List:
+    case Value::Dict:
+      break;
+    }
+    // As Python's json, which knows no namespace (nor so follows one that
+    // holds itself).
+    if (value.isNamespace)
+      return failAt(line, "Object of type " + typeName(value) +
+                              " is not JSON serializable");
+    bool isList = value.kind == Value::List;
+    size_t count = isList ? value.list->size() : value.dict->items.size();
+    if (llvm::Error error = out.append(isList ? "[" : "{"))
+      return error;
+    for (size_t index = 0; index < count; ++index) {
+      if (index) {
+        if (llvm::Error error = out.append(indent ? "," : ", "))
+          return error;
+      }
+      if (llvm::Error error = newline(level + 1))
+        return error;
+      if (isList) {
+        if (llvm::Error error = write((*value.list)[index], level + 1))
+          return error;
+        continue;
+      }
+      const auto &[key, item] = value.dict->items[index];
+      if (llvm::Error error = string(key))
+        return error;
+      if (llvm::Error error = out.append(": "))
+        return error;
+      if (llvm::Error error = write(item, level + 1))
+        return error;
+    }
+    if (count) {
+      if (llvm::Error error = newline(level))
+        return error;
+    }
+    return out.append(isList ? "]" : "}");
+  }
+
+  TextBuilder out;
+
+private:
+  llvm::Error newline(uint64_t level) {
+    if (!indent)
+      return llvm::Error::success();
+    if (llvm::Error error = out.append("\n"))
+      return error;
+    return out.append(*indent, level);
+  }
+  /// `s` quoted: runs of characters written as they are, whole.
+  llvm::Error string(llvm::StringRef s) {
+    if (llvm::Error error = out.append("\""))
+      return error;
+    size_t from = 0;
+    for (size_t at = 0; at < s.size(); ++at) {
+      std::string escape = jsonEscape(s[at]);
+      if (escape.empty())
+        continue;
+      if (llvm::Error error = out.append(s.slice(from, at)))
+        return error;
+      if (llvm::Error error = out.append(escape))
+        return error;
+      from = at + 1;
+    }
+    if (llvm::Error error = out.append(s.drop_front(from)))
+      return error;
+    return out.append("\"");
+  }
+
+  std::optional<std::string> indent;
+  int line;
+};
+} // namespace
+
 /// json.dumps(value, ensure_ascii=False, indent=indent): transformers'
 /// tojson.
-void jinja::toJson(const Value &value, std::optional<int64_t> indent, int depth,
-                   std::string &out) {
-  auto newline = [&](int level) {
-    if (indent) {
-      out += '\n';
-      out.append(size_t(*indent * level), ' ');
-    }
-  };
-  switch (value.kind) {
-  case Value::Undefined:
-  case Value::None:
-  case Value::Function:
-    out += "null";
-    return;
-  case Value::Bool:
-    out += value.boolean ? "true" : "false";
-    return;
-  case Value::Int:
-  case Value::Float:
-    out += text(value);
-    return;
-  case Value::String:
-    out += '"';
-    for (char c : value.string) {
-      switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      default:
-        if ((unsigned char)c < 0x20)
-          out += llvm::formatv("\\u{0:x-4}", unsigned(c)).str();
-        else
-          out += c;
-      }
-    }
-    out += '"';
-    return;
-  case Value::List:
-    if (value.list->empty()) {
-      out += "[]";
-      return;
-    }
-    out += '[';
-    for (auto [index, item] : llvm::enumerate(*value.list)) {
-      if (index)
-        out += indent ? "," : ", ";
-      newline(depth + 1);
-      toJson(item, indent, depth + 1, out);
-    }
-    newline(depth);
-    out += ']';
-    return;
-  case Value::Dict:
-    if (value.dict->items.empty()) {
-      out += "{}";
-      return;
-    }
-    out += '{';
-    for (auto [index, item] : llvm::enumerate(value.dict->items)) {
-      if (index)
-        out += indent ? "," : ", ";
-      newline(depth + 1);
-      toJson(Value::of(item.first), indent, depth + 1, out);
-      out += ": ";
-      toJson(item.second, indent, depth + 1, out);
-    }
-    newline(depth);
-    out += '}';
-    return;
+llvm::Expected<std::string> jinja::toJson(const Value &value,
+                                          const Value &indent, int line) {
+  // As json.dumps: a string indents by itself, an int by that many spaces.
+  std::optional<std::string> unit;
+  if (indent.kind == Value::String) {
+    unit = indent.string;
+  } else if (indent.kind != Value::None && indent.kind != Value::Undefined) {
+    llvm::Expected<uint64_t> spaces = timesOf(indent, line);
+    if (!spaces)
+      return spaces.takeError();
+    TextBuilder made(line);
+    if (llvm::Error error = made.append(" ", *spaces))
+      return std::move(error);
+    unit = made.take();
   }
+  JsonWriter writer(std::move(unit), line);
+  if (llvm::Error error = writer.write(value, 0))
+    return std::move(error);
+  return writer.out.take();
 }
 
 bool jinja::isNumber(const Value &value) {
@@ -402,6 +537,44 @@ double jinja::asDouble(const Value &value) {
 }
 int64_t jinja::asInt(const Value &value) {
   return value.kind == Value::Bool ? int64_t(value.boolean) : value.integer;
+}
+
+std::string jinja::typeName(const Value &value) {
+  switch (value.kind) {
+  case Value::Undefined:
+    return "Undefined";
+  case Value::None:
+    return "NoneType";
+  case Value::Bool:
+    return "bool";
+  case Value::Int:
+    return "int";
+  case Value::Float:
+    return "float";
+  case Value::String:
+    return "str";
+  case Value::List:
+    return "list";
+  case Value::Dict:
+    return value.isNamespace ? "TemplateNamespace" : "dict"; // transformers'
+  case Value::Function:
+    return "function";
+  }
+  return "";
+}
+
+llvm::Expected<int64_t> jinja::integerOf(const Value &value, int line) {
+  if (value.kind == Value::Int || value.kind == Value::Bool)
+    return asInt(value);
+  return failAt(line, "'" + typeName(value) +
+                          "' object cannot be interpreted as an integer");
+}
+
+llvm::Expected<uint64_t> jinja::timesOf(const Value &count, int line) {
+  if (count.kind != Value::Int && count.kind != Value::Bool)
+    return failAt(line, "can't multiply sequence by non-int of type '" +
+                            typeName(count) + "'");
+  return uint64_t(std::max<int64_t>(asInt(count), 0));
 }
 
 bool jinja::equal(const Value &a, const Value &b) {
@@ -418,8 +591,10 @@ bool jinja::equal(const Value &a, const Value &b) {
              return equal(std::get<0>(pair), std::get<1>(pair));
            });
   case Value::Dict:
-    if (a.dict == b.dict)
-      return true;
+    // A namespace is equal to itself alone, as Python's objects are (nor is
+    // one that holds itself followed).
+    if (a.dict == b.dict || a.isNamespace || b.isNamespace)
+      return a.dict == b.dict;
     if (a.dict->items.size() != b.dict->items.size())
       return false;
     for (auto &[key, item] : a.dict->items) {
@@ -436,28 +611,37 @@ bool jinja::equal(const Value &a, const Value &b) {
 }
 
 /// The items a for loop walks: a list's, a dict's keys, a string's
-/// characters; nothing of Undefined.
-llvm::Expected<Values> jinja::iterate(const Value &value, int line) {
-  switch (value.kind) {
-  case Value::Undefined:
-    return Values();
-  case Value::List:
-    return *value.list;
-  case Value::Dict: {
-    Values keys;
+/// characters (each bounded as it is made: a string's are far larger than
+/// it); none of Undefined.
+llvm::Expected<Value> jinja::iterate(const Value &value, int line) {
+  if (value.kind == Value::List)
+    return value;
+  ItemsBuilder items(Value::List, line);
+  if (value.kind == Value::Dict) {
     for (auto &item : value.dict->items)
-      keys.push_back(Value::of(item.first));
-    return keys;
-  }
-  case Value::String: {
-    Values chars;
-    for (std::string &c : characters(value.string))
-      chars.push_back(Value::of(std::move(c)));
-    return chars;
-  }
-  default:
+      if (llvm::Error error = items.append(Value::of(item.first)))
+        return std::move(error);
+  } else if (value.kind == Value::String) {
+    llvm::StringRef s = value.string;
+    for (size_t at = 0; at < s.size();) {
+      unsigned length = unicode::charLength(s, at);
+      if (llvm::Error error =
+              items.append(Value::of(s.substr(at, length).str())))
+        return std::move(error);
+      at += length;
+    }
+  } else if (value.kind != Value::Undefined) {
     return failAt(line, "'" + text(value) + "' is not iterable");
   }
+  return items.take();
+}
+
+uint64_t jinja::rangeLength(int64_t start, int64_t stop, int64_t step) {
+  if (step > 0 && start < stop)
+    return (uint64_t(stop) - uint64_t(start) - 1) / uint64_t(step) + 1;
+  if (step < 0 && start > stop)
+    return (uint64_t(start) - uint64_t(stop) - 1) / (0 - uint64_t(step)) + 1;
+  return 0;
 }
 
 /// Python's index `index` into `size` items (negative from the end);
