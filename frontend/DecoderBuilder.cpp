@@ -326,10 +326,12 @@ OwningOpRef<ModuleOp> DecoderTracer::trace() {
     return module;
 
   // The reference's own entry point, which the runtime runs over the data
-  // before training.
+  // before training: the model as training starts, as TRL's reference is
+  // (a new adapter, B = 0, adds nothing; a starting one is in it; a full
+  // fine-tune's weights are the base's).
   tokens = beginEntry(module.get(), "reference", EntryRole::Reference);
   embedTable = embedTableParam();
-  reference = referenceLogProbabilities(tokens, embedTable, Value());
+  reference = sequenceLogProbabilities(tokens, embedTable, Value());
   endEntry({{reference, ValueRole::ReferenceLogps}});
   return module;
 }
@@ -522,6 +524,11 @@ Value DecoderTracer::referenceLogProbabilities(Value tokens, Value embedTable,
                                                Value lmHead) {
   adaptersOff = true;
   auto restore = llvm::make_scope_exit([&] { adaptersOff = false; });
+  return sequenceLogProbabilities(tokens, embedTable, lmHead);
+}
+
+Value DecoderTracer::sequenceLogProbabilities(Value tokens, Value embedTable,
+                                              Value lmHead) {
   Value h = hiddenStates(tokens, embedTable);
   if (!lmHead)
     lmHead = lmHeadParam(embedTable);

@@ -213,9 +213,12 @@ private:
                                  Value labels, Value sequences);
   /// A sequence's log-probability from its summed cross-entropy.
   Value logProbabilities(Value crossEntropy);
-  /// DPO's reference: the `[rows, 2]` log-probabilities of each row's
-  /// chosen and rejected sequences under the decoder traced again with
-  /// every adapter off (`lmHead` traced after the layers where null).
+  /// The `[rows, 2]` log-probabilities of each row's chosen and rejected
+  /// sequences under the decoder traced again (`lmHead` traced after the
+  /// layers where null): @reference's, the model as training starts (a
+  /// starting adapter, TRL's reference, in it).
+  Value sequenceLogProbabilities(Value tokens, Value embedTable, Value lmHead);
+  /// The same with every adapter off: dpo.reference ADAPTER_OFF's.
   Value referenceLogProbabilities(Value tokens, Value embedTable, Value lmHead);
   /// DPO's loss, pairs and metric sums: the policy's per-sequence
   /// log-probabilities (from `sums`, `counts` of lossSums) against the

@@ -232,7 +232,8 @@ SmallVector<Value> DecoderTracer::linearWith(Value x, ArrayRef<Value> weights,
                   {InitKind::KaimingUniform, AdapterPart::A, weightName, tied});
   Location at = loc(path + ".lora");
   Value dropped = x;
-  if (double rate = job.lora().dropout(); rate > 0)
+  // An entry without dropout's inputs (@reference) drops nothing.
+  if (double rate = job.lora().dropout(); rate > 0 && microBatch)
     dropped = DropoutOp::create(
         builder, loc(path + ".lora_dropout"), x.getType(), x, tracedTokens,
         microBatch, builder.getF64FloatAttr(rate),

@@ -14,22 +14,36 @@ namespace twill::fuzz {
 /// Encodes a text (special tokens, digits, non-ASCII, bytes that are not
 /// UTF-8) and decodes it again: every id a tokenizer that loaded gives must
 /// decode, and with `lossless` (a byte-level vocabulary of every byte, as a
-/// tiktoken file's is) give back the text, and a chat encodes.
+/// tiktoken file's is) give back the text, and a chat encodes. A pattern
+/// that gives up on a text (a fuzzed regex's backtracking) is a named
+/// error, no finding.
 inline void roundTrip(const Tokenizer &tokenizer, bool lossless) {
   const char *text = "Hello, world! 12345 <|eot_id|> \xc3\xa9t\xc3\xa9\n\t x";
   for (bool special : {false, true}) {
-    std::vector<int32_t> ids = tokenizer.encode(text, special);
-    auto decoded = tokenizer.decode(ids);
-    std::string *back = valueOrNull(decoded);
-    if (!back || (lossless && *back != text)) {
+    auto ids = tokenizer.encode(text, special);
+    std::vector<int32_t> *encoded = valueOrNull(ids);
+    if (!encoded)
+      continue;
+    auto decoded = tokenizer.decode(*encoded);
+    if (!decoded) {
+      std::string why = llvm::toString(decoded.takeError());
+      if (llvm::StringRef(why).contains("gives up matching"))
+        continue;
+      std::fprintf(stderr, "an id a tokenizer gave does not decode: %s\n",
+                   why.c_str());
+      std::abort();
+    }
+    if (lossless && *decoded != text) {
       std::fprintf(stderr, "a loaded tokenizer does not round-trip\n");
       std::abort();
     }
   }
-  tokenizer.encode("bad \xff\xfe UTF-8 \xe2\x82", true);
+  ignore(tokenizer.encode("bad \xff\xfe UTF-8 \xe2\x82", true).takeError());
   if (lossless)
-    tokenizer.encodeChat({{"user", "hi"}, {"assistant", "<|eot_id|>"}},
-                         /*generationPrompt=*/true);
+    ignore(tokenizer
+               .encodeChat({{"user", "hi"}, {"assistant", "<|eot_id|>"}},
+                           /*generationPrompt=*/true)
+               .takeError());
 }
 
 } // namespace twill::fuzz

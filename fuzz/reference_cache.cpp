@@ -10,10 +10,11 @@ using namespace twill;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   llvm::StringRef text(reinterpret_cast<const char *>(data), size);
-  auto values = parseReferenceCache(text, 2, 7);
-  if (auto *read = fuzz::valueOrNull(values)) {
-    auto again = parseReferenceCache(printReferenceCache(*read, 7), 2, 7);
-    if (!again || *again != *read)
+  auto kept = parseReferenceCache(text, 2, 7);
+  if (auto *read = fuzz::valueOrNull(kept)) {
+    auto again = parseReferenceCache(
+        printReferenceCache(read->values, 7, read->start), 2, 7);
+    if (!again || again->values != read->values || again->start != read->start)
       std::abort(); // a cache that does not read back as written
   }
   return 0;

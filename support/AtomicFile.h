@@ -24,6 +24,13 @@ writeFileAtomically(llvm::StringRef path,
 llvm::Error checkNotAnInput(llvm::StringRef flag, llvm::StringRef output,
                             llvm::ArrayRef<llvm::StringRef> inputs);
 
+/// Fails, naming both, when the folder a tool is to write at `output`
+/// (given as `flag`) is the folder `input` that it reads (`what` it is),
+/// or lies inside it, by any path (links, dots, folders not made yet):
+/// writing there would replace what it reads, or mix with it.
+llvm::Error checkNotInFolder(llvm::StringRef flag, llvm::StringRef output,
+                             llvm::StringRef what, llvm::StringRef input);
+
 } // namespace twill
 
 #endif // TWILL_SUPPORT_ATOMICFILE_H

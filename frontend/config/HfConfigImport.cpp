@@ -12,6 +12,7 @@
 #include "support/Json.h"
 
 #include "google/protobuf/util/json_util.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -23,22 +24,86 @@ static llvm::Error importError(llvm::StringRef path, const llvm::Twine &what) {
                                  path + ": " + what);
 }
 
+/// How errors name a JSON type.
+static llvm::StringRef kindName(json::Value::Kind kind) {
+  switch (kind) {
+  case json::Value::Null:
+    return "null";
+  case json::Value::Boolean:
+    return "a boolean";
+  case json::Value::Number:
+    return "a number";
+  case json::Value::String:
+    return "a string";
+  case json::Value::Array:
+    return "an array";
+  case json::Value::Object:
+    return "an object";
+  }
+  llvm_unreachable("every JSON kind is named");
+}
+
+/// One set of transformers 5 RoPE parameters, as errors show it.
+static constexpr llvm::StringLiteral kRopeParameters =
+    "{\"rope_type\": ..., \"rope_theta\": ..., ...}";
+
+/// The rope_type of RoPE parameters: transformers reads "type" where
+/// "rope_type" is absent.
+static std::optional<llvm::StringRef> ropeType(const json::Object &parameters) {
+  if (std::optional<llvm::StringRef> type = parameters.getString("rope_type"))
+    return type;
+  return parameters.getString("type");
+}
+
+/// Member `key` of `config` (`field` in errors): an object (of
+/// `contents`), or none where absent or null, which transformers reads as
+/// absent; of another type, an error naming it (read as absent, a Llama 3
+/// config's RoPE would be trained as the default's).
+static llvm::Expected<json::Object *>
+optionalObject(json::Object &config, llvm::StringRef key,
+               const llvm::Twine &field, const llvm::Twine &contents,
+               llvm::StringRef path) {
+  json::Value *value = config.get(key);
+  if (!value || value->kind() == json::Value::Null)
+    return nullptr;
+  if (json::Object *object = value->getAsObject())
+    return object;
+  return importError(path, field + " must be an object (" + contents +
+                               ") or null, got " + kindName(value->kind()));
+}
+
 /// Moves one set of transformers 5 RoPE parameters ({rope_theta,
-/// rope_type, factor, ...}) into `config` as `thetaKey` and, unless plain,
-/// `rope_scaling`.
-static void takeRope(json::Object &config, json::Object parameters,
-                     llvm::StringRef thetaKey) {
+/// rope_type, factor, ...}, named `field` in errors) into `config` as
+/// `thetaKey` and, unless plain, `rope_scaling`. Its rope_theta and
+/// partial_rotary_factor win over the config's own keys, as in
+/// transformers 5 (convert_rope_params_to_dict sets them only where the
+/// parameters have none), so the model trained is the one it runs.
+static llvm::Error takeRope(json::Object &config, json::Object parameters,
+                            llvm::StringRef thetaKey, const llvm::Twine &field,
+                            llvm::StringRef path) {
+  static constexpr std::pair<llvm::StringLiteral, json::Value::Kind> kinds[] = {
+      {"rope_theta", json::Value::Number},
+      {"partial_rotary_factor", json::Value::Number},
+      {"rope_type", json::Value::String},
+      {"type", json::Value::String}};
+  for (auto [key, kind] : kinds)
+    if (const json::Value *value = parameters.get(key);
+        value && value->kind() != kind)
+      return importError(path, field + "." + key + " must be " +
+                                   kindName(kind) + ", got " +
+                                   kindName(value->kind()));
   if (std::optional<double> theta = parameters.getNumber("rope_theta"))
-    config.try_emplace(thetaKey, *theta);
+    config[thetaKey] = *theta;
   parameters.erase("rope_theta");
   // Phi-3's, which transformers 5 keeps with the RoPE parameters.
   if (std::optional<double> share =
           parameters.getNumber("partial_rotary_factor"))
-    config.try_emplace("partial_rotary_factor", *share);
+    config["partial_rotary_factor"] = *share;
   parameters.erase("partial_rotary_factor");
-  std::optional<llvm::StringRef> type = parameters.getString("rope_type");
+  std::optional<llvm::StringRef> type = ropeType(parameters);
   if (type && *type != "default")
     config["rope_scaling"] = std::move(parameters);
+  return llvm::Error::success();
 }
 
 /// Rewrites transformers 5's `rope_parameters` ({rope_theta, rope_type,
@@ -46,27 +111,55 @@ static void takeRope(json::Object &config, json::Object parameters,
 /// 4's `rope_scaling.type` into the `rope_theta` + `rope_scaling.rope_type`
 /// (+ `rope_local_base_freq`) form ModelConfig uses.
 static llvm::Error normaliseRope(json::Object &config, llvm::StringRef path) {
-  if (json::Object *parameters = config.getObject("rope_parameters")) {
-    json::Object all = std::move(*parameters);
+  llvm::Expected<json::Object *> parameters =
+      optionalObject(config, "rope_parameters", "rope_parameters",
+                     kRopeParameters + ", or one such per layer type", path);
+  if (!parameters)
+    return parameters.takeError();
+  if (*parameters) {
+    // transformers 5 reads rope_scaling in place of rope_parameters
+    // (Gemma 3's into its full layers'): which a config meant by both is
+    // not its to say. No transformers writes both.
+    if (const json::Value *scaling = config.get("rope_scaling");
+        scaling && scaling->kind() != json::Value::Null)
+      return importError(path, "both rope_scaling (transformers 4's key) and "
+                               "rope_parameters (5's) are given, and "
+                               "transformers 5 reads rope_scaling in place "
+                               "of rope_parameters: keep the one meant");
+    json::Object all = std::move(**parameters);
     config.erase("rope_parameters");
-    json::Object *full = all.getObject("full_attention");
-    json::Object *sliding = all.getObject("sliding_attention");
-    if (!full && !sliding) {
-      takeRope(config, std::move(all), "rope_theta");
-    } else {
-      // The sliding layers' RoPE is plain, at a base of its own.
-      if (sliding) {
-        std::optional<llvm::StringRef> type = sliding->getString("rope_type");
-        if (type && *type != "default")
-          return importError(path, "rope_parameters.sliding_attention's "
-                                   "rope_type '" +
-                                       *type +
-                                       "' is not supported; allowed: default");
-        takeRope(config, std::move(*sliding), "rope_local_base_freq");
-      }
-      if (full)
-        takeRope(config, std::move(*full), "rope_theta");
+    llvm::Expected<json::Object *> full =
+        optionalObject(all, "full_attention", "rope_parameters.full_attention",
+                       kRopeParameters, path);
+    if (!full)
+      return full.takeError();
+    llvm::Expected<json::Object *> sliding = optionalObject(
+        all, "sliding_attention", "rope_parameters.sliding_attention",
+        kRopeParameters, path);
+    if (!sliding)
+      return sliding.takeError();
+    bool perLayerType =
+        all.get("full_attention") || all.get("sliding_attention");
+    if (!perLayerType)
+      return takeRope(config, std::move(all), "rope_theta", "rope_parameters",
+                      path);
+    // The sliding layers' RoPE is plain, at a base of its own.
+    if (*sliding) {
+      std::optional<llvm::StringRef> type = ropeType(**sliding);
+      if (type && *type != "default")
+        return importError(path, "rope_parameters.sliding_attention's "
+                                 "rope_type '" +
+                                     *type +
+                                     "' is not supported; allowed: default");
+      if (llvm::Error error =
+              takeRope(config, std::move(**sliding), "rope_local_base_freq",
+                       "rope_parameters.sliding_attention", path))
+        return error;
     }
+    if (*full)
+      if (llvm::Error error = takeRope(config, std::move(**full), "rope_theta",
+                                       "rope_parameters.full_attention", path))
+        return error;
   }
   if (json::Object *scaling = config.getObject("rope_scaling")) {
     if (!scaling->get("rope_type"))
@@ -75,6 +168,24 @@ static llvm::Error normaliseRope(json::Object &config, llvm::StringRef path) {
     scaling->erase("type");
   }
   return llvm::Error::success();
+}
+
+/// Why a config.json without a model_type is refused, and what to add.
+static std::string missingModelType(const json::Object &config) {
+  llvm::SmallVector<llvm::StringRef> types;
+  for (const ModelFamily &family : modelFamilies())
+    types.push_back(family.modelType);
+  std::string message =
+      "no model_type, which transformers' AutoConfig needs to read a model "
+      "(Twill builds no family by guess): add \"model_type\" (one of " +
+      llvm::join(types, ", ") + ")";
+  if (const json::Array *architectures = config.getArray("architectures"))
+    for (const json::Value &name : *architectures)
+      for (const ModelFamily &family : modelFamilies())
+        if (name.getAsString() == family.causalLm)
+          return message + "; its architectures name " + family.causalLm.str() +
+                 ", whose model_type is \"" + family.modelType.str() + "\"";
+  return message;
 }
 
 llvm::Expected<ModelConfig>
@@ -105,11 +216,20 @@ twill::importHfConfig(llvm::StringRef configJsonPath) {
               method + "'" +
               (method == "bitsandbytes" ? " without 4-bit NF4" : ""));
   }
+  // transformers' AutoConfig reads the family from model_type alone and
+  // refuses a config.json without one; ModelConfig's default would build
+  // a Llama from another family's weights (a Qwen's biases left out).
+  const json::Value *type = config->get("model_type");
+  if (!type)
+    return importError(configJsonPath, missingModelType(*config));
+  if (!type->getAsString())
+    return importError(configJsonPath,
+                       "model_type must be a string (the model's family), "
+                       "got " +
+                           kindName(type->kind()));
   // A key its family's class defaults to a value where absent, and to none
   // where null (which the import reads as absent): the value, stated.
-  std::optional<llvm::StringRef> type = config->getString("model_type");
-  if (const ModelFamily *family =
-          findModelFamily(type.value_or(ModelConfig().model_type())))
+  if (const ModelFamily *family = findModelFamily(*type->getAsString()))
     for (const auto &[key, value] : family->absentKeyDefaults)
       config->try_emplace(key, value);
 

@@ -52,7 +52,10 @@ llvm::Error applyOverrides(JobConfig &config,
 
 /// Reads a Hugging Face config.json into a ModelConfig. Understands both the
 /// `rope_theta` + `rope_scaling` keys of transformers 4 and the
-/// `rope_parameters` of transformers 5; ignores keys Twill does not use.
+/// `rope_parameters` of transformers 5 (whose values win, as there);
+/// ignores keys Twill does not use. A config transformers would refuse, or
+/// read otherwise (no model_type, RoPE keys of other JSON types), is an
+/// error naming the file and the key.
 llvm::Expected<ModelConfig> importHfConfig(llvm::StringRef configJsonPath);
 
 /// Sets every unset field of every present section to its default, so the

@@ -25,24 +25,35 @@ static llvm::Error formatError(const llvm::Twine &what) {
 // Llama 3's framing
 //===----------------------------------------------------------------------===//
 
-Example twill::tokenizeConversation(const Tokenizer &tokenizer,
-                                    llvm::ArrayRef<ChatMessage> messages,
-                                    llvm::ArrayRef<bool> trained) {
+llvm::Expected<Example>
+twill::tokenizeConversation(const Tokenizer &tokenizer,
+                            llvm::ArrayRef<ChatMessage> messages,
+                            llvm::ArrayRef<bool> trained) {
   Example example;
   auto append = [&](llvm::ArrayRef<int32_t> ids, bool train) {
     example.inputIds.insert(example.inputIds.end(), ids.begin(), ids.end());
     for (int32_t id : ids)
       example.labels.push_back(train ? id : kIgnoreLabel);
   };
+  auto appendText = [&](llvm::StringRef text, bool train) -> llvm::Error {
+    llvm::Expected<std::vector<int32_t>> ids = tokenizer.encode(text, false);
+    if (!ids)
+      return ids.takeError();
+    append(*ids, train);
+    return llvm::Error::success();
+  };
   append({tokenizer.specialId("<|begin_of_text|>")}, false);
   for (auto [message, train] : llvm::zip_equal(messages, trained)) {
     append({tokenizer.specialId("<|start_header_id|>")}, train);
-    append(tokenizer.encode(llvm::StringRef(message.role).trim(), false),
-           train);
+    if (llvm::Error error =
+            appendText(llvm::StringRef(message.role).trim(), train))
+      return std::move(error);
     append({tokenizer.specialId("<|end_header_id|>")}, train);
-    append(tokenizer.encode("\n\n", false), train);
-    append(tokenizer.encode(llvm::StringRef(message.content).trim(), false),
-           train);
+    if (llvm::Error error = appendText("\n\n", train))
+      return std::move(error);
+    if (llvm::Error error =
+            appendText(llvm::StringRef(message.content).trim(), train))
+      return std::move(error);
     append({tokenizer.specialId("<|eot_id|>")}, train);
   }
   append({tokenizer.specialId("<|end_of_text|>")}, false);
@@ -132,6 +143,55 @@ specialTokensOf(const json::Object &config) {
   return tokens;
 }
 
+/// Checks the tokens tokenizer_config.json `path` names (its special tokens,
+/// and added_tokens_decoder's by id) against `tokenizer`. transformers adds
+/// each to its tokenizer (a new id past the vocabulary, or a token of the
+/// vocabulary then recognised whole) whatever id is written: a token the
+/// tokenizer has not added would encode otherwise than transformers encodes
+/// it, and an id other than the tokenizer's is a file contradicting itself.
+static llvm::Error checkConfigTokens(const json::Object &config,
+                                     const Tokenizer &tokenizer,
+                                     llvm::StringRef path) {
+  auto added = [&](llvm::StringRef field, llvm::StringRef text) -> llvm::Error {
+    if (tokenizer.addedId(text) >= 0)
+      return llvm::Error::success();
+    return formatError(path + ": " + field + ": '" + text +
+                       "' is not an added token of the tokenizer; "
+                       "transformers would add it, and encode its text "
+                       "otherwise");
+  };
+  for (const auto &[name, text] : specialTokensOf(config))
+    if (llvm::Error error = added(name, text))
+      return error;
+  const json::Object *decoder = config.getObject("added_tokens_decoder");
+  if (!decoder)
+    return llvm::Error::success();
+  for (const auto &[key, value] : *decoder) {
+    llvm::StringRef written = key;
+    const json::Object *token = value.getAsObject();
+    std::optional<llvm::StringRef> content =
+        token ? token->getString("content") : std::nullopt;
+    if (!content)
+      return formatError(path + ": added_tokens_decoder: id '" + written +
+                         "' has no content");
+    int64_t id;
+    if (written.getAsInteger(10, id) || id < 0 ||
+        id > std::numeric_limits<int32_t>::max())
+      return formatError(llvm::formatv("{0}: added_tokens_decoder: '{1}' has "
+                                       "id '{2}', which is no token id (0 to "
+                                       "{3})",
+                                       path, *content, written,
+                                       std::numeric_limits<int32_t>::max()));
+    if (llvm::Error error = added("added_tokens_decoder", *content))
+      return error;
+    if (int32_t own = tokenizer.addedId(*content); own != id)
+      return formatError(llvm::formatv("{0}: added_tokens_decoder: '{1}' has "
+                                       "id {2}, and {3} in the tokenizer",
+                                       path, *content, id, own));
+  }
+  return llvm::Error::success();
+}
+
 llvm::Expected<ChatFormat> ChatFormat::find(const Tokenizer &tokenizer,
                                             llvm::StringRef tokenizerSource,
                                             llvm::StringRef templatePath,
@@ -153,6 +213,9 @@ llvm::Expected<ChatFormat> ChatFormat::find(const Tokenizer &tokenizer,
   }
   const json::Object *configObject =
       configJson ? configJson->getAsObject() : nullptr;
+  if (configObject)
+    if (llvm::Error error = checkConfigTokens(*configObject, tokenizer, config))
+      return std::move(error);
   std::string source = templatePath.str();
   if (source.empty() && !modelDir.empty()) {
     if (llvm::sys::fs::exists(jinja))
@@ -245,7 +308,11 @@ ChatFormat::tokenizeTemplate(llvm::ArrayRef<ChatMessage> messages,
     return formatError("the template's text is not UTF-8");
   Example example;
   std::vector<Tokenizer::Stretch> stretches;
-  example.inputIds = tokenizer->encode(text, stretches);
+  llvm::Expected<std::vector<int32_t>> inputIds =
+      tokenizer->encode(text, stretches);
+  if (!inputIds)
+    return inputIds.takeError();
+  example.inputIds = std::move(*inputIds);
   if (llvm::all_of(trained, [](bool train) { return train; })) {
     example.labels = example.inputIds;
     return example;
@@ -276,14 +343,16 @@ ChatFormat::tokenizeTemplate(llvm::ArrayRef<ChatMessage> messages,
     // rstrip token takes with it (Phi-3's <|end|> and <|assistant|>).
     if (stretch.added)
       return stretch.token + 1;
-    std::vector<int32_t> start = tokenizer->encodeStretchStart(
+    llvm::Expected<std::vector<int32_t>> start = tokenizer->encodeStretchStart(
         text.slice(stretch.offset, edge), stretch.offset == 0);
+    if (!start)
+      return start.takeError();
     llvm::ArrayRef<int32_t> after =
         llvm::ArrayRef(example.inputIds).drop_front(stretch.token);
-    if (start.size() > after.size() ||
-        !std::equal(start.begin(), start.end(), after.begin()))
+    if (start->size() > after.size() ||
+        !std::equal(start->begin(), start->end(), after.begin()))
       return crossed();
-    return stretch.token + start.size();
+    return stretch.token + start->size();
   };
   // Each trained turn renders the messages before it: bounded, as a line
   // of many turns would take their count times its size.

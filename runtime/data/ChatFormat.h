@@ -101,10 +101,11 @@ private:
 };
 
 /// Llama 3's framing of `messages` (torchtune's); `trained[i]` says whether
-/// message i is trained on.
-Example tokenizeConversation(const Tokenizer &tokenizer,
-                             llvm::ArrayRef<ChatMessage> messages,
-                             llvm::ArrayRef<bool> trained);
+/// message i is trained on. An error is the tokenizer's.
+llvm::Expected<Example>
+tokenizeConversation(const Tokenizer &tokenizer,
+                     llvm::ArrayRef<ChatMessage> messages,
+                     llvm::ArrayRef<bool> trained);
 
 } // namespace twill
 

@@ -128,14 +128,17 @@ twill::readPreferenceJsonl(llvm::StringRef path, const Tokenizer &tokenizer,
                            const ChatFormat &format) {
   std::vector<PreferencePair> pairs;
   // A string as the tokenizer's __call__ encodes it: special tokens added.
-  auto encodeText = [&](llvm::StringRef text) {
-    std::vector<int32_t> ids(tokenizer.prefixIds().begin(),
-                             tokenizer.prefixIds().end());
-    std::vector<int32_t> body = tokenizer.encode(text, /*allowSpecial=*/true);
-    ids.insert(ids.end(), body.begin(), body.end());
+  auto encodeText = [&](llvm::StringRef text,
+                        std::vector<int32_t> &ids) -> llvm::Error {
+    llvm::Expected<std::vector<int32_t>> body =
+        tokenizer.encode(text, /*allowSpecial=*/true);
+    if (!body)
+      return body.takeError();
+    ids.assign(tokenizer.prefixIds().begin(), tokenizer.prefixIds().end());
+    ids.insert(ids.end(), body->begin(), body->end());
     ids.insert(ids.end(), tokenizer.suffixIds().begin(),
                tokenizer.suffixIds().end());
-    return ids;
+    return llvm::Error::success();
   };
   llvm::Error error = readJsonLines(
       path,
@@ -211,9 +214,14 @@ twill::readPreferenceJsonl(llvm::StringRef path, const Tokenizer &tokenizer,
             return llvm::StringRef(text).ends_with(*eos) ? text
                                                          : text + eos->str();
           };
-          promptIds = encodeText(p.text);
-          withChosen = encodeText(p.text + ended(c.text));
-          withRejected = encodeText(p.text + ended(r.text));
+          if (llvm::Error error = encodeText(p.text, promptIds))
+            return error;
+          if (llvm::Error error =
+                  encodeText(p.text + ended(c.text), withChosen))
+            return error;
+          if (llvm::Error error =
+                  encodeText(p.text + ended(r.text), withRejected))
+            return error;
         }
         size_t shared = std::min(commonPrefix(promptIds, withChosen),
                                  commonPrefix(promptIds, withRejected));

@@ -2,11 +2,14 @@
 //
 // A precomputed DPO reference (runtime/train/Reference.h) is kept in the
 // output folder as JSON lines: a header naming the rows and base it was
-// computed for (a fingerprint) and how many rows, then each row's
-// reference log-probabilities of its chosen and rejected sequences,
-// `{"chosen": c, "rejected": r}`, every float's digits written. A file
-// made for other rows or another base, cut short or malformed, is no
-// cache of these rows: its reader says why, and the pass runs again.
+// computed for (a fingerprint), how many rows, the model training started
+// from (`start`: a starting adapter's), and a checksum of the lines after
+// it; then each row's reference log-probabilities of its chosen and
+// rejected sequences, `{"chosen": c, "rejected": r}`, every float's digits
+// written, or `null` for a row the pass did not read (a run cut short by
+// train.max_steps_per_epoch). A file made for other rows or another base,
+// cut short, edited, malformed, or holding a value no log-probability
+// takes, is no cache of these rows: its reader says why.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,15 +27,32 @@ namespace twill {
 /// (the model, how its weights are held, where they came from).
 uint64_t referenceFingerprint(llvm::ArrayRef<Row> rows, llvm::StringRef base);
 
-/// The text of a cache of `values` (a row's each) under `fingerprint`.
-std::string printReferenceCache(llvm::ArrayRef<std::array<float, 2>> values,
-                                uint64_t fingerprint);
+/// A row's reference log-probabilities (chosen, rejected); none where the
+/// pass that kept them did not read the row.
+using KeptPair = std::optional<std::array<float, 2>>;
 
-/// The values the cache `text` holds for `rows` rows under `fingerprint`,
-/// or an error saying why it holds none (another fingerprint, another
-/// count, a malformed line or a value no float holds, naming the line).
-llvm::Expected<std::vector<std::array<float, 2>>>
+/// What a kept reference holds: a pair (or none) for each row, and the
+/// start it was computed from.
+struct KeptReference {
+  std::vector<KeptPair> values;
+  uint64_t start = 0;
+};
+
+/// The text of a cache of `values` (a row's each) under `fingerprint`,
+/// computed from `start`.
+std::string printReferenceCache(llvm::ArrayRef<KeptPair> values,
+                                uint64_t fingerprint, uint64_t start);
+
+/// What the cache `text` holds for `rows` rows under `fingerprint`, or an
+/// error saying why it holds nothing (another fingerprint, another count,
+/// lines edited after it was written, a malformed line, a value that is no
+/// log-probability: beyond float's range or above 0; naming the line).
+llvm::Expected<KeptReference>
 parseReferenceCache(llvm::StringRef text, int64_t rows, uint64_t fingerprint);
+
+/// The most bytes a cache of `rows` rows takes (its header and a line of
+/// every digit of two floats a row): what its reader reads at most.
+uint64_t maxReferenceCacheBytes(int64_t rows);
 
 } // namespace twill
 

@@ -92,10 +92,13 @@ Tokenizer::loadTiktoken(llvm::StringRef path) {
                                          "vocabulary");
     AddedToken token{std::move(name), next++};
     token.special = true;
-    parts.added.add(std::move(token), "");
+    if (llvm::Error error = parts.added.add(std::move(token), ""))
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     path + ": " +
+                                         llvm::toString(std::move(error)));
   }
   parts.prefix = {parts.added.find("<|begin_of_text|>")->id};
-  return std::unique_ptr<Tokenizer>(new Tokenizer(std::move(parts)));
+  return std::unique_ptr<Tokenizer>(new Tokenizer(std::move(parts), path));
 }
 
 llvm::Expected<std::unique_ptr<Tokenizer>>
@@ -103,7 +106,7 @@ Tokenizer::loadHuggingFace(llvm::StringRef path) {
   llvm::Expected<TokenizerParts> parts = readTokenizerJson(path);
   if (!parts)
     return parts.takeError();
-  return std::unique_ptr<Tokenizer>(new Tokenizer(std::move(*parts)));
+  return std::unique_ptr<Tokenizer>(new Tokenizer(std::move(*parts), path));
 }
 
 llvm::Expected<std::unique_ptr<Tokenizer>>
@@ -116,7 +119,13 @@ int32_t Tokenizer::specialId(llvm::StringRef name) const {
   return token && token->special ? token->id : -1;
 }
 
-Tokenizer::Tokenizer(TokenizerParts parts) : parts(std::move(parts)) {
+int32_t Tokenizer::addedId(llvm::StringRef content) const {
+  const AddedToken *token = parts.added.find(content);
+  return token ? token->id : -1;
+}
+
+Tokenizer::Tokenizer(TokenizerParts parts, llvm::StringRef path)
+    : parts(std::move(parts)), path(path) {
   for (const AddedToken &token : this->parts.added.all())
     if (token.special && !token.content.empty())
       specialFirstBytes.set(uint8_t(token.content.front()));
@@ -152,35 +161,49 @@ int64_t Tokenizer::vocabSize() const {
   return end;
 }
 
-void Tokenizer::encodeText(llvm::StringRef text, bool atStart,
-                           bool allowSpecial, std::vector<int32_t> &ids) const {
+llvm::Error Tokenizer::inFile(llvm::Error error) const {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 path + ": " +
+                                     llvm::toString(std::move(error)));
+}
+
+llvm::Error Tokenizer::encodeText(llvm::StringRef text, bool atStart,
+                                  bool allowSpecial,
+                                  std::vector<int32_t> &ids) const {
   // Nothing is no piece (a Metaspace would make one of its replacement).
   if (text.empty())
-    return;
-  std::string normalized = normalize(parts.normalizers, text);
+    return llvm::Error::success();
+  llvm::Expected<std::string> normalized = normalize(parts.normalizers, text);
+  if (!normalized)
+    return inFile(normalized.takeError());
   for (const Segment &segment :
-       parts.added.split(normalized, /*normalizedText=*/true, allowSpecial)) {
+       parts.added.split(*normalized, /*normalizedText=*/true, allowSpecial)) {
     if (segment.id >= 0) {
       ids.push_back(segment.id);
       continue;
     }
-    preTokenize(
-        parts.preTokenizers, segment.text, atStart && segment.begin == 0,
-        [&](llvm::StringRef piece, bool) { parts.model.encode(piece, ids); });
+    if (llvm::Error error = preTokenize(parts.preTokenizers, segment.text,
+                                        atStart && segment.begin == 0,
+                                        [&](llvm::StringRef piece, bool) {
+                                          parts.model.encode(piece, ids);
+                                          return llvm::Error::success();
+                                        }))
+      return inFile(std::move(error));
   }
+  return llvm::Error::success();
 }
 
-std::vector<int32_t> Tokenizer::encode(llvm::StringRef input,
-                                       bool allowSpecial) const {
+llvm::Expected<std::vector<int32_t>>
+Tokenizer::encode(llvm::StringRef input, bool allowSpecial) const {
   return encodeStretches(unicode::replaceInvalid(input), allowSpecial, nullptr);
 }
 
-std::vector<int32_t> Tokenizer::encode(llvm::StringRef text,
-                                       std::vector<Stretch> &stretches) const {
+llvm::Expected<std::vector<int32_t>>
+Tokenizer::encode(llvm::StringRef text, std::vector<Stretch> &stretches) const {
   return encodeStretches(text, /*allowSpecial=*/true, &stretches);
 }
 
-std::vector<int32_t>
+llvm::Expected<std::vector<int32_t>>
 Tokenizer::encodeStretches(llvm::StringRef text, bool allowSpecial,
                            std::vector<Stretch> *stretches) const {
   std::vector<int32_t> ids;
@@ -190,39 +213,51 @@ Tokenizer::encodeStretches(llvm::StringRef text, bool allowSpecial,
       stretches->push_back({segment.begin, ids.size(), segment.id >= 0});
     if (segment.id >= 0)
       ids.push_back(segment.id);
-    else
-      encodeText(segment.text, segment.begin == 0, allowSpecial, ids);
+    else if (llvm::Error error = encodeText(segment.text, segment.begin == 0,
+                                            allowSpecial, ids))
+      return std::move(error);
   }
   return ids;
 }
 
-std::vector<int32_t> Tokenizer::encodeStretchStart(llvm::StringRef text,
-                                                   bool startsInput) const {
+llvm::Expected<std::vector<int32_t>>
+Tokenizer::encodeStretchStart(llvm::StringRef text, bool startsInput) const {
   std::vector<int32_t> ids;
-  encodeText(text, startsInput, /*allowSpecial=*/true, ids);
+  if (llvm::Error error =
+          encodeText(text, startsInput, /*allowSpecial=*/true, ids))
+    return std::move(error);
   return ids;
 }
 
-std::vector<int32_t> Tokenizer::encodeChat(llvm::ArrayRef<ChatMessage> messages,
-                                           bool generationPrompt) const {
+llvm::Expected<std::vector<int32_t>>
+Tokenizer::encodeChat(llvm::ArrayRef<ChatMessage> messages,
+                      bool generationPrompt) const {
   std::vector<int32_t> ids = {specialId("<|begin_of_text|>")};
-  auto append = [&](llvm::StringRef text) {
-    std::vector<int32_t> more = encode(text, /*allowSpecial=*/false);
-    ids.insert(ids.end(), more.begin(), more.end());
+  auto append = [&](llvm::StringRef text) -> llvm::Error {
+    llvm::Expected<std::vector<int32_t>> more =
+        encode(text, /*allowSpecial=*/false);
+    if (!more)
+      return more.takeError();
+    ids.insert(ids.end(), more->begin(), more->end());
+    return llvm::Error::success();
   };
-  auto header = [&](llvm::StringRef role) {
+  auto header = [&](llvm::StringRef role) -> llvm::Error {
     ids.push_back(specialId("<|start_header_id|>"));
-    append(role);
+    if (llvm::Error error = append(role))
+      return error;
     ids.push_back(specialId("<|end_header_id|>"));
-    append("\n\n");
+    return append("\n\n");
   };
   for (const ChatMessage &message : messages) {
-    header(message.role);
-    append(message.content);
+    if (llvm::Error error = header(message.role))
+      return std::move(error);
+    if (llvm::Error error = append(message.content))
+      return std::move(error);
     ids.push_back(specialId("<|eot_id|>"));
   }
   if (generationPrompt)
-    header("assistant");
+    if (llvm::Error error = header("assistant"))
+      return std::move(error);
   return ids;
 }
 
@@ -243,5 +278,9 @@ Tokenizer::decode(llvm::ArrayRef<int32_t> ids) const {
                         vocabSize()));
     tokens.push_back(text.str());
   }
-  return decodeTokens(parts.decoders, std::move(tokens));
+  llvm::Expected<std::string> text =
+      decodeTokens(parts.decoders, std::move(tokens));
+  if (!text)
+    return inFile(text.takeError());
+  return text;
 }

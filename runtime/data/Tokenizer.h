@@ -53,7 +53,10 @@ public:
   /// The ids of `text` as tokenizers' encode(text, add_special_tokens=False)
   /// gives them; special tokens written in it (`<|eot_id|>`) are recognised
   /// only when `allowSpecial` (tokenizers' split_special_tokens otherwise).
-  std::vector<int32_t> encode(llvm::StringRef text, bool allowSpecial) const;
+  /// Fails where a pattern of the tokenizer gives up on the text (as
+  /// tokenizers fails there); so do the encodings below.
+  llvm::Expected<std::vector<int32_t>> encode(llvm::StringRef text,
+                                              bool allowSpecial) const;
   /// A stretch of an input that encode() encodes on its own: one between
   /// the added tokens in it, or one of them. `offset`: the byte it starts
   /// at; `token`: the index of its first token.
@@ -63,26 +66,28 @@ public:
   };
   /// encode(text, true), and its stretches; `text` must be valid UTF-8
   /// (the offsets are its own).
-  std::vector<int32_t> encode(llvm::StringRef text,
-                              std::vector<Stretch> &stretches) const;
+  llvm::Expected<std::vector<int32_t>>
+  encode(llvm::StringRef text, std::vector<Stretch> &stretches) const;
   /// The ids of `text`, the start of a stretch between added tokens
   /// (`startsInput`: at the input's start), as the whole input's encoding
   /// gives them where no token crosses the end of `text`.
-  std::vector<int32_t> encodeStretchStart(llvm::StringRef text,
-                                          bool startsInput) const;
+  llvm::Expected<std::vector<int32_t>>
+  encodeStretchStart(llvm::StringRef text, bool startsInput) const;
   /// Llama 3's chat format as llama-models' ChatFormat writes it:
   /// <|begin_of_text|>, then per message a header
   /// (<|start_header_id|>role<|end_header_id|>\n\n), the content as it is
   /// (Hugging Face's template and torchtune strip it first) and <|eot_id|>;
   /// with `generationPrompt`, an assistant header last.
-  std::vector<int32_t> encodeChat(llvm::ArrayRef<ChatMessage> messages,
-                                  bool generationPrompt) const;
+  llvm::Expected<std::vector<int32_t>>
+  encodeChat(llvm::ArrayRef<ChatMessage> messages, bool generationPrompt) const;
   /// The text of `ids` through the decoder (special tokens included);
   /// fails on an id outside the vocabulary.
   llvm::Expected<std::string> decode(llvm::ArrayRef<int32_t> ids) const;
 
   /// The id of special token `name` (such as "<|eot_id|>"), or -1.
   int32_t specialId(llvm::StringRef name) const;
+  /// The id of added token `content` (special or not), or -1.
+  int32_t addedId(llvm::StringRef content) const;
   /// The length of the longest special token `text` starts with, or 0.
   size_t specialTokenAtStart(llvm::StringRef text) const;
   /// One past the largest id.
@@ -93,17 +98,21 @@ public:
   llvm::ArrayRef<int32_t> suffixIds() const { return parts.suffix; }
 
 private:
-  explicit Tokenizer(TokenizerParts parts);
+  Tokenizer(TokenizerParts parts, llvm::StringRef path);
+  /// `error` (a pattern's) as an error of the file.
+  llvm::Error inFile(llvm::Error error) const;
   /// Appends the ids of `text` (valid UTF-8, no added tokens split off
   /// yet): normalized, cut at normalized added tokens, pre-tokenized,
   /// encoded piece by piece. `atStart`: it starts the input.
-  void encodeText(llvm::StringRef text, bool atStart, bool allowSpecial,
-                  std::vector<int32_t> &ids) const;
+  llvm::Error encodeText(llvm::StringRef text, bool atStart, bool allowSpecial,
+                         std::vector<int32_t> &ids) const;
   /// The ids of valid UTF-8 `text`, and its stretches if asked.
-  std::vector<int32_t> encodeStretches(llvm::StringRef text, bool allowSpecial,
-                                       std::vector<Stretch> *stretches) const;
+  llvm::Expected<std::vector<int32_t>>
+  encodeStretches(llvm::StringRef text, bool allowSpecial,
+                  std::vector<Stretch> *stretches) const;
 
   TokenizerParts parts;
+  std::string path; // the file read, which errors name
   /// The bytes a special token starts with: most text has none of them.
   std::bitset<256> specialFirstBytes;
 };

@@ -253,7 +253,17 @@ void io::dequantizeNf4(const Nf4Weight &weight,
 bool io::isBitsAndBytes4bit(const SafetensorsCheckpoint &checkpoint,
                             llvm::StringRef name) {
   return checkpoint.contains((name + kNf4StateSuffix).str()) ||
-         checkpoint.contains((name + ".quant_state.bitsandbytes__fp4").str());
+         checkpoint.contains((name + kFp4StateSuffix).str());
+}
+
+std::optional<llvm::StringRef> io::fourBitWeightOf(llvm::StringRef name) {
+  static constexpr llvm::StringLiteral parts[] = {
+      ".absmax",           ".quant_map",    ".nested_absmax",
+      ".nested_quant_map", kNf4StateSuffix, kFp4StateSuffix};
+  for (llvm::StringRef part : parts)
+    if (name.ends_with(part))
+      return name.drop_back(part.size());
+  return std::nullopt;
 }
 
 namespace {
@@ -276,23 +286,120 @@ struct Stored4bit {
 };
 } // namespace
 
-/// An F32 tensor of `count` values, read whole.
+/// An error of 4-bit weight `name`, naming its file.
+static llvm::Error fourBitError(const SafetensorsCheckpoint &checkpoint,
+                                llvm::StringRef name, const llvm::Twine &what) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 checkpoint.fileOf(name) + ": 4-bit weight '" +
+                                     name + "': " + what);
+}
+
+/// Part `part` of 4-bit weight `name`, F32 of `count` values, read whole
+/// and finite: a nan in a scale or a map is every value of its blocks nan,
+/// found only once training has begun.
 static llvm::Expected<std::vector<float>>
-readFloats(const SafetensorsCheckpoint &checkpoint, const std::string &name,
-           int64_t count) {
+readFloats(const SafetensorsCheckpoint &checkpoint, llvm::StringRef name,
+           const std::string &part, int64_t count) {
   std::vector<float> values(count);
-  if (llvm::Error error = checkpoint.readF32(name, {count}, values))
+  if (llvm::Error error = checkpoint.readF32(part, {count}, values))
     return std::move(error);
+  auto bad =
+      llvm::find_if(values, [](float value) { return !std::isfinite(value); });
+  if (bad != values.end())
+    return fourBitError(
+        checkpoint, name,
+        llvm::formatv("'{0}' holds {1} at element {2}: a checkpoint must hold "
+                      "finite numbers",
+                      part, *bad, bad - values.begin()));
   return values;
+}
+
+/// What `stateName`'s JSON `object`, the quant state of 4-bit weight
+/// `name`, says: each field named where absent or unsound, for read as
+/// absent (or as 0) a field turned the weight into another layout, or
+/// into nan at the first step. Double quantization is where the
+/// checkpoint holds `W.nested_absmax`, as bitsandbytes decides.
+static llvm::Expected<QuantState>
+readQuantState(const SafetensorsCheckpoint &checkpoint, llvm::StringRef name,
+               const std::string &stateName, const llvm::json::Object &object) {
+  std::string nestedName = (name + ".nested_absmax").str(),
+              where = "its quant state '" + stateName + "'";
+  bool nested = checkpoint.contains(nestedName);
+  auto fail = [&](const llvm::Twine &what) {
+    return fourBitError(checkpoint, name, where + what);
+  };
+  // Field `key` (one double quantization needs, where `nesting`).
+  auto field = [&](llvm::StringRef key,
+                   bool nesting) -> llvm::Expected<const llvm::json::Value *> {
+    if (const llvm::json::Value *value = object.get(key))
+      return value;
+    return fail(" has no " + key +
+                (nesting
+                     ? ", which double quantization (" + nestedName + ") needs"
+                     : ""));
+  };
+  auto size = [&](llvm::StringRef key,
+                  bool nesting) -> llvm::Expected<int64_t> {
+    llvm::Expected<const llvm::json::Value *> value = field(key, nesting);
+    if (!value)
+      return value.takeError();
+    std::optional<int64_t> size = (*value)->getAsInteger();
+    if (!size || *size <= 0 || *size > (int64_t(1) << 20))
+      return fail(llvm::formatv(": {0} must be a positive size, at most "
+                                "1048576, got {1}",
+                                key, **value));
+    return *size;
+  };
+
+  QuantState state;
+  llvm::Expected<int64_t> blocksize = size("blocksize", false);
+  if (!blocksize)
+    return blocksize.takeError();
+  state.blocksize = *blocksize;
+  state.dtype = object.getString("dtype").value_or("").str();
+  if (const llvm::json::Array *dims = object.getArray("shape"))
+    for (const llvm::json::Value &dim : *dims)
+      state.shape.push_back(dim.getAsInteger().value_or(-1));
+  if (!nested) {
+    if (object.get("nested_offset"))
+      return fail(" has a nested_offset, and the checkpoint no '" + nestedName +
+                  "'");
+    return state;
+  }
+  llvm::Expected<int64_t> nestedBlocksize = size("nested_blocksize", true);
+  if (!nestedBlocksize)
+    return nestedBlocksize.takeError();
+  state.nestedBlocksize = *nestedBlocksize;
+  // The scales' scales are float32 wherever bitsandbytes quantizes (its
+  // absmax is); another dtype would dequantize them rounded to it.
+  llvm::Expected<const llvm::json::Value *> nestedDtype =
+      field("nested_dtype", true);
+  if (!nestedDtype)
+    return nestedDtype.takeError();
+  if ((*nestedDtype)->getAsString() != "float32")
+    return fail(llvm::formatv(": nested_dtype is {0}; bitsandbytes codes its "
+                              "scales' scales as float32",
+                              **nestedDtype));
+  llvm::Expected<const llvm::json::Value *> offset =
+      field("nested_offset", true);
+  if (!offset)
+    return offset.takeError();
+  std::optional<double> number = (*offset)->getAsNumber();
+  if (!number)
+    return fail(
+        llvm::formatv(": nested_offset must be a number, got {0}", **offset));
+  state.nestedOffset = float(*number);
+  if (!std::isfinite(*state.nestedOffset))
+    return fail(llvm::formatv(": nested_offset is {0}, not a finite number",
+                              *state.nestedOffset));
+  return state;
 }
 
 static llvm::Expected<Stored4bit>
 readStored4bit(const SafetensorsCheckpoint &checkpoint, llvm::StringRef name,
                llvm::ArrayRef<int64_t> shape) {
   auto fail = [&](const llvm::Twine &what) {
-    return llvm::createStringError(
-        llvm::inconvertibleErrorCode(),
-        checkpoint.fileOf(name) + ": 4-bit weight '" + name + "': " + what);
+    return fourBitError(checkpoint, name, what);
   };
   std::string stem = name.str(), stateName = (name + kNf4StateSuffix).str();
   if (!checkpoint.contains(stateName))
@@ -308,29 +415,19 @@ readStored4bit(const SafetensorsCheckpoint &checkpoint, llvm::StringRef name,
   if (!parsed)
     return parsed.takeError();
   const llvm::json::Object *object = parsed->getAsObject();
-  Stored4bit stored;
-  QuantState &state = stored.state;
-  if (object) {
-    state.blocksize = object->getInteger("blocksize").value_or(0);
-    state.nestedBlocksize = object->getInteger("nested_blocksize").value_or(0);
-    state.dtype = object->getString("dtype").value_or("").str();
-    if (std::optional<double> offset = object->getNumber("nested_offset"))
-      state.nestedOffset = float(*offset);
-    if (const llvm::json::Array *dims = object->getArray("shape"))
-      for (const llvm::json::Value &dim : *dims)
-        state.shape.push_back(dim.getAsInteger().value_or(-1));
-  }
   if (!object || object->getString("quant_type") != "nf4")
     return fail("its quant state is not an NF4 one");
+  llvm::Expected<QuantState> read =
+      readQuantState(checkpoint, name, stateName, *object);
+  if (!read)
+    return read.takeError();
+  Stored4bit stored;
+  QuantState &state = stored.state = std::move(*read);
   if (llvm::ArrayRef<int64_t>(state.shape) != shape)
     return fail("its quant state's shape is not the model's");
   int64_t count = 1;
   for (int64_t dim : shape)
     count *= dim;
-  if (state.blocksize <= 0 || state.blocksize > (int64_t(1) << 20) ||
-      (state.nestedOffset &&
-       (state.nestedBlocksize <= 0 || state.nestedBlocksize > 1 << 20)))
-    return fail("its blocksize or nested_blocksize is not a positive size");
 
   llvm::Expected<llvm::ArrayRef<uint8_t>> codes = checkpoint.bytes(stem);
   if (!codes)
@@ -340,7 +437,7 @@ readStored4bit(const SafetensorsCheckpoint &checkpoint, llvm::StringRef name,
                               codes->size(), count));
   stored.codes = *codes;
   llvm::Expected<std::vector<float>> levels =
-      readFloats(checkpoint, stem + ".quant_map", 16);
+      readFloats(checkpoint, name, stem + ".quant_map", 16);
   if (!levels)
     return levels.takeError();
   stored.levels = std::move(*levels);
@@ -349,7 +446,7 @@ readStored4bit(const SafetensorsCheckpoint &checkpoint, llvm::StringRef name,
   int64_t blocks = blocksOf(count, state.blocksize);
   if (!state.nestedOffset) {
     llvm::Expected<std::vector<float>> absmax =
-        readFloats(checkpoint, stem + ".absmax", blocks);
+        readFloats(checkpoint, name, stem + ".absmax", blocks);
     if (!absmax)
       return absmax.takeError();
     stored.absmax = std::move(*absmax);
@@ -363,11 +460,11 @@ readStored4bit(const SafetensorsCheckpoint &checkpoint, llvm::StringRef name,
     return fail(llvm::formatv("{0} absmax codes for {1} blocks",
                               scaleCodes->size(), blocks));
   llvm::Expected<std::vector<float>> map =
-      readFloats(checkpoint, stem + ".nested_quant_map", 256);
+      readFloats(checkpoint, name, stem + ".nested_quant_map", 256);
   if (!map)
     return map.takeError();
   llvm::Expected<std::vector<float>> nested =
-      readFloats(checkpoint, stem + ".nested_absmax",
+      readFloats(checkpoint, name, stem + ".nested_absmax",
                  blocksOf(blocks, state.nestedBlocksize));
   if (!nested)
     return nested.takeError();
@@ -378,12 +475,17 @@ readStored4bit(const SafetensorsCheckpoint &checkpoint, llvm::StringRef name,
   weight.absmax.assign(scaleCodes->begin(), scaleCodes->end());
   weight.nestedAbsmax = std::move(*nested);
   weight.nestedOffset = *state.nestedOffset;
-  // By its own map: a product and a sum, as bitsandbytes dequantizes.
+  // By its own map: a product and a sum, as bitsandbytes dequantizes;
+  // finite parts may still overflow.
   stored.absmax.resize(blocks);
   for (int64_t block = 0; block < blocks; ++block) {
     float product = stored.nestedMap[weight.absmax[block]] *
                     weight.nestedAbsmax[block / weight.nestedBlockSize];
     stored.absmax[block] = product + weight.nestedOffset;
+    if (!std::isfinite(stored.absmax[block]))
+      return fail(llvm::formatv("block {0}'s scale (nested_quant_map times "
+                                "nested_absmax plus nested_offset) is {1}",
+                                block, stored.absmax[block]));
   }
   return stored;
 }
@@ -395,9 +497,7 @@ io::readBitsAndBytes4bit(const SafetensorsCheckpoint &checkpoint,
   if (!stored)
     return stored.takeError();
   auto fail = [&](const llvm::Twine &what) {
-    return llvm::createStringError(
-        llvm::inconvertibleErrorCode(),
-        checkpoint.fileOf(name) + ": 4-bit weight '" + name + "': " + what);
+    return fourBitError(checkpoint, name, what);
   };
   if (!stored->state.nestedOffset)
     return fail("its scales are not double-quantized "
@@ -440,10 +540,8 @@ io::dequantizeBitsAndBytes4bit(const SafetensorsCheckpoint &checkpoint,
   else if (state.dtype == "float32")
     dequantize([](float value) { return value; });
   else
-    return llvm::createStringError(
-        llvm::inconvertibleErrorCode(),
-        checkpoint.fileOf(name) + ": 4-bit weight '" + name +
-            "': its quant state's dtype '" + state.dtype +
-            "' is none of bfloat16, float16, float32");
+    return fourBitError(checkpoint, name,
+                        "its quant state's dtype '" + state.dtype +
+                            "' is none of bfloat16, float16, float32");
   return values;
 }

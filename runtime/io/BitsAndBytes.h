@@ -23,9 +23,12 @@
 
 namespace twill::io {
 
-/// The suffix of the tensor that marks `name` as a 4-bit weight.
+/// The suffixes of the tensor that marks `name` as a 4-bit weight: NF4,
+/// or FP4 (which the readers refuse).
 inline constexpr llvm::StringLiteral kNf4StateSuffix =
     ".quant_state.bitsandbytes__nf4";
+inline constexpr llvm::StringLiteral kFp4StateSuffix =
+    ".quant_state.bitsandbytes__fp4";
 
 /// The 16 NF4 levels, and the 256 values of bitsandbytes' signed dynamic
 /// map (its create_dynamic_map(signed=True)), which double quantization
@@ -76,6 +79,11 @@ void dequantizeNf4(const Nf4Weight &weight,
 /// (NF4, or FP4, which the readers refuse).
 bool isBitsAndBytes4bit(const SafetensorsCheckpoint &checkpoint,
                         llvm::StringRef name);
+
+/// The weight whose bitsandbytes 4-bit part `name` is (W for W.absmax,
+/// W.quant_map, W.nested_absmax, W.nested_quant_map and W's quant state),
+/// or none.
+std::optional<llvm::StringRef> fourBitWeightOf(llvm::StringRef name);
 
 /// 4-bit weight `name`, which must have `shape`, as it is stored: NF4 with
 /// double quantization, the standard level and dynamic maps; anything else

@@ -435,6 +435,14 @@ SafetensorsCheckpoint::open(llvm::StringRef path) {
   return checkpoint;
 }
 
+std::vector<std::string> SafetensorsCheckpoint::names() const {
+  std::vector<std::string> all;
+  for (const auto &entry : owner)
+    all.push_back(entry.getKey().str());
+  llvm::sort(all);
+  return all;
+}
+
 llvm::Error
 SafetensorsCheckpoint::readF32(llvm::StringRef name,
                                llvm::ArrayRef<int64_t> shape,

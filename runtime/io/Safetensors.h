@@ -117,6 +117,8 @@ public:
     return it == owner.end() ? nullptr : it->second->find(name);
   }
   bool contains(llvm::StringRef name) const { return owner.count(name); }
+  /// Every tensor the checkpoint holds (those its index lists), sorted.
+  std::vector<std::string> names() const;
   /// The file that holds `name` (the index, for a name it lacks).
   llvm::StringRef fileOf(llvm::StringRef name) const {
     auto it = owner.find(name);

@@ -9,6 +9,7 @@
 #include "support/AtomicFile.h"
 #include "support/Json.h"
 #include "support/LoraScale.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -117,7 +118,7 @@ llvm::Error twill::writePeftAdapter(Program &program, llvm::StringRef directory,
   llvm::raw_string_ostream(text)
       << llvm::formatv("{0:2}", llvm::json::Value(std::move(adapterConfig)));
   return writeFileAtomically(config,
-                                 [&](llvm::raw_ostream &os) { os << text; });
+                             [&](llvm::raw_ostream &os) { os << text; });
 }
 
 /// The set fields of `message` as JSON, numbers as numbers (protobuf's own
@@ -192,7 +193,8 @@ static llvm::Error mergeLora(const JobConfig &job, WholeTensors &base,
                     AdapterRole::Part part) -> const io::NamedTensor * {
     for (auto [parameter, tensor] :
          llvm::zip_equal(lora.parameters, lora.tensors))
-      if (parameter->adapter().of() == of && parameter->adapter().part() == part)
+      if (parameter->adapter().of() == of &&
+          parameter->adapter().part() == part)
         return &tensor;
     return nullptr;
   };
@@ -205,10 +207,10 @@ static llvm::Error mergeLora(const JobConfig &job, WholeTensors &base,
     if (target < 0 && !role.tied().empty()) {
       int holder = find(base, role.tied());
       if (holder < 0)
-        return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                       "cannot merge the LoRA of '" +
-                                           role.of() + "': '" + role.tied() +
-                                           "', which it is tied to, is missing");
+        return llvm::createStringError(
+            llvm::inconvertibleErrorCode(),
+            "cannot merge the LoRA of '" + role.of() + "': '" + role.tied() +
+                "', which it is tied to, is missing");
       base.values.push_back(base.values[holder]);
       base.tensors.push_back({role.of(), base.tensors[holder].shape, {}});
       base.parameters.push_back(nullptr);
@@ -245,12 +247,41 @@ static llvm::Error mergeLora(const JobConfig &job, WholeTensors &base,
   return llvm::Error::success();
 }
 
-/// Writes `tensors` into `directory` as one model.safetensors, or as
-/// model-0000i-of-0000n.safetensors files of at most `maxBytes` each with
-/// model.safetensors.index.json, as transformers saves them.
-static llvm::Error writeShards(llvm::StringRef directory,
+static constexpr llvm::StringLiteral kSingleFile = "model.safetensors",
+                                     kIndex = "model.safetensors.index.json",
+                                     kConfig = "config.json";
+
+/// The files of the model `directory` holds, either layout's: the single
+/// file, the index and the shards it lists (of the names transformers and
+/// Twill give shards, files of the folder: a listed path is never one).
+static llvm::StringSet<> modelFiles(llvm::StringRef directory) {
+  llvm::StringSet<> files{kSingleFile, kIndex};
+  llvm::SmallString<256> index(directory);
+  llvm::sys::path::append(index, kIndex);
+  if (!llvm::sys::fs::exists(index))
+    return files;
+  llvm::Expected<llvm::json::Value> parsed = readJsonFile(index);
+  if (!parsed) {
+    // Unreadable, it lists nothing to remove; it is replaced or removed.
+    llvm::consumeError(parsed.takeError());
+    return files;
+  }
+  const llvm::json::Object *object = parsed->getAsObject();
+  if (const llvm::json::Object *weightMap =
+          object ? object->getObject("weight_map") : nullptr)
+    for (const auto &entry : *weightMap)
+      if (std::optional<llvm::StringRef> shard = entry.second.getAsString();
+          shard && shard->starts_with("model-") &&
+          shard->ends_with(".safetensors") &&
+          shard->find_first_of("/\\") == llvm::StringRef::npos)
+        files.insert(*shard);
+  return files;
+}
+
+/// writeShards' files, each name written erased from `stale`.
+static llvm::Error writeLayout(llvm::StringRef directory,
                                llvm::ArrayRef<io::NamedTensor> tensors,
-                               int64_t maxBytes) {
+                               int64_t maxBytes, llvm::StringSet<> &stale) {
   std::vector<std::vector<io::NamedTensor>> shards(1);
   int64_t shardBytes = 0, totalBytes = 0;
   for (const io::NamedTensor &tensor : tensors) {
@@ -268,9 +299,11 @@ static llvm::Error writeShards(llvm::StringRef directory,
     llvm::sys::path::append(path, name);
     return std::string(path);
   };
-  if (shards.size() == 1)
-    return io::writeSafetensors(inDirectory("model.safetensors"),
-                                shards.front(), {{"format", "pt"}});
+  if (shards.size() == 1) {
+    stale.erase(kSingleFile);
+    return io::writeSafetensors(inDirectory(kSingleFile), shards.front(),
+                                {{"format", "pt"}});
+  }
   llvm::json::Object weightMap;
   for (auto [index, shard] : llvm::enumerate(shards)) {
     char name[64];
@@ -278,6 +311,7 @@ static llvm::Error writeShards(llvm::StringRef directory,
                   index + 1, shards.size());
     for (const io::NamedTensor &tensor : shard)
       weightMap[tensor.name] = std::string(name);
+    stale.erase(name);
     if (llvm::Error error =
             io::writeSafetensors(inDirectory(name), shard, {{"format", "pt"}}))
       return error;
@@ -288,8 +322,35 @@ static llvm::Error writeShards(llvm::StringRef directory,
   std::string text;
   llvm::raw_string_ostream(text)
       << llvm::formatv("{0:2}", llvm::json::Value(std::move(index)));
-  return writeFileAtomically(inDirectory("model.safetensors.index.json"),
-                                 [&](llvm::raw_ostream &os) { os << text; });
+  stale.erase(kIndex);
+  return writeFileAtomically(inDirectory(kIndex),
+                             [&](llvm::raw_ostream &os) { os << text; });
+}
+
+/// Writes `tensors` into `directory` as one model.safetensors, or as
+/// model-0000i-of-0000n.safetensors files of at most `maxBytes` each with
+/// model.safetensors.index.json, as transformers saves them. A model the
+/// folder held before (an earlier run's, in the same output folder) goes
+/// once the new one is whole: a stale index beside a new single file had
+/// Twill read the old shards, a stale single file beside a new index had
+/// transformers read it, and stale shards are read by loaders that take
+/// every .safetensors file of a folder (vLLM's).
+static llvm::Error writeShards(llvm::StringRef directory,
+                               llvm::ArrayRef<io::NamedTensor> tensors,
+                               int64_t maxBytes) {
+  llvm::StringSet<> stale = modelFiles(directory);
+  llvm::Error written = writeLayout(directory, tensors, maxBytes, stale);
+  if (written)
+    return written;
+  for (const auto &entry : stale) {
+    llvm::SmallString<256> path(directory);
+    llvm::sys::path::append(path, entry.getKey());
+    if (std::error_code error = llvm::sys::fs::remove(path))
+      return llvm::createStringError(
+          error, "cannot remove %s, of the model %s held before: %s",
+          path.c_str(), directory.str().c_str(), error.message().c_str());
+  }
+  return llvm::Error::success();
 }
 
 /// Adds the quantized weights of `program` to `whole` as bitsandbytes'
@@ -394,7 +455,7 @@ llvm::Error twill::writeHfModel(Program &program, llvm::StringRef directory,
   // of the model; so does its generation_config.json, copied as it is.
   llvm::SmallString<256> baseConfig(program.baseCheckpoint()),
       generation(program.baseCheckpoint());
-  llvm::sys::path::append(baseConfig, "config.json");
+  llvm::sys::path::append(baseConfig, kConfig);
   llvm::sys::path::append(generation, "generation_config.json");
   if (!program.baseCheckpoint().empty() &&
       llvm::sys::fs::is_regular_file(baseConfig)) {
@@ -436,9 +497,44 @@ llvm::Error twill::writeHfModel(Program &program, llvm::StringRef directory,
   llvm::raw_string_ostream(text)
       << llvm::formatv("{0:2}", llvm::json::Value(std::move(object)));
   llvm::SmallString<256> config(directory);
-  llvm::sys::path::append(config, "config.json");
+  llvm::sys::path::append(config, kConfig);
   return writeFileAtomically(config,
-                                 [&](llvm::raw_ostream &os) { os << text; });
+                             [&](llvm::raw_ostream &os) { os << text; });
+}
+
+llvm::Error twill::checkNewModelFolder(llvm::StringRef flag,
+                                       llvm::StringRef directory,
+                                       llvm::StringRef baseDir) {
+  llvm::SmallString<256> baseFolder(baseDir);
+  if (!baseDir.empty() && !llvm::sys::fs::is_directory(baseDir))
+    llvm::sys::path::remove_filename(baseFolder);
+  if (llvm::Error error =
+          checkNotInFolder(flag, directory, "the base folder", baseFolder))
+    return error;
+  // What makes the folder a model's: the index first (it names the
+  // shards), the single file, its config, then any safetensors file.
+  std::string found;
+  for (llvm::StringRef name : {kIndex, kSingleFile, kConfig}) {
+    llvm::SmallString<256> path(directory);
+    llvm::sys::path::append(path, name);
+    if (llvm::sys::fs::exists(path)) {
+      found = std::string(path);
+      break;
+    }
+  }
+  std::error_code error;
+  for (llvm::sys::fs::directory_iterator file(directory, error), end;
+       !error && found.empty() && file != end; file.increment(error))
+    if (llvm::StringRef(file->path()).ends_with(".safetensors"))
+      found = file->path();
+  if (found.empty())
+    return llvm::Error::success();
+  return llvm::createStringError(
+      llvm::inconvertibleErrorCode(),
+      flag + " " + directory + " holds a model already (" + found +
+          "): a model written beside it would mix with it (loaders read a "
+          "stale index's shards in place of the new file); give a new or "
+          "empty folder, or remove that model first");
 }
 
 llvm::Error twill::saveTrainingResult(Program &program,

@@ -30,6 +30,16 @@ enum class HfWeights { Trained, Merged, Held };
 llvm::Error writeHfModel(Program &program, llvm::StringRef directory,
                          HfWeights weights);
 
+/// Fails, saying why, unless `directory` (given as `flag`) may take a new
+/// model folder: not the folder of the base checkpoint `baseDir` (a folder,
+/// or one .safetensors file) the program reads, nor a folder inside it, by
+/// any path (written there, a base replaced the weights it was read from);
+/// nor a folder that holds a model already (config.json, safetensors
+/// files, an index), which may be another one's, and which no writer may
+/// remove.
+llvm::Error checkNewModelFolder(llvm::StringRef flag, llvm::StringRef directory,
+                                llvm::StringRef baseDir);
+
 /// Saves what training produced into `directory`: the adapter (LoRA) or
 /// the model (full fine-tuning). `finalDirectory`, when the folder is
 /// renamed once complete (a checkpoint's step_N.partial), is where it will

@@ -6,9 +6,11 @@
 #include "runtime/data/ReferenceCache.h"
 #include "runtime/train/Batch.h"
 #include "support/AtomicFile.h"
+#include "support/ReadFile.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/xxhash.h"
 
 #include <chrono>
 
@@ -59,67 +61,93 @@ llvm::Error twill::computeBatchReference(Program &program) {
   return fillReferenceLogps(program, *values);
 }
 
-/// Rank 0's reading of `cache`: its values, or none (with why not, where
-/// the file exists but holds no reference of these rows).
-static std::optional<std::vector<std::array<float, 2>>>
-readCache(llvm::StringRef cache, int64_t rows, uint64_t fingerprint,
-          llvm::raw_ostream &log) {
+/// Rank 0's reading of `cache`: what it keeps, or nothing (with why not,
+/// where the file exists but holds no reference of these rows).
+static std::optional<KeptReference> readCache(llvm::StringRef cache,
+                                              int64_t rows,
+                                              uint64_t fingerprint,
+                                              llvm::raw_ostream &log) {
   if (cache.empty() || !llvm::sys::fs::exists(cache))
     return std::nullopt;
-  auto file = llvm::MemoryBuffer::getFile(cache, /*IsText=*/true);
-  if (!file) {
-    log << cache << ": cannot read it (" << file.getError().message()
-        << "); computing the reference again\n";
+  auto file = readRegularFile(cache, maxReferenceCacheBytes(rows),
+                              "the kept reference");
+  llvm::Expected<KeptReference> kept =
+      file ? parseReferenceCache((*file)->getBuffer(), rows, fingerprint)
+           : llvm::Expected<KeptReference>(file.takeError());
+  if (!kept) {
+    log << cache << ": " << llvm::toString(kept.takeError()) << "\n";
     return std::nullopt;
   }
-  llvm::Expected<std::vector<std::array<float, 2>>> values =
-      parseReferenceCache((*file)->getBuffer(), rows, fingerprint);
-  if (!values) {
-    log << cache << ": " << llvm::toString(values.takeError())
-        << "; computing the reference again\n";
+  return std::move(*kept);
+}
+
+/// The pairs of the rows `read` that `kept` holds, in order; none unless it
+/// holds them all and was computed from `start` (any start, `resumed`).
+static std::optional<std::vector<std::array<float, 2>>>
+usable(const KeptReference &kept, llvm::ArrayRef<int64_t> read, uint64_t start,
+       bool resumed, llvm::StringRef cache, llvm::raw_ostream &log) {
+  if (!resumed && kept.start != start) {
+    log << cache << ": computed from another starting model (--adapter)\n";
     return std::nullopt;
   }
-  return std::move(*values);
+  std::vector<std::array<float, 2>> values;
+  for (int64_t row : read) {
+    if (!kept.values[row]) {
+      log << cache << ": holds no pair of row " << row + 1
+          << ", which the run reads\n";
+      return std::nullopt;
+    }
+    values.push_back(*kept.values[row]);
+  }
+  return values;
 }
 
 llvm::Error twill::precomputeReference(Program &program,
                                        llvm::MutableArrayRef<Row> rows,
                                        llvm::ArrayRef<int64_t> read,
                                        llvm::StringRef cache,
-                                       llvm::raw_ostream &log, bool keptOnly) {
+                                       llvm::StringRef start, bool resumed,
+                                       llvm::raw_ostream &log) {
   auto began = std::chrono::steady_clock::now();
   uint64_t fingerprint = referenceFingerprint(rows, baseDescription(program));
+  uint64_t startHash = llvm::xxh3_64bits(start);
   // Rank 0 reads the cache, and every rank takes what it found: the ranks
   // agree whether to run @reference even where they see different files.
   std::vector<std::array<float, 2>> values;
   if (program.writesFiles())
-    if (auto read = readCache(cache, rows.size(), fingerprint, log))
-      values = std::move(*read);
-  int64_t found = !values.empty();
+    if (auto kept = readCache(cache, rows.size(), fingerprint, log))
+      if (auto found = usable(*kept, read, startHash, resumed, cache, log))
+        values = std::move(*found);
+  int64_t found = !values.empty() || read.empty();
   if (llvm::Error error = program.broadcastFromFirst(&found, sizeof(found)))
     return error;
+  int64_t count = read.size();
   if (found) {
-    values.resize(rows.size());
+    values.resize(count);
     if (llvm::Error error = program.broadcastFromFirst(
             values.data(), values.size() * sizeof(values[0])))
       return error;
-    for (auto [row, pair] : llvm::zip_equal(rows, values))
-      row.reference = pair;
+    for (auto [row, pair] : llvm::zip_equal(read, values))
+      rows[row].reference = pair;
     log << llvm::formatv("reference log-probabilities of {0} pairs: read "
                          "from {1}\n",
-                         rows.size(), cache);
+                         count, cache);
     return llvm::Error::success();
   }
-  if (keptOnly)
+  // The reference is the model as the first run started: a resumed run's
+  // parameters are trained.
+  if (resumed)
     return referenceError(
-        cache + " holds no reference of these pairs (said above, or it is "
-                "missing): a resumed full fine-tune's reference is its model "
-                "before the first step, which only the first run's pass "
-                "over every pair kept; start the run again");
+        cache + " holds no reference of the pairs this run reads (said "
+                "above, or it is missing): a resumed run's reference is the "
+                "model its first run started from, which only that run's "
+                "pass kept; start the run again");
+  if (program.writesFiles() && !cache.empty() && llvm::sys::fs::exists(cache))
+    log << cache << ": computing the reference again\n";
 
   const TrainConfig &settings = program.job().train();
   int64_t batchSize = settings.batch_size(), seqLen = rowLength(settings);
-  int64_t count = read.size(), batches = (count + batchSize - 1) / batchSize;
+  int64_t batches = (count + batchSize - 1) / batchSize;
   for (int64_t index = 0; index < batches; ++index) {
     std::vector<Row> batch = microBatch(rows, read, index, batchSize, seqLen);
     // @reference reads no reference of its own.
@@ -135,28 +163,25 @@ llvm::Error twill::precomputeReference(Program &program,
     for (auto [r, row] : llvm::enumerate(chosen))
       rows[row].reference = {(*logps)[2 * r], (*logps)[2 * r + 1]};
   }
-  // Only a pass over every row is kept: a run that reads some (a short
-  // train.max_steps_per_epoch) computes just those.
-  bool whole = count == (int64_t)rows.size();
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - began)
           .count();
   log << llvm::formatv(
       "reference log-probabilities of {0}: computed in {1:f1} s ({2} "
       "batches of @reference){3}\n",
-      whole ? llvm::formatv("{0} pairs", count).str()
-            : llvm::formatv("the {0} of the {1} pairs the run reads", count,
-                            rows.size())
-                  .str(),
-      seconds, batches,
-      cache.empty() ? std::string()
-      : whole       ? ", kept in " + cache.str()
-                    : std::string(", not kept (not every pair)"));
-  if (cache.empty() || !whole || !program.writesFiles())
+      count == (int64_t)rows.size()
+          ? llvm::formatv("{0} pairs", count).str()
+          : llvm::formatv("the {0} of the {1} pairs the run reads", count,
+                          rows.size())
+                .str(),
+      seconds, batches, cache.empty() ? "" : ", kept in " + cache.str());
+  if (cache.empty() || !program.writesFiles())
     return llvm::Error::success();
-  for (const Row &row : rows)
-    values.push_back(*row.reference);
+  // A resumed run reads what this one does: the pairs it computed.
+  std::vector<KeptPair> kept(rows.size());
+  for (int64_t row : read)
+    kept[row] = rows[row].reference;
   return writeFileAtomically(cache, [&](llvm::raw_ostream &os) {
-    os << printReferenceCache(values, fingerprint);
+    os << printReferenceCache(kept, fingerprint, startHash);
   });
 }

@@ -240,12 +240,18 @@ twill::train(Program &program, llvm::ArrayRef<Row> rows, llvm::StringRef source,
   int64_t dp = job.parallel().dp();
   report << llvm::formatv(
       "training: {0} steps, each {1} micro-batch(es) of {2} rows x {3} "
-      "tokens (train.batch_size is the global micro-batch{4})\n",
+      "tokens{5} (train.batch_size is the global micro-batch{4})\n",
       totalSteps, accumulation, batchSize, seqLen,
       dp > 1 ? llvm::formatv(", {0:f1} rows per data-parallel rank of {1}",
                              double(batchSize) / dp, dp)
                    .str()
-             : std::string());
+             : std::string(),
+      // As the Hugging Face Trainer, the rows left make a shorter step.
+      stepsPerEpoch * accumulation > microBatches
+          ? llvm::formatv(", each epoch's last {0}: the rows left",
+                          microBatches % accumulation)
+                .str()
+          : std::string());
 
   // DPO: the step's metric sums (support/Dpo.h's order).
   int dpoMetrics = Program::outputOf(*step, DPO_METRICS);

@@ -14,6 +14,7 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/WithColor.h"
 
 #include <cmath>
 #include <cstring>
@@ -181,9 +182,10 @@ static llvm::Error initialiseMagnitudes(Program &program) {
       return tensor.name == weightName;
     });
     if (weight == tensors->end())
-      return weightError("'" + parameter.name() + "' starts as the rows' "
-                         "norms of '" + role.of() +
-                         "', which the program does not hold");
+      return weightError("'" + parameter.name() +
+                         "' starts as the rows' "
+                         "norms of '" +
+                         role.of() + "', which the program does not hold");
     llvm::Expected<BufferBlock> block = program.block(parameter.buffer());
     if (!block)
       return block.takeError();
@@ -209,8 +211,8 @@ static llvm::Error initialiseMagnitudes(Program &program) {
                          role.of() + "'");
     const Buffer &buffer = program.buffers().info(parameter.buffer());
     std::vector<float> local(numElements(buffer));
-    sliceBlock<float>(
-        llvm::ArrayRef<float>(norms->second).slice(first, rows), *block, local);
+    sliceBlock<float>(llvm::ArrayRef<float>(norms->second).slice(first, rows),
+                      *block, local);
     if (llvm::Error error =
             program.buffers().setFloats(parameter.buffer(), local))
       return error;
@@ -451,10 +453,10 @@ static llvm::Error loadQuantizedPart(Program &program,
   auto place = [&](auto all) -> llvm::Error {
     using T = typename decltype(all)::value_type;
     if (int64_t(all.size()) != whole)
-      return weightError("'" + parameter.name() + "' holds " +
-                         std::to_string(whole) + " values of quantized weight '" +
-                         parameter.quantized().of() + "', whose part has " +
-                         std::to_string(all.size()));
+      return weightError(
+          "'" + parameter.name() + "' holds " + std::to_string(whole) +
+          " values of quantized weight '" + parameter.quantized().of() +
+          "', whose part has " + std::to_string(all.size()));
     std::vector<T> local(numElements(buffer));
     sliceBlock<T>(all, *block, local);
     if constexpr (std::is_same_v<T, uint8_t>)
@@ -483,6 +485,88 @@ static llvm::Error loadQuantizedPart(Program &program,
   }
 }
 
+/// Whether transformers drops checkpoint tensor `name` without a word: the
+/// buffers earlier versions saved (its _adjust_missing_and_unexpected_keys'
+/// patterns), which are computed, not read.
+static bool droppedBuffer(llvm::StringRef name) {
+  return name.contains("rotary_emb.inv_freq") || name == "position_ids" ||
+         name.ends_with(".position_ids");
+}
+
+/// The module holding `name` in a checkpoint's dotted names (PyTorch's
+/// state_dict), "" at the top.
+static llvm::StringRef parentModule(llvm::StringRef name) {
+  return name.contains('.') ? name.rsplit('.').first : "";
+}
+
+/// Checks the tensors of `base` (read from `baseDir`) that no parameter of
+/// `program` reads, of which transformers warns and which it leaves out.
+/// One in a module of the model, or in a module directly inside one (a
+/// bias of a projection the model has none of, a norm its attention
+/// lacks), says the checkpoint is of another model, or of this one
+/// configured otherwise, and that training without it would train another
+/// model: refused. The others (layers past the job's count, the parts of
+/// a model around this one) are said, on rank 0. A checkpoint without a
+/// tensor the model reads is left to the read, which names it.
+static llvm::Error checkUnusedTensors(Program &program,
+                                      const io::SafetensorsCheckpoint &base,
+                                      llvm::StringRef baseDir) {
+  llvm::StringSet<> read, modules;
+  for (const Parameter &parameter : program.executable().parameters()) {
+    if (parameter.has_adapter())
+      continue;
+    llvm::StringRef name = parameter.has_quantized()
+                               ? llvm::StringRef(parameter.quantized().of())
+                               : storedTensorName(parameter);
+    if (!base.contains(name))
+      return llvm::Error::success();
+    read.insert(name);
+    llvm::StringRef module = parentModule(name);
+    for (llvm::StringRef holder : {module, parentModule(module)})
+      if (!holder.empty())
+        modules.insert(holder);
+  }
+  std::vector<std::string> foreign, unread;
+  for (std::string &name : base.names()) {
+    std::optional<llvm::StringRef> weight = io::fourBitWeightOf(name);
+    if (read.contains(name) || droppedBuffer(name) ||
+        (weight && read.contains(*weight)))
+      continue;
+    llvm::StringRef module = parentModule(name);
+    bool inModel =
+        modules.contains(module) || modules.contains(parentModule(module));
+    (inModel ? foreign : unread).push_back(std::move(name));
+  }
+  // "N tensors" and the first five of their names.
+  auto count = [](llvm::ArrayRef<std::string> names) {
+    return names.size() == 1 ? std::string("1 tensor")
+                             : llvm::formatv("{0} tensors", names.size()).str();
+  };
+  auto firstNames = [](llvm::ArrayRef<std::string> names) {
+    std::string list = llvm::join(names.take_front(5), ", ");
+    if (names.size() > 5)
+      list += llvm::formatv(" and {0} more", names.size() - 5);
+    return list;
+  };
+  if (!foreign.empty())
+    return weightError(llvm::formatv(
+        "{0}: {1} {2} in the model's modules, and the model has no "
+        "parameter for {3} ({4}): the checkpoint is of another model, or of "
+        "this one configured otherwise (its model_type here is \"{5}\"), and "
+        "training without {3} would train another model",
+        base.fileOf(foreign.front()), count(foreign),
+        foreign.size() == 1 ? "lies" : "lie",
+        foreign.size() == 1 ? "it" : "them", firstNames(foreign),
+        program.job().model().model_type()));
+  if (!unread.empty() && program.writesFiles())
+    llvm::WithColor::warning() << llvm::formatv(
+        "{0}: {1} of the checkpoint {2} no parameter of this model, and {2} "
+        "not read: {3}\n",
+        baseDir, count(unread), unread.size() == 1 ? "is" : "are",
+        firstNames(unread));
+  return llvm::Error::success();
+}
+
 llvm::Expected<uint64_t> twill::loadParameters(Program &program,
                                                llvm::StringRef baseDir,
                                                llvm::StringRef adapterDir) {
@@ -498,6 +582,11 @@ llvm::Expected<uint64_t> twill::loadParameters(Program &program,
     if (!opened)
       return opened.takeError();
     base = std::move(*opened);
+    // Once per base a program reads (an evaluation reads it again with its
+    // adapter), before any of it is read.
+    if (program.baseCheckpoint() != baseDir)
+      if (llvm::Error error = checkUnusedTensors(program, *base, baseDir))
+        return std::move(error);
     program.setBaseCheckpoint(baseDir);
   }
 

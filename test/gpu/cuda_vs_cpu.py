@@ -93,7 +93,8 @@ DPO = ["train.objective=DPO", "data.format=PREFERENCE", "train.seq_len=16",
        "train.batch_size=4"]
 # The 20-step training runs, fp32 and bf16, and DPO's.
 TRAINING = {"train": STEPS, "train-bf16": STEPS + BF16,
-            "train-dropout": STEPS + DROPOUT, "train-dpo": STEPS + DPO,
+            "train-dropout": STEPS + DROPOUT,
+            "train-dpo": STEPS + DPO + ["dpo.reference=ADAPTER_OFF"],
             "train-dpo-precomputed": STEPS + DPO
             + ["dpo.reference=PRECOMPUTED"]}
 

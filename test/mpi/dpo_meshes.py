@@ -48,7 +48,7 @@ METRICS = ["loss", "rewards/chosen", "rewards/rejected", "rewards/accuracies",
 JOB = ["train.objective=DPO", "data.format=PREFERENCE", "train.seq_len=16",
        "train.batch_size=4", "train.gradient_accumulation_steps=2",
        "train.epochs=1", "train.max_steps_per_epoch=12", "train.lr=1e-2",
-       "data.shuffle=false"]
+       "data.shuffle=false", "dpo.reference=ADAPTER_OFF"]
 PROJECTIONS = ("lora.target_modules=q_proj,k_proj,v_proj,o_proj,gate_proj,"
                "up_proj,down_proj")
 MESHES = [(2, 2), (1, 4), (1, 3)]

@@ -4,6 +4,7 @@ with a PEFT LoRA model, on the cpu in fp32.
     python dpo_oracle.py --bin BUILD/bin --work DIR
                          [--loss sigmoid|ipo|hinge|robust]
                          [--precomputed] [--full] [--pairs N --batch B]
+                         [--from-adapter]
 
 A tiny Llama (vocab 97) and 40 preference pairs, pre-tokenized (prompts of
 2 to 9 tokens, completions of 1 to 9: some prompt + completion longer than
@@ -29,6 +30,12 @@ and 2; 50 of 4: a last step of one micro-batch of 2); each micro-batch's
 loss and metrics its mean, a step's their mean over its micro-batches.
 Both must take the same steps, with the same figures.
 
+With --from-adapter both start from an adapter already trained (random A
+and B, as SFT leaves one): TRL's reference is a frozen copy of it (its
+"ref" adapter, for a PeftModel given without a peft_config), Twill's the
+model as training starts (dpo.reference PRECOMPUTED, twill-train
+--adapter): the first step's policy is its reference.
+
 With --precomputed both compute the reference once over the pairs before
 training: Twill's dpo.reference PRECOMPUTED (its @reference pass) and
 TRL's precompute_ref_log_probs. With --full (which implies it) both train
@@ -45,7 +52,7 @@ from pathlib import Path
 
 import torch
 from datasets import Dataset
-from peft import LoraConfig
+from peft import LoraConfig, get_peft_model
 from safetensors.torch import load_file
 from tokenizers import Tokenizer
 from tokenizers.models import WordLevel
@@ -95,7 +102,7 @@ def word_tokenizer():
 
 
 def trl_trainer(base, pairs, batch, loss_type, targets, work, precomputed,
-                full):
+                full, started):
     """TRL's trainer of a new LoRA adapter (its peft_config: the reference
     is the base with the adapter off), or of the whole model."""
     args = DPOConfig(
@@ -112,9 +119,24 @@ def trl_trainer(base, pairs, batch, loss_type, targets, work, precomputed,
     return InOrderDPOTrainer(
         model=base, args=args, train_dataset=Dataset.from_list(pairs),
         processing_class=word_tokenizer(),
-        peft_config=None if full else LoraConfig(
-            r=RANK, lora_alpha=ALPHA, lora_dropout=0.0,
-            target_modules=targets))
+        peft_config=None if full or started else lora_config(targets))
+
+
+def lora_config(targets, **options):
+    return LoraConfig(r=RANK, lora_alpha=ALPHA, lora_dropout=0.0,
+                      target_modules=targets, **options)
+
+
+def trained_adapter(base, targets, work):
+    """The base with an adapter as SFT leaves one (random A and B), saved in
+    work/start."""
+    model = get_peft_model(base, lora_config(targets, init_lora_weights=False))
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if "lora_B" in name:
+                parameter.mul_(0.5)
+    model.save_pretrained(work / "start")
+    return model
 
 
 def main():
@@ -127,11 +149,13 @@ def main():
     parser.add_argument("--full", action="store_true")
     parser.add_argument("--pairs", type=int, default=40)
     parser.add_argument("--batch", type=int, default=2)
+    parser.add_argument("--from-adapter", action="store_true")
     args = parser.parse_args()
-    args.precomputed |= args.full
+    args.precomputed |= args.full or args.from_adapter
     work = args.work / (f"dpo-{args.loss}"
                         + ("-precomputed" if args.precomputed else "")
                         + ("-full" if args.full else "")
+                        + ("-from-adapter" if args.from_adapter else "")
                         + f"-{args.pairs}x{args.batch}")
     # Each step's micro-batches' sizes, as both lay the epoch out.
     sizes = [min(args.batch, args.pairs - start)
@@ -146,9 +170,10 @@ def main():
     targets = some_projections("llama")
     pairs = make_pairs(args.pairs)
     # TRL's adapter as it starts (A random, B zero) is Twill's start too.
-    trainer = trl_trainer(base, pairs, args.batch, args.loss, targets, work,
-                          args.precomputed, args.full)
-    if not args.full:
+    model = trained_adapter(base, targets, work) if args.from_adapter else base
+    trainer = trl_trainer(model, pairs, args.batch, args.loss, targets, work,
+                          args.precomputed, args.full, args.from_adapter)
+    if not args.full and not args.from_adapter:
         trainer.model.save_pretrained(work / "initial")
     with open(work / "pairs.jsonl", "w") as out:
         for pair in pairs:
@@ -172,7 +197,9 @@ train {{
     subprocess.run([args.bin / "twillc", work / "job.textproto", "-o",
                     work / "job.twx"], check=True)
     subprocess.run([args.bin / "twill-train", work / "job.twx"]
-                   + ([] if args.full else ["--adapter", work / "initial"]),
+                   + ([] if args.full else
+                      ["--adapter", work / ("start" if args.from_adapter
+                                            else "initial")]),
                    check=True)
     twill = [json.loads(line) for line in
              (work / "out" / "metrics.jsonl").read_text().splitlines()]
@@ -209,7 +236,8 @@ train {{
     saved = load_file(str(work / "out" / ("model.safetensors" if args.full
                                           else "adapter_model.safetensors")))
     trained = {name: parameter.detach() for name, parameter
-               in trainer.model.named_parameters() if parameter.requires_grad}
+               in trainer.model.named_parameters()
+               if parameter.requires_grad and ".ref." not in name}
     worst_tensor = 0.0
     for name, parameter in trained.items():
         key = name.replace(".default.weight", ".weight")

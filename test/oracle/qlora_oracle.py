@@ -309,7 +309,9 @@ def check_refusals(args, work):
     for folder, message in (
             ("nf4-single", "4-bit weight 'model.layers.0.self_attn.q_proj."
                            "weight': its scales are not double-quantized"),
-            ("nf4-partial", f"no tensor named '{missing}'")):
+            ("nf4-partial", "its quant state 'model.layers.1.mlp.up_proj."
+                            "weight.quant_state.bitsandbytes__nf4' has a "
+                            f"nested_offset, and the checkpoint no '{missing}'")):
         run = subprocess.run(
             [args.bin / "twill-train", work / "on-load.twx", "--eval",
              "--batch", work / "batch.json", "--adapter", work / "adapter",

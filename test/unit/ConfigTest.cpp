@@ -285,7 +285,8 @@ TEST(HfConfigImport, ReadsTransformers5RopeParameters) {
   EXPECT_DOUBLE_EQ(model->rope_scaling().factor(), 32);
   EXPECT_EQ(model->rope_scaling().original_max_position_embeddings(), 8192);
 
-  path = dir.write("config.json", R"({"vocab_size": 32,
+  path = dir.write("config.json", R"({"model_type": "llama",
+    "vocab_size": 32,
     "rope_parameters": {"rope_theta": 500000.0, "rope_type": "default"}})");
   model = importHfConfig(path);
   ASSERT_TRUE(bool(model)) << llvm::toString(model.takeError());
@@ -375,14 +376,16 @@ TEST(HfConfigImport, ErrorsNameTheFile) {
   std::string broken = dir.write("broken.json", "{\"vocab_size\": 3");
   EXPECT_THAT(errorOf(importHfConfig(broken)),
               AllOf(HasSubstr("broken.json"), HasSubstr("not valid JSON")));
-  std::string wrongType = dir.write("wrong.json", "{\"hidden_size\": \"big\"}");
+  std::string wrongType = dir.write(
+      "wrong.json", R"({"model_type": "llama", "hidden_size": "big"})");
   EXPECT_THAT(errorOf(importHfConfig(wrongType)),
               AllOf(HasSubstr("wrong.json"), HasSubstr("hidden_size")));
 }
 
 TEST(HfConfigImport, BaseDirIsTheLowestLayer) {
   TempDir dir;
-  dir.write("config.json", R"({"vocab_size": 64, "hidden_size": 32,
+  dir.write("config.json", R"({"model_type": "llama", "vocab_size": 64,
+    "hidden_size": 32,
     "num_hidden_layers": 4, "num_attention_heads": 4,
     "num_key_value_heads": 2, "intermediate_size": 48,
     "rope_theta": 10000.0})");
@@ -539,7 +542,8 @@ TEST(JobConfigValidation, Dpo) {
               HasSubstr("dpo.label_smoothing smooths the SIGMOID and ROBUST "
                         "losses; IPO has none"));
   EXPECT_THAT(validationErrorAfter("train.objective=DPO data.format=PREFERENCE "
-                                   "full_finetune={} lora="),
+                                   "full_finetune={} lora= "
+                                   "dpo.reference=ADAPTER_OFF"),
               HasSubstr("train.objective DPO of a full fine-tune needs "
                         "dpo.reference PRECOMPUTED"));
   llvm::Error full = validateJobConfig(

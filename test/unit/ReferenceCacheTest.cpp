@@ -17,16 +17,20 @@ std::vector<Row> someRows() {
 }
 
 TEST(ReferenceCache, EveryFloatReadsBackExactly) {
-  std::vector<std::array<float, 2>> values = {
-      {-43.591983795166016f, -1e-30f},
-      {std::nextafter(-7.0f, 0.0f), -123456.789f}};
-  std::string text = printReferenceCache(values, 0x0123456789abcdefULL);
-  auto read = parseReferenceCache(text, 2, 0x0123456789abcdefULL);
+  std::vector<KeptPair> values = {
+      std::array<float, 2>{-43.591983795166016f, -1e-30f},
+      std::nullopt, // a row the pass did not read
+      std::array<float, 2>{std::nextafter(-7.0f, 0.0f), -123456.789f}};
+  std::string text = printReferenceCache(values, 0x0123456789abcdefULL, 42);
+  auto read = parseReferenceCache(text, 3, 0x0123456789abcdefULL);
   ASSERT_TRUE(bool(read)) << llvm::toString(read.takeError());
-  ASSERT_EQ(read->size(), 2u);
-  for (int r = 0; r < 2; ++r)
+  EXPECT_EQ(read->start, 42u);
+  ASSERT_EQ(read->values.size(), 3u);
+  EXPECT_FALSE(read->values[1]);
+  for (int r : {0, 2})
     for (int s = 0; s < 2; ++s)
-      EXPECT_EQ((*read)[r][s], values[r][s]); // bit for bit
+      EXPECT_EQ((*read->values[r])[s], (*values[r])[s]); // bit for bit
+  EXPECT_LE(text.size(), maxReferenceCacheBytes(3));
 }
 
 std::string errorOf(llvm::StringRef text, int64_t rows, uint64_t fingerprint) {
@@ -34,8 +38,13 @@ std::string errorOf(llvm::StringRef text, int64_t rows, uint64_t fingerprint) {
   return read ? std::string("none") : llvm::toString(read.takeError());
 }
 
+std::vector<KeptPair> pairs(std::vector<std::array<float, 2>> values) {
+  return {values.begin(), values.end()};
+}
+
 TEST(ReferenceCache, HoldsNothingForOtherRowsOrMalformedLines) {
-  std::string text = printReferenceCache({{-1.0f, -2.0f}, {-3.0f, -4.0f}}, 7);
+  std::string text =
+      printReferenceCache(pairs({{-1.0f, -2.0f}, {-3.0f, -4.0f}}), 7, 0);
   EXPECT_EQ(errorOf(text, 2, 8), "made for other rows or another base");
   EXPECT_EQ(errorOf(text, 3, 7),
             "holds 2 rows (header: 2), not the 3 of the data");
@@ -44,7 +53,8 @@ TEST(ReferenceCache, HoldsNothingForOtherRowsOrMalformedLines) {
             "holds 0 rows (header: 2), not the 2 of the data");
   EXPECT_EQ(errorOf("", 2, 7), "empty");
   EXPECT_EQ(errorOf("[1, 2]\n", 2, 7),
-            "line 1 is no header (\"fingerprint\", \"rows\")");
+            "line 1 is no header (\"fingerprint\", \"rows\", \"start\", "
+            "\"checksum\")");
   std::string header = text.substr(0, text.find('\n') + 1);
   EXPECT_EQ(errorOf(header + "{\"chosen\": -1}\n{\"chosen\": -1, "
                              "\"rejected\": -2}\n",
@@ -58,6 +68,24 @@ TEST(ReferenceCache, HoldsNothingForOtherRowsOrMalformedLines) {
                              "{\"chosen\": -1e39, \"rejected\": -2}\n",
                     2, 7),
             "line 3: a log-probability beyond float's range");
+  // A sequence's probability is at most 1.
+  EXPECT_EQ(errorOf(header + "{\"chosen\": -1, \"rejected\": -2}\n"
+                             "{\"chosen\": -3, \"rejected\": 0.5}\n",
+                    2, 7),
+            "line 3: a log-probability above 0");
+}
+
+TEST(ReferenceCache, EditedValuesAreRefused) {
+  std::string text =
+      printReferenceCache(pairs({{-1.0f, -2.0f}, {-3.0f, -4.0f}}), 7, 0);
+  std::string edited = text;
+  edited.replace(edited.find("-3"), 2, "-5");
+  EXPECT_EQ(errorOf(edited, 2, 7),
+            "its lines are not those it was written with (their checksum is "
+            "not the header's): edited");
+  std::string dropped = text;
+  dropped.replace(dropped.rfind("{"), std::string::npos, "null\n");
+  EXPECT_NE(errorOf(dropped, 2, 7).find("edited"), std::string::npos);
 }
 
 TEST(ReferenceCache, TheFingerprintIsTheRowsAndTheBase) {

@@ -394,7 +394,7 @@ std::vector<Stored> fourBitWeight(bool nested, std::string state = "") {
   if (state.empty())
     state = nested ? R"({"quant_type": "nf4", "blocksize": 4, "dtype": )"
                      R"("bfloat16", "shape": [2, 5], "nested_blocksize": 2,)"
-                     R"( "nested_offset": 0.5})"
+                     R"( "nested_dtype": "float32", "nested_offset": 0.5})"
                    : R"({"quant_type": "nf4", "blocksize": 4, "dtype": )"
                      R"("bfloat16", "shape": [2, 5]})";
   if (nested) {
@@ -465,8 +465,9 @@ TEST(BitsAndBytes, InconsistentFourBitWeightsAreNamed) {
   EXPECT_THAT(errorFor(fourBitWeight(false, R"({"quant_type": "nf4", )"
                                             R"("blocksize": 0, "dtype": )"
                                             R"("bfloat16", "shape": [2, 5]})")),
-              HasSubstr("its blocksize or nested_blocksize is not a positive "
-                        "size"));
+              HasSubstr("its quant state "
+                        "'w.quant_state.bitsandbytes__nf4': blocksize must be "
+                        "a positive size, at most 1048576, got 0"));
   std::vector<Stored> shortCodes = fourBitWeight(true);
   shortCodes[0].bytes.pop_back();
   shortCodes[0].shape = {4, 1};
@@ -483,6 +484,100 @@ TEST(BitsAndBytes, InconsistentFourBitWeightsAreNamed) {
   std::vector<float> two(2);
   EXPECT_THAT(errorOf(checkpoint->readBlockF32("b", {2}, {0}, {2}, two)),
               HasSubstr("tensor 'b' is U8"));
+}
+
+// A double-quantized weight (bitsandbytes takes it as one where
+// W.nested_absmax is there) whose quant state or nested tensors are
+// missing a field or hold non-finite numbers: refused as it is read,
+// naming the tensor and the field, never read as another layout or
+// trained on as nan.
+TEST(BitsAndBytes, BrokenNestedQuantStatesNameTheTensorAndField) {
+  TempDir dir;
+  auto errorFor = [&](std::vector<Stored> tensors) {
+    std::string path = dir.file("nested.safetensors");
+    writeTensors(path, tensors);
+    auto checkpoint = SafetensorsCheckpoint::open(path);
+    EXPECT_TRUE(bool(checkpoint)) << llvm::toString(checkpoint.takeError());
+    std::vector<float> values(10);
+    return errorOf(
+        checkpoint->readBlockF32("w", {2, 5}, {0, 0}, {2, 5}, values));
+  };
+  // The complete state less `key`, or with `key` set to `value`.
+  auto state = [](llvm::StringRef key, llvm::StringRef value = "") {
+    std::string fields;
+    for (auto [field, stated] : {std::pair{"quant_type", "\"nf4\""},
+                                 {"blocksize", "4"},
+                                 {"dtype", "\"bfloat16\""},
+                                 {"shape", "[2, 5]"},
+                                 {"nested_blocksize", "2"},
+                                 {"nested_dtype", "\"float32\""},
+                                 {"nested_offset", "0.5"}}) {
+      if (field == key && value.empty())
+        continue;
+      fields += llvm::formatv("{0}\"{1}\": {2}", fields.empty() ? "" : ", ",
+                              field, field == key ? value : stated);
+    }
+    return fourBitWeight(true, "{" + fields + "}");
+  };
+  const std::string stateName = "'w.quant_state.bitsandbytes__nf4'";
+  for (llvm::StringRef key :
+       {"nested_offset", "nested_blocksize", "nested_dtype"})
+    EXPECT_THAT(errorFor(state(key)),
+                HasSubstr("4-bit weight 'w': its quant state " + stateName +
+                          " has no " + key.str() +
+                          ", which double quantization (w.nested_absmax) "
+                          "needs"))
+        << key.str();
+  EXPECT_THAT(errorFor(state("blocksize")),
+              HasSubstr("its quant state " + stateName + " has no blocksize"));
+  EXPECT_THAT(errorFor(state("nested_offset", "1e999")),
+              HasSubstr("its quant state " + stateName +
+                        ": nested_offset is INF, not a finite number"));
+  EXPECT_THAT(errorFor(state("nested_offset", "\"0.5\"")),
+              HasSubstr(stateName + ": nested_offset must be a number"));
+  EXPECT_THAT(errorFor(state("nested_blocksize", "0")),
+              HasSubstr(stateName + ": nested_blocksize must be a positive "
+                                    "size, at most 1048576, got 0"));
+  EXPECT_THAT(errorFor(state("nested_dtype", "\"float16\"")),
+              HasSubstr(stateName + ": nested_dtype is \"float16\"; "
+                                    "bitsandbytes codes its scales' scales "
+                                    "as float32"));
+  // The state says double quantization, and its nested scales are absent.
+  std::vector<Stored> noNested = fourBitWeight(true);
+  llvm::erase_if(noNested, [](const Stored &tensor) {
+    return tensor.name == "w.nested_absmax";
+  });
+  EXPECT_THAT(errorFor(noNested),
+              HasSubstr("4-bit weight 'w': its quant state " + stateName +
+                        " has a nested_offset, and the checkpoint no "
+                        "'w.nested_absmax'"));
+  // Each float part: a nan or an infinity in it names it.
+  for (auto [part, bad] : {std::pair{"w.nested_absmax", NAN},
+                           {"w.nested_quant_map", INFINITY},
+                           {"w.quant_map", NAN}}) {
+    std::vector<Stored> tensors = fourBitWeight(true);
+    for (Stored &tensor : tensors)
+      if (tensor.name == part)
+        std::memcpy(tensor.bytes.data() + sizeof(float), &bad, sizeof bad);
+    EXPECT_THAT(errorFor(tensors),
+                HasSubstr("4-bit weight 'w': '" + std::string(part) +
+                          "' holds " + (std::isnan(bad) ? "nan" : "INF") +
+                          " at element 1: a checkpoint must hold finite "
+                          "numbers"))
+        << part;
+  }
+  // Finite parts whose scale overflows (block 1: 0.25 x 3e38 + 3e38).
+  std::vector<Stored> overflow = state("nested_offset", "3e38");
+  for (Stored &tensor : overflow)
+    if (tensor.name == "w.nested_absmax")
+      tensor.bytes = floatBytes({3e38f, 3e38f});
+  EXPECT_THAT(errorFor(overflow),
+              HasSubstr("4-bit weight 'w': block 1's scale (nested_quant_map "
+                        "times nested_absmax plus nested_offset) is INF"));
+  std::vector<Stored> flat = fourBitWeight(false);
+  float infinity = -INFINITY;
+  std::memcpy(flat[2].bytes.data(), &infinity, sizeof infinity);
+  EXPECT_THAT(errorFor(flat), HasSubstr("'w.absmax' holds -INF at element 0"));
 }
 
 TEST(BitsAndBytes, QuantizedBlocksCodeTheirNearestLevels) {
@@ -534,7 +629,7 @@ TEST(BitsAndBytes, QuantizedWeightsWrittenAsFourBitCheckpointsReadBack) {
   std::string state =
       llvm::formatv(R"({{"quant_type": "nf4", "blocksize": 16, "dtype": )"
                     R"("float32", "shape": [6, 32], "nested_blocksize": 4, )"
-                    R"("nested_offset": {0}})",
+                    R"("nested_dtype": "float32", "nested_offset": {0}})",
                     llvm::format("%.9g", double(weight.nestedOffset)))
           .str();
   auto bytes = [](const std::vector<uint8_t> &from) {

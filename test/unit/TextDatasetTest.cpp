@@ -73,7 +73,9 @@ std::vector<int32_t> header(llvm::StringRef role) {
 TEST(TextDataset, AConversationIsTorchtunesLlama3Format) {
   ChatMessage messages[] = {{"user", "  Hi \n"}, {"assistant", "Yo"}};
   bool trained[] = {false, true};
-  Example example = tokenizeConversation(bytes(), messages, trained);
+  llvm::Expected<Example> example =
+      tokenizeConversation(bytes(), messages, trained);
+  ASSERT_TRUE(bool(example)) << llvm::toString(example.takeError());
   std::vector<int32_t> tokens = {kBegin}, labels = {kIgnoreLabel};
   auto add = [&](std::vector<int32_t> part, bool train) {
     for (int32_t id : part) {
@@ -88,8 +90,8 @@ TEST(TextDataset, AConversationIsTorchtunesLlama3Format) {
   add(ids("Yo"), true);
   add({kEot}, true);
   add({kEnd}, false);
-  EXPECT_THAT(example.inputIds, ElementsAreArray(tokens));
-  EXPECT_THAT(example.labels, ElementsAreArray(labels));
+  EXPECT_THAT(example->inputIds, ElementsAreArray(tokens));
+  EXPECT_THAT(example->labels, ElementsAreArray(labels));
 }
 
 TEST(TextDataset, AlpacaPromptsWithAndWithoutInput) {

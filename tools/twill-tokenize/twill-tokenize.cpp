@@ -138,9 +138,12 @@ static int eachLine(const Tokenizer &tokenizer, llvm::StringRef text) {
       std::optional<llvm::StringRef> string = value->getAsString();
       if (!string)
         return fail(where + ": expected a JSON string");
-      std::vector<int32_t> ids = tokenizer.encode(*string, !noSpecial);
-      for (size_t i = 0; i < ids.size(); ++i)
-        llvm::outs() << (i ? " " : "") << ids[i];
+      llvm::Expected<std::vector<int32_t>> ids =
+          tokenizer.encode(*string, !noSpecial);
+      if (!ids)
+        return fail(where + ": " + llvm::toString(ids.takeError()));
+      for (size_t i = 0; i < ids->size(); ++i)
+        llvm::outs() << (i ? " " : "") << (*ids)[i];
       llvm::outs() << "\n";
       continue;
     }
@@ -291,7 +294,7 @@ int main(int argc, char **argv) {
     return 0;
   }
 
-  std::vector<int32_t> ids;
+  llvm::Expected<std::vector<int32_t>> ids = std::vector<int32_t>();
   if (chat) {
     llvm::Expected<std::vector<ChatMessage>> messages = parseMessages(text);
     if (!messages)
@@ -300,8 +303,10 @@ int main(int argc, char **argv) {
   } else {
     ids = (*tokenizer)->encode(text, !noSpecial);
   }
-  for (size_t i = 0; i < ids.size(); ++i)
-    llvm::outs() << (i ? " " : "") << ids[i];
+  if (!ids)
+    return fail(llvm::toString(ids.takeError()));
+  for (size_t i = 0; i < ids->size(); ++i)
+    llvm::outs() << (i ? " " : "") << (*ids)[i];
   llvm::outs() << "\n";
   return 0;
 }

@@ -26,6 +26,7 @@
 #include "runtime/train/Weights.h"
 #include "support/AtomicFile.h"
 #include "support/Dpo.h"
+#include "support/ReadFile.h"
 #include "support/RunLock.h"
 #include "support/RunWatchdog.h"
 #include "support/ToolOutput.h"
@@ -39,6 +40,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/Support/xxhash.h"
 
 #include <numeric>
 #include <optional>
@@ -195,7 +197,7 @@ static int writeBase(Program &program) {
 }
 
 /// One batch through @forward (or, for gradients, @train_step).
-static int runEval(Program &program) {
+static int runEval(Program &program, llvm::StringRef baseDir) {
   if (batchPath.empty())
     return fail("--eval needs --batch batch.json");
   EntryRole role = gradientsPath.empty() ? FORWARD : TRAIN_STEP;
@@ -205,17 +207,32 @@ static int runEval(Program &program) {
                 llvm::StringRef(EntryRole_Name(role)).lower() + " entry point");
   if (llvm::Error error = loadBatchJson(program, batchPath))
     return fail(std::move(error));
-  // DPO with a precomputed reference: the batch's, as its first pass
-  // would compute it — from the base, which a full fine-tune's --weights
-  // are not.
+  // DPO with a precomputed reference: the batch's, as a run's first pass
+  // from the base would compute it — with a new adapter, not the --adapter
+  // training made, which is read after; a full fine-tune's --weights are
+  // not the model before training.
   if (program.entryPoint(REFERENCE)) {
     if (program.job().has_full_finetune() && !weightsPath.empty())
       return fail("--eval --batch of a full fine-tune's DPO program computes "
                   "its reference from the weights it reads, and --weights "
                   "are not the model before training: evaluate with the "
                   "base (leave --weights out)");
+    auto load = [&](llvm::StringRef adapter) -> llvm::Error {
+      if (llvm::Expected<uint64_t> read =
+              loadParameters(program, baseDir, adapter);
+          !read)
+        return read.takeError();
+      return program.uploadState();
+    };
+    bool adapted = !adapterPath.empty();
+    if (adapted)
+      if (llvm::Error error = load(""))
+        return fail(std::move(error));
     if (llvm::Error error = computeBatchReference(program))
       return fail(std::move(error));
+    if (adapted)
+      if (llvm::Error error = load(adapterPath))
+        return fail(std::move(error));
   }
   // With LoRA dropout, @train_step drops what the run's first micro-batch
   // would (its masks are keyed by the micro-batch's number).
@@ -431,6 +448,24 @@ static llvm::Expected<TrainingData> readTrainingData(const JobConfig &job) {
   return std::move(data);
 }
 
+/// What the model training starts from is beyond its base, as a kept DPO
+/// reference names it: the adapter --adapter gives (its file's hash), or
+/// nothing (a new adapter adds nothing, B = 0; a full fine-tune's model is
+/// its base).
+static llvm::Expected<std::string> startingAdapter() {
+  if (adapterPath.empty())
+    return std::string();
+  llvm::SmallString<256> path(adapterPath);
+  llvm::sys::path::append(path, "adapter_model.safetensors");
+  llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> file =
+      readRegularFile(path, kMaxDataBytes, "the starting adapter");
+  if (!file)
+    return file.takeError();
+  return llvm::formatv("adapter {0:x16}",
+                       llvm::xxh3_64bits((*file)->getBuffer()))
+      .str();
+}
+
 static int runTraining(Program &program, TrainingData &data) {
   const JobConfig &job = program.job();
   TrainPosition start;
@@ -448,6 +483,14 @@ static int runTraining(Program &program, TrainingData &data) {
             checkNoEarlierCheckpoints(job.checkpoint().output_dir()))
       return fail(std::move(error));
   }
+  // ADAPTER_OFF's reference is the base, whatever adapter training starts
+  // from; TRL's is that adapter (PRECOMPUTED's).
+  if (job.train().objective() == TrainConfig::DPO && job.has_lora() &&
+      job.dpo().reference() == DpoConfig::ADAPTER_OFF && !adapterPath.empty())
+    report() << "dpo.reference ADAPTER_OFF: the reference is the base with "
+                "the adapter off, not the adapter training starts from ("
+             << adapterPath
+             << "), which TRL's reference is (dpo.reference PRECOMPUTED)\n";
   // DPO with a precomputed reference: its first pass over the data (or
   // the training rows' from an earlier run's file).
   if (program.entryPoint(REFERENCE)) {
@@ -455,15 +498,27 @@ static int runTraining(Program &program, TrainingData &data) {
     if (program.writesFiles())
       if (std::error_code error = llvm::sys::fs::create_directories(outputDir))
         return fail("cannot create " + outputDir + ": " + error.message());
-    // A full fine-tune's reference is its model before the first step: a
-    // resumed one holds trained weights, and reads the first run's passes.
-    bool keptOnly = job.has_full_finetune() && !start.checkpoint.empty();
+    // The reference is the model as training starts: a resumed run's
+    // parameters are trained, and it reads the first run's passes.
+    llvm::Expected<std::string> startingModel = startingAdapter();
+    if (!startingModel)
+      return fail(startingModel.takeError());
+    bool resumed = !start.checkpoint.empty();
     auto pass = [&](std::vector<Row> &rows, llvm::ArrayRef<int64_t> read,
                     llvm::StringRef file) -> llvm::Error {
       llvm::SmallString<256> cache(outputDir);
       llvm::sys::path::append(cache, file);
-      return precomputeReference(program, rows, read, cache, report(),
-                                 keptOnly);
+      // A run resumed into another folder reads the pass its checkpoint's
+      // run kept beside it.
+      if (resumed && !llvm::sys::fs::exists(cache)) {
+        llvm::SmallString<256> beside(
+            llvm::sys::path::parent_path(start.checkpoint));
+        llvm::sys::path::append(beside, file);
+        if (llvm::sys::fs::exists(beside))
+          cache = beside;
+      }
+      return precomputeReference(program, rows, read, cache, *startingModel,
+                                 resumed, report());
     };
     if (llvm::Error error = pass(
             data.rows, rowsRead(job, data.rows.size(), start), kReferenceFile))
@@ -587,6 +642,10 @@ static int runJob(Executable executable) {
   std::string baseDir = weightsPath.empty()
                             ? program.job().checkpoint().base_dir()
                             : weightsPath.getValue();
+  if (!writeBasePath.empty())
+    if (llvm::Error error =
+            checkNewModelFolder("--write-base", writeBasePath, baseDir))
+      return fail(std::move(error));
   const MemoryPlan &plan = program.buffers().plan();
   report() << llvm::formatv(
       "memory: {0:f1} MiB of computed values share a "
@@ -630,7 +689,7 @@ static int runJob(Executable executable) {
                                   *bytesRead)
                         .str();
   int status = !writeBasePath.empty() ? writeBase(program)
-               : eval                 ? runEval(program)
+               : eval                 ? runEval(program, baseDir)
                                       : runTraining(program, data);
   if (status == 0) {
     // Every rank reaches the end before MPI_Finalize, which would wait

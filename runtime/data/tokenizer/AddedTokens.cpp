@@ -2,24 +2,42 @@
 
 #include "runtime/data/tokenizer/AddedTokens.h"
 
+#include "runtime/data/tokenizer/Bpe.h"
 #include "runtime/data/tokenizer/Unicode.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/FormatVariadic.h"
 
 using namespace twill;
 
-void AddedTokens::add(AddedToken token, std::string normalizedContent) {
+llvm::Error AddedTokens::add(AddedToken token, std::string normalizedContent) {
   int index = int(tokens.size());
   // A normalized token is its normalized content, as tokenizers keeps it
   // (and decodes it).
   if (token.normalized)
     token.content = std::move(normalizedContent);
+  auto fail = [&](const llvm::Twine &what) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "added token '" + token.content + "' " +
+                                       what);
+  };
+  // An id must mean one token (decoding looks it up), and fit the tables
+  // made by id.
+  if (token.content.empty())
+    return fail("is empty");
+  if (byContent.count(token.content))
+    return fail("is added twice");
+  if (token.id < 0 || token.id >= kMaxTokenIds)
+    return fail(llvm::formatv("has id {0}, outside the [0, {1}) a vocabulary "
+                              "may have",
+                              token.id, kMaxTokenIds));
+  if (const AddedToken *other = byId(token.id))
+    return fail(
+        llvm::formatv("has id {0}, as '{1}' does", token.id, other->content));
   byContent[token.content] = index;
   indexById[token.id] = index;
   tokens.push_back(std::move(token));
   const std::string &pattern = tokens.back().content;
-  if (pattern.empty())
-    return;
   // Candidates by first byte, the longest first.
   std::vector<int> &candidates = byFirstByte[(unsigned char)pattern[0]];
   candidates.insert(llvm::upper_bound(candidates, index,
@@ -28,6 +46,7 @@ void AddedTokens::add(AddedToken token, std::string normalizedContent) {
                                                tokens[b].content.size();
                                       }),
                     index);
+  return llvm::Error::success();
 }
 
 /// The character ending at `end` (exclusive, past 0) in `text`.

@@ -16,6 +16,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
 
 #include <array>
 #include <string>
@@ -41,8 +42,10 @@ struct Segment {
 class AddedTokens {
 public:
   /// Adds `token`; a normalized one (matched against normalized text) is
-  /// its content as the normalizer leaves it, `normalizedContent`.
-  void add(AddedToken token, std::string normalizedContent);
+  /// its content as the normalizer leaves it, `normalizedContent`. Fails,
+  /// naming the token, where its content is empty or added before, or its
+  /// id is another's or past those a vocabulary may have.
+  llvm::Error add(AddedToken token, std::string normalizedContent);
 
   /// `text` cut at the added tokens matched in it: those matched on raw
   /// text (`normalizedText` false) or on normalized text; special tokens

@@ -71,6 +71,9 @@ public:
   }
   /// One past the largest id.
   int32_t idEnd() const { return int32_t(tokens.size()); }
+  /// How many tokens it has (tokenizers' get_vocab_size; idEnd() but for
+  /// ids it has not).
+  int64_t size() const { return int64_t(vocab.size()); }
 
 private:
   struct Merge {

@@ -7,6 +7,8 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/Support/ErrorHandling.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <unicode/uchar.h>
 
@@ -46,6 +48,7 @@ llvm::Expected<TextPattern> TextPattern::literal(llvm::StringRef text) {
 
 llvm::Expected<TextPattern> TextPattern::regex(llvm::StringRef source) {
   TextPattern pattern;
+  pattern.text = source.str();
   pattern.compiled = std::make_unique<Compiled>();
   int errorCode;
   PCRE2_SIZE errorOffset;
@@ -65,21 +68,42 @@ llvm::Expected<TextPattern> TextPattern::regex(llvm::StringRef source) {
   return std::move(pattern);
 }
 
-std::vector<std::pair<size_t, size_t>>
+llvm::Expected<std::vector<std::pair<size_t, size_t>>>
 TextPattern::matches(llvm::StringRef subject) const {
   std::vector<std::pair<size_t, size_t>> found;
   if (!compiled)
     return text.empty() ? found : literalMatches(subject, text);
-  pcre2_match_data *match =
-      pcre2_match_data_create_from_pattern(compiled->code, nullptr);
+  std::unique_ptr<pcre2_match_data, void (*)(pcre2_match_data *)> match(
+      pcre2_match_data_create_from_pattern(compiled->code, nullptr),
+      pcre2_match_data_free);
   // The subject is valid UTF-8 (replaceInvalid made it so).
+  auto matchAt = [&](size_t offset, uint32_t options) {
+    return pcre2_match(compiled->code,
+                       reinterpret_cast<PCRE2_SPTR>(subject.data()),
+                       subject.size(), offset, PCRE2_NO_UTF_CHECK | options,
+                       match.get(), nullptr);
+  };
   for (size_t offset = 0; offset <= subject.size();) {
-    int result = pcre2_match(
-        compiled->code, reinterpret_cast<PCRE2_SPTR>(subject.data()),
-        subject.size(), offset, PCRE2_NO_UTF_CHECK, match, nullptr);
-    if (result < 0)
+    int result = matchAt(offset, 0);
+    // The JIT backtracks on a stack of 32 KiB, which a group repeated over
+    // some thousand characters outgrows; the interpreter backtracks on the
+    // heap, as Oniguruma does, and matches what tokenizers matches.
+    if (result == PCRE2_ERROR_JIT_STACKLIMIT)
+      result = matchAt(offset, PCRE2_NO_JIT);
+    if (result == PCRE2_ERROR_NOMATCH)
       break;
-    PCRE2_SIZE *range = pcre2_get_ovector_pointer(match);
+    if (result < 0) {
+      PCRE2_UCHAR message[256];
+      pcre2_get_error_message(result, message, sizeof(message));
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          llvm::formatv("regex '{0}' gives up matching from byte {1} of a "
+                        "{2}-byte text: {3} (Oniguruma, tokenizers' engine, "
+                        "has such a limit too)",
+                        text, offset, subject.size(),
+                        reinterpret_cast<const char *>(message)));
+    }
+    PCRE2_SIZE *range = pcre2_get_ovector_pointer(match.get());
     found.push_back({range[0], range[1]});
     if (range[1] > range[0])
       offset = range[1];
@@ -88,15 +112,19 @@ TextPattern::matches(llvm::StringRef subject) const {
     else
       break;
   }
-  pcre2_match_data_free(match);
   return found;
 }
 
-std::string TextPattern::replaceAll(llvm::StringRef subject,
-                                    llvm::StringRef content) const {
+llvm::Expected<std::string>
+TextPattern::replaceAll(llvm::StringRef subject,
+                        llvm::StringRef content) const {
+  llvm::Expected<std::vector<std::pair<size_t, size_t>>> found =
+      matches(subject);
+  if (!found)
+    return found.takeError();
   std::string out;
   size_t at = 0;
-  for (auto [begin, end] : matches(subject)) {
+  for (auto [begin, end] : *found) {
     out.append(subject.data() + at, begin - at);
     out += content;
     at = end;
@@ -109,8 +137,8 @@ std::string TextPattern::replaceAll(llvm::StringRef subject,
 // Normalizers
 //===----------------------------------------------------------------------===//
 
-std::string twill::normalize(llvm::ArrayRef<NormalizerStep> steps,
-                             llvm::StringRef input) {
+llvm::Expected<std::string>
+twill::normalize(llvm::ArrayRef<NormalizerStep> steps, llvm::StringRef input) {
   std::string text = input.str();
   for (const NormalizerStep &step : steps) {
     switch (step.kind) {
@@ -124,9 +152,14 @@ std::string twill::normalize(llvm::ArrayRef<NormalizerStep> steps,
       if (!text.empty())
         text = step.content + text;
       break;
-    case NormalizerStep::Replace:
-      text = step.pattern->replaceAll(text, step.content);
+    case NormalizerStep::Replace: {
+      llvm::Expected<std::string> replaced =
+          step.pattern->replaceAll(text, step.content);
+      if (!replaced)
+        return replaced.takeError();
+      text = std::move(*replaced);
       break;
+    }
     }
   }
   return text;
@@ -138,9 +171,10 @@ std::string twill::normalize(llvm::ArrayRef<NormalizerStep> steps,
 
 /// The pieces of `text` cut at the `matches` of a pattern, kept as
 /// tokenizers' split keeps them, to `sink`; empty ones dropped.
-static void splitPiece(llvm::StringRef text, bool atStart,
-                       llvm::ArrayRef<std::pair<size_t, size_t>> matches,
-                       SplitBehavior behavior, bool invert, PieceSink sink) {
+static llvm::Error splitPiece(llvm::StringRef text, bool atStart,
+                              llvm::ArrayRef<std::pair<size_t, size_t>> matches,
+                              SplitBehavior behavior, bool invert,
+                              PieceSink sink) {
   struct Part {
     size_t begin, end;
     bool match;
@@ -201,7 +235,22 @@ static void splitPiece(llvm::StringRef text, bool atStart,
   }
   for (const Part &part : kept)
     if (part.end > part.begin)
-      sink(text.slice(part.begin, part.end), atStart && part.begin == 0);
+      if (llvm::Error error = sink(text.slice(part.begin, part.end),
+                                   atStart && part.begin == 0))
+        return error;
+  return llvm::Error::success();
+}
+
+/// splitPiece at the matches of `pattern`.
+static llvm::Error splitByPattern(const TextPattern &pattern,
+                                  llvm::StringRef text, bool atStart,
+                                  SplitBehavior behavior, bool invert,
+                                  PieceSink sink) {
+  llvm::Expected<std::vector<std::pair<size_t, size_t>>> found =
+      pattern.matches(text);
+  if (!found)
+    return found.takeError();
+  return splitPiece(text, atStart, *found, behavior, invert, sink);
 }
 
 /// GPT-2's pattern, which ByteLevel's use_regex cuts by.
@@ -249,15 +298,14 @@ static bool isNumeric(uint32_t c) {
          type == U_OTHER_NUMBER;
 }
 
-void twill::preTokenize(llvm::ArrayRef<PreTokenizerStep> steps,
-                        llvm::StringRef text, bool atStart, PieceSink sink) {
-  if (steps.empty()) {
-    sink(text, atStart);
-    return;
-  }
+llvm::Error twill::preTokenize(llvm::ArrayRef<PreTokenizerStep> steps,
+                               llvm::StringRef text, bool atStart,
+                               PieceSink sink) {
+  if (steps.empty())
+    return sink(text, atStart);
   const PreTokenizerStep &step = steps.front();
   auto rest = [&](llvm::StringRef piece, bool pieceAtStart) {
-    preTokenize(steps.drop_front(), piece, pieceAtStart, sink);
+    return preTokenize(steps.drop_front(), piece, pieceAtStart, sink);
   };
   switch (step.kind) {
   case PreTokenizerStep::ByteLevel: {
@@ -271,19 +319,16 @@ void twill::preTokenize(llvm::ArrayRef<PreTokenizerStep> steps,
       mapped.reserve(2 * piece.size());
       for (char byte : piece)
         mapped += byteLevelChar((unsigned char)byte);
-      rest(mapped, pieceAtStart);
+      return rest(mapped, pieceAtStart);
     };
     if (step.useRegex)
-      splitPiece(text, atStart, gpt2Pattern().matches(text),
-                 SplitBehavior::Isolated, false, mapBytes);
-    else
-      mapBytes(text, atStart);
-    return;
+      return splitByPattern(gpt2Pattern(), text, atStart,
+                            SplitBehavior::Isolated, false, mapBytes);
+    return mapBytes(text, atStart);
   }
   case PreTokenizerStep::Split:
-    splitPiece(text, atStart, step.pattern->matches(text), step.behavior,
-               step.invert, rest);
-    return;
+    return splitByPattern(*step.pattern, text, atStart, step.behavior,
+                          step.invert, rest);
   case PreTokenizerStep::Metaspace: {
     std::string replaced;
     for (char c : text) {
@@ -296,13 +341,11 @@ void twill::preTokenize(llvm::ArrayRef<PreTokenizerStep> steps,
                    (step.prepend == PreTokenizerStep::First && atStart);
     if (prepend && !llvm::StringRef(replaced).starts_with(step.replacement))
       replaced.insert(0, step.replacement);
-    if (!step.split) {
-      rest(replaced, atStart);
-      return;
-    }
-    splitPiece(replaced, atStart, literalMatches(replaced, step.replacement),
-               SplitBehavior::MergedWithNext, false, rest);
-    return;
+    if (!step.split)
+      return rest(replaced, atStart);
+    return splitPiece(replaced, atStart,
+                      literalMatches(replaced, step.replacement),
+                      SplitBehavior::MergedWithNext, false, rest);
   }
   case PreTokenizerStep::Digits: {
     std::vector<std::pair<size_t, size_t>> digits;
@@ -312,13 +355,13 @@ void twill::preTokenize(llvm::ArrayRef<PreTokenizerStep> steps,
         digits.push_back({at, at + length});
       at += length;
     }
-    splitPiece(text, atStart, digits,
-               step.individualDigits ? SplitBehavior::Isolated
-                                     : SplitBehavior::Contiguous,
-               false, rest);
-    return;
+    return splitPiece(text, atStart, digits,
+                      step.individualDigits ? SplitBehavior::Isolated
+                                            : SplitBehavior::Contiguous,
+                      false, rest);
   }
   }
+  llvm_unreachable("a pre-tokenizer of no kind");
 }
 
 //===----------------------------------------------------------------------===//
@@ -334,8 +377,8 @@ static int fallbackByte(llvm::StringRef token) {
   return int(byte);
 }
 
-static void decodeStep(const DecoderStep &step,
-                       std::vector<std::string> &tokens) {
+static llvm::Error decodeStep(const DecoderStep &step,
+                              std::vector<std::string> &tokens) {
   switch (step.kind) {
   case DecoderStep::ByteLevel: {
     std::string bytes;
@@ -353,7 +396,7 @@ static void decodeStep(const DecoderStep &step,
       bytes += inAlphabet ? mapped : token;
     }
     tokens = {unicode::replaceInvalid(bytes)};
-    return;
+    return llvm::Error::success();
   }
   case DecoderStep::ByteFallback: {
     std::vector<std::string> out;
@@ -381,7 +424,7 @@ static void decodeStep(const DecoderStep &step,
     }
     flush();
     tokens = std::move(out);
-    return;
+    return llvm::Error::success();
   }
   case DecoderStep::Metaspace:
     for (auto [index, token] : llvm::enumerate(tokens)) {
@@ -400,34 +443,42 @@ static void decodeStep(const DecoderStep &step,
       }
       token = std::move(text);
     }
-    return;
+    return llvm::Error::success();
   case DecoderStep::Replace:
-    for (std::string &token : tokens)
-      token = step.pattern->replaceAll(token, step.content);
-    return;
+    for (std::string &token : tokens) {
+      llvm::Expected<std::string> replaced =
+          step.pattern->replaceAll(token, step.content);
+      if (!replaced)
+        return replaced.takeError();
+      token = std::move(*replaced);
+    }
+    return llvm::Error::success();
   case DecoderStep::Fuse:
     tokens = {llvm::join(tokens, "")};
-    return;
+    return llvm::Error::success();
   case DecoderStep::Strip:
     // Up to `start` of the character at the start, and up to `stop` of it
     // at the end of what is left.
     for (std::string &token : tokens) {
       llvm::StringRef view = token, content = step.content;
-      for (unsigned i = 0; i < step.start && view.starts_with(content); ++i)
+      for (uint64_t i = 0; i < step.start && view.starts_with(content); ++i)
         view = view.drop_front(content.size());
-      for (unsigned i = 0; i < step.stop && view.ends_with(content); ++i)
+      for (uint64_t i = 0; i < step.stop && view.ends_with(content); ++i)
         view = view.drop_back(content.size());
       token = view.str();
     }
-    return;
+    return llvm::Error::success();
   }
+  llvm_unreachable("a decoder of no kind");
 }
 
-std::string twill::decodeTokens(llvm::ArrayRef<DecoderStep> steps,
-                                std::vector<std::string> tokens) {
+llvm::Expected<std::string>
+twill::decodeTokens(llvm::ArrayRef<DecoderStep> steps,
+                    std::vector<std::string> tokens) {
   if (steps.empty())
     return llvm::join(tokens, " ");
   for (const DecoderStep &step : steps)
-    decodeStep(step, tokens);
+    if (llvm::Error error = decodeStep(step, tokens))
+      return std::move(error);
   return llvm::join(tokens, "");
 }

@@ -35,14 +35,18 @@ public:
 
   /// The [begin, end) byte ranges of its matches in `text`, left to right,
   /// not overlapping; after an empty match the search goes on a character
-  /// later, as Oniguruma's does.
-  std::vector<std::pair<size_t, size_t>> matches(llvm::StringRef text) const;
+  /// later, as Oniguruma's does. A match PCRE2 gives up on (its match
+  /// limit, as Oniguruma's retry limit stops tokenizers) is an error naming
+  /// the pattern, never the end of the matches.
+  llvm::Expected<std::vector<std::pair<size_t, size_t>>>
+  matches(llvm::StringRef text) const;
   /// `text` with every match replaced by `content`.
-  std::string replaceAll(llvm::StringRef text, llvm::StringRef content) const;
+  llvm::Expected<std::string> replaceAll(llvm::StringRef text,
+                                         llvm::StringRef content) const;
 
 private:
   TextPattern() = default;
-  std::string text; // a literal's
+  std::string text; // a literal's text, a regex's source
   struct Compiled;
   std::unique_ptr<Compiled> compiled; // a regex's
 };
@@ -52,13 +56,14 @@ struct NormalizerStep {
   std::string content;                  // Prepend's text, Replace's replacement
   std::shared_ptr<TextPattern> pattern; // Replace's
 };
-/// `text` through each step in order.
-std::string normalize(llvm::ArrayRef<NormalizerStep> steps,
-                      llvm::StringRef text);
+/// `text` through each step in order; an error is a pattern's.
+llvm::Expected<std::string> normalize(llvm::ArrayRef<NormalizerStep> steps,
+                                      llvm::StringRef text);
 
 /// Takes each piece of text the model encodes on its own, and whether it
 /// starts the input text (Metaspace prepends to the first piece alone).
-using PieceSink = llvm::function_ref<void(llvm::StringRef piece, bool atStart)>;
+using PieceSink =
+    llvm::function_ref<llvm::Error(llvm::StringRef piece, bool atStart)>;
 
 /// How a Split keeps what its pattern matches.
 enum class SplitBehavior {
@@ -89,9 +94,10 @@ struct PreTokenizerStep {
   bool individualDigits = false;
 };
 /// The pieces of `text` (which starts the input if `atStart`) through each
-/// step in order, to `sink` in text order.
-void preTokenize(llvm::ArrayRef<PreTokenizerStep> steps, llvm::StringRef text,
-                 bool atStart, PieceSink sink);
+/// step in order, to `sink` in text order; the first error (a pattern's, or
+/// the sink's) ends it.
+llvm::Error preTokenize(llvm::ArrayRef<PreTokenizerStep> steps,
+                        llvm::StringRef text, bool atStart, PieceSink sink);
 
 struct DecoderStep {
   enum Kind { ByteLevel, ByteFallback, Metaspace, Replace, Fuse, Strip } kind;
@@ -99,12 +105,13 @@ struct DecoderStep {
   std::shared_ptr<TextPattern> pattern; // Replace's
   std::string replacement;              // Metaspace's
   bool prependFirst = true;             // Metaspace: a prepended space
-  unsigned start = 0, stop = 0;         // Strip's counts
+  uint64_t start = 0, stop = 0;         // Strip's counts
 };
 /// The text of `tokens` through each step in order (tokens joined by a
-/// space without any step, as tokenizers joins them).
-std::string decodeTokens(llvm::ArrayRef<DecoderStep> steps,
-                         std::vector<std::string> tokens);
+/// space without any step, as tokenizers joins them); an error is a
+/// pattern's.
+llvm::Expected<std::string> decodeTokens(llvm::ArrayRef<DecoderStep> steps,
+                                         std::vector<std::string> tokens);
 
 /// GPT-2's byte-level alphabet: the character (UTF-8) byte `byte` is
 /// written as, and the byte of a character (-1 for one outside it).

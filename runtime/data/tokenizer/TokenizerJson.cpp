@@ -2,6 +2,7 @@
 
 #include "runtime/data/tokenizer/TokenizerJson.h"
 
+#include "runtime/data/tokenizer/Unicode.h"
 #include "support/Json.h"
 #include "support/ReadFile.h"
 
@@ -43,6 +44,11 @@ public:
   llvm::Error postProcessor(const json::Object &object,
                             const llvm::Twine &where,
                             TokenizerParts &parts) const;
+  /// `value` as the id of `token` (its name, quoted), or an error naming
+  /// both: tokenizers reads a u32, and Twill's ids are int32_t.
+  llvm::Expected<int32_t> tokenId(const json::Value *value,
+                                  const llvm::Twine &where,
+                                  const llvm::Twine &token) const;
 
 private:
   std::string path;
@@ -234,9 +240,14 @@ llvm::Error Reader::decoder(const json::Object &object,
     std::optional<int64_t> stop = object.getInteger("stop");
     if (!content || !start || !stop || *start < 0 || *stop < 0)
       return fail(where, "Strip needs a content and counts start and stop");
+    // tokenizers' content is a char: an empty one would start every token,
+    // and strip it `start` times over.
+    if (content->empty() || unicode::charLength(*content, 0) != content->size())
+      return fail(where, "Strip's content must be one character, not '" +
+                             *content + "'");
     step.content = content->str();
-    step.start = unsigned(*start);
-    step.stop = unsigned(*stop);
+    step.start = uint64_t(*start);
+    step.stop = uint64_t(*stop);
   } else {
     return unbuilt(where, type,
                    "ByteLevel, ByteFallback, Metaspace, Replace, Fuse, Strip, "
@@ -338,14 +349,34 @@ llvm::Error Reader::postProcessor(const json::Object &object,
     if (!ids)
       return fail(where, "a template item is neither the text nor a special "
                          "token of special_tokens with its ids");
-    for (const json::Value &id : *ids) {
-      std::optional<int64_t> value = id.getAsInteger();
-      if (!value)
-        return fail(where, "a special token's id is not an integer");
-      (afterText ? parts.suffix : parts.prefix).push_back(int32_t(*value));
+    for (const json::Value &value : *ids) {
+      llvm::Expected<int32_t> id =
+          tokenId(&value, where, "special token '" + *name + "'");
+      if (!id)
+        return id.takeError();
+      // tokenizers writes it as it is: one of no token is no input.
+      if (parts.model.textOf(*id).empty() && !parts.added.byId(*id))
+        return fail(where, llvm::formatv("special token '{0}' has id {1}, "
+                                         "which is no token of the tokenizer",
+                                         *name, *id));
+      (afterText ? parts.suffix : parts.prefix).push_back(*id);
     }
   }
   return llvm::Error::success();
+}
+
+llvm::Expected<int32_t> Reader::tokenId(const json::Value *value,
+                                        const llvm::Twine &where,
+                                        const llvm::Twine &token) const {
+  std::optional<int64_t> id = value ? value->getAsInteger() : std::nullopt;
+  if (id && *id >= 0 && *id <= std::numeric_limits<int32_t>::max())
+    return int32_t(*id);
+  if (!value)
+    return fail(where, token + " has no id");
+  return fail(where, token + llvm::formatv(
+                                 " has id {0}, which is no token id (0 "
+                                 "to {1})",
+                                 *value, std::numeric_limits<int32_t>::max()));
 }
 
 void twill::useTiktokenRules(TokenizerParts &parts, llvm::StringRef pattern) {
@@ -360,6 +391,10 @@ void twill::useTiktokenRules(TokenizerParts &parts, llvm::StringRef pattern) {
   parts.preTokenizers = {std::move(split), std::move(byteLevel)};
   parts.decoders = {DecoderStep{DecoderStep::ByteLevel}};
 }
+
+/// More special tokens than a Tekken file has (Mistral's have 1000), few
+/// enough that making those it does not list, a name each, is cheap.
+static constexpr int64_t kMaxTekkenSpecials = int64_t(1) << 14;
 
 /// Mistral's special tokens where a Tekken file lists none (mistral-common's
 /// defaults); the rest up to the file's count are "<SPECIAL_i>".
@@ -391,20 +426,42 @@ static const char *const kTekkenSpecials[] = {"<unk>",
 static llvm::Expected<TokenizerParts> readTekken(const Reader &reader,
                                                  const json::Object &root) {
   const json::Object *config = root.getObject("config");
+  const json::Array *vocab = root.getArray("vocab");
+  const json::Array *listed = root.getArray("special_tokens");
   std::optional<llvm::StringRef> pattern = config->getString("pattern");
   std::optional<int64_t> specials =
       config->getInteger("default_num_special_tokens");
   std::optional<int64_t> size = config->getInteger("default_vocab_size");
-  if (!pattern || !specials || !size || *specials < 0 || *size < *specials ||
-      *size > std::numeric_limits<int32_t>::max())
+  if (!pattern || !specials || !size)
     return reader.fail("config", "a Tekken file needs a pattern, "
                                  "default_num_special_tokens and "
                                  "default_vocab_size");
+  // The special tokens the file does not list are made from its count, a
+  // name apiece: the counts must be ones the file can hold (mistral-common
+  // asserts the same of them) before anything is made of them.
+  if (*specials < 0 || *specials > kMaxTekkenSpecials)
+    return reader.fail("config.default_num_special_tokens",
+                       llvm::formatv("{0} special tokens; a Tekken file has "
+                                     "0 to {1} (Mistral's have 1000)",
+                                     *specials, kMaxTekkenSpecials));
+  if (listed && int64_t(listed->size()) > *specials)
+    return reader.fail("special_tokens",
+                       llvm::formatv("{0} listed, more than "
+                                     "config.default_num_special_tokens ({1})",
+                                     listed->size(), *specials));
+  if (*size < *specials || *size > *specials + int64_t(vocab->size()))
+    return reader.fail(
+        "config.default_vocab_size",
+        llvm::formatv("{0} ids, but the file has {1} special tokens and {2} "
+                      "after them (mistral-common asserts "
+                      "default_num_special_tokens <= default_vocab_size <= "
+                      "their sum)",
+                      *size, *specials, vocab->size()));
   llvm::Expected<TextPattern> compiled = TextPattern::regex(*pattern);
   if (!compiled)
     return reader.fail("config.pattern", llvm::toString(compiled.takeError()));
   TokenizerParts parts;
-  for (auto [index, entry] : llvm::enumerate(*root.getArray("vocab"))) {
+  for (auto [index, entry] : llvm::enumerate(*vocab)) {
     std::string at = llvm::formatv("vocab[{0}]", index).str();
     const json::Object *token = entry.getAsObject();
     std::optional<int64_t> rank =
@@ -429,7 +486,7 @@ static llvm::Expected<TokenizerParts> readTekken(const Reader &reader,
       return reader.fail(at, llvm::toString(std::move(error)));
   }
   std::vector<std::string> names;
-  if (const json::Array *listed = root.getArray("special_tokens")) {
+  if (listed) {
     for (auto [index, entry] : llvm::enumerate(*listed)) {
       const json::Object *token = entry.getAsObject();
       std::optional<llvm::StringRef> name =
@@ -449,11 +506,10 @@ static llvm::Expected<TokenizerParts> readTekken(const Reader &reader,
     std::string name = rank < int64_t(names.size())
                            ? names[rank]
                            : llvm::formatv("<SPECIAL_{0}>", rank).str();
-    if (parts.added.find(name))
-      return reader.fail("special_tokens", "'" + name + "' is named twice");
     AddedToken token{name, int32_t(rank)};
     token.special = true;
-    parts.added.add(std::move(token), "");
+    if (llvm::Error error = parts.added.add(std::move(token), ""))
+      return reader.fail("special_tokens", llvm::toString(std::move(error)));
   }
   if (const AddedToken *bos = parts.added.find("<s>"))
     parts.prefix = {bos->id};
@@ -490,23 +546,24 @@ llvm::Expected<TokenizerParts> twill::readTokenizerJson(llvm::StringRef path) {
   if (const json::Object *object = root->getObject("decoder"))
     if (llvm::Error error = reader.decoder(*object, "decoder", parts.decoders))
       return std::move(error);
-  if (const json::Object *object = root->getObject("post_processor"))
-    if (llvm::Error error =
-            reader.postProcessor(*object, "post_processor", parts))
-      return std::move(error);
+  // tokenizers numbers an added token the model lacks itself, next after
+  // the model's tokens and those added before it (the id written is only
+  // checked, with a warning): a file that says otherwise would encode to
+  // ids other than tokenizers' (a token past the model's vocabulary, or
+  // two tokens of one id).
+  int64_t next = parts.model.size();
   if (const json::Array *added = root->getArray("added_tokens"))
     for (auto [index, value] : llvm::enumerate(*added)) {
       std::string at = llvm::formatv("added_tokens[{0}]", index).str();
       const json::Object *object = value.getAsObject();
-      std::optional<int64_t> id =
-          object ? object->getInteger("id") : std::nullopt;
       std::optional<llvm::StringRef> content =
           object ? object->getString("content") : std::nullopt;
-      if (!id || !content || content->empty() || *id < 0 ||
-          *id > std::numeric_limits<int32_t>::max())
-        return reader.fail(at, "an added token needs an id and a content");
-      if (parts.added.find(*content))
-        return reader.fail(at, "'" + *content + "' is added twice");
+      if (!content)
+        return reader.fail(at, "an added token needs a content");
+      llvm::Expected<int32_t> id =
+          reader.tokenId(object->get("id"), at, "'" + *content + "'");
+      if (!id)
+        return id.takeError();
       // A token of the model's vocabulary keeps its id there.
       int32_t inVocab = parts.model.idOf(*content);
       if (inVocab >= 0 && inVocab != *id)
@@ -514,21 +571,41 @@ llvm::Expected<TokenizerParts> twill::readTokenizerJson(llvm::StringRef path) {
                                              "the vocabulary",
                                              *content, *id, inVocab)
                                    .str());
-      if (inVocab < 0 && !parts.model.textOf(int32_t(*id)).empty())
-        return reader.fail(at, llvm::formatv("id {0} of '{1}' is the "
-                                             "vocabulary's '{2}'",
-                                             *id, *content,
-                                             parts.model.textOf(int32_t(*id)))
+      if (inVocab < 0 && !parts.model.textOf(*id).empty())
+        return reader.fail(at,
+                           llvm::formatv("id {0} of '{1}' is the "
+                                         "vocabulary's '{2}'",
+                                         *id, *content, parts.model.textOf(*id))
+                               .str());
+      if (inVocab < 0 && *id != next)
+        return reader.fail(at, llvm::formatv("'{0}' has id {1}, but "
+                                             "tokenizers numbers it {2}, "
+                                             "after the model's {3} tokens "
+                                             "and the tokens added before it",
+                                             *content, *id, next,
+                                             parts.model.size())
                                    .str());
-      AddedToken token{content->str(), int32_t(*id)};
+      if (inVocab < 0)
+        next = *id + 1;
+      AddedToken token{content->str(), *id};
       token.special = object->getBoolean("special").value_or(false);
       token.lstrip = object->getBoolean("lstrip").value_or(false);
       token.rstrip = object->getBoolean("rstrip").value_or(false);
       token.normalized = object->getBoolean("normalized").value_or(false);
       token.singleWord = object->getBoolean("single_word").value_or(false);
-      std::string normalizedContent =
-          token.normalized ? normalize(parts.normalizers, token.content) : "";
-      parts.added.add(std::move(token), std::move(normalizedContent));
+      llvm::Expected<std::string> normalizedContent =
+          token.normalized ? normalize(parts.normalizers, token.content)
+                           : std::string();
+      if (!normalizedContent)
+        return reader.fail(at, llvm::toString(normalizedContent.takeError()));
+      if (llvm::Error error =
+              parts.added.add(std::move(token), std::move(*normalizedContent)))
+        return reader.fail(at, llvm::toString(std::move(error)));
     }
+  // After the added tokens: its ids must be tokens.
+  if (const json::Object *object = root->getObject("post_processor"))
+    if (llvm::Error error =
+            reader.postProcessor(*object, "post_processor", parts))
+      return std::move(error);
   return std::move(parts);
 }
