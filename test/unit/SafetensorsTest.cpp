@@ -446,16 +446,20 @@ TEST(BitsAndBytes, FourBitWeightsReadAsBitsAndBytesDequantizesThem) {
   }
 }
 
+/// What reading the 4-bit weight "w" ([2, 5]) of a file of `tensors` says.
+std::string fourBitError(TempDir &dir, const std::vector<Stored> &tensors) {
+  std::string path = dir.file("four-bit.safetensors");
+  writeTensors(path, tensors);
+  auto checkpoint = SafetensorsCheckpoint::open(path);
+  EXPECT_TRUE(bool(checkpoint)) << llvm::toString(checkpoint.takeError());
+  std::vector<float> values(10);
+  return errorOf(checkpoint->readBlockF32("w", {2, 5}, {0, 0}, {2, 5}, values));
+}
+
 TEST(BitsAndBytes, InconsistentFourBitWeightsAreNamed) {
   TempDir dir;
-  auto errorFor = [&](std::vector<Stored> tensors) {
-    std::string path = dir.file("bad.safetensors");
-    writeTensors(path, tensors);
-    auto checkpoint = SafetensorsCheckpoint::open(path);
-    EXPECT_TRUE(bool(checkpoint)) << llvm::toString(checkpoint.takeError());
-    std::vector<float> values(10);
-    return errorOf(
-        checkpoint->readBlockF32("w", {2, 5}, {0, 0}, {2, 5}, values));
+  auto errorFor = [&](const std::vector<Stored> &tensors) {
+    return fourBitError(dir, tensors);
   };
   EXPECT_THAT(errorFor(fourBitWeight(false, R"({"quant_type": "nf4", )"
                                             R"("blocksize": 4, "dtype": )"
@@ -493,14 +497,8 @@ TEST(BitsAndBytes, InconsistentFourBitWeightsAreNamed) {
 // trained on as nan.
 TEST(BitsAndBytes, BrokenNestedQuantStatesNameTheTensorAndField) {
   TempDir dir;
-  auto errorFor = [&](std::vector<Stored> tensors) {
-    std::string path = dir.file("nested.safetensors");
-    writeTensors(path, tensors);
-    auto checkpoint = SafetensorsCheckpoint::open(path);
-    EXPECT_TRUE(bool(checkpoint)) << llvm::toString(checkpoint.takeError());
-    std::vector<float> values(10);
-    return errorOf(
-        checkpoint->readBlockF32("w", {2, 5}, {0, 0}, {2, 5}, values));
+  auto errorFor = [&](const std::vector<Stored> &tensors) {
+    return fourBitError(dir, tensors);
   };
   // The complete state less `key`, or with `key` set to `value`.
   auto state = [](llvm::StringRef key, llvm::StringRef value = "") {
