@@ -280,7 +280,7 @@ twill::train(Program &program, llvm::ArrayRef<Row> rows, llvm::StringRef source,
             rows, order, index * accumulation + micro, batchSize, seqLen);
         if (llvm::Error error = fillBatch(program, batch))
           return std::move(error);
-        int64_t pairs = countedPairs(batch);
+        int64_t pairs = dpoMetrics >= 0 ? countedPairs(batch) : 0;
         if (lossWeightBuffer >= 0)
           *program.buffers().as<float>(lossWeightBuffer) =
               pairs ? float(1.0 / pairs) : 0.0f;
