@@ -8,11 +8,14 @@
 #include "llvm/Support/Path.h"
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <dirent.h>
 #include <fcntl.h>
 #include <random>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace twill;
@@ -83,6 +86,22 @@ llvm::Expected<RunLock> RunLock::take(llvm::StringRef folder,
 void RunLock::keepAcrossExec() const {
   if (fd >= 0)
     fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) & ~FD_CLOEXEC);
+}
+
+void RunLock::keepFromChildren(llvm::StringRef token) {
+  DIR *descriptors = token.empty() ? nullptr : opendir("/proc/self/fd");
+  if (!descriptors)
+    return;
+  while (dirent *entry = readdir(descriptors)) {
+    int fd = std::atoi(entry->d_name); // "." and ".." read as 0
+    struct stat file;
+    // A regular file's only: a pipe or a socket is not read from.
+    if (fd > STDERR_FILENO && fd != dirfd(descriptors) &&
+        fstat(fd, &file) == 0 && S_ISREG(file.st_mode) &&
+        llvm::StringRef(readHolder(fd)).ends_with(" token " + token.str()))
+      fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) | FD_CLOEXEC);
+  }
+  closedir(descriptors);
 }
 
 RunLock::RunLock(RunLock &&other)

@@ -28,6 +28,13 @@ public:
   /// Kept open across exec, so that the launcher's lock stays held by
   /// what it becomes (mpirun, srun or twill-train) until the run ends.
   void keepAcrossExec() const;
+  /// In a process the launcher became by exec (one rank: `twill train`
+  /// execs twill-train itself), before it starts any process: the
+  /// descriptor of the lock holding `token` that it carried in closes on
+  /// that process's execs. MPI_Init on one rank forks a daemon (Open MPI's
+  /// singleton orted) that outlives the rank by a moment, and would hold
+  /// the folder after the run returned.
+  static void keepFromChildren(llvm::StringRef token);
   /// What a process this run starts passes to take() as `inherited`.
   const std::string &token() const { return ownToken; }
 

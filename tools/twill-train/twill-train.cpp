@@ -780,6 +780,7 @@ int main(int argc, char **argv) {
       for (;;)
         pause();
   }
+  RunLock::keepFromChildren(runLockToken);
   Communicator::initialize(argc, argv);
   llvm::Expected<Executable> executable = loadExecutable(executablePath);
   int status = executable ? runJob(std::move(*executable))
