@@ -18,7 +18,7 @@
 set -euo pipefail
 dir=$(cd "${1:?usage: bench/check_bundle.sh DIR [PYTHON]}" && pwd)
 python=$(command -v "${2:-python3}")
-system='^(linux-vdso\.so\.1|ld-linux-x86-64\.so\.2|libc\.so\.6|libm\.so\.6|libdl\.so\.2|libpthread\.so\.0|librt\.so\.1|libgcc_s\.so\.1|libstdc\+\+\.so\.6|libcuda\.so\.1|libcudart\.so\.[0-9]+|libcublas\.so\.[0-9]+|libcublasLt\.so\.[0-9]+|libnccl\.so\.[0-9]+)$'
+system='^(linux-vdso\.so\.1|ld-linux-x86-64\.so\.2|libc\.so\.6|libm\.so\.6|libdl\.so\.2|libpthread\.so\.0|librt\.so\.1|libgcc_s\.so\.1|libstdc\+\+\.so\.6|libcuda\.so\.1|libcudart\.so\.[0-9]+|libcublas\.so\.[0-9]+|libcublasLt\.so\.[0-9]+|libnccl\.so\.[0-9]+|libcudnn\.so\.[0-9]+|libnvrtc\.so\.[0-9]+)$'
 status=0
 # The programs find lib/ through their run path ($ORIGIN/../lib); the
 # libraries there are loaded by them, so theirs is lib/ too.

@@ -11,8 +11,9 @@
 # activation checkpointing, 4 steps, nothing written at the end: the first
 # GPU run spent its limit writing the 16 GB random base);
 # llama8b-long-32768.twx: the long-context transformations at seq 32768 (3
-# steps); and llama8b-dropout-4096.twx: seq 4096 with LoRA dropout 0.1. The
-# programs write under /tmp/twill-gpu, so they run on another machine from
+# steps); llama8b-dropout-4096.twx: seq 4096 with LoRA dropout 0.1; and
+# llama8b-chunked-4096.twx: llama8b-4096 again, for the device check to
+# run with TWILL_CUDA_ATTENTION=chunked. The programs write under /tmp/twill-gpu, so they run on another machine from
 # the same path (bench/device_bundle.sh).
 set -euo pipefail
 bin=${1:?usage: bench/compile_gpu_programs.sh BUILD_BIN}
@@ -51,6 +52,9 @@ step() { # NAME SEQ [key=value ...]
 for seq in 4096 16384; do
   step llama8b-$seq $seq parallel.activation_checkpointing=NONE
 done
+# The same step again, run with TWILL_CUDA_ATTENTION=chunked: the fused
+# attention's baseline (its own output folder and lock).
+step llama8b-chunked-4096 4096 parallel.activation_checkpointing=NONE
 # Long context (issue 17): every transformation that lets one GPU hold a
 # long sequence, at a length that still runs in seconds.
 step llama8b-long-32768 32768 parallel.activation_checkpointing=FULL \

@@ -35,8 +35,9 @@ The parts, most valuable first:
    2-4, MFU, device memory against the memory plan, the profile summary,
    the step against the one twillc's cost estimate predicts at
    clusters/h200.textproto (NAME.report.txt, written where it compiled);
-   then the same with LoRA dropout 0.1 (its cost is the difference), and
-   at seq 16384;
+   then the same with attention as the chunked kernel
+   (TWILL_CUDA_ATTENTION=chunked: cuDNN's fused attention's baseline), with
+   LoRA dropout 0.1 (its cost is the difference), and at seq 16384;
 5. seq 32768 with every long-context transformation (FULL checkpointing,
    offload to pinned host memory, tiled MLP and projections, tiled loss),
    its device memory against the plan;
@@ -352,9 +353,10 @@ def gemm_peak(check):
     return peak
 
 
-def llama_step(check, args, seq, peak, program, what, limit):
+def llama_step(check, args, seq, peak, program, what, limit, env=None):
     """Runs bench/compile_gpu_programs.sh's `program` on rows of `seq`
-    random tokens; `what` names it in the table."""
+    random tokens, with `env` added to the environment; `what` names it in
+    the table. Returns its tokens/s, or None."""
     data = check.work / f"data-{seq}.jsonl"
     rng = random.Random(seq)
     with open(data, "w") as f:
@@ -374,7 +376,8 @@ def llama_step(check, args, seq, peak, program, what, limit):
         f"Llama-3.1-8B LoRA step, {what}",
         ["sh", "-c", sampler, "sh", memory, args.bin / "twill-train",
          args.programs / f"{program}.twx", "--backend=cuda", "--data", data,
-         f"--profile={trace}"], limit, f"{program}.txt")
+         f"--profile={trace}"], limit, f"{program}.txt",
+        dict(os.environ, **(env or {})))
     sampled = ([int(x) for x in memory.read_text().split() if x.isdigit()]
                if memory.exists() else [])
     metrics = args.programs / f"{program}-out" / "metrics.jsonl"
@@ -387,7 +390,7 @@ def llama_step(check, args, seq, peak, program, what, limit):
     if code != 0:
         check.row(name, not_run(code, text) or f"FAILED (exit {code}): {tail}")
     if len(steps) < 2:
-        return
+        return None
     tokens_per_second = statistics.median(s["tokens_per_second"]
                                           for s in steps[1:])
     achieved = tokens_per_second * flops_per_token(seq)
@@ -432,6 +435,7 @@ def llama_step(check, args, seq, peak, program, what, limit):
         with open(trace, "rb") as source, \
                 gzip.open(check.work / f"{program}.trace.json.gz", "wb") as target:
             shutil.copyfileobj(source, target)
+    return tokens_per_second
 
 
 def sanitizer(check, args):
@@ -573,12 +577,17 @@ def main():
     check.row("GPU (nvidia-smi)", text.strip().splitlines()[-1][:200]
               if code == 0 and text.strip() else
               not_run(code, text) or f"SKIPPED: no GPU ({text.strip()[:200]})")
-    steps = [(4096, "llama8b-4096", "seq 4096", 120, "steps"),
+    # The chunked kernel's step is the fused attention's baseline, measured
+    # in the same run (TWILL_CUDA_ATTENTION=chunked).
+    chunked = {"TWILL_CUDA_ATTENTION": "chunked"}
+    steps = [(4096, "llama8b-4096", "seq 4096", 120, "steps", None),
+             (4096, "llama8b-chunked-4096", "seq 4096, chunked attention",
+              120, "steps", chunked),
              (4096, "llama8b-dropout-4096", "seq 4096, LoRA dropout 0.1", 120,
-              "steps"),
-             (16384, "llama8b-16384", "seq 16384", 150, "steps"),
+              "steps", None),
+             (16384, "llama8b-16384", "seq 16384", 150, "steps", None),
              (32768, "llama8b-long-32768", "seq 32768, FULL + offload + tiles",
-              180, "long")]
+              180, "long", None)]
 
     def guarded(name, part, *arguments):
         try:  # one part's failure must not stop the next
@@ -592,10 +601,16 @@ def main():
         guarded("gpu.cuda_vs_cpu", cuda_vs_cpu, check, args)
     peak = guarded("bf16 GEMM peak", gemm_peak, check) if "peak" in parts \
         else None
-    for seq, program, what, limit, part in steps:
+    speed = {}
+    for seq, program, what, limit, part, env in steps:
         if part in parts:
-            guarded(f"8B LoRA step, {what}", llama_step, check, args, seq,
-                    peak, program, what, limit)
+            speed[program] = guarded(f"8B LoRA step, {what}", llama_step,
+                                     check, args, seq, peak, program, what,
+                                     limit, env)
+    if speed.get("llama8b-4096") and speed.get("llama8b-chunked-4096"):
+        check.row("cuDNN's fused attention against the chunked kernel: "
+                  "the 8B LoRA step's tokens/s at seq 4096",
+                  f"{speed['llama8b-4096'] / speed['llama8b-chunked-4096']:.2f}x")
     if "sanitizer" in parts:
         guarded("compute-sanitizer", sanitizer, check, args)
     check.row("device check wall time",

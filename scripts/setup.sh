@@ -12,7 +12,9 @@
 #                     reader checks the event files twill-train writes),
 #                     sentencepiece and mistral-common (Mistral's real
 #                     tokenizer, converted by transformers), bitsandbytes
-#                     (NF4) and trl (DPO's preference data)
+#                     (NF4) and trl (DPO's preference data); and
+#                     cudnn-frontend, whose header-only C++ graph API the
+#                     cuda backend's fused attention is built on
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -54,6 +56,15 @@ fi
 if ! .venv/bin/python -c "import $PYTHON_MODULES" 2>/dev/null; then
   echo "setup: installing Python packages: ${PYTHON_PACKAGES[*]}"
   .venv/bin/python -m pip install -q "${PYTHON_PACKAGES[@]}"
+fi
+
+# Pinned: the cuda backend compiles against its headers (include/ in the
+# wheel); its Python bindings are not used, so nothing else comes with it.
+CUDNN_FRONTEND="nvidia-cudnn-frontend==1.32.0"
+if ! .venv/bin/python -m pip show "${CUDNN_FRONTEND%%==*}" 2>/dev/null |
+    grep -qx "Version: ${CUDNN_FRONTEND##*==}"; then
+  echo "setup: installing $CUDNN_FRONTEND (headers for the cuda backend)"
+  .venv/bin/python -m pip install -q --no-deps "$CUDNN_FRONTEND"
 fi
 
 if [ ! -f build/CMakeCache.txt ]; then

@@ -77,8 +77,11 @@ fault)
 esac
 """
 # A working GPU: the real twill-train on the cpu, fed the tiny job's data,
-# saying what the cuda backend says of its memory.
+# saying what the cuda backend says of its memory. The chunked attention's
+# program runs with TWILL_CUDA_ATTENTION=chunked, and only it.
 GPU_TRAIN = """
+[[ "$*" == *chunked* ]] && [ "$TWILL_CUDA_ATTENTION" != chunked ] && exit 3
+[[ "$*" != *chunked* ]] && [ -n "$TWILL_CUDA_ATTENTION" ] && exit 3
 args=()
 while (($#)); do
   case "$1" in
@@ -374,7 +377,8 @@ def bad_bin_programs_parts(work):
 
 # The programs the check runs, each the tiny job under an 8B program's name
 # writing where the check reads, with twillc's report at the cluster.
-PROGRAMS = {"llama8b-4096": [], "llama8b-dropout-4096": ["lora.dropout=0.1"],
+PROGRAMS = {"llama8b-4096": [], "llama8b-chunked-4096": [],
+            "llama8b-dropout-4096": ["lora.dropout=0.1"],
             "llama8b-16384": [],
             "llama8b-long-32768": ["parallel.activation_checkpointing=FULL"]}
 
@@ -395,7 +399,8 @@ def working_gpu(work, args):
     process, _ = start(work, "gpu", 120, out)
     output = finish(process, 110)
     results = came_back(out)
-    for what in ("seq 4096", "seq 4096, LoRA dropout 0.1", "seq 16384",
+    for what in ("seq 4096", "seq 4096, chunked attention",
+                 "seq 4096, LoRA dropout 0.1", "seq 16384",
                  "seq 32768, FULL + offload + tiles"):
         step = [row for row in rows(results)
                 if row.startswith(f"| 8B LoRA step, {what}: ")]
@@ -421,9 +426,14 @@ def working_gpu(work, args):
            "| gpu.cuda_vs_cpu | passed" in results and
            "1 of 1 cases passed" in results,
            "GPU: the other parts' verdicts", results)
+    expect(re.search(r"fused attention against the chunked kernel: the 8B "
+                     r"LoRA step's tokens/s at seq 4096 \| [\d.]+x", results),
+           "GPU: fused attention's speed against the chunked kernel's",
+           results)
     with tarfile.open(out / "traces.tar.gz") as archive:
         names = archive.getnames()
     expect(sorted(names) == ["llama8b-4096.trace.json.gz",
+                             "llama8b-chunked-4096.trace.json.gz",
                              "llama8b-dropout-4096.trace.json.gz"],
            "GPU: the seq-4096 traces come back", str(names))
 

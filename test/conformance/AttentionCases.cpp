@@ -67,5 +67,19 @@ void conformance::attentionCases(Suite &suite) {
     // Gemma 2's: a cap of 2 on logits of about N(0, 12 / sqrt(12)).
     attention(suite, type, 2, 17, 6, 2, 12, true, "",
               "GQA, packed, window 5, soft-capped", 5, 2.0);
+    // Shapes cuDNN's fused attention takes on the cuda backend (bf16, no
+    // documents or soft cap, head_dim a multiple of 8): keys past a
+    // multiple of 128, head_dim 64 to 256, a window, one rank's block of
+    // whole KV groups and part of one.
+    attention(suite, type, 2, 200, 8, 2, 64, false, "",
+              "GQA, head_dim 64, seq 200 (fused on cuda)");
+    attention(suite, type, 1, 300, 4, 4, 128, false, "",
+              "MHA, head_dim 128, window 64 (fused on cuda)", 64);
+    attention(suite, type, 3, 2, 4, 2, 256, false, "",
+              "GQA, head_dim 256, seq 2 (fused on cuda)");
+    attention(suite, type, 2, 130, 2, 6, 64, false, "mid",
+              "heads 2-3 of 6 on KV heads 2-3 of 6 (fused on cuda)");
+    attention(suite, type, 2, 130, 1, 1, 96, false, "mid",
+              "head 1 of 3, MQA, head_dim 96 (fused on cuda)");
   }
 }

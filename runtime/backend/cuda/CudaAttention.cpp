@@ -1,8 +1,10 @@
-//===- CudaAttention.cpp - chunked attention on cuBLAS --------------------===//
+//===- CudaAttention.cpp - attention on cuDNN, or chunked on cuBLAS -------===//
 //
-// The cuda backend's operations for ChunkedAttention.h. Scores and their
-// gradients are fp32; P and dS take the values' type (bf16 in a bf16
-// program) so every GEMM reads one type and runs on tensor cores.
+// Attention runs as cuDNN's fused kernels where they take the shape
+// (FusedAttention.h), and otherwise as ChunkedAttention.h's schedule on
+// the operations here. Chunked, scores and their gradients are fp32; P and
+// dS take the values' type (bf16 in a bf16 program) so every GEMM reads
+// one type and runs on tensor cores.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,6 +12,7 @@
 
 #include "runtime/backend/ChunkedAttention.h"
 #include "runtime/backend/cuda/CudaKernels.h"
+#include "runtime/backend/cuda/FusedAttention.h"
 #include "runtime/backend/shapes/AttentionShape.h"
 
 using namespace twill;
@@ -125,10 +128,51 @@ AttentionProblem problem(const InstructionView &in,
 
 } // namespace
 
+/// `shape`'s problem for cuDNN's fused attention, made ready (its graphs
+/// built, its scratch held), or nothing: the chunked kernel runs it.
+struct Fused {
+  FusedAttention *attention;
+  SdpaProblem problem;
+  void *scratch;
+};
+static llvm::Expected<std::optional<Fused>>
+fused(const AttentionShape &shape, bool bf16, bool gradient, Device &device) {
+  llvm::Expected<SdpaProblem> problem = sdpaProblem(shape, bf16);
+  if (!problem || device.chunkedAttention) {
+    llvm::consumeError(problem.takeError()); // the reason is the note's
+    return std::nullopt;
+  }
+  if (!device.fusedAttention) {
+    llvm::Expected<std::unique_ptr<FusedAttention>> made =
+        FusedAttention::create(device.stream);
+    if (!made)
+      return made.takeError();
+    device.fusedAttention = std::move(*made);
+  }
+  if (!device.fusedAttention->takes(*problem))
+    return std::nullopt;
+  llvm::Expected<int64_t> bytes =
+      device.fusedAttention->scratchBytes(*problem, gradient);
+  if (!bytes)
+    return bytes.takeError();
+  llvm::Expected<void *> scratch = device.scratchSpace(0, *bytes);
+  if (!scratch)
+    return scratch.takeError();
+  return Fused{device.fusedAttention.get(), *problem, *scratch};
+}
+
 static llvm::Error runAttention(const InstructionView &in, Device &device) {
   llvm::Expected<AttentionShape> shape = attentionShape(in, false);
   if (!shape)
     return shape.takeError();
+  llvm::Expected<std::optional<Fused>> cudnn =
+      fused(*shape, in.dtype(0) == BF16, false, device);
+  if (!cudnn)
+    return cudnn.takeError();
+  if (*cudnn)
+    return (*cudnn)->attention->forward(
+        (*cudnn)->problem, in.data<void>(0), in.data<void>(1), in.data<void>(2),
+        in.data<void>(shape->firstResult), (*cudnn)->scratch);
   CudaAttentionOps ops(device, in.dtype(0) == BF16);
   chunkedAttention(ops, problem(in, *shape), in.data<void>(shape->firstResult),
                    kBudgetBytes);
@@ -140,6 +184,26 @@ static llvm::Error runAttentionGrad(const InstructionView &in, Device &device) {
   if (!shape)
     return shape.takeError();
   int first = shape->firstResult;
+  llvm::Expected<std::optional<Fused>> cudnn =
+      fused(*shape, in.dtype(0) == BF16, true, device);
+  if (!cudnn)
+    return cudnn.takeError();
+  if (*cudnn) {
+    const SdpaProblem &problem = (*cudnn)->problem;
+    // KV heads no query head of this rank's block uses get no gradient
+    // (bf16 values: 2 bytes each).
+    if (problem.kvHeads < shape->kvHeads)
+      for (int result : {first + 1, first + 2})
+        if (auto error =
+                checkCuda(cudaMemsetAsync(in.data<void>(result), 0,
+                                          in.count(result) * 2, device.stream),
+                          "cudaMemsetAsync"))
+          return error;
+    return (*cudnn)->attention->backward(
+        problem, in.data<void>(0), in.data<void>(1), in.data<void>(2),
+        in.data<void>(4), in.data<void>(first), in.data<void>(first + 1),
+        in.data<void>(first + 2), (*cudnn)->scratch);
+  }
   CudaAttentionOps ops(device, in.dtype(0) == BF16);
   chunkedAttentionGrad(ops, problem(in, *shape), in.data<void>(4),
                        in.data<void>(first), in.data<void>(first + 1),

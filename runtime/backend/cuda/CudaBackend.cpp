@@ -114,6 +114,19 @@ llvm::Error CudaBackend::initialise() {
     return error;
   const char *blocking = std::getenv("CUDA_LAUNCH_BLOCKING");
   waitEachInstruction = blocking && std::strcmp(blocking, "1") == 0;
+  // Attention through cuDNN's fused kernels where they take the shape (the
+  // default), or the chunked kernel everywhere: the reference, and what a
+  // cuDNN that fails on this machine is set aside for.
+  if (const char *attention = std::getenv("TWILL_CUDA_ATTENTION")) {
+    llvm::StringRef choice(attention);
+    if (choice != "fused" && choice != "chunked")
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "TWILL_CUDA_ATTENTION is '" + choice +
+              "': fused (cuDNN's, where it takes the shape; the default) or "
+              "chunked (the chunked kernel everywhere)");
+    device.chunkedAttention = choice == "chunked";
+  }
   for (cudaStream_t *stream :
        {&device.stream, &device.commStream, &device.copyStream})
     if (auto error = checkCuda(cudaStreamCreate(stream), "cudaStreamCreate"))
@@ -260,6 +273,7 @@ CudaBackend::~CudaBackend() {
   if (device.matmulWorkspace)
     cudaFree(device.matmulWorkspace);
   device.ncclComms.reset();
+  device.fusedAttention.reset(); // cuDNN's handle, before its stream
   device.forgetFlights();
   for (cudaEvent_t event : device.spareEvents)
     cudaEventDestroy(event);

@@ -28,6 +28,8 @@
 
 namespace twill {
 
+class FusedAttention;
+
 inline llvm::Error checkCuda(cudaError_t result, const llvm::Twine &call) {
   if (result == cudaSuccess)
     return llvm::Error::success();
@@ -134,6 +136,11 @@ struct Device {
   /// Rope frequency tables on the device, by (head dim, theta, scaling):
   /// made once, not at every rope.
   std::map<std::vector<double>, double *> ropeTables;
+  // cuDNN's fused attention (FusedAttention.h), made at its first use;
+  // `chunkedAttention` (TWILL_CUDA_ATTENTION=chunked) runs the chunked
+  // kernel everywhere instead.
+  std::shared_ptr<FusedAttention> fusedAttention;
+  bool chunkedAttention = false;
   Timeline timeline;
   /// Device memory the backend holds (buffers, scratch, workspace), now
   /// and at most.

@@ -1,0 +1,343 @@
+//===- FusedAttention.cpp - attention as cuDNN's fused SDPA ---------------===//
+
+#include "runtime/backend/cuda/FusedAttention.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cudnn_frontend.h>
+
+#include <map>
+
+using namespace twill;
+namespace fe = cudnn_frontend;
+
+namespace {
+
+llvm::Error problem(const llvm::Twine &what) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), what);
+}
+
+/// A frontend call's error, naming the graph and the step.
+llvm::Error check(fe::error_t status, llvm::StringRef step) {
+  if (status.is_good())
+    return llvm::Error::success();
+  return problem("cuDNN's fused attention: " + step + ": " +
+                 status.get_message());
+}
+
+/// The graphs' tensors, as the variant pack names them.
+enum Uid : int64_t {
+  kQuery = 1,
+  kKey,
+  kValue,
+  kOutput,
+  kStatistics,
+  kOutputGrad,
+  kQueryGrad,
+  kKeyGrad,
+  kValueGrad,
+};
+
+/// Dimensions [batch, heads, seq, headDim] and strides of one operand, over
+/// Twill's [batch, seq, heads, headDim] values.
+struct Layout {
+  std::vector<int64_t> dims, strides;
+};
+
+Layout queryLayout(const SdpaProblem &p) {
+  return {{p.batch, p.queryHeads, p.seq, p.headDim},
+          {p.seq * p.queryRowElements, p.headDim, p.queryRowElements, 1}};
+}
+Layout kvLayout(const SdpaProblem &p) {
+  return {{p.batch, p.kvHeads, p.seq, p.headDim},
+          {p.seq * p.kvRowElements, p.headDim, p.kvRowElements, 1}};
+}
+/// The softmax statistics (each row's log-sum-exp), fp32.
+Layout statisticsLayout(const SdpaProblem &p) {
+  return {{p.batch, p.queryHeads, p.seq, 1},
+          {p.queryHeads * p.seq, p.seq, 1, 1}};
+}
+
+using Tensor = std::shared_ptr<fe::graph::Tensor_attributes>;
+using Graph = std::shared_ptr<fe::graph::Graph>;
+
+Tensor operand(fe::graph::Graph &graph, Uid uid, const char *name,
+               const Layout &layout) {
+  return graph.tensor(fe::graph::Tensor_attributes()
+                          .set_name(name)
+                          .set_uid(uid)
+                          .set_dim(layout.dims)
+                          .set_stride(layout.strides));
+}
+
+void setOutput(const Tensor &tensor, Uid uid, const Layout &layout) {
+  tensor->set_output(true)
+      .set_uid(uid)
+      .set_dim(layout.dims)
+      .set_stride(layout.strides);
+}
+
+/// A graph for compute capability `smVersion`, or (0) the device's. Set
+/// before any node is added: each node keeps a copy of the graph's context.
+Graph newGraph(const char *name, int smVersion) {
+  auto graph = std::make_shared<fe::graph::Graph>();
+  if (smVersion > 0)
+    graph->set_sm_version(smVersion);
+  graph->set_name(name)
+      .set_io_data_type(fe::DataType_t::BFLOAT16)
+      .set_intermediate_data_type(fe::DataType_t::FLOAT)
+      .set_compute_data_type(fe::DataType_t::FLOAT);
+  return graph;
+}
+
+/// What the forward and the backward share: causal, the window's keys
+/// (query - key < window), the logits' scale.
+template <typename Attributes>
+void setLogits(Attributes &attributes, const SdpaProblem &p) {
+  attributes.set_attn_scale(float(p.scale)).set_causal_mask(true);
+  if (p.window > 0)
+    attributes.set_diagonal_band_left_bound(int(p.window));
+}
+
+/// out (and with `statistics`, each row's log-sum-exp) from q, k, v.
+Graph forwardGraph(const SdpaProblem &p, bool statistics, int smVersion = 0) {
+  Graph graph = newGraph(statistics ? "attention_with_statistics" : "attention",
+                         smVersion);
+  Tensor q = operand(*graph, kQuery, "q", queryLayout(p));
+  Tensor k = operand(*graph, kKey, "k", kvLayout(p));
+  Tensor v = operand(*graph, kValue, "v", kvLayout(p));
+  auto attributes =
+      fe::graph::SDPA_attributes().set_name("sdpa").set_generate_stats(
+          statistics);
+  setLogits(attributes, p);
+  auto [out, stats] = graph->sdpa(q, k, v, attributes);
+  setOutput(out, kOutput, queryLayout(p));
+  if (statistics) {
+    setOutput(stats, kStatistics, statisticsLayout(p));
+    stats->set_data_type(fe::DataType_t::FLOAT);
+  }
+  return graph;
+}
+
+/// dq, dk, dv from q, k, v, the output, its gradient and the statistics.
+/// Deterministic: the key and value gradients sum in a fixed order, so a
+/// run repeats its values (as the chunked kernel does).
+Graph backwardGraph(const SdpaProblem &p, int smVersion = 0) {
+  Graph graph = newGraph("attention_grad", smVersion);
+  Tensor q = operand(*graph, kQuery, "q", queryLayout(p));
+  Tensor k = operand(*graph, kKey, "k", kvLayout(p));
+  Tensor v = operand(*graph, kValue, "v", kvLayout(p));
+  Tensor out = operand(*graph, kOutput, "out", queryLayout(p));
+  Tensor grad = operand(*graph, kOutputGrad, "grad", queryLayout(p));
+  Tensor stats =
+      operand(*graph, kStatistics, "statistics", statisticsLayout(p));
+  stats->set_data_type(fe::DataType_t::FLOAT);
+  auto attributes = fe::graph::SDPA_backward_attributes()
+                        .set_name("sdpa_backward")
+                        .set_deterministic_algorithm(true);
+  setLogits(attributes, p);
+  auto [dq, dk, dv] =
+      graph->sdpa_backward(q, k, v, out, grad, stats, attributes);
+  setOutput(dq, kQueryGrad, queryLayout(p));
+  setOutput(dk, kKeyGrad, kvLayout(p));
+  setOutput(dv, kValueGrad, kvLayout(p));
+  return graph;
+}
+
+constexpr int64_t kAlignment = 256;
+int64_t aligned(int64_t bytes) {
+  return (bytes + kAlignment - 1) / kAlignment * kAlignment;
+}
+
+} // namespace
+
+llvm::Expected<SdpaProblem> twill::sdpaProblem(const AttentionShape &shape,
+                                               bool bf16) {
+  if (!bf16)
+    return problem("fp32 values (cuDNN's fused attention takes bf16)");
+  if (shape.hasSegments)
+    return problem("packed documents (their segments are not yet mapped "
+                   "to cuDNN's sequence lengths)");
+  // What cuDNN 9's validation refuses (FusedAttentionTest): a score
+  // modifier (the soft cap's tanh) with its masks, one query of one key.
+  if (shape.logits.softcap > 0)
+    return problem("a soft cap (cuDNN's score modifier excludes the causal "
+                   "mask and the window)");
+  if (shape.seq == 1)
+    return problem("one token (cuDNN takes no s_q = s_kv = 1)");
+  if (shape.headDim % 8 != 0 || shape.headDim > 256)
+    return problem(llvm::formatv("head_dim {0} (cuDNN's fused attention "
+                                 "takes multiples of 8 up to 256)",
+                                 shape.headDim));
+  const HeadBlock &heads = shape.heads;
+  int64_t group = heads.total / shape.kvHeads;
+  int64_t firstKv = heads.first / group,
+          lastKv = (heads.first + heads.count - 1) / group;
+  int64_t kvHeads = lastKv - firstKv + 1;
+  // Each KV head in the graph serves the same number of consecutive query
+  // heads: whole groups, or part of one.
+  bool wholeGroups = heads.first % group == 0 && heads.count % group == 0;
+  if (!wholeGroups && kvHeads != 1)
+    return problem(llvm::formatv("query heads {0}..{1} split KV groups of "
+                                 "{2} unevenly",
+                                 heads.first, heads.first + heads.count - 1,
+                                 group));
+  return SdpaProblem{shape.batch,
+                     shape.seq,
+                     heads.count,
+                     kvHeads,
+                     shape.headDim,
+                     heads.count * shape.headDim,
+                     shape.kvHeads * shape.headDim,
+                     firstKv,
+                     shape.logits.window,
+                     shape.logits.scale};
+}
+
+llvm::Error twill::validateSdpaGraphs(const SdpaProblem &p, int smVersion) {
+  for (Graph graph :
+       {forwardGraph(p, false, smVersion), forwardGraph(p, true, smVersion),
+        backwardGraph(p, smVersion)}) {
+    if (llvm::Error error = check(graph->validate(), "validate"))
+      return error;
+  }
+  return llvm::Error::success();
+}
+
+struct FusedAttention::Graphs {
+  Graph forward, forwardWithStatistics, backward;
+  int64_t workspaceBytes = 0;
+  /// Why cuDNN built no plan for a graph on this device, if it did not.
+  std::string refusal;
+};
+
+struct FusedAttention::State {
+  cudnnHandle_t handle = nullptr;
+  std::map<SdpaProblem, std::unique_ptr<Graphs>> built;
+};
+
+llvm::Expected<std::unique_ptr<FusedAttention>>
+FusedAttention::create(cudaStream_t stream) {
+  std::unique_ptr<FusedAttention> made(new FusedAttention());
+  made->state = std::make_unique<State>();
+  cudnnStatus_t status = cudnnCreate(&made->state->handle);
+  if (status != CUDNN_STATUS_SUCCESS)
+    return problem(llvm::Twine("cudnnCreate failed: ") +
+                   cudnnGetErrorString(status));
+  status = cudnnSetStream(made->state->handle, stream);
+  if (status != CUDNN_STATUS_SUCCESS)
+    return problem(llvm::Twine("cudnnSetStream failed: ") +
+                   cudnnGetErrorString(status));
+  return std::move(made);
+}
+
+FusedAttention::~FusedAttention() {
+  if (state && state->handle)
+    cudnnDestroy(state->handle);
+}
+
+llvm::Expected<FusedAttention::Graphs *>
+FusedAttention::graphs(const SdpaProblem &p) {
+  std::unique_ptr<Graphs> &slot = state->built[p];
+  if (!slot) {
+    slot = std::make_unique<Graphs>();
+    slot->forward = forwardGraph(p, false);
+    slot->forwardWithStatistics = forwardGraph(p, true);
+    slot->backward = backwardGraph(p);
+    for (Graph graph :
+         {slot->forward, slot->forwardWithStatistics, slot->backward}) {
+      int64_t bytes = 0;
+      if (llvm::Error error = check(
+              graph->build(state->handle, {fe::HeurMode_t::A}), "build")) {
+        slot->refusal = llvm::toString(std::move(error));
+        break;
+      }
+      if (llvm::Error error =
+              check(graph->get_workspace_size(bytes), "get_workspace_size"))
+        return std::move(error);
+      slot->workspaceBytes = std::max(slot->workspaceBytes, bytes);
+    }
+  }
+  if (!slot->refusal.empty())
+    return problem(slot->refusal);
+  return slot.get();
+}
+
+bool FusedAttention::takes(const SdpaProblem &p) {
+  bool known = state->built.count(p);
+  llvm::Expected<Graphs *> built = graphs(p);
+  if (built)
+    return true;
+  std::string why = llvm::toString(built.takeError());
+  if (!known) // said once per shape
+    llvm::errs() << llvm::formatv(
+        "twill: attention of {0} x {1} tokens, {2} heads on {3}, head_dim "
+        "{4} runs the chunked kernel: {5}\n",
+        p.batch, p.seq, p.queryHeads, p.kvHeads, p.headDim, why);
+  return false;
+}
+
+llvm::Expected<int64_t> FusedAttention::scratchBytes(const SdpaProblem &p,
+                                                     bool gradient) {
+  llvm::Expected<Graphs *> built = graphs(p);
+  if (!built)
+    return built.takeError();
+  int64_t bytes = aligned((*built)->workspaceBytes);
+  if (gradient) // the statistics, then the output made again
+    bytes += aligned(p.batch * p.queryHeads * p.seq * int64_t(sizeof(float))) +
+             p.batch * p.seq * p.queryRowElements * 2;
+  return bytes;
+}
+
+/// The key or value tensor's first KV head the problem uses.
+static const void *firstKv(const SdpaProblem &p, const void *values) {
+  return static_cast<const char *>(values) + p.firstKvHead * p.headDim * 2;
+}
+static void *firstKv(const SdpaProblem &p, void *values) {
+  return static_cast<char *>(values) + p.firstKvHead * p.headDim * 2;
+}
+
+llvm::Error FusedAttention::forward(const SdpaProblem &p, const void *q,
+                                    const void *k, const void *v, void *out,
+                                    void *scratch) {
+  llvm::Expected<Graphs *> built = graphs(p);
+  if (!built)
+    return built.takeError();
+  std::unordered_map<int64_t, void *> pack = {
+      {kQuery, const_cast<void *>(q)},
+      {kKey, const_cast<void *>(firstKv(p, k))},
+      {kValue, const_cast<void *>(firstKv(p, v))},
+      {kOutput, out}};
+  return check((*built)->forward->execute(state->handle, pack, scratch),
+               "execute");
+}
+
+llvm::Error FusedAttention::backward(const SdpaProblem &p, const void *q,
+                                     const void *k, const void *v,
+                                     const void *grad, void *dq, void *dk,
+                                     void *dv, void *scratch) {
+  llvm::Expected<Graphs *> built = graphs(p);
+  if (!built)
+    return built.takeError();
+  char *workspace = static_cast<char *>(scratch);
+  char *statistics = workspace + aligned((*built)->workspaceBytes);
+  char *out = statistics +
+              aligned(p.batch * p.queryHeads * p.seq * int64_t(sizeof(float)));
+  std::unordered_map<int64_t, void *> pack = {
+      {kQuery, const_cast<void *>(q)},
+      {kKey, const_cast<void *>(firstKv(p, k))},
+      {kValue, const_cast<void *>(firstKv(p, v))},
+      {kOutput, out},
+      {kStatistics, statistics}};
+  if (llvm::Error error = check((*built)->forwardWithStatistics->execute(
+                                    state->handle, pack, workspace),
+                                "execute the forward for its statistics"))
+    return error;
+  pack[kOutputGrad] = const_cast<void *>(grad);
+  pack[kQueryGrad] = dq;
+  pack[kKeyGrad] = firstKv(p, dk);
+  pack[kValueGrad] = firstKv(p, dv);
+  return check((*built)->backward->execute(state->handle, pack, workspace),
+               "execute");
+}
