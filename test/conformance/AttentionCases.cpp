@@ -67,10 +67,10 @@ void conformance::attentionCases(Suite &suite) {
     // Gemma 2's: a cap of 2 on logits of about N(0, 12 / sqrt(12)).
     attention(suite, type, 2, 17, 6, 2, 12, true, "",
               "GQA, packed, window 5, soft-capped", 5, 2.0);
-    // Shapes cuDNN's fused attention takes on the cuda backend (bf16, no
-    // documents or soft cap, head_dim a multiple of 8): keys past a
-    // multiple of 128, head_dim 64 to 256, a window, one rank's block of
-    // whole KV groups and part of one.
+    // Shapes cuDNN's fused attention takes on the cuda backend (bf16,
+    // head_dim a multiple of 8): keys past a multiple of 128, head_dim 64
+    // to 256, a window, one rank's block of whole KV groups and part of
+    // one.
     attention(suite, type, 2, 200, 8, 2, 64, false, "",
               "GQA, head_dim 64, seq 200 (fused on cuda)");
     attention(suite, type, 1, 300, 4, 4, 128, false, "",
@@ -81,5 +81,15 @@ void conformance::attentionCases(Suite &suite) {
               "heads 2-3 of 6 on KV heads 2-3 of 6 (fused on cuda)");
     attention(suite, type, 2, 130, 1, 1, 96, false, "mid",
               "head 1 of 3, MQA, head_dim 96 (fused on cuda)");
+    // Those cuDNN takes through a score modifier: soft caps and packed
+    // documents, with and without a window.
+    attention(suite, type, 2, 150, 4, 2, 64, true, "",
+              "GQA, packed, head_dim 64, window 37, soft-capped (fused on "
+              "cuda)",
+              37, 2.0);
+    attention(suite, type, 1, 200, 4, 2, 256, false, "",
+              "GQA, head_dim 256, soft-capped (fused on cuda)", 0, 2.0);
+    attention(suite, type, 1, 300, 2, 6, 128, true, "mid",
+              "heads 2-3 of 6, packed, head_dim 128 (fused on cuda)");
   }
 }

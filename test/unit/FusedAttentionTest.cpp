@@ -99,21 +99,34 @@ TEST(FusedAttention, WindowsAndHeadDims) {
   expectValid(fusedOrFail(shape(3, 2, HeadBlock::whole(4), 2, 256)));
 }
 
+TEST(FusedAttention, SoftCapsAndDocumentsMaskInAScoreModifier) {
+  // Gemma 2's layer: a cap of 50, sliding or not; packed documents with
+  // and without a window; both at once.
+  SdpaProblem gemma =
+      fusedOrFail(shape(1, 4096, HeadBlock::whole(16), 8, 256, 4096, 50.0));
+  EXPECT_EQ(gemma.softcap, 50.0);
+  EXPECT_FALSE(gemma.segments);
+  expectValid(gemma);
+  expectValid(
+      fusedOrFail(shape(1, 4096, HeadBlock::whole(16), 8, 256, 0, 50.0)));
+  SdpaProblem packed = fusedOrFail(
+      shape(2, 512, HeadBlock::whole(32), 8, 128, 0, 0, /*segments=*/true));
+  EXPECT_TRUE(packed.segments);
+  expectValid(packed);
+  expectValid(fusedOrFail(shape(2, 512, {8, 8, 32}, 8, 128, 100, 0, true)));
+  expectValid(
+      fusedOrFail(shape(1, 300, HeadBlock::whole(8), 2, 64, 5, 2.0, true)));
+}
+
 TEST(FusedAttention, ShapesItDoesNotTakeRunChunked) {
   EXPECT_NE(whyNot(shape(1, 64, HeadBlock::whole(4), 2, 64), /*bf16=*/false)
                 .find("fp32"),
-            std::string::npos);
-  EXPECT_NE(whyNot(shape(1, 64, HeadBlock::whole(4), 2, 64, 0, 0, true))
-                .find("packed documents"),
             std::string::npos);
   for (int64_t headDim : {12, 100, 264})
     EXPECT_NE(whyNot(shape(1, 64, HeadBlock::whole(4), 2, headDim))
                   .find("head_dim " + std::to_string(headDim)),
               std::string::npos);
-  // cuDNN's validation refuses these (validateSdpaGraphs said so).
-  EXPECT_NE(whyNot(shape(1, 64, HeadBlock::whole(4), 2, 64, 16, 50.0))
-                .find("soft cap"),
-            std::string::npos);
+  // cuDNN's validation refuses one token (validateSdpaGraphs said so).
   EXPECT_NE(whyNot(shape(3, 1, HeadBlock::whole(4), 2, 64)).find("one token"),
             std::string::npos);
   // Query heads 3-4 of 32 straddle KV heads 0 and 1 (groups of 4).

@@ -161,6 +161,12 @@ fused(const AttentionShape &shape, bool bf16, bool gradient, Device &device) {
   return Fused{device.fusedAttention.get(), *problem, *scratch};
 }
 
+static SdpaInputs sdpaInputs(const InstructionView &in,
+                             const AttentionShape &shape) {
+  return {in.data<void>(0), in.data<void>(1), in.data<void>(2),
+          shape.segments(in)};
+}
+
 static llvm::Error runAttention(const InstructionView &in, Device &device) {
   llvm::Expected<AttentionShape> shape = attentionShape(in, false);
   if (!shape)
@@ -171,7 +177,7 @@ static llvm::Error runAttention(const InstructionView &in, Device &device) {
     return cudnn.takeError();
   if (*cudnn)
     return (*cudnn)->attention->forward(
-        (*cudnn)->problem, in.data<void>(0), in.data<void>(1), in.data<void>(2),
+        (*cudnn)->problem, sdpaInputs(in, *shape),
         in.data<void>(shape->firstResult), (*cudnn)->scratch);
   CudaAttentionOps ops(device, in.dtype(0) == BF16);
   chunkedAttention(ops, problem(in, *shape), in.data<void>(shape->firstResult),
@@ -200,9 +206,8 @@ static llvm::Error runAttentionGrad(const InstructionView &in, Device &device) {
                           "cudaMemsetAsync"))
           return error;
     return (*cudnn)->attention->backward(
-        problem, in.data<void>(0), in.data<void>(1), in.data<void>(2),
-        in.data<void>(4), in.data<void>(first), in.data<void>(first + 1),
-        in.data<void>(first + 2), (*cudnn)->scratch);
+        problem, sdpaInputs(in, *shape), in.data<void>(4), in.data<void>(first),
+        in.data<void>(first + 1), in.data<void>(first + 2), (*cudnn)->scratch);
   }
   CudaAttentionOps ops(device, in.dtype(0) == BF16);
   chunkedAttentionGrad(ops, problem(in, *shape), in.data<void>(4),

@@ -37,6 +37,8 @@ enum Uid : int64_t {
   kQueryGrad,
   kKeyGrad,
   kValueGrad,
+  kRowSegments,    // the segments as [batch, 1, seq, 1]: each query's
+  kColumnSegments, // and as [batch, 1, 1, seq]: each key's
 };
 
 /// Dimensions [batch, heads, seq, headDim] and strides of one operand, over
@@ -91,13 +93,70 @@ Graph newGraph(const char *name, int smVersion) {
   return graph;
 }
 
-/// What the forward and the backward share: causal, the window's keys
-/// (query - key < window), the logits' scale.
+namespace modifiers = fe::graph::attn::score_modifiers;
+
+/// `score` where the query's and the key's documents are one, else -inf.
+Tensor sameDocument(const Graph &graph, const Tensor &score,
+                    const Tensor &rowSegments, const Tensor &columnSegments) {
+  Tensor same =
+      graph->pointwise(rowSegments, columnSegments,
+                       fe::graph::Pointwise_attributes()
+                           .set_name("same_document")
+                           .set_mode(fe::PointwiseMode_t::CMP_EQ)
+                           .set_compute_data_type(fe::DataType_t::INT32));
+  same->set_data_type(fe::DataType_t::BOOLEAN);
+  auto hidden = std::make_shared<fe::graph::Tensor_attributes>(
+      modifiers::get_negative_inf_value());
+  return graph->pointwise(score, hidden, same,
+                          fe::graph::Pointwise_attributes()
+                              .set_name("mask_other_documents")
+                              .set_mode(fe::PointwiseMode_t::BINARY_SELECT));
+}
+
+/// What the forward and the backward share: the logits' scale, causality,
+/// the window's keys (query - key < window), and the soft cap and
+/// documents. cuDNN's own masks take the first three; a soft cap or
+/// documents need a score modifier, which excludes those masks, so it
+/// applies all of them itself (after the scale, as Twill does: cap *
+/// tanh(scale * q.k / cap), then the masks). Returns the soft cap's
+/// modifier, whose backward the gradient's graph adds, or null.
 template <typename Attributes>
-void setLogits(Attributes &attributes, const SdpaProblem &p) {
-  attributes.set_attn_scale(float(p.scale)).set_causal_mask(true);
+std::shared_ptr<modifiers::Softcap>
+setLogits(Attributes &attributes, const SdpaProblem &p, fe::graph::Graph &graph,
+          Tensor &cap) {
+  attributes.set_attn_scale(float(p.scale));
+  if (p.softcap <= 0 && !p.segments) {
+    attributes.set_causal_mask(true);
+    if (p.window > 0)
+      attributes.set_diagonal_band_left_bound(int(p.window));
+    return nullptr;
+  }
+  std::shared_ptr<modifiers::Softcap> softcap;
+  if (p.softcap > 0) {
+    softcap = std::make_shared<modifiers::Softcap>();
+    cap = graph.tensor(float(p.softcap));
+  }
+  Tensor rows, columns;
+  if (p.segments) {
+    rows = operand(graph, kRowSegments, "row_segments",
+                   {{p.batch, 1, p.seq, 1}, {p.seq, 1, 1, 1}});
+    columns = operand(graph, kColumnSegments, "column_segments",
+                      {{p.batch, 1, 1, p.seq}, {p.seq, p.seq, p.seq, 1}});
+    rows->set_data_type(fe::DataType_t::INT32);
+    columns->set_data_type(fe::DataType_t::INT32);
+  }
+  std::optional<int64_t> window;
   if (p.window > 0)
-    attributes.set_diagonal_band_left_bound(int(p.window));
+    window = p.window;
+  attributes.set_score_mod([=](Graph sub, Tensor score) {
+    if (softcap)
+      score = softcap->forward(sub, score, cap);
+    score = modifiers::sliding_window_mask(
+        sub, score, fe::DiagonalAlignment_t::TOP_LEFT, window,
+        /*right_bound=*/0, p.seq, p.seq, nullptr, nullptr, nullptr, nullptr);
+    return rows ? sameDocument(sub, score, rows, columns) : score;
+  });
+  return softcap;
 }
 
 /// out (and with `statistics`, each row's log-sum-exp) from q, k, v.
@@ -110,7 +169,8 @@ Graph forwardGraph(const SdpaProblem &p, bool statistics, int smVersion = 0) {
   auto attributes =
       fe::graph::SDPA_attributes().set_name("sdpa").set_generate_stats(
           statistics);
-  setLogits(attributes, p);
+  Tensor cap;
+  setLogits(attributes, p, *graph, cap);
   auto [out, stats] = graph->sdpa(q, k, v, attributes);
   setOutput(out, kOutput, queryLayout(p));
   if (statistics) {
@@ -136,7 +196,11 @@ Graph backwardGraph(const SdpaProblem &p, int smVersion = 0) {
   auto attributes = fe::graph::SDPA_backward_attributes()
                         .set_name("sdpa_backward")
                         .set_deterministic_algorithm(true);
-  setLogits(attributes, p);
+  Tensor cap;
+  if (auto softcap = setLogits(attributes, p, *graph, cap))
+    attributes.set_score_mod_bprop([=](Graph sub, Tensor gradient) {
+      return softcap->backward(sub, gradient, cap);
+    });
   auto [dq, dk, dv] =
       graph->sdpa_backward(q, k, v, out, grad, stats, attributes);
   setOutput(dq, kQueryGrad, queryLayout(p));
@@ -156,14 +220,8 @@ llvm::Expected<SdpaProblem> twill::sdpaProblem(const AttentionShape &shape,
                                                bool bf16) {
   if (!bf16)
     return problem("fp32 values (cuDNN's fused attention takes bf16)");
-  if (shape.hasSegments)
-    return problem("packed documents (their segments are not yet mapped "
-                   "to cuDNN's sequence lengths)");
-  // What cuDNN 9's validation refuses (FusedAttentionTest): a score
-  // modifier (the soft cap's tanh) with its masks, one query of one key.
-  if (shape.logits.softcap > 0)
-    return problem("a soft cap (cuDNN's score modifier excludes the causal "
-                   "mask and the window)");
+  // What cuDNN 9's validation refuses (FusedAttentionTest): one query of
+  // one key.
   if (shape.seq == 1)
     return problem("one token (cuDNN takes no s_q = s_kv = 1)");
   if (shape.headDim % 8 != 0 || shape.headDim > 256)
@@ -192,7 +250,9 @@ llvm::Expected<SdpaProblem> twill::sdpaProblem(const AttentionShape &shape,
                      shape.kvHeads * shape.headDim,
                      firstKv,
                      shape.logits.window,
-                     shape.logits.scale};
+                     shape.logits.scale,
+                     shape.logits.softcap,
+                     shape.hasSegments};
 }
 
 llvm::Error twill::validateSdpaGraphs(const SdpaProblem &p, int smVersion) {
@@ -298,23 +358,31 @@ static void *firstKv(const SdpaProblem &p, void *values) {
   return static_cast<char *>(values) + p.firstKvHead * p.headDim * 2;
 }
 
-llvm::Error FusedAttention::forward(const SdpaProblem &p, const void *q,
-                                    const void *k, const void *v, void *out,
-                                    void *scratch) {
+/// The variant pack's inputs: `in`, its KV heads from the problem's first.
+static std::unordered_map<int64_t, void *> inputPack(const SdpaProblem &p,
+                                                     const SdpaInputs &in) {
+  std::unordered_map<int64_t, void *> pack = {
+      {kQuery, const_cast<void *>(in.q)},
+      {kKey, const_cast<void *>(firstKv(p, in.k))},
+      {kValue, const_cast<void *>(firstKv(p, in.v))}};
+  if (p.segments) // one tensor, read as rows and as columns
+    pack[kRowSegments] = pack[kColumnSegments] =
+        const_cast<int32_t *>(in.segments);
+  return pack;
+}
+
+llvm::Error FusedAttention::forward(const SdpaProblem &p, const SdpaInputs &in,
+                                    void *out, void *scratch) {
   llvm::Expected<Graphs *> built = graphs(p);
   if (!built)
     return built.takeError();
-  std::unordered_map<int64_t, void *> pack = {
-      {kQuery, const_cast<void *>(q)},
-      {kKey, const_cast<void *>(firstKv(p, k))},
-      {kValue, const_cast<void *>(firstKv(p, v))},
-      {kOutput, out}};
+  std::unordered_map<int64_t, void *> pack = inputPack(p, in);
+  pack[kOutput] = out;
   return check((*built)->forward->execute(state->handle, pack, scratch),
                "execute");
 }
 
-llvm::Error FusedAttention::backward(const SdpaProblem &p, const void *q,
-                                     const void *k, const void *v,
+llvm::Error FusedAttention::backward(const SdpaProblem &p, const SdpaInputs &in,
                                      const void *grad, void *dq, void *dk,
                                      void *dv, void *scratch) {
   llvm::Expected<Graphs *> built = graphs(p);
@@ -324,12 +392,9 @@ llvm::Error FusedAttention::backward(const SdpaProblem &p, const void *q,
   char *statistics = workspace + aligned((*built)->workspaceBytes);
   char *out = statistics +
               aligned(p.batch * p.queryHeads * p.seq * int64_t(sizeof(float)));
-  std::unordered_map<int64_t, void *> pack = {
-      {kQuery, const_cast<void *>(q)},
-      {kKey, const_cast<void *>(firstKv(p, k))},
-      {kValue, const_cast<void *>(firstKv(p, v))},
-      {kOutput, out},
-      {kStatistics, statistics}};
+  std::unordered_map<int64_t, void *> pack = inputPack(p, in);
+  pack[kOutput] = out;
+  pack[kStatistics] = statistics;
   if (llvm::Error error = check((*built)->forwardWithStatistics->execute(
                                     state->handle, pack, workspace),
                                 "execute the forward for its statistics"))

@@ -3,10 +3,13 @@
 // The cuda backend's attention where cuDNN's fused flash attention (its
 // SDPA graphs, through cudnn-frontend) computes what ChunkedAttention.h
 // does: causal grouped-query attention of bf16 values, with a sliding
-// window, head_dim up to 256. What it cannot take (fp32 values, packed
-// documents' segments, Gemma 2's soft cap, one token, a head block that
-// splits a KV group unevenly) runs the chunked kernel, which stays the
-// reference.
+// window, packed documents and Gemma 2's soft cap, head_dim up to 256.
+// What it cannot take (fp32 values, one token, a head block that splits a
+// KV group unevenly) runs the chunked kernel, which stays the reference.
+//
+// cuDNN's own causal and window masks skip the tiles they hide; a soft cap
+// or documents need a score modifier, which applies every mask itself
+// (documents compare each query's segment with each key's).
 //
 // Twill's values are [batch, seq, heads, headDim]; the graphs read them
 // in place as cuDNN's [batch, heads, seq, headDim] through strides. A rank
@@ -47,13 +50,25 @@ struct SdpaProblem {
   /// (which hold kvRowElements / headDim heads).
   int64_t firstKvHead;
   int64_t window;
-  double scale;
+  double scale, softcap;
+  /// Whether the rows pack documents: int32 segments [batch, seq] say each
+  /// token's, and attention stays inside each.
+  bool segments;
 
   auto key() const {
     return std::tie(batch, seq, queryHeads, kvHeads, headDim, queryRowElements,
-                    kvRowElements, firstKvHead, window, scale);
+                    kvRowElements, firstKvHead, window, scale, softcap,
+                    segments);
   }
   bool operator<(const SdpaProblem &other) const { return key() < other.key(); }
+};
+
+/// What a fused attention reads: q, k and v, [batch, seq, heads, headDim]
+/// bf16, and where the problem packs documents their int32 segments
+/// [batch, seq].
+struct SdpaInputs {
+  const void *q, *k, *v;
+  const int32_t *segments;
 };
 
 /// `shape`'s problem for cuDNN's fused attention, or why it has none (see
@@ -83,16 +98,16 @@ public:
                                        bool gradient);
 
   /// out = attention(q, k, v); `scratch` holds scratchBytes(problem, false).
-  llvm::Error forward(const SdpaProblem &problem, const void *q, const void *k,
-                      const void *v, void *out, void *scratch);
+  llvm::Error forward(const SdpaProblem &problem, const SdpaInputs &in,
+                      void *out, void *scratch);
   /// dq, dk, dv of attention given dL/dout (`grad`); `scratch` holds
   /// scratchBytes(problem, true). The output the gradient is taken at is
   /// made again with the statistics, so the two agree by construction. The
   /// key and value gradients of KV heads the problem does not use are left
   /// to the caller.
-  llvm::Error backward(const SdpaProblem &problem, const void *q, const void *k,
-                       const void *v, const void *grad, void *dq, void *dk,
-                       void *dv, void *scratch);
+  llvm::Error backward(const SdpaProblem &problem, const SdpaInputs &in,
+                       const void *grad, void *dq, void *dk, void *dv,
+                       void *scratch);
 
   struct Graphs;
 
