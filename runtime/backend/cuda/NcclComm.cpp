@@ -4,7 +4,11 @@
 
 #include "llvm/Support/FormatVariadic.h"
 
+#include <cuda_runtime.h>
+
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <thread>
 
 using namespace twill;
@@ -15,6 +19,31 @@ llvm::Error twill::checkNccl(ncclResult_t result, llvm::StringRef call) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                  call + " failed: " +
                                      ncclGetErrorString(result));
+}
+
+llvm::Expected<int> twill::sharedGpuCtas(int ranksPerGpu, int ncclVersion,
+                                         const char *enable) {
+  if (ranksPerGpu <= 1)
+    return 0;
+  // NCCL_VERSION(2, 30, 0): the first with NCCL_MULTI_RANK_GPU_ENABLE.
+  constexpr int kFirstShared = 23000;
+  std::string sharing = llvm::formatv(
+      "{0} ranks share each GPU of this node (more ranks than GPUs)",
+      ranksPerGpu);
+  if (ncclVersion < kFirstShared)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        llvm::formatv("{0}: NCCL takes that from 2.30 on, and this is NCCL "
+                      "{1}.{2}.{3}; launch one rank per GPU, or load a newer "
+                      "NCCL (LD_LIBRARY_PATH)",
+                      sharing, ncclVersion / 10000, ncclVersion / 100 % 100,
+                      ncclVersion % 100));
+  if (!enable || llvm::StringRef(enable) != "1")
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        sharing + ": NCCL runs them only with NCCL_MULTI_RANK_GPU_ENABLE=1 "
+                  "(slower than one rank per GPU: for trying a mesh)");
+  return std::max(1, 8 / ranksPerGpu);
 }
 
 llvm::Expected<std::unique_ptr<NcclComm>>
@@ -31,6 +60,21 @@ NcclComm::create(const Communicator &mpi, const Mesh &mesh) {
   // rank that never comes is seen by settle() and the job ends.
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
+  int devices = 0, version = 0;
+  if (cudaError_t result = cudaGetDeviceCount(&devices))
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   llvm::Twine("cudaGetDeviceCount failed: ") +
+                                       cudaGetErrorString(result));
+  if (llvm::Error error = checkNccl(ncclGetVersion(&version), "ncclGetVersion"))
+    return std::move(error);
+  int ranks = Communicator::ranksOnThisNode();
+  llvm::Expected<int> ctas =
+      sharedGpuCtas((ranks + devices - 1) / std::max(devices, 1), version,
+                    std::getenv("NCCL_MULTI_RANK_GPU_ENABLE"));
+  if (!ctas)
+    return ctas.takeError();
+  if (*ctas > 0)
+    config.maxCTAs = *ctas;
   // The call writes comm->world: it is read only after the call returns
   // (an argument beside the call could be read before it, as nullptr).
   ncclResult_t started = ncclCommInitRankConfig(&comm->world, mpi.worldSize(),

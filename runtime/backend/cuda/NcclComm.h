@@ -23,6 +23,15 @@
 
 namespace twill {
 
+/// The most CTAs a rank's NCCL kernels take where `ranksPerGpu` ranks of
+/// a node share each GPU (a mesh tried on fewer GPUs than ranks; 0 where
+/// each rank has its own: NCCL's default), or why NCCL cannot run so:
+/// NCCL from 2.30 on takes several ranks on one GPU when
+/// NCCL_MULTI_RANK_GPU_ENABLE=1 (`enable`), and their kernels, each waiting
+/// on the others', must fit on the GPU together.
+llvm::Expected<int> sharedGpuCtas(int ranksPerGpu, int ncclVersion,
+                                  const char *enable);
+
 class NcclComm {
 public:
   static llvm::Expected<std::unique_ptr<NcclComm>>
