@@ -1,6 +1,6 @@
 //===- MpiTransport.cpp - the collectives over MPI ------------------------===//
 
-#include "runtime/comm/Communicator.h"
+#include "runtime/comm/Transports.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
@@ -121,38 +121,27 @@ static int64_t product(llvm::ArrayRef<int64_t> values) {
 static int ranksSharingThisNode = 1;
 static int placeOnThisNode = 0;
 
-void Communicator::initialize(int &argc, char **&argv) {
-  MPI_Init(&argc, &argv);
-  MPI_Comm node = MPI_COMM_NULL;
-  if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0,
-                          MPI_INFO_NULL, &node) == MPI_SUCCESS) {
-    MPI_Comm_size(node, &ranksSharingThisNode);
-    MPI_Comm_rank(node, &placeOnThisNode);
-    MPI_Comm_free(&node);
-  }
-}
-
-int Communicator::ranksOnThisNode() { return ranksSharingThisNode; }
-int Communicator::rankOnThisNode() { return placeOnThisNode; }
-
-void Communicator::finalize() { MPI_Finalize(); }
-
-void Communicator::abortAll() {
-  MPI_Abort(MPI_COMM_WORLD, 1);
-  std::_Exit(1);
-}
-
-int Communicator::launchedRanks() {
-  int ranks = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
-  return ranks;
-}
-
-llvm::Expected<std::unique_ptr<Communicator>>
-Communicator::create(llvm::ArrayRef<std::string> axisNames,
-                     llvm::ArrayRef<int64_t> shape) {
-  return MpiCommunicator::create(axisNames, shape);
-}
+const Transport twill::kMpiTransport = {
+    [](int &argc, char **&argv) {
+      MPI_Init(&argc, &argv);
+      MPI_Comm node = MPI_COMM_NULL;
+      if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0,
+                              MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+        MPI_Comm_size(node, &ranksSharingThisNode);
+        MPI_Comm_rank(node, &placeOnThisNode);
+        MPI_Comm_free(&node);
+      }
+    },
+    [] { MPI_Finalize(); },
+    [] { MPI_Abort(MPI_COMM_WORLD, 1); },
+    [] {
+      int ranks = 1;
+      MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+      return ranks;
+    },
+    [] { return ranksSharingThisNode; },
+    [] { return placeOnThisNode; },
+    MpiCommunicator::create};
 
 llvm::Expected<std::unique_ptr<Communicator>>
 MpiCommunicator::create(llvm::ArrayRef<std::string> axisNames,

@@ -1,9 +1,10 @@
-//===- CommTest.cpp - collectives on every mesh axis, under mpirun --------===//
+//===- CommTest.cpp - collectives on every mesh axis, on every transport
+//---===//
 //
-// Run as `mpirun -np N twill-comm-tests` with TWILL_TEST_MESH=dp,tp. Every
-// rank fills its input from its rank, so each rank can compute what every
-// collective must return and check it; the process fails on every rank if
-// any rank saw a failure.
+// Run as `mpirun -np N twill-comm-tests`, or under torchrun (the TCP
+// transport), with TWILL_TEST_MESH=dp,tp. Every rank fills its input from
+// its rank, so each rank can compute what every collective must return and
+// check it; the process fails on every rank if any rank saw a failure.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,8 +14,8 @@
 #include "gtest/gtest.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
-#include <mpi.h>
 
 using namespace twill;
 
@@ -274,8 +275,7 @@ TEST_F(CommTest, BackendRunsCollectiveInstructions) {
 }
 
 TEST(CommMesh, AWrongRankCountIsAnErrorOnEveryRank) {
-  int size;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  int size = Communicator::launchedRanks();
   auto created = Communicator::create({"dp", "tp"}, {size + 1, 1});
   ASSERT_FALSE(bool(created));
   EXPECT_NE(llvm::toString(created.takeError()).find("ranks were started"),
@@ -286,13 +286,14 @@ TEST(CommMesh, AWrongRankCountIsAnErrorOnEveryRank) {
 // every rank: mpirun starts them on this one) hold places 0, 1, ... once
 // each, whatever their world ranks.
 TEST(CommMesh, EachRankOfANodeHasItsOwnPlaceOnIt) {
-  int size;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  int size = Communicator::launchedRanks();
   ASSERT_EQ(Communicator::ranksOnThisNode(), size);
-  int place = Communicator::rankOnThisNode();
-  std::vector<int> places(size);
-  MPI_Allgather(&place, 1, MPI_INT, places.data(), 1, MPI_INT,
-                MPI_COMM_WORLD);
+  auto world = Communicator::create({"world"}, {size});
+  ASSERT_TRUE(bool(world)) << llvm::toString(world.takeError());
+  float place = float(Communicator::rankOnThisNode());
+  std::vector<float> places(size);
+  ASSERT_FALSE(bool(finished(
+      (*world)->startAllGather("world", &place, places.data(), {1}, 0))));
   std::sort(places.begin(), places.end());
   for (int i = 0; i < size; ++i)
     EXPECT_EQ(places[i], i);
@@ -304,7 +305,20 @@ int main(int argc, char **argv) {
   Communicator::initialize(argc, argv);
   ::testing::InitGoogleTest(&argc, argv);
   int failed = RUN_ALL_TESTS() != 0, anyFailed = 0;
-  MPI_Allreduce(&failed, &anyFailed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  MPI_Finalize();
+  {
+    int size = Communicator::launchedRanks();
+    auto world = Communicator::create({"world"}, {size});
+    double worst = failed;
+    llvm::Error error = world ? (*world)->allReduce("world", &worst, 1,
+                                                    /*max=*/true)
+                              : world.takeError();
+    if (error) {
+      std::fprintf(stderr, "twill-comm-tests: the ranks' verdicts: %s\n",
+                   llvm::toString(std::move(error)).c_str());
+      return 1;
+    }
+    anyFailed = worst > 0;
+  }
+  Communicator::finalize();
   return anyFailed;
 }

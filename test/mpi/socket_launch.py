@@ -1,0 +1,148 @@
+"""Training launched without MPI: torchrun's variables, the TCP transport.
+
+    python socket_launch.py --bin BUILD/bin --work DIR --data train.jsonl
+                            --config tiny.textproto
+
+The tiny job's losses on 2x2 under torchrun (its agent's store on
+MASTER_PORT, Twill's hub on the next port) and on 1x2 with the variables
+set by hand (the hub on MASTER_PORT, as a Kubernetes PyTorchJob sets them)
+must be its 1x1 losses within 1e-5 relative, as under mpirun
+(mesh_equivalence.py). And a launch that goes wrong ends, with the reason
+on every rank, instead of waiting: a rank that fails at its start ends the
+others; a launch with fewer ranks than the mesh is refused on each.
+"""
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+JOB = ["model.num_hidden_layers=2", "model.vocab_size=509", "lora.rank=3",
+       "lora.alpha=6", "train.seq_len=30", "train.batch_size=3",
+       "train.gradient_accumulation_steps=2", "train.epochs=1",
+       "train.max_steps_per_epoch=5"]
+TOLERANCE = 1e-5
+
+
+def compile_job(args, dp, tp, name):
+    program = args.work / f"{name}.twx"
+    subprocess.run([str(args.bin / "twillc"), str(args.config), *JOB,
+                    f"parallel.dp={dp}", f"parallel.tp={tp}",
+                    f"checkpoint.output_dir={args.work / name}", "-o",
+                    str(program)], check=True)
+    return program
+
+
+def losses(args, name):
+    metrics = args.work / name / "metrics.jsonl"
+    return [json.loads(line)["loss"]
+            for line in metrics.read_text().splitlines()]
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def by_hand(command_of_rank, ranks, timeout=120):
+    """Starts `ranks` processes with torchrun's variables set by hand;
+    returns each one's (exit code, output)."""
+    port = free_port()
+    processes = []
+    for rank in range(ranks):
+        env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(ranks),
+                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+                   OMP_NUM_THREADS="1")
+        env.pop("TORCHELASTIC_USE_AGENT_STORE", None)
+        processes.append(subprocess.Popen(
+            command_of_rank(rank), env=env, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True))
+    results = []
+    for process in processes:
+        try:
+            output, _ = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            output, _ = process.communicate()
+            output += f"\n(killed after {timeout} s: it waited)"
+        results.append((process.returncode, output))
+    return results
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bin", type=Path, required=True)
+    parser.add_argument("--work", type=Path, required=True)
+    parser.add_argument("--data", type=Path, required=True)
+    parser.add_argument("--config", type=Path, required=True)
+    args = parser.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    train = [str(args.bin / "twill-train")]
+    failures = []
+
+    alone = compile_job(args, 1, 1, "alone")
+    subprocess.run(train + [str(alone), "--data", str(args.data)],
+                   check=True, capture_output=True)
+    reference = losses(args, "alone")
+
+    def compare(name, what):
+        got = losses(args, name)
+        worst = max(abs(a - b) / abs(b) for a, b in zip(got, reference))
+        if len(got) != len(reference) or worst > TOLERANCE:
+            failures.append(f"{what}: losses {got} vs 1x1 {reference}")
+        print(f"{what}: {len(got)} losses within {worst:.1e} of 1x1's")
+
+    program = compile_job(args, 2, 2, "torchrun-2x2")
+    run = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone",
+         "--nproc-per-node=4", "--no-python", *train, str(program), "--data",
+         str(args.data)], env=dict(os.environ, OMP_NUM_THREADS="1"),
+        capture_output=True, text=True, timeout=300)
+    if run.returncode != 0:
+        sys.exit(f"2x2 under torchrun failed:\n{run.stdout}{run.stderr}")
+    compare("torchrun-2x2", "2x2 under torchrun")
+
+    program = compile_job(args, 1, 2, "by-hand-1x2")
+    ran = by_hand(lambda rank: train + [str(program), "--data",
+                                        str(args.data)], 2)
+    if any(code != 0 for code, _ in ran):
+        sys.exit("1x2 launched by hand failed:\n" +
+                 "\n".join(output for _, output in ran))
+    compare("by-hand-1x2", "1x2, the variables set by hand")
+
+    # Rank 1 cannot read its data: it fails, and rank 0, waiting for it in
+    # a collective, ends too, saying why.
+    program = compile_job(args, 1, 2, "one-fails")
+    ran = by_hand(lambda rank: train + [
+        str(program), "--data",
+        str(args.data if rank == 0 else args.work / "no-such.jsonl")], 2, 60)
+    codes = [code for code, _ in ran]
+    if codes[0] == 0 or codes[1] == 0 or "rank 1 ended the job" not in ran[0][1]:
+        failures.append(f"a rank failing at its start: exits {codes}, rank "
+                        f"0 said:\n{ran[0][1][-800:]}")
+    else:
+        print("a rank failing at its start ends the other, which says so")
+
+    # Two ranks for a 2x2 mesh: refused on each.
+    program = compile_job(args, 2, 2, "too-few")
+    ran = by_hand(lambda rank: train + [str(program), "--data",
+                                        str(args.data)], 2, 60)
+    said = [("(4 ranks) but 2 ranks were started" in output)
+            for _, output in ran]
+    if any(code == 0 for code, _ in ran) or not all(said):
+        failures.append("2 ranks for a 2x2 mesh: " + " / ".join(
+            f"exit {code}: {output[-300:]}" for code, output in ran))
+    else:
+        print("2 ranks for a 2x2 mesh: refused on each")
+
+    if failures:
+        sys.exit("FAILED:\n" + "\n".join(failures))
+    print("socket launch: ok")
+
+
+if __name__ == "__main__":
+    main()
