@@ -13,7 +13,8 @@
 # llama8b-long-32768.twx: the long-context transformations at seq 32768 (3
 # steps); llama8b-dropout-4096.twx: seq 4096 with LoRA dropout 0.1; and
 # llama8b-chunked-4096.twx: llama8b-4096 again, for the device check to
-# run with TWILL_CUDA_ATTENTION=chunked. The programs write under /tmp/twill-gpu, so they run on another machine from
+# run with TWILL_CUDA_ATTENTION=chunked; nccl-MESH-BACKEND.twx: the tiny job
+# on 2x1 and 1x2 for two NCCL ranks on one GPU. The programs write under /tmp/twill-gpu, so they run on another machine from
 # the same path (bench/device_bundle.sh).
 set -euo pipefail
 bin=${1:?usage: bench/compile_gpu_programs.sh BUILD_BIN}
@@ -27,6 +28,18 @@ python=python3
 "$python" test/gpu/cuda_vs_cpu.py --bin "$bin" --work "$work/gpu" \
     --config configs/tiny.textproto --data data/recall/train.jsonl \
     --compile-only
+# Two NCCL ranks on one GPU (the device check's nccl part): the tiny job
+# on 2x1 and 1x2, fp32, once for the cuda run and once for the cpu's (each
+# its own output folder).
+for mesh in 2x1 1x2; do
+  for backend in cuda cpu; do
+    "$bin/twillc" configs/tiny.textproto model.num_hidden_layers=2 \
+        train.seq_len=30 train.batch_size=3 train.epochs=1 \
+        train.max_steps_per_epoch=5 parallel.dp=${mesh%x*} \
+        parallel.tp=${mesh#*x} checkpoint.output_dir="$work/nccl-$mesh-$backend-out" \
+        -o "$work/nccl-$mesh-$backend.twx"
+  done
+done
 # No activation checkpointing (the config asks for FULL, for 8 GPUs and seq
 # 8192): on one H200 the step's activations fit (a 20 GB arena at seq 4096,
 # 78 GB at 16384), and the MFU formula counts no recomputation.

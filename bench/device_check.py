@@ -26,11 +26,14 @@ The parts, most valuable first:
    fault fails its own case; a fault that ends the GPU's context stops the
    harness, which goes on from the next case in a new process; each failed
    case is then run again alone, to tell its own failures from another's;
-2. gpu.cuda_vs_cpu (test/gpu/cuda_vs_cpu.py): train steps and 20-step runs,
+2. two NCCL ranks on the one GPU (NCCL 2.30's NCCL_MULTI_RANK_GPU_ENABLE,
+   launched over TCP: the bundle has no MPI): the tiny job on 2x1 and
+   1x2, its losses against the same programs' on the cpu backend (1e-5);
+3. gpu.cuda_vs_cpu (test/gpu/cuda_vs_cpu.py): train steps and 20-step runs,
    cuda against cpu;
-3. the bf16 GEMM peak of this GPU (8192^3 through PyTorch's cuBLAS, random
+4. the bf16 GEMM peak of this GPU (8192^3 through PyTorch's cuBLAS, random
    data, median of 20), the ceiling MFU is measured against;
-4. the Llama-3.1-8B-shape LoRA step (bf16, rank 16 on all projections, seq
+5. the Llama-3.1-8B-shape LoRA step (bf16, rank 16 on all projections, seq
    4096, batch 1, one GPU) for 4 steps with --profile: tokens/s of steps
    2-4, MFU, device memory against the memory plan, the profile summary,
    the step against the one twillc's cost estimate predicts at
@@ -38,14 +41,14 @@ The parts, most valuable first:
    then the same with attention as the chunked kernel
    (TWILL_CUDA_ATTENTION=chunked: cuDNN's fused attention's baseline), with
    LoRA dropout 0.1 (its cost is the difference), and at seq 16384;
-5. seq 32768 with every long-context transformation (FULL checkpointing,
+6. seq 32768 with every long-context transformation (FULL checkpointing,
    offload to pinned host memory, tiled MLP and projections, tiled loss),
    its device memory against the plan;
-6. compute-sanitizer over the conformance cases: memcheck on every case,
+7. compute-sanitizer over the conformance cases: memcheck on every case,
    racecheck on those whose kernels share memory within a block.
 
---parts runs some of them (conformance, cuda_vs_cpu, peak, steps, long,
-sanitizer), as a second run in a window does after a fix.
+--parts runs some of them (conformance, nccl, cuda_vs_cpu, peak, steps,
+long, sanitizer), as a second run in a window does after a fix.
 
 The check itself writes nothing but those four files in OUT (it refuses an
 OUT that holds one already) and, in a folder it makes new under --work
@@ -90,15 +93,16 @@ GOAL = 8000  # tokens/s, issue 12's first figure
 FILE_LIMIT = 15 << 20  # each file that comes back: under the 16 MiB limit
 RESERVE = 8  # seconds kept after the last part, to write and pack
 SKIP = 77
-PARTS = ["conformance", "cuda_vs_cpu", "peak", "steps", "long", "sanitizer"]
+PARTS = ["conformance", "nccl", "cuda_vs_cpu", "peak", "steps", "long",
+         "sanitizer"]
 # What the check writes in OUT (results.md.partial: while rewriting it).
 OUTPUTS = ["results.md", "results.md.partial", "device_check.log",
            "logs.tar.gz", "traces.tar.gz"]
 # The programs of --bin, each with the parts that run it, and the parts
 # that run the programs of --programs.
 RUNS = {"twill-conformance": {"conformance", "sanitizer"},
-        "twill-train": {"cuda_vs_cpu", "steps", "long"}}
-COMPILED = {"cuda_vs_cpu", "steps", "long"}
+        "twill-train": {"nccl", "cuda_vs_cpu", "steps", "long"}}
+COMPILED = {"nccl", "cuda_vs_cpu", "steps", "long"}
 # Ops whose cuda kernels share memory within a block (blockSum, blockMax).
 SHARED_MEMORY_OPS = "attention,cross_entropy,norm,sum_squares"
 
@@ -301,6 +305,58 @@ def conformance(check, args):
     if alone:
         check.row("conformance: each failed case run again alone",
                   "; ".join(alone))
+
+
+# Starts `ranks` ranks of a command with torchrun's variables (Twill's TCP
+# launch) and exits with the worst exit code.
+RANKS = """
+import os, socket, subprocess, sys
+ranks, command = int(sys.argv[1]), sys.argv[2:]
+with socket.socket() as probe:
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+processes = [subprocess.Popen(command, env=dict(
+    os.environ, RANK=str(rank), WORLD_SIZE=str(ranks),
+    MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))) for rank in range(ranks)]
+sys.exit(max(process.wait() for process in processes))
+"""
+NCCL_TOLERANCE = 1e-5  # fp32: the cuda and cpu kernels' rounding
+
+
+def nccl_one_gpu(check, args):
+    """The tiny job on 2x1 and 1x2, both ranks on the one GPU, against the
+    same mesh on the cpu backend (bench/compile_gpu_programs.sh's nccl-*
+    programs)."""
+    env = dict(os.environ, NCCL_MULTI_RANK_GPU_ENABLE="1", OMP_NUM_THREADS="1")
+    for mesh in ("2x1", "1x2"):
+        what = f"NCCL: the tiny job on {mesh}, two ranks on one GPU, against the cpu"
+        losses = {}
+        for backend in ("cuda", "cpu"):
+            name = f"nccl-{mesh}-{backend}"
+            code, text = check.run(
+                f"tiny job {mesh} on {backend}",
+                [sys.executable, "-c", RANKS, "2", args.bin / "twill-train",
+                 args.programs / f"{name}.twx", f"--backend={backend}",
+                 "--data", args.data], 90, f"{name}.txt", env)
+            metrics = args.programs / f"{name}-out" / "metrics.jsonl"
+            if code != 0 or not metrics.exists():
+                tail = " / ".join(text.strip().splitlines()[-3:])
+                losses = None
+                check.row(what, not_run(code, text) or
+                          f"FAILED on {backend} (exit {code}): {tail[-400:]}")
+                break
+            losses[backend] = [json.loads(line)["loss"]
+                               for line in metrics.read_text().splitlines()]
+        if losses is None:
+            continue
+        cuda, cpu = losses["cuda"], losses["cpu"]
+        worst = max((abs(a - b) / abs(b) for a, b in zip(cuda, cpu)),
+                    default=math.inf)
+        check.row(what, ("passed" if len(cuda) == len(cpu) and
+                         worst <= NCCL_TOLERANCE else "FAILED") +
+                  f": {len(cuda)} losses within {worst:.1e} relative "
+                  f"(tolerance {NCCL_TOLERANCE:.0e}); cuda {cuda[-1]:.6f}, "
+                  f"cpu {cpu[-1]:.6f} at the last step")
 
 
 def cuda_vs_cpu(check, args):
@@ -597,6 +653,8 @@ def main():
 
     if "conformance" in parts:
         guarded("conformance", conformance, check, args)
+    if "nccl" in parts:
+        guarded("NCCL: two ranks on one GPU", nccl_one_gpu, check, args)
     if "cuda_vs_cpu" in parts:
         guarded("gpu.cuda_vs_cpu", cuda_vs_cpu, check, args)
     peak = guarded("bf16 GEMM peak", gemm_peak, check) if "peak" in parts \

@@ -124,6 +124,13 @@ std::vector<char> reduced(llvm::ArrayRef<std::vector<char>> inputs, bool max) {
   return out;
 }
 
+llvm::Error unevenSplit(const char *what, int64_t dim, int64_t length,
+                        int64_t ranks) {
+  return protocolError(
+      llvm::formatv("{0}: dim {1} of size {2} does not split over {3} ranks",
+                    what, dim, length, ranks));
+}
+
 } // namespace
 
 llvm::Expected<std::vector<std::vector<char>>>
@@ -165,9 +172,7 @@ sockets::results(const Collective &c, llvm::ArrayRef<std::vector<char>> in) {
   case Op::ReduceScatter: {
     Split split(c.inShape(), c.dim);
     if (split.length % n)
-      return protocolError(llvm::formatv("reduce_scatter: dim {0} of size "
-                                         "{1} does not split over {2} ranks",
-                                         c.dim, split.length, n));
+      return unevenSplit("reduce_scatter", c.dim, split.length, n);
     Bytes sum = reduced<float>(in, false);
     int64_t row = split.length / n * split.inner * 4;
     std::vector<Bytes> out(n, Bytes(bytes / n));
@@ -182,9 +187,7 @@ sockets::results(const Collective &c, llvm::ArrayRef<std::vector<char>> in) {
     // j, which concatenates its n blocks along concatDim in rank order.
     Split source(c.inShape(), c.dim);
     if (source.length % n)
-      return protocolError(llvm::formatv("all_to_all: dim {0} of size {1} "
-                                         "does not split over {2} ranks",
-                                         c.dim, source.length, n));
+      return unevenSplit("all_to_all", c.dim, source.length, n);
     std::vector<int64_t> blockShape(c.inShape().begin(), c.inShape().end());
     blockShape[c.dim] /= n;
     int64_t sourceRow = source.length / n * source.inner * 4;

@@ -274,7 +274,8 @@ def terminated(work):
            "SIGTERM: the logs are kept")
 
 
-PARTS = ["conformance", "cuda_vs_cpu", "peak", "steps", "long", "sanitizer"]
+PARTS = ["conformance", "nccl", "cuda_vs_cpu", "peak", "steps", "long",
+         "sanitizer"]
 
 
 def refused(work, what, flags, *named, out=None):
@@ -377,7 +378,9 @@ def bad_bin_programs_parts(work):
 
 # The programs the check runs, each the tiny job under an 8B program's name
 # writing where the check reads, with twillc's report at the cluster.
-PROGRAMS = {"llama8b-4096": [], "llama8b-chunked-4096": [],
+PROGRAMS = {"nccl-2x1-cuda": ["parallel.dp=2"], "nccl-2x1-cpu": ["parallel.dp=2"],
+            "nccl-1x2-cuda": ["parallel.tp=2"], "nccl-1x2-cpu": ["parallel.tp=2"],
+            "llama8b-4096": [], "llama8b-chunked-4096": [],
             "llama8b-dropout-4096": ["lora.dropout=0.1"],
             "llama8b-16384": [],
             "llama8b-long-32768": ["parallel.activation_checkpointing=FULL"]}
@@ -422,6 +425,10 @@ def working_gpu(work, args):
         expect(re.search(r"profile \(top op kinds\) \| (\w+ [\d.]+% [\d.]+ "
                          r"\w+/s(; | \|)){6}", figures),
                f"GPU: {what}: profile", figures)
+    for mesh in ("2x1", "1x2"):
+        expect(re.search(rf"NCCL: the tiny job on {mesh}, two ranks on one "
+                         r"GPU, against the cpu \| passed: 4 losses within",
+                         results), f"GPU: NCCL, {mesh}", results)
     expect("| GPU (nvidia-smi) | NVIDIA H200, 143771 MiB" in results and
            "| gpu.cuda_vs_cpu | passed" in results and
            "1 of 1 cases passed" in results,
