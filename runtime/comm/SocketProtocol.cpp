@@ -5,6 +5,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cstring>
+#include <type_traits>
 
 using namespace twill;
 using namespace twill::sockets;
@@ -40,7 +41,13 @@ static int64_t elementBytes(Op op) {
 }
 
 int64_t Collective::inputBytes() const {
-  return product(inShape()) * elementBytes(op);
+  // -1 for a shape no input has (a negative or overflowing size): what
+  // arrived from another process is checked, never trusted.
+  int64_t bytes = elementBytes(op);
+  for (int64_t size : inShape())
+    if (size < 0 || __builtin_mul_overflow(bytes, size, &bytes))
+      return -1;
+  return bytes;
 }
 
 std::string Collective::describe(llvm::ArrayRef<int32_t> group) const {
@@ -111,6 +118,15 @@ struct Split {
         inner(product(shape.drop_front(dim + 1))) {}
 };
 
+/// a + b; integers wrap around as two's complement (as MPI's sums do on
+/// every machine Twill runs on) rather than overflow.
+template <typename T> T plus(T a, T b) {
+  if constexpr (std::is_integral_v<T>)
+    return T(std::make_unsigned_t<T>(a) + std::make_unsigned_t<T>(b));
+  else
+    return a + b;
+}
+
 template <typename T>
 std::vector<char> reduced(llvm::ArrayRef<std::vector<char>> inputs, bool max) {
   std::vector<char> out = inputs[0];
@@ -119,9 +135,15 @@ std::vector<char> reduced(llvm::ArrayRef<std::vector<char>> inputs, bool max) {
   for (const std::vector<char> &input : inputs.drop_front()) {
     const T *values = reinterpret_cast<const T *>(input.data());
     for (size_t i = 0; i < count; ++i)
-      sum[i] = max ? std::max(sum[i], values[i]) : sum[i] + values[i];
+      sum[i] = max ? std::max(sum[i], values[i]) : plus(sum[i], values[i]);
   }
   return out;
+}
+
+/// memcpy, for any count: an empty tensor's data() may be null.
+void copy(char *to, const char *from, int64_t bytes) {
+  if (bytes > 0)
+    std::memcpy(to, from, bytes);
 }
 
 llvm::Error unevenSplit(const char *what, int64_t dim, int64_t length,
@@ -136,6 +158,8 @@ llvm::Error unevenSplit(const char *what, int64_t dim, int64_t length,
 llvm::Expected<std::vector<std::vector<char>>>
 sockets::results(const Collective &c, llvm::ArrayRef<std::vector<char>> in) {
   int64_t n = in.size(), bytes = c.inputBytes();
+  if (bytes < 0 || n == 0 || (c.op == Op::AllGather && bytes > INT64_MAX / n))
+    return protocolError("a collective of no size its inputs can have");
   for (const std::vector<char> &input : in)
     if (int64_t(input.size()) != bytes)
       return protocolError(llvm::formatv(
@@ -146,6 +170,11 @@ sockets::results(const Collective &c, llvm::ArrayRef<std::vector<char>> in) {
                 c.concatDim >= c.dims))
     return protocolError("a collective along a dim its input lacks");
   using Bytes = std::vector<char>;
+  // Nothing to move (a dim of size 0): no loop over the other dims, which
+  // may be as large as a peer says. A split must still be even.
+  bool splits = c.op == Op::ReduceScatter || c.op == Op::AllToAll;
+  if (bytes == 0 && (!splits || c.shape[c.dim] % n == 0))
+    return std::vector<Bytes>(n);
   switch (c.op) {
   case Op::AllReduceF32:
     return std::vector<Bytes>(n, reduced<float>(in, false));
@@ -165,8 +194,7 @@ sockets::results(const Collective &c, llvm::ArrayRef<std::vector<char>> in) {
     Bytes out(bytes * n);
     for (int64_t r = 0; r < n; ++r)
       for (int64_t o = 0; o < split.outer; ++o)
-        std::memcpy(out.data() + (o * n + r) * row, in[r].data() + o * row,
-                    row);
+        copy(out.data() + (o * n + r) * row, in[r].data() + o * row, row);
     return std::vector<Bytes>(n, out);
   }
   case Op::ReduceScatter: {
@@ -178,8 +206,7 @@ sockets::results(const Collective &c, llvm::ArrayRef<std::vector<char>> in) {
     std::vector<Bytes> out(n, Bytes(bytes / n));
     for (int64_t r = 0; r < n; ++r)
       for (int64_t o = 0; o < split.outer; ++o)
-        std::memcpy(out[r].data() + o * row, sum.data() + (o * n + r) * row,
-                    row);
+        copy(out[r].data() + o * row, sum.data() + (o * n + r) * row, row);
     return out;
   }
   case Op::AllToAll: {
@@ -198,11 +225,11 @@ sockets::results(const Collective &c, llvm::ArrayRef<std::vector<char>> in) {
     for (int64_t r = 0; r < n; ++r)
       for (int64_t j = 0; j < n; ++j) {
         for (int64_t o = 0; o < source.outer; ++o)
-          std::memcpy(block.data() + o * sourceRow,
-                      in[r].data() + (o * n + j) * sourceRow, sourceRow);
+          copy(block.data() + o * sourceRow,
+               in[r].data() + (o * n + j) * sourceRow, sourceRow);
         for (int64_t o = 0; o < target.outer; ++o)
-          std::memcpy(out[j].data() + (o * n + r) * targetRow,
-                      block.data() + o * targetRow, targetRow);
+          copy(out[j].data() + (o * n + r) * targetRow,
+               block.data() + o * targetRow, targetRow);
       }
     return out;
   }

@@ -63,7 +63,7 @@ struct Collective {
 
   bool operator==(const Collective &other) const;
   llvm::ArrayRef<int64_t> inShape() const { return {shape, size_t(dims)}; }
-  /// The bytes of each rank's input.
+  /// The bytes of each rank's input (-1 for no size an input can have).
   int64_t inputBytes() const;
   /// What it is, for messages: "all_gather over ranks 0, 2".
   std::string describe(llvm::ArrayRef<int32_t> group) const;

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstring>
 
 using namespace twill;
@@ -144,6 +145,32 @@ TEST(SocketProtocol, InputsThatDoNotFitAreRefused) {
   ASSERT_FALSE(bool(split));
   EXPECT_NE(llvm::toString(split.takeError()).find("does not split"),
             std::string::npos);
+}
+
+// What the fuzz target found: shapes a peer may send that no input has,
+// or that hold nothing across dims as large as it likes, and sums past
+// int64's range.
+TEST(SocketProtocol, HostileShapesAndSumsAreBounded) {
+  std::vector<std::vector<char>> empty(2);
+  auto nothing =
+      results(along(Op::AllGather, {int64_t(1) << 40, 0, 1 << 20}, 2), empty);
+  ASSERT_TRUE(bool(nothing)) << llvm::toString(nothing.takeError());
+  EXPECT_EQ(nothing->size(), 2u);
+  EXPECT_TRUE((*nothing)[1].empty());
+  for (std::vector<int64_t> shape :
+       {std::vector<int64_t>{-4, -2}, {int64_t(1) << 40, int64_t(1) << 40}}) {
+    auto refused = results(along(Op::AllReduceF32, shape, 0), empty);
+    ASSERT_FALSE(bool(refused));
+    llvm::consumeError(refused.takeError());
+  }
+  std::vector<std::vector<char>> large(2, std::vector<char>(8));
+  int64_t top = INT64_MAX, one = 1, sum;
+  std::memcpy(large[0].data(), &top, 8);
+  std::memcpy(large[1].data(), &one, 8);
+  auto wrapped = results(along(Op::AllReduceI64, {1}, 0), large);
+  ASSERT_TRUE(bool(wrapped));
+  std::memcpy(&sum, (*wrapped)[0].data(), 8);
+  EXPECT_EQ(sum, INT64_MIN);
 }
 
 TEST(SocketProtocol, MessagesReadBackWholeInPiecesOrRefused) {
