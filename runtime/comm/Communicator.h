@@ -1,4 +1,4 @@
-//===- Communicator.h - MPI collectives on mesh axes ------------*- C++ -*-===//
+//===- Communicator.h - collectives on mesh axes ----------------*- C++ -*-===//
 //
 // The CPU runtime's collectives. Ranks form the job's mesh row-major (the
 // first axis major: with dp x tp, rank = dp_index * tp + tp_index); each
@@ -11,11 +11,13 @@
 // runtime waits at once where the program has a blocking collective.
 //
 // Communicator is the mesh bookkeeping (Communicator.cpp) and the
-// collectives' interface. The transport that implements them is MPI
-// (MpiTransport.cpp), or, in a build without MPI (TWILL_WITH_MPI=OFF: a
-// single-GPU machine with no MPI installed), one process alone
-// (LocalCommunicator.cpp), which also stands in for one rank of a larger
-// mesh where a kernel is checked by itself (twill-conformance).
+// collectives' interface. The transport that implements them is the
+// launch's (Launch.cpp): MPI under mpirun or srun (MpiTransport.cpp), TCP
+// through rank 0's hub under torchrun's variables (SocketTransport.cpp; a
+// build without MPI, TWILL_WITH_MPI=OFF, has only this one for several
+// ranks), or one process alone (LocalCommunicator.cpp), which also stands
+// in for one rank of a larger mesh where a kernel is checked by itself
+// (twill-conformance).
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,8 +37,9 @@ namespace twill {
 
 class Communicator {
 public:
-  /// The process's part in the launch (MPI_Init, MPI_Finalize); before and
-  /// after everything else.
+  /// The process's part in the launch (MPI_Init and MPI_Finalize, or
+  /// joining rank 0's hub and leaving it); before and after everything
+  /// else.
   static void initialize(int &argc, char **&argv);
   static void finalize();
   /// Ends every rank of the launch: one rank's error must not leave the
@@ -50,9 +53,9 @@ public:
   /// alone): which of the machine's GPUs is its own.
   static int rankOnThisNode();
 
-  /// Splits MPI_COMM_WORLD (MPI must be initialised) into the axes of a
-  /// mesh; fails, on every rank alike, unless the world has exactly as many
-  /// ranks as the mesh.
+  /// Lays the launch's ranks (initialize() first) out as the axes of a
+  /// mesh; fails, on every rank alike, unless the launch has exactly as
+  /// many ranks as the mesh.
   static llvm::Expected<std::unique_ptr<Communicator>>
   create(llvm::ArrayRef<std::string> axes, llvm::ArrayRef<int64_t> shape);
   /// One process standing in for the rank at `coordinates` of a mesh whose

@@ -1,11 +1,12 @@
 //===- NcclComm.h - NCCL communicators on the mesh axes ---------*- C++ -*-===//
 //
-// The cuda backend's collectives. MPI bootstraps NCCL: rank 0 makes the
-// unique id and broadcasts it, every rank joins the world communicator, and
-// each mesh axis gets its own communicator split from it (the ranks that
-// differ only along that axis, ordered by their coordinate on it), as the
-// MPI Communicator splits MPI_COMM_WORLD. All of them are non-blocking,
-// so that no wait for another rank is unbounded (settle()).
+// The cuda backend's collectives. The launch's Communicator (MPI, or the
+// TCP hub) bootstraps NCCL: rank 0 makes the unique id and broadcasts it,
+// every rank joins the world communicator, and each mesh axis gets its own
+// communicator split from it (the ranks that differ only along that axis,
+// ordered by their coordinate on it), as the Communicator lays out its
+// axes. All of them are non-blocking, so that no wait for another rank is
+// unbounded (settle()).
 //
 //===----------------------------------------------------------------------===//
 
