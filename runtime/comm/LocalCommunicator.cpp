@@ -9,21 +9,16 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/comm/Communicator.h"
+#include "runtime/comm/TensorSplit.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cstring>
 
 using namespace twill;
+using namespace twill::comm;
 
 namespace {
-
-int64_t product(llvm::ArrayRef<int64_t> shape) {
-  int64_t count = 1;
-  for (int64_t size : shape)
-    count *= size;
-  return count;
-}
 
 class LocalCommunicator final : public Communicator {
 public:

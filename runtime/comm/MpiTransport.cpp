@@ -1,5 +1,6 @@
 //===- MpiTransport.cpp - the collectives over MPI ------------------------===//
 
+#include "runtime/comm/TensorSplit.h"
 #include "runtime/comm/Transports.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -11,6 +12,7 @@
 #include <thread>
 
 using namespace twill;
+using namespace twill::comm;
 
 namespace {
 
@@ -109,13 +111,6 @@ static llvm::Error checkMpi(int status, llvm::StringRef call) {
   return commError(call + " failed: " + llvm::StringRef(text, length));
 }
 
-static int64_t product(llvm::ArrayRef<int64_t> values) {
-  int64_t result = 1;
-  for (int64_t value : values)
-    result *= value;
-  return result;
-}
-
 // Known once MPI is initialised: how many ranks share this rank's node,
 // and its place among them (ordered by world rank).
 static int ranksSharingThisNode = 1;
@@ -174,14 +169,6 @@ MpiCommunicator::~MpiCommunicator() {
     if (comm != MPI_COMM_NULL)
       MPI_Comm_free(&comm);
 }
-
-/// A row-major tensor seen as [outer, dim, inner] around `dim`.
-struct Split {
-  int64_t outer, length, inner;
-  Split(llvm::ArrayRef<int64_t> shape, int64_t dim)
-      : outer(product(shape.take_front(dim))), length(shape[dim]),
-        inner(product(shape.drop_front(dim + 1))) {}
-};
 
 llvm::Expected<std::unique_ptr<MpiPending>>
 MpiCommunicator::pendingOn(llvm::StringRef name, llvm::StringRef what) const {

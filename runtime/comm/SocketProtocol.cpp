@@ -1,6 +1,7 @@
 //===- SocketProtocol.cpp - a launch without MPI: its messages ------------===//
 
 #include "runtime/comm/SocketProtocol.h"
+#include "runtime/comm/TensorSplit.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
@@ -9,16 +10,10 @@
 
 using namespace twill;
 using namespace twill::sockets;
+using namespace twill::comm;
 
 static llvm::Error protocolError(const llvm::Twine &what) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), what);
-}
-
-static int64_t product(llvm::ArrayRef<int64_t> values) {
-  int64_t result = 1;
-  for (int64_t value : values)
-    result *= value;
-  return result;
 }
 
 bool Collective::operator==(const Collective &other) const {
@@ -109,14 +104,6 @@ sockets::decode(std::vector<char> &buffer) {
 }
 
 namespace {
-
-/// A row-major tensor seen as [outer, dim, inner] around `dim`.
-struct Split {
-  int64_t outer, length, inner;
-  Split(llvm::ArrayRef<int64_t> shape, int64_t dim)
-      : outer(product(shape.take_front(dim))), length(shape[dim]),
-        inner(product(shape.drop_front(dim + 1))) {}
-};
 
 /// a + b; integers wrap around as two's complement (as MPI's sums do on
 /// every machine Twill runs on) rather than overflow.

@@ -137,8 +137,10 @@ struct Fused {
 };
 static llvm::Expected<std::optional<Fused>>
 fused(const AttentionShape &shape, bool bf16, bool gradient, Device &device) {
+  if (device.chunkedAttention)
+    return std::nullopt;
   llvm::Expected<SdpaProblem> problem = sdpaProblem(shape, bf16);
-  if (!problem || device.chunkedAttention) {
+  if (!problem) {
     llvm::consumeError(problem.takeError()); // the reason is the note's
     return std::nullopt;
   }
