@@ -48,6 +48,10 @@ public:
   std::map<Key, Gathering> gatherings;
   int welcomed = 0;
 
+  /// Says whose hub this is to a connection, before anything else.
+  void greet(Peer &peer, const std::string &token) {
+    send(peer, Kind::Greeting, 0, {}, {token.data(), token.size()});
+  }
   void handle(Peer &peer, Message message);
   /// Ends `group`'s collectives: each rank of it still there is told why.
   void abort(llvm::ArrayRef<int32_t> group, const std::string &why);
@@ -196,48 +200,63 @@ llvm::Error systemError(const llvm::Twine &call) {
                                  call + ": " + std::strerror(errno));
 }
 
-} // namespace
-
-llvm::Expected<std::unique_ptr<Hub>> Hub::start(int port, int ranks) {
-  std::unique_ptr<Hub> hub(new Hub());
-  hub->ranks = ranks;
-  hub->listener =
-      socket(AF_INET6, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  bool ipv6 = hub->listener >= 0;
+/// A non-blocking socket listening on `port` of every interface (IPv4 too,
+/// through mapped addresses, where there is IPv6), or -1 with errno set.
+int listenOn(int port, int backlog) {
+  int fd = socket(AF_INET6, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  bool ipv6 = fd >= 0;
   if (!ipv6)
-    hub->listener =
-        socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (hub->listener < 0)
-    return systemError("socket");
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return -1;
   int yes = 1, no = 0;
-  setsockopt(hub->listener, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
   int bound;
-  if (ipv6) { // IPv4 too, through mapped addresses
-    setsockopt(hub->listener, IPPROTO_IPV6, IPV6_V6ONLY, &no, sizeof(no));
+  if (ipv6) {
+    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &no, sizeof(no));
     sockaddr_in6 address{};
     address.sin6_family = AF_INET6;
     address.sin6_addr = in6addr_any;
     address.sin6_port = htons(port);
-    bound = bind(hub->listener, reinterpret_cast<sockaddr *>(&address),
-                 sizeof(address));
+    bound = bind(fd, reinterpret_cast<sockaddr *>(&address), sizeof(address));
   } else {
     sockaddr_in address{};
     address.sin_family = AF_INET;
     address.sin_addr.s_addr = htonl(INADDR_ANY);
     address.sin_port = htons(port);
-    bound = bind(hub->listener, reinterpret_cast<sockaddr *>(&address),
-                 sizeof(address));
+    bound = bind(fd, reinterpret_cast<sockaddr *>(&address), sizeof(address));
   }
-  if (bound != 0 || listen(hub->listener, ranks) != 0) {
-    llvm::Error error = systemError(llvm::formatv(
-        "rank 0 cannot listen on port {0} for the other ranks (in use? "
-        "TWILL_HUB_PORT names another)",
-        port));
-    close(hub->listener);
-    return std::move(error);
+  if (bound != 0 || listen(fd, backlog) != 0) {
+    int why = errno;
+    close(fd);
+    errno = why;
+    return -1;
   }
-  hub->thread = std::thread([raw = hub.get()] { raw->serve(); });
-  return hub;
+  return fd;
+}
+
+} // namespace
+
+llvm::Expected<std::unique_ptr<Hub>> Hub::start(llvm::ArrayRef<int> ports,
+                                                int ranks, std::string token) {
+  std::unique_ptr<Hub> hub(new Hub());
+  hub->ranks = ranks;
+  hub->token = std::move(token);
+  for (int port : ports) {
+    hub->listener = listenOn(port, ranks);
+    if (hub->listener >= 0) {
+      hub->listening = port;
+      hub->thread = std::thread([raw = hub.get()] { raw->serve(); });
+      return hub;
+    }
+  }
+  std::string tried = std::to_string(ports.front());
+  if (ports.size() > 1)
+    tried = "s " + tried + " to " + std::to_string(ports.back());
+  return systemError(llvm::formatv(
+      "rank 0 cannot listen on port{0} for the other ranks (in use? "
+      "TWILL_HUB_PORT names another)",
+      tried));
 }
 
 Hub::~Hub() {
@@ -273,6 +292,7 @@ void Hub::serve() {
       if (fd >= 0) {
         serving.peers.push_back(std::make_unique<Peer>());
         serving.peers.back()->fd = fd;
+        serving.greet(*serving.peers.back(), token);
       }
     }
     for (size_t i = 1; i < polls.size(); ++i) {

@@ -1,31 +1,37 @@
 //===- SocketHub.h - a launch without MPI: rank 0's hub ---------*- C++ -*-===//
 //
-// The hub of SocketProtocol.h, on a thread of rank 0's process: it takes
-// every rank's connection and hello, tells each every rank's hostname, then
-// gathers each collective's inputs and sends back each rank's result. It
-// never blocks on one rank: its sockets are non-blocking, each with its
-// queue of bytes to send. A rank that says the job ends (Abort), or that
-// leaves while its group waits for it, ends the collectives it is part of
-// with that reason.
+// The hub of SocketProtocol.h, on a thread of rank 0's process: it greets
+// each connection with its job's token, takes every rank's hello, tells each
+// every rank's hostname, then gathers each collective's inputs and sends back
+// each rank's result. It never blocks on one rank: its sockets are
+// non-blocking, each with its queue of bytes to send. A rank that says the job
+// ends (Abort), or that leaves while its group waits for it, ends the
+// collectives it is part of with that reason.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef TWILL_RUNTIME_COMM_SOCKETHUB_H
 #define TWILL_RUNTIME_COMM_SOCKETHUB_H
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
 
 #include <atomic>
 #include <memory>
+#include <string>
 #include <thread>
 
 namespace twill::sockets {
 
 class Hub {
 public:
-  /// Listens on `port` (every interface) for `ranks` ranks, and serves them
-  /// on a thread of its own until every one has gone.
-  static llvm::Expected<std::unique_ptr<Hub>> start(int port, int ranks);
+  /// Listens on the first of `ports` free (every interface) for `ranks`
+  /// ranks of the job `token` names, and serves them on a thread of its own
+  /// until every one has gone.
+  static llvm::Expected<std::unique_ptr<Hub>>
+  start(llvm::ArrayRef<int> ports, int ranks, std::string token);
+  /// The port it listens on.
+  int port() const { return listening; }
   /// Waits for the ranks still connected to go (at most 30 s).
   ~Hub();
 
@@ -33,7 +39,8 @@ private:
   Hub() = default;
   void serve();
 
-  int listener = -1, ranks = 0;
+  int listener = -1, listening = 0, ranks = 0;
+  std::string token;
   std::atomic<bool> stopping{false};
   std::thread thread;
 };

@@ -10,6 +10,8 @@
 // loss's statistics, a barrier), and enough for a cpu run; MPI stays the
 // transport of large cpu meshes.
 //
+// A hub greets each connection with its job's token (SocketHub.h), so that
+// a rank looking for its hub among several ports passes by another job's.
 // Every message is a Frame, then its group's world ranks, then its bytes,
 // in the ranks' own byte order (every platform Twill builds on is
 // little-endian).
@@ -35,6 +37,7 @@ enum class Kind : uint32_t {
   Contribute, // rank -> hub: its input to a collective
   Result,     // hub -> rank: its result
   Abort,      // either way: the job ends; bytes: why
+  Greeting,   // hub -> rank, first on each connection: its job's token
 };
 
 /// What a collective computes (the Communicator's collectives).

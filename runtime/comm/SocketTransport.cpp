@@ -3,12 +3,12 @@
 // A rank of a launch with torchrun's variables (RANK, WORLD_SIZE,
 // MASTER_ADDR, MASTER_PORT: torchrun --no-python, a Kubernetes
 // PyTorchJob, or any launcher that sets them): rank 0 starts the hub
-// (SocketHub.h) on MASTER_PORT (TWILL_HUB_PORT where set; the port after
-// it under torchrun, whose agent holds MASTER_PORT), and every rank
-// connects to it at MASTER_ADDR, says hello, and learns every rank's hostname
-// (its place on its node). A collective sends this rank's input at its start;
-// its wait reads the hub's messages until its result has come. An axis of one
-// rank computes its collectives here, without the hub.
+// (SocketHub.h) on MASTER_PORT (TWILL_HUB_PORT where set; the first free of
+// the ports after it under torchrun, whose agent holds MASTER_PORT), and
+// every rank finds it at MASTER_ADDR by its greeting, says hello, and learns
+// every rank's hostname (its place on its node). A collective sends this rank's
+// input at its start; its wait reads the hub's messages until its result has
+// come. An axis of one rank computes its collectives here, without the hub.
 //
 //===----------------------------------------------------------------------===//
 
@@ -91,7 +91,9 @@ public:
         ended = std::string(m.bytes.begin(), m.bytes.end());
         return socketError(ended);
       }
-      if (m.frame.kind == Kind::Welcome)
+      if (m.frame.kind == Kind::Greeting)
+        greeting = std::string(m.bytes.begin(), m.bytes.end());
+      else if (m.frame.kind == Kind::Welcome)
         welcome = std::string(m.bytes.begin(), m.bytes.end());
       else
         arrived[{m.group, m.frame.sequence}] = std::move(m.bytes);
@@ -108,7 +110,7 @@ public:
     return bytes;
   }
 
-  std::optional<std::string> welcome;
+  std::optional<std::string> greeting, welcome;
 
 private:
   llvm::Error gone() {
@@ -143,36 +145,102 @@ llvm::Expected<int> integerVariable(const char *name, int low, int high) {
   return value;
 }
 
-/// Connects to MASTER_ADDR:MASTER_PORT, trying again until rank 0 listens.
-llvm::Expected<int> connectToHub(const char *host, const char *port) {
+/// A connection to `host`:`port`, or -1 with why in `last`.
+int connectTo(const char *host, int port, std::string &last) {
+  addrinfo hints{}, *found = nullptr;
+  hints.ai_socktype = SOCK_STREAM;
+  int resolved =
+      getaddrinfo(host, std::to_string(port).c_str(), &hints, &found);
+  if (resolved != 0) {
+    last = gai_strerror(resolved);
+    return -1;
+  }
+  int connected = -1;
+  for (addrinfo *at = found; at && connected < 0; at = at->ai_next) {
+    int fd =
+        socket(at->ai_family, at->ai_socktype | SOCK_CLOEXEC, at->ai_protocol);
+    if (fd < 0)
+      continue;
+    if (connect(fd, at->ai_addr, at->ai_addrlen) == 0) {
+      connected = fd;
+    } else {
+      last = llvm::formatv("port {0}: {1}", port, std::strerror(errno));
+      close(fd);
+    }
+  }
+  freeaddrinfo(found);
+  return connected;
+}
+
+/// How long a listener has to greet a rank before it looks on.
+constexpr int kGreetingSeconds = 5;
+
+/// The connection to this job's hub (its greeting says `token`) at
+/// MASTER_ADDR, on the first of `ports` that has it, trying again until
+/// rank 0 listens. What listens on the others (another job's hub, or no
+/// hub) is passed by.
+llvm::Expected<Connection> connectToHub(const char *host,
+                                        llvm::ArrayRef<int> ports,
+                                        const std::string &token) {
   auto until = Clock::now() + std::chrono::seconds(kRendezvousSeconds);
   std::string last;
   while (Clock::now() < until) {
-    addrinfo hints{}, *found = nullptr;
-    hints.ai_socktype = SOCK_STREAM;
-    int resolved = getaddrinfo(host, port, &hints, &found);
-    if (resolved != 0) {
-      last = gai_strerror(resolved);
-    } else {
-      for (addrinfo *at = found; at; at = at->ai_next) {
-        int fd = socket(at->ai_family, at->ai_socktype | SOCK_CLOEXEC,
-                        at->ai_protocol);
-        if (fd < 0)
-          continue;
-        if (connect(fd, at->ai_addr, at->ai_addrlen) == 0) {
-          freeaddrinfo(found);
-          return fd;
-        }
-        last = std::strerror(errno);
-        close(fd);
+    for (int port : ports) {
+      Connection candidate;
+      candidate.fd = connectTo(host, port, last);
+      if (candidate.fd < 0)
+        continue;
+      auto greetBy = Clock::now() + std::chrono::seconds(kGreetingSeconds);
+      llvm::Error error = llvm::Error::success();
+      while (!error && !candidate.greeting && Clock::now() < greetBy)
+        error = candidate.read(100);
+      if (candidate.greeting == token) {
+        llvm::consumeError(std::move(error));
+        return candidate;
       }
-      freeaddrinfo(found);
+      last = llvm::formatv("port {0}: {1}", port,
+                           candidate.greeting ? "the hub of another job"
+                           : error            ? llvm::toString(std::move(error))
+                                              : "no hub greets there");
+      llvm::consumeError(std::move(error));
+      close(candidate.fd);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
+  std::string tried = "port " + std::to_string(ports.front());
+  if (ports.size() > 1)
+    tried = "ports " + std::to_string(ports.front()) + " to " +
+            std::to_string(ports.back());
   return socketError(llvm::formatv("cannot reach rank 0's hub at "
-                                   "MASTER_ADDR={0}, port {1}, in {2} s: {3}",
-                                   host, port, kRendezvousSeconds, last));
+                                   "MASTER_ADDR={0}, {1}, in {2} s: {3}",
+                                   host, tried, kRendezvousSeconds, last));
+}
+
+/// How many ports after MASTER_PORT the hub may take under torchrun.
+constexpr int kHubPorts = 8;
+
+/// The ports rank 0's hub may listen on, in the order it tries them:
+/// TWILL_HUB_PORT where set; under torchrun, whose agent's store holds
+/// MASTER_PORT, the kHubPorts after it (another job, or any socket, may
+/// hold one); else MASTER_PORT, as a launcher that sets the variables
+/// itself means.
+llvm::Expected<std::vector<int>> hubPorts() {
+  if (std::getenv("TWILL_HUB_PORT")) {
+    llvm::Expected<int> port = integerVariable("TWILL_HUB_PORT", 1, 65535);
+    if (!port)
+      return port.takeError();
+    return std::vector<int>{*port};
+  }
+  llvm::Expected<int> port = integerVariable("MASTER_PORT", 1, 65535);
+  if (!port)
+    return port.takeError();
+  const char *agentStore = std::getenv("TORCHELASTIC_USE_AGENT_STORE");
+  if (!agentStore || !llvm::StringRef(agentStore).equals_insensitive("true"))
+    return std::vector<int>{*port};
+  std::vector<int> ports;
+  for (int next = 1; next <= kHubPorts; ++next)
+    ports.push_back((*port + next - 1) % 65535 + 1);
+  return ports;
 }
 
 /// Joins the launch: rank 0's hub first, then the hello and the welcome.
@@ -183,33 +251,30 @@ llvm::Error join() {
   llvm::Expected<int> rank = integerVariable("RANK", 0, *size - 1);
   if (!rank)
     return rank.takeError();
-  llvm::Expected<int> port = integerVariable("MASTER_PORT", 1, 65535);
-  if (!port)
-    return port.takeError();
-  // The hub's port: MASTER_PORT, but under torchrun that is its agent's
-  // own store, already listening, so the next one; TWILL_HUB_PORT to say.
-  const char *agentStore = std::getenv("TORCHELASTIC_USE_AGENT_STORE");
-  if (std::getenv("TWILL_HUB_PORT"))
-    port = integerVariable("TWILL_HUB_PORT", 1, 65535);
-  else if (agentStore && llvm::StringRef(agentStore).equals_insensitive("true"))
-    port = *port % 65535 + 1;
-  if (!port)
-    return port.takeError();
-  std::string portText = std::to_string(*port);
+  llvm::Expected<std::vector<int>> ports = hubPorts();
+  if (!ports)
+    return ports.takeError();
+  // The job's name, the same on each of its ranks: MASTER_PORT is its own
+  // on MASTER_ADDR while it runs, and torchrun names each run.
+  const char *runId = std::getenv("TORCHELASTIC_RUN_ID");
+  std::string token =
+      llvm::formatv("MASTER_PORT={0} TORCHELASTIC_RUN_ID={1}",
+                    std::getenv("MASTER_PORT"), runId ? runId : "");
   launch.rank = *rank;
   launch.size = *size;
   if (launch.rank == 0) {
-    llvm::Expected<std::unique_ptr<Hub>> hub = Hub::start(*port, *size);
+    llvm::Expected<std::unique_ptr<Hub>> hub = Hub::start(*ports, *size, token);
     if (!hub)
       return hub.takeError();
     launch.hub = std::move(*hub);
+    *ports = {launch.hub->port()};
   }
-  llvm::Expected<int> fd =
-      connectToHub(std::getenv("MASTER_ADDR"), portText.c_str());
-  if (!fd)
-    return fd.takeError();
+  llvm::Expected<Connection> connected =
+      connectToHub(std::getenv("MASTER_ADDR"), *ports, token);
+  if (!connected)
+    return connected.takeError();
+  launch.connection = std::move(*connected);
   Connection &connection = launch.connection;
-  connection.fd = *fd;
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
   Frame hello;

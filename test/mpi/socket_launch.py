@@ -4,9 +4,11 @@
                             --config tiny.textproto
 
 The tiny job's losses on 2x2 under torchrun (its agent's store on
-MASTER_PORT, Twill's hub on the next port) and on 1x2 with the variables
-set by hand (the hub on MASTER_PORT, as a Kubernetes PyTorchJob sets them)
-must be its 1x1 losses within 1e-5 relative, as under mpirun
+MASTER_PORT, Twill's hub on the first free port after it) and on 1x2 with
+the variables set by hand (the hub on MASTER_PORT, as a Kubernetes
+PyTorchJob sets them)
+must be its 1x1 losses within 1e-5 relative, and so must two jobs run at
+once whose hubs may take the same ports, as under mpirun
 (mesh_equivalence.py). And a launch that goes wrong ends, with the reason
 on every rank, instead of waiting: a rank that fails at its start ends the
 others; a launch with fewer ranks than the mesh is refused on each.
@@ -18,6 +20,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 JOB = ["model.num_hidden_layers=2", "model.vocab_size=509", "lora.rank=3",
@@ -48,19 +51,24 @@ def free_port():
         return probe.getsockname()[1]
 
 
-def by_hand(command_of_rank, ranks, timeout=120):
-    """Starts `ranks` processes with torchrun's variables set by hand;
-    returns each one's (exit code, output)."""
-    port = free_port()
+def start(command_of_rank, ranks, port, **variables):
+    """Starts `ranks` processes with torchrun's variables set by hand, the
+    hub on MASTER_PORT=`port` unless `variables` say otherwise."""
     processes = []
     for rank in range(ranks):
         env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(ranks),
                    MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
                    OMP_NUM_THREADS="1")
         env.pop("TORCHELASTIC_USE_AGENT_STORE", None)
+        env.update(variables)
         processes.append(subprocess.Popen(
             command_of_rank(rank), env=env, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, text=True))
+    return processes
+
+
+def finish(processes, timeout=120):
+    """Each process's (exit code, output), once it has ended."""
     results = []
     for process in processes:
         try:
@@ -71,6 +79,44 @@ def by_hand(command_of_rank, ranks, timeout=120):
             output += f"\n(killed after {timeout} s: it waited)"
         results.append((process.returncode, output))
     return results
+
+
+def by_hand(command_of_rank, ranks, timeout=120):
+    """`ranks` processes with the variables set by hand, run to their end."""
+    return finish(start(command_of_rank, ranks, free_port()), timeout)
+
+
+def free_ports(count):
+    """The first of `count` consecutive ports free on this machine."""
+    while True:
+        first = free_port()
+        try:
+            for port in range(first, first + count):
+                with socket.socket() as probe:
+                    probe.bind(("", port))
+            return first
+        except OSError:
+            continue
+
+
+def listener(port, answer):
+    """Holds `port` as something that is no hub of this job would: it never
+    accepts (`answer` None), or answers each connection `answer`."""
+    held = socket.socket()
+    held.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    held.bind(("", port))
+    held.listen(16)
+    if answer is not None:
+        def serve():
+            while True:
+                try:
+                    connection, _ = held.accept()
+                except OSError:
+                    return
+                with connection:
+                    connection.sendall(answer)
+        threading.Thread(target=serve, daemon=True).start()
+    return held
 
 
 def main():
@@ -113,6 +159,30 @@ def main():
         sys.exit("1x2 launched by hand failed:\n" +
                  "\n".join(output for _, output in ran))
     compare("by-hand-1x2", "1x2, the variables set by hand")
+
+    # Two jobs at once on one machine under torchrun's variables: their
+    # agents' stores hold MASTER_PORT P and P+1 (here listeners that never
+    # answer), so their hubs' ports overlap; P+2 answers what is no message.
+    # Each job's rank 0 takes the first port free, each rank finds its own
+    # job's hub by its greeting, and each job trains as on 1x1.
+    first = free_ports(12)
+    held = [listener(first, None), listener(first + 1, None),
+            listener(first + 2, b"HTTP/1.1 400 Bad Request\r\n\r\n")]
+    jobs = {}
+    for name, port in (("together-a", first), ("together-b", first + 1)):
+        program = compile_job(args, 1, 2, name)
+        jobs[name] = start(
+            lambda rank, program=program: train + [str(program), "--data",
+                                                   str(args.data)],
+            2, port, TORCHELASTIC_USE_AGENT_STORE="True")
+    for name, processes in jobs.items():
+        ran = finish(processes)
+        if any(code != 0 for code, _ in ran):
+            sys.exit(f"{name}, one of two jobs at once, failed:\n" +
+                     "\n".join(output for _, output in ran))
+        compare(name, f"{name}, one of two jobs whose hub ports overlap")
+    for socket_held in held:
+        socket_held.close()
 
     # Rank 1 cannot read its data: it fails, and rank 0, waiting for it in
     # a collective, ends too, saying why.
