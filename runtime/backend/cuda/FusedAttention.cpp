@@ -103,7 +103,7 @@ Tensor sameDocument(const Graph &graph, const Tensor &score,
                        fe::graph::Pointwise_attributes()
                            .set_name("same_document")
                            .set_mode(fe::PointwiseMode_t::CMP_EQ)
-                           .set_compute_data_type(fe::DataType_t::INT32));
+                           .set_compute_data_type(fe::DataType_t::BOOLEAN));
   same->set_data_type(fe::DataType_t::BOOLEAN);
   auto hidden = std::make_shared<fe::graph::Tensor_attributes>(
       modifiers::get_negative_inf_value());
@@ -181,8 +181,12 @@ Graph forwardGraph(const SdpaProblem &p, bool statistics, int smVersion = 0) {
 }
 
 /// dq, dk, dv from q, k, v, the output, its gradient and the statistics.
-/// Deterministic: the key and value gradients sum in a fixed order, so a
-/// run repeats its values (as the chunked kernel does).
+/// Not cuDNN's deterministic algorithm: before cuDNN 9.25 it needs, on
+/// Hopper, a workspace of batch * heads * seq^2 * 2 bytes (16 GiB for the
+/// 8B model at seq 16384) that no memory plan holds; this one's is linear
+/// in seq (dq summed in fp32, in whatever order its blocks finish), so a
+/// run repeats its values only to that rounding (TWILL_CUDA_ATTENTION=
+/// chunked repeats them exactly).
 Graph backwardGraph(const SdpaProblem &p, int smVersion = 0) {
   Graph graph = newGraph("attention_grad", smVersion);
   Tensor q = operand(*graph, kQuery, "q", queryLayout(p));
@@ -193,9 +197,8 @@ Graph backwardGraph(const SdpaProblem &p, int smVersion = 0) {
   Tensor stats =
       operand(*graph, kStatistics, "statistics", statisticsLayout(p));
   stats->set_data_type(fe::DataType_t::FLOAT);
-  auto attributes = fe::graph::SDPA_backward_attributes()
-                        .set_name("sdpa_backward")
-                        .set_deterministic_algorithm(true);
+  auto attributes =
+      fe::graph::SDPA_backward_attributes().set_name("sdpa_backward");
   Tensor cap;
   if (auto softcap = setLogits(attributes, p, *graph, cap))
     attributes.set_score_mod_bprop([=](Graph sub, Tensor gradient) {
@@ -267,7 +270,9 @@ llvm::Error twill::validateSdpaGraphs(const SdpaProblem &p, int smVersion) {
 
 struct FusedAttention::Graphs {
   Graph forward, forwardWithStatistics, backward;
-  int64_t workspaceBytes = 0;
+  /// cuDNN's workspace for the forward alone, and for the gradient (the
+  /// forward with statistics, then the backward, one after the other).
+  int64_t forwardBytes = 0, gradientBytes = 0;
   /// Why cuDNN built no plan for a graph on this device, if it did not.
   std::string refusal;
 };
@@ -308,15 +313,19 @@ FusedAttention::graphs(const SdpaProblem &p) {
     for (Graph graph :
          {slot->forward, slot->forwardWithStatistics, slot->backward}) {
       int64_t bytes = 0;
-      if (llvm::Error error = check(
-              graph->build(state->handle, {fe::HeurMode_t::A}), "build")) {
+      llvm::Error error =
+          check(graph->build(state->handle,
+                             {fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK}),
+                "build");
+      if (!error)
+        error = check(graph->get_workspace_size(bytes), "get_workspace_size");
+      if (error) {
         slot->refusal = llvm::toString(std::move(error));
         break;
       }
-      if (llvm::Error error =
-              check(graph->get_workspace_size(bytes), "get_workspace_size"))
-        return std::move(error);
-      slot->workspaceBytes = std::max(slot->workspaceBytes, bytes);
+      int64_t &needs =
+          graph == slot->forward ? slot->forwardBytes : slot->gradientBytes;
+      needs = std::max(needs, bytes);
     }
   }
   if (!slot->refusal.empty())
@@ -343,7 +352,8 @@ llvm::Expected<int64_t> FusedAttention::scratchBytes(const SdpaProblem &p,
   llvm::Expected<Graphs *> built = graphs(p);
   if (!built)
     return built.takeError();
-  int64_t bytes = aligned((*built)->workspaceBytes);
+  int64_t bytes =
+      aligned(gradient ? (*built)->gradientBytes : (*built)->forwardBytes);
   if (gradient) // the statistics, then the output made again
     bytes += aligned(p.batch * p.queryHeads * p.seq * int64_t(sizeof(float))) +
              p.batch * p.seq * p.queryRowElements * 2;
@@ -389,7 +399,7 @@ llvm::Error FusedAttention::backward(const SdpaProblem &p, const SdpaInputs &in,
   if (!built)
     return built.takeError();
   char *workspace = static_cast<char *>(scratch);
-  char *statistics = workspace + aligned((*built)->workspaceBytes);
+  char *statistics = workspace + aligned((*built)->gradientBytes);
   char *out = statistics +
               aligned(p.batch * p.queryHeads * p.seq * int64_t(sizeof(float)));
   std::unordered_map<int64_t, void *> pack = inputPack(p, in);
