@@ -327,10 +327,12 @@ def nccl_one_gpu(check, args):
     """The tiny job on 2x1 and 1x2, both ranks on the one GPU, against the
     same mesh on the cpu backend (bench/compile_gpu_programs.sh's nccl-*
     programs)."""
-    env = dict(os.environ, NCCL_MULTI_RANK_GPU_ENABLE="1", OMP_NUM_THREADS="1")
+    # NCCL_DEBUG=VERSION: NCCL names the version it is (the bundle's?).
+    env = dict(os.environ, NCCL_MULTI_RANK_GPU_ENABLE="1", OMP_NUM_THREADS="1",
+               NCCL_DEBUG="VERSION")
     for mesh in ("2x1", "1x2"):
         what = f"NCCL: the tiny job on {mesh}, two ranks on one GPU, against the cpu"
-        losses = {}
+        losses, nccl = {}, None
         for backend in ("cuda", "cpu"):
             name = f"nccl-{mesh}-{backend}"
             code, text = check.run(
@@ -347,6 +349,7 @@ def nccl_one_gpu(check, args):
                 break
             losses[backend] = [json.loads(line)["loss"]
                                for line in metrics.read_text().splitlines()]
+            nccl = re.search(r"NCCL version (\S+)", text) or nccl
         if losses is None:
             continue
         cuda, cpu = losses["cuda"], losses["cpu"]
@@ -356,7 +359,8 @@ def nccl_one_gpu(check, args):
                          worst <= NCCL_TOLERANCE else "FAILED") +
                   f": {len(cuda)} losses within {worst:.1e} relative "
                   f"(tolerance {NCCL_TOLERANCE:.0e}); cuda {cuda[-1]:.6f}, "
-                  f"cpu {cpu[-1]:.6f} at the last step")
+                  f"cpu {cpu[-1]:.6f} at the last step; NCCL "
+                  f"{nccl.group(1) if nccl else '(its version unsaid)'}")
 
 
 def cuda_vs_cpu(check, args):
@@ -481,6 +485,13 @@ def llama_step(check, args, seq, peak, program, what, limit, env=None):
                f"{device.group(1)} GiB; " if device else "") +
               (f"nvidia-smi peak {max(sampled) / 1024:.2f} GiB"
                if sampled else "nvidia-smi not sampled"))
+    if (env or {}).get("TWILL_CUDA_ATTENTION") != "chunked":
+        # twill-train names each shape cuDNN's fused attention did not take.
+        chunked = re.findall(r"^twill: (attention.*runs the chunked kernel: "
+                             r".*)$", text, re.MULTILINE)
+        check.row(f"{name}: attention",
+                  "; ".join(line[:300] for line in chunked[:3]) if chunked
+                  else "cuDNN's fused attention for every shape")
     summary = text[text.find("profile: "):] if "profile: " in text else ""
     kinds = re.findall(r"^  (\w+)\s+\d+\s+\S+\s+(\S+)%\s+(.*)$", summary,
                        re.MULTILINE)

@@ -151,7 +151,7 @@ fused(const AttentionShape &shape, bool bf16, bool gradient, Device &device) {
       return made.takeError();
     device.fusedAttention = std::move(*made);
   }
-  if (!device.fusedAttention->takes(*problem))
+  if (!device.fusedAttention->takes(*problem, gradient))
     return std::nullopt;
   llvm::Expected<int64_t> bytes =
       device.fusedAttention->scratchBytes(*problem, gradient);

@@ -273,8 +273,10 @@ struct FusedAttention::Graphs {
   /// cuDNN's workspace for the forward alone, and for the gradient (the
   /// forward with statistics, then the backward, one after the other).
   int64_t forwardBytes = 0, gradientBytes = 0;
-  /// Why cuDNN built no plan for a graph on this device, if it did not.
-  std::string refusal;
+  /// Why cuDNN built no plan for the forward, or for a graph of the
+  /// gradient, on this device, if it did not; whether stderr has said so.
+  std::string refusal[2];
+  bool said[2] = {false, false};
 };
 
 struct FusedAttention::State {
@@ -303,7 +305,7 @@ FusedAttention::~FusedAttention() {
 }
 
 llvm::Expected<FusedAttention::Graphs *>
-FusedAttention::graphs(const SdpaProblem &p) {
+FusedAttention::graphs(const SdpaProblem &p, bool gradient) {
   std::unique_ptr<Graphs> &slot = state->built[p];
   if (!slot) {
     slot = std::make_unique<Graphs>();
@@ -312,6 +314,9 @@ FusedAttention::graphs(const SdpaProblem &p) {
     slot->backward = backwardGraph(p);
     for (Graph graph :
          {slot->forward, slot->forwardWithStatistics, slot->backward}) {
+      bool ofGradient = graph != slot->forward;
+      if (!slot->refusal[ofGradient].empty())
+        continue;
       int64_t bytes = 0;
       llvm::Error error =
           check(graph->build(state->handle,
@@ -320,36 +325,37 @@ FusedAttention::graphs(const SdpaProblem &p) {
       if (!error)
         error = check(graph->get_workspace_size(bytes), "get_workspace_size");
       if (error) {
-        slot->refusal = llvm::toString(std::move(error));
-        break;
+        slot->refusal[ofGradient] = llvm::toString(std::move(error));
+        continue;
       }
-      int64_t &needs =
-          graph == slot->forward ? slot->forwardBytes : slot->gradientBytes;
+      int64_t &needs = ofGradient ? slot->gradientBytes : slot->forwardBytes;
       needs = std::max(needs, bytes);
     }
   }
-  if (!slot->refusal.empty())
-    return problem(slot->refusal);
+  if (!slot->refusal[gradient].empty())
+    return problem(slot->refusal[gradient]);
   return slot.get();
 }
 
-bool FusedAttention::takes(const SdpaProblem &p) {
-  bool known = state->built.count(p);
-  llvm::Expected<Graphs *> built = graphs(p);
+bool FusedAttention::takes(const SdpaProblem &p, bool gradient) {
+  llvm::Expected<Graphs *> built = graphs(p, gradient);
   if (built)
     return true;
-  std::string why = llvm::toString(built.takeError());
-  if (!known) // said once per shape
+  llvm::consumeError(built.takeError());
+  Graphs &refused = *state->built[p];
+  if (!refused.said[gradient]) // once per shape
     llvm::errs() << llvm::formatv(
-        "twill: attention of {0} x {1} tokens, {2} heads on {3}, head_dim "
-        "{4} runs the chunked kernel: {5}\n",
-        p.batch, p.seq, p.queryHeads, p.kvHeads, p.headDim, why);
+        "twill: attention{0} of {1} x {2} tokens, {3} heads on {4}, head_dim "
+        "{5} runs the chunked kernel: {6}\n",
+        gradient ? "'s gradient" : "", p.batch, p.seq, p.queryHeads, p.kvHeads,
+        p.headDim, refused.refusal[gradient]);
+  refused.said[gradient] = true;
   return false;
 }
 
 llvm::Expected<int64_t> FusedAttention::scratchBytes(const SdpaProblem &p,
                                                      bool gradient) {
-  llvm::Expected<Graphs *> built = graphs(p);
+  llvm::Expected<Graphs *> built = graphs(p, gradient);
   if (!built)
     return built.takeError();
   int64_t bytes =
@@ -383,7 +389,7 @@ static std::unordered_map<int64_t, void *> inputPack(const SdpaProblem &p,
 
 llvm::Error FusedAttention::forward(const SdpaProblem &p, const SdpaInputs &in,
                                     void *out, void *scratch) {
-  llvm::Expected<Graphs *> built = graphs(p);
+  llvm::Expected<Graphs *> built = graphs(p, false);
   if (!built)
     return built.takeError();
   std::unordered_map<int64_t, void *> pack = inputPack(p, in);
@@ -395,7 +401,7 @@ llvm::Error FusedAttention::forward(const SdpaProblem &p, const SdpaInputs &in,
 llvm::Error FusedAttention::backward(const SdpaProblem &p, const SdpaInputs &in,
                                      const void *grad, void *dq, void *dk,
                                      void *dv, void *scratch) {
-  llvm::Expected<Graphs *> built = graphs(p);
+  llvm::Expected<Graphs *> built = graphs(p, true);
   if (!built)
     return built.takeError();
   char *workspace = static_cast<char *>(scratch);

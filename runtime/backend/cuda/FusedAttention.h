@@ -87,10 +87,12 @@ public:
   create(cudaStream_t stream);
   ~FusedAttention();
 
-  /// Whether cuDNN builds `problem`'s graphs on this device (once per
-  /// problem). Where it builds none (no engine for the shape on this GPU),
-  /// stderr says so once and the chunked kernel runs it.
-  bool takes(const SdpaProblem &problem);
+  /// Whether cuDNN builds `problem`'s forward graph, or (`gradient`) the two
+  /// of its gradient, on this device (all three once per problem). Where it
+  /// builds none (no engine for the shape on this GPU), stderr says so once
+  /// and the chunked kernel runs it: the forward and the gradient each
+  /// recompute what they need, so either may run fused alone.
+  bool takes(const SdpaProblem &problem, bool gradient);
 
   /// The device memory a problem's forward or backward needs beside its
   /// operands (its workspace, and the backward's statistics and output).
@@ -113,7 +115,7 @@ public:
 
 private:
   FusedAttention() = default;
-  llvm::Expected<Graphs *> graphs(const SdpaProblem &problem);
+  llvm::Expected<Graphs *> graphs(const SdpaProblem &problem, bool gradient);
   struct State;
   std::unique_ptr<State> state;
 };
