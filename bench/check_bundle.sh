@@ -22,7 +22,7 @@ system='^(linux-vdso\.so\.1|ld-linux-x86-64\.so\.2|libc\.so\.6|libm\.so\.6|libdl
 status=0
 # The programs find lib/ through their run path ($ORIGIN/../lib); the
 # libraries there are loaded by them, so theirs is lib/ too.
-for file in "$dir"/bin/* "$dir"/lib/*; do
+while read -r file; do
   search=
   [[ "$file" == "$dir"/lib/* ]] && search="LD_LIBRARY_PATH=$dir/lib"
   while read -r name arrow path rest; do
@@ -37,9 +37,12 @@ for file in "$dir"/bin/* "$dir"/lib/*; do
     echo "check_bundle: $(basename "$file") needs $name ($path), which is neither in the bundle nor a system or CUDA library"
     status=1
   done < <(env -i $search ldd "$file" | sed 's/(0x[0-9a-f]*)//')
-done
+done < <(find "$dir/bin" "$dir/lib" -type f)
 [ $status = 0 ] || exit 1
 echo "check_bundle: every library resolves inside the bundle or to glibc, libstdc++ or CUDA"
+if [ -f "$dir/lib/nccl/libnccl.so.2" ]; then
+  echo "check_bundle: it brings $(grep -a -o -m1 'NCCL version [0-9][0-9.]*+cuda[0-9.]*' "$dir/lib/nccl/libnccl.so.2")"
+fi
 
 env -i "$dir/bin/twill-conformance" --backend=cpu > /tmp/check_bundle.txt ||
   { tail -3 /tmp/check_bundle.txt; echo "check_bundle: the cpu conformance failed"; exit 1; }

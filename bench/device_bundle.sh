@@ -17,6 +17,9 @@
 # need beyond glibc, libstdc++ and CUDA's (oneDNN among them), in lib/;
 # the programs of bench/compile_gpu_programs.sh; and the scripts and data
 # the check reads. bench/check_bundle.sh DIR proves it self-contained.
+# Where TWILL_BUNDLE_NCCL names a libnccl.so.2 (bench/build_nccl.sh: 2.30
+# or later, for two ranks on one GPU), it goes to lib/nccl, which run.sh
+# puts before the image's NCCL.
 set -euo pipefail
 dir=${1:?usage: bench/device_bundle.sh DIR [BUILD]}
 build=$(cd "${2:-build}" && pwd)
@@ -42,6 +45,10 @@ for lib in libgomp.so.1 libprotobuf.so.32 libpcre2-8.so.0 libz.so.1 \
   cp -L "$(ldconfig -p | awk -v l=$lib '$1 == l {print $NF; exit}')" \
       "$dir/lib/"
 done
+if [ -n "${TWILL_BUNDLE_NCCL:-}" ]; then
+  mkdir -p "$dir/lib/nccl"
+  cp -L "$TWILL_BUNDLE_NCCL" "$dir/lib/nccl/libnccl.so.2"
+fi
 cp -r /tmp/twill-gpu "$dir/programs"
 cp data/recall/train.jsonl "$dir/data/recall/"
 cp test/gpu/cuda_vs_cpu.py "$dir/test/gpu/"
@@ -70,6 +77,10 @@ print(":".join(d for d in dirs if os.path.isdir(d)))
 PY
 )
 export LD_LIBRARY_PATH="$cuda_libs:${LD_LIBRARY_PATH:-}"
+# The NCCL the bundle brings, where it brings one, before the image's.
+if [ -d "$here/lib/nccl" ]; then
+  export LD_LIBRARY_PATH="$here/lib/nccl:$LD_LIBRARY_PATH"
+fi
 # NCCL says what goes wrong, and bootstraps over an interface that exists
 # (one machine: the loopback where there is one).
 export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
@@ -90,3 +101,7 @@ chmod +x "$dir/run.sh"
 strip "$dir"/bin/*
 tar -czf "$dir.tar.gz" -C "$(dirname "$dir")" "$(basename "$dir")"
 du -sh "$dir" "$dir.tar.gz"
+# A device call carries at most 64 MiB.
+if [ "$(stat -c %s "$dir.tar.gz")" -gt $((64 << 20)) ]; then
+  echo "device_bundle: $dir.tar.gz is past the 64 MiB a device call carries" >&2
+fi
