@@ -94,6 +94,7 @@ while (($#)); do
   shift
 done
 "$FAKE_TWILL_BIN/twill-train" "${args[@]}" || exit $?
+[[ "${args[*]}" == *nccl-*-cuda* ]] && echo "gpu:1:1 [0] NCCL INFO NCCL version 2.30.7+cuda13.0"
 echo "cuda: device memory in use at most 1.50 GiB (cudaMemGetInfo after each run, every process on the GPU); Twill's own allocations at most 1.20 GiB: 1.00 GiB of buffers as planned, the rest scratch and the matmul workspace"
 exit 0
 """
@@ -436,7 +437,8 @@ def working_gpu(work, args):
                f"GPU: {what}: profile", figures)
     for mesh in ("2x1", "1x2"):
         expect(re.search(rf"NCCL: the tiny job on {mesh}, two ranks on one "
-                         r"GPU, against the cpu \| passed: 4 losses within",
+                         r"GPU, against the cpu \| passed: 4 losses within"
+                         r".*; NCCL 2\.30\.7\+cuda13\.0 \|",
                          results), f"GPU: NCCL, {mesh}", results)
     expect("| GPU (nvidia-smi) | NVIDIA H200, 143771 MiB" in results and
            "| gpu.cuda_vs_cpu | passed" in results and
