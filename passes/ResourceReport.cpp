@@ -146,7 +146,10 @@ struct Timeline {
       }
       if (isAsyncStart(&op) || isa<func::ReturnOp>(op))
         continue;
-      double seconds = flopsOf(&op) / rates.flopsPerSecond;
+      bool attention = isa<AttentionOp, AttentionGradOp>(op) &&
+                       rates.attentionFlopsPerSecond > 0;
+      double seconds = flopsOf(&op) / (attention ? rates.attentionFlopsPerSecond
+                                                 : rates.flopsPerSecond);
       if (rates.memoryBytesPerSecond > 0)
         seconds =
             std::max(seconds, touchedBytes(&op) / rates.memoryBytesPerSecond);

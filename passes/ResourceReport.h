@@ -56,7 +56,8 @@ struct ResourceReport {
   std::string mesh; // "dp=2 x tp=4"
 
   /// An optimizer step's time by a cost estimate. The compute stream runs
-  /// each op for max(FLOPs / flopsPerSecond, bytes it reads and writes /
+  /// each op for max(FLOPs / flopsPerSecond (attention's at
+  /// attentionFlopsPerSecond where set), bytes it reads and writes /
   /// memoryBytesPerSecond) (FLOPs: matmuls and attention; with
   /// memoryBytesPerSecond 0 the other ops are free); the collectives of
   /// each mesh axis cross that axis's link (`links`, else `link`) one at a
@@ -71,6 +72,7 @@ struct ResourceReport {
   };
   struct Rates {
     double flopsPerSecond = 400e12, memoryBytesPerSecond = 0;
+    double attentionFlopsPerSecond = 0; // 0: flopsPerSecond
     Link link; // every mesh axis's, unless `links` has its role's
     std::map<AxisRole, Link> links; // by what a mesh axis parallelises
     Link host{50e9, 0};                // copies to and from host memory

@@ -47,6 +47,9 @@ llvm::Expected<ClusterConfig> twill::loadClusterConfig(llvm::StringRef path) {
   within("inter_node_latency_us", cluster.inter_node_latency_us(), true, 0,
          1e6);
   within("fp32_matmul_tflops", cluster.fp32_matmul_tflops(), true, 0, 1e6);
+  within("attention_tflops", cluster.attention_tflops(), true, 0, 1e6);
+  within("fp32_attention_tflops", cluster.fp32_attention_tflops(), true, 0,
+         1e6);
   if (!problems.empty())
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "invalid cluster " + path + ":" + problems);

@@ -5,13 +5,15 @@
 // Measures what the planner's cost estimate needs (proto/cluster.proto)
 // with the kernels and collectives the cpu backend runs, every rank at once
 // (they share the machine's cores and memory as a job's ranks do): the
-// rate of an fp32 GEMM of a decoder layer's shape, the bytes per second of
-// an elementwise add, and the bandwidth and per-step latency of an
+// rate of an fp32 GEMM of a decoder layer's shape and of its attention
+// (forward and gradient), the bytes per second of an elementwise add, and
+// the bandwidth and per-step latency of an
 // all-reduce over the ranks. Rank 0 writes a one-node cluster of N devices
 // (the ranks) to the file.
 //
 //===----------------------------------------------------------------------===//
 
+#include "opmodel/Flops.h"
 #include "proto/cluster.pb.h"
 #include "runtime/backend/Gemm.h"
 #include "runtime/backend/cpu/CpuBackend.h"
@@ -126,6 +128,37 @@ struct OwnedGemm {
   RowMajorGemm gemm;
 };
 
+/// A decoder layer's causal attention, forward and gradient, with its own
+/// memory: 512 tokens, 8 query heads on 2 KV heads of 64.
+struct OwnedAttention {
+  static constexpr int64_t seq = 512, heads = 8, kvHeads = 2, dim = 64;
+  OwnedAttention()
+      : q(seq * heads * dim, 0.01f), kv(seq * kvHeads * dim, 0.02f),
+        out(q.size()), dq(q.size()), dk(kv.size()), dv(kv.size()) {}
+  void forward() {
+    cpu::attention(q.data(), kv.data(), kv.data(), nullptr, out.data(), 1, seq,
+                   HeadBlock::whole(heads), kvHeads, dim, logits);
+  }
+  void gradient() {
+    cpu::attentionGrad(q.data(), kv.data(), kv.data(), out.data(), nullptr,
+                       dq.data(), dk.data(), dv.data(), 1, seq,
+                       HeadBlock::whole(heads), kvHeads, dim, logits);
+  }
+  /// Forward and gradient, as the cost estimate counts them (Flops.h).
+  double flops() const {
+    Instruction instruction;
+    int64_t shape[] = {1, seq, heads, dim};
+    llvm::ArrayRef<int64_t> operands[] = {shape};
+    instruction.set_opcode(ATTENTION);
+    double forward = flopsOf(instruction, operands, shape);
+    instruction.set_opcode(ATTENTION_GRAD);
+    return forward + flopsOf(instruction, operands, shape);
+  }
+
+  std::vector<float> q, kv, out, dq, dk, dv;
+  AttentionLogits logits{1 / 8.0};
+};
+
 /// Starts a collective, runs `between` while it is in flight, and waits for
 /// it, keeping the first error.
 void runCollective(llvm::function_ref<Communicator::Started()> start,
@@ -143,7 +176,8 @@ void runCollective(llvm::function_ref<Communicator::Started()> start,
     failed = std::move(error);
 }
 
-/// The matmul rate and memory bandwidth of a rank while every rank works.
+/// The matmul and attention rates and the memory bandwidth of a rank while
+/// every rank works.
 llvm::Error measureCompute(Timer &timer, ClusterConfig &cluster,
                            std::string &details) {
   // A decoder layer's GEMM: 1024 tokens x 512 hidden into 1024 outputs.
@@ -154,6 +188,18 @@ llvm::Error measureCompute(Timer &timer, ClusterConfig &cluster,
   llvm::Expected<double> flops = timer.mean(gemm.flops() / *gemmSeconds);
   if (!flops)
     return flops.takeError();
+
+  OwnedAttention attention;
+  llvm::Expected<double> attentionSeconds = timer.seconds([&] {
+    attention.forward();
+    attention.gradient();
+  });
+  if (!attentionSeconds)
+    return attentionSeconds.takeError();
+  llvm::Expected<double> attentionFlops =
+      timer.mean(attention.flops() / *attentionSeconds);
+  if (!attentionFlops)
+    return attentionFlops.takeError();
 
   // An elementwise add over arrays far larger than the caches.
   constexpr int64_t count = int64_t(1) << 23;
@@ -168,11 +214,17 @@ llvm::Error measureCompute(Timer &timer, ClusterConfig &cluster,
     return bytes.takeError();
 
   cluster.set_matmul_tflops(*flops / 1e12);
+  cluster.set_attention_tflops(*attentionFlops / 1e12);
+  cluster.set_fp32_attention_tflops(*attentionFlops / 1e12);
   cluster.set_memory_gbps(*bytes / 1e9);
   details =
       llvm::formatv("# fp32 GEMM 1024x1024x512: {0:f1} GFLOP/s per "
-                    "rank; add over {1} MiB: {2:f1} GB/s per rank\n",
-                    *flops / 1e9, 3 * count * sizeof(float) >> 20, *bytes / 1e9)
+                    "rank; attention of {1} tokens, {2} heads of {3}, and its "
+                    "gradient: {4:f1} GFLOP/s per rank; add over {5} MiB: "
+                    "{6:f1} GB/s per rank\n",
+                    *flops / 1e9, OwnedAttention::seq, OwnedAttention::heads,
+                    OwnedAttention::dim, *attentionFlops / 1e9,
+                    3 * count * sizeof(float) >> 20, *bytes / 1e9)
           .str();
   return llvm::Error::success();
 }

@@ -29,6 +29,9 @@ ResourceReport::Rates twill::ratesOn(const ClusterConfig &cluster,
       (fp32 && cluster.fp32_matmul_tflops() > 0 ? cluster.fp32_matmul_tflops()
                                                 : cluster.matmul_tflops()) *
       1e12;
+  rates.attentionFlopsPerSecond =
+      (fp32 ? cluster.fp32_attention_tflops() : cluster.attention_tflops()) *
+      1e12;
   rates.memoryBytesPerSecond = cluster.memory_gbps() * 1e9;
   ResourceReport::Link intra{cluster.intra_node_gbps() * 1e9,
                              cluster.intra_node_latency_us() * 1e-6};
