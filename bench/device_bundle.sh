@@ -77,9 +77,11 @@ print(":".join(d for d in dirs if os.path.isdir(d)))
 PY
 )
 export LD_LIBRARY_PATH="$cuda_libs:${LD_LIBRARY_PATH:-}"
-# The NCCL the bundle brings, where it brings one, before the image's.
+# The NCCL the bundle brings, where it brings one, before the image's
+# (for Twill's ranks; the check's PyTorch part takes it off again).
 if [ -d "$here/lib/nccl" ]; then
-  export LD_LIBRARY_PATH="$here/lib/nccl:$LD_LIBRARY_PATH"
+  export TWILL_BUNDLED_NCCL="$here/lib/nccl"
+  export LD_LIBRARY_PATH="$TWILL_BUNDLED_NCCL:$LD_LIBRARY_PATH"
 fi
 # NCCL says what goes wrong, and bootstraps over an interface that exists
 # (one machine: the loopback where there is one).

@@ -456,6 +456,27 @@ def working_gpu(work, args):
            "GPU: the seq-4096 traces come back", str(names))
 
 
+def bundled_nccl(work):
+    """PyTorch's part runs with the bundle's NCCL off the library path
+    (run.sh puts it first, for Twill's ranks), every other folder kept."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("device_check", CHECK)
+    check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(check)
+    saved = dict(os.environ)
+    try:
+        os.environ.update(TWILL_BUNDLED_NCCL="/b/lib/nccl",
+                          LD_LIBRARY_PATH="/b/lib/nccl:/cuda/lib64:/x")
+        env = check.without_bundled_nccl()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    expect(env["LD_LIBRARY_PATH"] == "/cuda/lib64:/x" and
+           "TWILL_BUNDLED_NCCL" not in env,
+           "PyTorch's part: the bundle's NCCL off the library path",
+           str(env.get("LD_LIBRARY_PATH")))
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--work", type=Path, required=True)
@@ -470,7 +491,7 @@ def main():
     args.work.mkdir(parents=True)
     (args.work / "data.jsonl").write_text('{"input_ids": [1, 2, 3]}\n')
     for case in (bad_deadline, bad_out, users_folders, bad_bin_programs_parts,
-                 no_gpu, fault, hang, terminated):
+                 no_gpu, fault, hang, terminated, bundled_nccl):
         case(args.work)
     working_gpu(args.work, args)
 
