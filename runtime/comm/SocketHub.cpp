@@ -250,13 +250,10 @@ llvm::Expected<std::unique_ptr<Hub>> Hub::start(llvm::ArrayRef<int> ports,
       return hub;
     }
   }
-  std::string tried = std::to_string(ports.front());
-  if (ports.size() > 1)
-    tried = "s " + tried + " to " + std::to_string(ports.back());
-  return systemError(llvm::formatv(
-      "rank 0 cannot listen on port{0} for the other ranks (in use? "
-      "TWILL_HUB_PORT names another)",
-      tried));
+  return systemError(
+      llvm::formatv("rank 0 cannot listen on {0} for the other ranks (in use? "
+                    "TWILL_HUB_PORT names another)",
+                    describePorts(ports)));
 }
 
 Hub::~Hub() {

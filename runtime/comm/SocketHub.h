@@ -23,6 +23,14 @@
 
 namespace twill::sockets {
 
+/// "port 29501", or "ports 29501 to 29508": the ports a hub may take.
+inline std::string describePorts(llvm::ArrayRef<int> ports) {
+  if (ports.size() == 1)
+    return "port " + std::to_string(ports.front());
+  return "ports " + std::to_string(ports.front()) + " to " +
+         std::to_string(ports.back());
+}
+
 class Hub {
 public:
   /// Listens on the first of `ports` free (every interface) for `ranks`

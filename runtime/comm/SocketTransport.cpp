@@ -207,13 +207,10 @@ llvm::Expected<Connection> connectToHub(const char *host,
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  std::string tried = "port " + std::to_string(ports.front());
-  if (ports.size() > 1)
-    tried = "ports " + std::to_string(ports.front()) + " to " +
-            std::to_string(ports.back());
   return socketError(llvm::formatv("cannot reach rank 0's hub at "
                                    "MASTER_ADDR={0}, {1}, in {2} s: {3}",
-                                   host, tried, kRendezvousSeconds, last));
+                                   host, describePorts(ports),
+                                   kRendezvousSeconds, last));
 }
 
 /// How many ports after MASTER_PORT the hub may take under torchrun.
