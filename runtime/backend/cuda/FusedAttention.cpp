@@ -212,6 +212,20 @@ Graph backwardGraph(const SdpaProblem &p, int smVersion = 0) {
   return graph;
 }
 
+/// `make()`'s graph, or null with why in `why`: the frontend throws where
+/// neither of its SDPA implementations supports the attributes (an I/O
+/// type or input neither takes, graph_interface.h's sdpa()), which the
+/// graphs here do not ask for; a future frontend's refusal is then a
+/// refusal (the chunked kernel), not the end of the process.
+template <typename Make> Graph madeOrWhy(Make make, std::string &why) {
+  try {
+    return make();
+  } catch (const std::exception &error) {
+    why = std::string("cudnn-frontend: ") + error.what();
+    return nullptr;
+  }
+}
+
 constexpr int64_t kAlignment = 256;
 int64_t aligned(int64_t bytes) {
   return (bytes + kAlignment - 1) / kAlignment * kAlignment;
@@ -259,9 +273,13 @@ llvm::Expected<SdpaProblem> twill::sdpaProblem(const AttentionShape &shape,
 }
 
 llvm::Error twill::validateSdpaGraphs(const SdpaProblem &p, int smVersion) {
+  std::string why;
   for (Graph graph :
-       {forwardGraph(p, false, smVersion), forwardGraph(p, true, smVersion),
-        backwardGraph(p, smVersion)}) {
+       {madeOrWhy([&] { return forwardGraph(p, false, smVersion); }, why),
+        madeOrWhy([&] { return forwardGraph(p, true, smVersion); }, why),
+        madeOrWhy([&] { return backwardGraph(p, smVersion); }, why)}) {
+    if (!graph)
+      return problem(why);
     if (llvm::Error error = check(graph->validate(), "validate"))
       return error;
   }
@@ -309,13 +327,16 @@ FusedAttention::graphs(const SdpaProblem &p, bool gradient) {
   std::unique_ptr<Graphs> &slot = state->built[p];
   if (!slot) {
     slot = std::make_unique<Graphs>();
-    slot->forward = forwardGraph(p, false);
-    slot->forwardWithStatistics = forwardGraph(p, true);
-    slot->backward = backwardGraph(p);
+    std::string *why = slot->refusal;
+    slot->forward = madeOrWhy([&] { return forwardGraph(p, false); }, why[0]);
+    slot->forwardWithStatistics =
+        madeOrWhy([&] { return forwardGraph(p, true); }, why[1]);
+    if (slot->forwardWithStatistics)
+      slot->backward = madeOrWhy([&] { return backwardGraph(p); }, why[1]);
     for (Graph graph :
          {slot->forward, slot->forwardWithStatistics, slot->backward}) {
       bool ofGradient = graph != slot->forward;
-      if (!slot->refusal[ofGradient].empty())
+      if (!graph || !slot->refusal[ofGradient].empty())
         continue;
       int64_t bytes = 0;
       llvm::Error error =
