@@ -157,11 +157,17 @@ sockets::results(const Collective &c, llvm::ArrayRef<std::vector<char>> in) {
                 c.concatDim >= c.dims))
     return protocolError("a collective along a dim its input lacks");
   using Bytes = std::vector<char>;
-  // Nothing to move (a dim of size 0): no loop over the other dims, which
-  // may be as large as a peer says. A split must still be even.
-  bool splits = c.op == Op::ReduceScatter || c.op == Op::AllToAll;
-  if (bytes == 0 && (!splits || c.shape[c.dim] % n == 0))
+  // Nothing to move (a dim of size 0): no loop over, nor product of, the
+  // other dims, which may be as large as a peer says. A split must still be
+  // even.
+  if (bytes == 0) {
+    if (c.op == Op::ReduceScatter || c.op == Op::AllToAll)
+      if (int64_t length = c.shape[c.dim]; length % n)
+        return unevenSplit(c.op == Op::ReduceScatter ? "reduce_scatter"
+                                                     : "all_to_all",
+                           c.dim, length, n);
     return std::vector<Bytes>(n);
+  }
   switch (c.op) {
   case Op::AllReduceF32:
     return std::vector<Bytes>(n, reduced<float>(in, false));

@@ -157,6 +157,14 @@ TEST(SocketProtocol, HostileShapesAndSumsAreBounded) {
   ASSERT_TRUE(bool(nothing)) << llvm::toString(nothing.takeError());
   EXPECT_EQ(nothing->size(), 2u);
   EXPECT_TRUE((*nothing)[1].empty());
+  // Empty, and split unevenly, with dims whose product is past int64.
+  auto uneven = results(
+      along(Op::ReduceScatter, {0, 3, int64_t(1) << 40, int64_t(1) << 40}, 1),
+      empty);
+  ASSERT_FALSE(bool(uneven));
+  EXPECT_NE(llvm::toString(uneven.takeError())
+                .find("reduce_scatter: dim 1 of size 3"),
+            std::string::npos);
   for (std::vector<int64_t> shape :
        {std::vector<int64_t>{-4, -2}, {int64_t(1) << 40, int64_t(1) << 40}}) {
     auto refused = results(along(Op::AllReduceF32, shape, 0), empty);
