@@ -45,7 +45,8 @@ void addOptimizerKernels(Kernels &kernels);
 /// the result its D, so the epilogue's add reads the addend once and writes
 /// nothing more; dequantize, a quantized weight for them (CudaMatmul.cpp).
 void addMatmulKernels(Kernels &kernels);
-/// attention and attention_grad as ChunkedAttention.h's schedule: cuBLAS
+/// attention and attention_grad as cuDNN's fused SDPA where it takes the
+/// shape (FusedAttention.h), else ChunkedAttention.h's schedule: cuBLAS
 /// GEMMs and two row kernels (CudaAttention.cpp).
 void addAttentionKernels(Kernels &kernels);
 /// all_gather, reduce_scatter, all_reduce, all_to_all (or their starts)
