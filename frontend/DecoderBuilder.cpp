@@ -186,15 +186,19 @@ Value DecoderTracer::attention(Value normed, const std::string &prefix) {
   double scalar = model.has_query_pre_attn_scalar()
                       ? model.query_pre_attn_scalar()
                       : double(headDim);
+  // The log-sum-exp is fp32 at every precision.
+  auto logSumExp =
+      RankedTensorType::get({batch, heads, seq}, builder.getF32Type());
   Value context = AttentionOp::create(
-      builder, at, q.getType(), q, k, v, segments,
+      builder, at, q.getType(), logSumExp, q, k, v, segments,
       builder.getF64FloatAttr(1.0 / std::sqrt(scalar)),
       /*shard_axis=*/nullptr,
       window && *window < seq ? builder.getI64IntegerAttr(*window)
                               : IntegerAttr(),
       model.has_attn_logit_softcapping()
           ? builder.getF64FloatAttr(model.attn_logit_softcapping())
-          : FloatAttr());
+          : FloatAttr())
+                      .getResult();
   Value merged = ReshapeOp::create(
       builder, at, floatType({batch, seq, heads * headDim}), context);
   SmallVector<Value> outputs;

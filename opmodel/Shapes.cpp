@@ -408,21 +408,33 @@ static Error attentionOperands(shapes::Shape query, shapes::Shape key,
       kvHeads));
 }
 
+/// What attention and its gradient both check of the log-sum-exp: one per
+/// query row of each head, [batch, heads, seq].
+static Error logSumExpOf(shapes::Shape query, shapes::Shape logSumExp) {
+  return shapes::expectShape("log_sum_exp", logSumExp,
+                             {query[0], query[2], query[1]});
+}
+
 Error shapes::attention(Shape query, Shape key, Shape value,
                         std::optional<Shape> segments, Shape result,
-                        bool queryHeadsSharded) {
+                        Shape logSumExp, bool queryHeadsSharded) {
   if (Error error =
           attentionOperands(query, key, value, segments, queryHeadsSharded))
     return error;
-  return expectShape("result", result, query);
+  if (Error error = expectShape("result", result, query))
+    return error;
+  return logSumExpOf(query, logSumExp);
 }
 
 Error shapes::attentionGrad(Shape query, Shape key, Shape value, Shape output,
-                            Shape grad, std::optional<Shape> segments,
-                            Shape queryGrad, Shape keyGrad, Shape valueGrad,
+                            Shape logSumExp, Shape grad,
+                            std::optional<Shape> segments, Shape queryGrad,
+                            Shape keyGrad, Shape valueGrad,
                             bool queryHeadsSharded) {
   if (Error error =
           attentionOperands(query, key, value, segments, queryHeadsSharded))
+    return error;
+  if (Error error = logSumExpOf(query, logSumExp))
     return error;
   if (Error error = allLike(query, {{"output", output},
                                     {"grad", grad},

@@ -145,17 +145,19 @@ llvm::Error collective(Collective kind, Shape input, Shape result, int64_t dim,
 
 /// attention: query [batch, seq, heads, headDim], key and value [batch,
 /// seq, kvHeads, headDim], segments (if any: none is empty) [batch, seq]
-/// -> like query. The query heads are a multiple of the key/value heads;
-/// with `queryHeadsSharded` (the query heads one rank's block, the
-/// key/value heads all of them) either count may divide the other.
+/// -> like query, and the log-sum-exp [batch, heads, seq]. The query heads
+/// are a multiple of the key/value heads; with `queryHeadsSharded` (the
+/// query heads one rank's block, the key/value heads all of them) either
+/// count may divide the other.
 llvm::Error attention(Shape query, Shape key, Shape value,
                       std::optional<Shape> segments, Shape result,
-                      bool queryHeadsSharded);
-/// attention_grad: query, key, value, output, grad [, segments] -> the
-/// gradients of query, key and value.
+                      Shape logSumExp, bool queryHeadsSharded);
+/// attention_grad: query, key, value, output, log-sum-exp, grad [,
+/// segments] -> the gradients of query, key and value.
 llvm::Error attentionGrad(Shape query, Shape key, Shape value, Shape output,
-                          Shape grad, std::optional<Shape> segments,
-                          Shape queryGrad, Shape keyGrad, Shape valueGrad,
+                          Shape logSumExp, Shape grad,
+                          std::optional<Shape> segments, Shape queryGrad,
+                          Shape keyGrad, Shape valueGrad,
                           bool queryHeadsSharded);
 
 /// linear_cross_entropy's operands: input [..., hidden], weight [vocab,

@@ -31,8 +31,9 @@ void lowerPrecision(func::FuncOp function) {
   llvm::SmallPtrSet<Operation *, 16> masterCasts;
   // The losses' sums stay fp32 whatever their rank (DPO's per sequence),
   // and so does what is computed from them alone (a tiled loss's tiles'
-  // sums added, log-probabilities, dpo_loss's results).
-  llvm::DenseSet<Value> sums;
+  // sums added, log-probabilities, dpo_loss's results); so do attention's
+  // log-sum-exps, softmax statistics of an fp32 range.
+  llvm::DenseSet<Value> keptFp32;
   for (BlockArgument argument : body.getArguments()) {
     unsigned index = argument.getArgNumber();
     // DPO's precomputed reference log-probabilities are such sums, and the
@@ -42,7 +43,7 @@ void lowerPrecision(func::FuncOp function) {
             function.getArgAttrOfType<ValueRoleAttr>(index, kRoleAttrName);
         role && (role.getValue() == ValueRole::ReferenceLogps ||
                  role.getValue() == ValueRole::LossWeight)) {
-      sums.insert(argument);
+      keptFp32.insert(argument);
       continue;
     }
     RankedTensorType bf16 = toBF16(argument.getType());
@@ -67,7 +68,7 @@ void lowerPrecision(func::FuncOp function) {
     for (Value operand : op.getOperands()) {
       if (!isa<FloatType>(getElementTypeOrSelf(operand.getType())))
         continue;
-      if (!sums.contains(operand))
+      if (!keptFp32.contains(operand))
         return false;
       any = true;
     }
@@ -78,12 +79,14 @@ void lowerPrecision(func::FuncOp function) {
     if (masterCasts.contains(&op) || isa<func::ReturnOp>(op))
       continue;
     if (isa<CrossEntropyOp, LinearCrossEntropyOp>(op))
-      sums.insert(op.getResult(0));
+      keptFp32.insert(op.getResult(0));
+    else if (auto attention = dyn_cast<AttentionOp>(op))
+      keptFp32.insert(attention.getLogSumExp());
     else if (fromSumsAlone(op))
-      sums.insert(op.getResults().begin(), op.getResults().end());
+      keptFp32.insert(op.getResults().begin(), op.getResults().end());
     for (OpResult result : op.getResults())
       if (RankedTensorType bf16 = toBF16(result.getType());
-          bf16 && bf16.getRank() != 0 && !sums.contains(result))
+          bf16 && bf16.getRank() != 0 && !keptFp32.contains(result))
         result.setType(bf16);
   }
   function.setType(builder.getFunctionType(

@@ -54,8 +54,8 @@ LogicalResult AttentionGradOp::verify() {
   return check(*this,
                shapes::attentionGrad(
                    shapeOf(getQuery()), shapeOf(getKey()), shapeOf(getValue()),
-                   shapeOf(getOutput()), shapeOf(getGrad()),
-                   shapeIfAny(getSegments()),
+                   shapeOf(getOutput()), shapeOf(getLogSumExp()),
+                   shapeOf(getGrad()), shapeIfAny(getSegments()),
                    shapeOf(getQueryGrad()), shapeOf(getKeyGrad()),
                    shapeOf(getValueGrad()), bool(getShardAxis())));
 }

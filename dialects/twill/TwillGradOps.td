@@ -109,22 +109,25 @@ def Twill_RopeGradOp : Twill_ComputeOp<"rope_grad", [Pure]> {
 def Twill_AttentionGradOp : Twill_ComputeOp<"attention_grad", [Pure]> {
   let summary = "Gradients of attention with respect to q, k and v";
   let description = [{
-    For `output = attention(query, key, value, segments)` and `grad` =
-    dL/doutput, returns (dL/dquery, dL/dkey, dL/dvalue); the softmax is
-    recomputed, never stored. `shard_axis`, `window` and `softcap` are as
-    for attention; with `shard_axis` the key and value gradients are partial
-    sums over the axis.
+    For `output, log_sum_exp = attention(query, key, value, segments)` and
+    `grad` = dL/doutput, returns (dL/dquery, dL/dkey, dL/dvalue). The
+    probabilities are remade from the scores and the forward's
+    `log_sum_exp`, never stored. `shard_axis`, `window` and `softcap` are
+    as for attention; with `shard_axis` the key and value gradients are
+    partial sums over the axis.
 
     ```mlir
-    %dq, %dk, %dv = twill.attention_grad %q, %k, %v, %o, %do segments(%doc)
+    %dq, %dk, %dv = twill.attention_grad %q, %k, %v, %o, %lse, %do segments(%doc)
         {scale = 2.5e-01 : f64}
         : (tensor<2x64x4x16xf32>, tensor<2x64x2x16xf32>, tensor<2x64x2x16xf32>,
-           tensor<2x64x4x16xf32>, tensor<2x64x4x16xf32>, tensor<2x64xi32>)
+           tensor<2x64x4x16xf32>, tensor<2x4x64xf32>, tensor<2x64x4x16xf32>,
+           tensor<2x64xi32>)
         -> (tensor<2x64x4x16xf32>, tensor<2x64x2x16xf32>, tensor<2x64x2x16xf32>)
     ```
   }];
   let arguments = (ins Twill_FloatTensor:$query, Twill_FloatTensor:$key,
                        Twill_FloatTensor:$value, Twill_FloatTensor:$output,
+                       StaticShapeTensorOf<[F32]>:$log_sum_exp,
                        Twill_FloatTensor:$grad,
                        Optional<Twill_IntTensor>:$segments, F64Attr:$scale,
                        OptionalAttr<StrAttr>:$shard_axis,
@@ -134,7 +137,7 @@ def Twill_AttentionGradOp : Twill_ComputeOp<"attention_grad", [Pure]> {
                       Twill_FloatTensor:$key_grad,
                       Twill_FloatTensor:$value_grad);
   let assemblyFormat = [{
-    $query `,` $key `,` $value `,` $output `,` $grad
+    $query `,` $key `,` $value `,` $output `,` $log_sum_exp `,` $grad
     (`segments` `(` $segments^ `)`)? attr-dict `:`
     functional-type(operands, results)
   }];

@@ -253,7 +253,8 @@ LogicalResult AttentionOp::verify() {
       failed(check(*this, shapes::attention(
                               shapeOf(getQuery()), shapeOf(getKey()),
                               shapeOf(getValue()), shapeIfAny(getSegments()),
-                              shapeOf(getResult()), bool(getShardAxis())))))
+                              shapeOf(getResult()), shapeOf(getLogSumExp()),
+                              bool(getShardAxis())))))
     return failure();
   if (getScale().convertToDouble() <= 0.0)
     return emitOpError("scale must be positive");

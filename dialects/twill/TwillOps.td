@@ -200,10 +200,17 @@ def Twill_AttentionOp : Twill_ComputeOp<"attention", [Pure, DeclareOpInterfaceMe
     given, also forbids attending across documents of a packed row. Layout is
     `[batch, seq, heads, head_dim]` for all three inputs and the result.
 
+    The second result, `log_sum_exp` (`[batch, heads, seq]`, fp32 at every
+    precision), is each query row's log-sum-exp of its logits (natural log,
+    after the scale and the soft cap, over the keys it sees): the softmax's
+    statistics, which attention_grad reads to remake the probabilities
+    without a second pass over each row (cuDNN's `Stats`).
+
     ```mlir
-    %o = twill.attention %q, %k, %v segments(%doc) {scale = 0.08838834764831845 : f64}
+    %o, %lse = twill.attention %q, %k, %v segments(%doc) {scale = 0.08838834764831845 : f64}
         : (tensor<2x8192x32x128xbf16>, tensor<2x8192x8x128xbf16>,
-           tensor<2x8192x8x128xbf16>, tensor<2x8192xi32>) -> tensor<2x8192x32x128xbf16>
+           tensor<2x8192x8x128xbf16>, tensor<2x8192xi32>)
+        -> (tensor<2x8192x32x128xbf16>, tensor<2x32x8192xf32>)
     ```
 
     With `window` (sliding-window attention), a query sees only the keys
@@ -222,7 +229,8 @@ def Twill_AttentionOp : Twill_ComputeOp<"attention", [Pure, DeclareOpInterfaceMe
                        OptionalAttr<StrAttr>:$shard_axis,
                        OptionalAttr<I64Attr>:$window,
                        OptionalAttr<F64Attr>:$softcap);
-  let results = (outs Twill_FloatTensor:$result);
+  let results = (outs Twill_FloatTensor:$result,
+                      StaticShapeTensorOf<[F32]>:$log_sum_exp);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`segments` `(` $segments^ `)`)? attr-dict `:`
     functional-type(operands, results)

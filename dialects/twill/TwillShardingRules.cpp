@@ -106,18 +106,24 @@ static ShardingRule attentionRule(Value query, Value key, bool hasSegments) {
   return rule;
 }
 
+/// The log-sum-exp's dims, [batch, heads, seq], of the query's.
+static Tensor logSumExpDims(const Tensor &queryDims) {
+  return {queryDims[0], queryDims[2], queryDims[1]};
+}
+
 ShardingRule AttentionOp::getShardingRule() {
-  // (query, key, value[, segments]) -> output
+  // (query, key, value[, segments]) -> (output, log_sum_exp)
   ShardingRule rule = attentionRule(getQuery(), getKey(), bool(getSegments()));
-  rule.results = {rule.operands[0]};
+  rule.results = {rule.operands[0], logSumExpDims(rule.operands[0])};
   return rule;
 }
 
 ShardingRule AttentionGradOp::getShardingRule() {
-  // (query, key, value, output, grad[, segments]) -> (dq, dk, dv)
+  // (query, key, value, output, log_sum_exp, grad[, segments]) -> (dq, dk, dv)
   ShardingRule rule = attentionRule(getQuery(), getKey(), bool(getSegments()));
   Tensor queryDims = rule.operands[0], keyDims = rule.operands[1];
-  rule.operands.insert(rule.operands.begin() + 3, 2, queryDims);
+  rule.operands.insert(rule.operands.begin() + 3,
+                       {queryDims, logSumExpDims(queryDims), queryDims});
   rule.results = {queryDims, keyDims, keyDims};
   // A key/value head's gradient sums over the query heads it serves.
   rule.reductions = {queryDims[2].front()};

@@ -101,13 +101,14 @@ Cotangents RopeOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
 Cotangents AttentionOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
                                  ArrayRef<bool> needed) {
   SmallVector<Value> grads(getNumOperands());
-  if (!needed[0] && !needed[1] && !needed[2])
+  // The log-sum-exp only feeds attention_grad: it has no cotangent.
+  if ((!needed[0] && !needed[1] && !needed[2]) || !cotangents[0])
     return grads;
   auto grad = AttentionGradOp::create(
       builder, getLoc(), getQuery().getType(), getKey().getType(),
       getValue().getType(), getQuery(), getKey(), getValue(), getResult(),
-      cotangents[0], getSegments(), getScaleAttr(), getShardAxisAttr(),
-      getWindowAttr(), getSoftcapAttr());
+      getLogSumExp(), cotangents[0], getSegments(), getScaleAttr(),
+      getShardAxisAttr(), getWindowAttr(), getSoftcapAttr());
   Value results[] = {grad.getQueryGrad(), grad.getKeyGrad(),
                      grad.getValueGrad()};
   for (int i = 0; i < 3; ++i)

@@ -14,9 +14,11 @@
 // The query heads that share a KV head are stacked (their chunk rows copied
 // head after head), so each product is one GEMM for all of them.
 //
-// The gradient recomputes the chunk's softmax (from its scores and row
-// log-sum-exp), so the forward keeps nothing; key and value gradients of a
-// KV head accumulate in fp32 over chunks, in a fixed order.
+// The forward keeps each query row's log-sum-exp (the op's second
+// result); the gradient remakes the chunk's probabilities from its scores
+// and those, without a pass for each row's max and sum (or, given none,
+// recomputes them as the forward does). Key and value gradients of a KV
+// head accumulate in fp32 over chunks, in a fixed order.
 //
 // A group (one batch row's KV head and the query heads it serves) shares
 // nothing with another: the backend may run groups concurrently
@@ -29,6 +31,7 @@
 // `Ops` supplies (duck-typed):
 //   void gemm(const RowMajorGemm &);            // Gemm.h
 //   void softmaxRows(const SoftmaxRows &);      // scores -> P (storage), lse
+//   void probabilityRows(const SoftmaxRows &);  // scores and lse -> P
 //   void softmaxGradRows(const SoftmaxRows &);  // dP, and P as softmaxRows
 //                                               // left it (or scores and
 //                                               // lse to remake it) -> dS
@@ -73,7 +76,10 @@ namespace twill {
 /// segments) in the query's segment.
 struct SoftmaxRows {
   const float *scores = nullptr; // [heads][rows][keys]
-  float *lse = nullptr;          // [heads][rows]: log-sum-exp of scaled rows
+  /// Each row's log-sum-exp of its logits, head h's rows from lse + h *
+  /// lseHeadStride: softmaxRows writes it, probabilityRows reads it.
+  float *lse = nullptr;
+  int64_t lseHeadStride = 0;
   void *probabilities = nullptr; // P, storage type: softmaxRows writes it
   const float *probabilityGrad = nullptr; // softmaxGradRows: dP
   void *scoreGrad = nullptr; // softmaxGradRows: dS (scaled), storage type
@@ -98,6 +104,11 @@ struct SoftmaxRows {
       return float(scale);
     float t = tanhf(score * float(scale) / float(softcap));
     return float(scale) * (1.0f - t * t);
+  }
+
+  /// Row `row`'s log-sum-exp.
+  TWILL_HOST_DEVICE float &lseOf(int64_t row) const {
+    return lse[row / rows * lseHeadStride + row % rows];
   }
 
   /// Whether the key of column `column` is visible to `query`.
@@ -126,6 +137,10 @@ struct AttentionProblem {
   HeadBlock heads;
   int elementBytes; // of the storage type
   AttentionLogits logits;
+  /// [batch, heads.count, seq] fp32: the forward writes each query row's
+  /// log-sum-exp, the gradient reads it. Null: the forward keeps none,
+  /// and the gradient recomputes it.
+  float *logSumExp = nullptr;
 };
 
 namespace detail {
@@ -291,11 +306,19 @@ void scoresTimesKv(Ops &ops, const AttentionProblem &p, const Chunk &c,
   ops.gemm(gemm);
 }
 
-/// The chunk's rows of scores, as the row kernels see them.
+/// The chunk's rows of scores, as the row kernels see them: their
+/// log-sum-exps in the problem's, or (none) in the scratch.
 inline SoftmaxRows scoreRows(const AttentionProblem &p, const Chunk &c,
                              const ChunkScratch &scratch) {
   SoftmaxRows rows;
-  rows.scores = scratch.scores, rows.lse = scratch.lse;
+  rows.scores = scratch.scores;
+  if (p.logSumExp) {
+    rows.lse =
+        p.logSumExp + (c.b * p.heads.count + c.h0) * p.seq + c.first;
+    rows.lseHeadStride = p.seq;
+  } else {
+    rows.lse = scratch.lse, rows.lseHeadStride = c.rows;
+  }
   rows.probabilities = scratch.probabilities;
   rows.probabilityGrad = scratch.probabilityGrad;
   rows.scoreGrad = scratch.scoreGrad;
@@ -309,10 +332,12 @@ inline SoftmaxRows scoreRows(const AttentionProblem &p, const Chunk &c,
 
 /// Calls `each(chunk, scratch)` for every chunk of every group (batch row
 /// and KV head), after the chunk's queries are stacked and S = Q K^T and
-/// P = softmax(S) (with its lse) are made.
+/// P = softmax(S) are made: from the problem's log-sum-exps where the
+/// gradient has them, else with them.
 template <typename Ops, typename Each>
 void forEachChunk(Ops &ops, const AttentionProblem &p, int64_t budgetBytes,
                   bool gradient, Each each) {
+  bool keptStatistics = gradient && p.logSumExp;
   ops.forEachGroup(p.batch * p.kvHeads, [&](int64_t group) {
     int64_t b = group / p.kvHeads, kv = group % p.kvHeads;
     auto [h0, h1] = servedHeads(p.heads, p.kvHeads, kv);
@@ -330,7 +355,10 @@ void forEachChunk(Ops &ops, const AttentionProblem &p, int64_t budgetBytes,
                   first, rows, firstKey, first + rows - firstKey};
       copyHeadRows(ops, p, chunk, p.q, scratch.queries, /*stack=*/true);
       rowsTimesKvT(ops, p, chunk, scratch.queries, p.k, scratch.scores);
-      ops.softmaxRows(scoreRows(p, chunk, scratch));
+      if (keptStatistics)
+        ops.probabilityRows(scoreRows(p, chunk, scratch));
+      else
+        ops.softmaxRows(scoreRows(p, chunk, scratch));
       each(chunk, scratch);
     }
   });
@@ -338,7 +366,8 @@ void forEachChunk(Ops &ops, const AttentionProblem &p, int64_t budgetBytes,
 
 } // namespace detail
 
-/// out = softmax(scale Q K^T, causal, within segments and the window) V.
+/// out = softmax(scale Q K^T, causal, within segments and the window) V,
+/// and each row's log-sum-exp into p.logSumExp (where it is not null).
 template <typename Ops>
 void chunkedAttention(Ops &ops, const AttentionProblem &p, void *out,
                       int64_t budgetBytes) {
@@ -351,7 +380,8 @@ void chunkedAttention(Ops &ops, const AttentionProblem &p, void *out,
                });
 }
 
-/// dQ, dK, dV of chunkedAttention given dL/dout (`grad`).
+/// dQ, dK, dV of chunkedAttention given dL/dout (`grad`), from the
+/// forward's log-sum-exps (p.logSumExp), or recomputing them (null).
 template <typename Ops>
 void chunkedAttentionGrad(Ops &ops, const AttentionProblem &p, const void *grad,
                           void *queryGrad, void *keyGrad, void *valueGrad,

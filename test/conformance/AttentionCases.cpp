@@ -11,36 +11,51 @@ using namespace twill::conformance;
 /// [batch, seq, kvHeads, dim], with packed documents or not, on one rank's
 /// block of heads (`axis`) or all of them, in a sliding `window` or not (0),
 /// soft-capped (Gemma 2's `softcap`) or not (0), q and k filled as given.
+/// The forward's results are the output and each row's log-sum-exp; the
+/// gradient's case runs the forward first and takes both from it, as a
+/// program does, so each backend's gradient reads its own statistics.
 static void attention(Suite &suite, DType type, int64_t batch, int64_t seq,
                       int64_t heads, int64_t kvHeads, int64_t dim, bool packed,
                       const char *axis, const char *note, int64_t window = 0,
                       double softcap = 0, Fill queries = normal(),
                       Fill keys = normal()) {
-  Shape q = {batch, seq, heads, dim}, kv = {batch, seq, kvHeads, dim};
+  Shape q = {batch, seq, heads, dim}, kv = {batch, seq, kvHeads, dim},
+        lse = {batch, heads, seq};
   double tolerance = type == BF16 ? kBF16Attention : kSummed;
-  for (bool gradient : {false, true}) {
-    CaseBuilder c(suite, gradient ? ATTENTION_GRAD : ATTENTION, type,
-                  tolerance);
-    c.in(q, queries);
-    c.in(kv, keys);
-    c.in(kv);
-    if (gradient) {
-      c.in(q); // the forward's output: both backends recompute it
-      c.in(q);
-    }
-    if (packed)
-      c.operand(I32, {batch, seq}, segments(seq));
-    c.out(q);
-    if (gradient) {
-      c.out(kv);
-      c.out(kv);
-    }
-    c->mutable_attention()->set_scale(1 / std::sqrt(double(dim)));
-    c->mutable_attention()->set_shard_axis(axis);
-    c->mutable_attention()->set_window(window);
-    c->mutable_attention()->set_softcap(softcap);
-    c.note(note).add();
-  }
+  AttentionAttributes attributes;
+  attributes.set_scale(1 / std::sqrt(double(dim)));
+  attributes.set_shard_axis(axis);
+  attributes.set_window(window);
+  attributes.set_softcap(softcap);
+
+  CaseBuilder forward(suite, ATTENTION, type, tolerance);
+  forward.in(q, queries);
+  forward.in(kv, keys);
+  forward.in(kv);
+  if (packed)
+    forward.operand(I32, {batch, seq}, segments(seq));
+  forward.out(q);
+  forward.result(F32, lse);
+  *forward->mutable_attention() = attributes;
+  forward.note(note).add();
+
+  CaseBuilder gradient(suite, ATTENTION_GRAD, type, tolerance);
+  Instruction first;
+  first.set_opcode(ATTENTION);
+  *first.mutable_attention() = attributes;
+  first.add_operands(gradient.in(q, queries));
+  first.add_operands(gradient.in(kv, keys));
+  first.add_operands(gradient.in(kv));
+  first.add_results(gradient.computed(type, q));
+  first.add_results(gradient.computed(F32, lse));
+  gradient.in(q); // dL/doutput
+  if (packed)
+    first.add_operands(gradient.operand(I32, {batch, seq}, segments(seq)));
+  gradient.out(q);
+  gradient.out(kv);
+  gradient.out(kv);
+  *gradient->mutable_attention() = attributes;
+  gradient.before(first).note(note).add();
 }
 
 void conformance::attentionCases(Suite &suite) {

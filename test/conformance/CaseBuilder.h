@@ -103,6 +103,19 @@ public:
     current.results.push_back(id);
     return id;
   }
+  /// An operand that an instruction run before the case's computes
+  /// (before()): neither filled nor compared.
+  int computed(DType dtype, Shape shape) {
+    int id = buffer(dtype, shape, shapes);
+    instruction.add_operands(id);
+    return id;
+  }
+  /// An instruction the case's entry point runs first, to compute its
+  /// computed() operands from its filled ones (each backend its own).
+  CaseBuilder &before(Instruction first) {
+    prelude.push_back(std::move(first));
+    return *this;
+  }
 
   CaseBuilder &note(llvm::StringRef text) {
     current.note = text.str();
@@ -120,6 +133,8 @@ public:
     entry.set_name(llvm::formatv("case {0}: {1}", suite.cases.size(),
                                  opcodeName(current.opcode))
                        .str());
+    for (const Instruction &first : prelude)
+      *entry.add_instructions() = first;
     *entry.add_instructions() = instruction;
     if (isStart(current.opcode)) { // and the wait that ends it
       Instruction &wait = *entry.add_instructions();
@@ -155,6 +170,7 @@ private:
   Suite &suite;
   DType type;
   Case current;
+  std::vector<Instruction> prelude;
   Instruction instruction;
   std::string shapes, resultShapes;
 };

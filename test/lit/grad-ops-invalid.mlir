@@ -17,11 +17,21 @@ func.func @rms_norm_weight_grad(%x: tensor<2x8x16xf32>) {
 
 // -----
 
-func.func @attention_grad(%q: tensor<2x8x4x4xf32>, %kv: tensor<2x8x2x4xf32>) {
+func.func @attention_grad(%q: tensor<2x8x4x4xf32>, %kv: tensor<2x8x2x4xf32>, %lse: tensor<2x4x8xf32>) {
   // expected-error @+1 {{key_grad must have shape [2, 8, 2, 4], got [2, 8, 4, 4]}}
-  %dq, %dk, %dv = twill.attention_grad %q, %kv, %kv, %q, %q {scale = 0.5 : f64}
-      : (tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32>)
+  %dq, %dk, %dv = twill.attention_grad %q, %kv, %kv, %q, %lse, %q {scale = 0.5 : f64}
+      : (tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x4x4xf32>, tensor<2x4x8xf32>, tensor<2x8x4x4xf32>)
       -> (tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_grad_log_sum_exp(%q: tensor<2x8x4x4xf32>, %kv: tensor<2x8x2x4xf32>, %lse: tensor<2x8x4xf32>) {
+  // expected-error @+1 {{log_sum_exp must have shape [2, 4, 8], got [2, 8, 4]}}
+  %dq, %dk, %dv = twill.attention_grad %q, %kv, %kv, %q, %lse, %q {scale = 0.5 : f64}
+      : (tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x4x4xf32>, tensor<2x8x4xf32>, tensor<2x8x4x4xf32>)
+      -> (tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32>)
   return
 }
 

@@ -123,7 +123,24 @@ func.func @rope_partial_scaling(%q: tensor<2x8x4x16xf32>, %pos: tensor<2x8xi32>)
 
 func.func @attention_gqa(%q: tensor<2x8x4x16xf32>, %kv: tensor<2x8x3x16xf32>) {
   // expected-error @+1 {{query heads (4) must be a multiple of key/value heads (3)}}
-  %0 = twill.attention %q, %kv, %kv {scale = 2.5e-01 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8x3x16xf32>, tensor<2x8x3x16xf32>) -> tensor<2x8x4x16xf32>
+  %0, %lse_0 = twill.attention %q, %kv, %kv {scale = 2.5e-01 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8x3x16xf32>, tensor<2x8x3x16xf32>) -> (tensor<2x8x4x16xf32>, tensor<2x4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_log_sum_exp_shape(%q: tensor<2x8x4x16xf32>, %kv: tensor<2x8x2x16xf32>) {
+  // expected-error @+1 {{log_sum_exp must have shape [2, 4, 8], got [2, 8, 4]}}
+  %0, %lse_0 = twill.attention %q, %kv, %kv {scale = 2.5e-01 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>) -> (tensor<2x8x4x16xf32>, tensor<2x8x4xf32>)
+  return
+}
+
+// -----
+
+// The log-sum-exp stays fp32 in a bf16 program (cuDNN's statistics are).
+func.func @attention_log_sum_exp_type(%q: tensor<2x8x4x16xbf16>, %kv: tensor<2x8x2x16xbf16>) {
+  // expected-error @+1 {{result #1 must be statically shaped tensor of 32-bit float values}}
+  %0, %lse_0 = twill.attention %q, %kv, %kv {scale = 2.5e-01 : f64} : (tensor<2x8x4x16xbf16>, tensor<2x8x2x16xbf16>, tensor<2x8x2x16xbf16>) -> (tensor<2x8x4x16xbf16>, tensor<2x4x8xbf16>)
   return
 }
 
@@ -131,7 +148,7 @@ func.func @attention_gqa(%q: tensor<2x8x4x16xf32>, %kv: tensor<2x8x3x16xf32>) {
 
 func.func @attention_window(%q: tensor<2x8x4x16xf32>, %kv: tensor<2x8x2x16xf32>) {
   // expected-error @+1 {{window must be at least 1}}
-  %0 = twill.attention %q, %kv, %kv {scale = 2.5e-01 : f64, window = 0 : i64} : (tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>) -> tensor<2x8x4x16xf32>
+  %0, %lse_0 = twill.attention %q, %kv, %kv {scale = 2.5e-01 : f64, window = 0 : i64} : (tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>) -> (tensor<2x8x4x16xf32>, tensor<2x4x8xf32>)
   return
 }
 
@@ -139,7 +156,7 @@ func.func @attention_window(%q: tensor<2x8x4x16xf32>, %kv: tensor<2x8x2x16xf32>)
 
 func.func @attention_key_shape(%q: tensor<2x8x4x16xf32>, %k: tensor<2x8x2x8xf32>) {
   // expected-error @+1 {{key must have shape [2, 8, 2, 16], got [2, 8, 2, 8]}}
-  %0 = twill.attention %q, %k, %k {scale = 2.5e-01 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8x2x8xf32>, tensor<2x8x2x8xf32>) -> tensor<2x8x4x16xf32>
+  %0, %lse_0 = twill.attention %q, %k, %k {scale = 2.5e-01 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8x2x8xf32>, tensor<2x8x2x8xf32>) -> (tensor<2x8x4x16xf32>, tensor<2x4x8xf32>)
   return
 }
 
@@ -147,7 +164,7 @@ func.func @attention_key_shape(%q: tensor<2x8x4x16xf32>, %k: tensor<2x8x2x8xf32>
 
 func.func @attention_value_shape(%q: tensor<2x8x4x16xf32>, %k: tensor<2x8x2x16xf32>, %v: tensor<2x8x1x16xf32>) {
   // expected-error @+1 {{value must have shape [2, 8, 2, 16], got [2, 8, 1, 16]}}
-  %0 = twill.attention %q, %k, %v {scale = 2.5e-01 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x1x16xf32>) -> tensor<2x8x4x16xf32>
+  %0, %lse_0 = twill.attention %q, %k, %v {scale = 2.5e-01 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x1x16xf32>) -> (tensor<2x8x4x16xf32>, tensor<2x4x8xf32>)
   return
 }
 
@@ -155,7 +172,7 @@ func.func @attention_value_shape(%q: tensor<2x8x4x16xf32>, %k: tensor<2x8x2x16xf
 
 func.func @attention_segments(%q: tensor<2x8x4x16xf32>, %kv: tensor<2x8x2x16xf32>, %doc: tensor<2x7xi32>) {
   // expected-error @+1 {{segments must have shape [2, 8], got [2, 7]}}
-  %0 = twill.attention %q, %kv, %kv segments(%doc) {scale = 2.5e-01 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>, tensor<2x7xi32>) -> tensor<2x8x4x16xf32>
+  %0, %lse_0 = twill.attention %q, %kv, %kv segments(%doc) {scale = 2.5e-01 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>, tensor<2x7xi32>) -> (tensor<2x8x4x16xf32>, tensor<2x4x8xf32>)
   return
 }
 
@@ -163,7 +180,7 @@ func.func @attention_segments(%q: tensor<2x8x4x16xf32>, %kv: tensor<2x8x2x16xf32
 
 func.func @attention_scale(%q: tensor<2x8x4x16xf32>, %kv: tensor<2x8x2x16xf32>) {
   // expected-error @+1 {{scale must be positive}}
-  %0 = twill.attention %q, %kv, %kv {scale = -1.0 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>) -> tensor<2x8x4x16xf32>
+  %0, %lse_0 = twill.attention %q, %kv, %kv {scale = -1.0 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>) -> (tensor<2x8x4x16xf32>, tensor<2x4x8xf32>)
   return
 }
 
@@ -434,7 +451,7 @@ func.func @softcap_cap(%x: tensor<2x4xf32>) {
 
 func.func @attention_softcap(%q: tensor<2x8x4x16xf32>, %kv: tensor<2x8x2x16xf32>) {
   // expected-error @+1 {{softcap must be positive}}
-  %0 = twill.attention %q, %kv, %kv {scale = 2.5e-01 : f64, softcap = -1.0 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>) -> tensor<2x8x4x16xf32>
+  %0, %lse_0 = twill.attention %q, %kv, %kv {scale = 2.5e-01 : f64, softcap = -1.0 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>) -> (tensor<2x8x4x16xf32>, tensor<2x4x8xf32>)
   return
 }
 

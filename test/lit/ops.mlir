@@ -43,13 +43,13 @@ func.func @rope(%q: tensor<2x8x4x16xf32>, %pos: tensor<2x8xi32>) -> (tensor<2x8x
 
 // CHECK-LABEL: func.func @attention
 func.func @attention(%q: tensor<2x8x4x16xf32>, %kv: tensor<2x8x2x16xf32>, %doc: tensor<2x8xi32>) -> (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) {
-  // CHECK: twill.attention %{{.*}}, %{{.*}}, %{{.*}} {scale = 2.500000e-01 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>) -> tensor<2x8x4x16xf32>
-  %0 = twill.attention %q, %kv, %kv {scale = 2.5e-01 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>) -> tensor<2x8x4x16xf32>
-  // CHECK: twill.attention %{{.*}}, %{{.*}}, %{{.*}} segments(%{{.*}}) {scale = 2.500000e-01 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8xi32>) -> tensor<2x8x4x16xf32>
-  %1 = twill.attention %q, %kv, %kv segments(%doc) {scale = 2.5e-01 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8xi32>) -> tensor<2x8x4x16xf32>
+  // CHECK: twill.attention %{{.*}}, %{{.*}}, %{{.*}} {scale = 2.500000e-01 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>) -> (tensor<2x8x4x16xf32>, tensor<2x4x8xf32>)
+  %0, %lse_0 = twill.attention %q, %kv, %kv {scale = 2.5e-01 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>) -> (tensor<2x8x4x16xf32>, tensor<2x4x8xf32>)
+  // CHECK: twill.attention %{{.*}}, %{{.*}}, %{{.*}} segments(%{{.*}}) {scale = 2.500000e-01 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8xi32>) -> (tensor<2x8x4x16xf32>, tensor<2x4x8xf32>)
+  %1, %lse_1 = twill.attention %q, %kv, %kv segments(%doc) {scale = 2.5e-01 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8xi32>) -> (tensor<2x8x4x16xf32>, tensor<2x4x8xf32>)
   // A sliding window of 3 positions.
   // CHECK: twill.attention %{{.*}}, %{{.*}}, %{{.*}} segments(%{{.*}}) {scale = 2.500000e-01 : f64, window = 3 : i64}
-  %2 = twill.attention %q, %kv, %kv segments(%doc) {scale = 2.5e-01 : f64, window = 3 : i64} : (tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8xi32>) -> tensor<2x8x4x16xf32>
+  %2, %lse_2 = twill.attention %q, %kv, %kv segments(%doc) {scale = 2.5e-01 : f64, window = 3 : i64} : (tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8xi32>) -> (tensor<2x8x4x16xf32>, tensor<2x4x8xf32>)
   return %0, %1, %2 : tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>
 }
 

@@ -24,8 +24,8 @@ func.func @forward_ops(%table: tensor<512x64xf32>, %ids: tensor<2x8xi32>, %w: te
   // CHECK: twill.rope {{.*}}twill.sharding_rule = "([i, j, k, l], [i, j]) -> ([i, j, k, l]) {i=2, j=8, k=4, l=16} replicated={l}"
   %r = twill.rope %q, %ids {theta = 1.0e+04 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8xi32>) -> tensor<2x8x4x16xf32>
   // Heads shard; KV heads are their own factor; the sequence stays whole.
-  // CHECK: twill.attention {{.*}}twill.sharding_rule = "([i, j, k, m], [i, j, l, m], [i, j, l, m], [i, j]) -> ([i, j, k, m]) {i=2, j=8, k=4, l=2, m=16} replicated={j, m}"
-  %a = twill.attention %r, %kv, %kv segments(%ids) {scale = 0.25 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8xi32>) -> tensor<2x8x4x16xf32>
+  // CHECK: twill.attention {{.*}}twill.sharding_rule = "([i, j, k, m], [i, j, l, m], [i, j, l, m], [i, j]) -> ([i, j, k, m], [i, k, j]) {i=2, j=8, k=4, l=2, m=16} replicated={j, m}"
+  %a, %lse_a = twill.attention %r, %kv, %kv segments(%ids) {scale = 0.25 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8xi32>) -> (tensor<2x8x4x16xf32>, tensor<2x4x8xf32>)
   // CHECK: twill.reshape {{.*}}twill.sharding_rule = "([i, j, k, l]) -> ([i, j, (k l)]) {i=2, j=8, k=4, l=16}"
   %m = twill.reshape %a : tensor<2x8x4x16xf32> -> tensor<2x8x64xf32>
   // CHECK: twill.reshape {{.*}}twill.sharding_rule = "([(i j), k]) -> ([i, j, k]) {i=2, j=8, k=64}"

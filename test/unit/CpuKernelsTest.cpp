@@ -71,7 +71,8 @@ TEST(CpuKernels, DropoutIsTheMaskOfEachElementsPlace) {
 }
 
 // Sliding windows too: of 2 (a query and the one before it) and of 4,
-// which a segment of 4 crosses; and Gemma 2's soft-capped logits.
+// which a segment of 4 crosses; and Gemma 2's soft-capped logits. Each
+// row's log-sum-exp is the log of its weights' sum.
 TEST(CpuKernels, AttentionIsCausalGroupedAndStaysInsideSegmentsAndWindows) {
   const int64_t batch = 1, seq = 7, heads = 4, kvHeads = 2, dim = 3;
   std::vector<float> q = randomValues(seq * heads * dim, 4);
@@ -81,6 +82,7 @@ TEST(CpuKernels, AttentionIsCausalGroupedAndStaysInsideSegmentsAndWindows) {
   for (auto [window, softcap] :
        {std::pair<int64_t, double>{0, 0}, {2, 0}, {4, 0}, {4, 0.8}}) {
     std::vector<float> out(q.size()), expected(q.size());
+    std::vector<float> lse(heads * seq), expectedLse(heads * seq);
     double scale = 0.7;
     for (int64_t h = 0; h < heads; ++h) {
       int64_t kv = h / (heads / kvHeads);
@@ -103,6 +105,7 @@ TEST(CpuKernels, AttentionIsCausalGroupedAndStaysInsideSegmentsAndWindows) {
           weights.push_back(weight);
           total += weight;
         }
+        expectedLse[h * seq + i] = float(std::log(total));
         for (int64_t d = 0; d < dim; ++d) {
           double sum = 0;
           for (int64_t j = 0; j < seq; ++j)
@@ -111,10 +114,11 @@ TEST(CpuKernels, AttentionIsCausalGroupedAndStaysInsideSegmentsAndWindows) {
         }
       }
     }
-    cpu::attention(q.data(), k.data(), v.data(), segments, out.data(), batch,
-                   seq, HeadBlock::whole(heads), kvHeads, dim,
-                   {scale, window, softcap});
+    cpu::attention(q.data(), k.data(), v.data(), segments, out.data(),
+                   lse.data(), batch, seq, HeadBlock::whole(heads), kvHeads,
+                   dim, {scale, window, softcap});
     expectNear(out, expected);
+    expectNear(lse, expectedLse);
   }
 }
 
@@ -132,26 +136,32 @@ struct AttentionCase {
   int64_t window = 0; // none; a sliding window's size
   double softcap = 0; // none; Gemma 2's soft-cap
 
-  std::vector<float> forward(int64_t budget) const {
-    std::vector<float> out(q.size());
+  /// The output, then each row's log-sum-exp.
+  std::pair<std::vector<float>, std::vector<float>>
+  forward(int64_t budget) const {
+    std::vector<float> out(q.size()), lse(batch * heads.count * seq);
     cpu::attention(q.data(), k.data(), v.data(), segments.data(), out.data(),
-                   batch, seq, heads, kvHeads, dim, {scale, window, softcap},
-                   budget);
-    return out;
+                   lse.data(), batch, seq, heads, kvHeads, dim,
+                   {scale, window, softcap}, budget);
+    return {out, lse};
   }
   /// L = sum(out * w).
   double loss() const {
-    std::vector<float> out = forward(1 << 20);
+    std::vector<float> out = forward(1 << 20).first;
     double total = 0;
     for (size_t i = 0; i < out.size(); ++i)
       total += double(out[i]) * w[i];
     return total;
   }
-  std::vector<std::vector<float>> gradients(int64_t budget) const {
+  /// From the forward's log-sum-exps (`kept`), or recomputing them.
+  std::vector<std::vector<float>> gradients(int64_t budget,
+                                            bool kept = true) const {
     std::vector<std::vector<float>> grads = {std::vector<float>(q.size()),
                                              std::vector<float>(k.size()),
                                              std::vector<float>(v.size())};
-    cpu::attentionGrad(q.data(), k.data(), v.data(), w.data(), segments.data(),
+    std::vector<float> lse = forward(budget).second;
+    cpu::attentionGrad(q.data(), k.data(), v.data(),
+                       kept ? lse.data() : nullptr, w.data(), segments.data(),
                        grads[0].data(), grads[1].data(), grads[2].data(), batch,
                        seq, heads, kvHeads, dim, {scale, window, softcap},
                        budget);
@@ -167,10 +177,29 @@ TEST(CpuKernels, AttentionChunksAgreeWithOneChunk) {
     c.window = window;
     c.softcap = window ? 0.6 : 0;
     // A budget of one byte makes chunks of one query; 1 MiB one chunk.
-    expectNear(c.forward(1), c.forward(1 << 20));
+    auto [out, lse] = c.forward(1);
+    auto [wholeOut, wholeLse] = c.forward(1 << 20);
+    expectNear(out, wholeOut);
+    expectNear(lse, wholeLse);
     auto oneByOne = c.gradients(1), whole = c.gradients(1 << 20);
     for (int i = 0; i < 3; ++i)
       expectNear(oneByOne[i], whole[i]);
+  }
+}
+
+// The gradient from the forward's log-sum-exps is the one that recomputes
+// them (each row's max and sum again), to rounding: the probabilities are
+// exp(logit - lse) in one case, exp(logit - max) / sum in the other.
+TEST(CpuKernels, AttentionGradientFromKeptStatisticsIsTheRecomputedOne) {
+  for (int64_t window : {0, 3}) {
+    AttentionCase c;
+    c.window = window;
+    c.softcap = window ? 0.6 : 0;
+    for (int64_t budget : {int64_t(1), int64_t(1) << 20}) {
+      auto kept = c.gradients(budget), recomputed = c.gradients(budget, false);
+      for (int i = 0; i < 3; ++i)
+        expectNear(kept[i], recomputed[i], 1e-6f);
+    }
   }
 }
 

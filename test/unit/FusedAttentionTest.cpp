@@ -118,6 +118,21 @@ TEST(FusedAttention, SoftCapsAndDocumentsMaskInAScoreModifier) {
       fusedOrFail(shape(1, 300, HeadBlock::whole(8), 2, 64, 5, 2.0, true)));
 }
 
+// Rows of int32 segments or fp32 statistics 600 bytes apart (seq 150) start
+// on 8 bytes, not the 16 cuDNN assumes untold; bf16 heads of a multiple of
+// 8 values start on 16. A dim of one element has no stride to speak of.
+TEST(FusedAttention, TensorsDeclareTheAlignmentTheyHave) {
+  EXPECT_EQ(tensorAlignment({2, 1, 150, 1}, {150, 1, 1, 1}, 4), 8);
+  EXPECT_EQ(tensorAlignment({2, 1, 1, 150}, {150, 150, 150, 1}, 4), 8);
+  EXPECT_EQ(tensorAlignment({1, 1, 150, 1}, {150, 1, 1, 1}, 4), 16);
+  EXPECT_EQ(tensorAlignment({2, 1, 1, 152}, {152, 152, 152, 1}, 4), 16);
+  EXPECT_EQ(tensorAlignment({2, 4, 151, 1}, {604, 151, 1, 1}, 4), 4);
+  EXPECT_EQ(tensorAlignment({2, 4, 150, 64}, {38400, 64, 256, 1}, 2), 16);
+  // The conformance's packed shape of batch 2, seq 150 still validates.
+  expectValid(
+      fusedOrFail(shape(2, 150, HeadBlock::whole(4), 2, 64, 37, 2.0, true)));
+}
+
 TEST(FusedAttention, ShapesItDoesNotTakeRunChunked) {
   EXPECT_NE(whyNot(shape(1, 64, HeadBlock::whole(4), 2, 64), /*bf16=*/false)
                 .find("fp32"),

@@ -163,6 +163,7 @@ struct ColumnMajorAttentionOps {
     columnMajorGemm(toColumnMajor(g), g.alpha, g.accumulate ? 1.0f : 0.0f);
   }
   void softmaxRows(const SoftmaxRows &rows) { cpu::softmaxRows(rows); }
+  void probabilityRows(const SoftmaxRows &rows) { cpu::probabilityRows(rows); }
   void softmaxGradRows(const SoftmaxRows &rows) { cpu::softmaxGradRows(rows); }
   template <typename Each> void forEachGroup(int64_t groups, Each each) {
     for (int64_t group = 0; group < groups; ++group) // as the cuda backend
@@ -199,12 +200,15 @@ TEST(Gemm, AttentionScheduleMapsTheSameOnColumnMajorGemms) {
     problem.logits.window = window;
     problem.logits.softcap = window ? 1.5 : 0; // and soft-capped logits
     std::vector<float> out(q.size()), expected(q.size());
+    std::vector<float> lse(batch * heads.count * seq), expectedLse(lse.size());
     ColumnMajorAttentionOps ops;
+    problem.logSumExp = lse.data();
     chunkedAttention(ops, problem, out.data(), budget);
     cpu::attention(q.data(), k.data(), v.data(), segments.data(),
-                   expected.data(), batch, seq, heads, kvHeads, dim,
-                   problem.logits);
+                   expected.data(), expectedLse.data(), batch, seq, heads,
+                   kvHeads, dim, problem.logits);
     expectNear(out, expected);
+    expectNear(lse, expectedLse);
 
     std::vector<std::vector<float>> grads(3), expectedGrads(3);
     for (int i = 0; i < 3; ++i) {
@@ -213,8 +217,8 @@ TEST(Gemm, AttentionScheduleMapsTheSameOnColumnMajorGemms) {
     }
     chunkedAttentionGrad(ops, problem, dOut.data(), grads[0].data(),
                          grads[1].data(), grads[2].data(), budget);
-    cpu::attentionGrad(q.data(), k.data(), v.data(), dOut.data(),
-                       segments.data(), expectedGrads[0].data(),
+    cpu::attentionGrad(q.data(), k.data(), v.data(), expectedLse.data(),
+                       dOut.data(), segments.data(), expectedGrads[0].data(),
                        expectedGrads[1].data(), expectedGrads[2].data(), batch,
                        seq, heads, kvHeads, dim,
                        problem.logits);

@@ -85,26 +85,34 @@ TEST(Shapes, LayerRules) {
 }
 
 TEST(Shapes, AttentionRules) {
-  std::vector<int64_t> q = {2, 8, 4, 16}, kv = {2, 8, 2, 16};
-  EXPECT_EQ(problemOf(shapes::attention(q, kv, kv, std::nullopt, q, false)),
-            "");
+  std::vector<int64_t> q = {2, 8, 4, 16}, kv = {2, 8, 2, 16}, lse = {2, 4, 8};
+  EXPECT_EQ(
+      problemOf(shapes::attention(q, kv, kv, std::nullopt, q, lse, false)), "");
   EXPECT_EQ(problemOf(shapes::attention(q, {2, 8, 2, 8}, kv, std::nullopt, q,
-                                        false)),
+                                        lse, false)),
             "key must have shape [2, 8, 2, 16], got [2, 8, 2, 8]");
   EXPECT_EQ(problemOf(shapes::attention(q, kv, kv, shapes::Shape{2, 7}, q,
-                                        false)),
+                                        lse, false)),
             "segments must have shape [2, 8], got [2, 7]");
+  // The log-sum-exp is [batch, heads, seq], not the query's order.
+  EXPECT_EQ(problemOf(shapes::attention(q, kv, kv, std::nullopt, q, {2, 8, 4},
+                                        false)),
+            "log_sum_exp must have shape [2, 4, 8], got [2, 8, 4]");
   // 3 query heads on 2 key/value heads: only as one rank's block of them.
   std::vector<int64_t> three = {2, 8, 3, 16};
-  EXPECT_EQ(
-      problemOf(shapes::attention(three, kv, kv, std::nullopt, three, false)),
-      "query heads (3) must be a multiple of key/value heads (2)");
+  EXPECT_EQ(problemOf(shapes::attention(three, kv, kv, std::nullopt, three,
+                                        {2, 3, 8}, false)),
+            "query heads (3) must be a multiple of key/value heads (2)");
   std::vector<int64_t> one = {2, 8, 1, 16};
-  EXPECT_EQ(problemOf(shapes::attention(one, kv, kv, std::nullopt, one, true)),
+  EXPECT_EQ(problemOf(shapes::attention(one, kv, kv, std::nullopt, one,
+                                        {2, 1, 8}, true)),
             "");
-  EXPECT_EQ(problemOf(shapes::attentionGrad(q, kv, kv, q, q, std::nullopt, q,
-                                            kv, q, false)),
+  EXPECT_EQ(problemOf(shapes::attentionGrad(q, kv, kv, q, lse, q, std::nullopt,
+                                            q, kv, q, false)),
             "value_grad must have shape [2, 8, 2, 16], got [2, 8, 4, 16]");
+  EXPECT_EQ(problemOf(shapes::attentionGrad(q, kv, kv, q, {2, 4}, q,
+                                            std::nullopt, q, kv, kv, false)),
+            "log_sum_exp must have shape [2, 4, 8], got [2, 4]");
 }
 
 TEST(Shapes, TiledLogitsRules) {

@@ -134,14 +134,17 @@ struct OwnedAttention {
   static constexpr int64_t seq = 512, heads = 8, kvHeads = 2, dim = 64;
   OwnedAttention()
       : q(seq * heads * dim, 0.01f), kv(seq * kvHeads * dim, 0.02f),
-        out(q.size()), dq(q.size()), dk(kv.size()), dv(kv.size()) {}
+        out(q.size()), lse(heads * seq), dq(q.size()), dk(kv.size()),
+        dv(kv.size()) {}
   void forward() {
-    cpu::attention(q.data(), kv.data(), kv.data(), nullptr, out.data(), 1, seq,
-                   HeadBlock::whole(heads), kvHeads, dim, logits);
+    cpu::attention(q.data(), kv.data(), kv.data(), nullptr, out.data(),
+                   lse.data(), 1, seq, HeadBlock::whole(heads), kvHeads, dim,
+                   logits);
   }
+  /// From the forward's statistics; the output stands in for its gradient.
   void gradient() {
-    cpu::attentionGrad(q.data(), kv.data(), kv.data(), out.data(), nullptr,
-                       dq.data(), dk.data(), dv.data(), 1, seq,
+    cpu::attentionGrad(q.data(), kv.data(), kv.data(), lse.data(), out.data(),
+                       nullptr, dq.data(), dk.data(), dv.data(), 1, seq,
                        HeadBlock::whole(heads), kvHeads, dim, logits);
   }
   /// Forward and gradient, as the cost estimate counts them (Flops.h).
@@ -155,7 +158,7 @@ struct OwnedAttention {
     return forward + flopsOf(instruction, operands, shape);
   }
 
-  std::vector<float> q, kv, out, dq, dk, dv;
+  std::vector<float> q, kv, out, lse, dq, dk, dv;
   AttentionLogits logits{1 / 8.0};
 };
 

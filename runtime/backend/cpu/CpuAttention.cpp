@@ -61,6 +61,7 @@ struct CpuAttentionOps {
   }
 
   void softmaxRows(const SoftmaxRows &rows) { cpu::softmaxRows(rows); }
+  void probabilityRows(const SoftmaxRows &rows) { cpu::probabilityRows(rows); }
   void softmaxGradRows(const SoftmaxRows &rows) { cpu::softmaxGradRows(rows); }
 
   void zero(float *values, int64_t count) {
@@ -72,12 +73,12 @@ struct CpuAttentionOps {
 };
 
 AttentionProblem problem(const float *q, const float *k, const float *v,
-                         const int32_t *segments, int64_t batch, int64_t seq,
-                         HeadBlock heads, int64_t kvHeads, int64_t headDim,
+                         const int32_t *segments, float *logSumExp,
+                         int64_t batch, int64_t seq, HeadBlock heads,
+                         int64_t kvHeads, int64_t headDim,
                          const AttentionLogits &logits) {
-  return {q,       k,     v,     segments,      batch,
-          seq,     kvHeads, headDim, heads, sizeof(float),
-          logits};
+  return {q,       k,     v,     segments,      batch,  seq,      kvHeads,
+          headDim, heads, sizeof(float), logits, logSumExp};
 }
 
 } // namespace
@@ -112,29 +113,66 @@ static inline float softmaxRow(const float *scores, float *p, int64_t end,
   return best + std::log(total);
 }
 
-TWILL_CPU_CLONES void cpu::softmaxRows(const SoftmaxRows &s) {
-  float scale = float(s.scale);
-#pragma omp parallel for schedule(static) if (!omp_in_parallel())
-  for (int64_t row = 0; row < s.heads * s.rows; ++row) {
-    int64_t query = s.firstQuery + row % s.rows;
-    int64_t begin = s.visibleBegin(row), end = s.visibleEnd(row);
-    const float *scores = s.scores + row * s.keys + begin;
-    float *p = static_cast<float *>(s.probabilities) + row * s.keys;
-    float rowScale = scale;
-    if (s.softcap > 0) { // the capped logits first, then their softmax
-      for (int64_t j = 0; j < end - begin; ++j)
-        p[begin + j] = s.logit(scores[j]);
-      scores = p + begin, rowScale = 1;
-    }
-    s.lse[row] =
-        s.segments ? softmaxRow<true>(scores, p + begin, end - begin, rowScale,
-                                      s.segments + s.firstKey + begin,
-                                      s.segments[query])
-                   : softmaxRow<false>(scores, p + begin, end - begin, rowScale,
-                                       nullptr, 0);
-    std::fill(p, p + begin, 0.0f);
-    std::fill(p + end, p + s.keys, 0.0f);
+/// One row of probabilityRows: P over the keys [0, end) from the row's
+/// log-sum-exp, one pass.
+template <bool Segmented>
+static inline void probabilityRow(const float *scores, float *p, int64_t end,
+                                  float scale, float lse,
+                                  const int32_t *segments, int32_t segment) {
+#pragma omp simd
+  for (int64_t j = 0; j < end; ++j) {
+    float e = cpu::expApprox(scores[j] * scale - lse);
+    p[j] = !Segmented || segments[j] == segment ? e : 0.0f;
   }
+}
+
+/// Row `row` of softmaxRows (FromLse false: P and the row's log-sum-exp)
+/// or of probabilityRows (true: P from the row's log-sum-exp). Inlined
+/// into each of their clones, so that each target's vector code is its.
+template <bool FromLse>
+[[gnu::always_inline]] static inline void probabilityRowOf(const SoftmaxRows &s,
+                                                           int64_t row) {
+  int64_t query = s.firstQuery + row % s.rows;
+  int64_t begin = s.visibleBegin(row), end = s.visibleEnd(row);
+  const float *scores = s.scores + row * s.keys + begin;
+  float *p = static_cast<float *>(s.probabilities) + row * s.keys;
+  float rowScale = float(s.scale);
+  if (s.softcap > 0) { // the capped logits first, then their softmax
+    for (int64_t j = 0; j < end - begin; ++j)
+      p[begin + j] = s.logit(scores[j]);
+    scores = p + begin, rowScale = 1;
+  }
+  const int32_t *segments =
+      s.segments ? s.segments + s.firstKey + begin : nullptr;
+  int32_t segment = s.segments ? s.segments[query] : 0;
+  if constexpr (FromLse) {
+    if (segments)
+      probabilityRow<true>(scores, p + begin, end - begin, rowScale,
+                           s.lseOf(row), segments, segment);
+    else
+      probabilityRow<false>(scores, p + begin, end - begin, rowScale,
+                            s.lseOf(row), nullptr, 0);
+  } else {
+    s.lseOf(row) =
+        segments ? softmaxRow<true>(scores, p + begin, end - begin, rowScale,
+                                    segments, segment)
+                 : softmaxRow<false>(scores, p + begin, end - begin, rowScale,
+                                     nullptr, 0);
+  }
+  std::fill(p, p + begin, 0.0f);
+  std::fill(p + end, p + s.keys, 0.0f);
+}
+
+TWILL_CPU_CLONES void cpu::softmaxRows(const SoftmaxRows &s) {
+#pragma omp parallel for schedule(static) if (!omp_in_parallel())
+  for (int64_t row = 0; row < s.heads * s.rows; ++row)
+    probabilityRowOf<false>(s, row);
+}
+
+TWILL_CPU_CLONES void cpu::probabilityRows(const SoftmaxRows &s) {
+#pragma omp parallel for schedule(static) if (!omp_in_parallel())
+  for (int64_t row = 0; row < s.heads * s.rows; ++row)
+    probabilityRowOf<true>(s, row);
 }
 
 /// dS = P (dP - rowsum(P dP)) scale, from the P softmaxRows made for this
@@ -166,28 +204,31 @@ TWILL_CPU_CLONES void cpu::softmaxGradRows(const SoftmaxRows &s) {
 }
 
 void cpu::attention(const float *q, const float *k, const float *v,
-                    const int32_t *segments, float *out, int64_t batch,
-                    int64_t seq, HeadBlock heads, int64_t kvHeads,
-                    int64_t headDim, const AttentionLogits &logits,
-                    int64_t budgetBytes) {
+                    const int32_t *segments, float *out, float *logSumExp,
+                    int64_t batch, int64_t seq, HeadBlock heads,
+                    int64_t kvHeads, int64_t headDim,
+                    const AttentionLogits &logits, int64_t budgetBytes) {
   CpuAttentionOps ops;
-  chunkedAttention(
-      ops,
-      problem(q, k, v, segments, batch, seq, heads, kvHeads, headDim, logits),
-      out, budgetBytes);
+  chunkedAttention(ops,
+                   problem(q, k, v, segments, logSumExp, batch, seq, heads,
+                           kvHeads, headDim, logits),
+                   out, budgetBytes);
 }
 
 void cpu::attentionGrad(const float *q, const float *k, const float *v,
-                        const float *grad, const int32_t *segments,
-                        float *queryGrad, float *keyGrad, float *valueGrad,
-                        int64_t batch, int64_t seq, HeadBlock heads,
-                        int64_t kvHeads, int64_t headDim,
-                        const AttentionLogits &logits, int64_t budgetBytes) {
+                        const float *logSumExp, const float *grad,
+                        const int32_t *segments, float *queryGrad,
+                        float *keyGrad, float *valueGrad, int64_t batch,
+                        int64_t seq, HeadBlock heads, int64_t kvHeads,
+                        int64_t headDim, const AttentionLogits &logits,
+                        int64_t budgetBytes) {
   CpuAttentionOps ops;
-  chunkedAttentionGrad(
-      ops,
-      problem(q, k, v, segments, batch, seq, heads, kvHeads, headDim, logits),
-      grad, queryGrad, keyGrad, valueGrad, budgetBytes);
+  // Read, never written: the problem's pointer serves both directions.
+  chunkedAttentionGrad(ops,
+                       problem(q, k, v, segments,
+                               const_cast<float *>(logSumExp), batch, seq,
+                               heads, kvHeads, headDim, logits),
+                       grad, queryGrad, keyGrad, valueGrad, budgetBytes);
 }
 
 static llvm::Error runAttention(const InstructionView &in) {
@@ -196,8 +237,8 @@ static llvm::Error runAttention(const InstructionView &in) {
     return shape.takeError();
   cpu::attention(in.data<float>(0), in.data<float>(1), in.data<float>(2),
                  shape->segments(in), in.data<float>(shape->firstResult),
-                 shape->batch, shape->seq, shape->heads, shape->kvHeads,
-                 shape->headDim, shape->logits);
+                 shape->logSumExp(in, false), shape->batch, shape->seq,
+                 shape->heads, shape->kvHeads, shape->headDim, shape->logits);
   return llvm::Error::success();
 }
 
@@ -205,9 +246,13 @@ static llvm::Error runAttentionGrad(const InstructionView &in) {
   llvm::Expected<AttentionShape> shape = attentionShape(in, true);
   if (!shape)
     return shape.takeError();
+  llvm::Expected<bool> recompute = recomputesStatistics();
+  if (!recompute)
+    return recompute.takeError();
   int first = shape->firstResult;
   cpu::attentionGrad(in.data<float>(0), in.data<float>(1), in.data<float>(2),
-                     in.data<float>(4), shape->segments(in),
+                     *recompute ? nullptr : shape->logSumExp(in, true),
+                     in.data<float>(AttentionShape::kGrad), shape->segments(in),
                      in.data<float>(first), in.data<float>(first + 1),
                      in.data<float>(first + 2), shape->batch, shape->seq,
                      shape->heads, shape->kvHeads, shape->headDim,

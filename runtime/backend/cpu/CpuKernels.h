@@ -81,6 +81,7 @@ void rope(const float *x, const int32_t *positions, float *out, int64_t tokens,
 
 /// attention's row kernels (ChunkedAttention.h), on fp32 P and dS.
 void softmaxRows(const SoftmaxRows &rows);
+void probabilityRows(const SoftmaxRows &rows);
 void softmaxGradRows(const SoftmaxRows &rows);
 
 /// The scores of one chunk of queries a cpu attention thread keeps at once.
@@ -88,12 +89,13 @@ inline constexpr int64_t kAttentionBudgetBytes = 32 << 20;
 
 /// Causal grouped-query attention over [batch, seq, heads, headDim] inputs;
 /// with `segments` ([batch, seq]) a query sees only keys of its segment.
-/// Runs as chunks of queries (ChunkedAttention.h) whose scores fit in
-/// `budgetBytes`.
+/// Each query row's log-sum-exp goes to `logSumExp` [batch, heads, seq]
+/// (where it is not null). Runs as chunks of queries (ChunkedAttention.h)
+/// whose scores fit in `budgetBytes`.
 void attention(const float *q, const float *k, const float *v,
-               const int32_t *segments, float *out, int64_t batch, int64_t seq,
-               HeadBlock heads, int64_t kvHeads, int64_t headDim,
-               const AttentionLogits &logits,
+               const int32_t *segments, float *out, float *logSumExp,
+               int64_t batch, int64_t seq, HeadBlock heads, int64_t kvHeads,
+               int64_t headDim, const AttentionLogits &logits,
                int64_t budgetBytes = kAttentionBudgetBytes);
 
 /// to = from over `count` values, on every thread (nothing when they are
@@ -180,12 +182,14 @@ void rmsNormGrad(const float *x, const float *weight, const float *grad,
 void rmsNormWeightGrad(const float *x, const float *grad, float *out,
                        int64_t rows, int64_t dim, double eps);
 
-/// dL/dq, dL/dk, dL/dv of `attention`, given dL/doutput; the softmax is
-/// recomputed chunk by chunk. Key and value gradients are summed in a fixed
+/// dL/dq, dL/dk, dL/dv of `attention`, given dL/doutput; the probabilities
+/// are remade chunk by chunk from the forward's `logSumExp` (or, null,
+/// recomputed with it). Key and value gradients are summed in a fixed
 /// order: deterministic.
 void attentionGrad(const float *q, const float *k, const float *v,
-                   const float *grad, const int32_t *segments, float *queryGrad,
-                   float *keyGrad, float *valueGrad, int64_t batch, int64_t seq,
+                   const float *logSumExp, const float *grad,
+                   const int32_t *segments, float *queryGrad, float *keyGrad,
+                   float *valueGrad, int64_t batch, int64_t seq,
                    HeadBlock heads, int64_t kvHeads, int64_t headDim,
                    const AttentionLogits &logits,
                    int64_t budgetBytes = kAttentionBudgetBytes);

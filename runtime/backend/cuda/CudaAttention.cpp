@@ -14,6 +14,8 @@
 #include "runtime/backend/cuda/CudaKernels.h"
 #include "runtime/backend/cuda/FusedAttention.h"
 #include "runtime/backend/shapes/AttentionShape.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
 
 using namespace twill;
 
@@ -88,6 +90,10 @@ struct CudaAttentionOps {
     if (!error)
       cuda::softmaxRows(rows, bf16, device.stream);
   }
+  void probabilityRows(const SoftmaxRows &rows) {
+    if (!error)
+      cuda::probabilityRows(rows, bf16, device.stream);
+  }
   void softmaxGradRows(const SoftmaxRows &rows) {
     if (!error)
       cuda::softmaxGradRows(rows, bf16, device.stream);
@@ -111,8 +117,10 @@ struct CudaAttentionOps {
   }
 };
 
-AttentionProblem problem(const InstructionView &in,
-                         const AttentionShape &shape) {
+/// The chunked kernel's problem, with the log-sum-exp it writes (the
+/// forward) or reads (the gradient; null: recomputed).
+AttentionProblem problem(const InstructionView &in, const AttentionShape &shape,
+                         float *logSumExp) {
   return {in.data<void>(0),
           in.data<void>(1),
           in.data<void>(2),
@@ -123,21 +131,25 @@ AttentionProblem problem(const InstructionView &in,
           shape.headDim,
           shape.heads,
           int(bytesPerElement(in.dtype(0))),
-          shape.logits};
+          shape.logits,
+          logSumExp};
 }
 
 } // namespace
 
 /// `shape`'s problem for cuDNN's fused attention, made ready (its graphs
-/// built, its scratch held), or nothing: the chunked kernel runs it.
+/// built, its scratch held), or nothing: the chunked kernel runs it (a
+/// shape Twill does not map onto cuDNN's, or, but under
+/// TWILL_CUDA_ATTENTION=fused, one cuDNN refuses: stderr names it once).
 struct Fused {
   FusedAttention *attention;
   SdpaProblem problem;
   void *scratch;
 };
 static llvm::Expected<std::optional<Fused>>
-fused(const AttentionShape &shape, bool bf16, bool gradient, Device &device) {
-  if (device.chunkedAttention)
+fused(const AttentionShape &shape, bool bf16, bool gradient, bool recompute,
+      Device &device) {
+  if (device.attentionKernel == Device::AttentionKernel::Chunked)
     return std::nullopt;
   llvm::Expected<SdpaProblem> problem = sdpaProblem(shape, bf16);
   if (!problem) {
@@ -151,10 +163,26 @@ fused(const AttentionShape &shape, bool bf16, bool gradient, Device &device) {
       return made.takeError();
     device.fusedAttention = std::move(*made);
   }
-  if (!device.fusedAttention->takes(*problem, gradient))
+  std::string why =
+      device.fusedAttention->refusal(*problem, gradient, recompute);
+  if (!why.empty()) {
+    const SdpaProblem &p = *problem;
+    std::string what = llvm::formatv(
+        "attention{0} of {1} x {2} tokens, {3} heads on {4}, head_dim {5}",
+        gradient ? "'s gradient" : "", p.batch, p.seq, p.queryHeads, p.kvHeads,
+        p.headDim);
+    if (device.attentionKernel == Device::AttentionKernel::Fused)
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "TWILL_CUDA_ATTENTION=fused, and cuDNN's fused attention takes no " +
+              what + ": " + why);
+    if (device.namedFallbacks.insert(what).second)
+      llvm::errs() << "twill: " << what << " runs the chunked kernel: " << why
+                   << "\n";
     return std::nullopt;
+  }
   llvm::Expected<int64_t> bytes =
-      device.fusedAttention->scratchBytes(*problem, gradient);
+      device.fusedAttention->scratchBytes(*problem, gradient, recompute);
   if (!bytes)
     return bytes.takeError();
   llvm::Expected<void *> scratch = device.scratchSpace(0, *bytes);
@@ -173,17 +201,18 @@ static llvm::Error runAttention(const InstructionView &in, Device &device) {
   llvm::Expected<AttentionShape> shape = attentionShape(in, false);
   if (!shape)
     return shape.takeError();
+  float *logSumExp = shape->logSumExp(in, false);
   llvm::Expected<std::optional<Fused>> cudnn =
-      fused(*shape, in.dtype(0) == BF16, false, device);
+      fused(*shape, in.dtype(0) == BF16, false, false, device);
   if (!cudnn)
     return cudnn.takeError();
   if (*cudnn)
     return (*cudnn)->attention->forward(
         (*cudnn)->problem, sdpaInputs(in, *shape),
-        in.data<void>(shape->firstResult), (*cudnn)->scratch);
+        in.data<void>(shape->firstResult), logSumExp, (*cudnn)->scratch);
   CudaAttentionOps ops(device, in.dtype(0) == BF16);
-  chunkedAttention(ops, problem(in, *shape), in.data<void>(shape->firstResult),
-                   kBudgetBytes);
+  chunkedAttention(ops, problem(in, *shape, logSumExp),
+                   in.data<void>(shape->firstResult), kBudgetBytes);
   return std::move(ops.error);
 }
 
@@ -191,9 +220,14 @@ static llvm::Error runAttentionGrad(const InstructionView &in, Device &device) {
   llvm::Expected<AttentionShape> shape = attentionShape(in, true);
   if (!shape)
     return shape.takeError();
+  llvm::Expected<bool> recompute = recomputesStatistics();
+  if (!recompute)
+    return recompute.takeError();
+  float *logSumExp = *recompute ? nullptr : shape->logSumExp(in, true);
+  const void *grad = in.data<void>(AttentionShape::kGrad);
   int first = shape->firstResult;
   llvm::Expected<std::optional<Fused>> cudnn =
-      fused(*shape, in.dtype(0) == BF16, true, device);
+      fused(*shape, in.dtype(0) == BF16, true, *recompute, device);
   if (!cudnn)
     return cudnn.takeError();
   if (*cudnn) {
@@ -208,11 +242,13 @@ static llvm::Error runAttentionGrad(const InstructionView &in, Device &device) {
                           "cudaMemsetAsync"))
           return error;
     return (*cudnn)->attention->backward(
-        problem, sdpaInputs(in, *shape), in.data<void>(4), in.data<void>(first),
-        in.data<void>(first + 1), in.data<void>(first + 2), (*cudnn)->scratch);
+        problem, sdpaInputs(in, *shape),
+        logSumExp ? in.data<void>(AttentionShape::kGradOutput) : nullptr,
+        logSumExp, grad, in.data<void>(first), in.data<void>(first + 1),
+        in.data<void>(first + 2), (*cudnn)->scratch);
   }
   CudaAttentionOps ops(device, in.dtype(0) == BF16);
-  chunkedAttentionGrad(ops, problem(in, *shape), in.data<void>(4),
+  chunkedAttentionGrad(ops, problem(in, *shape, logSumExp), grad,
                        in.data<void>(first), in.data<void>(first + 1),
                        in.data<void>(first + 2), kBudgetBytes);
   return std::move(ops.error);

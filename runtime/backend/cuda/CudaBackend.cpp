@@ -22,6 +22,7 @@
 #include "runtime/backend/cuda/NcclComm.h"
 #include "runtime/executable/Opcodes.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <chrono>
@@ -115,17 +116,26 @@ llvm::Error CudaBackend::initialise() {
   const char *blocking = std::getenv("CUDA_LAUNCH_BLOCKING");
   waitEachInstruction = blocking && std::strcmp(blocking, "1") == 0;
   // Attention through cuDNN's fused kernels where they take the shape (the
-  // default), or the chunked kernel everywhere: the reference, and what a
-  // cuDNN that fails on this machine is set aside for.
+  // default); where Twill maps a shape onto them, theirs or an error (what
+  // proves a shape ran fused); or the chunked kernel everywhere: the
+  // reference, and what a cuDNN that fails on this machine is set aside for.
   if (const char *attention = std::getenv("TWILL_CUDA_ATTENTION")) {
-    llvm::StringRef choice(attention);
-    if (choice != "fused" && choice != "chunked")
+    using Kernel = Device::AttentionKernel;
+    std::optional<Kernel> kernel =
+        llvm::StringSwitch<std::optional<Kernel>>(attention)
+            .Case("auto", Kernel::Auto)
+            .Case("fused", Kernel::Fused)
+            .Case("chunked", Kernel::Chunked)
+            .Default(std::nullopt);
+    if (!kernel)
       return llvm::createStringError(
           llvm::inconvertibleErrorCode(),
-          "TWILL_CUDA_ATTENTION is '" + choice +
-              "': fused (cuDNN's, where it takes the shape; the default) or "
-              "chunked (the chunked kernel everywhere)");
-    device.chunkedAttention = choice == "chunked";
+          llvm::Twine("TWILL_CUDA_ATTENTION is '") + attention +
+              "': auto (cuDNN's fused attention where it takes the shape, "
+              "else the chunked kernel; the default), fused (cuDNN's for "
+              "every shape it is mapped to, a refusal an error) or chunked "
+              "(the chunked kernel everywhere)");
+    device.attentionKernel = *kernel;
   }
   for (cudaStream_t *stream :
        {&device.stream, &device.commStream, &device.copyStream})

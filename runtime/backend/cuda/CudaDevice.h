@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -136,11 +137,16 @@ struct Device {
   /// Rope frequency tables on the device, by (head dim, theta, scaling):
   /// made once, not at every rope.
   std::map<std::vector<double>, double *> ropeTables;
-  // cuDNN's fused attention (FusedAttention.h), made at its first use;
-  // `chunkedAttention` (TWILL_CUDA_ATTENTION=chunked) runs the chunked
-  // kernel everywhere instead.
+  // cuDNN's fused attention (FusedAttention.h), made at its first use.
   std::shared_ptr<FusedAttention> fusedAttention;
-  bool chunkedAttention = false;
+  /// Which attention kernel runs a shape (TWILL_CUDA_ATTENTION): cuDNN's
+  /// where it takes it, else the chunked kernel with a note (auto, the
+  /// default); cuDNN's wherever Twill maps the shape onto it, a refusal
+  /// being an error (fused); the chunked kernel everywhere (chunked).
+  enum class AttentionKernel { Auto, Fused, Chunked };
+  AttentionKernel attentionKernel = AttentionKernel::Auto;
+  /// The shapes whose chunked fallback stderr has named (once each).
+  std::set<std::string> namedFallbacks;
   Timeline timeline;
   /// Device memory the backend holds (buffers, scratch, workspace), now
   /// and at most.

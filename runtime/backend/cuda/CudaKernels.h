@@ -67,6 +67,7 @@ void rope(const void *x, const int32_t *positions, void *out, int64_t tokens,
 /// attention's row kernels (ChunkedAttention.h); P and dS are bf16 when
 /// `bf16`, else fp32.
 void softmaxRows(const SoftmaxRows &rows, bool bf16, cudaStream_t stream);
+void probabilityRows(const SoftmaxRows &rows, bool bf16, cudaStream_t stream);
 void softmaxGradRows(const SoftmaxRows &rows, bool bf16, cudaStream_t stream);
 
 enum class Binary { Add, Mul, Div, Swiglu, Geglu };

@@ -2,11 +2,13 @@
 
 #include "runtime/backend/cuda/FusedAttention.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cudnn_frontend.h>
 
+#include <chrono>
 #include <map>
 
 using namespace twill;
@@ -42,23 +44,32 @@ enum Uid : int64_t {
 };
 
 /// Dimensions [batch, heads, seq, headDim] and strides of one operand, over
-/// Twill's [batch, seq, heads, headDim] values.
+/// Twill's [batch, seq, heads, headDim] values, and its element's bytes.
 struct Layout {
   std::vector<int64_t> dims, strides;
+  int64_t elementBytes;
 };
 
 Layout queryLayout(const SdpaProblem &p) {
   return {{p.batch, p.queryHeads, p.seq, p.headDim},
-          {p.seq * p.queryRowElements, p.headDim, p.queryRowElements, 1}};
+          {p.seq * p.queryRowElements, p.headDim, p.queryRowElements, 1},
+          2};
 }
 Layout kvLayout(const SdpaProblem &p) {
   return {{p.batch, p.kvHeads, p.seq, p.headDim},
-          {p.seq * p.kvRowElements, p.headDim, p.kvRowElements, 1}};
+          {p.seq * p.kvRowElements, p.headDim, p.kvRowElements, 1},
+          2};
 }
-/// The softmax statistics (each row's log-sum-exp), fp32.
+/// The softmax statistics (each row's log-sum-exp): the op's fp32 result
+/// [batch, heads, seq].
 Layout statisticsLayout(const SdpaProblem &p) {
   return {{p.batch, p.queryHeads, p.seq, 1},
-          {p.queryHeads * p.seq, p.seq, 1, 1}};
+          {p.queryHeads * p.seq, p.seq, 1, 1},
+          4};
+}
+
+int64_t alignmentOf(const Layout &layout) {
+  return tensorAlignment(layout.dims, layout.strides, layout.elementBytes);
 }
 
 using Tensor = std::shared_ptr<fe::graph::Tensor_attributes>;
@@ -70,14 +81,16 @@ Tensor operand(fe::graph::Graph &graph, Uid uid, const char *name,
                           .set_name(name)
                           .set_uid(uid)
                           .set_dim(layout.dims)
-                          .set_stride(layout.strides));
+                          .set_stride(layout.strides)
+                          .set_alignment(alignmentOf(layout)));
 }
 
 void setOutput(const Tensor &tensor, Uid uid, const Layout &layout) {
   tensor->set_output(true)
       .set_uid(uid)
       .set_dim(layout.dims)
-      .set_stride(layout.strides);
+      .set_stride(layout.strides)
+      .set_alignment(alignmentOf(layout));
 }
 
 /// A graph for compute capability `smVersion`, or (0) the device's. Set
@@ -139,9 +152,9 @@ setLogits(Attributes &attributes, const SdpaProblem &p, fe::graph::Graph &graph,
   Tensor rows, columns;
   if (p.segments) {
     rows = operand(graph, kRowSegments, "row_segments",
-                   {{p.batch, 1, p.seq, 1}, {p.seq, 1, 1, 1}});
+                   {{p.batch, 1, p.seq, 1}, {p.seq, 1, 1, 1}, 4});
     columns = operand(graph, kColumnSegments, "column_segments",
-                      {{p.batch, 1, 1, p.seq}, {p.seq, p.seq, p.seq, 1}});
+                      {{p.batch, 1, 1, p.seq}, {p.seq, p.seq, p.seq, 1}, 4});
     rows->set_data_type(fe::DataType_t::INT32);
     columns->set_data_type(fe::DataType_t::INT32);
   }
@@ -159,24 +172,20 @@ setLogits(Attributes &attributes, const SdpaProblem &p, fe::graph::Graph &graph,
   return softcap;
 }
 
-/// out (and with `statistics`, each row's log-sum-exp) from q, k, v.
-Graph forwardGraph(const SdpaProblem &p, bool statistics, int smVersion = 0) {
-  Graph graph = newGraph(statistics ? "attention_with_statistics" : "attention",
-                         smVersion);
+/// out and each row's log-sum-exp from q, k, v.
+Graph forwardGraph(const SdpaProblem &p, int smVersion = 0) {
+  Graph graph = newGraph("attention", smVersion);
   Tensor q = operand(*graph, kQuery, "q", queryLayout(p));
   Tensor k = operand(*graph, kKey, "k", kvLayout(p));
   Tensor v = operand(*graph, kValue, "v", kvLayout(p));
   auto attributes =
-      fe::graph::SDPA_attributes().set_name("sdpa").set_generate_stats(
-          statistics);
+      fe::graph::SDPA_attributes().set_name("sdpa").set_generate_stats(true);
   Tensor cap;
   setLogits(attributes, p, *graph, cap);
   auto [out, stats] = graph->sdpa(q, k, v, attributes);
   setOutput(out, kOutput, queryLayout(p));
-  if (statistics) {
-    setOutput(stats, kStatistics, statisticsLayout(p));
-    stats->set_data_type(fe::DataType_t::FLOAT);
-  }
+  setOutput(stats, kStatistics, statisticsLayout(p));
+  stats->set_data_type(fe::DataType_t::FLOAT);
   return graph;
 }
 
@@ -233,6 +242,17 @@ int64_t aligned(int64_t bytes) {
 
 } // namespace
 
+int64_t twill::tensorAlignment(llvm::ArrayRef<int64_t> dims,
+                               llvm::ArrayRef<int64_t> strides,
+                               int64_t elementBytes) {
+  int64_t alignment = 16;
+  for (auto [dim, stride] : llvm::zip_equal(dims, strides))
+    if (dim > 1 && stride > 1)
+      while ((stride * elementBytes) % alignment)
+        alignment /= 2;
+  return alignment;
+}
+
 llvm::Expected<SdpaProblem> twill::sdpaProblem(const AttentionShape &shape,
                                                bool bf16) {
   if (!bf16)
@@ -275,8 +295,7 @@ llvm::Expected<SdpaProblem> twill::sdpaProblem(const AttentionShape &shape,
 llvm::Error twill::validateSdpaGraphs(const SdpaProblem &p, int smVersion) {
   std::string why;
   for (Graph graph :
-       {madeOrWhy([&] { return forwardGraph(p, false, smVersion); }, why),
-        madeOrWhy([&] { return forwardGraph(p, true, smVersion); }, why),
+       {madeOrWhy([&] { return forwardGraph(p, smVersion); }, why),
         madeOrWhy([&] { return backwardGraph(p, smVersion); }, why)}) {
     if (!graph)
       return problem(why);
@@ -287,14 +306,12 @@ llvm::Error twill::validateSdpaGraphs(const SdpaProblem &p, int smVersion) {
 }
 
 struct FusedAttention::Graphs {
-  Graph forward, forwardWithStatistics, backward;
-  /// cuDNN's workspace for the forward alone, and for the gradient (the
-  /// forward with statistics, then the backward, one after the other).
-  int64_t forwardBytes = 0, gradientBytes = 0;
-  /// Why cuDNN built no plan for the forward, or for a graph of the
-  /// gradient, on this device, if it did not; whether stderr has said so.
+  Graph forward, backward;
+  /// cuDNN's workspace for each.
+  int64_t forwardBytes = 0, backwardBytes = 0;
+  /// Why cuDNN built no plan for the forward or the backward on this
+  /// device, if it did not.
   std::string refusal[2];
-  bool said[2] = {false, false};
 };
 
 struct FusedAttention::State {
@@ -322,69 +339,90 @@ FusedAttention::~FusedAttention() {
     cudnnDestroy(state->handle);
 }
 
+/// Builds `graph`'s plan (cuDNN's heuristics, then its fallback engines)
+/// and gets its workspace's size into `bytes`; the error says why not.
+static llvm::Error buildPlan(fe::graph::Graph &graph, cudnnHandle_t handle,
+                             int64_t &bytes) {
+  if (llvm::Error error =
+          check(graph.build(handle, {fe::HeurMode_t::A,
+                                     fe::HeurMode_t::FALLBACK}),
+                "build"))
+    return error;
+  return check(graph.get_workspace_size(bytes), "get_workspace_size");
+}
+
 llvm::Expected<FusedAttention::Graphs *>
 FusedAttention::graphs(const SdpaProblem &p, bool gradient) {
   std::unique_ptr<Graphs> &slot = state->built[p];
   if (!slot) {
     slot = std::make_unique<Graphs>();
     std::string *why = slot->refusal;
-    slot->forward = madeOrWhy([&] { return forwardGraph(p, false); }, why[0]);
-    slot->forwardWithStatistics =
-        madeOrWhy([&] { return forwardGraph(p, true); }, why[1]);
-    if (slot->forwardWithStatistics)
-      slot->backward = madeOrWhy([&] { return backwardGraph(p); }, why[1]);
-    for (Graph graph :
-         {slot->forward, slot->forwardWithStatistics, slot->backward}) {
-      bool ofGradient = graph != slot->forward;
-      if (!graph || !slot->refusal[ofGradient].empty())
+    slot->forward = madeOrWhy([&] { return forwardGraph(p); }, why[0]);
+    slot->backward = madeOrWhy([&] { return backwardGraph(p); }, why[1]);
+    // How long each plan took (seconds of a window's first step), and
+    // which cuDNN made it.
+    std::string times[2];
+    for (int ofGradient : {0, 1}) {
+      Graph graph = ofGradient ? slot->backward : slot->forward;
+      if (!graph)
         continue;
-      int64_t bytes = 0;
-      llvm::Error error =
-          check(graph->build(state->handle,
-                             {fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK}),
-                "build");
-      if (!error)
-        error = check(graph->get_workspace_size(bytes), "get_workspace_size");
-      if (error) {
-        slot->refusal[ofGradient] = llvm::toString(std::move(error));
-        continue;
-      }
-      int64_t &needs = ofGradient ? slot->gradientBytes : slot->forwardBytes;
-      needs = std::max(needs, bytes);
+      auto began = std::chrono::steady_clock::now();
+      if (llvm::Error error =
+              buildPlan(*graph, state->handle,
+                        ofGradient ? slot->backwardBytes : slot->forwardBytes))
+        why[ofGradient] = llvm::toString(std::move(error));
+      times[ofGradient] = llvm::formatv(
+          "{0:f2} s", std::chrono::duration<double>(
+                          std::chrono::steady_clock::now() - began)
+                          .count());
     }
+    size_t version = cudnnGetVersion();
+    llvm::errs() << llvm::formatv(
+        "twill: cuDNN {0}.{1}.{2} planned attention of {3} x {4} tokens, {5} "
+        "heads on {6}, head_dim {7}: forward {8}, gradient {9}\n",
+        version / 10000, version % 10000 / 100, version % 100, p.batch, p.seq,
+        p.queryHeads, p.kvHeads, p.headDim,
+        why[0].empty() ? "in " + times[0] : std::string("refused"),
+        why[1].empty() ? "in " + times[1] : std::string("refused"));
   }
   if (!slot->refusal[gradient].empty())
     return problem(slot->refusal[gradient]);
   return slot.get();
 }
 
-bool FusedAttention::takes(const SdpaProblem &p, bool gradient) {
-  llvm::Expected<Graphs *> built = graphs(p, gradient);
-  if (built)
-    return true;
-  llvm::consumeError(built.takeError());
-  Graphs &refused = *state->built[p];
-  if (!refused.said[gradient]) // once per shape
-    llvm::errs() << llvm::formatv(
-        "twill: attention{0} of {1} x {2} tokens, {3} heads on {4}, head_dim "
-        "{5} runs the chunked kernel: {6}\n",
-        gradient ? "'s gradient" : "", p.batch, p.seq, p.queryHeads, p.kvHeads,
-        p.headDim, refused.refusal[gradient]);
-  refused.said[gradient] = true;
-  return false;
+std::string FusedAttention::refusal(const SdpaProblem &p, bool gradient,
+                                    bool recompute) {
+  // A gradient that recomputes the statistics runs the forward too.
+  for (bool direction : {gradient, false}) {
+    llvm::Expected<Graphs *> built = graphs(p, direction);
+    if (!built)
+      return llvm::toString(built.takeError());
+    if (!(gradient && recompute))
+      break;
+  }
+  return "";
+}
+
+/// The statistics' bytes, and where the recomputed output starts after
+/// them in a backward's scratch.
+static int64_t statisticsBytes(const SdpaProblem &p) {
+  return aligned(p.batch * p.queryHeads * p.seq * int64_t(sizeof(float)));
 }
 
 llvm::Expected<int64_t> FusedAttention::scratchBytes(const SdpaProblem &p,
-                                                     bool gradient) {
+                                                     bool gradient,
+                                                     bool recompute) {
   llvm::Expected<Graphs *> built = graphs(p, gradient);
   if (!built)
     return built.takeError();
-  int64_t bytes =
-      aligned(gradient ? (*built)->gradientBytes : (*built)->forwardBytes);
-  if (gradient) // the statistics, then the output made again
-    bytes += aligned(p.batch * p.queryHeads * p.seq * int64_t(sizeof(float))) +
-             p.batch * p.seq * p.queryRowElements * 2;
-  return bytes;
+  if (!gradient)
+    return aligned((*built)->forwardBytes);
+  if (!recompute)
+    return aligned((*built)->backwardBytes);
+  // The forward, then the backward, on one workspace; then the statistics
+  // and the output made again.
+  return aligned(std::max((*built)->forwardBytes, (*built)->backwardBytes)) +
+         statisticsBytes(p) + p.batch * p.seq * p.queryRowElements * 2;
 }
 
 /// The key or value tensor's first KV head the problem uses.
@@ -409,37 +447,46 @@ static std::unordered_map<int64_t, void *> inputPack(const SdpaProblem &p,
 }
 
 llvm::Error FusedAttention::forward(const SdpaProblem &p, const SdpaInputs &in,
-                                    void *out, void *scratch) {
+                                    void *out, float *logSumExp,
+                                    void *scratch) {
   llvm::Expected<Graphs *> built = graphs(p, false);
   if (!built)
     return built.takeError();
   std::unordered_map<int64_t, void *> pack = inputPack(p, in);
   pack[kOutput] = out;
+  pack[kStatistics] = logSumExp;
   return check((*built)->forward->execute(state->handle, pack, scratch),
                "execute");
 }
 
 llvm::Error FusedAttention::backward(const SdpaProblem &p, const SdpaInputs &in,
+                                     const void *out, const float *logSumExp,
                                      const void *grad, void *dq, void *dk,
                                      void *dv, void *scratch) {
   llvm::Expected<Graphs *> built = graphs(p, true);
   if (!built)
     return built.takeError();
-  char *workspace = static_cast<char *>(scratch);
-  char *statistics = workspace + aligned((*built)->gradientBytes);
-  char *out = statistics +
-              aligned(p.batch * p.queryHeads * p.seq * int64_t(sizeof(float)));
   std::unordered_map<int64_t, void *> pack = inputPack(p, in);
-  pack[kOutput] = out;
-  pack[kStatistics] = statistics;
-  if (llvm::Error error = check((*built)->forwardWithStatistics->execute(
-                                    state->handle, pack, workspace),
-                                "execute the forward for its statistics"))
-    return error;
+  pack[kOutput] = const_cast<void *>(out);
+  pack[kStatistics] = const_cast<float *>(logSumExp);
+  if (!logSumExp) { // the baseline: the forward again, for both
+    llvm::Expected<Graphs *> forward = graphs(p, false);
+    if (!forward)
+      return forward.takeError();
+    char *workspace = static_cast<char *>(scratch);
+    char *statistics = workspace + aligned(std::max((*built)->forwardBytes,
+                                                    (*built)->backwardBytes));
+    pack[kOutput] = statistics + statisticsBytes(p);
+    pack[kStatistics] = statistics;
+    if (llvm::Error error = check(
+            (*forward)->forward->execute(state->handle, pack, workspace),
+            "execute the forward for its statistics"))
+      return error;
+  }
   pack[kOutputGrad] = const_cast<void *>(grad);
   pack[kQueryGrad] = dq;
   pack[kKeyGrad] = firstKv(p, dk);
   pack[kValueGrad] = firstKv(p, dv);
-  return check((*built)->backward->execute(state->handle, pack, workspace),
+  return check((*built)->backward->execute(state->handle, pack, scratch),
                "execute");
 }

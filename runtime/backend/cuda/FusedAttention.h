@@ -16,9 +16,11 @@
 // holding a block of the query heads (sharded attention) reads the KV
 // heads its block uses, from their first.
 //
-// The forward keeps no statistics (the op has one result), so the
-// backward runs the forward graph again for them: a forward is about 2/7
-// of attention's work, paid once more in the backward.
+// The forward keeps each row's softmax statistics (its log-sum-exp, the
+// op's second result, cuDNN's Stats), which the backward reads: no second
+// forward. TWILL_ATTENTION_STATISTICS=recompute makes the backward run the
+// forward again for them (and its output), the baseline kept statistics
+// are measured against: a forward is about 2/7 of attention's work.
 //
 // Graphs are built once per problem and kept. This header keeps
 // cudnn-frontend's (large) headers out of the backend's other files.
@@ -75,6 +77,14 @@ struct SdpaInputs {
 /// above): the chunked kernel runs it.
 llvm::Expected<SdpaProblem> sdpaProblem(const AttentionShape &shape, bool bf16);
 
+/// The alignment cuDNN is told a tensor has (it assumes 16 bytes unless
+/// told less): the largest power of two, up to 16, dividing the byte
+/// stride of each of its dims of more than one element, from a base the
+/// memory plan aligns (as the KV heads' offsets are: multiples of head_dim's
+/// 16 bytes). The int32 segments of 2 rows of 150 are 600 bytes apart: 8.
+int64_t tensorAlignment(llvm::ArrayRef<int64_t> dims,
+                        llvm::ArrayRef<int64_t> strides, int64_t elementBytes);
+
 /// Builds `problem`'s forward and backward graphs and validates them for
 /// compute capability `smVersion` (90: Hopper) without a device: what
 /// cuDNN's host side checks before it looks for kernels.
@@ -87,27 +97,33 @@ public:
   create(cudaStream_t stream);
   ~FusedAttention();
 
-  /// Whether cuDNN builds `problem`'s forward graph, or (`gradient`) the two
-  /// of its gradient, on this device (all three once per problem). Where it
-  /// builds none (no engine for the shape on this GPU), stderr says so once
-  /// and the chunked kernel runs it: the forward and the gradient each
-  /// recompute what they need, so either may run fused alone.
-  bool takes(const SdpaProblem &problem, bool gradient);
+  /// Why cuDNN builds no plan for `problem`'s forward, or (`gradient`) its
+  /// backward (and, `recompute`, the forward too), on this device: empty
+  /// where it builds them (both once per problem; stderr says how long
+  /// each took, and which cuDNN). A refused shape runs the chunked kernel:
+  /// the two keep the same statistics, so either direction may run fused
+  /// alone.
+  std::string refusal(const SdpaProblem &problem, bool gradient,
+                      bool recompute);
 
   /// The device memory a problem's forward or backward needs beside its
-  /// operands (its workspace, and the backward's statistics and output).
+  /// operands: its workspace, and where the backward recomputes the
+  /// statistics, those and the output.
   llvm::Expected<int64_t> scratchBytes(const SdpaProblem &problem,
-                                       bool gradient);
+                                       bool gradient, bool recompute);
 
-  /// out = attention(q, k, v); `scratch` holds scratchBytes(problem, false).
+  /// out = attention(q, k, v) and each row's log-sum-exp (`logSumExp`,
+  /// [batch, queryHeads, seq] fp32); `scratch` holds scratchBytes(problem,
+  /// false, false).
   llvm::Error forward(const SdpaProblem &problem, const SdpaInputs &in,
-                      void *out, void *scratch);
-  /// dq, dk, dv of attention given dL/dout (`grad`); `scratch` holds
-  /// scratchBytes(problem, true). The output the gradient is taken at is
-  /// made again with the statistics, so the two agree by construction. The
-  /// key and value gradients of KV heads the problem does not use are left
-  /// to the caller.
+                      void *out, float *logSumExp, void *scratch);
+  /// dq, dk, dv of attention given dL/dout (`grad`), at the forward's
+  /// output `out` and statistics `logSumExp`; where those are null, the
+  /// forward runs again for them (into `scratch`, which holds
+  /// scratchBytes(problem, true, !logSumExp)). The key and value gradients
+  /// of KV heads the problem does not use are left to the caller.
   llvm::Error backward(const SdpaProblem &problem, const SdpaInputs &in,
+                       const void *out, const float *logSumExp,
                        const void *grad, void *dq, void *dk, void *dv,
                        void *scratch);
 

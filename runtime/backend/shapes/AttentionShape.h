@@ -12,6 +12,8 @@
 #include "opmodel/Shapes.h"
 #include "runtime/backend/InstructionView.h"
 
+#include <cstdlib>
+
 namespace twill {
 
 /// The query heads of an attention op: all of them, or with `shard_axis`
@@ -29,9 +31,27 @@ inline llvm::Expected<HeadBlock> headBlock(const InstructionView &in,
   return block;
 }
 
+/// Whether the gradient recomputes the softmax's log-sum-exp instead of
+/// reading the forward's (TWILL_ATTENTION_STATISTICS=recompute): the
+/// baseline kept statistics are checked and timed against, on either
+/// backend. Read once.
+inline llvm::Expected<bool> recomputesStatistics() {
+  static const char *const value = std::getenv("TWILL_ATTENTION_STATISTICS");
+  if (!value || llvm::StringRef(value) == "kept")
+    return false;
+  if (llvm::StringRef(value) == "recompute")
+    return true;
+  return llvm::createStringError(
+      llvm::inconvertibleErrorCode(),
+      llvm::Twine("TWILL_ATTENTION_STATISTICS is '") + value +
+          "': kept (the gradient reads the forward's log-sum-exp; the "
+          "default) or recompute");
+}
+
 /// attention's or attention_grad's sizes: (query, key, value[, output,
-/// grad][, segments]) -> output or (dq, dk, dv), all [batch, seq, heads,
-/// headDim].
+/// log_sum_exp, grad][, segments]) -> (output, log_sum_exp) or (dq, dk,
+/// dv); values [batch, seq, heads, headDim], the log-sum-exp [batch,
+/// heads, seq] fp32.
 struct AttentionShape {
   int64_t batch, seq, kvHeads, headDim;
   HeadBlock heads;
@@ -42,31 +62,42 @@ struct AttentionShape {
   const int32_t *segments(const InstructionView &in) const {
     return hasSegments ? in.data<int32_t>(firstResult - 1) : nullptr;
   }
+  /// Where the log-sum-exp is: attention's second result, attention_grad's
+  /// fifth operand.
+  float *logSumExp(const InstructionView &in, bool gradient) const {
+    return in.data<float>(gradient ? kGradLogSumExp : firstResult + 1);
+  }
+  /// attention_grad's operands.
+  static constexpr int kGradOutput = 3, kGradLogSumExp = 4, kGrad = 5;
 };
 
 inline llvm::Expected<AttentionShape> attentionShape(const InstructionView &in,
                                                      bool gradient) {
-  int inputs = gradient ? 5 : 3, results = gradient ? 3 : 1;
+  using Shape = AttentionShape;
+  int inputs = gradient ? 6 : 3, results = gradient ? 3 : 2;
   bool hasSegments = in.numOperands() == inputs + 1;
   DType type = in.floatType();
-  llvm::SmallVector<DType, 9> dtypes(inputs, type);
+  llvm::SmallVector<DType, 10> dtypes(inputs, type);
   if (hasSegments)
     dtypes.push_back(I32);
   dtypes.append(results, type);
+  int first = inputs + hasSegments;
+  dtypes[gradient ? Shape::kGradLogSumExp : first + 1] = F32;
   if (auto error = in.expect(inputs + hasSegments, results, dtypes))
     return std::move(error);
-  int first = inputs + hasSegments;
   std::optional<llvm::ArrayRef<int64_t>> segments;
   if (hasSegments)
     segments = in.shape(inputs);
   bool sharded = !in->attention().shard_axis().empty();
   llvm::Error rule =
-      gradient ? shapes::attentionGrad(in.shape(0), in.shape(1), in.shape(2),
-                                       in.shape(3), in.shape(4), segments,
-                                       in.shape(first), in.shape(first + 1),
-                                       in.shape(first + 2), sharded)
-               : shapes::attention(in.shape(0), in.shape(1), in.shape(2),
-                                   segments, in.shape(first), sharded);
+      gradient
+          ? shapes::attentionGrad(
+                in.shape(0), in.shape(1), in.shape(2),
+                in.shape(Shape::kGradOutput), in.shape(Shape::kGradLogSumExp),
+                in.shape(Shape::kGrad), segments, in.shape(first),
+                in.shape(first + 1), in.shape(first + 2), sharded)
+          : shapes::attention(in.shape(0), in.shape(1), in.shape(2), segments,
+                              in.shape(first), in.shape(first + 1), sharded);
   if (auto error = in.check(std::move(rule)))
     return std::move(error);
   llvm::ArrayRef<int64_t> q = in.shape(0), k = in.shape(1);
