@@ -291,14 +291,17 @@ fitMemoryBudget(const twill::JobConfig &config) {
     return holdingActivations(
         config, fewestFitting(layers, [&](int64_t n) { return fits(n, 0); }),
         0);
-  // Offloaded last of all: what no layer's backward reads first (-1).
-  auto offloaded = [&](int64_t n) { return n > layers ? -1 : n; };
-  if (fits(layers, -1))
+  // The inputs of the fewest layers; then also what no layer's backward
+  // reads first (-1), which may need more, not less: it brings those
+  // values back, each while the layer before it computes.
+  if (fits(layers, layers))
     return holdingActivations(
-        config, layers, offloaded(fewestFitting(layers + 1, [&](int64_t n) {
-          return fits(layers, offloaded(n));
-        })));
-  int64_t least = needs(holdingActivations(config, layers, -1));
+        config, layers,
+        fewestFitting(layers, [&](int64_t n) { return fits(layers, n); }));
+  if (fits(layers, -1))
+    return holdingActivations(config, layers, -1);
+  int64_t least = std::min(needs(holdingActivations(config, layers, layers)),
+                           needs(holdingActivations(config, layers, -1)));
   if (least < 0)
     return llvm::createStringError("cannot compile " + jobPath +
                                    " (the errors above say why)");
