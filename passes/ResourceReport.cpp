@@ -9,6 +9,7 @@
 #include "passes/Passes.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
@@ -90,6 +91,7 @@ namespace {
 /// across them: separate wires), and one to host memory.
 struct Timeline {
   double compute = 0, computing = 0, recomputing = 0, communicating = 0;
+  double matmulBound = 0, attentionBound = 0, memoryBound = 0;
   llvm::StringMap<double> links;      // a link -> when it is free
   llvm::DenseMap<Value, double> done; // a handle -> when its transfer ends
 
@@ -150,9 +152,13 @@ struct Timeline {
                        rates.attentionFlopsPerSecond > 0;
       double seconds = flopsOf(&op) / (attention ? rates.attentionFlopsPerSecond
                                                  : rates.flopsPerSecond);
-      if (rates.memoryBytesPerSecond > 0)
-        seconds =
-            std::max(seconds, touchedBytes(&op) / rates.memoryBytesPerSecond);
+      double moving = rates.memoryBytesPerSecond > 0
+                          ? touchedBytes(&op) / rates.memoryBytesPerSecond
+                          : 0;
+      (moving > seconds ? memoryBound
+                        : attention ? attentionBound
+                                    : matmulBound) += std::max(seconds, moving);
+      seconds = std::max(seconds, moving);
       compute += seconds;
       computing += seconds;
       if (backward && layerOf(&op))
@@ -246,6 +252,9 @@ mlir::twill::reportResources(ModuleOp module, int64_t microSteps,
     Timeline timeline;
     timeline.run(function, axisSizes, axisLinks, rates);
     report.computeSeconds += repeats * timeline.computing;
+    report.matmulBoundSeconds += repeats * timeline.matmulBound;
+    report.attentionBoundSeconds += repeats * timeline.attentionBound;
+    report.memoryBoundSeconds += repeats * timeline.memoryBound;
     report.recomputeSeconds += repeats * timeline.recomputing;
     report.communicationSeconds += repeats * timeline.communicating;
     report.stepSeconds += repeats * timeline.end();
@@ -316,6 +325,24 @@ void ResourceReport::print(llvm::raw_ostream &os) const {
       "which hidden behind compute {2:f3} ms ({3:f0}%)\n",
       1e3 * computeSeconds, 1e3 * communicationSeconds, 1e3 * hidden,
       communicationSeconds > 0 ? 100 * hidden / communicationSeconds : 0.0);
+  if (!ratesName.empty()) {
+    // The rates as the cluster file gives them (740, 1e-06).
+    auto rate = [](double perSecond, double unit) {
+      std::string text;
+      llvm::raw_string_ostream(text) << llvm::format("%g", perSecond / unit);
+      return text;
+    };
+    os << llvm::formatv(
+        "  compute by what bounds each op: matmul FLOPs {0:f3} ms at {1} "
+        "TFLOP/s, attention FLOPs {2:f3} ms at {3} TFLOP/s, bytes {4:f3} ms "
+        "at {5} GB/s\n",
+        1e3 * matmulBoundSeconds, rate(rates.flopsPerSecond, 1e12),
+        1e3 * attentionBoundSeconds,
+        rate(rates.attentionFlopsPerSecond > 0 ? rates.attentionFlopsPerSecond
+                                               : rates.flopsPerSecond,
+             1e12),
+        1e3 * memoryBoundSeconds, rate(rates.memoryBytesPerSecond, 1e9));
+  }
   os << llvm::formatv("  step {0:f3} ms", 1e3 * stepSeconds);
   if (recomputeSeconds > 0)
     os << llvm::formatv(" (recomputation {0:f3} ms of the compute)",

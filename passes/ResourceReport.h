@@ -88,6 +88,12 @@ struct ResourceReport {
   /// is `recomputeSeconds`), the time links are busy, and the step.
   double computeSeconds = 0, recomputeSeconds = 0, communicationSeconds = 0,
          stepSeconds = 0;
+  /// The compute by the rate that bounds each op: FLOPs at flopsPerSecond
+  /// (matmuls, the tiled loss), attention's FLOPs, or bytes at
+  /// memoryBytesPerSecond; a measured rate of each rescales its part (the
+  /// device check's calibration).
+  double matmulBoundSeconds = 0, attentionBoundSeconds = 0,
+         memoryBoundSeconds = 0;
   /// DPO's precomputed reference: its pass's time a micro-batch (0: none).
   double referenceSeconds = 0;
   /// The arena with every collective waited where it starts (set by
