@@ -12,8 +12,10 @@
 #    job, and the cuda conformance saying it is skipped (no GPU here);
 # 3. a dry run of the device check (DIR/run.sh, with PYTHON, default
 #    python3, as the device machine's python3: it needs NumPy and
-#    safetensors): it starts every part, each says SKIPPED within seconds,
-#    and its output folder holds at most 8 files, results.md among them.
+#    safetensors) at its default deadline: its plan, each part's limit,
+#    leaves room for a rerun; it starts every default part, each says
+#    SKIPPED within seconds, and its output folder holds at most 8 files,
+#    results.md among them.
 # Exits 1 at the first thing that is not so.
 set -euo pipefail
 dir=$(cd "${1:?usage: bench/check_bundle.sh DIR [PYTHON]}" && pwd)
@@ -62,7 +64,7 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 began=$SECONDS
 env -i HOME="$out" PATH="$(dirname "$python"):/usr/bin:/bin" \
-    "$dir/run.sh" "$out/check" --deadline 120 --work "$out/parts" \
+    "$dir/run.sh" "$out/check" --work "$out/parts" \
     > "$out/run.txt" 2>&1 ||
   { tail -5 "$out/run.txt"; echo "check_bundle: the dry run failed"; exit 1; }
 seconds=$((SECONDS - began))
@@ -74,4 +76,8 @@ unskipped=$(grep '^| [^w-]' "$out/check/results.md" | grep -v 'wall time' |
     grep -vc 'SKIPPED' || true)
 [ "$rows" -ge 9 ] && [ "$unskipped" = 0 ] && [ $seconds -lt 60 ] ||
   { cat "$out/check/results.md"; echo "check_bundle: in the dry run ($seconds s), a part did not say SKIPPED"; exit 1; }
+plan=$(grep -m1 '^Card ' "$out/check/results.md" || true)
+[[ "$plan" == *"room for one rerun"* ]] ||
+  { echo "$plan"; echo "check_bundle: the plan leaves no room for a rerun within the default deadline"; exit 1; }
+echo "check_bundle: $plan"
 echo "check_bundle: the dry run started every part ($rows rows), each said SKIPPED (no GPU), in $seconds s, leaving $files files"

@@ -10,11 +10,18 @@
 # config, LoRA rank 16 on every projection, batch 1, pre-tokenized rows, no
 # activation checkpointing, 4 steps, nothing written at the end: the first
 # GPU run spent its limit writing the 16 GB random base);
+# llama8b-16384-h100.twx: seq 16384 as an H100's 78 GiB holds it (the
+# memory budget's choice: SELECTIVE checkpointing); llama8b-chunked-4096
+# and llama8b-recompute-4096: llama8b-4096 again, for the device check to
+# run with TWILL_CUDA_ATTENTION=chunked and TWILL_ATTENTION_STATISTICS=
+# recompute (each its own output folder and lock: the baselines);
 # llama8b-long-32768.twx: the long-context transformations at seq 32768 (3
-# steps); llama8b-dropout-4096.twx: seq 4096 with LoRA dropout 0.1; and
-# llama8b-chunked-4096.twx: llama8b-4096 again, for the device check to
-# run with TWILL_CUDA_ATTENTION=chunked; nccl-MESH-BACKEND.twx: the tiny job
-# on 2x1 and 1x2 for two NCCL ranks on one GPU. The programs write under /tmp/twill-gpu, so they run on another machine from
+# steps); llama8b-dropout-4096.twx: seq 4096 with LoRA dropout 0.1;
+# nccl-MESH-BACKEND.twx: the tiny job on 2x1 and 1x2 for two NCCL ranks on
+# one GPU, with a collective timeout of 20 s. Beside each 8B program,
+# NAME.report-CARD.txt: its step as twillc's cost estimate predicts it on
+# each card the check knows (clusters/h200.textproto, h100.textproto). The
+# programs write under /tmp/twill-gpu, so they run on another machine from
 # the same path (bench/device_bundle.sh).
 set -euo pipefail
 bin=${1:?usage: bench/compile_gpu_programs.sh BUILD_BIN}
@@ -36,16 +43,14 @@ for mesh in 2x1 1x2; do
     "$bin/twillc" configs/tiny.textproto model.num_hidden_layers=2 \
         train.seq_len=30 train.batch_size=3 train.epochs=1 \
         train.max_steps_per_epoch=5 parallel.dp=${mesh%x*} \
-        parallel.tp=${mesh#*x} checkpoint.output_dir="$work/nccl-$mesh-$backend-out" \
+        parallel.tp=${mesh#*x} parallel.collective_timeout_s=20 \
+        checkpoint.output_dir="$work/nccl-$mesh-$backend-out" \
         -o "$work/nccl-$mesh-$backend.twx"
   done
 done
 # No activation checkpointing (the config asks for FULL, for 8 GPUs and seq
 # 8192): on one H200 the step's activations fit (a 20 GB arena at seq 4096,
 # 78 GB at 16384), and the MFU formula counts no recomputation.
-# Beside each program, NAME.report.txt: its step as twillc's cost estimate
-# predicts it on one H200 (issue 19), for the check to set beside the
-# measured one.
 step() { # NAME SEQ [key=value ...]
   local name=$1 seq=$2
   shift 2
@@ -59,15 +64,21 @@ step() { # NAME SEQ [key=value ...]
       train.gradient_accumulation_steps=1 train.epochs=1
       train.max_steps_per_epoch=4 data.format=TOKENIZED data.packed=false "$@")
   "$bin/twillc" "${job[@]}" -o "$work/$name.twx"
-  "$bin/twillc" "${job[@]}" --report --cluster clusters/h200.textproto \
-      > "$work/$name.report.txt"
+  for card in h200 h100; do
+    "$bin/twillc" "${job[@]}" --report --cluster clusters/$card.textproto \
+        > "$work/$name.report-$card.txt"
+  done
 }
 for seq in 4096 16384; do
   step llama8b-$seq $seq parallel.activation_checkpointing=NONE
 done
-# The same step again, run with TWILL_CUDA_ATTENTION=chunked: the fused
-# attention's baseline (its own output folder and lock).
-step llama8b-chunked-4096 4096 parallel.activation_checkpointing=NONE
+# 80 GB of an H100's 78 GiB (83.8 GB), the rest for CUDA's context, cuDNN's
+# and cuBLASLt's workspaces and the chunked kernel's scratch.
+step llama8b-16384-h100 16384 parallel.memory_budget_gb=80
+# The same step again, for its baselines.
+for baseline in chunked recompute; do
+  step llama8b-$baseline-4096 4096 parallel.activation_checkpointing=NONE
+done
 # Long context (issue 17): every transformation that lets one GPU hold a
 # long sequence, at a length that still runs in seconds.
 step llama8b-long-32768 32768 parallel.activation_checkpointing=FULL \

@@ -8,19 +8,31 @@
 #
 # BUILD is the configured build folder (default build/: scripts/setup.sh's);
 # the runtime-only build goes to BUILD/device. It also packs DIR as
-# DIR.tar.gz (about a third of its size), to travel where size counts;
-# there, `tar -xzf DIR.tar.gz` gives DIR back.
+# DIR.tar.xz, to travel where size counts; there, `tar -xJf DIR.tar.xz`
+# gives DIR back.
 #
 # DIR gets twill-train and twill-conformance built without MPI (one rank:
 # TWILL_WITH_MPI=OFF), with LLVM Support linked in (TWILL_RUNTIME_ONLY)
-# and $ORIGIN/../lib as their library path; the few shared libraries they
-# need beyond glibc, libstdc++ and CUDA's (oneDNN among them), in lib/;
-# the programs of bench/compile_gpu_programs.sh; and the scripts and data
-# the check reads. bench/check_bundle.sh DIR proves it self-contained.
-# Where TWILL_BUNDLE_NCCL names a libnccl.so.2 (bench/build_nccl.sh: 2.30
-# or later, for two ranks on one GPU), it goes to lib/nccl, which run.sh
-# puts before the image's NCCL.
+# and $ORIGIN/../lib as their library path, stripped; the few shared
+# libraries they need beyond glibc, libstdc++ and CUDA's (oneDNN among
+# them), in lib/; the programs of bench/compile_gpu_programs.sh; the cards'
+# cluster files; and the scripts and data the check reads.
+# bench/check_bundle.sh DIR proves it self-contained. Where
+# TWILL_BUNDLE_NCCL names a libnccl.so.2 (bench/build_nccl.sh: 2.30 or
+# later, for two ranks on one GPU), it goes to lib/nccl, which run.sh names
+# to the check's nccl part alone (the rest runs on the image's NCCL).
+#
+# A device call carries the working tree (what git tracks, and files it
+# does not ignore) and the bundle, 64 MiB together: the two must leave
+# 8 MB of it free (at most 59 MB), or this fails. Without an NCCL of its
+# own (CI's bundle), the NCCL it would carry counts as NCCL_PACKED_BYTES,
+# bench/build_nccl.sh's library as measured xz-packed.
 set -euo pipefail
+# 64 MiB a call, less 8 MB kept free for what the next features add.
+LIMIT_BYTES=59000000
+# bench/build_nccl.sh's libnccl.so.2 (2.30.7, sm_90, Twill's collectives:
+# 14,225,440 B), xz -9 packed, as measured when it was built.
+NCCL_PACKED_BYTES=11482924
 dir=${1:?usage: bench/device_bundle.sh DIR [BUILD]}
 build=$(cd "${2:-build}" && pwd)
 mkdir -p "$(dirname "$dir")"
@@ -52,7 +64,9 @@ fi
 cp -r /tmp/twill-gpu "$dir/programs"
 cp data/recall/train.jsonl "$dir/data/recall/"
 cp test/gpu/cuda_vs_cpu.py "$dir/test/gpu/"
-cp bench/device_check.py "$dir/bench/"
+cp bench/device_check.py bench/device_parts.py "$dir/bench/"
+mkdir -p "$dir/clusters"
+cp clusters/h200.textproto clusters/h100.textproto "$dir/clusters/"
 cat > "$dir/run.sh" <<'RUN'
 #!/usr/bin/env bash
 # Runs the device check from this bundle: DIR/run.sh OUT_DIR [--deadline S]
@@ -77,11 +91,10 @@ print(":".join(d for d in dirs if os.path.isdir(d)))
 PY
 )
 export LD_LIBRARY_PATH="$cuda_libs:${LD_LIBRARY_PATH:-}"
-# The NCCL the bundle brings, where it brings one, before the image's
-# (for Twill's ranks; the check's PyTorch part takes it off again).
+# The NCCL the bundle brings, where it brings one: the nccl part puts it
+# first on its ranks' library path; every other part runs the image's.
 if [ -d "$here/lib/nccl" ]; then
   export TWILL_BUNDLED_NCCL="$here/lib/nccl"
-  export LD_LIBRARY_PATH="$TWILL_BUNDLED_NCCL:$LD_LIBRARY_PATH"
 fi
 # NCCL says what goes wrong, and bootstraps over an interface that exists
 # (one machine: the loopback where there is one).
@@ -97,13 +110,27 @@ fi
 rm -rf /tmp/twill-gpu && cp -r "$here/programs" /tmp/twill-gpu
 exec python3 "$here/bench/device_check.py" --bin "$here/bin" \
     --tests "$here/test/gpu" --data "$here/data/recall/train.jsonl" \
-    --out "$out" "$@"
+    --clusters "$here/clusters" --out "$out" "$@"
 RUN
 chmod +x "$dir/run.sh"
 strip "$dir"/bin/*
-tar -czf "$dir.tar.gz" -C "$(dirname "$dir")" "$(basename "$dir")"
-du -sh "$dir" "$dir.tar.gz"
-# A device call carries at most 64 MiB.
-if [ "$(stat -c %s "$dir.tar.gz")" -gt $((64 << 20)) ]; then
-  echo "device_bundle: $dir.tar.gz is past the 64 MiB a device call carries" >&2
+# xz packs the programs and libraries a fifth tighter than gzip.
+XZ_OPT=-9 tar -cJf "$dir.tar.xz" -C "$(dirname "$dir")" "$(basename "$dir")"
+du -sh "$dir" "$dir.tar.xz"
+# What a device call carries with it: the working tree's files.
+tree=$(git ls-files -z --cached --others --exclude-standard |
+    xargs -0 stat -c %s 2>/dev/null | awk '{s += $1} END {print s + 0}')
+bundle=$(stat -c %s "$dir.tar.xz")
+nccl=0 note=""
+if [ ! -f "$dir/lib/nccl/libnccl.so.2" ]; then
+  nccl=$NCCL_PACKED_BYTES
+  note=" + $nccl B for the NCCL it does not bring"
+fi
+total=$((tree + bundle + nccl))
+echo "device_bundle: the bundle $bundle B + the working tree $tree B$note" \
+    "= $total B of the $LIMIT_BYTES B a device call may carry and keep 8 MB" \
+    "free"
+if [ "$total" -gt "$LIMIT_BYTES" ]; then
+  echo "device_bundle: $total B is past $LIMIT_BYTES B: pack less" >&2
+  exit 1
 fi

@@ -2,19 +2,27 @@
 
 1. no GPU: every part says SKIPPED (none passed or failed) within seconds,
    and OUT holds at most 8 files, results.md among them, saying the check
-   ended;
+   ended; at the default deadline its plan names each part's limit in the
+   order they run, with room for a rerun;
 2. a fault that ends the GPU's context: the conformance goes on from the
    next case in a new process, and the failed case is run again alone;
 3. a part that hangs: at the deadline it is killed with everything it
    started (its grandchild too), what it printed before is kept, the parts
    after it are named as not run, and the whole check ends by its deadline;
+   two NCCL ranks that hang end the nccl part at its run's limit, its
+   second mesh named as not run;
 4. SIGTERM to the check (the caller's own limit): the running part's
    process group is killed and results.md and the logs are still written;
 5. a GPU that works, played by the real twill-train on the cpu (tiny
    programs under the 8B programs' names, with twillc's real reports) and
    an nvidia-smi that samples: every figure of every step is read from the
    tools' real output (tokens/s, MFU, predicted against measured step,
-   memory, profile) and the traces come back;
+   memory, profile), the baselines run with their environment (the chunked
+   kernel, the statistics recomputed) and give their ratios, the estimate
+   is calibrated from the profile into a cluster file, the conformance runs
+   on the image's NCCL under TWILL_CUDA_ATTENTION=fused and the nccl part on
+   the bundle's, each named, and the traces come back; on an H100 the
+   check takes the H100's cluster and its seq-16384 program;
 6. flags it cannot use are refused before anything runs, one line naming
    the flag or the path, exit 2, never a traceback: a --deadline that is not
    a finite number of seconds past the time kept to pack (nan, inf, 0, -5,
@@ -26,7 +34,7 @@
    kept as they were, and none is packed.
 
     python device_check_test.py --work DIR --bin BUILD/bin --config TINY
-        --data TRAIN_JSONL --cluster CLUSTER
+        --data TRAIN_JSONL --clusters CLUSTERS_DIR
 """
 import argparse
 import os
@@ -51,9 +59,22 @@ echo $! >> "$FAKE_PIDS"
 echo "[0] add f32 [3]: max error 0.0e+00, tolerance 1.0e-06 PASS"
 while true; do sleep 1; done
 """
+# The NCCL a stand-in would load: the bundle's where its folder is first on
+# the library path, else the image's.
+NCCL = """
+case "$LD_LIBRARY_PATH" in
+"$TWILL_BUNDLED_NCCL"|"$TWILL_BUNDLED_NCCL":*) echo "gpu:1:1 [0] NCCL INFO NCCL version 2.30.7+cuda13.0";;
+*) echo "gpu:1:1 [0] NCCL INFO NCCL version 2.28.9+cuda13.0";;
+esac
+"""
+PLANNED = ("echo 'twill: cuDNN 9.19.0 planned attention of 1 x 64 tokens, 4 "
+           "heads on 2, head_dim 16: forward in 0.41 s, gradient in 1.20 s' >&2")
 CONFORMANCE = f"""#!/bin/bash
 case "$FAKE_MODE" in
 gpu)
+  [ "$TWILL_CUDA_ATTENTION" = fused ] || exit 3
+  {NCCL}
+  {PLANNED}
   echo "[0] add f32 [3]: max error 0.0e+00, tolerance 1.0e-06 PASS"
   echo "conformance: 1 of 1 cases passed, 0 failed, 0 instruction kinds without a case; cuda against cpu in 0.1 s";;
 nogpu)
@@ -78,11 +99,15 @@ esac
 """
 # A working GPU: the real twill-train on the cpu, fed the tiny job's data,
 # saying what the cuda backend says of its memory. The chunked attention's
-# program runs with TWILL_CUDA_ATTENTION=chunked, and only it; at seq 16384
-# it says cuDNN took no gradient of one shape.
-GPU_TRAIN = """
+# program runs with TWILL_CUDA_ATTENTION=chunked and the recomputed
+# statistics' with TWILL_ATTENTION_STATISTICS=recompute, and only they; at
+# seq 16384 it says cuDNN took no gradient of one shape.
+GPU_TRAIN = f"""
 [[ "$*" == *chunked* ]] && [ "$TWILL_CUDA_ATTENTION" != chunked ] && exit 3
 [[ "$*" != *chunked* ]] && [ -n "$TWILL_CUDA_ATTENTION" ] && exit 3
+[[ "$*" == *recompute* ]] && [ "$TWILL_ATTENTION_STATISTICS" != recompute ] && exit 3
+[[ "$*" != *recompute* ]] && [ -n "$TWILL_ATTENTION_STATISTICS" ] && exit 3
+[[ "$*" == *llama8b* && "$*" != *chunked* ]] && {PLANNED}
 [[ "$*" == *-16384* ]] && echo "twill: attention's gradient of 1 x 16384 tokens, 32 heads on 8, head_dim 128 runs the chunked kernel: no engine" >&2
 args=()
 while (($#)); do
@@ -93,8 +118,8 @@ while (($#)); do
   esac
   shift
 done
-"$FAKE_TWILL_BIN/twill-train" "${args[@]}" || exit $?
-[[ "${args[*]}" == *nccl-*-cuda* ]] && echo "gpu:1:1 [0] NCCL INFO NCCL version 2.30.7+cuda13.0"
+"$FAKE_TWILL_BIN/twill-train" "${{args[@]}}" || exit $?
+[[ "${{args[*]}}" == *nccl-*-cuda* ]] && {{ {NCCL} }}
 echo "cuda: device memory in use at most 1.50 GiB (cudaMemGetInfo after each run, every process on the GPU); Twill's own allocations at most 1.20 GiB: 1.00 GiB of buffers as planned, the rest scratch and the matmul workspace"
 exit 0
 """
@@ -102,7 +127,7 @@ NVIDIA_SMI = """#!/bin/bash
 if [[ " $* " == *" -lms "* ]]; then
   while true; do echo 1234; sleep 0.1; done
 fi
-echo "NVIDIA H200, 143771 MiB, 580.159.03"
+echo "${FAKE_GPU:-NVIDIA H200, 143771 MiB, 580.159.03}"
 """
 TRAIN = f"""#!/bin/bash
 [ "$FAKE_MODE" = hang ] && {{ {HANG} }}
@@ -143,8 +168,10 @@ def start(work, mode, deadline, out, *flags):
     pids = work / f"pids-{out.name}"
     pids.write_text("")
     gpu = f"{work / 'gpu-bin'}:" if mode == "gpu" else ""
+    # run.sh names the bundle's NCCL; the nccl part alone loads it.
     env = dict(os.environ, FAKE_MODE=mode, FAKE_PIDS=str(pids),
-               PATH=f"{gpu}{bin_dir}:/usr/bin:/bin")
+               PATH=f"{gpu}{bin_dir}:/usr/bin:/bin",
+               TWILL_BUNDLED_NCCL=str(work / "bundle-nccl"))
     command = [sys.executable, str(CHECK), "--bin", str(bin_dir),
                "--programs", str(work / "programs"), "--tests", str(tests),
                "--data", str(work / "data.jsonl"), "--out", str(out),
@@ -203,11 +230,22 @@ def rows(results):
 def no_gpu(work):
     out = work / "nogpu"
     began = time.monotonic()
-    process, _ = start(work, "nogpu", 120, out)
+    process, _ = start(work, "nogpu", 540, out)
     output = finish(process, 90)
     seconds = time.monotonic() - began
     results = came_back(out)
     expect(seconds < 60, f"no GPU: every part ends within seconds ({seconds:.0f} s)")
+    plan = next((line for line in results.splitlines()
+                 if line.startswith("Card ")), "")
+    expect(re.search(r"Plan: GPU query \d+ s, conformance \d+ s \(from the "
+                     r"first case \d+, failed cases alone \d+\), cuda_vs_cpu "
+                     r"\d+ s, peak \d+ s, steps \d+ s \(seq 4096 \d+, seq 4096, "
+                     r"chunked attention \d+, seq 4096, attention's statistics "
+                     r"recomputed \d+, seq 16384 \d+\), nccl \d+ s; 8 s kept to "
+                     r"pack: \d+ s of the 540 s deadline, \d+ s to spare, room "
+                     r"for one rerun", plan),
+           "no GPU: the plan names each part's limit in order, with room "
+           "for a rerun", plan)
     gpu_rows = [row for row in rows(results) if "wall time" not in row]
     expect(len(gpu_rows) >= 8, "no GPU: a row per part", results)
     expect(all("SKIPPED" in row for row in gpu_rows),
@@ -257,6 +295,25 @@ def hang(work):
            "hang: the parts after it are named as not run", results)
 
 
+def nccl_hang(work):
+    """Two ranks that hang end the nccl part at its run's limit: the other
+    mesh would hang as well, and is named as not run."""
+    out = work / "nccl-hang"
+    began = time.monotonic()
+    process, pids = start(work, "hang", 120, out, "--parts", "nccl")
+    finish(process, 90)
+    seconds = time.monotonic() - began
+    results = came_back(out)
+    expect(re.search(r"\| NCCL: the tiny job on 2x1, .* \| FAILED on cuda "
+                     r"\(exit None\)", results) and
+           "| NCCL: the tiny job on 1x2, two ranks on one GPU, against the "
+           "cpu | NOT RUN: 2x1 did not end |" in results and seconds < 45,
+           f"nccl: a hang ends the part at its run's limit ({seconds:.0f} s)",
+           results)
+    expect(not alive(pids), "nccl: the hanging ranks are killed",
+           pids.read_text())
+
+
 def terminated(work):
     out = work / "term"
     process, pids = start(work, "hang", 200, out)
@@ -277,8 +334,8 @@ def terminated(work):
            "SIGTERM: the logs are kept")
 
 
-PARTS = ["conformance", "nccl", "cuda_vs_cpu", "peak", "steps", "long",
-         "sanitizer"]
+PARTS = ["conformance", "cuda_vs_cpu", "peak", "steps", "nccl", "dropout",
+         "long", "sanitizer"]
 
 
 def refused(work, what, flags, *named, out=None):
@@ -380,16 +437,21 @@ def bad_bin_programs_parts(work):
 
 
 # The programs the check runs, each the tiny job under an 8B program's name
-# writing where the check reads, with twillc's report at the cluster.
+# writing where the check reads, with twillc's report at each card's
+# cluster.
 PROGRAMS = {"nccl-2x1-cuda": ["parallel.dp=2"], "nccl-2x1-cpu": ["parallel.dp=2"],
             "nccl-1x2-cuda": ["parallel.tp=2"], "nccl-1x2-cpu": ["parallel.tp=2"],
             "llama8b-4096": [], "llama8b-chunked-4096": [],
+            "llama8b-recompute-4096": [],
             "llama8b-dropout-4096": ["lora.dropout=0.1"],
-            "llama8b-16384": [],
+            "llama8b-16384": [], "llama8b-16384-h100": [],
             "llama8b-long-32768": ["parallel.activation_checkpointing=FULL"]}
+STEPS = ("seq 4096", "seq 4096, chunked attention",
+         "seq 4096, attention's statistics recomputed", "seq 16384",
+         "seq 4096, LoRA dropout 0.1", "seq 32768, FULL + offload + tiles")
 
 
-def working_gpu(work, args):
+def compile_programs(work, args):
     programs = work / "programs"
     for name, overrides in PROGRAMS.items():
         job = [args.bin / "twillc", args.config, "train.epochs=1",
@@ -397,84 +459,118 @@ def working_gpu(work, args):
                f"checkpoint.output_dir={programs / (name + '-out')}",
                *overrides]
         subprocess.run(job + ["-o", programs / f"{name}.twx"], check=True)
-        with open(programs / f"{name}.report.txt", "w") as report:
-            subprocess.run(job + ["--report", "--cluster", args.cluster],
-                           stdout=report, check=True)
+        for card in ("h200", "h100"):
+            with open(programs / f"{name}.report-{card}.txt", "w") as report:
+                subprocess.run(job + ["--report", "--cluster",
+                                      args.clusters / f"{card}.textproto"],
+                               stdout=report, check=True)
     os.environ.update(FAKE_TWILL_BIN=str(args.bin), FAKE_DATA=str(args.data))
+
+
+def step_rows(results, what):
+    """The rows of one step, and whether each figure is there."""
+    step = [row for row in rows(results)
+            if row.startswith(f"| 8B LoRA step, {what}: ")]
+    figures = "\n".join(step)
+    chunked = "chunked" in what
+    expect(len(step) == 5 + (not chunked) and
+           re.search(r"tokens/s .*\| [\d,]+ ", figures),
+           f"GPU: {what}: tokens/s", figures)
+    said = ("attention | attention's gradient of 1 x 16384 tokens, "
+            "32 heads on 8, head_dim 128 runs the chunked kernel: no engine"
+            if what == "seq 16384" else
+            "attention | cuDNN's fused attention for every shape; cuDNN "
+            "planned 1 attention shapes, each graph in at most 1.20 s")
+    expect(chunked or said in figures, f"GPU: {what}: which attention ran",
+           figures)
+    expect(re.search(r"MFU \| \S+% of 989 TFLOP/s", figures),
+           f"GPU: {what}: MFU", figures)
+    expect(re.search(r"predicted [\d.]+ ms, measured [\d.]+ ms: [\d.e+-]+ of "
+                     r"it", figures),
+           f"GPU: {what}: predicted against measured", figures)
+    expect(re.search(r"memory \| plan [\d.]+ GiB; Twill allocated at most "
+                     r"1.20 GiB \(1.00 GiB buffers\); cudaMemGetInfo peak "
+                     r"1.50 GiB; nvidia-smi peak 1.21 GiB", figures),
+           f"GPU: {what}: memory, sampled", figures)
+    # Six op kinds with their share and rate (which come first depends on
+    # the machine's load).
+    expect(re.search(r"profile \(top op kinds\) \| (\w+ [\d.]+% [\d.]+ "
+                     r"\w+/s(; | \|)){6}", figures),
+           f"GPU: {what}: profile", figures)
+    return figures
+
+
+def working_gpu(work, args):
+    compile_programs(work, args)
     out = work / "gpu"
-    process, _ = start(work, "gpu", 120, out)
-    output = finish(process, 110)
+    process, _ = start(work, "gpu", 150, out, "--parts", ",".join(PARTS))
+    output = finish(process, 140)
     results = came_back(out)
-    for what in ("seq 4096", "seq 4096, chunked attention",
-                 "seq 4096, LoRA dropout 0.1", "seq 16384",
-                 "seq 32768, FULL + offload + tiles"):
-        step = [row for row in rows(results)
-                if row.startswith(f"| 8B LoRA step, {what}: ")]
-        figures = "\n".join(step)
-        chunked = "chunked" in what
-        expect(len(step) == 6 + (not chunked) and
-               re.search(r"tokens/s .*\| [\d,]+ \(goal", figures),
-               f"GPU: {what}: tokens/s", figures + output[-2000:])
-        said = ("attention | attention's gradient of 1 x 16384 tokens, "
-                "32 heads on 8, head_dim 128 runs the chunked kernel: no engine"
-                if what == "seq 16384" else
-                "attention | cuDNN's fused attention for every shape")
-        expect(chunked or said in figures,
-               f"GPU: {what}: which attention ran", figures)
-        expect(re.search(r"MFU \| \S+% of 989 TFLOP/s", figures),
-               f"GPU: {what}: MFU", figures)
-        expect(re.search(r"predicted [\d.]+ ms, measured [\d.]+ ms: [\d.e+-]+ of it",
-                         figures), f"GPU: {what}: predicted against measured",
-               figures)
-        expect(re.search(r"memory \| plan [\d.]+ GiB; Twill allocated at most "
-                         r"1.20 GiB \(1.00 GiB buffers\); cudaMemGetInfo peak "
-                         r"1.50 GiB; nvidia-smi peak 1.21 GiB", figures),
-               f"GPU: {what}: memory, sampled", figures)
-        # Six op kinds with their share and rate (which come first depends
-        # on the machine's load).
-        expect(re.search(r"profile \(top op kinds\) \| (\w+ [\d.]+% [\d.]+ "
-                         r"\w+/s(; | \|)){6}", figures),
-               f"GPU: {what}: profile", figures)
+    for what in STEPS:
+        step_rows(results, what)
     for mesh in ("2x1", "1x2"):
         expect(re.search(rf"NCCL: the tiny job on {mesh}, two ranks on one "
                          r"GPU, against the cpu \| passed: 4 losses within"
                          r".*; NCCL 2\.30\.7\+cuda13\.0 \|",
-                         results), f"GPU: NCCL, {mesh}", results)
+                         results), f"GPU: NCCL, {mesh}, on the bundle's NCCL",
+               results)
+    expect("| libraries the parts loaded | NCCL 2.28.9+cuda13.0 (the "
+           "conformance); NCCL 2.30.7+cuda13.0 (the nccl part); cuDNN 9.19.0 "
+           "(the 8B steps, the conformance) |" in results,
+           "GPU: the conformance on the image's NCCL, the nccl part on the "
+           "bundle's, and cuDNN's version, named", results)
     expect("| GPU (nvidia-smi) | NVIDIA H200, 143771 MiB" in results and
+           "Card h200 (clusters/h200.textproto)" in results and
            "| gpu.cuda_vs_cpu | passed" in results and
-           "1 of 1 cases passed" in results,
-           "GPU: the other parts' verdicts", results)
-    expect(re.search(r"fused attention against the chunked kernel: the 8B "
-                     r"LoRA step's tokens/s at seq 4096 \| [\d.]+x", results),
-           "GPU: fused attention's speed against the chunked kernel's",
-           results)
+           "1 of 1 cases passed" in results and
+           "| conformance: cuDNN's plans | cuDNN planned 1 attention shapes"
+           in results, "GPU: the card, and the other parts' verdicts", results)
+    for what in ("cuDNN's fused attention against the chunked kernel",
+                 "attention's statistics kept against recomputed"):
+        expect(re.search(rf"{what}: the 8B LoRA step's tokens/s at seq 4096 "
+                         r"\| [\d.]+x", results), f"GPU: {what}", results)
+    calibrated = re.search(
+        r"\| twillc's estimate calibrated by the seq-4096 step's profile, "
+        r"against each step measured \| rates: attention [\d.]+ TFLOP/s, "
+        r"bytes [\d.]+ GB/s, matmul [\d.]+ TFLOP/s \(calibrated-cluster"
+        r"\.textproto\); llama8b-4096 predicted [\d.]+ ms, measured [\d.]+ "
+        r"ms \([+-]\d+%\); llama8b-16384 predicted [^;]*\|", results)
+    cluster = (out / "calibrated-cluster.textproto").read_text() \
+        if (out / "calibrated-cluster.textproto").exists() else ""
+    expect(calibrated and re.search(r"^attention_tflops: [\d.]+$", cluster,
+                                    re.MULTILINE) and "name: \"1 x H200\""
+           in cluster, "GPU: the estimate calibrated by the profile, and its "
+           "cluster file", results + cluster)
     with tarfile.open(out / "traces.tar.gz") as archive:
         names = archive.getnames()
     expect(sorted(names) == ["llama8b-4096.trace.json.gz",
                              "llama8b-chunked-4096.trace.json.gz",
-                             "llama8b-dropout-4096.trace.json.gz"],
+                             "llama8b-dropout-4096.trace.json.gz",
+                             "llama8b-recompute-4096.trace.json.gz"],
            "GPU: the seq-4096 traces come back", str(names))
 
 
-def bundled_nccl(work):
-    """PyTorch's part runs with the bundle's NCCL off the library path
-    (run.sh puts it first, for Twill's ranks), every other folder kept."""
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("device_check", CHECK)
-    check = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(check)
-    saved = dict(os.environ)
+def h100(work):
+    """An H100: its cluster, and the seq-16384 program that fits it."""
+    out = work / "h100"
+    os.environ["FAKE_GPU"] = "NVIDIA H100 80GB HBM3, 81559 MiB, 580.159.04"
     try:
-        os.environ.update(TWILL_BUNDLED_NCCL="/b/lib/nccl",
-                          LD_LIBRARY_PATH="/b/lib/nccl:/cuda/lib64:/x")
-        env = check.without_bundled_nccl()
+        process, _ = start(work, "gpu", 150, out, "--parts", "steps")
+        finish(process, 140)
     finally:
-        os.environ.clear()
-        os.environ.update(saved)
-    expect(env["LD_LIBRARY_PATH"] == "/cuda/lib64:/x" and
-           "TWILL_BUNDLED_NCCL" not in env,
-           "PyTorch's part: the bundle's NCCL off the library path",
-           str(env.get("LD_LIBRARY_PATH")))
+        del os.environ["FAKE_GPU"]
+    results = came_back(out)
+    step_rows(results, "seq 16384")
+    with tarfile.open(out / "logs.tar.gz") as archive:
+        names = archive.getnames()
+    expect("Card h100 (clusters/h100.textproto)" in results and
+           "step time, twillc's prediction at clusters/h100.textproto" in
+           results and "llama8b-16384-h100.txt" in names and
+           "llama8b-16384.txt" not in names,
+           "H100: its cluster and its seq-16384 program", results + str(names))
+    expect("name: \"1 x H100\"" in
+           (out / "calibrated-cluster.textproto").read_text(),
+           "H100: its cluster calibrated")
 
 
 def main():
@@ -484,16 +580,17 @@ def main():
                         help="twillc and twill-train, for a working GPU")
     parser.add_argument("--config", type=Path, required=True)
     parser.add_argument("--data", type=Path, required=True)
-    parser.add_argument("--cluster", type=Path, required=True)
+    parser.add_argument("--clusters", type=Path, required=True)
     args = parser.parse_args()
     import shutil
     shutil.rmtree(args.work, ignore_errors=True)
     args.work.mkdir(parents=True)
     (args.work / "data.jsonl").write_text('{"input_ids": [1, 2, 3]}\n')
     for case in (bad_deadline, bad_out, users_folders, bad_bin_programs_parts,
-                 no_gpu, fault, hang, terminated, bundled_nccl):
+                 no_gpu, fault, hang, nccl_hang, terminated):
         case(args.work)
     working_gpu(args.work, args)
+    h100(args.work)
 
 
 if __name__ == "__main__":

@@ -179,6 +179,7 @@ inline constexpr DType kFloats[] = {F32, BF16};
 
 /// The cases of each family, in the order of the suite (a case's number,
 /// --first=N, counts in it).
+void collectiveCases(Suite &suite);     // CollectiveCases.cpp
 void embeddingCases(Suite &suite);      // LayerCases.cpp
 void matmulCases(Suite &suite);         // MatmulCases.cpp
 void normCases(Suite &suite);           // LayerCases.cpp
@@ -192,7 +193,6 @@ void sequenceLossCases(Suite &suite);       // CrossEntropyCases.cpp
 void layoutCases(Suite &suite);         // ElementwiseCases.cpp
 void embeddingGradCases(Suite &suite);  // LayerCases.cpp
 void optimizerCases(Suite &suite);      // OptimizerCases.cpp
-void collectiveCases(Suite &suite);     // CollectiveCases.cpp
 
 } // namespace twill::conformance
 
