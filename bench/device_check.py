@@ -33,6 +33,8 @@ The parts, most valuable first (bench/device_parts.py):
    ends the GPU's context goes on from the next case in a new process) and
    TWILL_CUDA_ATTENTION=fused (an attention shape cuDNN's fused kernels are
    mapped to runs them or fails), on the image's NCCL; cuDNN's plan times;
+   the attention_grad cases again with the statistics recomputed
+   (TWILL_ATTENTION_STATISTICS=recompute: both paths against the cpu);
    each failed case then run again alone, within a limit of their own;
 2. cuda_vs_cpu: test/gpu/cuda_vs_cpu.py, train steps and 20-step runs, cuda
    against cpu;
@@ -90,7 +92,7 @@ ROOM = 45
 Step = collections.namedtuple("Step", "program seq what limit env")
 STEPS = [Step("llama8b-4096", 4096, "seq 4096", 50, {}),
          # The fused attention's baseline: the chunked kernel.
-         Step("llama8b-chunked-4096", 4096, "seq 4096, chunked attention", 50,
+         Step("llama8b-chunked-4096", 4096, "seq 4096, chunked attention", 40,
               {"TWILL_CUDA_ATTENTION": "chunked"}),
          # The kept statistics' baseline: the backward's forward again.
          Step("llama8b-recompute-4096", 4096,
@@ -102,9 +104,9 @@ DROPOUT = [Step("llama8b-dropout-4096", 4096, "seq 4096, LoRA dropout 0.1",
 LONG = [Step("llama8b-long-32768", 32768, "seq 32768, FULL + offload + tiles",
              150, {})]
 # Each part's limit in seconds (the steps': their runs', above).
-LIMITS = {"gpu": 10, "conformance": 100, "conformance reruns": 20,
-          "cuda_vs_cpu": 60, "peak": 25, "nccl": 50, "nccl run": 20,
-          "memcheck": 150, "racecheck": 90}
+LIMITS = {"gpu": 10, "conformance": 100, "conformance recomputed": 25,
+          "conformance reruns": 20, "cuda_vs_cpu": 50, "peak": 20,
+          "nccl": 45, "nccl run": 20, "memcheck": 150, "racecheck": 90}
 PARTS = ["conformance", "cuda_vs_cpu", "peak", "steps", "nccl", "dropout",
          "long", "sanitizer"]
 DEFAULT_PARTS = PARTS[:5]
@@ -118,6 +120,8 @@ def part_limits(part):
         return [(step.what, step.limit) for step in steps[part]]
     if part == "conformance":
         return [("from the first case", LIMITS["conformance"]),
+                ("attention_grad recomputing the statistics",
+                 LIMITS["conformance recomputed"]),
                 ("failed cases alone", LIMITS["conformance reruns"])]
     if part == "sanitizer":
         return [("memcheck", LIMITS["memcheck"]),

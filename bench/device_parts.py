@@ -149,7 +149,24 @@ def conformance(check, args, limits):
               ("" if ended else "; cut off before the last case") +
               (f"; failed: {'; '.join(f'[{n}] {line}' for n, line in failed[:12])}"
                if failed else ""))
-    check.row("conformance: cuDNN's plans", plans("".join(texts)))
+    # Under =fused a case meant for cuDNN's kernels passes only on them.
+    fused = re.findall(r"^\[\d+\] .*\(fused on cuda\)\): .* (PASS|FAIL)$",
+                       "".join(texts), re.MULTILINE)
+    check.row("conformance: cuDNN's plans",
+              f"{fused.count('PASS')} of {len(fused)} cases meant for cuDNN's "
+              f"fused attention passed on it; {plans(''.join(texts))}")
+    # The gradients again from recomputed statistics, the baseline the
+    # kept ones are checked against (each case runs its forward first).
+    code, text = check.run(
+        "conformance, attention_grad recomputing the statistics",
+        command + ["--filter=attention_grad"],
+        limits["conformance recomputed"], "conformance-recomputed.txt",
+        dict(env, TWILL_ATTENTION_STATISTICS="recompute"))
+    total = re.search(r"^conformance: \d+ of .*$", text, re.MULTILINE)
+    check.row("conformance: attention_grad, its statistics recomputed "
+              "(TWILL_ATTENTION_STATISTICS=recompute)", not_run(code, text) or
+              (total.group(0) if total else f"no total (exit {code})") +
+              ("" if code is not None else "; cut off at its limit"))
     alone = []
     reruns = check.budget(limits["conformance reruns"])
     for number, line in failed[:12]:
