@@ -293,15 +293,23 @@ static void validateModel(const ModelConfig &model, Problems &problems) {
     problems.add("model.num_attention_heads ({0}) must be divisible by "
                  "model.num_key_value_heads ({1})",
                  model.num_attention_heads(), model.num_key_value_heads());
-  // An unstated head size (0) did not follow from the heads.
+  // An unstated head size (0, as defaults fill it) did not follow from the
+  // heads; where the heads divide the hidden size, a 0 was stated (a
+  // config.json's "head_dim": 0), which is no size: transformers' Llama
+  // divides by it, its Mistral takes hidden_size / heads instead.
+  bool divides = model.hidden_size() % model.num_attention_heads() == 0;
   if (model.head_dim() == 0 && family && family->statesHeadDim)
     problems.add("model.head_dim must be set for {0} models: transformers' "
                  "default for them is not hidden_size / num_attention_heads",
                  family->modelType);
-  else if (model.head_dim() == 0)
+  else if (model.head_dim() == 0 && !divides)
     problems.add("model.hidden_size ({0}) must be divisible by "
                  "model.num_attention_heads ({1})",
                  model.hidden_size(), model.num_attention_heads());
+  else if (model.head_dim() == 0)
+    problems.add("model.head_dim must be positive, got 0: leave it out for "
+                 "hidden_size / num_attention_heads ({0})",
+                 model.hidden_size() / model.num_attention_heads());
   else if (model.head_dim() < 0)
     problems.add("model.head_dim must be positive, got {0}", model.head_dim());
   else if (model.head_dim() % 2 != 0)
