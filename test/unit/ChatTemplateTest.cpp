@@ -282,4 +282,30 @@ TEST(ChatTemplate, LoadsTokenizerConfigsAndJinjaFiles) {
   EXPECT_EQ(llvm::cantFail(file->render(R"({"eos_token": "</s>"})")), "J</s>");
 }
 
+// A template file that is not UTF-8 (saved as UTF-16, or in Latin-1) is
+// refused naming the file and the byte, as transformers refuses to read it.
+TEST(ChatTemplate, TemplatesThatAreNotUtf8AreRefused) {
+  for (auto [bytes, offset, utf16] :
+       {std::tuple<std::string, int, bool>{std::string("\xff\xfe{\0{\0", 6), 0,
+                                           true},
+        {"{{ 'caf\xe9' }}", 7, false}}) {
+    llvm::SmallString<128> path;
+    ASSERT_FALSE(
+        llvm::sys::fs::createTemporaryFile("twill-template", "jinja", path));
+    {
+      std::error_code error;
+      llvm::raw_fd_ostream(path, error) << bytes;
+    }
+    llvm::Expected<ChatTemplate> loaded = ChatTemplate::load(path);
+    ASSERT_FALSE(bool(loaded));
+    std::string message = llvm::toString(loaded.takeError());
+    EXPECT_NE(message.find(path.str().str() + ": is not UTF-8 text (byte " +
+                           std::to_string(offset) + " starts"),
+              std::string::npos)
+        << message;
+    EXPECT_EQ(message.find("UTF-16") != std::string::npos, utf16) << message;
+    llvm::sys::fs::remove(path);
+  }
+}
+
 } // namespace

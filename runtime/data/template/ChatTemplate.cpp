@@ -16,6 +16,8 @@
 #include "support/ReadFile.h"
 
 #include "llvm/ADT/StringMap.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <cmath>
@@ -559,7 +561,22 @@ llvm::Expected<ChatTemplate> ChatTemplate::load(llvm::StringRef path) {
     auto file = readRegularFile(path, kMaxTokenizerBytes);
     if (!file)
       return file.takeError();
-    return parse((*file)->getBuffer(), path);
+    // transformers reads a template as UTF-8 and refuses anything else;
+    // rendered, its bytes would make text no tokenizer reads as it does.
+    llvm::StringRef text = (*file)->getBuffer();
+    size_t offset = 0;
+    if (!llvm::json::isUTF8(text, &offset))
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          llvm::formatv("{0}: is not UTF-8 text (byte {1} starts no UTF-8 "
+                        "character{2}): save it as UTF-8",
+                        path, offset,
+                        text.starts_with("\xff\xfe") ||
+                                text.starts_with("\xfe\xff")
+                            ? "; it begins as UTF-16 does"
+                            : "")
+              .str());
+    return parse(text, path);
   }
   llvm::Expected<llvm::json::Value> config =
       readJsonFile(path, kMaxTokenizerBytes);
