@@ -11,6 +11,7 @@
 #include "support/Json.h"
 #include "support/Nf4.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -362,8 +363,8 @@ readQuantState(const SafetensorsCheckpoint &checkpoint, llvm::StringRef name,
       state.shape.push_back(dim.getAsInteger().value_or(-1));
   if (!nested) {
     if (object.get("nested_offset"))
-      return fail(" has a nested_offset, and the checkpoint no '" + nestedName +
-                  "'");
+      return fail(" has a nested_offset (double quantization), but the "
+                  "checkpoint has no '" + nestedName + "'");
     return state;
   }
   llvm::Expected<int64_t> nestedBlocksize = size("nested_blocksize", true);
@@ -395,6 +396,8 @@ readQuantState(const SafetensorsCheckpoint &checkpoint, llvm::StringRef name,
   return state;
 }
 
+static std::string dimText(int64_t dim) { return std::to_string(dim); }
+
 static llvm::Expected<Stored4bit>
 readStored4bit(const SafetensorsCheckpoint &checkpoint, llvm::StringRef name,
                llvm::ArrayRef<int64_t> shape) {
@@ -402,8 +405,10 @@ readStored4bit(const SafetensorsCheckpoint &checkpoint, llvm::StringRef name,
     return fourBitError(checkpoint, name, what);
   };
   std::string stem = name.str(), stateName = (name + kNf4StateSuffix).str();
+  // A 4-bit weight (isBitsAndBytes4bit) without NF4's state is FP4's.
   if (!checkpoint.contains(stateName))
-    return fail("FP4 is not read, only NF4 (bnb_4bit_quant_type \"nf4\")");
+    return fail("it is FP4 (bnb_4bit_quant_type \"fp4\"); only NF4 "
+                "(\"nf4\") is read");
   llvm::Expected<llvm::ArrayRef<uint8_t>> stateBytes =
       checkpoint.bytes(stateName);
   if (!stateBytes)
@@ -415,8 +420,15 @@ readStored4bit(const SafetensorsCheckpoint &checkpoint, llvm::StringRef name,
   if (!parsed)
     return parsed.takeError();
   const llvm::json::Object *object = parsed->getAsObject();
-  if (!object || object->getString("quant_type") != "nf4")
-    return fail("its quant state is not an NF4 one");
+  if (!object)
+    return fail("its quant state '" + stateName + "' is no JSON object");
+  if (object->getString("quant_type") != "nf4")
+    return fail(llvm::formatv("its quant state '{0}' has quant_type {1}, not "
+                              "\"nf4\"",
+                              stateName,
+                              object->get("quant_type")
+                                  ? *object->get("quant_type")
+                                  : llvm::json::Value("(none)")));
   llvm::Expected<QuantState> read =
       readQuantState(checkpoint, name, stateName, *object);
   if (!read)
@@ -424,7 +436,13 @@ readStored4bit(const SafetensorsCheckpoint &checkpoint, llvm::StringRef name,
   Stored4bit stored;
   QuantState &state = stored.state = std::move(*read);
   if (llvm::ArrayRef<int64_t>(state.shape) != shape)
-    return fail("its quant state's shape is not the model's");
+    return fail(llvm::formatv("its quant state's shape is [{0}], the model's "
+                              "[{1}]",
+                              llvm::join(llvm::map_range(state.shape,
+                                                         dimText),
+                                         ", "),
+                              llvm::join(llvm::map_range(shape, dimText),
+                                         ", ")));
   int64_t count = 1;
   for (int64_t dim : shape)
     count *= dim;
@@ -433,8 +451,9 @@ readStored4bit(const SafetensorsCheckpoint &checkpoint, llvm::StringRef name,
   if (!codes)
     return codes.takeError();
   if (int64_t(codes->size()) != (count + 1) / 2)
-    return fail(llvm::formatv("{0} bytes of codes for {1} values",
-                              codes->size(), count));
+    return fail(llvm::formatv("it holds {0} bytes of codes for {1} values, "
+                              "which take {2} (two a byte)",
+                              codes->size(), count, (count + 1) / 2));
   stored.codes = *codes;
   llvm::Expected<std::vector<float>> levels =
       readFloats(checkpoint, name, stem + ".quant_map", 16);
@@ -457,8 +476,10 @@ readStored4bit(const SafetensorsCheckpoint &checkpoint, llvm::StringRef name,
   if (!scaleCodes)
     return scaleCodes.takeError();
   if (int64_t(scaleCodes->size()) != blocks)
-    return fail(llvm::formatv("{0} absmax codes for {1} blocks",
-                              scaleCodes->size(), blocks));
+    return fail(llvm::formatv("'{0}.absmax' holds {1} codes for its {2} "
+                              "blocks of {3}",
+                              stem, scaleCodes->size(), blocks,
+                              state.blocksize));
   llvm::Expected<std::vector<float>> map =
       readFloats(checkpoint, name, stem + ".nested_quant_map", 256);
   if (!map)

@@ -311,7 +311,8 @@ def check_refusals(args, work):
                            "weight': its scales are not double-quantized"),
             ("nf4-partial", "its quant state 'model.layers.1.mlp.up_proj."
                             "weight.quant_state.bitsandbytes__nf4' has a "
-                            f"nested_offset, and the checkpoint no '{missing}'")):
+                            "nested_offset (double quantization), but the "
+                            f"checkpoint has no '{missing}'")):
         run = subprocess.run(
             [args.bin / "twill-train", work / "on-load.twx", "--eval",
              "--batch", work / "batch.json", "--adapter", work / "adapter",

@@ -464,8 +464,8 @@ TEST(BitsAndBytes, InconsistentFourBitWeightsAreNamed) {
   EXPECT_THAT(errorFor(fourBitWeight(false, R"({"quant_type": "nf4", )"
                                             R"("blocksize": 4, "dtype": )"
                                             R"("bfloat16", "shape": [5, 2]})")),
-              HasSubstr("4-bit weight 'w': its quant state's shape is not "
-                        "the model's"));
+              HasSubstr("4-bit weight 'w': its quant state's shape is [5, "
+                        "2], the model's [2, 5]"));
   EXPECT_THAT(errorFor(fourBitWeight(false, R"({"quant_type": "nf4", )"
                                             R"("blocksize": 0, "dtype": )"
                                             R"("bfloat16", "shape": [2, 5]})")),
@@ -476,10 +476,18 @@ TEST(BitsAndBytes, InconsistentFourBitWeightsAreNamed) {
   shortCodes[0].bytes.pop_back();
   shortCodes[0].shape = {4, 1};
   EXPECT_THAT(errorFor(shortCodes),
-              HasSubstr("4 bytes of codes for 10 values"));
+              HasSubstr("it holds 4 bytes of codes for 10 values, which "
+                        "take 5 (two a byte)"));
   std::vector<Stored> fp4 = fourBitWeight(false);
   fp4.back().name = "w.quant_state.bitsandbytes__fp4";
-  EXPECT_THAT(errorFor(fp4), HasSubstr("FP4 is not read, only NF4"));
+  EXPECT_THAT(errorFor(fp4),
+              HasSubstr("4-bit weight 'w': it is FP4 (bnb_4bit_quant_type "
+                        "\"fp4\"); only NF4 (\"nf4\") is read"));
+  EXPECT_THAT(errorFor(fourBitWeight(false, R"({"quant_type": "fp4", )"
+                                            R"("blocksize": 4, "dtype": )"
+                                            R"("bfloat16", "shape": [2, 5]})")),
+              HasSubstr("its quant state 'w.quant_state.bitsandbytes__nf4' "
+                        "has quant_type \"fp4\", not \"nf4\""));
   // A U8 tensor that is no 4-bit weight is not read as numbers.
   std::string path = dir.file("bytes.safetensors");
   writeTensors(path, {{"b", "U8", {2}, "ab"}});
@@ -547,8 +555,8 @@ TEST(BitsAndBytes, BrokenNestedQuantStatesNameTheTensorAndField) {
   });
   EXPECT_THAT(errorFor(noNested),
               HasSubstr("4-bit weight 'w': its quant state " + stateName +
-                        " has a nested_offset, and the checkpoint no "
-                        "'w.nested_absmax'"));
+                        " has a nested_offset (double quantization), but the "
+                        "checkpoint has no 'w.nested_absmax'"));
   // Each float part: a nan or an infinity in it names it.
   for (auto [part, bad] : {std::pair{"w.nested_absmax", NAN},
                            {"w.nested_quant_map", INFINITY},
