@@ -9,6 +9,7 @@
 #include "support/AtomicFile.h"
 #include "support/Json.h"
 #include "support/LoraScale.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -75,6 +76,41 @@ parameterTensors(Program &program, bool lora,
     whole.parameters.push_back(first);
   }
   return whole;
+}
+
+llvm::Error twill::writeGradients(Program &program, llvm::StringRef path) {
+  llvm::StringMap<int> gradientSums; // a parameter's name -> its sum's buffer
+  for (const State &state : program.executable().states())
+    if (state.kind() == State::GRAD_SUM)
+      gradientSums[state.of()] = state.buffer();
+  llvm::Expected<std::vector<StoredTensor>> stored =
+      storedTensors(program.executable());
+  if (!stored)
+    return stored.takeError();
+  std::deque<std::vector<float>> values;
+  std::vector<io::NamedTensor> tensors;
+  for (const StoredTensor &tensor : *stored) {
+    if (!tensor.pieces.front()->trainable())
+      continue;
+    std::vector<float> &whole = values.emplace_back();
+    for (const Parameter *piece : tensor.pieces) { // in row order
+      auto sum = gradientSums.find(piece->name());
+      if (sum == gradientSums.end())
+        return llvm::createStringError(
+            llvm::inconvertibleErrorCode(),
+            "trainable parameter '" + piece->name() +
+                "' has no gradient sum in the program");
+      llvm::Expected<std::vector<float>> block =
+          program.wholeTensor(sum->second);
+      if (!block)
+        return block.takeError();
+      whole.insert(whole.end(), block->begin(), block->end());
+    }
+    tensors.push_back({tensor.name + ".grad", tensor.shape, whole});
+  }
+  if (!program.writesFiles())
+    return llvm::Error::success();
+  return io::writeSafetensors(path, tensors);
 }
 
 llvm::Error twill::writePeftAdapter(Program &program, llvm::StringRef directory,

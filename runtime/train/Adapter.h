@@ -15,6 +15,13 @@ namespace twill {
 llvm::Error writePeftAdapter(Program &program, llvm::StringRef directory,
                              llvm::StringRef baseModel);
 
+/// Writes the gradient the program's gradient sums hold of each trainable
+/// tensor to `path` (safetensors), named "<tensor>.grad" by the
+/// checkpoint's (or adapter's) tensor: whole, a fused projection's blocks
+/// of rows put together as its adapter writes them. A collective: every
+/// rank calls it, rank 0 writes.
+llvm::Error writeGradients(Program &program, llvm::StringRef path);
+
 /// Which weights writeHfModel writes: as trained (a quantized base's
 /// dequantized), with the LoRA folded in, or as the program holds them (a
 /// quantized base NF4 in bitsandbytes' 4-bit format, with its

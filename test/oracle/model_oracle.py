@@ -263,18 +263,11 @@ def reference_gradients(model, trainable, logits, labels):
 
 
 def gradients_by_parameter(expected, names):
-    """`expected` (by tensor) for each of Twill's gradient `names`: a
-    parameter that is rows of a fused tensor ("T[a:b]") has those rows'."""
-    result = {}
-    for name in names:
-        name = name.removesuffix(".grad")
-        rows = re.fullmatch(r"(.*)\[(\d+):(\d+)\]", name)
-        if rows and rows.group(1) in expected:
-            result[name] = expected[rows.group(1)][int(rows.group(2)):
-                                                   int(rows.group(3))]
-        elif name in expected:
-            result[name] = expected[name]
-    return result
+    """`expected` (by tensor) for each of Twill's gradient `names`
+    ("<tensor>.grad": a fused projection's whole, as its adapter holds
+    it)."""
+    return {name.removesuffix(".grad"): expected[name.removesuffix(".grad")]
+            for name in names if name.removesuffix(".grad") in expected}
 
 
 def trainable_parameters(model, lora):
@@ -394,12 +387,11 @@ def main():
         check=True, capture_output=True, text=True)
     grads = load_file(str(work / "grads.safetensors"))
     expected_grads = gradients_by_parameter(expected_grads, grads)
-    covered = {name: 0 for name in trainable}
-    for name, grad in expected_grads.items():
-        covered[re.sub(r"\[\d+:\d+\]$", "", name)] += grad.numel()
+    # Every trainable tensor's gradient, whole (a fused one's too).
     if (len(expected_grads) != len(grads) or
-            any(covered[name] != parameter.numel()
-                for name, parameter in trainable.items())):
+            set(expected_grads) != set(trainable) or
+            any(tuple(grads[name + ".grad"].shape) != tuple(grad.shape)
+                for name, grad in expected_grads.items())):
         print(f"gradients for {sorted(grads)}, expected "
               f"{sorted(expected_grads)}")
         ok = False

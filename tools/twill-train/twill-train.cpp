@@ -31,7 +31,6 @@
 #include "support/RunWatchdog.h"
 #include "support/ToolOutput.h"
 
-#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -263,19 +262,11 @@ static int runEval(Program &program, llvm::StringRef baseDir) {
                                 program.buffers().as<float>(dpoMetrics)[m] /
                                     double(tokens));
   }
-  if (!gradientsPath.empty()) {
-    // The step sums gradients into each trainable parameter's gradient sum
-    // state, zero before this one step: they hold its gradients, written
-    // as "<parameter>.grad".
-    llvm::DenseMap<int, std::string> gradients;
-    for (const State &state : program.executable().states())
-      if (state.kind() == State::GRAD_SUM)
-        gradients[state.buffer()] = state.of() + ".grad";
-    if (llvm::Error error = writeBuffers(program, gradientsPath, [&](int id) {
-          return gradients.lookup(id);
-        }))
+  // The step sums gradients into each trainable parameter's gradient sum
+  // state, zero before this one step: they hold its gradients.
+  if (!gradientsPath.empty())
+    if (llvm::Error error = writeGradients(program, gradientsPath))
       return fail(std::move(error));
-  }
   if (!dumpLogitsPath.empty()) {
     // The host reads the logits of @forward (the train step keeps none).
     const EntryPoint *forward = program.entryPoint(FORWARD);
