@@ -8,8 +8,10 @@ The templates (test/oracle/chat_templates/) are written in the style of
 the families' own: Llama 3 and 3.1, Qwen 2.5 and 3 (ChatML; Qwen3's
 namespace, reversed walk and <think> parsing), Mistral (system folded
 into the last user turn, roles that must alternate), Gemma 3 (system as a
-prefix, whitespace control everywhere, content parts), Phi-3, and one of
-Jinja's whitespace rules and the rest of the subset. Each is rendered for
+prefix, whitespace control everywhere, content parts), Phi-3, one of
+Jinja's whitespace rules and the rest of the subset, and one of numbers
+(floats printed as Python prints them, in text and tojson's tool
+arguments; literals with exponents and underscores). Each is rendered for
 50 conversations (with and without a system message, one to five turns,
 with and without the generation prompt): Twill's text must be transformers'
 exactly; where the template raises, Twill must refuse with the template's

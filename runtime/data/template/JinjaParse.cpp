@@ -54,10 +54,25 @@ llvm::Expected<std::vector<Token>> tokenize(llvm::StringRef text, int line,
       continue;
     }
     if (llvm::isDigit(c)) {
-      size_t end = at;
-      while (end < text.size() &&
-             (llvm::isDigit(text[end]) || text[end] == '.' || text[end] == '_'))
-        ++end;
+      // As Jinja's lexer: digits (with _), then a fraction where digits
+      // follow the point, then an exponent where digits follow the e.
+      auto digitsFrom = [&](size_t from) {
+        while (from < text.size() &&
+               (llvm::isDigit(text[from]) || text[from] == '_'))
+          ++from;
+        return from;
+      };
+      size_t end = digitsFrom(at);
+      if (end + 1 < text.size() && text[end] == '.' &&
+          llvm::isDigit(text[end + 1]))
+        end = digitsFrom(end + 1);
+      if (end < text.size() && (text[end] == 'e' || text[end] == 'E')) {
+        size_t power = end + 1;
+        if (power < text.size() && (text[power] == '+' || text[power] == '-'))
+          ++power;
+        if (power < text.size() && llvm::isDigit(text[power]))
+          end = digitsFrom(power);
+      }
       tokens.push_back({Token::Number, text.slice(at, end).str(), line});
       at = end;
       continue;
@@ -390,7 +405,7 @@ private:
       ExprPtr literal = make(Expr::Literal, {});
       std::string digits = token.text;
       llvm::erase(digits, '_');
-      if (llvm::StringRef(digits).contains('.')) {
+      if (llvm::StringRef(digits).find_first_of(".eE") != llvm::StringRef::npos) {
         double value;
         if (llvm::StringRef(digits).getAsDouble(value))
           return fail("bad number '" + token.text + "'");

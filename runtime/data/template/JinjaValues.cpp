@@ -19,6 +19,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
+#include <cstdio>
 
 using namespace twill;
 using namespace twill::jinja;
@@ -311,22 +312,52 @@ bool jinja::truthy(const Value &value) {
   return false;
 }
 
-/// Python's repr of a float: the shortest digits that read back.
+/// Python's repr of a float (float_repr_style 'short'): the fewest digits
+/// that read back, fixed where the decimal point falls 4 places left of
+/// the first digit to 16 right of it (50.0, 1000000.0, 0.0001), else as
+/// d.ddde+XX with at least two exponent digits (1e+16, 1e-05).
 static std::string floatText(double value) {
   if (std::isinf(value))
     return value > 0 ? "inf" : "-inf";
   if (std::isnan(value))
     return "nan";
-  for (int digits = 1; digits <= 17; ++digits) {
-    std::string text =
-        llvm::formatv("{0}", llvm::format("%.*g", digits, value));
-    if (std::strtod(text.c_str(), nullptr) == value) {
-      if (text.find_first_of(".en") == std::string::npos)
-        text += ".0";
-      return text;
-    }
+  std::string sign = std::signbit(value) ? "-" : "";
+  value = std::fabs(value);
+  if (value == 0)
+    return sign + "0.0";
+  // The shortest mantissa that reads back: its digits and exponent.
+  std::string digits;
+  int exponent = 0;
+  for (int precision = 0; precision <= 16; ++precision) {
+    char scientific[40];
+    std::snprintf(scientific, sizeof scientific, "%.*e", precision, value);
+    if (std::strtod(scientific, nullptr) != value && precision < 16)
+      continue;
+    llvm::StringRef text(scientific);
+    auto [mantissa, power] = text.split('e');
+    digits = mantissa.str();
+    llvm::erase(digits, '.');
+    power.consume_front("+");
+    power.getAsInteger(10, exponent);
+    break;
   }
-  return llvm::formatv("{0}", value).str();
+  while (digits.size() > 1 && digits.back() == '0')
+    digits.pop_back();
+  int point = exponent + 1; // digits before the decimal point
+  int length = int(digits.size());
+  if (point > -4 && point <= 16) {
+    if (point <= 0)
+      return sign + "0." + std::string(-point, '0') + digits;
+    if (point >= length)
+      return sign + digits + std::string(point - length, '0') + ".0";
+    return sign + digits.substr(0, point) + "." + digits.substr(point);
+  }
+  std::string mantissa =
+      digits.substr(0, 1) + (length > 1 ? "." + digits.substr(1) : "");
+  return llvm::formatv("{0}{1}e{2}{3}", sign, mantissa,
+                       exponent < 0 ? "-" : "+",
+                       llvm::format("%02d", std::abs(exponent)))
+      .str();
 }
 
 /// Python's repr, of an item inside a list or dict printed.
