@@ -18,7 +18,8 @@
 # llama8b-long-32768.twx: the long-context transformations at seq 32768 (3
 # steps); llama8b-dropout-4096.twx: seq 4096 with LoRA dropout 0.1;
 # nccl-MESH-BACKEND.twx: the tiny job on 2x1 and 1x2 for two NCCL ranks on
-# one GPU, with a collective timeout of 20 s. Beside each 8B program,
+# one GPU, with a collective timeout of 20 s. Each may run again (a second
+# check) over its output folder. Beside each 8B program,
 # NAME.report-CARD.txt: its step as twillc's cost estimate predicts it on
 # each card the check knows (clusters/h200.textproto, h100.textproto). The
 # programs write under /tmp/twill-gpu, so they run on another machine from
@@ -45,6 +46,7 @@ for mesh in 2x1 1x2; do
         train.max_steps_per_epoch=5 parallel.dp=${mesh%x*} \
         parallel.tp=${mesh#*x} parallel.collective_timeout_s=20 \
         checkpoint.output_dir="$work/nccl-$mesh-$backend-out" \
+        checkpoint.overwrite_output_dir=true \
         -o "$work/nccl-$mesh-$backend.twx"
   done
 done
@@ -57,7 +59,7 @@ step() { # NAME SEQ [key=value ...]
   local job=(configs/llama3_1_8b_lora.textproto parallel.tp=1
       checkpoint.random_base=true checkpoint.base_dir=
       checkpoint.output_dir="$work/$name-out" checkpoint.save_every=0
-      checkpoint.save_final=false
+      checkpoint.save_final=false checkpoint.overwrite_output_dir=true
       lora.rank=16 lora.alpha=32
       lora.target_modules=q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj
       train.batch_size=1 train.seq_len=$seq

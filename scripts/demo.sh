@@ -9,5 +9,7 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 cmake --build build --target twillc twill-train
 mkdir -p output
-build/bin/twillc configs/tiny.textproto "$@" -o output/tiny.twx
+# Each run of the demo starts over (its earlier adapter replaced).
+build/bin/twillc configs/tiny.textproto checkpoint.overwrite_output_dir=true \
+    "$@" -o output/tiny.twx
 build/bin/twill-train output/tiny.twx --eval-data data/recall/eval.jsonl

@@ -15,10 +15,12 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
+#include <chrono>
 #include <cstdio> // renameat2
 #include <cstdlib>
 #include <fcntl.h>
 #include <map>
+#include <random>
 #include <set>
 
 using namespace twill;
@@ -206,9 +208,14 @@ llvm::Error twill::saveCheckpoint(Program &program, llvm::StringRef outputDir,
     json::Object definition;
     for (const auto &[field, value] : modelDefinition(program.job()))
       definition[field] = value;
+    double now = std::chrono::duration<double>(
+                     std::chrono::system_clock::now().time_since_epoch())
+                     .count();
     json::Object trainer{{"steps", position.steps},
                          {"epoch", position.epoch},
                          {"index", position.index},
+                         {"run", position.run},
+                         {"saved_at", now},
                          {"ranks", program.worldSize()},
                          {"mesh", meshText(program.executable())},
                          {"model_definition", std::move(definition)},
@@ -226,52 +233,128 @@ llvm::Error twill::saveCheckpoint(Program &program, llvm::StringRef outputDir,
   return program.barrier();
 }
 
-/// `path` itself when it is a checkpoint, else its latest complete step_N
-/// (or step_N.replaced, where a crash left no step_N beside it).
-static llvm::Expected<std::string> findCheckpoint(llvm::StringRef path) {
-  auto isCheckpoint = [](llvm::StringRef directory) {
-    return llvm::sys::fs::exists(
-        joinPath(joinPath(directory, "state"), "trainer.json"));
-  };
-  if (isCheckpoint(path))
-    return path.str();
-  std::string best;
-  int64_t bestStep = -1;
-  bool bestReplaced = false;
-  std::error_code error;
-  for (llvm::sys::fs::directory_iterator entry(path, error), end;
-       entry != end && !error; entry.increment(error)) {
-    llvm::StringRef name = llvm::sys::path::filename(entry->path());
-    bool replaced = name.consume_back(kReplacedSuffix);
-    int64_t step = 0;
-    if (!name.consume_front("step_") || name.getAsInteger(10, step) ||
-        !isCheckpoint(entry->path()))
-      continue;
-    if (step > bestStep || (step == bestStep && bestReplaced && !replaced)) {
-      bestStep = step;
-      bestReplaced = replaced;
-      best = entry->path();
-    }
-  }
-  if (best.empty())
-    return checkpointError(path + ": no checkpoint to resume from (a "
-                                  "step_N folder with state/trainer.json)");
-  return best;
+std::string twill::newRunId() {
+  std::random_device random;
+  uint64_t id = (uint64_t(random()) << 32) ^ random() ^
+                uint64_t(std::chrono::steady_clock::now()
+                             .time_since_epoch()
+                             .count());
+  return llvm::utohexstr(id, /*LowerCase=*/true, /*Width=*/16);
 }
 
-llvm::Error twill::checkNoEarlierCheckpoints(llvm::StringRef outputDir) {
-  llvm::Expected<std::string> latest = findCheckpoint(outputDir);
-  if (!latest) {
-    llvm::consumeError(latest.takeError()); // none: the folder is free
-    return llvm::Error::success();
+namespace {
+/// A complete checkpoint in an output folder, as its trainer.json says.
+struct Found {
+  std::string path;
+  int64_t step = 0;
+  bool replaced = false; // step_N.replaced, taken while there is no step_N
+  std::string run;       // empty: written before runs were recorded
+  double savedAt = 0;
+};
+} // namespace
+
+static bool isCheckpoint(llvm::StringRef directory) {
+  return llvm::sys::fs::exists(
+      joinPath(joinPath(directory, "state"), "trainer.json"));
+}
+
+/// The complete checkpoints (step_N, step_N.replaced) in `folder`.
+static std::vector<Found> checkpointsIn(llvm::StringRef folder) {
+  std::vector<Found> found;
+  std::error_code error;
+  for (llvm::sys::fs::directory_iterator entry(folder, error), end;
+       entry != end && !error; entry.increment(error)) {
+    llvm::StringRef name = llvm::sys::path::filename(entry->path());
+    Found checkpoint{entry->path()};
+    checkpoint.replaced = name.consume_back(kReplacedSuffix);
+    if (!name.consume_front("step_") ||
+        name.getAsInteger(10, checkpoint.step) || !isCheckpoint(entry->path()))
+      continue;
+    // What a trainer.json that cannot be read leaves unsaid is refused
+    // when that checkpoint is loaded.
+    llvm::Expected<json::Value> trainer = readJsonFile(
+        joinPath(joinPath(entry->path(), "state"), "trainer.json"));
+    if (trainer) {
+      if (const json::Object *object = trainer->getAsObject()) {
+        checkpoint.run = object->getString("run").value_or("").str();
+        checkpoint.savedAt = object->getNumber("saved_at").value_or(0);
+      }
+    } else {
+      llvm::consumeError(trainer.takeError());
+    }
+    found.push_back(std::move(checkpoint));
   }
+  return found;
+}
+
+/// `path` itself when it is a checkpoint, else its latest complete step_N
+/// (or step_N.replaced, where a crash left no step_N beside it) of the run
+/// that saved last there, with the other runs' it passed by.
+static llvm::Expected<TrainPosition> findCheckpoint(llvm::StringRef path) {
+  if (isCheckpoint(path))
+    return TrainPosition{0, 0, 0, path.str()};
+  std::vector<Found> found = checkpointsIn(path);
+  if (found.empty())
+    return checkpointError(path + ": no checkpoint to resume from (a "
+                                  "step_N folder with state/trainer.json)");
+  const Found *last = &found.front();
+  for (const Found &checkpoint : found)
+    if (checkpoint.savedAt > last->savedAt)
+      last = &checkpoint;
+  const Found *best = nullptr;
+  std::vector<std::string> passed;
+  for (const Found &checkpoint : found) {
+    if (checkpoint.run != last->run) {
+      passed.push_back(llvm::sys::path::filename(checkpoint.path).str());
+      continue;
+    }
+    if (!best || checkpoint.step > best->step ||
+        (checkpoint.step == best->step && best->replaced &&
+         !checkpoint.replaced))
+      best = &checkpoint;
+  }
+  TrainPosition position{0, 0, 0, best->path};
+  if (!passed.empty()) {
+    llvm::sort(passed);
+    position.passedBy = llvm::join(passed, ", ");
+  }
+  return position;
+}
+
+/// What an earlier run leaves in its output folder besides checkpoints.
+static constexpr llvm::StringLiteral kRunResults[] = {
+    "adapter_model.safetensors", "model.safetensors",
+    "model.safetensors.index.json", "metrics.jsonl"};
+
+llvm::Expected<std::string> twill::checkNoEarlierRun(llvm::StringRef outputDir,
+                                                     bool overwrite) {
+  std::vector<std::string> left;
+  int64_t latest = -1;
+  for (const Found &checkpoint : checkpointsIn(outputDir))
+    latest = std::max(latest, checkpoint.step);
+  if (latest >= 0)
+    left.push_back(llvm::formatv("checkpoints (the latest: step_{0})", latest));
+  // An empty metrics.jsonl is a run that ended before its first step.
+  for (llvm::StringRef result : kRunResults) {
+    uint64_t bytes = 0;
+    if (!llvm::sys::fs::file_size(joinPath(outputDir, result), bytes) &&
+        bytes > 0)
+      left.push_back(result.str());
+  }
+  if (left.empty())
+    return "";
+  std::string found = llvm::join(left, ", ");
+  if (overwrite)
+    return outputDir.str() + " holds an earlier run's " + found +
+           "; checkpoint.overwrite_output_dir: this run's replace them, and "
+           "a --resume of the folder takes this run's checkpoints";
   return checkpointError(
-      outputDir + " holds the checkpoints of an earlier run (the latest: " +
-      llvm::sys::path::filename(*latest) +
-      "); a new run there would leave them beside its own, for a later "
-      "--resume to take. Resume it (--resume " +
-      outputDir + "), or start into another checkpoint.output_dir, or remove "
-                  "its step_N folders");
+      outputDir + " holds an earlier run's " + found +
+      ", which a new run there would replace or leave beside its own" +
+      (latest >= 0 ? " for a later --resume to take" : "") + ". Resume it" +
+      (latest >= 0 ? " (--resume " + outputDir + ")" : "") +
+      ", start into another checkpoint.output_dir, or start over there with "
+      "checkpoint.overwrite_output_dir=true");
 }
 
 /// Fails unless the checkpoint in `directory`, whose trainer.json recorded
@@ -314,9 +397,10 @@ static llvm::Error checkSameModel(const json::Object *saved,
 
 llvm::Expected<TrainPosition> twill::loadCheckpoint(Program &program,
                                                     llvm::StringRef path) {
-  llvm::Expected<std::string> directory = findCheckpoint(path);
-  if (!directory)
-    return directory.takeError();
+  llvm::Expected<TrainPosition> found = findCheckpoint(path);
+  if (!found)
+    return found.takeError();
+  const std::string *directory = &found->checkpoint;
   std::string stateDir = joinPath(*directory, "state");
   std::string trainerPath = joinPath(stateDir, "trainer.json");
   llvm::Expected<json::Value> parsed = readJsonFile(trainerPath);
@@ -400,5 +484,10 @@ llvm::Expected<TrainPosition> twill::loadCheckpoint(Program &program,
   }
   if (llvm::Error error = program.upload(ids))
     return std::move(error);
-  return TrainPosition{*steps, *epoch, *index, *directory};
+  return TrainPosition{*steps,
+                       *epoch,
+                       *index,
+                       *directory,
+                       trainer->getString("run").value_or("").str(),
+                       found->passedBy};
 }

@@ -12,7 +12,10 @@
 // every rank's files are complete: a crash during a save leaves the
 // previous checkpoint as it was. `trainer.json` records the model it is
 // state of (the job's model and adaptation sections, field by field): a
-// resume with another is refused naming the fields that differ.
+// resume with another is refused naming the fields that differ. It also
+// records the run that wrote it (an id a fresh run draws, a resumed one
+// keeps) and when, so that a folder holding two runs' checkpoints
+// (checkpoint.overwrite_output_dir) resumes the one that saved last.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,7 +32,15 @@ struct TrainPosition {
   int64_t steps = 0, epoch = 0, index = 0;
   /// The checkpoint it was read from (empty: not resumed).
   std::string checkpoint;
+  /// The run training belongs to (newRunId(); empty: a checkpoint of a
+  /// twill-train that recorded none).
+  std::string run;
+  /// What choosing the checkpoint passed by: another run's (empty: none).
+  std::string passedBy;
 };
+
+/// A new run's id: 16 hex digits drawn at random.
+std::string newRunId();
 
 /// Writes `outputDir/step_<steps>/` (a collective: every rank calls it).
 llvm::Error saveCheckpoint(Program &program, llvm::StringRef outputDir,
@@ -41,10 +52,14 @@ llvm::Error saveCheckpoint(Program &program, llvm::StringRef outputDir,
 llvm::Expected<TrainPosition> loadCheckpoint(Program &program,
                                              llvm::StringRef path);
 
-/// For a run that starts afresh into `outputDir`: fails, naming them, when
-/// it holds complete checkpoints of an earlier run, which would lie beside
-/// the new run's and be taken by a later `--resume outputDir`.
-llvm::Error checkNoEarlierCheckpoints(llvm::StringRef outputDir);
+/// For a run that starts afresh into `outputDir`: fails, naming what it
+/// found, where an earlier run left its results there (complete
+/// checkpoints, the adapter or model it saved, its metrics), which the new
+/// run would replace or leave beside its own for a later `--resume
+/// outputDir` to take; unless `overwrite` (checkpoint.overwrite_output_dir),
+/// when it returns what it found, to be said, and the run starts.
+llvm::Expected<std::string> checkNoEarlierRun(llvm::StringRef outputDir,
+                                              bool overwrite);
 
 } // namespace twill
 

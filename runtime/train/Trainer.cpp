@@ -404,6 +404,7 @@ twill::train(Program &program, llvm::ArrayRef<Row> rows, llvm::StringRef source,
         TrainPosition next{result.steps, epoch, index + 1};
         if (next.index == stepsPerEpoch)
           next = {result.steps, epoch + 1, 0};
+        next.run = start.run;
         if (llvm::Error error = saveCheckpoint(program, outputDir, next))
           return std::move(error);
         lastCheckpoint =

@@ -466,7 +466,7 @@ def compile_programs(work, args):
         job = [args.bin / "twillc", args.config, "train.epochs=1",
                "train.max_steps_per_epoch=4", "checkpoint.save_every=0",
                f"checkpoint.output_dir={programs / (name + '-out')}",
-               *overrides]
+               "checkpoint.overwrite_output_dir=true", *overrides]
         subprocess.run(job + ["-o", programs / f"{name}.twx"], check=True)
         for card in ("h200", "h100"):
             with open(programs / f"{name}.report-{card}.txt", "w") as report:

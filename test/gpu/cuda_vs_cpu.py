@@ -106,7 +106,9 @@ def run(command, env=None):
         raise Failed(f"{Path(str(command[0])).name} did not end within 120 s")
 
 
-STEPS = ["train.epochs=1", "train.max_steps_per_epoch=20"]
+# Each program runs on both backends into its folder.
+STEPS = ["train.epochs=1", "train.max_steps_per_epoch=20",
+         "checkpoint.overwrite_output_dir=true"]
 DPO = ["train.objective=DPO", "data.format=PREFERENCE", "train.seq_len=16",
        "train.batch_size=4"]
 # The 20-step training runs, fp32 and bf16, and DPO's.

@@ -38,6 +38,7 @@ import argparse
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -127,7 +128,9 @@ def main():
     parser.add_argument("--config", type=Path, required=True)
     parser.add_argument("--data", type=Path, required=True)
     args = parser.parse_args()
-    args.work.mkdir(parents=True, exist_ok=True)
+    # A run of its own: the folder of an earlier run's results is refused.
+    shutil.rmtree(args.work, ignore_errors=True)
+    args.work.mkdir(parents=True)
     failures = []
     single = {}  # each variant's 1x1 run
     for name, (variant, first, meshes, same_as) in VARIANTS.items():

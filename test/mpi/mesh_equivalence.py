@@ -73,6 +73,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -296,11 +297,11 @@ def train(bin_dir, work, data, config, dp, tp, weights=None, variant=(),
     if statistics != "kept":
         name += f"-statistics-{statistics}"
     if variant:
-        keys = "-".join(v.split("=")[0] for v in variant)
-        if len(keys) > 100:  # a file name has at most 255 bytes
-            keys = keys[:80] + "-" + hashlib.sha1(
-                " ".join(variant).encode()).hexdigest()[:12]
-        name += "-" + keys
+        # Its keys, and a hash of the values: two variants of one key (FULL
+        # and SELECTIVE checkpointing) are two runs, each in its folder.
+        keys = "-".join(v.split("=")[0] for v in variant)[:80]
+        name += "-" + keys + "-" + hashlib.sha1(
+            " ".join(variant).encode()).hexdigest()[:12]
     out = work / name
     program = work / f"{name}.twx"
     subprocess.run([str(bin_dir / "twillc"), str(config), *JOB, *variant,
@@ -415,7 +416,9 @@ def main():
     parser.add_argument("--only", default="",
                         help="the families' variants whose names hold this")
     args = parser.parse_args()
-    args.work.mkdir(parents=True, exist_ok=True)
+    # A run of its own: the folder of an earlier run's results is refused.
+    shutil.rmtree(args.work, ignore_errors=True)
+    args.work.mkdir(parents=True)
     failures = []
     if args.families:
         chosen = {name: variant for name, variant in FAMILY_VARIANTS.items()

@@ -17,6 +17,7 @@ others; a launch with fewer ranks than the mesh is refused on each.
 import argparse
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -126,7 +127,9 @@ def main():
     parser.add_argument("--data", type=Path, required=True)
     parser.add_argument("--config", type=Path, required=True)
     args = parser.parse_args()
-    args.work.mkdir(parents=True, exist_ok=True)
+    # A run of its own: the folder of an earlier run's results is refused.
+    shutil.rmtree(args.work, ignore_errors=True)
+    args.work.mkdir(parents=True)
     train = [str(args.bin / "twill-train")]
     failures = []
 

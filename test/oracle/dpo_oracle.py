@@ -46,6 +46,7 @@ weight decay, as the Hugging Face Trainer under TRL exempts them).
 import argparse
 import json
 import math
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -162,7 +163,9 @@ def main():
              for start in range(0, args.pairs, args.batch)]
     steps = [sizes[i:i + ACCUMULATION]
              for i in range(0, len(sizes), ACCUMULATION)]
-    work.mkdir(parents=True, exist_ok=True)
+    # A run of its own: the folder of an earlier run's results is refused.
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
 
     torch.manual_seed(0)
     base = tiny_model("llama", vocab_size=VOCAB, num_key_value_heads=2)

@@ -20,6 +20,7 @@ magnitudes where Twill starts them, each weight row's norm, as PEFT does
 import argparse
 import base64
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -83,7 +84,9 @@ def main():
     work = args.work / ("hf_folder" + ("-dora" if args.dora else "")
                         + (f"-{args.family}" if args.family != "llama" else ""))
     folder = work / f"tiny-{args.family}"
-    folder.mkdir(parents=True, exist_ok=True)
+    # A run of its own: the folder of an earlier run's results is refused.
+    shutil.rmtree(work, ignore_errors=True)
+    folder.mkdir(parents=True)
     make_folder(folder, args.family)
 
     with open(work / "alpaca.jsonl", "w") as data:

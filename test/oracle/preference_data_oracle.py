@@ -22,6 +22,7 @@ their line.
 import argparse
 import json
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -96,7 +97,9 @@ def main():
     parser.add_argument("--bin", type=Path, required=True)
     parser.add_argument("--work", type=Path, required=True)
     args = parser.parse_args()
-    args.work.mkdir(parents=True, exist_ok=True)
+    # A run of its own: the folder of an earlier run's results is refused.
+    shutil.rmtree(args.work, ignore_errors=True)
+    args.work.mkdir(parents=True)
     made = pipelines()
     failures = []
     for name in FAMILIES:

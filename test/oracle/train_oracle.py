@@ -27,6 +27,7 @@ qlora_oracle.py).
 import argparse
 import json
 import math
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -140,7 +141,9 @@ def main():
                         + ("-dora" if args.dora else "")
                         + (f"-{args.family}" if args.family != "llama" else "")
                         + (f"-{args.quantized}" if args.quantized else ""))
-    work.mkdir(parents=True, exist_ok=True)
+    # A run of its own: the folder of an earlier run's results is refused.
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
 
     torch.manual_seed(0)
     # NF4 quantizes rows of whole blocks of 64 values.

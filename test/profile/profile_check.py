@@ -24,6 +24,7 @@ import collections
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -136,7 +137,9 @@ def main():
     for flag in ("--bin", "--work", "--config", "--data"):
         parser.add_argument(flag, type=Path, required=True)
     args = parser.parse_args()
-    args.work.mkdir(parents=True, exist_ok=True)
+    # A run of its own: the folder of an earlier run's results is refused.
+    shutil.rmtree(args.work, ignore_errors=True)
+    args.work.mkdir(parents=True)
     job = ["train.epochs=1", f"train.max_steps_per_epoch={STEPS}"]
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
                OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMP_NUM_THREADS="1")

@@ -13,8 +13,10 @@ an output folder was held by one run at a time.
   device in its place;
 - one run per folder: a second run into a folder a run holds is refused
   naming the first (both used to run, corrupting each other's log), and a
-  fresh run into the folder of an earlier run's checkpoints is refused
-  (they lay beside its own, for a later --resume to take);
+  fresh run into the folder of an earlier run's checkpoints or adapter is
+  refused (they lay beside its own, for a later --resume to take, or were
+  replaced) unless checkpoint.overwrite_output_dir, after which --resume
+  of the folder takes the latest checkpoint of the run that saved last;
 - output errors: a full disk under stdout, a profile or a plan is an error
   naming what could not be written (it used to be LLVM's fatal "IO failure
   on output stream"), and a device given as a file to write is refused
@@ -63,10 +65,15 @@ def damaged_programs(s):
             not ran, "; ".join(ran))
 
 
+# The launches of a case go into one folder again and again, each a fresh
+# run over the one before.
+OVER = "checkpoint.overwrite_output_dir=true"
+
+
 def launch(s, bin_dir, out, *overrides, timeout=300):
     return s.run([bin_dir / "twill", "train", s.args.config,
                   f"checkpoint.output_dir={out}", f"data.path={s.args.data}",
-                  *FAST, *overrides], timeout=timeout)
+                  OVER, *FAST, *overrides], timeout=timeout)
 
 
 def stale_programs(s):
@@ -146,7 +153,7 @@ def one_run_per_folder(s):
     # Two real launches: the second, started while the first trains.
     first = subprocess.Popen(
         [s.tool("twill"), "train", s.args.config,
-         f"checkpoint.output_dir={out}", f"data.path={s.args.data}",
+         f"checkpoint.output_dir={out}", f"data.path={s.args.data}", OVER,
          "train.epochs=200"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True)
     deadline = time.time() + 60
@@ -162,8 +169,9 @@ def one_run_per_folder(s):
 
 
 def earlier_checkpoints(s):
-    """A fresh run into a folder of another run's checkpoints: they lay
-    beside its own, and a later --resume took the other run's latest."""
+    """A fresh run into the folder of another run's checkpoints or results:
+    they lay beside its own, a later --resume took the other run's latest,
+    and its adapter replaced the other's without a word."""
     program, out = s.compile("earlier", "train.epochs=1",
                              "train.max_steps_per_epoch=3",
                              "checkpoint.save_every=1")
@@ -172,11 +180,43 @@ def earlier_checkpoints(s):
             (out / "step_2").is_dir(), first.stderr[-300:])
     s.expect("a fresh run into the folder of an earlier run's checkpoints "
              "is refused, naming them", s.train(program),
-             f"{out} holds the checkpoints of an earlier run (the latest: "
-             "step_2)", f"--resume {out}")
+             f"{out} holds an earlier run's checkpoints (the latest: "
+             "step_2), adapter_model.safetensors, metrics.jsonl",
+             f"--resume {out}", "checkpoint.overwrite_output_dir=true")
     resumed = s.train(program, "--resume", out)
     s.check("... and resuming it is not", resumed.returncode == 0,
             resumed.stderr[-300:])
+
+    # No checkpoints, only what the run saved at its end.
+    program, out = s.compile("earlier-final", *FAST)
+    s.train(program)
+    s.expect("a fresh run into the folder of an earlier run's adapter is "
+             "refused, naming it", s.train(program),
+             f"{out} holds an earlier run's adapter_model.safetensors, "
+             "metrics.jsonl, which a new run there would replace")
+
+    # Asked to: a second run over the first's step_2..step_6 that stops at
+    # step_4; --resume of the folder takes its own step_4, not step_6.
+    program, out = s.compile("two-runs", "train.epochs=1",
+                             "train.max_steps_per_epoch=7",
+                             "checkpoint.save_every=2")
+    s.train(program)
+    second = s.work / "two-runs-second.twx"
+    s.run([s.tool("twillc"), s.args.config, "train.epochs=1",
+           "train.max_steps_per_epoch=5", "checkpoint.save_every=2",
+           "train.lr=1e-3", "checkpoint.overwrite_output_dir=true",
+           f"checkpoint.output_dir={out}", "-o", second])
+    over = s.train(second)
+    s.check("checkpoint.overwrite_output_dir starts a run over an earlier "
+            "one, saying so", over.returncode == 0 and
+            "holds an earlier run's checkpoints (the latest: step_6)" in
+            over.stdout + over.stderr, (over.stdout + over.stderr)[-400:])
+    resumed = s.train(second, "--resume", out)
+    said = resumed.stdout + resumed.stderr
+    s.check("a folder of two runs resumes the latest checkpoint of the run "
+            "that saved last, naming the other's", resumed.returncode == 0
+            and f"resuming from {out}/step_4: after step 4" in said and
+            "the folder's step_6 is another run's" in said, said[-400:])
 
 
 def output_errors(s):
@@ -297,7 +337,6 @@ def watched_launch(s):
         left = subprocess.run(["pgrep", "-f", str(out)], capture_output=True,
                               text=True).stdout.split()
         s.check("... and leaves no rank behind", not left, " ".join(left))
-        shutil.rmtree(out / "step_1", ignore_errors=True)
         again = launch(s, s.args.bin, out)
         s.check("... nor the folder held", again.returncode == 0,
                 again.stderr[-300:])

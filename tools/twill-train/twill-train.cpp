@@ -466,13 +466,25 @@ static int runTraining(Program &program, TrainingData &data) {
       return fail(resumed.takeError());
     start = *resumed;
     report() << llvm::formatv("resuming from {0}: after step {1} (epoch "
-                              "{2}, step {3} of it next)\n",
+                              "{2}, step {3} of it next){4}\n",
                               start.checkpoint, start.steps, start.epoch + 1,
-                              start.index + 1);
-  } else if (program.writesFiles()) {
-    if (llvm::Error error =
-            checkNoEarlierCheckpoints(job.checkpoint().output_dir()))
-      return fail(std::move(error));
+                              start.index + 1,
+                              start.passedBy.empty()
+                                  ? ""
+                                  : "; the folder's " + start.passedBy +
+                                        " is another run's, which saved "
+                                        "before this one");
+  } else {
+    start.run = newRunId();
+    if (program.writesFiles()) {
+      llvm::Expected<std::string> earlier =
+          checkNoEarlierRun(job.checkpoint().output_dir(),
+                            job.checkpoint().overwrite_output_dir());
+      if (!earlier)
+        return fail(earlier.takeError());
+      if (!earlier->empty())
+        report() << *earlier << "\n";
+    }
   }
   // ADAPTER_OFF's reference is the base, whatever adapter training starts
   // from; TRL's is that adapter (PRECOMPUTED's).
