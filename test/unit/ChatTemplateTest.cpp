@@ -38,17 +38,58 @@ std::string renderError(llvm::StringRef source, llvm::StringRef variables) {
   return text ? "" : llvm::toString(text.takeError());
 }
 
+// Inheritance, includes, imports and call blocks are refused by name
+// (macros, with, filter and set blocks and recursive loops are built: the
+// chat template oracle renders them against transformers).
 TEST(ChatTemplate, UnbuiltConstructsAreRefusedWithTheirLine) {
-  EXPECT_THAT(parseError("a\n{% macro m() %}x{% endmacro %}"),
-              HasSubstr("t:2: unsupported construct 'macro'"));
+  EXPECT_THAT(parseError("a\n{% extends 'base.jinja' %}"),
+              HasSubstr("t:2: unsupported construct 'extends'"));
+  EXPECT_THAT(parseError("{% block body %}x{% endblock %}"),
+              HasSubstr("t:1: unsupported construct 'block'"));
+  EXPECT_THAT(parseError("{% include 'tools.jinja' %}"),
+              HasSubstr("unsupported construct 'include'"));
+  EXPECT_THAT(parseError("{% call m() %}x{% endcall %}"),
+              HasSubstr("unsupported construct 'call'"));
   EXPECT_THAT(parseError("{{ x | wordwrap }}"),
               HasSubstr("t:1: unsupported filter 'wordwrap'"));
   EXPECT_THAT(parseError("\n\n{% if x is lower %}{% endif %}"),
               HasSubstr("t:3: unsupported test 'lower'"));
-  EXPECT_THAT(parseError("{% set x %}y{% endset %}"),
-              HasSubstr("unsupported construct: a set block"));
-  EXPECT_THAT(parseError("{% for x in y recursive %}{% endfor %}"),
-              HasSubstr("unsupported construct 'recursive' loops"));
+  EXPECT_THAT(parseError("{% set x | upper %}y{% endset %}"),
+              HasSubstr("a set block's filter"));
+  EXPECT_THAT(parseError("{% filter nosuch %}y{% endfilter %}"),
+              HasSubstr("unsupported filter 'nosuch'"));
+  EXPECT_THAT(parseError("{% macro m() %}x{% endwith %}"),
+              HasSubstr("t:1: 'endwith' without the block it ends"));
+  EXPECT_THAT(parseError("{% macro m() %}x"),
+              HasSubstr("the template ends inside a block: expected "
+                        "'endmacro'"));
+}
+
+// A macro is called as Jinja calls one; calls that never end are bounded.
+TEST(ChatTemplate, MacroCallsAreCheckedAndBounded) {
+  EXPECT_THAT(renderError("{% macro m(a) %}{{ a }}{% endmacro %}{{ m(1, 2) }}",
+                          "{}"),
+              HasSubstr("macro 'm' takes not more than 1 argument(s)"));
+  EXPECT_THAT(renderError("{% macro m(a) %}{{ a }}{% endmacro %}{{ m(b=1) }}",
+                          "{}"),
+              HasSubstr("macro 'm' takes no keyword argument 'b'"));
+  EXPECT_THAT(renderError("{% macro m() %}{{ m() }}{% endmacro %}{{ m() }}",
+                          "{}"),
+              HasSubstr("calls nested deeper than 32"));
+  EXPECT_THAT(renderError("{% for x in [1] recursive %}{{ loop([1]) }}"
+                          "{% endfor %}",
+                          "{}"),
+              HasSubstr("calls nested deeper than 32"));
+  EXPECT_THAT(renderError("{% for x in [1] %}{{ loop([1]) }}{% endfor %}",
+                          "{}"),
+              HasSubstr("is not callable"));
+  // A macro sees the template's names and its own, not its caller's.
+  llvm::Expected<std::string> text =
+      render("{% set g = 'G' %}{% macro m() %}{{ g }}{{ x }}{% endmacro %}"
+             "{% for x in [1] %}{{ m() }}{% endfor %}",
+             "{}");
+  ASSERT_TRUE(bool(text)) << llvm::toString(text.takeError());
+  EXPECT_EQ(*text, "G");
 }
 
 TEST(ChatTemplate, MalformedTemplatesAreNamed) {

@@ -41,6 +41,10 @@ public:
 
   enum class Flow { Normal, Break, Continue };
   llvm::Expected<Flow> run(const Node &node);
+  llvm::Expected<Flow> runStatement(const Node &node);
+  /// A for loop over `iterable`'s items, `depth` deep in a recursive one.
+  llvm::Expected<Flow> loop(const Node &node, const Value &iterable,
+                            int64_t depth);
   /// The rendered text, bounded as any string made; errors name no line
   /// (emit gives each its node's).
   TextBuilder out{0};
@@ -64,11 +68,93 @@ private:
   /// The values of a call's, filter's or test's arguments after its first
   /// (the callee, or the value filtered or tested).
   llvm::Error arguments(const Expr &expr, Values &args, Keywords &keywords);
+  /// What `body` renders, as a string (a macro's, a block's), its output
+  /// kept apart from the render's.
+  llvm::Expected<std::string> capture(const Node &body, int line);
+  /// A macro as a function: its body rendered with its parameters bound,
+  /// seeing the template's names but not its caller's.
+  Value macro(const Node &node);
+  /// Enters a macro or a recursive loop's call, bounded (each one is a
+  /// render of a body on the stack).
+  llvm::Error enterCall(int line);
 
   Namespaces namespaces;
   std::vector<llvm::StringMap<Value>> scopes;
   int64_t iterations = 0;
+  int calls = 0; // macro and recursive loop calls in progress
+  static constexpr int kMaxCalls = 32;
+  /// Statements being run, inside one another (through calls too): each
+  /// is a frame on the stack, so the depth of all is bounded.
+  int running = 0;
+  static constexpr int kMaxRunning = 1024;
 };
+
+llvm::Error Renderer::enterCall(int line) {
+  if (calls >= kMaxCalls)
+    return failAt(line, "macro or recursive loop calls nested deeper than " +
+                            llvm::Twine(kMaxCalls));
+  ++calls;
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::string> Renderer::capture(const Node &body, int line) {
+  TextBuilder outer = std::move(out);
+  out = TextBuilder(line);
+  llvm::Expected<Flow> flow = run(body);
+  std::string text = out.take();
+  out = std::move(outer);
+  if (!flow)
+    return flow.takeError();
+  return text;
+}
+
+Value Renderer::macro(const Node &node) {
+  const Node *definition = &node;
+  return Value::of(jinja::Function(
+      [this, definition](Values &args, Keywords &keywords,
+                         int line) -> llvm::Expected<Value> {
+        const std::string &name = definition->targets[0];
+        const auto &parameters = definition->assignments;
+        if (args.size() > parameters.size())
+          return failAt(line, llvm::formatv("macro '{0}' takes not more than "
+                                            "{1} argument(s)",
+                                            name, parameters.size()));
+        llvm::StringMap<Value> bound;
+        for (auto [index, arg] : llvm::enumerate(args))
+          bound[parameters[index].first] = arg;
+        for (const auto &keyword : keywords) {
+          const std::string &key = keyword.first;
+          if (llvm::none_of(parameters,
+                            [&](const auto &p) { return p.first == key; }))
+            return failAt(line, "macro '" + name +
+                                    "' takes no keyword argument '" + key +
+                                    "'");
+          bound[key] = keyword.second;
+        }
+        if (llvm::Error error = enterCall(line))
+          return std::move(error);
+        // The template's names and the parameters, not the caller's.
+        std::vector<llvm::StringMap<Value>> callers = std::move(scopes);
+        scopes = {callers.front(), std::move(bound)};
+        llvm::Expected<std::string> text = [&]() -> llvm::Expected<std::string> {
+          for (const auto &[parameter, fallback] : parameters)
+            if (!scopes.back().count(parameter)) {
+              llvm::Expected<Value> value =
+                  fallback ? eval(*fallback) : Value();
+              if (!value)
+                return value.takeError();
+              scopes.back()[parameter] = *value;
+            }
+          return capture(*definition->body, line);
+        }();
+        callers.front() = std::move(scopes.front());
+        scopes = std::move(callers);
+        --calls;
+        if (!text)
+          return text.takeError();
+        return Value::of(std::move(*text));
+      }));
+}
 
 llvm::Expected<Value> Renderer::binary(const Expr &expr) {
   const std::string &op = expr.name;
@@ -84,124 +170,7 @@ llvm::Expected<Value> Renderer::binary(const Expr &expr) {
   llvm::Expected<Value> right = eval(*expr.args[1]);
   if (!right)
     return right;
-  const Value &a = *left, &b = *right;
-  if (op == "==" || op == "!=")
-    return Value::of(equal(a, b) == (op == "=="));
-  if (op == "~" ||
-      (op == "+" && a.kind == Value::String && b.kind == Value::String)) {
-    TextBuilder joined(expr.line);
-    if (llvm::Error error = joined.append(text(a)))
-      return std::move(error);
-    if (llvm::Error error = joined.append(text(b)))
-      return std::move(error);
-    return Value::of(joined.take());
-  }
-  if (op == "in" || op == "not in") {
-    bool found = false;
-    if (b.kind == Value::String)
-      found = llvm::StringRef(b.string).contains(text(a));
-    else if (b.kind == Value::List)
-      found =
-          llvm::any_of(*b.list, [&](const Value &v) { return equal(a, v); });
-    else if (b.kind == Value::Dict)
-      found = b.dict->find(text(a)) != nullptr;
-    else if (b.kind != Value::Undefined)
-      return failAt(expr.line, "'in' needs a string, list or dict");
-    return Value::of(found == (op == "in"));
-  }
-  if (op == "<" || op == ">" || op == "<=" || op == ">=") {
-    int order;
-    if (isNumber(a) && isNumber(b))
-      order = asDouble(a) < asDouble(b) ? -1 : asDouble(a) > asDouble(b);
-    else if (a.kind == Value::String && b.kind == Value::String)
-      order = a.string.compare(b.string);
-    else
-      return failAt(expr.line, "'" + op + "' compares numbers or strings");
-    bool result = op == "<"    ? order < 0
-                  : op == ">"  ? order > 0
-                  : op == "<=" ? order <= 0
-                               : order >= 0;
-    return Value::of(result);
-  }
-  if (op == "+" && a.kind == Value::List && b.kind == Value::List) {
-    ItemsBuilder joined(Value::List, expr.line);
-    if (llvm::Error error = joined.append(*a.list))
-      return std::move(error);
-    if (llvm::Error error = joined.append(*b.list))
-      return std::move(error);
-    return joined.take();
-  }
-  // A sequence repeated (either side), sized before it is made.
-  auto isSequence = [](const Value &v) {
-    return v.kind == Value::String || v.kind == Value::List;
-  };
-  if (op == "*" && (isSequence(a) || isSequence(b))) {
-    const Value &sequence = isSequence(a) ? a : b;
-    llvm::Expected<uint64_t> times = timesOf(isSequence(a) ? b : a, expr.line);
-    if (!times)
-      return times.takeError();
-    if (sequence.kind == Value::String) {
-      TextBuilder repeated(expr.line);
-      if (llvm::Error error = repeated.append(sequence.string, *times))
-        return std::move(error);
-      return Value::of(repeated.take());
-    }
-    ItemsBuilder repeated(Value::List, expr.line);
-    if (llvm::Error error = repeated.append(*sequence.list, *times))
-      return std::move(error);
-    return repeated.take();
-  }
-  if (!isNumber(a) || !isNumber(b))
-    return failAt(expr.line,
-                  "'" + op + "' of '" + text(a) + "' and '" + text(b) + "'");
-  bool integers = a.kind != Value::Float && b.kind != Value::Float;
-  if (op == "**") {
-    if (integers && asInt(b) >= 0) {
-      // By squaring: a step per bit of the exponent, not per its value
-      // (1 ** 10**18). A square that overflows is a factor of the result.
-      int64_t result = 1, base = asInt(a);
-      for (int64_t exponent = asInt(b); exponent; exponent >>= 1)
-        if (((exponent & 1) && __builtin_mul_overflow(result, base, &result)) ||
-            (exponent > 1 && __builtin_mul_overflow(base, base, &base)))
-          return failAt(expr.line, "an integer past 64 bits");
-      return Value::of(result);
-    }
-    return Value::of(std::pow(asDouble(a), asDouble(b)));
-  }
-  if (op == "/") {
-    if (asDouble(b) == 0)
-      return failAt(expr.line, "division by zero");
-    return Value::of(asDouble(a) / asDouble(b));
-  }
-  if (integers) {
-    int64_t x = asInt(a), y = asInt(b), result;
-    if ((op == "//" || op == "%") && y == 0)
-      return failAt(expr.line, "division by zero");
-    bool overflow = op == "+"   ? __builtin_add_overflow(x, y, &result)
-                    : op == "-" ? __builtin_sub_overflow(x, y, &result)
-                    : op == "*" ? __builtin_mul_overflow(x, y, &result)
-                                : (x == INT64_MIN && y == -1);
-    if (overflow)
-      return failAt(expr.line, "an integer past 64 bits");
-    if (op == "+" || op == "-" || op == "*")
-      return Value::of(result);
-    int64_t quotient = x / y - ((x % y != 0) && ((x < 0) != (y < 0)));
-    if (op == "//")
-      return Value::of(quotient);
-    return Value::of(x - quotient * y); // Python's %
-  }
-  double x = asDouble(a), y = asDouble(b);
-  if (op == "+")
-    return Value::of(x + y);
-  if (op == "-")
-    return Value::of(x - y);
-  if (op == "*")
-    return Value::of(x * y);
-  if (y == 0)
-    return failAt(expr.line, "division by zero");
-  if (op == "//")
-    return Value::of(std::floor(x / y));
-  return Value::of(x - std::floor(x / y) * y);
+  return applyBinary(op, *left, *right, expr.line);
 }
 
 llvm::Error Renderer::arguments(const Expr &expr, Values &args,
@@ -348,7 +317,7 @@ llvm::Expected<Value> Renderer::eval(const Expr &expr) {
     llvm::Expected<Value> callee = evalArg(0);
     if (!callee)
       return callee;
-    if (callee->kind != Value::Function)
+    if (!callee->function) // a function, or a recursive loop's `loop`
       return failAt(expr.line, "'" + text(*callee) + "' is not callable");
     Values args;
     Keywords keywords;
@@ -399,6 +368,17 @@ llvm::Expected<Value> Renderer::eval(const Expr &expr) {
 }
 
 llvm::Expected<Renderer::Flow> Renderer::run(const Node &node) {
+  if (running >= kMaxRunning)
+    return failAt(node.line, "statements nested deeper than " +
+                                 llvm::Twine(kMaxRunning) +
+                                 " through macro calls");
+  ++running;
+  llvm::Expected<Flow> flow = runStatement(node);
+  --running;
+  return flow;
+}
+
+llvm::Expected<Renderer::Flow> Renderer::runStatement(const Node &node) {
   switch (node.kind) {
   case Node::Sequence:
     for (const NodePtr &child : node.children) {
@@ -458,84 +438,148 @@ llvm::Expected<Renderer::Flow> Renderer::run(const Node &node) {
     llvm::Expected<Value> iterable = eval(*node.expr);
     if (!iterable)
       return iterable.takeError();
-    llvm::Expected<Value> all = iterate(*iterable, node.line);
-    if (!all)
-      return all.takeError();
-    // The loop's own scope: its variables and sets stay inside it.
-    scopes.emplace_back();
-    auto bind = [&](const Value &item) -> llvm::Error {
-      if (node.targets.size() == 1) {
-        scopes.back()[node.targets[0]] = item;
-        return llvm::Error::success();
-      }
-      if (item.kind != Value::List || item.list->size() != node.targets.size())
-        return failAt(node.line, "cannot unpack '" + text(item) + "' into " +
-                                     std::to_string(node.targets.size()) +
-                                     " names");
-      for (auto [target, part] : llvm::zip_equal(node.targets, *item.list))
-        scopes.back()[target] = part;
-      return llvm::Error::success();
-    };
-    Values items;
-    for (const Value &item : *all->list) {
-      if (node.condition) {
-        if (llvm::Error error = bind(item)) {
-          scopes.pop_back();
-          return std::move(error);
-        }
-        llvm::Expected<Value> keep = eval(*node.condition);
-        if (!keep) {
-          scopes.pop_back();
-          return keep.takeError();
-        }
-        if (!truthy(*keep))
-          continue;
-      }
-      items.push_back(item);
+    return loop(node, *iterable, 1);
+  }
+  case Node::SetBlock: {
+    llvm::Expected<std::string> body = capture(*node.body, node.line);
+    if (!body)
+      return body.takeError();
+    scopes.back()[node.targets[0]] = Value::of(std::move(*body));
+    return Flow::Normal;
+  }
+  case Node::Macro:
+    scopes.back()[node.targets[0]] = macro(node);
+    return Flow::Normal;
+  case Node::With: {
+    // The values are the enclosing scope's, bound in a scope of the block.
+    llvm::StringMap<Value> bound;
+    for (const auto &[target, value] : node.assignments) {
+      llvm::Expected<Value> evaluated = eval(*value);
+      if (!evaluated)
+        return evaluated.takeError();
+      bound[target] = *evaluated;
     }
-    for (auto [index, item] : llvm::enumerate(items)) {
-      if (++iterations > kMaxIterations) {
-        scopes.pop_back();
-        return failAt(node.line, "more than 2^20 loop iterations");
-      }
-      scopes.back().clear();
+    scopes.push_back(std::move(bound));
+    llvm::Expected<Flow> flow = run(*node.body);
+    scopes.pop_back();
+    return flow;
+  }
+  case Node::FilterBlock: {
+    llvm::Expected<std::string> body = capture(*node.body, node.line);
+    if (!body)
+      return body.takeError();
+    scopes.push_back({});
+    scopes.back()[kFilteredBlock] = Value::of(std::move(*body));
+    llvm::Expected<Value> filtered = eval(*node.expr);
+    scopes.pop_back();
+    if (!filtered)
+      return filtered.takeError();
+    if (llvm::Error error = emit(text(*filtered), node.line))
+      return std::move(error);
+    return Flow::Normal;
+  }
+  }
+  return Flow::Normal;
+}
+
+llvm::Expected<Renderer::Flow>
+Renderer::loop(const Node &node, const Value &iterable, int64_t depth) {
+  llvm::Expected<Value> all = iterate(iterable, node.line);
+  if (!all)
+    return all.takeError();
+  // The loop's own scope: its variables and sets stay inside it.
+  scopes.emplace_back();
+  auto bind = [&](const Value &item) -> llvm::Error {
+    if (node.targets.size() == 1) {
+      scopes.back()[node.targets[0]] = item;
+      return llvm::Error::success();
+    }
+    if (item.kind != Value::List || item.list->size() != node.targets.size())
+      return failAt(node.line, "cannot unpack '" + text(item) + "' into " +
+                                   std::to_string(node.targets.size()) +
+                                   " names");
+    for (auto [target, part] : llvm::zip_equal(node.targets, *item.list))
+      scopes.back()[target] = part;
+    return llvm::Error::success();
+  };
+  Values items;
+  for (const Value &item : *all->list) {
+    if (node.condition) {
       if (llvm::Error error = bind(item)) {
         scopes.pop_back();
         return std::move(error);
       }
-      int64_t i = int64_t(index), n = int64_t(items.size());
-      std::pair<const char *, Value> fields[] = {
-          {"index", Value::of(i + 1)},
-          {"index0", Value::of(i)},
-          {"revindex", Value::of(n - i)},
-          {"revindex0", Value::of(n - i - 1)},
-          {"first", Value::of(i == 0)},
-          {"last", Value::of(i == n - 1)},
-          {"length", Value::of(n)},
-          {"previtem", i > 0 ? items[i - 1] : Value()},
-          {"nextitem", i + 1 < n ? items[i + 1] : Value()}};
-      ItemsBuilder loop(Value::Dict, node.line);
-      for (auto &[key, field] : fields) {
-        if (llvm::Error error = loop.add(key, std::move(field))) {
-          scopes.pop_back();
-          return std::move(error);
-        }
-      }
-      scopes.back()["loop"] = loop.take();
-      llvm::Expected<Flow> flow = run(*node.body);
-      if (!flow) {
+      llvm::Expected<Value> keep = eval(*node.condition);
+      if (!keep) {
         scopes.pop_back();
-        return flow;
+        return keep.takeError();
       }
-      if (*flow == Flow::Break)
-        break;
+      if (!truthy(*keep))
+        continue;
     }
-    scopes.pop_back();
-    if (items.empty() && node.otherwise)
-      return run(*node.otherwise);
-    return Flow::Normal;
+    items.push_back(item);
   }
+  for (auto [index, item] : llvm::enumerate(items)) {
+    if (++iterations > kMaxIterations) {
+      scopes.pop_back();
+      return failAt(node.line, "more than 2^20 loop iterations");
+    }
+    scopes.back().clear();
+    if (llvm::Error error = bind(item)) {
+      scopes.pop_back();
+      return std::move(error);
+    }
+    int64_t i = int64_t(index), n = int64_t(items.size());
+    std::pair<const char *, Value> loopFields[] = {
+        {"index", Value::of(i + 1)},
+        {"index0", Value::of(i)},
+        {"revindex", Value::of(n - i)},
+        {"revindex0", Value::of(n - i - 1)},
+        {"first", Value::of(i == 0)},
+        {"last", Value::of(i == n - 1)},
+        {"length", Value::of(n)},
+        {"previtem", i > 0 ? items[i - 1] : Value()},
+        {"nextitem", i + 1 < n ? items[i + 1] : Value()},
+        {"depth", Value::of(depth)},
+        {"depth0", Value::of(depth - 1)}};
+    ItemsBuilder fields(Value::Dict, node.line);
+    for (auto &[key, field] : loopFields) {
+      if (llvm::Error error = fields.add(key, std::move(field))) {
+        scopes.pop_back();
+        return std::move(error);
+      }
+    }
+    Value loopValue = fields.take();
+    if (node.recursive) // loop(items): the body over them, one deeper
+      loopValue.function = std::make_shared<jinja::Function>(
+          [this, &node, depth](Values &args, Keywords &,
+                               int line) -> llvm::Expected<Value> {
+            if (args.size() != 1)
+              return failAt(line, "loop() takes the items to walk");
+            if (llvm::Error error = enterCall(line))
+              return std::move(error);
+            TextBuilder outer = std::move(out);
+            out = TextBuilder(line);
+            llvm::Expected<Flow> flow = this->loop(node, args[0], depth + 1);
+            std::string text = out.take();
+            out = std::move(outer);
+            --calls;
+            if (!flow)
+              return flow.takeError();
+            return Value::of(std::move(text));
+          });
+    scopes.back()["loop"] = std::move(loopValue);
+    llvm::Expected<Flow> flow = run(*node.body);
+    if (!flow) {
+      scopes.pop_back();
+      return flow;
+    }
+    if (*flow == Flow::Break)
+      break;
   }
+  scopes.pop_back();
+  if (items.empty() && node.otherwise)
+    return run(*node.otherwise);
   return Flow::Normal;
 }
 

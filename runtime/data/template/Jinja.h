@@ -118,17 +118,41 @@ struct Expr {
 struct Node;
 using NodePtr = std::shared_ptr<Node>;
 struct Node {
-  enum Kind { Sequence, Text, Output, If, For, Set, Break, Continue } kind;
+  enum Kind {
+    Sequence,
+    Text,
+    Output,
+    If,
+    For,
+    Set,
+    SetBlock, // {% set name %} body {% endset %}: the body's text
+    Break,
+    Continue,
+    Macro,       // {% macro name(params) %} body {% endmacro %}
+    With,        // {% with name = value, ... %} body {% endwith %}
+    FilterBlock, // {% filter f | g %} body {% endfilter %}
+  } kind;
   int line = 0;
   std::string text; // Text
-  ExprPtr expr;     // Output, Set's value, For's
+  /// Output's, Set's value, For's iterable; FilterBlock's filters, applied
+  /// to kFilteredBlock.
+  ExprPtr expr;
   std::vector<std::pair<ExprPtr, NodePtr>> branches; // If (null: else)
-  std::vector<std::string> targets;                  // For's names, Set's name
-  std::string attribute;                             // Set ns.attribute
-  ExprPtr condition;                                 // For ... if condition
-  NodePtr body, otherwise;                           // For (else)
-  std::vector<NodePtr> children;                     // Sequence
+  /// For's names, Set's and SetBlock's name, Macro's name.
+  std::vector<std::string> targets;
+  std::string attribute; // Set ns.attribute
+  ExprPtr condition;     // For ... if condition
+  /// For's, SetBlock's, Macro's, With's, FilterBlock's; For's else.
+  NodePtr body, otherwise;
+  std::vector<NodePtr> children; // Sequence
+  /// With's names and values; Macro's parameters and defaults (null: none).
+  std::vector<std::pair<std::string, ExprPtr>> assignments;
+  bool recursive = false; // For ... recursive: loop(items) renders them
 };
+
+/// The name a FilterBlock's filters read its body's text by: no template
+/// can name it (names have no spaces).
+inline constexpr llvm::StringLiteral kFilteredBlock = " filtered block";
 
 // What a template makes is bounded: a template comes with a downloaded
 // model, so it is untrusted, and must not exhaust memory or time. Each
@@ -231,6 +255,9 @@ std::string typeName(const Value &value);
 /// An int (or bool) as Python's operator.index takes it; another type is
 /// refused as Python refuses it.
 llvm::Expected<int64_t> integerOf(const Value &value, int line);
+/// `a op b` for a binary operator but `and` and `or` (JinjaOperators.cpp).
+llvm::Expected<Value> applyBinary(llvm::StringRef op, const Value &a,
+                                  const Value &b, int line);
 /// The times a sequence is repeated (`*`): an int (none below 0), as
 /// Python's.
 llvm::Expected<uint64_t> timesOf(const Value &count, int line);

@@ -26,10 +26,10 @@ static const llvm::StringLiteral kTests[] = {
     "mapping", "iterable",  "sequence", "callable", "even",
     "odd",     "eq",        "equalto",  "sameas",   "divisibleby"};
 static const llvm::StringLiteral kFilters[] = {
-    "trim",   "tojson", "length",     "count",     "upper",   "lower",
-    "string", "safe",   "int",        "float",     "abs",     "default",
-    "d",      "first",  "last",       "list",      "reverse", "join",
-    "items",  "map",    "selectattr", "rejectattr"};
+    "trim",   "tojson", "length",     "count",      "upper",    "lower",
+    "string", "safe",   "int",        "float",      "abs",      "default",
+    "d",      "first",  "last",       "list",       "reverse",  "join",
+    "items",  "map",    "selectattr", "rejectattr", "dictsort", "indent"};
 
 bool jinja::hasTest(llvm::StringRef name) {
   return llvm::is_contained(kTests, name);
@@ -437,6 +437,104 @@ llvm::Expected<bool> jinja::applyTest(llvm::StringRef name, const Value &value,
   return failAt(line, "unsupported test '" + name + "'");
 }
 
+/// Python's str.splitlines: the lines of `s` without their ends (\n,
+/// \r\n, \r, \v, \f, \x1c-\x1e, U+0085, U+2028, U+2029).
+static std::vector<std::string> splitLines(llvm::StringRef s) {
+  static const llvm::StringRef ends[] = {"\r\n",         "\n",    "\r",
+                                         "\v",           "\f",    "\x1c",
+                                         "\x1d",         "\x1e",  "\xc2\x85",
+                                         "\xe2\x80\xa8", "\xe2\x80\xa9"};
+  std::vector<std::string> lines;
+  size_t start = 0;
+  for (size_t at = 0; at < s.size();) {
+    llvm::StringRef rest = s.substr(at);
+    auto end = llvm::find_if(ends, [&](llvm::StringRef e) {
+      return rest.starts_with(e);
+    });
+    if (end == std::end(ends)) {
+      ++at;
+      continue;
+    }
+    lines.push_back(s.slice(start, at).str());
+    at += end->size();
+    start = at;
+  }
+  if (start < s.size())
+    lines.push_back(s.substr(start).str());
+  return lines;
+}
+
+/// Jinja's indent(width=4, first=False, blank=False): every line but the
+/// first (and it too, with `first`) behind `width` spaces, or the string
+/// `width`; blank lines too only with `blank`.
+static llvm::Expected<Value> indented(const Value &value, const Value &width,
+                                      bool first, bool blank, int line) {
+  std::string indent;
+  if (width.kind == Value::String) {
+    indent = width.string;
+  } else {
+    llvm::Expected<int64_t> spaces = integerOf(width, line);
+    if (!spaces)
+      return spaces.takeError();
+    if (llvm::Error error = checkSize(std::max<int64_t>(*spaces, 0), line))
+      return std::move(error);
+    indent.assign(std::max<int64_t>(*spaces, 0), ' ');
+  }
+  // As Jinja: a newline added first, for splitlines to keep a last one.
+  std::vector<std::string> lines = splitLines(text(value) + "\n");
+  TextBuilder out(line);
+  for (auto [index, each] : llvm::enumerate(lines)) {
+    if (index)
+      if (llvm::Error error = out.append("\n"))
+        return std::move(error);
+    bool prefixed = index ? blank || !each.empty() : first;
+    if (prefixed)
+      if (llvm::Error error = out.append(indent))
+        return std::move(error);
+    if (llvm::Error error = out.append(each))
+      return std::move(error);
+  }
+  return Value::of(out.take());
+}
+
+/// Jinja's dictsort(case_sensitive=False, by='key', reverse=False): a
+/// dict's [key, value] pairs sorted by key or value (strings without case
+/// unless asked), stably, as Python's sorted.
+static llvm::Expected<Value> dictSorted(const Value &value, bool caseSensitive,
+                                        bool byValue, bool reverse, int line) {
+  if (value.kind != Value::Dict)
+    return failAt(line, "dictsort sorts a dict, not a " + typeName(value));
+  std::vector<std::pair<std::string, Value>> items = value.dict->items;
+  auto sortKey = [&](const std::pair<std::string, Value> &item) {
+    Value key = byValue ? item.second : Value::of(item.first);
+    if (!caseSensitive && key.kind == Value::String)
+      key.string = llvm::StringRef(key.string).lower();
+    return key;
+  };
+  std::optional<std::string> incomparable;
+  llvm::stable_sort(items, [&](const auto &a, const auto &b) {
+    Value x = sortKey(reverse ? b : a), y = sortKey(reverse ? a : b);
+    if (isNumber(x) && isNumber(y))
+      return asDouble(x) < asDouble(y);
+    if (x.kind == Value::String && y.kind == Value::String)
+      return x.string < y.string;
+    incomparable = typeName(x) + "' and '" + typeName(y);
+    return false;
+  });
+  if (incomparable)
+    return failAt(line, "'<' not supported between instances of '" +
+                            *incomparable + "'");
+  ItemsBuilder pairs(Value::List, line);
+  for (auto &[key, item] : items) {
+    ItemsBuilder pair(Value::List, line);
+    if (llvm::Error error = pair.append({Value::of(key), item}))
+      return std::move(error);
+    if (llvm::Error error = pairs.append(pair.take()))
+      return std::move(error);
+  }
+  return pairs.take();
+}
+
 llvm::Expected<Value> jinja::applyFilter(llvm::StringRef name,
                                          const Value &value, const Values &args,
                                          const Keywords &keywords, int line) {
@@ -446,6 +544,23 @@ llvm::Expected<Value> jinja::applyFilter(llvm::StringRef name,
         return &arg;
     return nullptr;
   };
+  // A parameter given by place or by name, else its default.
+  auto parameter = [&](size_t index, llvm::StringRef key,
+                       Value fallback) -> Value {
+    if (index < args.size())
+      return args[index];
+    const Value *given = keyword(key);
+    return given ? *given : fallback;
+  };
+  if (name == "indent")
+    return indented(value, parameter(0, "width", Value::of(int64_t(4))),
+                    truthy(parameter(1, "first", Value::of(false))),
+                    truthy(parameter(2, "blank", Value::of(false))), line);
+  if (name == "dictsort")
+    return dictSorted(
+        value, truthy(parameter(0, "case_sensitive", Value::of(false))),
+        text(parameter(1, "by", Value::of(std::string("key")))) == "value",
+        truthy(parameter(2, "reverse", Value::of(false))), line);
   if (name == "tojson") {
     const Value *indent = keyword("indent");
     llvm::Expected<std::string> json =

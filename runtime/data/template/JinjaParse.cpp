@@ -1,16 +1,14 @@
 //===- JinjaParse.cpp - reading a chat template ---------------------------===//
 //
-// The template is cut into text and tags as Jinja's lexer cuts it with
-// transformers' settings (trim_blocks: a block tag eats the newline after
-// it; lstrip_blocks: the spaces before it on its line; `-` inside a tag's
-// braces strips all whitespace on that side), then each tag's tokens are
-// parsed by Jinja's precedence: ternary, or, and, not, comparisons (in, is),
+// The template's pieces and tokens (JinjaLex.h) are parsed: each tag's
+// tokens by Jinja's precedence: ternary, or, and, not, comparisons (in, is),
 // + -, ~, * / // %, **, unary, and postfix (.attr, [item], [slice], (call),
 // |filter).
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/data/template/Jinja.h"
+#include "runtime/data/template/JinjaLex.h"
 
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
@@ -20,105 +18,6 @@ using namespace twill;
 using namespace twill::jinja;
 
 namespace {
-
-struct Token {
-  enum Kind { Name, Number, String, Op, End } kind;
-  std::string text;
-  int line;
-};
-
-/// A tag's text cut into tokens.
-llvm::Expected<std::vector<Token>> tokenize(llvm::StringRef text, int line,
-                                            llvm::StringRef name) {
-  std::vector<Token> tokens;
-  auto fail = [&](const llvm::Twine &what) {
-    return llvm::createStringError(
-        llvm::inconvertibleErrorCode(),
-        llvm::formatv("{0}:{1}: ", name, line).str() + what);
-  };
-  for (size_t at = 0; at < text.size();) {
-    char c = text[at];
-    if (c == '\n')
-      ++line;
-    if (llvm::isSpace(c)) {
-      ++at;
-      continue;
-    }
-    if (llvm::isAlpha(c) || c == '_') {
-      size_t end = at;
-      while (end < text.size() &&
-             (llvm::isAlnum(text[end]) || text[end] == '_'))
-        ++end;
-      tokens.push_back({Token::Name, text.slice(at, end).str(), line});
-      at = end;
-      continue;
-    }
-    if (llvm::isDigit(c)) {
-      // As Jinja's lexer: digits (with _), then a fraction where digits
-      // follow the point, then an exponent where digits follow the e.
-      auto digitsFrom = [&](size_t from) {
-        while (from < text.size() &&
-               (llvm::isDigit(text[from]) || text[from] == '_'))
-          ++from;
-        return from;
-      };
-      size_t end = digitsFrom(at);
-      if (end + 1 < text.size() && text[end] == '.' &&
-          llvm::isDigit(text[end + 1]))
-        end = digitsFrom(end + 1);
-      if (end < text.size() && (text[end] == 'e' || text[end] == 'E')) {
-        size_t power = end + 1;
-        if (power < text.size() && (text[power] == '+' || text[power] == '-'))
-          ++power;
-        if (power < text.size() && llvm::isDigit(text[power]))
-          end = digitsFrom(power);
-      }
-      tokens.push_back({Token::Number, text.slice(at, end).str(), line});
-      at = end;
-      continue;
-    }
-    if (c == '\'' || c == '"') {
-      std::string value;
-      size_t end = at + 1;
-      for (; end < text.size() && text[end] != c; ++end) {
-        if (text[end] != '\\' || end + 1 == text.size()) {
-          value += text[end];
-          continue;
-        }
-        char escaped = text[++end];
-        switch (escaped) {
-        case 'n':
-          value += '\n';
-          break;
-        case 't':
-          value += '\t';
-          break;
-        case 'r':
-          value += '\r';
-          break;
-        default:
-          value += escaped; // \\, \', \"
-        }
-      }
-      if (end >= text.size())
-        return fail("a string is not closed");
-      tokens.push_back({Token::String, std::move(value), line});
-      at = end + 1;
-      continue;
-    }
-    static const char *twoChar[] = {"==", "!=", "<=", ">=", "//", "**"};
-    std::string op(1, c);
-    for (const char *candidate : twoChar)
-      if (text.substr(at).starts_with(candidate))
-        op = candidate;
-    if (op.size() == 1 && !llvm::StringRef("+-*/%~<>()[]{},:.|=").contains(c))
-      return fail(llvm::formatv("unexpected character '{0}'", c).str());
-    tokens.push_back({Token::Op, op, line});
-    at += op.size();
-  }
-  tokens.push_back({Token::End, "", line});
-  return tokens;
-}
 
 /// Parses one tag's tokens.
 class Parser {
@@ -152,6 +51,24 @@ public:
     if (peek().kind != Token::Name)
       return fail("expected a name, found '" + peek().text + "'");
     return next().text;
+  }
+
+  /// `f | g(args)` of a filter block, applied to `value`.
+  llvm::Expected<ExprPtr> filterChain(ExprPtr value) {
+    do {
+      llvm::Expected<std::string> word = expectName();
+      if (!word)
+        return word.takeError();
+      if (!hasFilter(*word))
+        return fail("unsupported filter '" + *word + "'");
+      value = make(Expr::Filter, {value}, *word);
+      if (isOp("(")) {
+        ++at;
+        if (llvm::Error error = arguments(*value))
+          return std::move(error);
+      }
+    } while (isOp("|") && (++at, true));
+    return value;
   }
 
   llvm::Expected<ExprPtr> expression() {
@@ -504,98 +421,6 @@ private:
   int depth = 0;
 };
 
-/// One piece of the template: text, or a tag's contents.
-struct Piece {
-  enum Kind { Text, Output, Statement } kind;
-  std::string text;
-  int line;
-};
-
-/// The template cut into text and tags, whitespace controlled as Jinja's
-/// lexer does with trim_blocks and lstrip_blocks.
-llvm::Expected<std::vector<Piece>> cut(llvm::StringRef source,
-                                       llvm::StringRef name) {
-  std::vector<Piece> pieces;
-  int line = 1;
-  // What the last tag asks of the text after it: all its leading
-  // whitespace gone (`-`), or its first newline (trim_blocks); and whether
-  // that text starts a line (the template's start, or a newline eaten).
-  bool stripNext = false, trimNewline = false, lineStarting = true;
-  for (size_t at = 0;;) {
-    size_t open = at;
-    while ((open = source.find('{', open)) != llvm::StringRef::npos &&
-           (open + 1 >= source.size() ||
-            !llvm::StringRef("{%#").contains(source[open + 1])))
-      ++open;
-    llvm::StringRef raw = source.slice(at, open);
-    int textLine = line;
-    line += int(llvm::count(raw, '\n'));
-    std::string text = raw.str();
-    if (stripNext) {
-      text = llvm::StringRef(text).ltrim().str();
-    } else if (trimNewline && llvm::StringRef(text).starts_with("\n")) {
-      text.erase(0, 1);
-      lineStarting = true;
-    }
-    if (open == llvm::StringRef::npos) {
-      if (!text.empty())
-        pieces.push_back({Piece::Text, text, textLine});
-      break;
-    }
-    char kind = source[open + 1];
-    char sign = open + 2 < source.size() ? source[open + 2] : 0;
-    if (sign == '-') {
-      text = llvm::StringRef(text).rtrim().str();
-    } else if (kind != '{' && sign != '+') {
-      // lstrip_blocks: spaces and tabs between a line's start and a block.
-      size_t newline = text.rfind('\n');
-      size_t from = newline == std::string::npos ? 0 : newline + 1;
-      if ((newline != std::string::npos || lineStarting) &&
-          llvm::all_of(llvm::StringRef(text).drop_front(from),
-                       [](char c) { return c == ' ' || c == '\t'; }))
-        text.erase(from);
-    }
-    if (!text.empty())
-      pieces.push_back({Piece::Text, text, textLine});
-    llvm::StringRef closing = kind == '{' ? "}}" : kind == '%' ? "%}" : "#}";
-    size_t contentStart = open + 2 + (sign == '-' || sign == '+' ? 1 : 0);
-    // The closing braces, outside string literals.
-    size_t close = contentStart;
-    char quote = 0;
-    for (; close + 1 < source.size(); ++close) {
-      char c = source[close];
-      if (quote) {
-        if (c == '\\')
-          ++close;
-        else if (c == quote)
-          quote = 0;
-      } else if (kind != '#' && (c == '\'' || c == '"')) {
-        quote = c;
-      } else if (source.substr(close).starts_with(closing)) {
-        break;
-      }
-    }
-    if (close + 1 >= source.size())
-      return llvm::createStringError(
-          llvm::inconvertibleErrorCode(),
-          llvm::formatv("{0}:{1}: a tag is not closed", name, line).str());
-    size_t contentEnd = close;
-    char endSign = contentEnd > contentStart ? source[contentEnd - 1] : 0;
-    stripNext = endSign == '-';
-    if (endSign == '-' || endSign == '+')
-      --contentEnd;
-    llvm::StringRef content = source.slice(contentStart, contentEnd);
-    if (kind != '#')
-      pieces.push_back({kind == '{' ? Piece::Output : Piece::Statement,
-                        content.str(), line});
-    line += int(llvm::count(content, '\n'));
-    trimNewline = kind != '{' && endSign != '+'; // trim_blocks
-    lineStarting = false;
-    at = close + 2;
-  }
-  return pieces;
-}
-
 /// Builds the tree of statements from the pieces.
 class Builder {
 public:
@@ -657,7 +482,9 @@ private:
       std::string word = keyword(piece);
       if (llvm::is_contained(ends, word))
         return node;
-      if (llvm::is_contained({"elif", "else", "endif", "endfor"}, word))
+      if (llvm::is_contained({"elif", "else", "endif", "endfor", "endset",
+                              "endmacro", "endwith", "endfilter"},
+                             word))
         return fail(piece.line, "'" + word + "' without the block it ends");
       ++at;
       llvm::Expected<NodePtr> statement =
@@ -730,8 +557,12 @@ private:
         node->expr = (*iterable)->args[0];
         node->condition = (*iterable)->args[1];
       }
-      if (parser.isName("recursive"))
-        return parser.fail("unsupported construct 'recursive' loops");
+      if (parser.isName("recursive")) {
+        parser.next();
+        node->recursive = true;
+      }
+      if (!parser.atEnd())
+        return parser.fail("unexpected '" + parser.peek().text + "'");
       llvm::Expected<NodePtr> body = sequence({"else", "endfor"});
       if (!body)
         return body;
@@ -758,9 +589,13 @@ private:
           return attribute.takeError();
         node->attribute = *attribute;
       }
+      if (parser.atEnd() && node->attribute.empty()) {
+        node->kind = Node::SetBlock;
+        return blockUntil("endset", std::move(node));
+      }
       if (!parser.isOp("="))
-        return parser.fail("unsupported construct: a set block ({% set x %} "
-                           "... {% endset %}) or several targets");
+        return parser.fail("unsupported construct: several targets, or a "
+                           "set block's filter");
       parser.next();
       llvm::Expected<ExprPtr> value = parser.expression();
       if (!value)
@@ -768,12 +603,93 @@ private:
       node->expr = *value;
     } else if (word == "break" || word == "continue") {
       node->kind = word == "break" ? Node::Break : Node::Continue;
+    } else if (word == "macro" || word == "with") {
+      return word == "macro" ? macro(parser, std::move(node))
+                             : with(parser, std::move(node));
+    } else if (word == "filter") {
+      node->kind = Node::FilterBlock;
+      auto block = std::make_shared<Expr>();
+      block->kind = Expr::Name;
+      block->line = line;
+      block->name = kFilteredBlock.str();
+      llvm::Expected<ExprPtr> filters = parser.filterChain(block);
+      if (!filters)
+        return filters.takeError();
+      node->expr = *filters;
+      if (!parser.atEnd())
+        return parser.fail("unexpected '" + parser.peek().text + "'");
+      return blockUntil("endfilter", std::move(node));
     } else {
       return fail(line, "unsupported construct '" + word + "'");
     }
     if (!parser.atEnd())
       return parser.fail("unexpected '" + parser.peek().text + "'");
     return node;
+  }
+
+  /// `node`'s body: the statements up to `end`, consumed.
+  llvm::Expected<NodePtr> blockUntil(llvm::StringRef end, NodePtr node) {
+    llvm::Expected<NodePtr> body = sequence({end});
+    if (!body)
+      return body;
+    node->body = *body;
+    take();
+    return node;
+  }
+
+  /// {% macro name(a, b=default, ...) %} ... {% endmacro %}
+  llvm::Expected<NodePtr> macro(Parser &parser, NodePtr node) {
+    node->kind = Node::Macro;
+    llvm::Expected<std::string> macroName = parser.expectName();
+    if (!macroName)
+      return macroName.takeError();
+    node->targets.push_back(*macroName);
+    if (llvm::Error error = parser.expectOp("("))
+      return std::move(error);
+    while (!parser.isOp(")")) {
+      llvm::Expected<std::string> parameter = parser.expectName();
+      if (!parameter)
+        return parameter.takeError();
+      ExprPtr fallback;
+      if (parser.isOp("=")) {
+        parser.next();
+        llvm::Expected<ExprPtr> value = parser.expression();
+        if (!value)
+          return value.takeError();
+        fallback = *value;
+      }
+      node->assignments.push_back({*parameter, fallback});
+      if (!parser.isOp(","))
+        break;
+      parser.next();
+    }
+    if (llvm::Error error = parser.expectOp(")"))
+      return std::move(error);
+    if (!parser.atEnd())
+      return parser.fail("unexpected '" + parser.peek().text + "'");
+    return blockUntil("endmacro", std::move(node));
+  }
+
+  /// {% with name = value, ... %} ... {% endwith %}
+  llvm::Expected<NodePtr> with(Parser &parser, NodePtr node) {
+    node->kind = Node::With;
+    while (!parser.atEnd()) {
+      llvm::Expected<std::string> target = parser.expectName();
+      if (!target)
+        return target.takeError();
+      if (llvm::Error error = parser.expectOp("="))
+        return std::move(error);
+      llvm::Expected<ExprPtr> value = parser.expression();
+      if (!value)
+        return value.takeError();
+      node->assignments.push_back({*target, *value});
+      if (!parser.isOp(","))
+        break;
+      parser.next();
+    }
+    if (!parser.atEnd())
+      return parser.fail("unexpected '" + parser.peek().text + "'");
+    return blockUntil("endwith", std::move(node));
   }
 
   std::vector<Piece> pieces;

@@ -362,6 +362,8 @@ static std::string floatText(double value) {
 
 /// Python's repr, of an item inside a list or dict printed.
 static std::string repr(const Value &value) {
+  if (value.kind == Value::Undefined) // Jinja's Undefined's repr
+    return "Undefined";
   if (value.kind != Value::String)
     return text(value);
   std::string out = "'";
