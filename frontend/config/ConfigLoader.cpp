@@ -27,6 +27,7 @@ public:
                 const std::string &message) override {
     llvm::SmallVector<llvm::StringRef> lines;
     text.split(lines, '\n');
+    placeAtEnumValue(message, lines, line, column);
     llvm::StringRef source =
         line < (int)lines.size() ? lines[line].rtrim() : "";
     errors += llvm::formatv("{0}:{1}:{2}: {3}{4}\n  {5}\n  {6}^\n", sourceName,
@@ -37,22 +38,45 @@ public:
   std::string errors;
 
 private:
+  static const llvm::Regex &unknownEnum() {
+    static const llvm::Regex regex("Unknown enumeration value of \"([^\"]*)\" "
+                                   "for field \"([^\"]+)\"");
+    return regex;
+  }
+
+  /// The parser finds an enum value unknown only at the token after it
+  /// (often the section's closing brace, lines on): point at the value.
+  static void placeAtEnumValue(llvm::StringRef message,
+                               llvm::ArrayRef<llvm::StringRef> lines,
+                               int &line, pb::io::ColumnNumber &column) {
+    llvm::SmallVector<llvm::StringRef, 3> match;
+    if (!unknownEnum().match(message, &match) || match[1].empty())
+      return;
+    for (int at = std::min<int>(line, lines.size() - 1); at >= 0; --at) {
+      llvm::StringRef source = lines[at];
+      if (at == line)
+        source = source.take_front(column);
+      size_t found = source.rfind(match[1]);
+      if (found != llvm::StringRef::npos) {
+        line = at;
+        column = found;
+        return;
+      }
+    }
+  }
+
   static std::string hintFor(llvm::StringRef message) {
     static const llvm::Regex unknownField(
         "Message type \"([A-Za-z0-9_.]+)\" has no field named \"([^\"]+)\"");
-    static const llvm::Regex unknownEnum(
-        "Unknown enumeration value of \"[^\"]*\" for field \"([^\"]+)\"");
     llvm::SmallVector<llvm::StringRef, 3> match;
-    if (unknownEnum.match(message, &match))
-      return enumChoices(*JobConfig::descriptor(), match[1]);
+    if (unknownEnum().match(message, &match))
+      return enumChoices(*JobConfig::descriptor(), match[2]);
     if (!unknownField.match(message, &match))
       return "";
     const pb::Descriptor *type =
         pb::DescriptorPool::generated_pool()->FindMessageTypeByName(
             match[1].str());
-    if (!type)
-      return "";
-    return " (did you mean " + closestFieldPath(*type, match[2]) + "?)";
+    return type ? unknownFieldHint(*type, match[2]) : "";
   }
 
   /// " (one of A, B, C)": the values of the enum fields named `field`

@@ -8,7 +8,6 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/FormatVariadic.h"
 
-#include <limits>
 #include <map>
 
 using namespace twill;
@@ -16,41 +15,6 @@ namespace pb = google::protobuf;
 
 static llvm::Error overrideError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
-}
-
-/// Every field path below `type`, sections and leaves, depth first.
-static void collectFieldPaths(const pb::Descriptor &type,
-                              const std::string &prefix,
-                              std::vector<std::string> &paths) {
-  for (int i = 0; i < type.field_count(); ++i) {
-    const pb::FieldDescriptor &field = *type.field(i);
-    std::string path = prefix + field.name();
-    paths.push_back(path);
-    if (field.message_type())
-      collectFieldPaths(*field.message_type(), path + ".", paths);
-  }
-}
-
-static llvm::StringRef leafOf(llvm::StringRef path) {
-  return path.rsplit('.').second.empty() ? path : path.rsplit('.').second;
-}
-
-std::string twill::closestFieldPath(const pb::Descriptor &root,
-                                    llvm::StringRef key) {
-  std::vector<std::string> paths;
-  collectFieldPaths(root, "", paths);
-  std::string best;
-  unsigned bestDistance = std::numeric_limits<unsigned>::max();
-  for (const std::string &path : paths) {
-    // A misspelt path, or the right field name under the wrong section.
-    unsigned distance = std::min(llvm::StringRef(path).edit_distance(key),
-                                 leafOf(path).edit_distance(leafOf(key)) + 1);
-    if (distance < bestDistance) {
-      best = path;
-      bestDistance = distance;
-    }
-  }
-  return best;
 }
 
 /// The allowed values of an enum field, for messages.
@@ -168,9 +132,8 @@ llvm::Error twill::applyOverride(JobConfig &config,
   // Resolve the whole path before changing anything.
   llvm::SmallVector<const pb::FieldDescriptor *> fields = fieldsOf(key);
   if (fields.empty())
-    return overrideError("unknown config key '" + key + "' (did you mean " +
-                         closestFieldPath(*JobConfig::descriptor(), key) +
-                         "?)");
+    return overrideError("unknown config key '" + key + "'" +
+                         unknownFieldHint(*JobConfig::descriptor(), key));
 
   pb::Message *message = &config;
   for (const pb::FieldDescriptor *section : llvm::ArrayRef(fields).drop_back())

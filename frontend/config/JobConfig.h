@@ -66,9 +66,11 @@ void resolveDefaults(JobConfig &config);
 /// each naming the field and what is allowed.
 llvm::Error validateJobConfig(const JobConfig &config);
 
-/// The dotted path, below `root`, of the field closest to `key`, for
-/// "did you mean" hints.
-std::string closestFieldPath(const google::protobuf::Descriptor &root,
+/// What to tell a user who named `key` (a field, or a dotted path below
+/// `scope`) that `scope` lacks: " (Twill calls it train.lr)" for another
+/// trainer's name, " (did you mean X?)" for a near miss, else the fields
+/// there are.
+std::string unknownFieldHint(const google::protobuf::Descriptor &scope,
                              llvm::StringRef key);
 
 } // namespace twill

@@ -13,6 +13,7 @@
 using namespace twill;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 namespace {
 
@@ -148,6 +149,28 @@ TEST(JobConfigLoading, TextprotoErrorsAreLocatedWithAHint) {
                     HasSubstr("did you mean batch_size?")));
 }
 
+TEST(JobConfigLoading, TextprotoNamesOfOtherTrainersNameTwills) {
+  EXPECT_THAT(errorOf(parseJobConfig("learning_rate: 1e-4\n", "job.textproto")),
+              HasSubstr("(Twill calls it train.lr)"));
+  EXPECT_THAT(errorOf(parseJobConfig("train { learning_rate: 1e-4 }\n",
+                                     "job.textproto")),
+              HasSubstr("(Twill calls it train.lr)"));
+  EXPECT_THAT(
+      errorOf(parseJobConfig("model_name_or_path: \"x\"\n", "job.textproto")),
+      HasSubstr("(Twill calls it checkpoint.base_dir)"));
+  EXPECT_THAT(errorOf(parseJobConfig("train { xyz: 1 }\n", "job.textproto")),
+              HasSubstr("the fields of train are batch_size"));
+}
+
+TEST(JobConfigLoading, AnUnknownEnumValueIsPlacedOnItsOwnLine) {
+  std::string error = errorOf(parseJobConfig(
+      "data {\n  format: MESSAGES\n  path: \"x.jsonl\"\n}\n", "job.textproto"));
+  EXPECT_THAT(error, HasSubstr("job.textproto:2:11: Unknown enumeration value "
+                               "of \"MESSAGES\""));
+  EXPECT_THAT(error, HasSubstr("(one of TOKENIZED, ALPACA, CHAT, PREFERENCE)"));
+  EXPECT_THAT(error, HasSubstr("\n    format: MESSAGES\n            ^"));
+}
+
 TEST(JobConfigLoading, MissingFileIsNamed) {
   EXPECT_THAT(errorOf(loadJobConfig("/nonexistent/job.textproto", {})),
               HasSubstr("/nonexistent/job.textproto"));
@@ -231,6 +254,47 @@ TEST(JobConfigOverrides, UnknownKeyNamesTheClosestField) {
   // Nothing was changed by the failed overrides.
   EXPECT_FALSE(config.has_train());
   EXPECT_FALSE(config.has_lora());
+}
+
+TEST(JobConfigOverrides, OtherTrainersNamesAreAnsweredWithTwills) {
+  // Hugging Face's TrainingArguments, PEFT, TRL, torchtune and Axolotl.
+  const std::pair<const char *, const char *> names[] = {
+      {"learning_rate", "train.lr"},
+      {"train.learning_rate", "train.lr"},
+      {"lr_scheduler_type", "train.warmup_steps"},
+      {"num_train_epochs", "train.epochs"},
+      {"per_device_train_batch_size", "train.batch_size"},
+      {"micro_batch_size", "train.batch_size"},
+      {"max_seq_length", "train.seq_len"},
+      {"model_name_or_path", "checkpoint.base_dir"},
+      {"lora_r", "lora.rank"},
+      {"lora_alpha", "lora.alpha"},
+      {"lora_dropout", "lora.dropout"},
+      {"gradient_checkpointing", "parallel.activation_checkpointing"},
+  };
+  for (auto [name, twills] : names) {
+    JobConfig config;
+    EXPECT_THAT(errorOf(applyOverride(config, std::string(name) + "=1")),
+                HasSubstr(std::string("(Twill calls it ") + twills + ")"))
+        << name;
+  }
+  // The same name in another section.
+  JobConfig config;
+  EXPECT_THAT(errorOf(applyOverride(config, "gradient_accumulation_steps=2")),
+              HasSubstr("did you mean train.gradient_accumulation_steps?"));
+  EXPECT_THAT(errorOf(applyOverride(config, "output_dir=out")),
+              HasSubstr("did you mean checkpoint.output_dir?"));
+  EXPECT_THAT(errorOf(applyOverride(config, "train.output_dir=out")),
+              HasSubstr("did you mean checkpoint.output_dir?"));
+}
+
+TEST(JobConfigOverrides, AKeyLikeNoFieldListsTheFieldsThere) {
+  JobConfig config;
+  std::string error = errorOf(applyOverride(config, "train.warmup_ratio=0.1"));
+  EXPECT_THAT(error, HasSubstr("the fields of train are batch_size, seq_len"));
+  EXPECT_THAT(error, Not(HasSubstr("did you mean")));
+  EXPECT_THAT(errorOf(applyOverride(config, "optimizer.name=adamw")),
+              HasSubstr("the fields of the job are model, lora"));
 }
 
 TEST(JobConfigOverrides, BadValuesNameTheFieldAndWhatIsAllowed) {
