@@ -9,10 +9,12 @@
 
 #include "google/protobuf/descriptor.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <cstring>
@@ -64,6 +66,15 @@ static llvm::Error checkFormat(const Executable &executable) {
   return llvm::Error::success();
 }
 
+/// Whether `bytes` hold text (a job's textproto, a JSON file) rather than a
+/// serialized program, whose lengths and numbers are bytes below 0x20.
+static bool isText(llvm::StringRef bytes) {
+  return !bytes.empty() && llvm::json::isUTF8(bytes) &&
+         llvm::all_of(bytes, [](unsigned char c) {
+           return c >= 0x20 || c == '\n' || c == '\r' || c == '\t';
+         });
+}
+
 llvm::Expected<Executable> twill::loadExecutable(llvm::StringRef path) {
   // A FIFO or a device (/dev/zero) would be read without end.
   if (llvm::sys::fs::exists(path) && !llvm::sys::fs::is_regular_file(path))
@@ -77,6 +88,13 @@ llvm::Expected<Executable> twill::loadExecutable(llvm::StringRef path) {
     return llvm::createStringError(file.getError(), "cannot read %s: %s",
                                    path.str().c_str(),
                                    file.getError().message().c_str());
+  if (isText((*file)->getBuffer()))
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "%s is text, not a program (a job config?): run `twill train %s` "
+        "to compile and run a job, or compile it first with `twillc %s -o "
+        "job.twx` and give twill-train job.twx",
+        path.str().c_str(), path.str().c_str(), path.str().c_str());
   Executable executable;
   if (!executable.ParseFromArray((*file)->getBufferStart(),
                                  (*file)->getBufferSize()))

@@ -323,4 +323,18 @@ TEST(Executable, GarbageFileIsNamed) {
               HasSubstr(path + " is not an Executable"));
 }
 
+TEST(Executable, AJobConfigGivenForAProgramIsSaidToBeOne) {
+  std::string path = ::testing::TempDir() + "/job.textproto";
+  FILE *file = fopen(path.c_str(), "wb");
+  ASSERT_TRUE(file);
+  fputs("# a job\nmodel {\n  hidden_size: 64\n}\n", file);
+  fclose(file);
+  llvm::Expected<Executable> loaded = loadExecutable(path);
+  ASSERT_FALSE(bool(loaded));
+  std::string error = llvm::toString(loaded.takeError());
+  EXPECT_THAT(error, HasSubstr(path + " is text, not a program"));
+  EXPECT_THAT(error, HasSubstr("`twill train " + path + "`"));
+  EXPECT_THAT(error, HasSubstr("`twillc " + path + " -o job.twx`"));
+}
+
 } // namespace
