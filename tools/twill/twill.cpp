@@ -27,6 +27,7 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
@@ -245,6 +246,76 @@ static int become(std::vector<std::string> command) {
                             std::strerror(errno)));
 }
 
+/// The value of twill-train's flag `name` ("--data") among `flags`, as
+/// `--data=X` or `--data X`; empty if not given.
+static std::string flagValue(llvm::ArrayRef<std::string> flags,
+                             llvm::StringRef name) {
+  std::string value;
+  for (size_t i = 0; i < flags.size(); ++i) {
+    llvm::StringRef flag = flags[i];
+    if (flag == name && i + 1 < flags.size())
+      value = flags[i + 1];
+    else if (flag.consume_front(name) && flag.consume_front("="))
+      value = flag.str();
+  }
+  return value;
+}
+
+/// Every file or folder the ranks will read, checked before the job is
+/// compiled (minutes for a large model), so a wrong path fails at once and
+/// names the setting that gave it. Each with the setting that names it.
+static llvm::Error checkInputs(const JobConfig &job,
+                               llvm::ArrayRef<std::string> flags) {
+  auto unreadable = [](llvm::StringRef path, bool folder) -> std::string {
+    if (!llvm::sys::fs::exists(path))
+      return "does not exist";
+    if (!folder && !llvm::sys::fs::is_regular_file(path))
+      return "is not a file";
+    int fd;
+    if (std::error_code error = llvm::sys::fs::openFileForRead(path, fd))
+      return "cannot be read: " + error.message();
+    llvm::sys::Process::SafelyCloseFileDescriptor(fd);
+    return "";
+  };
+  struct Input {
+    std::string setting, path;
+    bool folder = false; // a model folder or a .safetensors file
+  };
+  std::string data = flagValue(flags, "--data");
+  std::string weights = flagValue(flags, "--weights");
+  std::vector<Input> inputs = {
+      {data.empty() ? "data.path" : "--data",
+       data.empty() ? job.data().path() : data},
+      {"--eval-data", flagValue(flags, "--eval-data")},
+      {"tokenizer", job.tokenizer()},
+      {"data.chat_template", job.data().chat_template()},
+      {"--adapter", flagValue(flags, "--adapter"), true}};
+  if (!job.checkpoint().random_base())
+    inputs.push_back({weights.empty() ? "checkpoint.base_dir" : "--weights",
+                      weights.empty() ? job.checkpoint().base_dir() : weights,
+                      true});
+  // --eval and --write-base read no training data; a training run does.
+  bool trains = llvm::none_of(flags, [](llvm::StringRef flag) {
+    return flag == "--eval" || flag.starts_with("--eval=") ||
+           flag.starts_with("--write-base");
+  });
+  if (trains && inputs.front().path.empty())
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "no data: set data.path in the job or pass `-- --data FILE`");
+  std::string problems;
+  for (const Input &input : inputs)
+    if (!input.path.empty())
+      if (std::string why = unreadable(input.path, input.folder); !why.empty())
+        problems += "\n  " + input.setting + ": " + input.path + " " + why;
+  if (problems.empty())
+    return llvm::Error::success();
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 "the job's inputs are not all there (nothing "
+                                 "was compiled or run):" +
+                                 problems);
+}
+
 static int train(const char *argv0, llvm::ArrayRef<const char *> args) {
   llvm::Expected<Request> request = parseTrain(args);
   if (!request)
@@ -260,6 +331,8 @@ static int train(const char *argv0, llvm::ArrayRef<const char *> args) {
         "--nproc is {3}: set parallel.dp and parallel.tp so their product is "
         "{3}, or leave --nproc out",
         dp, tp, dp * tp, request->ranks));
+  if (llvm::Error error = checkInputs(*job, request->trainFlags))
+    return fail(llvm::toString(std::move(error)));
   // Held from here to the run's end: what this process becomes (mpirun,
   // srun or twill-train) keeps it, and passes its token to twill-train.
   llvm::Expected<RunLock> lock = RunLock::take(job->checkpoint().output_dir());
