@@ -90,6 +90,14 @@ static llvm::Error checkConversation(llvm::ArrayRef<ChatMessage> messages) {
   return llvm::Error::success();
 }
 
+bool ChatFormat::knowsRole(llvm::StringRef role) const {
+  // developer: gpt-oss's system; function: OpenAI's tool role before tool.
+  static constexpr llvm::StringLiteral common[] = {
+      "system", "developer", "user", "assistant", "tool", "function", "ipython"};
+  return llvm::is_contained(common, role) ||
+         (chatTemplate && chatTemplate->quotes(role));
+}
+
 llvm::Expected<ChatFormat> ChatFormat::llama3(const Tokenizer &tokenizer,
                                               llvm::StringRef source) {
   for (llvm::StringRef name :

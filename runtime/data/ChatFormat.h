@@ -65,6 +65,9 @@ public:
 
   /// Whether the model's own template formats the conversations.
   bool hasTemplate() const { return chatTemplate.has_value(); }
+  /// Whether a message may have role `role`: OpenAI's roles and Llama
+  /// 3.1's ipython, or one the template names (GLM's "observation").
+  bool knowsRole(llvm::StringRef role) const;
 
   /// The tokens and labels of `messages`; `trained[i]` says whether message
   /// i is trained on; `tools`, a JSON list's text, the template's `tools`.

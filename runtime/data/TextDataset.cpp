@@ -3,6 +3,8 @@
 #include "runtime/data/TextDataset.h"
 
 #include "runtime/data/JsonLines.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 
 using namespace twill;
@@ -84,6 +86,42 @@ twill::readAlpacaJsonl(llvm::StringRef path, const ChatFormat &format,
   return examples;
 }
 
+/// Why message `index`'s role is refused: none a template renders.
+static std::string unknownRole(size_t index, llvm::StringRef role) {
+  llvm::StringRef meant = llvm::StringSwitch<llvm::StringRef>(role)
+                              .Cases("human", "User", "user")
+                              .Cases("gpt", "bot", "model", "Assistant",
+                                     "assistant")
+                              .Default("");
+  return llvm::formatv("message {0}: role '{1}' is none of OpenAI's roles "
+                       "(system, developer, user, assistant, tool) nor one the "
+                       "chat template names, so the message would be "
+                       "rendered as nothing the model knows{2}",
+                       index, role,
+                       meant.empty()
+                           ? std::string()
+                           : llvm::formatv(": did you mean '{0}'? (ShareGPT's "
+                                           "human and gpt are read from "
+                                           "'conversations' of {{\"from\", "
+                                           "\"value\"})",
+                                           meant)
+                                 .str());
+}
+
+/// Why message `index` is refused: it has no content (nor tool calls),
+/// naming the keys it has.
+static std::string missingContent(size_t index, const json::Object &message,
+                                  bool shareGpt) {
+  std::vector<std::string> keys;
+  for (const auto &entry : message)
+    keys.push_back("'" + entry.first.str() + "'");
+  llvm::sort(keys);
+  return llvm::formatv("message {0} has no '{1}'{2} (its keys: {3})", index,
+                       shareGpt ? "value" : "content",
+                       shareGpt ? "" : " nor 'tool_calls'",
+                       llvm::join(keys, ", "));
+}
+
 llvm::Expected<std::vector<Example>>
 twill::readChatJsonl(llvm::StringRef path, const ChatFormat &format,
                      bool trainOnInput) {
@@ -141,11 +179,15 @@ twill::readChatJsonl(llvm::StringRef path, const ChatFormat &format,
                                "' is not supported; allowed: system, human, "
                                "gpt");
             *role = known->second.str();
+          } else if (format.hasTemplate() && !format.knowsRole(*role)) {
+            return lineError(unknownRole(index, *role));
           }
           // A template reads what it needs: an answer of tool calls may
           // have no content.
           const json::Value *given =
               message->get(shareGpt ? "value" : "content");
+          if (!given && !message->get("tool_calls"))
+            return lineError(missingContent(index, *message, shareGpt));
           bool none = !given || given->kind() == json::Value::Null;
           llvm::Expected<std::string> content =
               none && index < written.size()

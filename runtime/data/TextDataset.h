@@ -10,6 +10,10 @@
 //   to a template each message as written, tool_calls and all, and the
 //   line's "tools"), or ShareGPT's {"conversations": [{"from", "value"},
 //   ...]} (system, human, gpt).
+// A message needs a content (or, an answer, tool calls), and with a
+// template a role it renders: OpenAI's, Llama 3.1's ipython, or one the
+// template names; anything else is refused, naming the line and message,
+// not rendered as a turn the model never sees trained.
 // Without `trainOnInput` only the assistant messages are trained on.
 //
 //===----------------------------------------------------------------------===//

@@ -358,6 +358,51 @@ TEST(ChatFormat, ATemplateReadsEachMessageAndTheToolsAsWritten) {
                         "template, and this model has none"));
 }
 
+TEST(ChatFormat, RolesNoTemplateRendersAreRefusedNamed) {
+  ChatFormat format = llama3Template();
+  // ShareGPT's names inside OpenAI's messages: the row would train on
+  // nothing, as the template renders an unknown role as any other.
+  std::string shareGptNames = temporaryFile(
+      "jsonl", R"({"messages": [{"role": "user", "content": "U"},)"
+               R"( {"role": "assistant", "content": "A"}]})"
+               "\n"
+               R"({"messages": [{"role": "human", "content": "U"},)"
+               R"( {"role": "bot", "content": "A"}]})"
+               "\n");
+  EXPECT_THAT(
+      llvm::toString(readChatJsonl(shareGptNames, format, false).takeError()),
+      HasSubstr(":2: message 0: role 'human' is none of OpenAI's roles "
+                "(system, developer, user, assistant, tool) nor one the chat "
+                "template names, so the message would be rendered as nothing "
+                "the model knows: did you mean 'user'?"));
+  // A role the template names is its own (GLM's observation).
+  std::string observation = temporaryFile(
+      "jsonl", R"({"messages": [{"role": "user", "content": "U"},)"
+               R"( {"role": "observation", "content": "O"},)"
+               R"( {"role": "assistant", "content": "A"}]})");
+  EXPECT_THAT(
+      llvm::toString(readChatJsonl(observation, format, false).takeError()),
+      HasSubstr("message 1: role 'observation' is none"));
+  ChatFormat glm = llama3Template(
+      "{% for m in messages %}{% if m.role == 'observation' %}<|eot_id|>"
+      "{% endif %}{{ m.role }}{{ m.content }}<|eot_id|>{% endfor %}");
+  auto read = readChatJsonl(observation, glm, false);
+  EXPECT_TRUE(bool(read)) << llvm::toString(read.takeError());
+}
+
+TEST(ChatFormat, AMessageWithoutContentIsRefusedNamingItsKeys) {
+  std::string path = temporaryFile(
+      "jsonl", R"({"messages": [{"role": "user", "text": "U"},)"
+               R"( {"role": "assistant", "content": "A"}]})");
+  std::string expected = ":1: message 0 has no 'content' nor 'tool_calls' "
+                         "(its keys: 'role', 'text')";
+  EXPECT_THAT(llvm::toString(
+                  readChatJsonl(path, llama3Template(), false).takeError()),
+              HasSubstr(expected));
+  EXPECT_THAT(llvm::toString(readChatJsonl(path, llama3(), false).takeError()),
+              HasSubstr(expected));
+}
+
 TEST(Packing, BoundariesAndPositionsOfAHandMadeExample) {
   // Two examples of 3 and 2 tokens in one row of 6: each starts at position
   // 0 in its own segment; label i is the example's label i + 1; the last

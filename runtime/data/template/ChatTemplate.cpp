@@ -596,8 +596,14 @@ llvm::Expected<ChatTemplate> ChatTemplate::parse(llvm::StringRef source,
     return root.takeError();
   ChatTemplate parsed;
   parsed.name = name.str();
+  parsed.source = source.str();
   parsed.root = *root;
   return std::move(parsed);
+}
+
+bool ChatTemplate::quotes(llvm::StringRef text) const {
+  return llvm::StringRef(source).contains(("'" + text + "'").str()) ||
+         llvm::StringRef(source).contains(("\"" + text + "\"").str());
 }
 
 llvm::Expected<ChatTemplate> ChatTemplate::load(llvm::StringRef path) {

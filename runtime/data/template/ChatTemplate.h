@@ -5,11 +5,13 @@
 // renders it: Jinja with trim_blocks and lstrip_blocks, the messages,
 // bos_token, eos_token, add_generation_prompt and the template's other
 // variables. The subset chat templates use is built: text, {{ }}, {% if /
-// elif / else %}, {% for %} (loop.*, a filter, unpacking, else), {% set %}
-// (namespace attributes too), break and continue, whitespace control;
+// elif / else %}, {% for %} (loop.*, a filter, unpacking, else, recursive
+// loops), {% set %} (namespace attributes and set blocks too), {% macro %},
+// {% with %}, {% filter %}, break and continue, whitespace control;
 // expressions with Python's operators, tests, literals, slicing, string
-// and dict methods and Jinja's filters (trim, tojson, length, ...), and
-// raise_exception. A construct outside it is refused naming it and its
+// and dict methods and Jinja's filters (trim, tojson, length, dictsort,
+// indent, ...), and raise_exception. A construct outside it (inheritance,
+// include, import, call blocks, autoescape) is refused naming it and its
 // line, when the template is read.
 //
 //===----------------------------------------------------------------------===//
@@ -48,9 +50,13 @@ public:
   /// make more than the bounds in Jinja.h allow (a template is untrusted).
   llvm::Expected<std::string> render(llvm::StringRef variablesJson) const;
 
+  /// Whether the template's text holds `text` as a string literal ('tool',
+  /// "observation"): the roles it compares messages' with, among others.
+  bool quotes(llvm::StringRef text) const;
+
 private:
   ChatTemplate() = default;
-  std::string name;
+  std::string name, source;
   std::shared_ptr<jinja::Node> root;
 };
 
