@@ -114,6 +114,19 @@ PackResult twill::packExamples(llvm::ArrayRef<Example> examples, int64_t seqLen,
       ++result.truncatedExamples;
       result.truncatedTokens += example.inputIds.size() - length;
     }
+    result.longestExample =
+        std::max<int64_t>(result.longestExample, example.inputIds.size());
+    // Label 0 is no position's next token.
+    int64_t labels = 0, kept = 0;
+    for (size_t i = 1; i < example.labels.size(); ++i)
+      if (example.labels[i] != kIgnoreLabel) {
+        ++labels;
+        kept += int64_t(i) < length;
+      }
+    result.labelsKept += kept;
+    result.labelsCut += labels - kept;
+    if (!labels && !result.unlabelledExamples++)
+      result.firstUnlabelledLine = example.line;
     if (!packed || (int64_t)row.tokens.size() + length > seqLen)
       finishRow();
     for (int64_t i = 0; i < length; ++i) {

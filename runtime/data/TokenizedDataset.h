@@ -56,6 +56,13 @@ struct PackResult {
   std::vector<Row> rows;
   /// Examples cut to seq_len, and the tokens cut off them.
   int64_t truncatedExamples = 0, truncatedTokens = 0;
+  /// The labels trained on in the rows, and those cut off with the tokens.
+  int64_t labelsKept = 0, labelsCut = 0;
+  /// The longest example's tokens: the seq_len that cuts none.
+  int64_t longestExample = 0;
+  /// Examples with no label at all (a conversation without an assistant
+  /// turn), and the line of the first.
+  int64_t unlabelledExamples = 0, firstUnlabelledLine = 0;
 };
 
 /// Lays `examples` into rows of `seqLen`: several per row when `packed`,

@@ -40,6 +40,10 @@ TEST(TokenizedDataset, PacksExamplesWithTheirOwnPositionsAndSegments) {
   EXPECT_THAT(packed.rows[1].labels,
               ElementsAre(9, -100, -100, -100, -100, -100, -100, -100));
   EXPECT_EQ(packed.truncatedExamples, 0);
+  EXPECT_EQ(packed.labelsKept, 6);
+  EXPECT_EQ(packed.labelsCut, 0);
+  EXPECT_EQ(packed.longestExample, 4);
+  EXPECT_EQ(packed.unlabelledExamples, 0);
 }
 
 TEST(TokenizedDataset, UnpackedRowsAndTruncation) {
@@ -52,6 +56,11 @@ TEST(TokenizedDataset, UnpackedRowsAndTruncation) {
   EXPECT_THAT(packed.rows[1].tokens, ElementsAre(6, 0, 0, 0));
   EXPECT_EQ(packed.truncatedExamples, 1);
   EXPECT_EQ(packed.truncatedTokens, 1);
+  // The cut token's label with it; the one-token example has no next token.
+  EXPECT_EQ(packed.labelsKept, 3);
+  EXPECT_EQ(packed.labelsCut, 1);
+  EXPECT_EQ(packed.longestExample, 5);
+  EXPECT_EQ(packed.unlabelledExamples, 1);
 }
 
 TEST(TokenizedDataset, ReadsJsonlAndNamesBadLines) {

@@ -161,6 +161,12 @@ static int fail(llvm::Error error) {
   return fail(llvm::toString(std::move(error)));
 }
 
+/// Where a warning goes: stderr on rank 0, marked as one.
+static llvm::raw_ostream &warn() {
+  return isFirstRank ? llvm::WithColor::warning(llvm::errs(), "twill-train")
+                     : llvm::nulls();
+}
+
 /// Writes the buffers `select` picks, named as it says, to `path`: whole
 /// tensors, put together from every rank's blocks; rank 0 writes.
 static llvm::Error
@@ -366,6 +372,41 @@ static llvm::Expected<std::vector<Row>> readPairRows(const JobConfig &job,
   return pairRows(*pairs, seqLen);
 }
 
+/// Fails where no token of `path` is trained on (the run would update
+/// nothing, and end as if it had trained); warns where cutting examples to
+/// seq_len loses most labels, or an example has none.
+static llvm::Error checkLabels(const PackResult &packed, llvm::StringRef path,
+                               int64_t seqLen) {
+  int64_t labels = packed.labelsKept + packed.labelsCut;
+  std::string longest = llvm::formatv(
+      "the longest example has {0} tokens: train.seq_len={0} keeps every "
+      "label",
+      packed.longestExample);
+  if (!packed.labelsKept)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        labels ? llvm::formatv("{0}: no token is trained on: cutting the "
+                               "examples to train.seq_len={1} drops all {2} "
+                               "labelled tokens; {3}",
+                               path, seqLen, labels, longest)
+                     .str()
+               : path + ": no token is trained on: no example has a "
+                        "labelled token (chat data trains on the assistant's "
+                        "turns; a conversation without one trains on nothing "
+                        "unless data.train_on_input)");
+  if (packed.labelsCut > packed.labelsKept)
+    warn() << llvm::formatv("{0}: cutting the examples to train.seq_len={1} "
+                            "drops {2} of their {3} labelled tokens; {4}\n",
+                            path, seqLen, packed.labelsCut, labels, longest);
+  if (packed.unlabelledExamples)
+    warn() << llvm::formatv("{0}: {1} examples have no labelled token and "
+                            "train on nothing (the first at line {2}: a "
+                            "conversation without an assistant turn?)\n",
+                            path, packed.unlabelledExamples,
+                            packed.firstUnlabelledLine);
+  return llvm::Error::success();
+}
+
 static llvm::Expected<std::vector<Row>> readRows(const JobConfig &job,
                                                  llvm::StringRef path) {
   const DataConfig &data = job.data();
@@ -388,16 +429,17 @@ static llvm::Expected<std::vector<Row>> readRows(const JobConfig &job,
   if (llvm::Error error =
           checkVocabulary(*examples, path, job.model().vocab_size()))
     return std::move(error);
-  PackResult packed =
-      packExamples(*examples, job.train().seq_len(), job.data().packed());
+  int64_t seqLen = job.train().seq_len();
+  PackResult packed = packExamples(*examples, seqLen, job.data().packed());
   report() << llvm::formatv("{0}: {1} examples in {2} rows of {3}", path,
-                            examples->size(), packed.rows.size(),
-                            job.train().seq_len());
+                            examples->size(), packed.rows.size(), seqLen);
   if (packed.truncatedExamples)
     report() << llvm::formatv(" ({0} examples longer than seq_len cut, "
                               "{1} tokens dropped)",
                               packed.truncatedExamples, packed.truncatedTokens);
   report() << "\n";
+  if (llvm::Error error = checkLabels(packed, path, seqLen))
+    return std::move(error);
   return std::move(packed.rows);
 }
 
