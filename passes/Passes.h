@@ -16,7 +16,7 @@ namespace mlir::twill {
 /// optimizer, with every value placed on the mesh, partitioned into one
 /// rank's program, or with that program's memory planned (what is
 /// emitted).
-enum class Stage { Differentiated, Placed, Partitioned, Planned };
+enum class Stage { Traced, Differentiated, Placed, Partitioned, Planned };
 
 /// The passes between the traced model and emission, in order, set up for
 /// the job's training settings.

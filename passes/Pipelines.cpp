@@ -7,6 +7,8 @@
 void mlir::twill::buildCompilePipeline(OpPassManager &pm,
                                        const ::twill::JobConfig &job,
                                        Stage until) {
+  if (until == Stage::Traced)
+    return;
   const ::twill::TrainConfig &train = job.train();
   if (train.precision() == ::twill::TrainConfig::BF16)
     pm.addPass(createMixedPrecision());

@@ -64,13 +64,17 @@ static cl::opt<Emit> emit(
                clEnumValN(Emit::Config, "config",
                           "the resolved, validated job config (textproto)"),
                clEnumValN(Emit::Mlir, "mlir",
-                          "the compiled program in the twill dialect")),
+                          "the compiled program in the twill dialect, one "
+                          "rank's (--mlir-stage says how far compiled)")),
     cl::cat(options));
 
 static cl::opt<mlir::twill::Stage> stage(
     "mlir-stage", cl::desc("With --emit=mlir: how far to compile"),
     cl::init(mlir::twill::Stage::Partitioned),
-    cl::values(clEnumValN(mlir::twill::Stage::Differentiated, "differentiated",
+    cl::values(clEnumValN(mlir::twill::Stage::Traced, "traced",
+                          "the model's forward as traced, before anything "
+                          "is differentiated (what twill-opt's passes take)"),
+               clEnumValN(mlir::twill::Stage::Differentiated, "differentiated",
                           "global program: train step and optimizer"),
                clEnumValN(mlir::twill::Stage::Placed, "placed",
                           "every value with its placement on the mesh"),
