@@ -497,6 +497,21 @@ static llvm::Expected<Value> indented(const Value &value, const Value &width,
   return Value::of(out.take());
 }
 
+/// A dict's items as Python lists them: a list of [key, value] pairs.
+static llvm::Expected<Value>
+keyValuePairs(const std::vector<std::pair<std::string, Value>> &items,
+              int line) {
+  ItemsBuilder pairs(Value::List, line);
+  for (auto &[key, item] : items) {
+    ItemsBuilder pair(Value::List, line);
+    if (llvm::Error error = pair.append({Value::of(key), item}))
+      return std::move(error);
+    if (llvm::Error error = pairs.append(pair.take()))
+      return std::move(error);
+  }
+  return pairs.take();
+}
+
 /// Jinja's dictsort(case_sensitive=False, by='key', reverse=False): a
 /// dict's [key, value] pairs sorted by key or value (strings without case
 /// unless asked), stably, as Python's sorted.
@@ -524,15 +539,7 @@ static llvm::Expected<Value> dictSorted(const Value &value, bool caseSensitive,
   if (incomparable)
     return failAt(line, "'<' not supported between instances of '" +
                             *incomparable + "'");
-  ItemsBuilder pairs(Value::List, line);
-  for (auto &[key, item] : items) {
-    ItemsBuilder pair(Value::List, line);
-    if (llvm::Error error = pair.append({Value::of(key), item}))
-      return std::move(error);
-    if (llvm::Error error = pairs.append(pair.take()))
-      return std::move(error);
-  }
-  return pairs.take();
+  return keyValuePairs(items, line);
 }
 
 llvm::Expected<Value> jinja::applyFilter(llvm::StringRef name,
@@ -621,15 +628,7 @@ llvm::Expected<Value> jinja::applyFilter(llvm::StringRef name,
     return value;
   }
   if (name == "items" && value.kind == Value::Dict) {
-    ItemsBuilder pairs(Value::List, line);
-    for (auto &[key, item] : value.dict->items) {
-      ItemsBuilder pair(Value::List, line);
-      if (llvm::Error error = pair.append({Value::of(key), item}))
-        return std::move(error);
-      if (llvm::Error error = pairs.append(pair.take()))
-        return std::move(error);
-    }
-    return pairs.take();
+    return keyValuePairs(value.dict->items, line);
   }
   if (name == "join")
     return joined(value, args.empty() ? "" : text(args[0]), line);
