@@ -11,7 +11,9 @@
 // transport of large cpu meshes.
 //
 // A hub greets each connection with its job's token (SocketHub.h), so that
-// a rank looking for its hub among several ports passes by another job's.
+// a rank looking for its hub among several ports passes by another job's,
+// and lets in only ranks that prove they know the job's secret
+// (SocketAuth.h).
 // Every message is a Frame, then its group's world ranks, then its bytes,
 // in the ranks' own byte order (every platform Twill builds on is
 // little-endian).
@@ -38,6 +40,8 @@ enum class Kind : uint32_t {
   Result,     // hub -> rank: its result
   Abort,      // either way: the job ends; bytes: why
   Greeting,   // hub -> rank, first on each connection: its job's token
+              // and a nonce (SocketAuth.h)
+  Answer,     // hub -> rank: its answer to the hello, proved
 };
 
 /// What a collective computes (the Communicator's collectives).
@@ -81,6 +85,8 @@ struct Frame {
   uint64_t bytes = 0;    // following the group
   Collective collective;
 };
+
+static_assert(sizeof(Frame) == 128, "a Frame's layout is the protocol's");
 
 /// A message as read: its frame, group and bytes.
 struct Message {

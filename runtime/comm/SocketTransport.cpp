@@ -5,13 +5,18 @@
 // PyTorchJob, or any launcher that sets them): rank 0 starts the hub
 // (SocketHub.h) on MASTER_PORT (TWILL_HUB_PORT where set; the first free of
 // the ports after it under torchrun, whose agent holds MASTER_PORT), and
-// every rank finds it at MASTER_ADDR by its greeting, says hello, and learns
-// every rank's hostname (its place on its node). A collective sends this rank's
+// every rank finds it at MASTER_ADDR by its greeting, proves it knows the
+// job's secret (JobSecret.h, SocketAuth.h) and has the hub prove it, and
+// learns every rank's hostname (its place on its node). The hub listens on
+// MASTER_ADDR's address only (TWILL_HUB_ADDR: another address, or an
+// interface's name). A collective sends this rank's
 // input at its start; its wait reads the hub's messages until its result has
 // come. An axis of one rank computes its collectives here, without the hub.
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/comm/JobSecret.h"
+#include "runtime/comm/SocketAuth.h"
 #include "runtime/comm/SocketHub.h"
 #include "runtime/comm/SocketProtocol.h"
 #include "runtime/comm/Transports.h"
@@ -93,6 +98,8 @@ public:
       }
       if (m.frame.kind == Kind::Greeting)
         greeting = std::string(m.bytes.begin(), m.bytes.end());
+      else if (m.frame.kind == Kind::Answer)
+        answer = std::string(m.bytes.begin(), m.bytes.end());
       else if (m.frame.kind == Kind::Welcome)
         welcome = std::string(m.bytes.begin(), m.bytes.end());
       else
@@ -110,7 +117,7 @@ public:
     return bytes;
   }
 
-  std::optional<std::string> greeting, welcome;
+  std::optional<std::string> greeting, answer, welcome;
 
 private:
   llvm::Error gone() {
@@ -128,6 +135,7 @@ private:
 struct Launch {
   int rank = 0, size = 1, localRanks = 1, localRank = 0;
   std::string error; // why it could not join the others, if it could not
+  std::string token; // the job's name (join())
   Connection connection;
   std::unique_ptr<Hub> hub;
 };
@@ -172,31 +180,99 @@ int connectTo(const char *host, int port, std::string &last) {
   return connected;
 }
 
-/// How long a listener has to greet a rank before it looks on.
+/// How long a listener has to greet a rank, and to answer its hello,
+/// before it looks on.
 constexpr int kGreetingSeconds = 5;
 
-/// The connection to this job's hub (its greeting says `token`) at
-/// MASTER_ADDR, on the first of `ports` that has it, trying again until
-/// rank 0 listens. What listens on the others (another job's hub, or no
-/// hub) is passed by.
-llvm::Expected<Connection> connectToHub(const char *host,
-                                        llvm::ArrayRef<int> ports,
-                                        const std::string &token) {
+/// What this rank says and proves to its hub.
+struct Joining {
+  const char *host; // MASTER_ADDR
+  std::string token;
+  std::string secret; // empty: the machine's, read at each try (JobSecret.h)
+  int rank, ranks;
+};
+
+/// Reads `connection` until `arrived` holds something, at most
+/// kGreetingSeconds; the error of a connection that ended first.
+llvm::Error awaitMessage(Connection &connection,
+                         const std::optional<std::string> &arrived) {
+  auto until = Clock::now() + std::chrono::seconds(kGreetingSeconds);
+  while (!arrived && Clock::now() < until)
+    if (llvm::Error error = connection.read(100))
+      return error;
+  return llvm::Error::success();
+}
+
+/// Over a connection greeted by this job's hub: the hello, proving the
+/// secret, and the hub's answer, proving it. None where the hub is not
+/// this job's or refused the proof (to try again: the machine's secret may
+/// be a crashed run's, or not yet written); an error where the job's own
+/// hub refused this rank.
+llvm::Expected<bool> introduce(Connection &candidate, const Joining &joining,
+                               llvm::StringRef hubNonce, std::string &last) {
+  std::string secret = joining.secret;
+  if (secret.empty()) {
+    llvm::Expected<std::string> machines =
+        jobSecret(joining.rank, joining.token, joining.host);
+    if (!machines) {
+      last = llvm::toString(machines.takeError());
+      return false;
+    }
+    secret = *machines;
+  }
+  llvm::Expected<std::string> nonce = randomHex(16);
+  if (!nonce)
+    return nonce.takeError();
+  char hostname[256] = {};
+  gethostname(hostname, sizeof(hostname) - 1);
+  Hello hello{joining.rank, joining.ranks, *nonce,
+              rankProof(secret, hubNonce, *nonce, joining.rank, joining.ranks),
+              hostname};
+  Message message = helloMessage(hello);
+  llvm::Error error = candidate.send(message.frame, {}, message.bytes);
+  if (!error)
+    error = awaitMessage(candidate, candidate.answer);
+  if (error || !candidate.answer) {
+    last = error ? llvm::toString(std::move(error))
+                 : "the hub did not answer this rank's hello";
+    return false;
+  }
+  llvm::Expected<std::string> verdict = readAnswer(
+      *candidate.answer, secret, hubNonce, *nonce, joining.rank);
+  if (!verdict) {
+    last = llvm::toString(verdict.takeError());
+    return false;
+  }
+  if (!verdict->empty())
+    return socketError("rank 0's hub refused this rank: " + *verdict);
+  return true;
+}
+
+/// The connection to this job's hub at MASTER_ADDR (its greeting says the
+/// job's token, its answer proves the job's secret), on the first of
+/// `ports` that has it, trying again until rank 0 listens. What listens on
+/// the others (another job's hub, or no hub) is passed by.
+llvm::Expected<Connection> connectToHub(llvm::ArrayRef<int> ports,
+                                        const Joining &joining) {
   auto until = Clock::now() + std::chrono::seconds(kRendezvousSeconds);
   std::string last;
   while (Clock::now() < until) {
     for (int port : ports) {
       Connection candidate;
-      candidate.fd = connectTo(host, port, last);
+      candidate.fd = connectTo(joining.host, port, last);
       if (candidate.fd < 0)
         continue;
-      auto greetBy = Clock::now() + std::chrono::seconds(kGreetingSeconds);
-      llvm::Error error = llvm::Error::success();
-      while (!error && !candidate.greeting && Clock::now() < greetBy)
-        error = candidate.read(100);
-      if (candidate.greeting == token) {
-        llvm::consumeError(std::move(error));
-        return candidate;
+      llvm::Error error = awaitMessage(candidate, candidate.greeting);
+      auto [token, nonce] = splitGreeting(candidate.greeting.value_or(""));
+      if (!error && candidate.greeting && token == joining.token) {
+        llvm::Expected<bool> joined =
+            introduce(candidate, joining, nonce, last);
+        if (joined && *joined)
+          return candidate;
+        close(candidate.fd);
+        if (!joined)
+          return joined.takeError();
+        continue;
       }
       last = llvm::formatv("port {0}: {1}", port,
                            candidate.greeting ? "the hub of another job"
@@ -209,7 +285,7 @@ llvm::Expected<Connection> connectToHub(const char *host,
   }
   return socketError(llvm::formatv("cannot reach rank 0's hub at "
                                    "MASTER_ADDR={0}, {1}, in {2} s: {3}",
-                                   host, describePorts(ports),
+                                   joining.host, describePorts(ports),
                                    kRendezvousSeconds, last));
 }
 
@@ -259,27 +335,33 @@ llvm::Error join() {
                     std::getenv("MASTER_PORT"), runId ? runId : "");
   launch.rank = *rank;
   launch.size = *size;
+  launch.token = token;
+  Joining joining{std::getenv("MASTER_ADDR"), token, "", *rank, *size};
+  // Rank 0 makes the machine's secret; a rank given one, or on another
+  // machine, learns now whether it has one. Another rank of rank 0's
+  // machine reads the machine's at each try.
+  if (launch.rank == 0 || !secretIsMachines(joining.host)) {
+    llvm::Expected<std::string> secret =
+        jobSecret(*rank, token, joining.host);
+    if (!secret)
+      return secret.takeError();
+    joining.secret = *secret;
+  }
   if (launch.rank == 0) {
-    llvm::Expected<std::unique_ptr<Hub>> hub = Hub::start(*ports, *size, token);
+    const char *address = std::getenv("TWILL_HUB_ADDR");
+    llvm::Expected<std::unique_ptr<Hub>> hub =
+        Hub::start(address ? address : joining.host, *ports, *size, token,
+                   joining.secret);
     if (!hub)
       return hub.takeError();
     launch.hub = std::move(*hub);
     *ports = {launch.hub->port()};
   }
-  llvm::Expected<Connection> connected =
-      connectToHub(std::getenv("MASTER_ADDR"), *ports, token);
+  llvm::Expected<Connection> connected = connectToHub(*ports, joining);
   if (!connected)
     return connected.takeError();
   launch.connection = std::move(*connected);
   Connection &connection = launch.connection;
-  char host[256] = {};
-  gethostname(host, sizeof(host) - 1);
-  Frame hello;
-  hello.kind = Kind::Hello;
-  hello.rank = launch.rank;
-  hello.sequence = uint64_t(launch.size);
-  if (llvm::Error error = connection.send(hello, {}, {host, std::strlen(host)}))
-    return error;
   auto until = Clock::now() + std::chrono::seconds(kRendezvousSeconds);
   while (!connection.welcome) {
     if (Clock::now() > until)
@@ -290,6 +372,8 @@ llvm::Error join() {
     if (llvm::Error error = connection.read(100))
       return error;
   }
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
   // This rank's place among those of its machine, by world rank.
   llvm::SmallVector<llvm::StringRef> hosts;
   llvm::StringRef(*connection.welcome).split(hosts, '\n', -1, false);
@@ -547,6 +631,8 @@ const Transport twill::kSocketTransport = {
         close(launch.connection.fd);
       launch.connection.fd = -1;
       launch.hub.reset(); // rank 0: once every rank has gone
+      if (launch.rank == 0 && !launch.token.empty())
+        forgetJobSecret(launch.token);
     },
     [] {
       // The hub tells every rank why; a moment for it to, before this
