@@ -12,16 +12,12 @@
 #ifndef TWILL_SUPPORT_DPO_H
 #define TWILL_SUPPORT_DPO_H
 
+#include "support/HostDevice.h"
+
 #include <cmath>
 #include <cstdint>
 #include <string_view>
 #include <utility>
-
-#ifdef __CUDACC__
-#define TWILL_DPO_HOST_DEVICE __host__ __device__
-#else
-#define TWILL_DPO_HOST_DEVICE
-#endif
 
 namespace twill::dpo {
 
@@ -57,29 +53,29 @@ struct Pair {
 
   /// Only a pair with a token of each completion is trained on (padding
   /// rows have none).
-  TWILL_DPO_HOST_DEVICE bool counted() const {
+  TWILL_HOST_DEVICE bool counted() const {
     return chosenTokens > 0 && rejectedTokens > 0;
   }
   /// TRL's rewards: beta times each completion's log-ratio.
-  TWILL_DPO_HOST_DEVICE double chosenReward(double beta) const {
+  TWILL_HOST_DEVICE double chosenReward(double beta) const {
     return beta * (policyChosen - referenceChosen);
   }
-  TWILL_DPO_HOST_DEVICE double rejectedReward(double beta) const {
+  TWILL_HOST_DEVICE double rejectedReward(double beta) const {
     return beta * (policyRejected - referenceRejected);
   }
 };
 
 /// log(sigmoid(x)) without overflow: -(max(-x, 0) + log1p(exp(-|x|))).
-TWILL_DPO_HOST_DEVICE inline double logSigmoid(double x) {
+TWILL_HOST_DEVICE inline double logSigmoid(double x) {
   return -(fmax(-x, 0.0) + log1p(exp(-fabs(x))));
 }
 
-TWILL_DPO_HOST_DEVICE inline double sigmoid(double x) {
+TWILL_HOST_DEVICE inline double sigmoid(double x) {
   return x >= 0 ? 1 / (1 + exp(-x)) : exp(x) / (1 + exp(x));
 }
 
 /// IPO's difference of the log-ratios, each per token of its completion.
-TWILL_DPO_HOST_DEVICE inline double ipoDelta(const Pair &p) {
+TWILL_HOST_DEVICE inline double ipoDelta(const Pair &p) {
   return (p.policyChosen - p.referenceChosen) /
              fmax(double(p.chosenTokens), 1.0) -
          (p.policyRejected - p.referenceRejected) /
@@ -94,7 +90,7 @@ TWILL_DPO_HOST_DEVICE inline double ipoDelta(const Pair &p) {
 ///   hinge:   relu(1 - b d)
 ///   ipo:     (d_ipo - 1 / (2 b))^2
 /// with d the difference of the log-ratios (chosen minus rejected).
-TWILL_DPO_HOST_DEVICE inline double loss(const Settings &s, const Pair &p) {
+TWILL_HOST_DEVICE inline double loss(const Settings &s, const Pair &p) {
   double delta = (p.policyChosen - p.referenceChosen) -
                  (p.policyRejected - p.referenceRejected);
   switch (s.type) {
@@ -121,7 +117,7 @@ struct Gradient {
   double chosen, rejected;
 };
 
-TWILL_DPO_HOST_DEVICE inline Gradient gradient(const Settings &s,
+TWILL_HOST_DEVICE inline Gradient gradient(const Settings &s,
                                                const Pair &p) {
   double delta = (p.policyChosen - p.referenceChosen) -
                  (p.policyRejected - p.referenceRejected);
@@ -157,7 +153,7 @@ inline constexpr const char *kMetricNames[kMetrics] = {
     "rewards/margins", "logps/chosen",     "logps/rejected"};
 
 /// Pair `i` of dpo_loss's `[pairs, 2]` operands.
-TWILL_DPO_HOST_DEVICE inline Pair pairAt(const float *policy,
+TWILL_HOST_DEVICE inline Pair pairAt(const float *policy,
                                          const float *reference,
                                          const int64_t *tokens, int64_t i) {
   return {policy[2 * i],        policy[2 * i + 1], reference[2 * i],
@@ -166,7 +162,7 @@ TWILL_DPO_HOST_DEVICE inline Pair pairAt(const float *policy,
 
 /// dpo_loss: the loss and the metrics summed over the counted pairs in
 /// pair order, in double, and how many those are.
-TWILL_DPO_HOST_DEVICE inline void sumPairs(const float *policy,
+TWILL_HOST_DEVICE inline void sumPairs(const float *policy,
                                            const float *reference,
                                            const int64_t *tokens, int64_t pairs,
                                            const Settings &s, float *loss,
@@ -198,7 +194,7 @@ TWILL_DPO_HOST_DEVICE inline void sumPairs(const float *policy,
 /// dpo_loss_grad of pair `i`: `lossGrad` times its loss's derivatives with
 /// respect to the policy's two log-probabilities (zero for a pair not
 /// counted), into `out`'s row `i`.
-TWILL_DPO_HOST_DEVICE inline void
+TWILL_HOST_DEVICE inline void
 pairGradient(const float *policy, const float *reference, const int64_t *tokens,
              int64_t i, const Settings &s, float lossGrad, float *out) {
   Pair p = pairAt(policy, reference, tokens, i);

@@ -14,18 +14,14 @@
 #ifndef TWILL_SUPPORT_DROPOUT_H
 #define TWILL_SUPPORT_DROPOUT_H
 
-#include <cstdint>
+#include "support/HostDevice.h"
 
-#ifdef __CUDACC__
-#define TWILL_DROPOUT_HOST_DEVICE __host__ __device__
-#else
-#define TWILL_DROPOUT_HOST_DEVICE
-#endif
+#include <cstdint>
 
 namespace twill {
 
 /// Philox4x32-10: `counter` becomes its four random words under `key`.
-TWILL_DROPOUT_HOST_DEVICE inline void philox4x32x10(uint32_t counter[4],
+TWILL_HOST_DEVICE inline void philox4x32x10(uint32_t counter[4],
                                                      uint32_t key0,
                                                      uint32_t key1) {
   for (int round = 0; round < 10; ++round) {
@@ -61,7 +57,7 @@ inline uint32_t dropoutThreshold(double rate) {
 /// Whether the mask keeps the four features [4 group, 4 group + 4) of the
 /// token at `token` (its row x seq_len + position in the micro-batch):
 /// bit i of the result for feature 4 group + i.
-TWILL_DROPOUT_HOST_DEVICE inline unsigned
+TWILL_HOST_DEVICE inline unsigned
 dropoutKeeps4(const DropoutKey &key, uint32_t token, uint32_t group) {
   uint32_t words[4] = {group, token, uint32_t(key.microBatch),
                        uint32_t(key.microBatch >> 32)};
@@ -112,7 +108,7 @@ inline void dropoutKeepsLanes(const DropoutKey &key, uint32_t token,
 }
 
 /// Whether the mask keeps `feature` of the token at `token`.
-TWILL_DROPOUT_HOST_DEVICE inline bool
+TWILL_HOST_DEVICE inline bool
 dropoutKeeps(const DropoutKey &key, uint32_t token, uint32_t feature) {
   return (dropoutKeeps4(key, token, feature / 4) >> (feature % 4)) & 1;
 }
@@ -120,7 +116,7 @@ dropoutKeeps(const DropoutKey &key, uint32_t token, uint32_t feature) {
 /// How many groups of four global features the block of `count` features
 /// from `first` touches (the first and last maybe partly): a kernel's Philox
 /// calls per token. Group g of them is global group first / 4 + g.
-TWILL_DROPOUT_HOST_DEVICE inline int64_t dropoutGroups(int64_t first,
+TWILL_HOST_DEVICE inline int64_t dropoutGroups(int64_t first,
                                                        int64_t count) {
   return (first + count - 1) / 4 - first / 4 + 1;
 }

@@ -13,15 +13,11 @@
 #ifndef TWILL_SUPPORT_FP8_H
 #define TWILL_SUPPORT_FP8_H
 
+#include "support/HostDevice.h"
+
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-
-#ifdef __CUDACC__
-#define TWILL_FP8_HOST_DEVICE __host__ __device__
-#else
-#define TWILL_FP8_HOST_DEVICE
-#endif
 
 namespace twill::fp8 {
 
@@ -64,14 +60,14 @@ inline uint8_t fromFloat(float value) {
 
 /// The scale of a block of values whose largest magnitude is `amax`: the
 /// block rounded over it spans e4m3's range (a block of zeros keeps 1).
-TWILL_FP8_HOST_DEVICE inline float blockScale(float amax) {
+TWILL_HOST_DEVICE inline float blockScale(float amax) {
   return amax > 0 ? amax / kMax : 1.0f;
 }
 
 /// `value` rounded to the nearest e4m3 value (ties to even), past +-448
 /// held at it: the value of fromFloat's byte where that is finite, as a
 /// float; NaN stays NaN.
-TWILL_FP8_HOST_DEVICE inline float roundToE4m3(float value) {
+TWILL_HOST_DEVICE inline float roundToE4m3(float value) {
   if (value != value)
     return value;
   float magnitude = fminf(fabsf(value), kMax);
@@ -96,7 +92,7 @@ TWILL_FP8_HOST_DEVICE inline float roundToE4m3(float value) {
 
 /// `value` of a block whose scale is `scale` (blockScale), rounded: its
 /// e4m3 code's value times the scale.
-TWILL_FP8_HOST_DEVICE inline float roundInBlock(float value, float scale) {
+TWILL_HOST_DEVICE inline float roundInBlock(float value, float scale) {
   return roundToE4m3(value / scale) * scale;
 }
 

@@ -12,14 +12,10 @@
 #ifndef TWILL_SUPPORT_NF4_H
 #define TWILL_SUPPORT_NF4_H
 
+#include "support/HostDevice.h"
+
 #include <cstdint>
 #include <cstring>
-
-#ifdef __CUDACC__
-#define TWILL_NF4_HOST_DEVICE __host__ __device__
-#else
-#define TWILL_NF4_HOST_DEVICE
-#endif
 
 namespace twill::nf4 {
 
@@ -94,7 +90,7 @@ inline Tables tables() {
 /// A block's scale from its code, its nested block's scale and the offset:
 /// a product and a sum, each rounded to fp32, as bitsandbytes computes it
 /// (never one fused multiply-add, which nvcc would otherwise make).
-TWILL_NF4_HOST_DEVICE inline float blockScale(const Tables &t, uint8_t code,
+TWILL_HOST_DEVICE inline float blockScale(const Tables &t, uint8_t code,
                                               float nested, float offset) {
 #ifdef __CUDA_ARCH__
   float product = __fmul_rn(t.dynamic[code], nested);
@@ -105,7 +101,7 @@ TWILL_NF4_HOST_DEVICE inline float blockScale(const Tables &t, uint8_t code,
 }
 
 /// Code `i` of a row of codes, two a byte, the first in the high nibble.
-TWILL_NF4_HOST_DEVICE inline uint8_t codeAt(const uint8_t *codes, int64_t i) {
+TWILL_HOST_DEVICE inline uint8_t codeAt(const uint8_t *codes, int64_t i) {
   uint8_t pair = codes[i / 2];
   return i % 2 ? pair & 0xf : pair >> 4;
 }
@@ -122,7 +118,7 @@ struct Geometry {
 
 /// Block `b` of local row `r`'s scale: its code's, times the nested scale
 /// of its place in the whole weight, plus the offset.
-TWILL_NF4_HOST_DEVICE inline float
+TWILL_HOST_DEVICE inline float
 rowBlockScale(const Tables &t, const uint8_t *absmax, const float *nested,
               float offset, const Geometry &g, int64_t r, int64_t b) {
   int64_t perRow = g.columns / g.blockSize,

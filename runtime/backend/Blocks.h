@@ -9,13 +9,9 @@
 #ifndef TWILL_RUNTIME_BACKEND_BLOCKS_H
 #define TWILL_RUNTIME_BACKEND_BLOCKS_H
 
-#include <cstdint>
+#include "support/HostDevice.h"
 
-#ifdef __CUDACC__
-#define TWILL_BLOCKS_HOST_DEVICE __host__ __device__
-#else
-#define TWILL_BLOCKS_HOST_DEVICE
-#endif
+#include <cstdint>
 
 namespace twill {
 
@@ -42,7 +38,7 @@ struct LossBuckets {
   int64_t positionsPerRow = 0, sequences = 0, offset = 0;
 
   /// Position p's sum (its index among the sums), or -1: none.
-  TWILL_BLOCKS_HOST_DEVICE int64_t of(int64_t p) const {
+  TWILL_HOST_DEVICE int64_t of(int64_t p) const {
     if (!sequence)
       return 0;
     int64_t s = sequence[offset + p];
@@ -51,7 +47,7 @@ struct LossBuckets {
                : -1;
   }
   /// How many sums there are over `positions` positions.
-  TWILL_BLOCKS_HOST_DEVICE int64_t count(int64_t positions) const {
+  TWILL_HOST_DEVICE int64_t count(int64_t positions) const {
     return sequence ? positions / positionsPerRow * sequences : 1;
   }
   /// The same from `first` positions on.

@@ -55,17 +55,11 @@
 
 #include "runtime/backend/Blocks.h"
 #include "runtime/backend/Gemm.h"
+#include "support/HostDevice.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-
-// The row kernels test visibility on the device too.
-#ifdef __CUDACC__
-#define TWILL_HOST_DEVICE __host__ __device__
-#else
-#define TWILL_HOST_DEVICE
-#endif
 
 namespace twill {
 
