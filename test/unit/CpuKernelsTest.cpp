@@ -1,6 +1,7 @@
 //===- CpuKernelsTest.cpp - CPU kernels against naive loops ---------------===//
 
 #include "runtime/backend/cpu/CpuKernels.h"
+#include "support/ElementMath.h"
 #include "test/unit/RandomValues.h"
 
 #include "gmock/gmock.h"
@@ -735,7 +736,7 @@ TEST(CpuKernels, GradNormSquaresAccumulateAndClipAsTorchDoes) {
                                {1.0f, 1.0},
                                {3.0f, 1.0},
                                {1e4f, 0.3}})
-    EXPECT_FLOAT_EQ(cpu::clipCoefficient(norm, maxNorm),
+    EXPECT_FLOAT_EQ(math::clipCoefficient(norm, maxNorm),
                     float(std::min(1.0, maxNorm / (norm + 1e-6))))
         << "norm " << norm << ", max " << maxNorm;
 }
@@ -752,12 +753,12 @@ TEST(CpuKernels, ScheduledLrWarmsUpLinearlyThenFallsAlongAHalfCosine) {
               ? lr * step / warmup
               : lr * (1 + std::cos(M_PI * (step - warmup) / (total - warmup))) /
                     2;
-      EXPECT_NEAR(cpu::scheduledLr(step, total, lr, warmup), expected,
+      EXPECT_NEAR(math::scheduledLr(step, total, lr, warmup), expected,
                   1e-7 * lr)
           << "step " << step << " of " << total << ", warmup " << warmup;
     }
-  EXPECT_EQ(cpu::scheduledLr(0, total, lr, 7), 0.0f);
-  EXPECT_EQ(cpu::scheduledLr(7, total, lr, 7), float(lr));
+  EXPECT_EQ(math::scheduledLr(0, total, lr, 7), 0.0f);
+  EXPECT_EQ(math::scheduledLr(7, total, lr, 7), float(lr));
 }
 
 // torch.optim.AdamW's step t = step + 1 as Loshchilov and Hutter write it:

@@ -4,6 +4,7 @@
 
 #include "runtime/backend/RopeFrequencies.h"
 #include "runtime/backend/cpu/VectorMath.h"
+#include "support/ElementMath.h"
 
 #include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -184,30 +185,21 @@ void cpu::rope(const float *x, const int32_t *positions, float *out,
   }
 }
 
+/// The element math's exponential on the cpu: one that vectorizes.
+static constexpr auto kExp = [](float x) { return cpu::expApprox(x); };
+
 TWILL_CPU_CLONES void cpu::swiglu(const float *gate, const float *up,
                                   float *out, int64_t count) {
 #pragma omp parallel for simd schedule(static)
   for (int64_t i = 0; i < count; ++i)
-    out[i] = gate[i] / (1.0f + expApprox(-gate[i])) * up[i];
-}
-
-/// GELU's tanh form, 0.5 x (1 + tanh(u)) with u = sqrt(2 / pi) (x +
-/// 0.044715 x^3), is x s with s = sigmoid(2u) = (1 + tanh(u)) / 2: no
-/// 1 + tanh to cancel where u is very negative. Returns s, and 2 du/dx.
-static inline float geluSigmoid(float x, float &twoDudx) {
-  constexpr float kRoot2OverPi = 0.7978845608028654f, kCubic = 0.044715f;
-  float u = kRoot2OverPi * (x + kCubic * x * x * x);
-  twoDudx = 2.0f * kRoot2OverPi * (1.0f + 3.0f * kCubic * x * x);
-  return 1.0f / (1.0f + cpu::expApprox(-2.0f * u));
+    out[i] = math::swiglu(gate[i], up[i], kExp);
 }
 
 TWILL_CPU_CLONES void cpu::geglu(const float *gate, const float *up, float *out,
                                  int64_t count) {
 #pragma omp parallel for simd schedule(static)
-  for (int64_t i = 0; i < count; ++i) {
-    float twoDudx, s = geluSigmoid(gate[i], twoDudx);
-    out[i] = gate[i] * s * up[i];
-  }
+  for (int64_t i = 0; i < count; ++i)
+    out[i] = math::geglu(gate[i], up[i], kExp);
 }
 
 void cpu::copy(const float *from, float *to, int64_t count) {
@@ -246,20 +238,16 @@ void cpu::scale(const float *x, double factor, float *out, int64_t count) {
 }
 
 void cpu::softcap(const float *x, double cap, float *out, int64_t count) {
-  float c = float(cap);
 #pragma omp parallel for
   for (int64_t i = 0; i < count; ++i)
-    out[i] = c * std::tanh(x[i] / c);
+    out[i] = math::softcap(x[i], float(cap));
 }
 
 void cpu::softcapGrad(const float *x, const float *grad, double cap, float *out,
                       int64_t count) {
-  float c = float(cap);
 #pragma omp parallel for
-  for (int64_t i = 0; i < count; ++i) {
-    float t = std::tanh(x[i] / c);
-    out[i] = grad[i] * (1.0f - t * t);
-  }
+  for (int64_t i = 0; i < count; ++i)
+    out[i] = math::softcapGrad(x[i], grad[i], float(cap));
 }
 
 void cpu::rowSumSquares(const float *x, int64_t rows, int64_t columns,
@@ -569,25 +557,16 @@ TWILL_CPU_CLONES void cpu::swigluGrad(const float *gate, const float *up,
                                       const float *grad, float *gateGrad,
                                       float *upGrad, int64_t count) {
 #pragma omp parallel for simd schedule(static)
-  for (int64_t i = 0; i < count; ++i) {
-    float sigmoid = 1.0f / (1.0f + expApprox(-gate[i]));
-    float silu = gate[i] * sigmoid;
-    upGrad[i] = grad[i] * silu;
-    gateGrad[i] =
-        grad[i] * up[i] * sigmoid * (1.0f + gate[i] * (1.0f - sigmoid));
-  }
+  for (int64_t i = 0; i < count; ++i)
+    math::swigluGrad(gate[i], up[i], grad[i], gateGrad[i], upGrad[i], kExp);
 }
 
 TWILL_CPU_CLONES void cpu::gegluGrad(const float *gate, const float *up,
                                      const float *grad, float *gateGrad,
                                      float *upGrad, int64_t count) {
 #pragma omp parallel for simd schedule(static)
-  for (int64_t i = 0; i < count; ++i) {
-    // d(x s)/dx = s + x s (1 - s) 2 du/dx.
-    float x = gate[i], twoDudx, s = geluSigmoid(x, twoDudx);
-    upGrad[i] = grad[i] * x * s;
-    gateGrad[i] = grad[i] * up[i] * (s + x * s * (1.0f - s) * twoDudx);
-  }
+  for (int64_t i = 0; i < count; ++i)
+    math::gegluGrad(gate[i], up[i], grad[i], gateGrad[i], upGrad[i], kExp);
 }
 
 /// dz = (softmax(z) - onehot(label)) * lossGrad row by row (the gradient
@@ -680,41 +659,19 @@ void cpu::accumulateSquares(const float *x, int64_t count, double &sumSquares) {
     sumSquares += double(x[i]) * x[i];
 }
 
-float cpu::clipCoefficient(float norm, double maxNorm) {
-  return float(std::min(1.0, maxNorm / (double(norm) + 1e-6)));
-}
-
-float cpu::scheduledLr(int64_t step, int64_t totalSteps, double lr,
-                       int64_t warmupSteps) {
-  if (step < warmupSteps)
-    return float(lr * double(step) / double(std::max<int64_t>(1, warmupSteps)));
-  double progress = double(step - warmupSteps) /
-                    double(std::max<int64_t>(1, totalSteps - warmupSteps));
-  return float(lr * std::max(0.0, 0.5 * (1.0 + std::cos(M_PI * progress))));
-}
 
 void cpu::adamw(const float *param, const float *grad, const float *expAvg,
                 const float *expAvgSq, float lr, float gradScale, int64_t step,
                 const AdamWSettings &settings, float *newParam,
                 float *newExpAvg, float *newExpAvgSq, int64_t count) {
-  // The scalars as PyTorch computes them (in double), then its float ops in
-  // its order, so that a step matches torch.optim.AdamW.
-  int64_t t = step + 1;
-  float decay = float(1.0 - double(lr) * settings.weightDecay);
-  float stepSize = float(double(lr) / (1.0 - std::pow(settings.beta1, t)));
-  float correction2Sqrt = float(std::sqrt(1.0 - std::pow(settings.beta2, t)));
-  float oneMinusBeta1 = float(1.0 - settings.beta1);
-  float beta2 = float(settings.beta2),
-        oneMinusBeta2 = float(1.0 - settings.beta2);
-  float eps = float(settings.eps);
+  math::AdamWStep scalars =
+      math::adamwStep(lr, step, settings.beta1, settings.beta2, settings.eps,
+                      settings.weightDecay);
 #pragma omp parallel for
   for (int64_t i = 0; i < count; ++i) {
-    float g = grad[i] * gradScale;
-    float p = param[i] * decay;
-    float m = expAvg[i] + oneMinusBeta1 * (g - expAvg[i]);
-    float v = expAvgSq[i] * beta2 + oneMinusBeta2 * g * g;
-    float denom = std::sqrt(v) / correction2Sqrt + eps;
-    newParam[i] = p - stepSize * (m / denom);
+    float p = param[i], m = expAvg[i], v = expAvgSq[i];
+    math::adamwUpdate(scalars, grad[i] * gradScale, p, m, v);
+    newParam[i] = p;
     newExpAvg[i] = m;
     newExpAvgSq[i] = v;
   }

@@ -228,14 +228,6 @@ llvm::Error linearCrossEntropyGrad(const float *input, const float *weight,
 /// Adds the squares of `count` values to `sumSquares`, in order.
 void accumulateSquares(const float *x, int64_t count, double &sumSquares);
 
-/// min(1, maxNorm / (norm + 1e-6)), as torch.nn.utils.clip_grad_norm_.
-float clipCoefficient(float norm, double maxNorm);
-
-/// The learning rate after `step` optimizer steps: linear warmup, then a
-/// half cosine to zero at `totalSteps`.
-float scheduledLr(int64_t step, int64_t totalSteps, double lr,
-                  int64_t warmupSteps);
-
 /// One torch.optim.AdamW update (step = optimizer steps already taken) of
 /// `count` values; `param`, `expAvg` and `expAvgSq` get the new values.
 void adamw(const float *param, const float *grad, const float *expAvg,

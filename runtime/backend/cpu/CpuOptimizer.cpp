@@ -4,6 +4,7 @@
 
 #include "runtime/backend/cpu/CpuKernels.h"
 #include "runtime/backend/shapes/OptimizerShapes.h"
+#include "support/ElementMath.h"
 
 #include <cmath>
 
@@ -29,12 +30,12 @@ static llvm::Error runScalar(const InstructionView &in) {
   if (auto error = scalarShape(in))
     return error;
   if (in.opcode() == CLIP_COEFFICIENT) {
-    *in.data<float>(1) = cpu::clipCoefficient(
+    *in.data<float>(1) = math::clipCoefficient(
         *in.data<float>(0), in->clip_coefficient().max_norm());
     return llvm::Error::success();
   }
   if (in.opcode() == LR_SCHEDULE) {
-    *in.data<float>(2) = cpu::scheduledLr(
+    *in.data<float>(2) = math::scheduledLr(
         *in.data<int64_t>(0), *in.data<int64_t>(1), in->lr_schedule().lr(),
         in->lr_schedule().warmup_steps());
     return llvm::Error::success();

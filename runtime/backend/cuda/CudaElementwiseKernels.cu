@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backend/cuda/CudaKernelSupport.cuh"
+#include "support/ElementMath.h"
 
 namespace twill::cuda {
 namespace {
@@ -38,15 +39,10 @@ __global__ void castKernel(const void *in, CastSource from, T *out,
   }
 }
 
-/// GELU's tanh form, 0.5 x (1 + tanh(u)) with u = sqrt(2 / pi) (x +
-/// 0.044715 x^3), is x s with s = sigmoid(2u) (the cpu kernels' form):
-/// returns s, and 2 du/dx.
-__device__ inline float geluSigmoid(float x, float &twoDudx) {
-  constexpr float kRoot2OverPi = 0.7978845608028654f, kCubic = 0.044715f;
-  float u = kRoot2OverPi * (x + kCubic * x * x * x);
-  twoDudx = 2.0f * kRoot2OverPi * (1.0f + 3.0f * kCubic * x * x);
-  return 1.0f / (1.0f + expf(-2.0f * u));
-}
+/// The element math's exponential on the device.
+struct DeviceExp {
+  __device__ float operator()(float x) const { return expf(x); }
+};
 
 template <typename T>
 __global__ void binaryKernel(Binary op, const T *lhs, const T *rhs, T *out,
@@ -64,13 +60,11 @@ __global__ void binaryKernel(Binary op, const T *lhs, const T *rhs, T *out,
       value = a / b;
       break;
     case Binary::Swiglu:
-      value = a / (1.0f + expf(-a)) * b;
+      value = math::swiglu(a, b, DeviceExp());
       break;
-    case Binary::Geglu: {
-      float twoDudx;
-      value = a * geluSigmoid(a, twoDudx) * b;
+    case Binary::Geglu:
+      value = math::geglu(a, b, DeviceExp());
       break;
-    }
     }
     out[i] = storeAs<T>(value);
   }
@@ -85,8 +79,8 @@ template <typename T>
 __global__ void softcapKernel(const T *x, const T *grad, float cap, T *out,
                               int64_t count) {
   GRID_STRIDE(i, count) {
-    float t = tanhf(load(x[i]) / cap);
-    out[i] = storeAs<T>(grad ? load(grad[i]) * (1.0f - t * t) : cap * t);
+    out[i] = storeAs<T>(grad ? math::softcapGrad(load(x[i]), load(grad[i]), cap)
+                             : math::softcap(load(x[i]), cap));
   }
 }
 
@@ -174,12 +168,11 @@ __global__ void swigluGradKernel(const T *gateIn, const T *upIn,
                                  const T *gradIn, T *gateGrad, T *upGrad,
                                  int64_t count) {
   GRID_STRIDE(i, count) {
-    float gate = load(gateIn[i]), up = load(upIn[i]), grad = load(gradIn[i]);
-    float sigmoid = 1.0f / (1.0f + expf(-gate));
-    float silu = gate * sigmoid;
-    upGrad[i] = storeAs<T>(grad * silu);
-    gateGrad[i] =
-        storeAs<T>(grad * up * sigmoid * (1.0f + gate * (1.0f - sigmoid)));
+    float dGate, dUp;
+    math::swigluGrad(load(gateIn[i]), load(upIn[i]), load(gradIn[i]), dGate,
+                     dUp, DeviceExp());
+    gateGrad[i] = storeAs<T>(dGate);
+    upGrad[i] = storeAs<T>(dUp);
   }
 }
 
@@ -187,10 +180,11 @@ template <typename T>
 __global__ void gegluGradKernel(const T *gateIn, const T *upIn, const T *gradIn,
                                 T *gateGrad, T *upGrad, int64_t count) {
   GRID_STRIDE(i, count) {
-    float gate = load(gateIn[i]), up = load(upIn[i]), grad = load(gradIn[i]);
-    float twoDudx, s = geluSigmoid(gate, twoDudx);
-    upGrad[i] = storeAs<T>(grad * gate * s);
-    gateGrad[i] = storeAs<T>(grad * up * (s + gate * s * (1.0f - s) * twoDudx));
+    float dGate, dUp;
+    math::gegluGrad(load(gateIn[i]), load(upIn[i]), load(gradIn[i]), dGate,
+                    dUp, DeviceExp());
+    gateGrad[i] = storeAs<T>(dGate);
+    upGrad[i] = storeAs<T>(dUp);
   }
 }
 

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backend/cuda/CudaKernelSupport.cuh"
+#include "support/ElementMath.h"
 
 namespace twill::cuda {
 namespace {
@@ -26,26 +27,15 @@ __global__ void scalarKernel(int op, const void *a, const void *b, double value,
     *static_cast<float *>(out) = float(integer ? sqrt(squares) : squares);
     break;
   }
-  case 2: { // clip coefficient
-    double norm = *static_cast<const float *>(a);
-    *static_cast<float *>(out) = float(fmin(1.0, value / (norm + 1e-6)));
+  case 2: // clip coefficient
+    *static_cast<float *>(out) =
+        math::clipCoefficient(*static_cast<const float *>(a), value);
     break;
-  }
-  case 3: { // learning rate: warmup, then a half cosine
-    int64_t step = *static_cast<const int64_t *>(a);
-    int64_t total = *static_cast<const int64_t *>(b);
-    int64_t warmup = integer;
-    double lr;
-    if (step < warmup) {
-      lr = value * double(step) / double(warmup > 1 ? warmup : 1);
-    } else {
-      int64_t span = total - warmup > 1 ? total - warmup : 1;
-      double progress = double(step - warmup) / double(span);
-      lr = value * fmax(0.0, 0.5 * (1.0 + cos(M_PI * progress)));
-    }
-    *static_cast<float *>(out) = float(lr);
+  case 3: // learning rate: warmup, then a half cosine
+    *static_cast<float *>(out) = math::scheduledLr(
+        *static_cast<const int64_t *>(a), *static_cast<const int64_t *>(b),
+        value, integer);
     break;
-  }
   case 4:
     *static_cast<int64_t *>(out) = *static_cast<const int64_t *>(a) + 1;
     break;
@@ -64,21 +54,13 @@ __global__ void adamwKernel(const float *param, const float *grad,
                             const int64_t *step, AdamWSettings s,
                             float *newParam, float *newExpAvg,
                             float *newExpAvgSq, int64_t count) {
-  // The scalars as PyTorch computes them (in double), then its float ops.
-  int64_t t = *step + 1;
-  float decay = float(1.0 - double(*lr) * s.weightDecay);
-  float stepSize = float(double(*lr) / (1.0 - pow(s.beta1, double(t))));
-  float correction2Sqrt = float(sqrt(1.0 - pow(s.beta2, double(t))));
-  float oneMinusBeta1 = float(1.0 - s.beta1);
-  float beta2 = float(s.beta2), oneMinusBeta2 = float(1.0 - s.beta2);
-  float eps = float(s.eps), scale = *gradScale;
+  math::AdamWStep scalars = math::adamwStep(
+      *lr, *step, s.beta1, s.beta2, s.eps, s.weightDecay);
+  float scale = *gradScale;
   GRID_STRIDE(i, count) {
-    float g = grad[i] * scale;
-    float p = param[i] * decay;
-    float m = expAvg[i] + oneMinusBeta1 * (g - expAvg[i]);
-    float v = expAvgSq[i] * beta2 + oneMinusBeta2 * g * g;
-    float denom = sqrtf(v) / correction2Sqrt + eps;
-    newParam[i] = p - stepSize * (m / denom);
+    float p = param[i], m = expAvg[i], v = expAvgSq[i];
+    math::adamwUpdate(scalars, grad[i] * scale, p, m, v);
+    newParam[i] = p;
     newExpAvg[i] = m;
     newExpAvgSq[i] = v;
   }
