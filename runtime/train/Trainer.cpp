@@ -149,91 +149,151 @@ std::vector<int64_t> twill::rowsRead(const JobConfig &job, int64_t rows,
   return indices;
 }
 
-llvm::Expected<TrainResult>
-twill::train(Program &program, llvm::ArrayRef<Row> rows, llvm::StringRef source,
-             llvm::raw_ostream &log, const TrainPosition &start) {
-  const JobConfig &job = program.job();
-  const TrainConfig &settings = job.train();
-  const EntryPoint *step = program.entryPoint(TRAIN_STEP);
-  const EntryPoint *update = program.entryPoint(OPTIMIZER_STEP);
-  if (!step || !update)
+namespace {
+
+/// What the micro-batches of one optimizer step summed. SFT: the loss
+/// sum and the labelled tokens. DPO (TRL's figures): the sum of the
+/// micro-batches' means, the micro-batches with a pair, and the pairs.
+struct StepSums {
+  double loss = 0;
+  int64_t tokens = 0, counted = 0;
+  std::array<double, dpo::kMetrics> dpo = {};
+};
+
+/// One run of the training loop: the program's entry points and inputs,
+/// the schedule, where the figures go, and the steps taken so far.
+class TrainingRun {
+public:
+  TrainingRun(Program &program, llvm::ArrayRef<Row> rows,
+              llvm::StringRef source, llvm::raw_ostream &log,
+              const TrainPosition &start)
+      : program(program), job(program.job()), settings(job.train()),
+        rows(rows), source(source), start(start),
+        outputDir(job.checkpoint().output_dir()),
+        report(program.writesFiles() ? log : llvm::nulls()) {}
+
+  /// Finds the entry points and inputs, and checks the schedule against
+  /// the position a resumed run starts from.
+  llvm::Error prepare();
+  /// metrics.jsonl (continued after a resume) and TensorBoard's events.
+  llvm::Error openOutputs();
+  /// Says what a step is, once.
+  void announce();
+  /// Every step of every epoch from the start, then the final save.
+  llvm::Expected<TrainResult> run();
+
+private:
+  llvm::Expected<StepSums> runMicroBatches(llvm::ArrayRef<int64_t> order,
+                                           int64_t index, int64_t inStep);
+  /// The optimizer step on what `sums` summed, and its figures.
+  llvm::Error update(const StepSums &sums, int64_t inStep,
+                     std::chrono::steady_clock::time_point stepStart,
+                     llvm::json::Object &line,
+                     std::vector<std::pair<std::string, float>> &scalars);
+  /// The step's line in metrics.jsonl and its TensorBoard scalars.
+  llvm::Error record(llvm::json::Object line,
+                     llvm::ArrayRef<std::pair<std::string, float>> scalars);
+  /// A checkpoint after the step at `index` of `epoch`, where save_every
+  /// asks for one.
+  llvm::Error saveIfDue(int64_t epoch, int64_t index);
+
+  Program &program;
+  const JobConfig &job;
+  const TrainConfig &settings;
+  llvm::ArrayRef<Row> rows;
+  llvm::StringRef source;
+  const TrainPosition &start;
+  std::string outputDir;
+  llvm::raw_ostream &report; // rank 0's log: every rank computes the same
+
+  const EntryPoint *step = nullptr, *optimizer = nullptr;
+  int64_t batchSize = 0, seqLen = 0, accumulation = 0;
+  Schedule schedule;
+  int totalStepsBuffer = -1, divisorBuffer = -1, lossWeightBuffer = -1,
+      microBatchBuffer = -1, scheduleStepBuffer = -1;
+  int dpoMetrics = -1; // DPO: the step's metric sums (support/Dpo.h's order)
+
+  llvm::SmallString<256> metricsPath;
+  std::unique_ptr<llvm::raw_fd_ostream> metricsFile;
+  std::unique_ptr<io::EventFileWriter> tensorboard;
+  std::chrono::steady_clock::time_point began;
+  std::string lastCheckpoint; // the last one this run saved
+  TrainResult result;
+};
+
+llvm::Error TrainingRun::prepare() {
+  step = program.entryPoint(TRAIN_STEP);
+  optimizer = program.entryPoint(OPTIMIZER_STEP);
+  if (!step || !optimizer)
     return trainError("the executable has no train_step and optimizer_step: "
                       "compile it with twillc");
-
-  int64_t batchSize = settings.batch_size(), seqLen = rowLength(settings);
-  int64_t accumulation = settings.gradient_accumulation_steps();
-  auto [microBatches, stepsPerEpoch, totalSteps] =
-      scheduleOf(settings, rows.size());
-  if (stepsPerEpoch == 0)
+  batchSize = settings.batch_size();
+  seqLen = rowLength(settings);
+  accumulation = settings.gradient_accumulation_steps();
+  schedule = scheduleOf(settings, rows.size());
+  if (schedule.stepsPerEpoch == 0)
     return trainError(llvm::formatv("{0}: makes no rows of train.seq_len {1}",
                                     source, seqLen));
   // A resumed run continues the schedule it was on: the data must make at
   // least the steps it already took.
-  if (start.steps > totalSteps || start.epoch > settings.epochs() ||
-      start.index > stepsPerEpoch)
+  if (start.steps > schedule.totalSteps || start.epoch > settings.epochs() ||
+      start.index > schedule.stepsPerEpoch)
     return trainError(llvm::formatv(
         "the checkpoint is after step {0} (epoch {1}, step {2} of it), but "
         "{5} with train.epochs {6}, batch_size {7}, "
         "gradient_accumulation_steps {8} and max_steps_per_epoch {9} makes "
         "{3} steps in all ({4} per epoch): resume with the data and settings "
         "it was trained with",
-        start.steps, start.epoch + 1, start.index, totalSteps, stepsPerEpoch,
-        source, settings.epochs(), batchSize, accumulation,
-        settings.max_steps_per_epoch()));
-  int totalStepsBuffer = program.inputOf(TOTAL_STEPS),
-      divisorBuffer = program.inputOf(GRADIENT_DIVISOR);
+        start.steps, start.epoch + 1, start.index, schedule.totalSteps,
+        schedule.stepsPerEpoch, source, settings.epochs(), batchSize,
+        accumulation, settings.max_steps_per_epoch()));
+  totalStepsBuffer = program.inputOf(TOTAL_STEPS);
+  divisorBuffer = program.inputOf(GRADIENT_DIVISOR);
   if (totalStepsBuffer < 0 || divisorBuffer < 0)
     return trainError("the executable has no total_steps or gradient_divisor "
                       "input: compile it again with this release's twillc");
   // DPO weights each micro-batch's loss by 1 / its pairs (TRL's mean).
-  int lossWeightBuffer = program.inputOf(LOSS_WEIGHT);
-  *program.buffers().as<int64_t>(totalStepsBuffer) = totalSteps;
+  lossWeightBuffer = program.inputOf(LOSS_WEIGHT);
+  *program.buffers().as<int64_t>(totalStepsBuffer) = schedule.totalSteps;
   // With LoRA dropout, the micro-batch's number in the run keys its masks:
   // the same on every mesh, and after resuming.
-  int microBatchBuffer = program.inputOf(MICRO_BATCH);
-  int scheduleStepBuffer = program.inputOf(SCHEDULE_STEP);
+  microBatchBuffer = program.inputOf(MICRO_BATCH);
+  scheduleStepBuffer = program.inputOf(SCHEDULE_STEP);
   if (scheduleStepBuffer < 0)
     return trainError("the executable has no schedule_step input: compile "
                       "it again with this release's twillc");
+  dpoMetrics = Program::outputOf(*step, DPO_METRICS);
+  return llvm::Error::success();
+}
 
-  // Every rank computes the same (all-reduced) figures; rank 0 reports.
-  const std::string &outputDir = job.checkpoint().output_dir();
-  std::unique_ptr<llvm::raw_fd_ostream> metricsFile;
-  llvm::SmallString<256> metricsPath(outputDir);
+llvm::Error TrainingRun::openOutputs() {
+  metricsPath = outputDir;
   llvm::sys::path::append(metricsPath, "metrics.jsonl");
-  // A write that failed (a full disk) is an error naming the file, never
-  // the stream's fatal error when it closes.
-  auto metricsWritten = [&]() -> llvm::Error {
-    if (!metricsFile || !metricsFile->has_error())
-      return llvm::Error::success();
-    std::error_code error = metricsFile->error();
-    metricsFile->clear_error();
-    return trainError("cannot write " + metricsPath + ": " + error.message());
-  };
-  if (program.writesFiles()) {
-    if (std::error_code error = llvm::sys::fs::create_directories(outputDir))
-      return trainError("cannot create " + outputDir + ": " + error.message());
-    if (start.steps)
-      if (llvm::Error error = keepMetricsUpTo(metricsPath, start.steps))
-        return error;
-    std::error_code metricsError;
-    // A resumed run continues the metrics of the steps before it.
-    metricsFile = std::make_unique<llvm::raw_fd_ostream>(
-        metricsPath, metricsError,
-        start.steps ? llvm::sys::fs::OF_Append : llvm::sys::fs::OF_None);
-    if (metricsError)
-      return trainError("cannot write " + metricsPath + ": " +
-                        metricsError.message());
-  }
-  llvm::raw_ostream &metrics = metricsFile ? *metricsFile : llvm::nulls();
-  std::unique_ptr<io::EventFileWriter> tensorboard;
-  if (program.writesFiles() && !settings.tensorboard_dir().empty()) {
-    auto writer = io::EventFileWriter::create(settings.tensorboard_dir());
-    if (!writer)
-      return writer.takeError();
-    tensorboard = std::move(*writer);
-  }
-  llvm::raw_ostream &report = program.writesFiles() ? log : llvm::nulls();
+  if (!program.writesFiles())
+    return llvm::Error::success();
+  if (std::error_code error = llvm::sys::fs::create_directories(outputDir))
+    return trainError("cannot create " + outputDir + ": " + error.message());
+  if (start.steps)
+    if (llvm::Error error = keepMetricsUpTo(metricsPath, start.steps))
+      return error;
+  std::error_code metricsError;
+  // A resumed run continues the metrics of the steps before it.
+  metricsFile = std::make_unique<llvm::raw_fd_ostream>(
+      metricsPath, metricsError,
+      start.steps ? llvm::sys::fs::OF_Append : llvm::sys::fs::OF_None);
+  if (metricsError)
+    return trainError("cannot write " + metricsPath + ": " +
+                      metricsError.message());
+  if (settings.tensorboard_dir().empty())
+    return llvm::Error::success();
+  auto writer = io::EventFileWriter::create(settings.tensorboard_dir());
+  if (!writer)
+    return writer.takeError();
+  tensorboard = std::move(*writer);
+  return llvm::Error::success();
+}
+
+void TrainingRun::announce() {
   // train.batch_size counts the rows of a micro-batch in all, which data
   // parallelism splits: a job's numbers do not depend on its mesh. Said
   // once, as users of per-device batch sizes expect the other.
@@ -241,175 +301,205 @@ twill::train(Program &program, llvm::ArrayRef<Row> rows, llvm::StringRef source,
   report << llvm::formatv(
       "training: {0} steps, each {1} micro-batch(es) of {2} rows x {3} "
       "tokens{5} (train.batch_size is the global micro-batch{4})\n",
-      totalSteps, accumulation, batchSize, seqLen,
+      schedule.totalSteps, accumulation, batchSize, seqLen,
       dp > 1 ? llvm::formatv(", {0:f1} rows per data-parallel rank of {1}",
                              double(batchSize) / dp, dp)
                    .str()
              : std::string(),
       // As the Hugging Face Trainer, the rows left make a shorter step.
-      stepsPerEpoch * accumulation > microBatches
+      schedule.stepsPerEpoch * accumulation > schedule.microBatchesPerEpoch
           ? llvm::formatv(", each epoch's last {0}: the rows left",
-                          microBatches % accumulation)
+                          schedule.microBatchesPerEpoch % accumulation)
                 .str()
           : std::string());
+}
 
-  // DPO: the step's metric sums (support/Dpo.h's order).
-  int dpoMetrics = Program::outputOf(*step, DPO_METRICS);
+llvm::Expected<StepSums>
+TrainingRun::runMicroBatches(llvm::ArrayRef<int64_t> order, int64_t index,
+                             int64_t inStep) {
+  StepSums sums;
+  for (int64_t micro = 0; micro < inStep; ++micro) {
+    std::vector<Row> batch = microBatch(
+        rows, order, index * accumulation + micro, batchSize, seqLen);
+    if (llvm::Error error = fillBatch(program, batch))
+      return std::move(error);
+    int64_t pairs = dpoMetrics >= 0 ? countedPairs(batch) : 0;
+    if (lossWeightBuffer >= 0)
+      *program.buffers().as<float>(lossWeightBuffer) =
+          pairs ? float(1.0 / pairs) : 0.0f;
+    if (microBatchBuffer >= 0)
+      *program.buffers().as<int64_t>(microBatchBuffer) =
+          result.steps * accumulation + micro;
+    if (llvm::Error error = program.run(*step))
+      return atStep(result.steps + 1, std::move(error));
+    float microLoss = scalarOutput<float>(program, *step, LOSS_SUM);
+    int64_t microTokens = scalarOutput<int64_t>(program, *step, TOKEN_COUNT);
+    sums.tokens += microTokens;
+    if (dpoMetrics < 0) {
+      sums.loss += microLoss;
+      continue;
+    }
+    if (microTokens != pairs)
+      return atStep(result.steps + 1,
+                    trainError(llvm::formatv(
+                        "the train step counted {0} pairs where the host "
+                        "counted {1}",
+                        microTokens, pairs)));
+    if (!pairs)
+      continue;
+    ++sums.counted;
+    sums.loss += microLoss / pairs;
+    std::array<double, dpo::kMetrics> metrics = {};
+    addDpoMetrics(program, dpoMetrics, metrics.data());
+    for (int m = 0; m < dpo::kMetrics; ++m)
+      sums.dpo[m] += metrics[m] / pairs;
+  }
+  return sums;
+}
 
-  auto began = std::chrono::steady_clock::now();
-  std::string lastCheckpoint; // the last one this run saved
-  TrainResult result;
+llvm::Error
+TrainingRun::update(const StepSums &sums, int64_t inStep,
+                    std::chrono::steady_clock::time_point stepStart,
+                    llvm::json::Object &line,
+                    std::vector<std::pair<std::string, float>> &scalars) {
+  *program.buffers().as<int64_t>(scheduleStepBuffer) = result.steps - 1;
+  // The gradients summed what the loss did: the tokens' losses, or under
+  // DPO the micro-batches' means.
+  double divisor =
+      dpoMetrics >= 0 ? double(sums.counted) : double(sums.tokens);
+  *program.buffers().as<float>(divisorBuffer) = float(divisor);
+  if (llvm::Error error = program.run(*optimizer))
+    return atStep(result.steps, std::move(error));
+  double tokensPerSecond =
+      batchSize * inStep * seqLen / secondsSince(stepStart);
+  result.lastLoss = sums.loss / divisor;
+  float lr = scalarOutput<float>(program, *optimizer, LR);
+  float gradNorm = scalarOutput<float>(program, *optimizer, GRAD_NORM);
+  // The update is made: stop before anything is written from it.
+  if (!std::isfinite(gradNorm))
+    return diverged(result.steps, "the gradient norm", gradNorm,
+                    lastCheckpoint);
+  Backend::PeakMemory memory = program.peakMemory();
+  result.peakMemory = memory;
+  double elapsed = secondsSince(began);
+  std::string dpoText;
+  if (dpoMetrics >= 0)
+    for (int m = 0; m < dpo::kMetrics; ++m) {
+      float mean = float(sums.dpo[m] / divisor);
+      line[dpo::kMetricNames[m]] = mean;
+      scalars.push_back({std::string("train/") + dpo::kMetricNames[m], mean});
+      if (m == 2 || m == 3)
+        dpoText +=
+            llvm::formatv(" | {0} {1:f3}", dpo::kMetricNames[m], mean).str();
+    }
+  int64_t totalSteps = schedule.totalSteps;
+  if (result.steps % settings.log_every() == 0 ||
+      result.steps == start.steps + 1 || result.steps == totalSteps)
+    report << llvm::formatv(
+        "step {0}/{1} | loss {2:f4}{9} | lr {3:e2} | grad norm {4:f4} | "
+        "{5:f0} tokens/s | mem {6:f2} GiB | {7} elapsed, {8} left\n",
+        result.steps, totalSteps, result.lastLoss, lr, gradNorm,
+        tokensPerSecond, memory.bytes / double(1 << 30), duration(elapsed),
+        duration(elapsed / (result.steps - start.steps) *
+                 (totalSteps - result.steps)),
+        dpoText);
+  line["loss"] = result.lastLoss;
+  line["lr"] = lr;
+  line["grad_norm"] = gradNorm;
+  line["tokens_per_second"] = tokensPerSecond;
+  line["peak_memory_bytes"] = int64_t(memory.bytes);
+  scalars.insert(
+      scalars.end(),
+      {{"train/loss", float(result.lastLoss)},
+       {"train/lr", lr},
+       {"train/grad_norm", gradNorm},
+       {"train/tokens_per_second", float(tokensPerSecond)},
+       {"train/peak_memory_gib", float(memory.bytes / double(1 << 30))}});
+  return llvm::Error::success();
+}
+
+llvm::Error
+TrainingRun::record(llvm::json::Object line,
+                    llvm::ArrayRef<std::pair<std::string, float>> scalars) {
+  line["elapsed_seconds"] = secondsSince(began);
+  report.flush(); // each step's line out as it happens
+  if (metricsFile) {
+    *metricsFile << llvm::json::Value(std::move(line)) << "\n";
+    metricsFile->flush();
+    // A write that failed (a full disk) is an error naming the file, never
+    // the stream's fatal error when it closes.
+    if (metricsFile->has_error()) {
+      std::error_code error = metricsFile->error();
+      metricsFile->clear_error();
+      return trainError("cannot write " + metricsPath + ": " +
+                        error.message());
+    }
+  }
+  if (tensorboard)
+    return tensorboard->scalars(result.steps, scalars);
+  return llvm::Error::success();
+}
+
+llvm::Error TrainingRun::saveIfDue(int64_t epoch, int64_t index) {
+  int64_t saveEvery = job.checkpoint().save_every();
+  if (saveEvery <= 0 || result.steps % saveEvery != 0 ||
+      result.steps == schedule.totalSteps)
+    return llvm::Error::success();
+  TrainPosition next{result.steps, epoch, index + 1};
+  if (next.index == schedule.stepsPerEpoch)
+    next = {result.steps, epoch + 1, 0};
+  next.run = start.run;
+  if (llvm::Error error = saveCheckpoint(program, outputDir, next))
+    return error;
+  lastCheckpoint = (outputDir + "/step_" + llvm::Twine(result.steps)).str();
+  return llvm::Error::success();
+}
+
+llvm::Expected<TrainResult> TrainingRun::run() {
+  began = std::chrono::steady_clock::now();
   result.steps = start.steps;
   for (int64_t epoch = start.epoch; epoch < settings.epochs(); ++epoch) {
     std::vector<int64_t> order =
         epochOrder(rows.size(), settings.seed(), epoch, job.data().shuffle());
     for (int64_t index = epoch == start.epoch ? start.index : 0;
-         index < stepsPerEpoch; ++index) {
+         index < schedule.stepsPerEpoch; ++index) {
       auto stepStart = std::chrono::steady_clock::now();
       // The last step of an epoch takes the micro-batches left.
-      int64_t inStep =
-          std::min(accumulation, microBatches - index * accumulation);
-      // SFT: the step's loss sum and its labelled tokens. DPO (TRL's
-      // figures): the sum of its micro-batches' means, the micro-batches
-      // with a pair, and the pairs.
-      double lossSum = 0;
-      int64_t tokens = 0, counted = 0;
-      std::array<double, dpo::kMetrics> dpoSums = {};
-      for (int64_t micro = 0; micro < inStep; ++micro) {
-        std::vector<Row> batch = microBatch(
-            rows, order, index * accumulation + micro, batchSize, seqLen);
-        if (llvm::Error error = fillBatch(program, batch))
-          return std::move(error);
-        int64_t pairs = dpoMetrics >= 0 ? countedPairs(batch) : 0;
-        if (lossWeightBuffer >= 0)
-          *program.buffers().as<float>(lossWeightBuffer) =
-              pairs ? float(1.0 / pairs) : 0.0f;
-        if (microBatchBuffer >= 0)
-          *program.buffers().as<int64_t>(microBatchBuffer) =
-              result.steps * accumulation + micro;
-        if (llvm::Error error = program.run(*step))
-          return atStep(result.steps + 1, std::move(error));
-        float microLoss = scalarOutput<float>(program, *step, LOSS_SUM);
-        int64_t microTokens =
-            scalarOutput<int64_t>(program, *step, TOKEN_COUNT);
-        tokens += microTokens;
-        if (dpoMetrics < 0) {
-          lossSum += microLoss;
-          continue;
-        }
-        if (microTokens != pairs)
-          return atStep(result.steps + 1,
-                        trainError(llvm::formatv(
-                            "the train step counted {0} pairs where the host "
-                            "counted {1}",
-                            microTokens, pairs)));
-        if (!pairs)
-          continue;
-        ++counted;
-        lossSum += microLoss / pairs;
-        std::array<double, dpo::kMetrics> sums = {};
-        addDpoMetrics(program, dpoMetrics, sums.data());
-        for (int m = 0; m < dpo::kMetrics; ++m)
-          dpoSums[m] += sums[m] / pairs;
-      }
+      int64_t inStep = std::min(accumulation, schedule.microBatchesPerEpoch -
+                                                  index * accumulation);
+      llvm::Expected<StepSums> sums = runMicroBatches(order, index, inStep);
+      if (!sums)
+        return sums.takeError();
       ++result.steps;
       // A non-finite loss stops the run before the update it would spread
       // (nothing of this step is applied, nothing non-finite is written).
-      if (!std::isfinite(lossSum))
-        return diverged(result.steps, "the loss", lossSum, lastCheckpoint);
+      if (!std::isfinite(sums->loss))
+        return diverged(result.steps, "the loss", sums->loss, lastCheckpoint);
       result.positions += batchSize * inStep * seqLen;
-      result.labelled += tokens;
-      llvm::json::Object line{{"step", result.steps},
-                              {"epoch", epoch},
-                              {dpoMetrics >= 0 ? "pairs" : "tokens", tokens}};
+      result.labelled += sums->tokens;
+      llvm::json::Object line{
+          {"step", result.steps},
+          {"epoch", epoch},
+          {dpoMetrics >= 0 ? "pairs" : "tokens", sums->tokens}};
       // The same figures as TensorBoard scalars, under train/.
       std::vector<std::pair<std::string, float>> scalars = {
-          {"train/labelled_tokens", float(tokens)}};
-      if (tokens == 0) {
+          {"train/labelled_tokens", float(sums->tokens)}};
+      if (sums->tokens == 0) {
         // Nothing to learn from (the sums are zero): no update, but the
         // step is taken, and the lr schedule moves on past it.
         ++result.skipped;
         report << llvm::formatv("step {0}/{1} | no labelled tokens: no "
                                 "update (the lr schedule moves on)\n",
-                                result.steps, totalSteps);
+                                result.steps, schedule.totalSteps);
         line["skipped"] = true;
-      } else {
-        *program.buffers().as<int64_t>(scheduleStepBuffer) = result.steps - 1;
-        // The gradients summed what the loss did: the tokens' losses, or
-        // under DPO the micro-batches' means.
-        double divisor = dpoMetrics >= 0 ? double(counted) : double(tokens);
-        *program.buffers().as<float>(divisorBuffer) = float(divisor);
-        if (llvm::Error error = program.run(*update))
-          return atStep(result.steps, std::move(error));
-        double tokensPerSecond =
-            batchSize * inStep * seqLen / secondsSince(stepStart);
-        result.lastLoss = lossSum / divisor;
-        float lr = scalarOutput<float>(program, *update, LR);
-        float gradNorm = scalarOutput<float>(program, *update, GRAD_NORM);
-        // The update is made: stop before anything is written from it.
-        if (!std::isfinite(gradNorm))
-          return diverged(result.steps, "the gradient norm", gradNorm,
-                          lastCheckpoint);
-        Backend::PeakMemory memory = program.peakMemory();
-        result.peakMemory = memory;
-        double elapsed = secondsSince(began);
-        std::string dpoText;
-        if (dpoMetrics >= 0)
-          for (int m = 0; m < dpo::kMetrics; ++m) {
-            float mean = float(dpoSums[m] / divisor);
-            line[dpo::kMetricNames[m]] = mean;
-            scalars.push_back(
-                {std::string("train/") + dpo::kMetricNames[m], mean});
-            if (m == 2 || m == 3)
-              dpoText +=
-                  llvm::formatv(" | {0} {1:f3}", dpo::kMetricNames[m], mean)
-                      .str();
-          }
-        if (result.steps % settings.log_every() == 0 ||
-            result.steps == start.steps + 1 || result.steps == totalSteps)
-          report << llvm::formatv(
-              "step {0}/{1} | loss {2:f4}{9} | lr {3:e2} | grad norm {4:f4} | "
-              "{5:f0} tokens/s | mem {6:f2} GiB | {7} elapsed, {8} left\n",
-              result.steps, totalSteps, result.lastLoss, lr, gradNorm,
-              tokensPerSecond, memory.bytes / double(1 << 30),
-              duration(elapsed),
-              duration(elapsed / (result.steps - start.steps) *
-                       (totalSteps - result.steps)),
-              dpoText);
-        line["loss"] = result.lastLoss;
-        line["lr"] = lr;
-        line["grad_norm"] = gradNorm;
-        line["tokens_per_second"] = tokensPerSecond;
-        line["peak_memory_bytes"] = int64_t(memory.bytes);
-        scalars.insert(
-            scalars.end(),
-            {{"train/loss", float(result.lastLoss)},
-             {"train/lr", lr},
-             {"train/grad_norm", gradNorm},
-             {"train/tokens_per_second", float(tokensPerSecond)},
-             {"train/peak_memory_gib", float(memory.bytes / double(1 << 30))}});
-      }
-      line["elapsed_seconds"] = secondsSince(began);
-      report.flush(); // each step's line out as it happens
-      metrics << llvm::json::Value(std::move(line)) << "\n";
-      metrics.flush();
-      if (llvm::Error error = metricsWritten())
+      } else if (llvm::Error error =
+                     update(*sums, inStep, stepStart, line, scalars)) {
         return std::move(error);
-      if (tensorboard)
-        if (llvm::Error error = tensorboard->scalars(result.steps, scalars))
-          return std::move(error);
-      int64_t saveEvery = job.checkpoint().save_every();
-      if (saveEvery > 0 && result.steps % saveEvery == 0 &&
-          result.steps != totalSteps) {
-        TrainPosition next{result.steps, epoch, index + 1};
-        if (next.index == stepsPerEpoch)
-          next = {result.steps, epoch + 1, 0};
-        next.run = start.run;
-        if (llvm::Error error = saveCheckpoint(program, outputDir, next))
-          return std::move(error);
-        lastCheckpoint =
-            (outputDir + "/step_" + llvm::Twine(result.steps)).str();
       }
+      if (llvm::Error error = record(std::move(line), scalars))
+        return std::move(error);
+      if (llvm::Error error = saveIfDue(epoch, index))
+        return std::move(error);
     }
   }
   result.seconds = secondsSince(began);
@@ -425,6 +515,20 @@ twill::train(Program &program, llvm::ArrayRef<Row> rows, llvm::StringRef source,
       return std::move(error);
   }
   return result;
+}
+
+} // namespace
+
+llvm::Expected<TrainResult>
+twill::train(Program &program, llvm::ArrayRef<Row> rows, llvm::StringRef source,
+             llvm::raw_ostream &log, const TrainPosition &start) {
+  TrainingRun run(program, rows, source, log, start);
+  if (llvm::Error error = run.prepare())
+    return std::move(error);
+  if (llvm::Error error = run.openOutputs())
+    return std::move(error);
+  run.announce();
+  return run.run();
 }
 
 llvm::Expected<Evaluation> twill::evaluate(Program &program,
