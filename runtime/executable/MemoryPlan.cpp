@@ -46,31 +46,42 @@ static llvm::Error badPlan(const llvm::Twine &what) {
                                  "its memory plan is unsound: " + what);
 }
 
-llvm::Error twill::checkMemoryPlan(const Executable &executable) {
-  constexpr int64_t kAlignment = 64;
-  int64_t arena = executable.arena_bytes();
-  int64_t hostArena = executable.host_arena_bytes();
-  int numBuffers = executable.buffers_size();
-  if (arena < 0 || hostArena < 0)
-    return badPlan("an arena has a negative size");
-  auto planned = [&](int id) {
+namespace {
+
+/// The two arenas, one after the other, as the checks see a planned value.
+struct Arenas {
+  const Executable &executable;
+  int64_t device = executable.arena_bytes(), host = executable.host_arena_bytes();
+  int buffers = executable.buffers_size();
+
+  bool planned(int id) const {
     return executable.buffers(id).has_arena_offset();
-  };
-  // The two arenas, one after the other: a planned value's address.
-  auto address = [&](int id) {
+  }
+  bool inHost(int id) const {
+    return id >= 0 && id < buffers && executable.buffers(id).in_host_arena();
+  }
+  /// A planned value's address.
+  int64_t address(int id) const {
     const Buffer &buffer = executable.buffers(id);
-    return buffer.arena_offset() + (buffer.in_host_arena() ? arena : 0);
-  };
-  for (int id = 0; id < numBuffers; ++id) {
-    const Buffer &buffer = executable.buffers(id);
-    if (buffer.in_host_arena() && !planned(id))
+    return buffer.arena_offset() + (buffer.in_host_arena() ? device : 0);
+  }
+  int64_t bytes(int id) const { return executable.buffers(id).size_bytes(); }
+};
+
+/// Every planned value aligned inside its arena, and none the host reads
+/// after a run.
+llvm::Error checkOffsets(const Arenas &arenas) {
+  constexpr int64_t kAlignment = 64;
+  for (int id = 0; id < arenas.buffers; ++id) {
+    const Buffer &buffer = arenas.executable.buffers(id);
+    if (buffer.in_host_arena() && !arenas.planned(id))
       return badPlan(llvm::formatv("buffer {0} is in the host arena "
                                    "without an offset",
                                    id));
-    if (!planned(id))
+    if (!arenas.planned(id))
       continue;
     int64_t offset = buffer.arena_offset();
-    int64_t bytes = buffer.in_host_arena() ? hostArena : arena;
+    int64_t bytes = buffer.in_host_arena() ? arenas.host : arenas.device;
     if (offset < 0 || offset % kAlignment != 0 ||
         offset > bytes - buffer.size_bytes())
       return badPlan(llvm::formatv(
@@ -83,9 +94,14 @@ llvm::Error twill::checkMemoryPlan(const Executable &executable) {
                                    "run, and the arena would overwrite it",
                                    id));
   }
-  // Parameters, states, inputs and outputs outlive a run.
+  return llvm::Error::success();
+}
+
+/// Parameters, states, inputs and outputs outlive a run: none in an arena.
+llvm::Error checkPersistent(const Arenas &arenas) {
+  const Executable &executable = arenas.executable;
   auto mustPersist = [&](int id, llvm::StringRef what) -> llvm::Error {
-    if (id >= 0 && id < numBuffers && planned(id))
+    if (id >= 0 && id < arenas.buffers && arenas.planned(id))
       return badPlan(llvm::formatv("buffer {0} is {1}, and the arena "
                                    "would overwrite it",
                                    id, what));
@@ -104,94 +120,111 @@ llvm::Error twill::checkMemoryPlan(const Executable &executable) {
     for (int output : entry.outputs())
       if (auto error = mustPersist(output, "an output"))
         return error;
+  return llvm::Error::success();
+}
 
-  // Only an offload (or its start) writes the host arena and only a reload
-  // (or its start) reads it: no kernel sees host memory.
-  for (const EntryPoint &entry : executable.entry_points())
+/// Only an offload (or its start) writes the host arena and only a reload
+/// (or its start) reads it: no kernel sees host memory.
+llvm::Error checkHostArenaAccess(const Arenas &arenas) {
+  for (const EntryPoint &entry : arenas.executable.entry_points())
     for (const Instruction &instruction : entry.instructions()) {
-      auto inHost = [&](int id) {
-        return id >= 0 && id < numBuffers &&
-               executable.buffers(id).in_host_arena();
-      };
       // A wait names its start's result and touches nothing.
       Opcode kind = blockingOf(instruction.opcode());
       bool offload = kind == OFFLOAD, reload = kind == RELOAD || kind == WAIT;
       for (int id : instruction.results())
-        if (inHost(id) && !offload)
+        if (arenas.inHost(id) && !offload)
           return badPlan(llvm::formatv(
               "{0}: buffer {1} is in the host arena, and {2} writes it",
               entry.name(), id, opcodeName(instruction.opcode())));
       for (int id : instruction.operands())
-        if (inHost(id) && !reload)
+        if (arenas.inHost(id) && !reload)
           return badPlan(llvm::formatv(
               "{0}: buffer {1} is in the host arena, and {2} reads it",
               entry.name(), id, opcodeName(instruction.opcode())));
     }
+  return llvm::Error::success();
+}
 
-  // No two values live at once overlap: each entry point in program order,
-  // with the planned values alive, by address.
-  for (const EntryPoint &entry : executable.entry_points()) {
-    // A collective or copy in flight reads its input until its wait.
-    llvm::Expected<std::vector<int>> partner = pairStartsWithWaits(entry);
-    if (!partner)
-      return badPlan(llvm::toString(partner.takeError()));
-    std::vector<int> lastUse(numBuffers, -1);
-    for (int index = 0; index < entry.instructions_size(); ++index) {
-      const Instruction &instruction = entry.instructions(index);
-      for (int operand : instruction.operands())
-        lastUse[operand] = index;
-      if (instruction.opcode() == WAIT)
-        lastUse[entry.instructions((*partner)[index]).operands(0)] = index;
+/// No two values of `entry` live at once overlap: in program order, with
+/// the planned values alive, by address.
+llvm::Error checkNoOverlap(const Arenas &arenas, const EntryPoint &entry) {
+  // A collective or copy in flight reads its input until its wait.
+  llvm::Expected<std::vector<int>> partner = pairStartsWithWaits(entry);
+  if (!partner)
+    return badPlan(llvm::toString(partner.takeError()));
+  auto readBy = [&](int index) {
+    const Instruction &instruction = entry.instructions(index);
+    std::vector<int> read(instruction.operands().begin(),
+                          instruction.operands().end());
+    if (instruction.opcode() == WAIT)
+      read.push_back(entry.instructions((*partner)[index]).operands(0));
+    return read;
+  };
+  std::vector<int> lastUse(arenas.buffers, -1);
+  for (int index = 0; index < entry.instructions_size(); ++index)
+    for (int operand : readBy(index))
+      lastUse[operand] = index;
+  std::map<int64_t, std::pair<int64_t, int>> live; // start -> (end, id)
+  auto release = [&](int id) {
+    auto found = live.find(arenas.address(id));
+    if (found != live.end() && found->second.second == id)
+      live.erase(found);
+  };
+  for (int index = 0; index < entry.instructions_size(); ++index) {
+    const Instruction &instruction = entry.instructions(index);
+    // A matmul (or a quantized one) may compute in place: its result
+    // exactly over its addend, which it reads for the last time and not as
+    // another operand.
+    if (std::optional<int> at = addendOf(instruction)) {
+      int addend = instruction.operands(*at), result = instruction.results(0);
+      if (lastUse[addend] == index && arenas.planned(addend) &&
+          arenas.planned(result) &&
+          llvm::count(instruction.operands(), addend) == 1 &&
+          arenas.address(addend) == arenas.address(result) &&
+          arenas.bytes(addend) == arenas.bytes(result))
+        release(addend);
     }
-    std::map<int64_t, std::pair<int64_t, int>> live; // start -> (end, id)
-    auto release = [&](int id) {
-      auto found = live.find(address(id));
-      if (found != live.end() && found->second.second == id)
-        live.erase(found);
-    };
-    for (int index = 0; index < entry.instructions_size(); ++index) {
-      const Instruction &instruction = entry.instructions(index);
-      // A matmul (or a quantized one) may compute in place: its result
-      // exactly over its addend, which it reads for the last time and not
-      // as another operand.
-      if (std::optional<int> at = addendOf(instruction)) {
-        int addend = instruction.operands(*at), result = instruction.results(0);
-        if (lastUse[addend] == index && planned(addend) && planned(result) &&
-            llvm::count(instruction.operands(), addend) == 1 &&
-            address(addend) == address(result) &&
-            executable.buffers(addend).size_bytes() ==
-                executable.buffers(result).size_bytes())
-          release(addend);
-      }
-      for (int id : instruction.results()) {
-        if (!planned(id) || executable.buffers(id).size_bytes() == 0)
-          continue;
-        int64_t start = address(id);
-        int64_t end = start + executable.buffers(id).size_bytes();
-        auto next = live.lower_bound(start);
-        int other = -1;
-        if (next != live.end() && next->first < end)
-          other = next->second.second;
-        else if (next != live.begin() && std::prev(next)->second.first > start)
-          other = std::prev(next)->second.second;
-        if (other >= 0)
-          return badPlan(llvm::formatv(
-              "{0}: instruction {1} writes buffer {2} over buffer {3}, "
-              "which is still to be read",
-              entry.name(), index, id, other));
-        live[start] = {end, id};
-      }
-      std::vector<int> read(instruction.operands().begin(),
-                            instruction.operands().end());
-      if (instruction.opcode() == WAIT)
-        read.push_back(entry.instructions((*partner)[index]).operands(0));
-      for (int id : read)
-        if (lastUse[id] == index && planned(id))
-          release(id);
-      for (int id : instruction.results())
-        if (lastUse[id] < 0 && planned(id))
-          release(id);
+    for (int id : instruction.results()) {
+      if (!arenas.planned(id) || arenas.bytes(id) == 0)
+        continue;
+      int64_t start = arenas.address(id), end = start + arenas.bytes(id);
+      auto next = live.lower_bound(start);
+      int other = -1;
+      if (next != live.end() && next->first < end)
+        other = next->second.second;
+      else if (next != live.begin() && std::prev(next)->second.first > start)
+        other = std::prev(next)->second.second;
+      if (other >= 0)
+        return badPlan(llvm::formatv(
+            "{0}: instruction {1} writes buffer {2} over buffer {3}, "
+            "which is still to be read",
+            entry.name(), index, id, other));
+      live[start] = {end, id};
     }
+    for (int id : readBy(index))
+      if (lastUse[id] == index && arenas.planned(id))
+        release(id);
+    for (int id : instruction.results())
+      if (lastUse[id] < 0 && arenas.planned(id))
+        release(id);
   }
+  return llvm::Error::success();
+}
+
+} // namespace
+
+llvm::Error twill::checkMemoryPlan(const Executable &executable) {
+  Arenas arenas{executable};
+  if (arenas.device < 0 || arenas.host < 0)
+    return badPlan("an arena has a negative size");
+  if (llvm::Error error = checkOffsets(arenas))
+    return error;
+  if (llvm::Error error = checkPersistent(arenas))
+    return error;
+  if (llvm::Error error = checkHostArenaAccess(arenas))
+    return error;
+  for (const EntryPoint &entry : executable.entry_points())
+    if (llvm::Error error = checkNoOverlap(arenas, entry))
+      return error;
   return llvm::Error::success();
 }
