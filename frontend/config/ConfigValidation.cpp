@@ -178,8 +178,10 @@ private:
 };
 } // namespace
 
-static void validateModel(const ModelConfig &model, Problems &problems) {
-  const ModelFamily *family = findModelFamily(model.model_type());
+/// The family's own keys: its class, its activation, the biases and soft
+/// caps it reads.
+static void validateFamilyKeys(const ModelConfig &model,
+                               const ModelFamily *family, Problems &problems) {
   problems.oneOf("model.model_type", model.model_type(),
                  llvm::map_to_vector(modelFamilies(), [](const ModelFamily &f) {
                    return llvm::StringRef(f.modelType);
@@ -233,6 +235,10 @@ static void validateModel(const ModelConfig &model, Problems &problems) {
     else
       problems.positive(field, cap);
   }
+}
+
+/// What transformers' classes can have and Twill does not build.
+static void validateUnbuilt(const ModelConfig &model, Problems &problems) {
   if (model.use_bidirectional_attention())
     problems.add("model.use_bidirectional_attention must be false: Twill "
                  "trains causal language models");
@@ -250,6 +256,10 @@ static void validateModel(const ModelConfig &model, Problems &problems) {
     problems.add("model.partial_rotary_factor must be 1 (a rotary embedding "
                  "of part of each head is not built), got {0}",
                  model.partial_rotary_factor());
+}
+
+/// Where attention slides, layer by layer.
+static void validateLayerTypes(const ModelConfig &model, Problems &problems) {
   if (model.has_sliding_window())
     problems.positive("model.sliding_window", model.sliding_window());
   for (const std::string &type : model.layer_types())
@@ -259,6 +269,10 @@ static void validateModel(const ModelConfig &model, Problems &problems) {
       model.layer_types_size() != model.num_hidden_layers())
     problems.add("model.layer_types must name each of the {0} layers, got {1}",
                  model.num_hidden_layers(), model.layer_types_size());
+}
+
+/// Each size positive and within its most; whether all are.
+static bool validateSizes(const ModelConfig &model, Problems &problems) {
   // The most of each: far past any model trained today (vocab 262,144,
   // hidden 16,384, intermediate 53,248, 126 layers, 128 heads), and small
   // enough that the compiler's products of them fit int64.
@@ -287,8 +301,12 @@ static void validateModel(const ModelConfig &model, Problems &problems) {
   }
   problems.positive("model.rms_norm_eps", model.rms_norm_eps());
   problems.positive("model.rope_theta", model.rope_theta());
-  if (!sizesOk)
-    return;
+  return sizesOk;
+}
+
+/// The heads: KV heads dividing the query heads, a head size.
+static void validateHeads(const ModelConfig &model, const ModelFamily *family,
+                          Problems &problems) {
   if (model.num_attention_heads() % model.num_key_value_heads() != 0)
     problems.add("model.num_attention_heads ({0}) must be divisible by "
                  "model.num_key_value_heads ({1})",
@@ -316,9 +334,11 @@ static void validateModel(const ModelConfig &model, Problems &problems) {
     problems.add("model.head_dim ({0}) must be even for rotary embeddings",
                  model.head_dim());
   problems.atMost("model.head_dim", model.head_dim(), 1 << 16);
-  if (!model.has_rope_scaling())
-    return;
-  const RopeScaling &scaling = model.rope_scaling();
+}
+
+/// Llama 3.1's or linear RoPE scaling.
+static void validateRopeScaling(const RopeScaling &scaling,
+                                Problems &problems) {
   problems.oneOf("model.rope_scaling.rope_type", scaling.rope_type(),
                  {"llama3", "linear"});
   if (!(scaling.factor() >= 1) || !std::isfinite(scaling.factor()))
@@ -335,6 +355,18 @@ static void validateModel(const ModelConfig &model, Problems &problems) {
                  scaling.low_freq_factor(), scaling.high_freq_factor());
   problems.positive("model.rope_scaling.original_max_position_embeddings",
                     scaling.original_max_position_embeddings());
+}
+
+static void validateModel(const ModelConfig &model, Problems &problems) {
+  const ModelFamily *family = findModelFamily(model.model_type());
+  validateFamilyKeys(model, family, problems);
+  validateUnbuilt(model, problems);
+  validateLayerTypes(model, problems);
+  if (!validateSizes(model, problems))
+    return;
+  validateHeads(model, family, problems);
+  if (model.has_rope_scaling())
+    validateRopeScaling(model.rope_scaling(), problems);
 }
 
 static constexpr llvm::StringRef kLoraTargets[] = {
