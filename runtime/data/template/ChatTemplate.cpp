@@ -62,6 +62,12 @@ private:
     return Value();
   }
   llvm::Expected<Value> eval(const Expr &expr);
+  /// An argument of `expr` evaluated; none (undefined) where it has none.
+  llvm::Expected<Value> evalArg(const Expr &expr, size_t index);
+  llvm::Expected<Value> collection(const Expr &expr);
+  llvm::Expected<Value> item(const Expr &expr);
+  llvm::Expected<Value> slice(const Expr &expr);
+  llvm::Expected<Value> unary(const Expr &expr);
   llvm::Expected<Value> binary(const Expr &expr);
   llvm::Expected<Value> filter(const Expr &expr, Value value);
   llvm::Expected<bool> test(const Expr &expr, const Value &value);
@@ -206,113 +212,144 @@ llvm::Expected<Value> Renderer::filter(const Expr &expr, Value value) {
   return applyFilter(expr.name, value, args, keywords, expr.line);
 }
 
-llvm::Expected<Value> Renderer::eval(const Expr &expr) {
-  auto evalArg = [&](size_t index) -> llvm::Expected<Value> {
-    if (index >= expr.args.size() || !expr.args[index])
-      return Value();
-    return eval(*expr.args[index]);
+llvm::Expected<Value> Renderer::evalArg(const Expr &expr, size_t index) {
+  if (index >= expr.args.size() || !expr.args[index])
+    return Value();
+  return eval(*expr.args[index]);
+}
+
+/// [a, b] and {"k": v}.
+llvm::Expected<Value> Renderer::collection(const Expr &expr) {
+  bool isList = expr.kind == Expr::ListOf;
+  ItemsBuilder items(isList ? Value::List : Value::Dict, expr.line);
+  for (size_t i = 0; i < expr.args.size(); ++i) {
+    llvm::Expected<Value> item = evalArg(expr, i);
+    if (!item)
+      return item;
+    if (llvm::Error error =
+            isList ? items.append(*item) : items.add(expr.keys[i], *item))
+      return std::move(error);
+  }
+  return items.take();
+}
+
+/// x[i]: a dict's key, a list's or a string's Python index.
+llvm::Expected<Value> Renderer::item(const Expr &expr) {
+  llvm::Expected<Value> object = evalArg(expr, 0), index = evalArg(expr, 1);
+  if (!object)
+    return object;
+  if (!index)
+    return index;
+  if (object->kind == Value::Dict)
+    return attributeOf(*object, text(*index), expr.line);
+  if (object->kind == Value::Undefined)
+    return failAt(expr.line,
+                  "an undefined value has no item '" + text(*index) + "'");
+  // Jinja's item of another type is undefined (Python's TypeError, caught).
+  if (index->kind != Value::Int && index->kind != Value::Bool)
+    return Value();
+  if (object->kind == Value::List) {
+    std::optional<size_t> at =
+        pythonIndex(asInt(*index), object->list->size());
+    return at ? (*object->list)[*at] : Value();
+  }
+  if (object->kind == Value::String) {
+    std::vector<std::string> chars = characters(object->string);
+    std::optional<size_t> at = pythonIndex(asInt(*index), chars.size());
+    return at ? Value::of(chars[*at]) : Value();
+  }
+  return Value();
+}
+
+/// x[start:stop:step] of a string or a list, as Python slices.
+llvm::Expected<Value> Renderer::slice(const Expr &expr) {
+  llvm::Expected<Value> object = evalArg(expr, 0);
+  if (!object)
+    return object;
+  std::optional<int64_t> bounds[3];
+  for (int part = 0; part < 3; ++part) {
+    llvm::Expected<Value> bound = evalArg(expr, part + 1);
+    if (!bound)
+      return bound;
+    if (bound->kind == Value::Int || bound->kind == Value::Bool)
+      bounds[part] = asInt(*bound);
+    else if (bound->kind != Value::None && bound->kind != Value::Undefined)
+      return Value(); // as an item's
+  }
+  bool isString = object->kind == Value::String;
+  std::vector<std::string> chars;
+  size_t size;
+  if (isString) {
+    chars = characters(object->string);
+    size = chars.size();
+  } else if (object->kind == Value::List) {
+    size = object->list->size();
+  } else {
+    return failAt(expr.line, "only strings and lists slice");
+  }
+  int64_t step = bounds[2].value_or(1);
+  if (step == 0)
+    return failAt(expr.line, "a slice's step is not 0");
+  auto clamp = [&](std::optional<int64_t> bound, int64_t fallback) {
+    if (!bound)
+      return fallback;
+    int64_t b = *bound < 0 ? *bound + int64_t(size) : *bound;
+    return step > 0 ? std::clamp<int64_t>(b, 0, size)
+                    : std::clamp<int64_t>(b, -1, int64_t(size) - 1);
   };
+  int64_t start = clamp(bounds[0], step > 0 ? 0 : int64_t(size) - 1);
+  int64_t stop = clamp(bounds[1], step > 0 ? int64_t(size) : -1);
+  // Counted first: a step past the items would overflow.
+  uint64_t count = rangeLength(start, stop, step);
+  std::string joined;
+  ItemsBuilder items(Value::List, expr.line);
+  for (uint64_t k = 0; k < count; ++k) {
+    size_t at = size_t(start + int64_t(k) * step);
+    if (isString)
+      joined += chars[at];
+    else if (llvm::Error error = items.append((*object->list)[at]))
+      return std::move(error);
+  }
+  return isString ? Value::of(joined) : items.take();
+}
+
+/// not x, +x, -x.
+llvm::Expected<Value> Renderer::unary(const Expr &expr) {
+  llvm::Expected<Value> value = evalArg(expr, 0);
+  if (!value)
+    return value;
+  if (expr.name == "not")
+    return Value::of(!truthy(*value));
+  if (!isNumber(*value))
+    return failAt(expr.line, "'" + expr.name + "' of '" + text(*value) + "'");
+  if (expr.name == "+")
+    return *value;
+  if (value->kind != Value::Float && asInt(*value) == INT64_MIN)
+    return failAt(expr.line, "an integer past 64 bits");
+  return value->kind == Value::Float ? Value::of(-value->number)
+                                     : Value::of(-asInt(*value));
+}
+
+llvm::Expected<Value> Renderer::eval(const Expr &expr) {
+  auto evalArg = [&](size_t index) { return this->evalArg(expr, index); };
   switch (expr.kind) {
   case Expr::Literal:
     return expr.value;
   case Expr::Name:
     return lookup(expr.name);
   case Expr::ListOf:
-  case Expr::DictOf: {
-    bool isList = expr.kind == Expr::ListOf;
-    ItemsBuilder items(isList ? Value::List : Value::Dict, expr.line);
-    for (size_t i = 0; i < expr.args.size(); ++i) {
-      llvm::Expected<Value> item = evalArg(i);
-      if (!item)
-        return item;
-      if (llvm::Error error =
-              isList ? items.append(*item) : items.add(expr.keys[i], *item))
-        return std::move(error);
-    }
-    return items.take();
-  }
+  case Expr::DictOf:
+    return collection(expr);
   case Expr::Attr: {
     llvm::Expected<Value> object = evalArg(0);
     if (!object)
       return object;
     return attributeOf(*object, expr.name, expr.line);
   }
-  case Expr::Item: {
-    llvm::Expected<Value> object = evalArg(0), index = evalArg(1);
-    if (!object)
-      return object;
-    if (!index)
-      return index;
-    if (object->kind == Value::Dict)
-      return attributeOf(*object, text(*index), expr.line);
-    if (object->kind == Value::Undefined)
-      return failAt(expr.line,
-                    "an undefined value has no item '" + text(*index) + "'");
-    // Jinja's item of another type is undefined (Python's TypeError, caught).
-    if (index->kind != Value::Int && index->kind != Value::Bool)
-      return Value();
-    if (object->kind == Value::List) {
-      std::optional<size_t> at =
-          pythonIndex(asInt(*index), object->list->size());
-      return at ? (*object->list)[*at] : Value();
-    }
-    if (object->kind == Value::String) {
-      std::vector<std::string> chars = characters(object->string);
-      std::optional<size_t> at = pythonIndex(asInt(*index), chars.size());
-      return at ? Value::of(chars[*at]) : Value();
-    }
-    return Value();
-  }
-  case Expr::Slice: {
-    llvm::Expected<Value> object = evalArg(0);
-    if (!object)
-      return object;
-    std::optional<int64_t> bounds[3];
-    for (int part = 0; part < 3; ++part) {
-      llvm::Expected<Value> bound = evalArg(part + 1);
-      if (!bound)
-        return bound;
-      if (bound->kind == Value::Int || bound->kind == Value::Bool)
-        bounds[part] = asInt(*bound);
-      else if (bound->kind != Value::None && bound->kind != Value::Undefined)
-        return Value(); // as an item's
-    }
-    bool isString = object->kind == Value::String;
-    std::vector<std::string> chars;
-    size_t size;
-    if (isString) {
-      chars = characters(object->string);
-      size = chars.size();
-    } else if (object->kind == Value::List) {
-      size = object->list->size();
-    } else {
-      return failAt(expr.line, "only strings and lists slice");
-    }
-    int64_t step = bounds[2].value_or(1);
-    if (step == 0)
-      return failAt(expr.line, "a slice's step is not 0");
-    auto clamp = [&](std::optional<int64_t> bound, int64_t fallback) {
-      if (!bound)
-        return fallback;
-      int64_t b = *bound < 0 ? *bound + int64_t(size) : *bound;
-      return step > 0 ? std::clamp<int64_t>(b, 0, size)
-                      : std::clamp<int64_t>(b, -1, int64_t(size) - 1);
-    };
-    int64_t start = clamp(bounds[0], step > 0 ? 0 : int64_t(size) - 1);
-    int64_t stop = clamp(bounds[1], step > 0 ? int64_t(size) : -1);
-    // Counted first: a step past the items would overflow.
-    uint64_t count = rangeLength(start, stop, step);
-    std::string joined;
-    ItemsBuilder items(Value::List, expr.line);
-    for (uint64_t k = 0; k < count; ++k) {
-      size_t at = size_t(start + int64_t(k) * step);
-      if (isString)
-        joined += chars[at];
-      else if (llvm::Error error = items.append((*object->list)[at]))
-        return std::move(error);
-    }
-    return isString ? Value::of(joined) : items.take();
-  }
+  case Expr::Item:
+    return item(expr);
+  case Expr::Slice:
+    return slice(expr);
   case Expr::Call: {
     llvm::Expected<Value> callee = evalArg(0);
     if (!callee)
@@ -340,21 +377,8 @@ llvm::Expected<Value> Renderer::eval(const Expr &expr) {
       return passed.takeError();
     return Value::of(*passed != expr.negated);
   }
-  case Expr::Unary: {
-    llvm::Expected<Value> value = evalArg(0);
-    if (!value)
-      return value;
-    if (expr.name == "not")
-      return Value::of(!truthy(*value));
-    if (!isNumber(*value))
-      return failAt(expr.line, "'" + expr.name + "' of '" + text(*value) + "'");
-    if (expr.name == "+")
-      return *value;
-    if (value->kind != Value::Float && asInt(*value) == INT64_MIN)
-      return failAt(expr.line, "an integer past 64 bits");
-    return value->kind == Value::Float ? Value::of(-value->number)
-                                       : Value::of(-asInt(*value));
-  }
+  case Expr::Unary:
+    return unary(expr);
   case Expr::Binary:
     return binary(expr);
   case Expr::Ternary: {
