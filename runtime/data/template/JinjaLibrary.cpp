@@ -542,6 +542,83 @@ static llvm::Expected<Value> dictSorted(const Value &value, bool caseSensitive,
   return keyValuePairs(items, line);
 }
 
+/// trim, upper, lower, string and safe: of the value's text.
+static llvm::Expected<Value> textFilter(llvm::StringRef name,
+                                        const Value &value, int line) {
+  // A list's or dict's str() is larger than it (quotes, escapes): bounded
+  // as any string made.
+  std::string str = text(value);
+  if (llvm::Error error = checkSize(str.size(), line))
+    return std::move(error);
+  if (name == "trim")
+    return Value::of(stripped(str, nullptr, true, true));
+  if (name == "upper" || name == "lower")
+    return Value::of(name == "upper" ? llvm::StringRef(str).upper()
+                                     : llvm::StringRef(str).lower());
+  return Value::of(std::move(str));
+}
+
+/// length (count): of a string's characters, a list's or a dict's items.
+static llvm::Expected<Value> lengthOf(const Value &value, int line) {
+  if (value.kind == Value::String)
+    return Value::of(int64_t(characters(value.string).size()));
+  if (value.kind == Value::List)
+    return Value::of(int64_t(value.list->size()));
+  if (value.kind == Value::Dict)
+    return Value::of(int64_t(value.dict->items.size()));
+  if (value.kind == Value::Undefined)
+    return Value::of(int64_t(0));
+  return failAt(line, "length of '" + text(value) + "'");
+}
+
+/// map, selectattr, rejectattr and reverse over a sequence's items; none
+/// for another name.
+static std::optional<llvm::Expected<Value>>
+itemsFilter(llvm::StringRef name, const Values &items, const Values &args,
+            const Value *attribute, int line) {
+  ItemsBuilder made(Value::List, line);
+  if (name == "reverse") {
+    if (llvm::Error error = made.append(Values(items.rbegin(), items.rend())))
+      return std::move(error);
+    return made.take();
+  }
+  if (name == "map") {
+    if (!attribute)
+      return failAt(line, "map() takes attribute=...");
+    for (const Value &item : items) {
+      llvm::Expected<Value> field = attributeOf(item, text(*attribute), line);
+      if (!field)
+        return field.takeError();
+      if (llvm::Error error = made.append(*field))
+        return std::move(error);
+    }
+    return made.take();
+  }
+  if (name == "selectattr" || name == "rejectattr") {
+    if (args.empty())
+      return failAt(line, name + "() takes an attribute");
+    for (const Value &item : items) {
+      llvm::Expected<Value> field = attributeOf(item, text(args[0]), line);
+      if (!field)
+        return field.takeError();
+      bool pass = truthy(*field);
+      if (args.size() > 1) {
+        llvm::Expected<bool> passed = applyTest(
+            text(args[1]), *field, Values(args.begin() + 2, args.end()), line);
+        if (!passed)
+          return passed.takeError();
+        pass = *passed;
+      }
+      if (pass != (name == "selectattr"))
+        continue;
+      if (llvm::Error error = made.append(item))
+        return std::move(error);
+    }
+    return made.take();
+  }
+  return std::nullopt;
+}
+
 llvm::Expected<Value> jinja::applyFilter(llvm::StringRef name,
                                          const Value &value, const Values &args,
                                          const Keywords &keywords, int line) {
@@ -577,30 +654,10 @@ llvm::Expected<Value> jinja::applyFilter(llvm::StringRef name,
     return Value::of(std::move(*json));
   }
   if (name == "trim" || name == "upper" || name == "lower" ||
-      name == "string" || name == "safe") {
-    // A list's or dict's str() is larger than it (quotes, escapes): bounded
-    // as any string made.
-    std::string str = text(value);
-    if (llvm::Error error = checkSize(str.size(), line))
-      return std::move(error);
-    if (name == "trim")
-      return Value::of(stripped(str, nullptr, true, true));
-    if (name == "upper" || name == "lower")
-      return Value::of(name == "upper" ? llvm::StringRef(str).upper()
-                                       : llvm::StringRef(str).lower());
-    return Value::of(std::move(str));
-  }
-  if (name == "length" || name == "count") {
-    if (value.kind == Value::String)
-      return Value::of(int64_t(characters(value.string).size()));
-    if (value.kind == Value::List)
-      return Value::of(int64_t(value.list->size()));
-    if (value.kind == Value::Dict)
-      return Value::of(int64_t(value.dict->items.size()));
-    if (value.kind == Value::Undefined)
-      return Value::of(int64_t(0));
-    return failAt(line, "length of '" + text(value) + "'");
-  }
+      name == "string" || name == "safe")
+    return textFilter(name, value, line);
+  if (name == "length" || name == "count")
+    return lengthOf(value, line);
   // Jinja's int of a float past 64 bits is Python's unbounded int: refused,
   // not wrapped around; of nan, its default 0.
   if (name == "int" && value.kind == Value::Float) {
@@ -627,9 +684,8 @@ llvm::Expected<Value> jinja::applyFilter(llvm::StringRef name,
       return args.empty() ? Value::of(std::string()) : args[0];
     return value;
   }
-  if (name == "items" && value.kind == Value::Dict) {
+  if (name == "items" && value.kind == Value::Dict)
     return keyValuePairs(value.dict->items, line);
-  }
   if (name == "join")
     return joined(value, args.empty() ? "" : text(args[0]), line);
   // A string's first, last or reversed characters, without a list of them
@@ -654,46 +710,8 @@ llvm::Expected<Value> jinja::applyFilter(llvm::StringRef name,
       return Value();
     return name == "first" ? items.front() : items.back();
   }
-  ItemsBuilder made(Value::List, line);
-  if (name == "reverse") {
-    if (llvm::Error error = made.append(Values(items.rbegin(), items.rend())))
-      return std::move(error);
-    return made.take();
-  }
-  if (name == "map") {
-    const Value *key = keyword("attribute");
-    if (!key)
-      return failAt(line, "map() takes attribute=...");
-    for (const Value &item : items) {
-      llvm::Expected<Value> field = attributeOf(item, text(*key), line);
-      if (!field)
-        return field.takeError();
-      if (llvm::Error error = made.append(*field))
-        return std::move(error);
-    }
-    return made.take();
-  }
-  if (name == "selectattr" || name == "rejectattr") {
-    if (args.empty())
-      return failAt(line, name + "() takes an attribute");
-    for (const Value &item : items) {
-      llvm::Expected<Value> field = attributeOf(item, text(args[0]), line);
-      if (!field)
-        return field.takeError();
-      bool pass = truthy(*field);
-      if (args.size() > 1) {
-        llvm::Expected<bool> passed = applyTest(
-            text(args[1]), *field, Values(args.begin() + 2, args.end()), line);
-        if (!passed)
-          return passed.takeError();
-        pass = *passed;
-      }
-      if (pass != (name == "selectattr"))
-        continue;
-      if (llvm::Error error = made.append(item))
-        return std::move(error);
-    }
-    return made.take();
-  }
+  if (std::optional<llvm::Expected<Value>> filtered =
+          itemsFilter(name, items, args, keyword("attribute"), line))
+    return std::move(*filtered);
   return failAt(line, "unsupported filter '" + name + "'");
 }
