@@ -194,12 +194,22 @@ static llvm::Error checkQuantized(const Executable &executable,
   return llvm::Error::success();
 }
 
-llvm::Error twill::verifyExecutable(const Executable &executable) {
-  // Nothing else is read from a program of another format.
-  if (llvm::Error error = checkFormat(executable))
-    return error;
-  int numBuffers = executable.buffers_size();
-  for (int id = 0; id < numBuffers; ++id) {
+namespace {
+
+/// Which buffers hold a value before any entry point runs (parameters,
+/// states, inputs), and which of them an output may update (a parameter's
+/// or a state's).
+struct Preset {
+  std::vector<bool> written, updatable;
+};
+
+bool inRange(const Executable &executable, int id) {
+  return id >= 0 && id < executable.buffers_size();
+}
+
+/// Each buffer's size is its shape's and dtype's.
+llvm::Error checkBuffers(const Executable &executable) {
+  for (int id = 0; id < executable.buffers_size(); ++id) {
     const Buffer &buffer = executable.buffers(id);
     for (int64_t dim : buffer.shape())
       if (dim < 0)
@@ -212,109 +222,145 @@ llvm::Error twill::verifyExecutable(const Executable &executable) {
                         id, buffer.size_bytes(),
                         numElements(buffer) * bytesPerElement(buffer.dtype())));
   }
-  auto inRange = [&](int id) { return id >= 0 && id < numBuffers; };
+  return llvm::Error::success();
+}
 
-  // Parameters and inputs are written before any entry point runs.
-  // What an output may update: a parameter's or a state's buffer.
-  std::vector<bool> preset(numBuffers, false), updatable(numBuffers, false);
+/// A parameter's roles: how it starts, and an adapter's part and weight.
+llvm::Error checkParameter(const Executable &executable,
+                           const Parameter &parameter) {
+  const Initializer &init = parameter.init();
+  if (init.kind() == Initializer::INIT_UNSPECIFIED ||
+      (init.kind() == Initializer::NORMAL) != (init.std() > 0))
+    return invalid("parameter '" + parameter.name() +
+                   "' says not how it starts (or a normal one's deviation)");
+  const AdapterRole &adapter = parameter.adapter();
+  if (parameter.has_adapter() &&
+      (adapter.part() == AdapterRole::PART_UNSPECIFIED || adapter.of().empty()))
+    return invalid("parameter '" + parameter.name() +
+                   "' is an adapter's without its part or weight");
+  if (init.kind() == Initializer::ROW_NORMS && !parameter.has_adapter())
+    return invalid("parameter '" + parameter.name() +
+                   "' starts as a weight's rows' norms but adapts none");
+  return checkQuantized(executable, parameter);
+}
+
+/// A state's kind; a gradient sum or a moment is kept for a parameter of
+/// the program.
+llvm::Error checkState(const State &state, const llvm::StringSet<> &parameters) {
+  bool perParameter = state.kind() == State::GRAD_SUM ||
+                      state.kind() == State::EXP_AVG ||
+                      state.kind() == State::EXP_AVG_SQ;
+  if (state.kind() == State::KIND_UNSPECIFIED ||
+      perParameter != state.has_of() ||
+      (perParameter && !parameters.contains(state.of())))
+    return invalid("state '" + state.name() +
+                   "' says not what it is (or names no parameter it is "
+                   "kept for)");
+  return llvm::Error::success();
+}
+
+/// Parameters, states and inputs: each a buffer of its own, with its roles.
+llvm::Expected<Preset> checkPreset(const Executable &executable) {
+  int numBuffers = executable.buffers_size();
+  Preset preset{std::vector<bool>(numBuffers, false),
+                std::vector<bool>(numBuffers, false)};
+  auto claim = [&](int id, bool updatable) {
+    if (!inRange(executable, id) || preset.written[id])
+      return false;
+    preset.written[id] = true;
+    preset.updatable[id] = updatable;
+    return true;
+  };
+  llvm::StringSet<> parameters;
   for (const Parameter &parameter : executable.parameters()) {
-    if (!inRange(parameter.buffer()) || preset[parameter.buffer()])
+    if (!claim(parameter.buffer(), true))
       return invalid("parameter '" + parameter.name() + "' has a bad buffer");
-    preset[parameter.buffer()] = updatable[parameter.buffer()] = true;
-    // The runtime knows a parameter by its roles: how it starts, and an
-    // adapter's part and weight.
-    const Initializer &init = parameter.init();
-    if (init.kind() == Initializer::INIT_UNSPECIFIED ||
-        (init.kind() == Initializer::NORMAL) != (init.std() > 0))
-      return invalid("parameter '" + parameter.name() +
-                     "' says not how it starts (or a normal one's deviation)");
-    const AdapterRole &adapter = parameter.adapter();
-    if (parameter.has_adapter() &&
-        (adapter.part() == AdapterRole::PART_UNSPECIFIED ||
-         adapter.of().empty()))
-      return invalid("parameter '" + parameter.name() +
-                     "' is an adapter's without its part or weight");
-    if (init.kind() == Initializer::ROW_NORMS && !parameter.has_adapter())
-      return invalid("parameter '" + parameter.name() +
-                     "' starts as a weight's rows' norms but adapts none");
-    if (llvm::Error error = checkQuantized(executable, parameter))
-      return error;
+    if (llvm::Error error = checkParameter(executable, parameter))
+      return std::move(error);
+    parameters.insert(parameter.name());
   }
   // The checkpoint's tensors they make up: each read and written whole.
   if (llvm::Expected<std::vector<StoredTensor>> stored =
           storedTensors(executable);
       !stored)
     return stored.takeError();
-  llvm::StringSet<> parameters;
-  for (const Parameter &parameter : executable.parameters())
-    parameters.insert(parameter.name());
   for (const State &state : executable.states()) {
-    if (!inRange(state.buffer()) || preset[state.buffer()])
+    if (!claim(state.buffer(), true))
       return invalid("state '" + state.name() + "' has a bad buffer");
-    preset[state.buffer()] = updatable[state.buffer()] = true;
-    // The runtime knows a state by its kind; a gradient sum or a moment is
-    // kept for a parameter of the program.
-    bool perParameter = state.kind() == State::GRAD_SUM ||
-                        state.kind() == State::EXP_AVG ||
-                        state.kind() == State::EXP_AVG_SQ;
-    if (state.kind() == State::KIND_UNSPECIFIED ||
-        perParameter != state.has_of() ||
-        (perParameter && !parameters.contains(state.of())))
-      return invalid("state '" + state.name() +
-                     "' says not what it is (or names no parameter it is "
-                     "kept for)");
+    if (llvm::Error error = checkState(state, parameters))
+      return std::move(error);
   }
-  for (const Input &input : executable.inputs()) {
-    if (!inRange(input.buffer()) || preset[input.buffer()])
+  for (const Input &input : executable.inputs())
+    if (!claim(input.buffer(), false))
       return invalid("input '" + input.name() + "' has a bad buffer");
-    preset[input.buffer()] = true;
-  }
+  return preset;
+}
 
-  for (const EntryPoint &entry : executable.entry_points()) {
-    std::vector<bool> written = preset;
-    for (const auto &[index, instruction] :
-         llvm::enumerate(entry.instructions())) {
-      auto where = [&, index = index] {
-        return llvm::formatv("{0}: instruction {1} ({2})", entry.name(), index,
-                             opcodeName(instruction.opcode()))
-            .str();
-      };
-      if (llvm::Error error = checkInstruction(instruction))
-        return invalid(where() + " " + llvm::toString(std::move(error)));
-      for (int operand : instruction.operands())
-        if (!inRange(operand) || !written[operand])
-          return invalid(where() + " reads a buffer not yet written");
-      for (int result : instruction.results()) {
-        if (!inRange(result) || written[result])
-          return invalid(where() + " writes a buffer twice");
-        written[result] = true;
-      }
-    }
-    for (int output : entry.outputs())
-      if (!inRange(output) || !written[output])
-        return invalid(entry.name() + " returns a buffer it never writes");
-    // Each output says what it is and what it updates: a parameter's or a
-    // state's buffer of its own size and type, or none.
-    if (entry.output_roles_size() != entry.outputs_size() ||
-        entry.output_updates_size() != entry.outputs_size())
-      return invalid(entry.name() + " does not say of each output its role "
-                                    "and what it updates");
-    auto fits = [&](const Buffer &to, const Buffer &from) {
-      return to.size_bytes() == from.size_bytes() && to.dtype() == from.dtype();
+/// An entry point's instructions read only what is written, write each
+/// buffer once, and its outputs say their roles and what they update.
+llvm::Error checkEntryPoint(const Executable &executable,
+                            const EntryPoint &entry, const Preset &preset) {
+  std::vector<bool> written = preset.written;
+  auto inRange = [&](int id) { return ::inRange(executable, id); };
+  for (const auto &[index, instruction] :
+       llvm::enumerate(entry.instructions())) {
+    auto where = [&, index = index] {
+      return llvm::formatv("{0}: instruction {1} ({2})", entry.name(), index,
+                           opcodeName(instruction.opcode()))
+          .str();
     };
-    for (auto [output, updated] :
-         llvm::zip_equal(entry.outputs(), entry.output_updates())) {
-      if (updated < 0)
-        continue;
-      if (!inRange(updated) || !updatable[updated] ||
-          !fits(executable.buffers(updated), executable.buffers(output)))
-        return invalid(entry.name() + " updates buffer " +
-                       std::to_string(updated) +
-                       ", which is no parameter or state its output fits");
+    if (llvm::Error error = checkInstruction(instruction))
+      return invalid(where() + " " + llvm::toString(std::move(error)));
+    for (int operand : instruction.operands())
+      if (!inRange(operand) || !written[operand])
+        return invalid(where() + " reads a buffer not yet written");
+    for (int result : instruction.results()) {
+      if (!inRange(result) || written[result])
+        return invalid(where() + " writes a buffer twice");
+      written[result] = true;
     }
-    if (auto paired = pairStartsWithWaits(entry); !paired)
-      return invalid(llvm::toString(paired.takeError()));
   }
+  for (int output : entry.outputs())
+    if (!inRange(output) || !written[output])
+      return invalid(entry.name() + " returns a buffer it never writes");
+  // Each output says what it is and what it updates: a parameter's or a
+  // state's buffer of its own size and type, or none.
+  if (entry.output_roles_size() != entry.outputs_size() ||
+      entry.output_updates_size() != entry.outputs_size())
+    return invalid(entry.name() + " does not say of each output its role "
+                                  "and what it updates");
+  auto fits = [&](const Buffer &to, const Buffer &from) {
+    return to.size_bytes() == from.size_bytes() && to.dtype() == from.dtype();
+  };
+  for (auto [output, updated] :
+       llvm::zip_equal(entry.outputs(), entry.output_updates())) {
+    if (updated < 0)
+      continue;
+    if (!inRange(updated) || !preset.updatable[updated] ||
+        !fits(executable.buffers(updated), executable.buffers(output)))
+      return invalid(entry.name() + " updates buffer " +
+                     std::to_string(updated) +
+                     ", which is no parameter or state its output fits");
+  }
+  if (auto paired = pairStartsWithWaits(entry); !paired)
+    return invalid(llvm::toString(paired.takeError()));
+  return llvm::Error::success();
+}
+
+} // namespace
+
+llvm::Error twill::verifyExecutable(const Executable &executable) {
+  // Nothing else is read from a program of another format.
+  if (llvm::Error error = checkFormat(executable))
+    return error;
+  if (llvm::Error error = checkBuffers(executable))
+    return error;
+  llvm::Expected<Preset> preset = checkPreset(executable);
+  if (!preset)
+    return preset.takeError();
+  for (const EntryPoint &entry : executable.entry_points())
+    if (llvm::Error error = checkEntryPoint(executable, entry, *preset))
+      return error;
   if (llvm::Error error = checkMemoryPlan(executable))
     return invalid(llvm::toString(std::move(error)));
   return llvm::Error::success();
