@@ -300,6 +300,97 @@ ChatFormat::templateIds(llvm::ArrayRef<ChatMessage> messages,
   return tokenizer->encode(*text, /*allowSpecial=*/true);
 }
 
+/// The tokens of `text` (encoded as `inputIds`, in `stretches`) before
+/// `edge`: the first ones of the whole text, unless a token crosses the
+/// edge. Only the stretch between added tokens that holds the edge is
+/// encoded again.
+static llvm::Expected<size_t>
+tokensBefore(const Tokenizer &tokenizer, llvm::StringRef text,
+             llvm::ArrayRef<Tokenizer::Stretch> stretches,
+             llvm::ArrayRef<int32_t> inputIds, size_t edge) {
+  if (edge == text.size())
+    return inputIds.size();
+  auto crossed = [] {
+    return formatError("a trained turn starts or ends inside a token of "
+                       "the template's text, so the token has no one "
+                       "label (with data.train_on_input every token is "
+                       "trained on)");
+  };
+  auto holding = llvm::upper_bound(
+      stretches, edge, [](size_t offset, const Tokenizer::Stretch &s) {
+        return offset < s.offset;
+      });
+  if (holding == stretches.begin())
+    return crossed();
+  const Tokenizer::Stretch &stretch = *std::prev(holding);
+  if (stretch.offset == edge)
+    return stretch.token;
+  // Inside an added token's stretch: past its text, in the whitespace an
+  // rstrip token takes with it (Phi-3's <|end|> and <|assistant|>).
+  if (stretch.added)
+    return stretch.token + 1;
+  llvm::Expected<std::vector<int32_t>> start = tokenizer.encodeStretchStart(
+      text.slice(stretch.offset, edge), stretch.offset == 0);
+  if (!start)
+    return start.takeError();
+  llvm::ArrayRef<int32_t> after =
+      llvm::ArrayRef(inputIds).drop_front(stretch.token);
+  if (start->size() > after.size() ||
+      !std::equal(start->begin(), start->end(), after.begin()))
+    return crossed();
+  return stretch.token + start->size();
+}
+
+llvm::Expected<std::pair<size_t, size_t>>
+ChatFormat::turnSpan(llvm::ArrayRef<ChatMessage> messages, size_t index,
+                     llvm::StringRef text, size_t previousEnd,
+                     llvm::StringRef tools) const {
+  llvm::Expected<std::string> prompt =
+      render(messages.take_front(index), /*generationPrompt=*/true, tools);
+  if (!prompt)
+    return formatError(llvm::formatv("message {0}: the messages before it "
+                                     "with the generation prompt: {1}",
+                                     index,
+                                     llvm::toString(prompt.takeError())));
+  size_t begin = prompt->size();
+  if (!text.starts_with(*prompt) || begin < previousEnd)
+    return formatError(llvm::formatv(
+        "message {0}: the template writes the messages before it, with "
+        "the generation prompt, other than as the start of the whole "
+        "conversation, so its turn cannot be told apart (with "
+        "data.train_on_input every token is trained on)",
+        index));
+  // Its end: where the messages up to it, written alone, start the whole
+  // text, their last special token (its end of turn; a tool call's
+  // [TOOL_CALLS] or <|python_tag|> inside the turn is no end), else
+  // their end; where a template writes a last turn otherwise (Qwen3's
+  // empty <think> block), the first special token after its start.
+  llvm::Expected<std::string> upTo = render(
+      messages.take_front(index + 1), /*generationPrompt=*/false, tools);
+  if (!upTo)
+    return formatError(llvm::formatv("message {0}: the messages up to it: "
+                                     "{1}",
+                                     index,
+                                     llvm::toString(upTo.takeError())));
+  bool alone = text.starts_with(*upTo) && upTo->size() > begin;
+  size_t limit = alone ? upTo->size() : text.size();
+  std::optional<size_t> end;
+  for (size_t at = begin; at < limit && !(end && !alone);) {
+    size_t special = tokenizer->specialTokenAtStart(text.substr(at));
+    if (special)
+      end = at + special;
+    at += special ? special : 1;
+  }
+  if (!end && alone)
+    end = limit;
+  if (!end)
+    return formatError(llvm::formatv("message {0}: the template writes no "
+                                     "special token after it to end its "
+                                     "turn",
+                                     index));
+  return std::pair{begin, *end};
+}
+
 llvm::Expected<Example>
 ChatFormat::tokenizeTemplate(llvm::ArrayRef<ChatMessage> messages,
                              llvm::ArrayRef<bool> trained,
@@ -326,42 +417,6 @@ ChatFormat::tokenizeTemplate(llvm::ArrayRef<ChatMessage> messages,
     return example;
   }
   example.labels.assign(example.inputIds.size(), kIgnoreLabel);
-  // The tokens of the text before `edge`: the first ones of the whole text,
-  // unless a token crosses the edge. Only the stretch between added tokens
-  // that holds the edge is encoded again.
-  auto tokensBefore = [&](size_t edge) -> llvm::Expected<size_t> {
-    if (edge == text.size())
-      return example.inputIds.size();
-    auto crossed = [] {
-      return formatError("a trained turn starts or ends inside a token of "
-                         "the template's text, so the token has no one "
-                         "label (with data.train_on_input every token is "
-                         "trained on)");
-    };
-    auto holding = llvm::upper_bound(
-        stretches, edge, [](size_t offset, const Tokenizer::Stretch &s) {
-          return offset < s.offset;
-        });
-    if (holding == stretches.begin())
-      return crossed();
-    const Tokenizer::Stretch &stretch = *std::prev(holding);
-    if (stretch.offset == edge)
-      return stretch.token;
-    // Inside an added token's stretch: past its text, in the whitespace an
-    // rstrip token takes with it (Phi-3's <|end|> and <|assistant|>).
-    if (stretch.added)
-      return stretch.token + 1;
-    llvm::Expected<std::vector<int32_t>> start = tokenizer->encodeStretchStart(
-        text.slice(stretch.offset, edge), stretch.offset == 0);
-    if (!start)
-      return start.takeError();
-    llvm::ArrayRef<int32_t> after =
-        llvm::ArrayRef(example.inputIds).drop_front(stretch.token);
-    if (start->size() > after.size() ||
-        !std::equal(start->begin(), start->end(), after.begin()))
-      return crossed();
-    return stretch.token + start->size();
-  };
   // Each trained turn renders the messages before it: bounded, as a line
   // of many turns would take their count times its size.
   size_t turns = llvm::count(trained, true);
@@ -375,58 +430,22 @@ ChatFormat::tokenizeTemplate(llvm::ArrayRef<ChatMessage> messages,
   for (size_t index = 0; index < messages.size(); ++index) {
     if (!trained[index])
       continue;
-    llvm::Expected<std::string> prompt =
-        render(messages.take_front(index), /*generationPrompt=*/true, tools);
-    if (!prompt)
-      return formatError(llvm::formatv("message {0}: the messages before it "
-                                       "with the generation prompt: {1}",
-                                       index,
-                                       llvm::toString(prompt.takeError())));
-    size_t begin = prompt->size();
-    if (!text.starts_with(*prompt) || begin < previousEnd)
-      return formatError(llvm::formatv(
-          "message {0}: the template writes the messages before it, with "
-          "the generation prompt, other than as the start of the whole "
-          "conversation, so its turn cannot be told apart (with "
-          "data.train_on_input every token is trained on)",
-          index));
-    // Its end: where the messages up to it, written alone, start the whole
-    // text, their last special token (its end of turn; a tool call's
-    // [TOOL_CALLS] or <|python_tag|> inside the turn is no end), else
-    // their end; where a template writes a last turn otherwise (Qwen3's
-    // empty <think> block), the first special token after its start.
-    llvm::Expected<std::string> upTo = render(
-        messages.take_front(index + 1), /*generationPrompt=*/false, tools);
-    if (!upTo)
-      return formatError(llvm::formatv("message {0}: the messages up to it: "
-                                       "{1}",
-                                       index,
-                                       llvm::toString(upTo.takeError())));
-    bool alone = text.starts_with(*upTo) && upTo->size() > begin;
-    size_t limit = alone ? upTo->size() : text.size();
-    std::optional<size_t> end;
-    for (size_t at = begin; at < limit && !(end && !alone);) {
-      size_t special = tokenizer->specialTokenAtStart(text.substr(at));
-      if (special)
-        end = at + special;
-      at += special ? special : 1;
-    }
-    if (!end && alone)
-      end = limit;
-    if (!end)
-      return formatError(llvm::formatv("message {0}: the template writes no "
-                                       "special token after it to end its "
-                                       "turn",
-                                       index));
-    llvm::Expected<size_t> first = tokensBefore(begin);
+    llvm::Expected<std::pair<size_t, size_t>> span =
+        turnSpan(messages, index, text, previousEnd, tools);
+    if (!span)
+      return span.takeError();
+    auto [begin, end] = *span;
+    llvm::Expected<size_t> first =
+        tokensBefore(*tokenizer, text, stretches, example.inputIds, begin);
     if (!first)
       return first.takeError();
-    llvm::Expected<size_t> last = tokensBefore(*end);
+    llvm::Expected<size_t> last =
+        tokensBefore(*tokenizer, text, stretches, example.inputIds, end);
     if (!last)
       return last.takeError();
     for (size_t token = *first; token < *last; ++token)
       example.labels[token] = example.inputIds[token];
-    previousEnd = *end;
+    previousEnd = end;
   }
   return example;
 }

@@ -96,6 +96,13 @@ private:
   llvm::Expected<Example> tokenizeTemplate(llvm::ArrayRef<ChatMessage> messages,
                                            llvm::ArrayRef<bool> trained,
                                            llvm::StringRef tools) const;
+  /// Where message `index`'s turn lies in `text`, the whole conversation
+  /// rendered: after the messages before it with the generation prompt,
+  /// to its end-of-turn token; no earlier than `previousEnd`.
+  llvm::Expected<std::pair<size_t, size_t>>
+  turnSpan(llvm::ArrayRef<ChatMessage> messages, size_t index,
+           llvm::StringRef text, size_t previousEnd,
+           llvm::StringRef tools) const;
 
   const Tokenizer *tokenizer;
   std::optional<ChatTemplate> chatTemplate;
