@@ -55,6 +55,14 @@ public:
   }
 
 private:
+  /// The GPU of this rank (by its place on its node), and the settings
+  /// read from the environment.
+  llvm::Error selectDevice();
+  /// Streams, events, cuBLAS and cuBLASLt, the matmul workspace and the
+  /// kernels' error flag.
+  llvm::Error createLibraries();
+  /// The memory plan's arenas and every other buffer's memory.
+  llvm::Error allocateBuffers();
   /// `bytes` of zeroed device memory of the backend's own, for `what`.
   llvm::Error allocate(size_t bytes, const llvm::Twine &what, void *&pointer);
   /// Memory for the values `entry` computes for the host to read, at the
@@ -99,7 +107,7 @@ const cuda::Kernels &cuda::kernelTable() {
   return table;
 }
 
-llvm::Error CudaBackend::initialise() {
+llvm::Error CudaBackend::selectDevice() {
   int devices = 0;
   DeviceCount count = countDevices(devices);
   if (count.verdict == DeviceCount::NoGpu)
@@ -137,6 +145,10 @@ llvm::Error CudaBackend::initialise() {
               "(the chunked kernel everywhere)");
     device.attentionKernel = *kernel;
   }
+  return llvm::Error::success();
+}
+
+llvm::Error CudaBackend::createLibraries() {
   for (cudaStream_t *stream :
        {&device.stream, &device.commStream, &device.copyStream})
     if (auto error = checkCuda(cudaStreamCreate(stream), "cudaStreamCreate"))
@@ -168,6 +180,10 @@ llvm::Error CudaBackend::initialise() {
   if (auto error = checkCuda(cudaMallocHost(&device.errorsOnHost, sizeof(int)),
                              "cudaMallocHost"))
     return error;
+  return llvm::Error::success();
+}
+
+llvm::Error CudaBackend::allocateBuffers() {
   // The memory plan's values share one arena; the rest have their own
   // (the host-read values' from the first run that computes them).
   const Executable &executable = host.executable();
@@ -211,9 +227,20 @@ llvm::Error CudaBackend::initialise() {
       return error;
     memory.push_back(pointer);
   }
+  return llvm::Error::success();
+}
+
+llvm::Error CudaBackend::initialise() {
+  if (llvm::Error error = selectDevice())
+    return error;
+  if (llvm::Error error = createLibraries())
+    return error;
+  if (llvm::Error error = allocateBuffers())
+    return error;
   // NCCL wherever the mesh has an axis of several ranks: across the ranks
   // of a launch, or for a process standing in for one rank (its
   // communicators then hold it alone, as the Communicator's axes do).
+  const Executable &executable = host.executable();
   bool meshOfSeveral = executable.meshes_size() &&
                        llvm::any_of(executable.meshes(0).shape(),
                                     [](int64_t size) { return size > 1; });
