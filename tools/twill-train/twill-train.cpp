@@ -499,13 +499,16 @@ static llvm::Expected<std::string> startingAdapter() {
       .str();
 }
 
-static int runTraining(Program &program, TrainingData &data) {
+/// Where training starts: a checkpoint's position under --resume, else a
+/// new run, into a folder no earlier run's results are in (or that may be
+/// overwritten).
+static llvm::Expected<TrainPosition> startingPosition(Program &program) {
   const JobConfig &job = program.job();
   TrainPosition start;
   if (!resumePath.empty()) {
     llvm::Expected<TrainPosition> resumed = loadCheckpoint(program, resumePath);
     if (!resumed)
-      return fail(resumed.takeError());
+      return resumed.takeError();
     start = *resumed;
     report() << llvm::formatv("resuming from {0}: after step {1} (epoch "
                               "{2}, step {3} of it next){4}\n",
@@ -523,11 +526,19 @@ static int runTraining(Program &program, TrainingData &data) {
           checkNoEarlierRun(job.checkpoint().output_dir(),
                             job.checkpoint().overwrite_output_dir());
       if (!earlier)
-        return fail(earlier.takeError());
+        return earlier.takeError();
       if (!earlier->empty())
         report() << *earlier << "\n";
     }
   }
+  return start;
+}
+
+/// DPO: what the job's reference says before training, and its
+/// precomputed passes over the data (or an earlier run's).
+static llvm::Error prepareReference(Program &program, TrainingData &data,
+                                    const TrainPosition &start) {
+  const JobConfig &job = program.job();
   // ADAPTER_OFF's reference is the base, whatever adapter training starts
   // from; TRL's is that adapter (PRECOMPUTED's).
   if (job.train().objective() == TrainConfig::DPO && job.has_lora() &&
@@ -542,12 +553,14 @@ static int runTraining(Program &program, TrainingData &data) {
     const std::string &outputDir = job.checkpoint().output_dir();
     if (program.writesFiles())
       if (std::error_code error = llvm::sys::fs::create_directories(outputDir))
-        return fail("cannot create " + outputDir + ": " + error.message());
+        return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                       "cannot create " + outputDir + ": " +
+                                           error.message());
     // The reference is the model as training starts: a resumed run's
     // parameters are trained, and it reads the first run's passes.
     llvm::Expected<std::string> startingModel = startingAdapter();
     if (!startingModel)
-      return fail(startingModel.takeError());
+      return startingModel.takeError();
     bool resumed = !start.checkpoint.empty();
     auto pass = [&](std::vector<Row> &rows, llvm::ArrayRef<int64_t> read,
                     llvm::StringRef file) -> llvm::Error {
@@ -567,30 +580,19 @@ static int runTraining(Program &program, TrainingData &data) {
     };
     if (llvm::Error error = pass(
             data.rows, rowsRead(job, data.rows.size(), start), kReferenceFile))
-      return fail(std::move(error));
+      return error;
     std::vector<int64_t> everyEvalRow(data.evalRows.size());
     std::iota(everyEvalRow.begin(), everyEvalRow.end(), 0);
     if (!data.evalRows.empty())
       if (llvm::Error error =
               pass(data.evalRows, everyEvalRow, kEvalReferenceFile))
-        return fail(std::move(error));
+        return error;
   }
-  const std::vector<Row> &evalRows = data.evalRows;
-  std::optional<Evaluation> before;
-  if (!evalDataPath.empty()) {
-    llvm::Expected<Evaluation> measured = evaluate(program, evalRows);
-    if (!measured)
-      return fail(measured.takeError());
-    before = *measured;
-  }
+  return llvm::Error::success();
+}
 
-  llvm::Expected<TrainResult> result =
-      train(program, data.rows, data.source, report(), start);
-  if (!result)
-    return fail(result.takeError());
-  // The summary: what this run did, how fast, in how much memory, and
-  // where the result is.
-  const TrainResult &done = *result;
+/// What a run did, how fast, in how much memory, and where the result is.
+static void reportTrained(const JobConfig &job, const TrainResult &done) {
   report() << llvm::formatv(
       "trained {0} steps{1} in {2:f1} s: {3} tokens ({4} {9}), {5:f0} "
       "tokens/s on average; peak memory {6:f2} GiB ({7}); {8}\n",
@@ -611,23 +613,51 @@ static int runTraining(Program &program, TrainingData &data) {
           : std::string("nothing written (checkpoint.save_final: false)"),
       // What the step's count counts: labelled tokens, or DPO's pairs.
       job.train().objective() == TrainConfig::DPO ? "pairs" : "labelled");
-  if (before) {
-    llvm::Expected<Evaluation> after = evaluate(program, evalRows);
-    if (!after)
-      return fail(after.takeError());
-    if (after->pairs) // DPO: TRL's reward figures, before and after
-      report() << llvm::formatv(
-          "eval rewards/accuracies {0:f3} -> {1:f3}, rewards/margins {2:f4} "
-          "-> {3:f4}, loss {4:f4} -> {5:f4} ({6} pairs)\n",
-          before->dpoMetrics[2], after->dpoMetrics[2], before->dpoMetrics[3],
-          after->dpoMetrics[3], before->loss, after->loss, after->pairs);
-    else
-      report() << llvm::formatv(
-          "eval next-token accuracy {0:f1}% -> {1:f1}%, loss {2:f3} -> {3:f3} "
-          "({4} tokens)\n",
-          100 * before->accuracy, 100 * after->accuracy, before->loss,
-          after->loss, after->tokens);
+}
+
+/// The held-out figures after training beside `before`'s.
+static llvm::Error reportEvaluation(Program &program,
+                                    llvm::ArrayRef<Row> evalRows,
+                                    const Evaluation &before) {
+  llvm::Expected<Evaluation> after = evaluate(program, evalRows);
+  if (!after)
+    return after.takeError();
+  if (after->pairs) // DPO: TRL's reward figures, before and after
+    report() << llvm::formatv(
+        "eval rewards/accuracies {0:f3} -> {1:f3}, rewards/margins {2:f4} "
+        "-> {3:f4}, loss {4:f4} -> {5:f4} ({6} pairs)\n",
+        before.dpoMetrics[2], after->dpoMetrics[2], before.dpoMetrics[3],
+        after->dpoMetrics[3], before.loss, after->loss, after->pairs);
+  else
+    report() << llvm::formatv(
+        "eval next-token accuracy {0:f1}% -> {1:f1}%, loss {2:f3} -> {3:f3} "
+        "({4} tokens)\n",
+        100 * before.accuracy, 100 * after->accuracy, before.loss,
+        after->loss, after->tokens);
+  return llvm::Error::success();
+}
+
+static int runTraining(Program &program, TrainingData &data) {
+  llvm::Expected<TrainPosition> start = startingPosition(program);
+  if (!start)
+    return fail(start.takeError());
+  if (llvm::Error error = prepareReference(program, data, *start))
+    return fail(std::move(error));
+  std::optional<Evaluation> before;
+  if (!evalDataPath.empty()) {
+    llvm::Expected<Evaluation> measured = evaluate(program, data.evalRows);
+    if (!measured)
+      return fail(measured.takeError());
+    before = *measured;
   }
+  llvm::Expected<TrainResult> result =
+      train(program, data.rows, data.source, report(), *start);
+  if (!result)
+    return fail(result.takeError());
+  reportTrained(program.job(), *result);
+  if (before)
+    if (llvm::Error error = reportEvaluation(program, data.evalRows, *before))
+      return fail(std::move(error));
   return 0;
 }
 
