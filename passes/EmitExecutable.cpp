@@ -367,24 +367,11 @@ std::optional<::twill::Opcode> mlir::twill::opcodeOf(OperationName name) {
   return code;
 }
 
-/// Every attribute the runtime reads, from the op's own accessors:
-/// renaming an ODS attribute breaks this function's build instead of
-/// silently changing what the runtime reads. Ops without attributes write
-/// none.
-static void describeAttributes(Operation *op, ::twill::Instruction &out) {
-  namespace tw = mlir::twill;
-  // The losses' attributes; the tiled loss's gradient may be the weight's,
-  // and its logits capped.
-  auto crossEntropy = [&](auto op, bool wrtWeight,
-                          std::optional<llvm::APFloat> softcap) {
-    ::twill::CrossEntropyAttributes &a = *out.mutable_cross_entropy();
-    a.set_wrt_weight(wrtWeight);
-    a.set_ignore_index(op.getIgnoreIndex());
-    a.set_shard_axis(axisName(op.getShardAxis()));
-    a.set_vocab_size(op.getVocabSize().value_or(0));
-    a.set_softcap(softcap ? softcap->convertToDouble() : 0);
-    a.set_sequence_count(op.getSequenceCount().value_or(0));
-  };
+namespace tw = mlir::twill;
+
+/// The layers' and tensor ops' attributes: embedding, matmul, norms,
+/// RoPE, attention, scale, soft cap, dropout, layout and constants.
+static void describeLayerAttributes(Operation *op, ::twill::Instruction &out) {
   TypeSwitch<Operation *>(op)
       .Case([&](tw::EmbeddingOp op) {
         out.mutable_embedding()->set_shard_axis(axisName(op.getShardAxis()));
@@ -418,6 +405,46 @@ static void describeAttributes(Operation *op, ::twill::Instruction &out) {
         a.set_window(op.getWindow().value_or(0));
         a.set_softcap(op.getSoftcap() ? op.getSoftcap()->convertToDouble() : 0);
       })
+      .Case([&](tw::ScaleOp op) {
+        out.mutable_scale()->set_factor(op.getFactor().convertToDouble());
+      })
+      .Case<tw::SoftcapOp, tw::SoftcapGradOp>([&](auto op) {
+        out.mutable_softcap()->set_cap(op.getCap().convertToDouble());
+      })
+      .Case([&](tw::DropoutOp op) {
+        ::twill::DropoutAttributes &a = *out.mutable_dropout();
+        a.set_rate(op.getRate().convertToDouble());
+        a.set_seed(op.getSeed());
+        a.set_stream(op.getStream());
+        a.set_shard_axis(axisName(op.getShardAxis()));
+      })
+      .Case([&](tw::TransposeOp op) {
+        for (int64_t dim : op.getPermutation())
+          out.mutable_transpose()->add_permutation(dim);
+      })
+      .Case<tw::SplitOp, tw::ConcatOp>([&](auto op) {
+        out.mutable_split()->set_dim(op.getDim());
+        out.mutable_split()->set_blocks(op.getBlocks());
+      })
+      .Case([&](tw::ConstantOp op) {
+        out.mutable_constant()->set_value(op.getValue().convertToDouble());
+      });
+}
+
+/// The losses' attributes; the tiled loss's gradient may be the weight's,
+/// and its logits capped.
+static void describeLossAttributes(Operation *op, ::twill::Instruction &out) {
+  auto crossEntropy = [&](auto op, bool wrtWeight,
+                          std::optional<llvm::APFloat> softcap) {
+    ::twill::CrossEntropyAttributes &a = *out.mutable_cross_entropy();
+    a.set_wrt_weight(wrtWeight);
+    a.set_ignore_index(op.getIgnoreIndex());
+    a.set_shard_axis(axisName(op.getShardAxis()));
+    a.set_vocab_size(op.getVocabSize().value_or(0));
+    a.set_softcap(softcap ? softcap->convertToDouble() : 0);
+    a.set_sequence_count(op.getSequenceCount().value_or(0));
+  };
+  TypeSwitch<Operation *>(op)
       .Case<tw::CrossEntropyOp, tw::CrossEntropyGradOp>(
           [&](auto op) { crossEntropy(op, /*wrtWeight=*/false, std::nullopt); })
       .Case([&](tw::LinearCrossEntropyOp op) {
@@ -426,12 +453,19 @@ static void describeAttributes(Operation *op, ::twill::Instruction &out) {
       .Case([&](tw::LinearCrossEntropyGradOp op) {
         crossEntropy(op, op.getWrtWeight(), op.getSoftcap());
       })
-      .Case([&](tw::ScaleOp op) {
-        out.mutable_scale()->set_factor(op.getFactor().convertToDouble());
-      })
-      .Case<tw::SoftcapOp, tw::SoftcapGradOp>([&](auto op) {
-        out.mutable_softcap()->set_cap(op.getCap().convertToDouble());
-      })
+      .Case<tw::DpoLossOp, tw::DpoLossGradOp>([&](auto op) {
+        ::twill::DpoLossAttributes &a = *out.mutable_dpo_loss();
+        ::twill::dpo::LossType type = ::twill::dpo::LossType::Sigmoid;
+        ::twill::dpo::lossTypeNamed(op.getLossType().str().c_str(), type);
+        a.set_loss_type(::twill::DpoLossAttributes::LossType(int(type)));
+        a.set_beta(op.getBeta().convertToDouble());
+        a.set_label_smoothing(op.getLabelSmoothing().convertToDouble());
+      });
+}
+
+/// A quantized base's and FP8 inputs' attributes.
+static void describeQuantizedAttributes(Operation *op, ::twill::Instruction &out) {
+  TypeSwitch<Operation *>(op)
       .Case([&](tw::DequantizeNf4Op op) {
         ::twill::DequantizeNf4Attributes &a = *out.mutable_dequantize_nf4();
         a.set_block_size(op.getBlockSize());
@@ -451,35 +485,14 @@ static void describeAttributes(Operation *op, ::twill::Instruction &out) {
         a.set_shard_axis(axisName(op.getShardAxis()));
         a.set_lhs_fp8_block_size(op.getLhsFp8BlockSize().value_or(0));
       })
-      .Case<tw::DpoLossOp, tw::DpoLossGradOp>([&](auto op) {
-        ::twill::DpoLossAttributes &a = *out.mutable_dpo_loss();
-        ::twill::dpo::LossType type = ::twill::dpo::LossType::Sigmoid;
-        ::twill::dpo::lossTypeNamed(op.getLossType().str().c_str(), type);
-        a.set_loss_type(::twill::DpoLossAttributes::LossType(int(type)));
-        a.set_beta(op.getBeta().convertToDouble());
-        a.set_label_smoothing(op.getLabelSmoothing().convertToDouble());
-      })
       .Case([&](tw::RoundToFp8Op op) {
         out.mutable_round_to_fp8()->set_block_size(op.getBlockSize());
-      })
-      .Case([&](tw::DropoutOp op) {
-        ::twill::DropoutAttributes &a = *out.mutable_dropout();
-        a.set_rate(op.getRate().convertToDouble());
-        a.set_seed(op.getSeed());
-        a.set_stream(op.getStream());
-        a.set_shard_axis(axisName(op.getShardAxis()));
-      })
-      .Case([&](tw::TransposeOp op) {
-        for (int64_t dim : op.getPermutation())
-          out.mutable_transpose()->add_permutation(dim);
-      })
-      .Case<tw::SplitOp, tw::ConcatOp>([&](auto op) {
-        out.mutable_split()->set_dim(op.getDim());
-        out.mutable_split()->set_blocks(op.getBlocks());
-      })
-      .Case([&](tw::ConstantOp op) {
-        out.mutable_constant()->set_value(op.getValue().convertToDouble());
-      })
+      });
+}
+
+/// The optimizer's attributes.
+static void describeOptimizerAttributes(Operation *op, ::twill::Instruction &out) {
+  TypeSwitch<Operation *>(op)
       .Case([&](tw::ClipCoefficientOp op) {
         out.mutable_clip_coefficient()->set_max_norm(
             op.getMaxNorm().convertToDouble());
@@ -494,7 +507,12 @@ static void describeAttributes(Operation *op, ::twill::Instruction &out) {
         a.set_beta2(op.getBeta2().convertToDouble());
         a.set_eps(op.getEps().convertToDouble());
         a.set_weight_decay(op.getWeightDecay().convertToDouble());
-      })
+      });
+}
+
+/// The collectives' attributes: the mesh axis and the dims they move.
+static void describeCollectiveAttributes(Operation *op, ::twill::Instruction &out) {
+  TypeSwitch<Operation *>(op)
       .Case<tw::AllGatherOp, tw::ReduceScatterOp, tw::LocalSliceOp,
             tw::AllGatherStartOp, tw::ReduceScatterStartOp>([&](auto op) {
         out.mutable_gather()->set_axis(op.getAxis().str());
@@ -509,6 +527,17 @@ static void describeAttributes(Operation *op, ::twill::Instruction &out) {
         a.set_split_dim(op.getSplitDim());
         a.set_concat_dim(op.getConcatDim());
       });
+}
+
+/// Every attribute the runtime reads, from the op's own accessors:
+/// renaming an ODS attribute breaks this file's build instead of silently
+/// changing what the runtime reads. Ops without attributes write none.
+static void describeAttributes(Operation *op, ::twill::Instruction &out) {
+  describeLayerAttributes(op, out);
+  describeLossAttributes(op, out);
+  describeQuantizedAttributes(op, out);
+  describeOptimizerAttributes(op, out);
+  describeCollectiveAttributes(op, out);
 }
 
 LogicalResult mlir::twill::describeOp(Operation *op,
