@@ -189,10 +189,18 @@ llvm::Expected<std::string> sockets::jobSecret(int rank, llvm::StringRef token,
   }
   if (!isThisMachine(masterAddress))
     return secretError(llvm::formatv(
-        "rank {0}: rank 0's hub (MASTER_ADDR={1}) is on another machine, and "
-        "only a secret the job is given lets this rank in: set "
-        "TWILL_JOB_SECRET (or TWILL_JOB_SECRET_FILE), the same on every rank",
-        rank, masterAddress ? masterAddress : ""));
+        "rank {0}: {1}, and only a secret the job is given lets ranks of "
+        "other machines in: set TWILL_JOB_SECRET (or TWILL_JOB_SECRET_FILE), "
+        "the same on every rank",
+        rank,
+        rank == 0 ? llvm::formatv("MASTER_ADDR={0} is not an address of this "
+                                  "machine, where rank 0's hub is",
+                                  masterAddress ? masterAddress : "")
+                        .str()
+                  : llvm::formatv("rank 0's hub (MASTER_ADDR={0}) is on "
+                                  "another machine",
+                                  masterAddress ? masterAddress : "")
+                        .str()));
   if (rank == 0)
     return writeMachineSecret(token);
   llvm::Expected<std::string> path = machineSecretPath(token);

@@ -213,6 +213,12 @@ TEST(JobSecret, ARankOfAnotherMachineMustBeGivenOne) {
             std::string::npos)
       << error;
   EXPECT_NE(error.find("TWILL_JOB_SECRET"), std::string::npos);
+  // Rank 0 is where the hub is: its MASTER_ADDR is not this machine's.
+  error = errorOf(jobSecret(0, "job", "198.51.100.77"));
+  EXPECT_NE(error.find("rank 0: MASTER_ADDR=198.51.100.77 is not an address "
+                       "of this machine"),
+            std::string::npos)
+      << error;
 }
 
 } // namespace
