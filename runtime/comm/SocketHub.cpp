@@ -277,11 +277,6 @@ void Serving::handle(Peer &peer, Message message) {
   abortAll(llvm::formatv("rank {0} sent a message out of turn", peer.rank));
 }
 
-llvm::Error systemError(const llvm::Twine &call) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 call + ": " + std::strerror(errno));
-}
-
 /// The address of the interface `name` names (an IPv4 one first), if
 /// this machine has one of that name.
 std::optional<std::string> interfaceAddress(llvm::StringRef name) {

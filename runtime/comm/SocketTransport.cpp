@@ -190,6 +190,7 @@ struct Joining {
   std::string token;
   std::string secret; // empty: the machine's, read at each try (JobSecret.h)
   int rank, ranks;
+  std::string hostname; // this machine's, which the hub tells every rank
 };
 
 /// Reads `connection` until `arrived` holds something, at most
@@ -223,11 +224,9 @@ llvm::Expected<bool> introduce(Connection &candidate, const Joining &joining,
   llvm::Expected<std::string> nonce = randomHex(16);
   if (!nonce)
     return nonce.takeError();
-  char hostname[256] = {};
-  gethostname(hostname, sizeof(hostname) - 1);
   Hello hello{joining.rank, joining.ranks, *nonce,
               rankProof(secret, hubNonce, *nonce, joining.rank, joining.ranks),
-              hostname};
+              joining.hostname};
   Message message = helloMessage(hello);
   llvm::Error error = candidate.send(message.frame, {}, message.bytes);
   if (!error)
@@ -336,7 +335,9 @@ llvm::Error join() {
   launch.rank = *rank;
   launch.size = *size;
   launch.token = token;
-  Joining joining{std::getenv("MASTER_ADDR"), token, "", *rank, *size};
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  Joining joining{std::getenv("MASTER_ADDR"), token, "", *rank, *size, host};
   // Rank 0 makes the machine's secret; a rank given one, or on another
   // machine, learns now whether it has one. Another rank of rank 0's
   // machine reads the machine's at each try.
@@ -372,8 +373,6 @@ llvm::Error join() {
     if (llvm::Error error = connection.read(100))
       return error;
   }
-  char host[256] = {};
-  gethostname(host, sizeof(host) - 1);
   // This rank's place among those of its machine, by world rank.
   llvm::SmallVector<llvm::StringRef> hosts;
   llvm::StringRef(*connection.welcome).split(hosts, '\n', -1, false);
