@@ -18,11 +18,12 @@
 using namespace twill;
 namespace pb = google::protobuf;
 
+/// A field and its dotted path below the message it was collected from.
+using FieldPaths = std::vector<std::pair<std::string, const pb::FieldDescriptor *>>;
+
 /// Every field path below `type`, sections and leaves, depth first.
 static void collectFields(const pb::Descriptor &type, const std::string &prefix,
-                          std::vector<std::pair<std::string,
-                                                const pb::FieldDescriptor *>>
-                              &fields) {
+                          FieldPaths &fields) {
   for (int i = 0; i < type.field_count(); ++i) {
     const pb::FieldDescriptor &field = *type.field(i);
     std::string path = prefix + field.name();
@@ -32,33 +33,36 @@ static void collectFields(const pb::Descriptor &type, const std::string &prefix,
   }
 }
 
+static FieldPaths fieldsBelow(const pb::Descriptor &type) {
+  FieldPaths fields;
+  collectFields(type, "", fields);
+  return fields;
+}
+
 static llvm::StringRef leafOf(llvm::StringRef path) {
   return path.rsplit('.').second.empty() ? path : path.rsplit('.').second;
 }
 
-/// The job's field another trainer calls `name`, or the one of that name
-/// in another section; empty if none.
-static std::string fieldKnownAs(llvm::StringRef name) {
-  std::vector<std::pair<std::string, const pb::FieldDescriptor *>> fields;
-  collectFields(*JobConfig::descriptor(), "", fields);
-  for (const auto &[path, field] : fields)
+/// The job's field (of `job`'s) another trainer calls `name`, or the one of
+/// that name in another section; empty if none.
+static std::string fieldKnownAs(const FieldPaths &job, llvm::StringRef name) {
+  for (const auto &[path, field] : job)
     for (int i = 0; i < field->options().ExtensionSize(known_as); ++i)
       if (field->options().GetExtension(known_as, i) == name)
         return path;
-  for (const auto &[path, field] : fields)
+  for (const auto &[path, field] : job)
     if (field->name() == name)
       return path;
   return "";
 }
 
 /// The message `key`'s leading parts name below `scope` (its section), and
-/// that section's path from the job.
+/// that section's path from the job (whose fields are `job`).
 static std::pair<const pb::Descriptor *, std::string>
-deepestSection(const pb::Descriptor &scope, llvm::StringRef key) {
+deepestSection(const FieldPaths &job, const pb::Descriptor &scope,
+               llvm::StringRef key) {
   std::string path;
-  std::vector<std::pair<std::string, const pb::FieldDescriptor *>> fields;
-  collectFields(*JobConfig::descriptor(), "", fields);
-  for (const auto &[sectionPath, field] : fields)
+  for (const auto &[sectionPath, field] : job)
     if (field->message_type() == &scope) {
       path = sectionPath;
       break;
@@ -78,15 +82,14 @@ deepestSection(const pb::Descriptor &scope, llvm::StringRef key) {
 
 std::string twill::unknownFieldHint(const pb::Descriptor &scope,
                                     llvm::StringRef key) {
-  if (std::string known = fieldKnownAs(leafOf(key)); !known.empty())
+  FieldPaths job = fieldsBelow(*JobConfig::descriptor());
+  if (std::string known = fieldKnownAs(job, leafOf(key)); !known.empty())
     return leafOf(known) == leafOf(key) ? " (did you mean " + known + "?)"
                                         : " (Twill calls it " + known + ")";
 
-  std::vector<std::pair<std::string, const pb::FieldDescriptor *>> fields;
-  collectFields(scope, "", fields);
   std::string best;
   unsigned bestDistance = std::numeric_limits<unsigned>::max();
-  for (const auto &[path, field] : fields) {
+  for (const auto &[path, field] : fieldsBelow(scope)) {
     // A misspelt path, or the right field name under the wrong section.
     unsigned distance = std::min(llvm::StringRef(path).edit_distance(key),
                                  leafOf(path).edit_distance(leafOf(key)) + 1);
@@ -99,7 +102,7 @@ std::string twill::unknownFieldHint(const pb::Descriptor &scope,
   // following, so say what is there instead.
   if (bestDistance <= std::max<size_t>(2, leafOf(key).size() / 4))
     return " (did you mean " + best + "?)";
-  auto [section, path] = deepestSection(scope, key);
+  auto [section, path] = deepestSection(job, scope, key);
   std::string names;
   for (int i = 0; i < section->field_count(); ++i)
     names += (i ? ", " : "") + section->field(i)->name();
