@@ -400,8 +400,8 @@ llvm::Expected<TrainPosition> twill::loadCheckpoint(Program &program,
   llvm::Expected<TrainPosition> found = findCheckpoint(path);
   if (!found)
     return found.takeError();
-  const std::string *directory = &found->checkpoint;
-  std::string stateDir = joinPath(*directory, "state");
+  const std::string &directory = found->checkpoint;
+  std::string stateDir = joinPath(directory, "state");
   std::string trainerPath = joinPath(stateDir, "trainer.json");
   llvm::Expected<json::Value> parsed = readJsonFile(trainerPath);
   if (!parsed)
@@ -429,12 +429,12 @@ llvm::Expected<TrainPosition> twill::loadCheckpoint(Program &program,
     return checkpointError(llvm::formatv("{0}: written on mesh {1}; this job "
                                          "runs on {2}: resume on the mesh "
                                          "that wrote it",
-                                         *directory, *mesh,
+                                         directory, *mesh,
                                          meshText(program.executable()))
                                .str());
 
   if (llvm::Error error = checkSameModel(trainer->getObject("model_definition"),
-                                         program.job(), *directory))
+                                         program.job(), directory))
     return std::move(error);
 
   std::string rankFile = joinPath(
@@ -487,7 +487,7 @@ llvm::Expected<TrainPosition> twill::loadCheckpoint(Program &program,
   return TrainPosition{*steps,
                        *epoch,
                        *index,
-                       *directory,
+                       directory,
                        trainer->getString("run").value_or("").str(),
                        found->passedBy};
 }

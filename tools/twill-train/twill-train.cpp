@@ -16,8 +16,6 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/data/PreferenceDataset.h"
-#include "runtime/data/TextDataset.h"
 #include "runtime/io/Safetensors.h"
 #include "runtime/train/Adapter.h"
 #include "runtime/train/Batch.h"
