@@ -464,7 +464,8 @@ static void describeLossAttributes(Operation *op, ::twill::Instruction &out) {
 }
 
 /// A quantized base's and FP8 inputs' attributes.
-static void describeQuantizedAttributes(Operation *op, ::twill::Instruction &out) {
+static void describeQuantizedAttributes(Operation *op,
+                                        ::twill::Instruction &out) {
   TypeSwitch<Operation *>(op)
       .Case([&](tw::DequantizeNf4Op op) {
         ::twill::DequantizeNf4Attributes &a = *out.mutable_dequantize_nf4();
@@ -491,7 +492,8 @@ static void describeQuantizedAttributes(Operation *op, ::twill::Instruction &out
 }
 
 /// The optimizer's attributes.
-static void describeOptimizerAttributes(Operation *op, ::twill::Instruction &out) {
+static void describeOptimizerAttributes(Operation *op,
+                                        ::twill::Instruction &out) {
   TypeSwitch<Operation *>(op)
       .Case([&](tw::ClipCoefficientOp op) {
         out.mutable_clip_coefficient()->set_max_norm(
@@ -511,7 +513,8 @@ static void describeOptimizerAttributes(Operation *op, ::twill::Instruction &out
 }
 
 /// The collectives' attributes: the mesh axis and the dims they move.
-static void describeCollectiveAttributes(Operation *op, ::twill::Instruction &out) {
+static void describeCollectiveAttributes(Operation *op,
+                                         ::twill::Instruction &out) {
   TypeSwitch<Operation *>(op)
       .Case<tw::AllGatherOp, tw::ReduceScatterOp, tw::LocalSliceOp,
             tw::AllGatherStartOp, tw::ReduceScatterStartOp>([&](auto op) {

@@ -117,8 +117,7 @@ struct Gradient {
   double chosen, rejected;
 };
 
-TWILL_HOST_DEVICE inline Gradient gradient(const Settings &s,
-                                               const Pair &p) {
+TWILL_HOST_DEVICE inline Gradient gradient(const Settings &s, const Pair &p) {
   double delta = (p.policyChosen - p.referenceChosen) -
                  (p.policyRejected - p.referenceRejected);
   double slope = NAN; // d loss / d delta
@@ -154,8 +153,8 @@ inline constexpr const char *kMetricNames[kMetrics] = {
 
 /// Pair `i` of dpo_loss's `[pairs, 2]` operands.
 TWILL_HOST_DEVICE inline Pair pairAt(const float *policy,
-                                         const float *reference,
-                                         const int64_t *tokens, int64_t i) {
+                                     const float *reference,
+                                     const int64_t *tokens, int64_t i) {
   return {policy[2 * i],        policy[2 * i + 1], reference[2 * i],
           reference[2 * i + 1], tokens[2 * i],     tokens[2 * i + 1]};
 }
@@ -163,10 +162,10 @@ TWILL_HOST_DEVICE inline Pair pairAt(const float *policy,
 /// dpo_loss: the loss and the metrics summed over the counted pairs in
 /// pair order, in double, and how many those are.
 TWILL_HOST_DEVICE inline void sumPairs(const float *policy,
-                                           const float *reference,
-                                           const int64_t *tokens, int64_t pairs,
-                                           const Settings &s, float *loss,
-                                           int64_t *counted, float *metrics) {
+                                       const float *reference,
+                                       const int64_t *tokens, int64_t pairs,
+                                       const Settings &s, float *loss,
+                                       int64_t *counted, float *metrics) {
   double total = 0, sums[kMetrics] = {};
   int64_t count = 0;
   for (int64_t i = 0; i < pairs; ++i) {

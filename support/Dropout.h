@@ -21,9 +21,8 @@
 namespace twill {
 
 /// Philox4x32-10: `counter` becomes its four random words under `key`.
-TWILL_HOST_DEVICE inline void philox4x32x10(uint32_t counter[4],
-                                                     uint32_t key0,
-                                                     uint32_t key1) {
+TWILL_HOST_DEVICE inline void philox4x32x10(uint32_t counter[4], uint32_t key0,
+                                            uint32_t key1) {
   for (int round = 0; round < 10; ++round) {
     if (round) {
       key0 += 0x9E3779B9u;
@@ -108,16 +107,15 @@ inline void dropoutKeepsLanes(const DropoutKey &key, uint32_t token,
 }
 
 /// Whether the mask keeps `feature` of the token at `token`.
-TWILL_HOST_DEVICE inline bool
-dropoutKeeps(const DropoutKey &key, uint32_t token, uint32_t feature) {
+TWILL_HOST_DEVICE inline bool dropoutKeeps(const DropoutKey &key,
+                                           uint32_t token, uint32_t feature) {
   return (dropoutKeeps4(key, token, feature / 4) >> (feature % 4)) & 1;
 }
 
 /// How many groups of four global features the block of `count` features
 /// from `first` touches (the first and last maybe partly): a kernel's Philox
 /// calls per token. Group g of them is global group first / 4 + g.
-TWILL_HOST_DEVICE inline int64_t dropoutGroups(int64_t first,
-                                                       int64_t count) {
+TWILL_HOST_DEVICE inline int64_t dropoutGroups(int64_t first, int64_t count) {
   return (first + count - 1) / 4 - first / 4 + 1;
 }
 

@@ -84,8 +84,7 @@ TWILL_HOST_DEVICE inline float clipCoefficient(float norm, double maxNorm) {
 TWILL_HOST_DEVICE inline float scheduledLr(int64_t step, int64_t totalSteps,
                                            double lr, int64_t warmupSteps) {
   if (step < warmupSteps)
-    return float(lr * double(step) /
-                 double(warmupSteps > 1 ? warmupSteps : 1));
+    return float(lr * double(step) / double(warmupSteps > 1 ? warmupSteps : 1));
   int64_t span = totalSteps - warmupSteps > 1 ? totalSteps - warmupSteps : 1;
   double progress = double(step - warmupSteps) / double(span);
   return float(lr * fmax(0.0, 0.5 * (1.0 + cos(M_PI * progress))));
@@ -94,17 +93,21 @@ TWILL_HOST_DEVICE inline float scheduledLr(int64_t step, int64_t totalSteps,
 /// One AdamW step's scalars, as PyTorch computes them (in double) before
 /// its float element ops.
 struct AdamWStep {
-  float decay, stepSize, correction2Sqrt, oneMinusBeta1, beta2,
-      oneMinusBeta2, eps;
+  float decay, stepSize, correction2Sqrt, oneMinusBeta1, beta2, oneMinusBeta2,
+      eps;
 };
 /// The scalars of the update to step `step` + 1.
 TWILL_HOST_DEVICE inline AdamWStep adamwStep(double lr, int64_t step,
                                              double beta1, double beta2,
                                              double eps, double weightDecay) {
   double t = double(step + 1);
-  return {float(1.0 - lr * weightDecay), float(lr / (1.0 - pow(beta1, t))),
-          float(sqrt(1.0 - pow(beta2, t))), float(1.0 - beta1), float(beta2),
-          float(1.0 - beta2), float(eps)};
+  return {float(1.0 - lr * weightDecay),
+          float(lr / (1.0 - pow(beta1, t))),
+          float(sqrt(1.0 - pow(beta2, t))),
+          float(1.0 - beta1),
+          float(beta2),
+          float(1.0 - beta2),
+          float(eps)};
 }
 /// AdamW's update of one element, in torch.optim.AdamW's float order:
 /// `param`, `expAvg` and `expAvgSq` become the new ones.

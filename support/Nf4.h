@@ -91,7 +91,7 @@ inline Tables tables() {
 /// a product and a sum, each rounded to fp32, as bitsandbytes computes it
 /// (never one fused multiply-add, which nvcc would otherwise make).
 TWILL_HOST_DEVICE inline float blockScale(const Tables &t, uint8_t code,
-                                              float nested, float offset) {
+                                          float nested, float offset) {
 #ifdef __CUDA_ARCH__
   float product = __fmul_rn(t.dynamic[code], nested);
 #else

@@ -47,8 +47,8 @@ private:
   /// The parser finds an enum value unknown only at the token after it
   /// (often the section's closing brace, lines on): point at the value.
   static void placeAtEnumValue(llvm::StringRef message,
-                               llvm::ArrayRef<llvm::StringRef> lines,
-                               int &line, pb::io::ColumnNumber &column) {
+                               llvm::ArrayRef<llvm::StringRef> lines, int &line,
+                               pb::io::ColumnNumber &column) {
     llvm::SmallVector<llvm::StringRef, 3> match;
     if (!unknownEnum().match(message, &match) || match[1].empty())
       return;

@@ -19,7 +19,8 @@ using namespace twill;
 namespace pb = google::protobuf;
 
 /// A field and its dotted path below the message it was collected from.
-using FieldPaths = std::vector<std::pair<std::string, const pb::FieldDescriptor *>>;
+using FieldPaths =
+    std::vector<std::pair<std::string, const pb::FieldDescriptor *>>;
 
 /// Every field path below `type`, sections and leaves, depth first.
 static void collectFields(const pb::Descriptor &type, const std::string &prefix,

@@ -46,8 +46,8 @@ llvm::Expected<std::string> readSecretFile(const std::string &path,
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK |
                                   (private_ ? O_NOFOLLOW : 0));
   if (fd < 0)
-    return secretError(llvm::formatv("cannot read {0}: {1}", path,
-                                     std::strerror(errno)));
+    return secretError(
+        llvm::formatv("cannot read {0}: {1}", path, std::strerror(errno)));
   struct stat status;
   std::string why;
   if (fstat(fd, &status) != 0 || !S_ISREG(status.st_mode))
@@ -74,8 +74,8 @@ llvm::Expected<std::string> privateFolder() {
                            ? std::string(runtime) + "/twill"
                            : "/tmp/twill-" + std::to_string(geteuid());
   if (mkdir(folder.c_str(), 0700) != 0 && errno != EEXIST)
-    return secretError(llvm::formatv("cannot make {0}: {1}", folder,
-                                     std::strerror(errno)));
+    return secretError(
+        llvm::formatv("cannot make {0}: {1}", folder, std::strerror(errno)));
   struct stat status;
   if (lstat(folder.c_str(), &status) != 0 || !S_ISDIR(status.st_mode) ||
       status.st_uid != geteuid() || (status.st_mode & 077) != 0)
@@ -184,8 +184,8 @@ llvm::Expected<std::string> sockets::jobSecret(int rank, llvm::StringRef token,
     if (!secret)
       return secretError("TWILL_JOB_SECRET_FILE: " +
                          llvm::toString(secret.takeError()));
-    return checked(std::move(*secret), llvm::Twine("TWILL_JOB_SECRET_FILE=") +
-                                           file);
+    return checked(std::move(*secret),
+                   llvm::Twine("TWILL_JOB_SECRET_FILE=") + file);
   }
   if (!isThisMachine(masterAddress))
     return secretError(llvm::formatv(

@@ -22,7 +22,8 @@ std::array<uint8_t, 32> sockets::hmacSha256(llvm::StringRef key,
   constexpr size_t kBlock = 64;
   std::array<uint8_t, kBlock> padded{};
   if (key.size() > kBlock) {
-    std::array<uint8_t, 32> hashed = llvm::SHA256::hash(llvm::arrayRefFromStringRef(key));
+    std::array<uint8_t, 32> hashed =
+        llvm::SHA256::hash(llvm::arrayRefFromStringRef(key));
     std::copy(hashed.begin(), hashed.end(), padded.begin());
   } else {
     std::copy(key.bytes_begin(), key.bytes_end(), padded.begin());
@@ -69,10 +70,8 @@ static std::string proof(llvm::StringRef secret, llvm::StringRef message) {
   return llvm::toHex(hmacSha256(secret, message), /*LowerCase=*/true);
 }
 
-std::string sockets::rankProof(llvm::StringRef secret,
-                               llvm::StringRef hubNonce,
-                               llvm::StringRef rankNonce, int rank,
-                               int ranks) {
+std::string sockets::rankProof(llvm::StringRef secret, llvm::StringRef hubNonce,
+                               llvm::StringRef rankNonce, int rank, int ranks) {
   return proof(secret, llvm::formatv("rank|{0}|{1}|{2}|{3}", hubNonce,
                                      rankNonce, rank, ranks)
                            .str());
@@ -81,8 +80,8 @@ std::string sockets::rankProof(llvm::StringRef secret,
 std::string sockets::hubProof(llvm::StringRef secret, llvm::StringRef hubNonce,
                               llvm::StringRef rankNonce, int rank,
                               llvm::StringRef verdict) {
-  return proof(secret, llvm::formatv("hub|{0}|{1}|{2}|{3}", hubNonce,
-                                     rankNonce, rank, verdict)
+  return proof(secret, llvm::formatv("hub|{0}|{1}|{2}|{3}", hubNonce, rankNonce,
+                                     rank, verdict)
                            .str());
 }
 
@@ -91,10 +90,11 @@ std::string sockets::answerBytes(llvm::StringRef proof,
   return (proof + verdict).str();
 }
 
-llvm::Expected<std::string>
-sockets::readAnswer(llvm::StringRef bytes, llvm::StringRef secret,
-                    llvm::StringRef hubNonce, llvm::StringRef rankNonce,
-                    int rank) {
+llvm::Expected<std::string> sockets::readAnswer(llvm::StringRef bytes,
+                                                llvm::StringRef secret,
+                                                llvm::StringRef hubNonce,
+                                                llvm::StringRef rankNonce,
+                                                int rank) {
   llvm::StringRef proof = bytes.take_front(64), verdict = bytes.drop_front(64);
   if (!sameBytes(proof, hubProof(secret, hubNonce, rankNonce, rank, verdict)))
     return authError("a hub answered that does not know the job's secret");

@@ -10,8 +10,8 @@
 
 #include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <fcntl.h>
 #include <ifaddrs.h>
 #include <map>
@@ -139,8 +139,10 @@ void Serving::left(Peer &peer) {
 
 void Serving::turnAway(Peer &peer, Kind kind, llvm::StringRef bytes,
                        const std::string &why) {
-  std::fprintf(stderr, "twill: rank 0's hub refused a connection from %s: "
-                       "%s\n", peer.address.c_str(), why.c_str());
+  std::fprintf(stderr,
+               "twill: rank 0's hub refused a connection from %s: "
+               "%s\n",
+               peer.address.c_str(), why.c_str());
   std::vector<char> out;
   Frame frame;
   frame.kind = kind;
@@ -188,8 +190,8 @@ void Serving::hello(Peer &peer, const Message &message) {
   }
   std::string verdict;
   if (rank < 0 || rank >= ranks)
-    verdict = llvm::formatv("rank {0} is none of the job's {1} ranks", rank,
-                            ranks);
+    verdict =
+        llvm::formatv("rank {0} is none of the job's {1} ranks", rank, ranks);
   else if (byRank[rank])
     verdict = llvm::formatv("rank {0} has joined already (two processes with "
                             "RANK={0}?)",
@@ -301,29 +303,29 @@ std::optional<std::string> interfaceAddress(llvm::StringRef name) {
 
 /// A non-blocking socket listening on `port` of the first address `host`
 /// resolves to that this machine can bind, or -1 with why in `why`.
-int listenOn(const std::string &host, int port, int backlog,
-             std::string &why) {
+int listenOn(const std::string &host, int port, int backlog, std::string &why) {
   addrinfo hints{}, *found = nullptr;
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  int resolved = getaddrinfo(host.c_str(), std::to_string(port).c_str(),
-                             &hints, &found);
+  int resolved =
+      getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
   if (resolved != 0) {
     why = gai_strerror(resolved);
     return -1;
   }
   int listening = -1;
   for (addrinfo *at = found; at && listening < 0; at = at->ai_next) {
-    int fd = socket(at->ai_family,
-                    at->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
-                    at->ai_protocol);
+    int fd =
+        socket(at->ai_family, at->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+               at->ai_protocol);
     if (fd < 0)
       continue;
     int yes = 1, no = 0;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
     if (at->ai_family == AF_INET6) // "::" takes IPv4 too, as asked
       setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &no, sizeof(no));
-    if (bind(fd, at->ai_addr, at->ai_addrlen) == 0 && listen(fd, backlog) == 0) {
+    if (bind(fd, at->ai_addr, at->ai_addrlen) == 0 &&
+        listen(fd, backlog) == 0) {
       listening = fd;
     } else {
       why = std::strerror(errno);
@@ -367,7 +369,7 @@ void welcome(int listener, const std::string &token, Serving &serving) {
         *peer, nonce ? llvm::formatv("{0} connections wait to prove the job's "
                                      "secret already",
                                      strangers)
-                         .str()
+                           .str()
                      : llvm::toString(nonce.takeError()));
   peer->nonce = *nonce;
   serving.greet(*peer, token);
@@ -376,9 +378,10 @@ void welcome(int listener, const std::string &token, Serving &serving) {
 
 } // namespace
 
-llvm::Expected<std::unique_ptr<Hub>>
-Hub::start(llvm::StringRef address, llvm::ArrayRef<int> ports, int ranks,
-           std::string token, std::string secret) {
+llvm::Expected<std::unique_ptr<Hub>> Hub::start(llvm::StringRef address,
+                                                llvm::ArrayRef<int> ports,
+                                                int ranks, std::string token,
+                                                std::string secret) {
   std::unique_ptr<Hub> hub(new Hub());
   hub->ranks = ranks;
   hub->token = std::move(token);
@@ -388,8 +391,10 @@ Hub::start(llvm::StringRef address, llvm::ArrayRef<int> ports, int ranks,
     hub->listener = listenOn(host, port, ranks, why);
     if (hub->listener >= 0) {
       hub->listening = port;
-      std::fprintf(stderr, "twill: rank 0's hub listens on %s, port %d, for "
-                           "the job's %d ranks\n", host.c_str(), port, ranks);
+      std::fprintf(stderr,
+                   "twill: rank 0's hub listens on %s, port %d, for "
+                   "the job's %d ranks\n",
+                   host.c_str(), port, ranks);
       hub->thread = std::thread([raw = hub.get()] { raw->serve(); });
       return hub;
     }

@@ -236,8 +236,8 @@ llvm::Expected<bool> introduce(Connection &candidate, const Joining &joining,
                  : "the hub did not answer this rank's hello";
     return false;
   }
-  llvm::Expected<std::string> verdict = readAnswer(
-      *candidate.answer, secret, hubNonce, *nonce, joining.rank);
+  llvm::Expected<std::string> verdict =
+      readAnswer(*candidate.answer, secret, hubNonce, *nonce, joining.rank);
   if (!verdict) {
     last = llvm::toString(verdict.takeError());
     return false;
@@ -342,17 +342,15 @@ llvm::Error join() {
   // machine, learns now whether it has one. Another rank of rank 0's
   // machine reads the machine's at each try.
   if (launch.rank == 0 || !secretIsMachines(joining.host)) {
-    llvm::Expected<std::string> secret =
-        jobSecret(*rank, token, joining.host);
+    llvm::Expected<std::string> secret = jobSecret(*rank, token, joining.host);
     if (!secret)
       return secret.takeError();
     joining.secret = *secret;
   }
   if (launch.rank == 0) {
     const char *address = std::getenv("TWILL_HUB_ADDR");
-    llvm::Expected<std::unique_ptr<Hub>> hub =
-        Hub::start(address ? address : joining.host, *ports, *size, token,
-                   joining.secret);
+    llvm::Expected<std::unique_ptr<Hub>> hub = Hub::start(
+        address ? address : joining.host, *ports, *size, token, joining.secret);
     if (!hub)
       return hub.takeError();
     launch.hub = std::move(*hub);

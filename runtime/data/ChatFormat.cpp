@@ -93,7 +93,8 @@ static llvm::Error checkConversation(llvm::ArrayRef<ChatMessage> messages) {
 bool ChatFormat::knowsRole(llvm::StringRef role) const {
   // developer: gpt-oss's system; function: OpenAI's tool role before tool.
   static constexpr llvm::StringLiteral common[] = {
-      "system", "developer", "user", "assistant", "tool", "function", "ipython"};
+      "system", "developer", "user",   "assistant",
+      "tool",   "function",  "ipython"};
   return llvm::is_contained(common, role) ||
          (chatTemplate && chatTemplate->quotes(role));
 }
@@ -365,13 +366,12 @@ ChatFormat::turnSpan(llvm::ArrayRef<ChatMessage> messages, size_t index,
   // [TOOL_CALLS] or <|python_tag|> inside the turn is no end), else
   // their end; where a template writes a last turn otherwise (Qwen3's
   // empty <think> block), the first special token after its start.
-  llvm::Expected<std::string> upTo = render(
-      messages.take_front(index + 1), /*generationPrompt=*/false, tools);
+  llvm::Expected<std::string> upTo =
+      render(messages.take_front(index + 1), /*generationPrompt=*/false, tools);
   if (!upTo)
     return formatError(llvm::formatv("message {0}: the messages up to it: "
                                      "{1}",
-                                     index,
-                                     llvm::toString(upTo.takeError())));
+                                     index, llvm::toString(upTo.takeError())));
   bool alone = text.starts_with(*upTo) && upTo->size() > begin;
   size_t limit = alone ? upTo->size() : text.size();
   std::optional<size_t> end;

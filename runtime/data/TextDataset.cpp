@@ -88,11 +88,11 @@ twill::readAlpacaJsonl(llvm::StringRef path, const ChatFormat &format,
 
 /// Why message `index`'s role is refused: none a template renders.
 static std::string unknownRole(size_t index, llvm::StringRef role) {
-  llvm::StringRef meant = llvm::StringSwitch<llvm::StringRef>(role)
-                              .Cases("human", "User", "user")
-                              .Cases("gpt", "bot", "model", "Assistant",
-                                     "assistant")
-                              .Default("");
+  llvm::StringRef meant =
+      llvm::StringSwitch<llvm::StringRef>(role)
+          .Cases("human", "User", "user")
+          .Cases("gpt", "bot", "model", "Assistant", "assistant")
+          .Default("");
   return llvm::formatv("message {0}: role '{1}' is none of OpenAI's roles "
                        "(system, developer, user, assistant, tool) nor one the "
                        "chat template names, so the message would be "

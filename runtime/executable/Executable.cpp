@@ -246,7 +246,8 @@ llvm::Error checkParameter(const Executable &executable,
 
 /// A state's kind; a gradient sum or a moment is kept for a parameter of
 /// the program.
-llvm::Error checkState(const State &state, const llvm::StringSet<> &parameters) {
+llvm::Error checkState(const State &state,
+                       const llvm::StringSet<> &parameters) {
   bool perParameter = state.kind() == State::GRAD_SUM ||
                       state.kind() == State::EXP_AVG ||
                       state.kind() == State::EXP_AVG_SQ;

@@ -51,7 +51,8 @@ namespace {
 /// The two arenas, one after the other, as the checks see a planned value.
 struct Arenas {
   const Executable &executable;
-  int64_t device = executable.arena_bytes(), host = executable.host_arena_bytes();
+  int64_t device = executable.arena_bytes(),
+          host = executable.host_arena_bytes();
   int buffers = executable.buffers_size();
 
   bool planned(int id) const {

@@ -235,10 +235,9 @@ llvm::Error twill::saveCheckpoint(Program &program, llvm::StringRef outputDir,
 
 std::string twill::newRunId() {
   std::random_device random;
-  uint64_t id = (uint64_t(random()) << 32) ^ random() ^
-                uint64_t(std::chrono::steady_clock::now()
-                             .time_since_epoch()
-                             .count());
+  uint64_t id =
+      (uint64_t(random()) << 32) ^ random() ^
+      uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
   return llvm::utohexstr(id, /*LowerCase=*/true, /*Width=*/16);
 }
 

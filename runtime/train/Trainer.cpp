@@ -167,9 +167,8 @@ public:
   TrainingRun(Program &program, llvm::ArrayRef<Row> rows,
               llvm::StringRef source, llvm::raw_ostream &log,
               const TrainPosition &start)
-      : program(program), job(program.job()), settings(job.train()),
-        rows(rows), source(source), start(start),
-        outputDir(job.checkpoint().output_dir()),
+      : program(program), job(program.job()), settings(job.train()), rows(rows),
+        source(source), start(start), outputDir(job.checkpoint().output_dir()),
         report(program.writesFiles() ? log : llvm::nulls()) {}
 
   /// Finds the entry points and inputs, and checks the schedule against
@@ -365,8 +364,7 @@ TrainingRun::update(const StepSums &sums, int64_t inStep,
   *program.buffers().as<int64_t>(scheduleStepBuffer) = result.steps - 1;
   // The gradients summed what the loss did: the tokens' losses, or under
   // DPO the micro-batches' means.
-  double divisor =
-      dpoMetrics >= 0 ? double(sums.counted) : double(sums.tokens);
+  double divisor = dpoMetrics >= 0 ? double(sums.counted) : double(sums.tokens);
   *program.buffers().as<float>(divisorBuffer) = float(divisor);
   if (llvm::Error error = program.run(*optimizer))
     return atStep(result.steps, std::move(error));
@@ -431,8 +429,7 @@ TrainingRun::record(llvm::json::Object line,
     if (metricsFile->has_error()) {
       std::error_code error = metricsFile->error();
       metricsFile->clear_error();
-      return trainError("cannot write " + metricsPath + ": " +
-                        error.message());
+      return trainError("cannot write " + metricsPath + ": " + error.message());
     }
   }
   if (tensorboard)

@@ -45,8 +45,7 @@ loadTokenizer(const JobConfig &job) {
 /// The job's chat format, read with its tokenizer: how ALPACA, CHAT and
 /// PREFERENCE data become tokens.
 static llvm::Expected<std::pair<std::unique_ptr<Tokenizer>, ChatFormat>>
-loadChatFormat(const JobConfig &job, llvm::StringRef path,
-               const DataLog &log) {
+loadChatFormat(const JobConfig &job, llvm::StringRef path, const DataLog &log) {
   auto tokenizer = loadTokenizer(job);
   if (!tokenizer)
     return tokenizer.takeError();
@@ -56,7 +55,7 @@ loadChatFormat(const JobConfig &job, llvm::StringRef path,
   if (!chatFormat)
     return chatFormat.takeError();
   log.report << path << ": conversations in " << chatFormat->description()
-           << "\n";
+             << "\n";
   return std::make_pair(std::move(tokenizer->first), std::move(*chatFormat));
 }
 
@@ -84,11 +83,11 @@ readPairRows(const JobConfig &job, llvm::StringRef path, const DataLog &log) {
   int64_t seqLen = job.train().seq_len();
   int64_t dropped = dropFullyTruncated(*pairs, seqLen);
   log.report << llvm::formatv("{0}: {1} preference pairs in rows of 2 x {2}",
-                            path, pairs->size(), seqLen);
+                              path, pairs->size(), seqLen);
   if (dropped)
     log.report << llvm::formatv(" ({0} pairs whose prompt fills seq_len "
-                              "dropped, as TRL drops them)",
-                              dropped);
+                                "dropped, as TRL drops them)",
+                                dropped);
   log.report << "\n";
   return pairRows(*pairs, seqLen);
 }
@@ -116,21 +115,22 @@ static llvm::Error checkLabels(const PackResult &packed, llvm::StringRef path,
                         "turns; a conversation without one trains on nothing "
                         "unless data.train_on_input)");
   if (packed.labelsCut > packed.labelsKept)
-    log.warn() << llvm::formatv("{0}: cutting the examples to train.seq_len={1} "
-                            "drops {2} of their {3} labelled tokens; {4}\n",
-                            path, seqLen, packed.labelsCut, labels, longest);
+    log.warn() << llvm::formatv(
+        "{0}: cutting the examples to train.seq_len={1} "
+        "drops {2} of their {3} labelled tokens; {4}\n",
+        path, seqLen, packed.labelsCut, labels, longest);
   if (packed.unlabelledExamples)
     log.warn() << llvm::formatv("{0}: {1} examples have no labelled token and "
-                            "train on nothing (the first at line {2}: a "
-                            "conversation without an assistant turn?)\n",
-                            path, packed.unlabelledExamples,
-                            packed.firstUnlabelledLine);
+                                "train on nothing (the first at line {2}: a "
+                                "conversation without an assistant turn?)\n",
+                                path, packed.unlabelledExamples,
+                                packed.firstUnlabelledLine);
   return llvm::Error::success();
 }
 
-llvm::Expected<std::vector<Row>>
-twill::readRows(const JobConfig &job, llvm::StringRef path,
-                const DataLog &log) {
+llvm::Expected<std::vector<Row>> twill::readRows(const JobConfig &job,
+                                                 llvm::StringRef path,
+                                                 const DataLog &log) {
   const DataConfig &data = job.data();
   if (data.format() == DataConfig::PREFERENCE)
     return readPairRows(job, path, log);
@@ -154,11 +154,12 @@ twill::readRows(const JobConfig &job, llvm::StringRef path,
   int64_t seqLen = job.train().seq_len();
   PackResult packed = packExamples(*examples, seqLen, job.data().packed());
   log.report << llvm::formatv("{0}: {1} examples in {2} rows of {3}", path,
-                            examples->size(), packed.rows.size(), seqLen);
+                              examples->size(), packed.rows.size(), seqLen);
   if (packed.truncatedExamples)
     log.report << llvm::formatv(" ({0} examples longer than seq_len cut, "
-                              "{1} tokens dropped)",
-                              packed.truncatedExamples, packed.truncatedTokens);
+                                "{1} tokens dropped)",
+                                packed.truncatedExamples,
+                                packed.truncatedTokens);
   log.report << "\n";
   if (llvm::Error error = checkLabels(packed, path, seqLen, log))
     return std::move(error);

@@ -31,9 +31,8 @@ struct DataLog {
 };
 
 /// The rows of `path`, read as the job's data.format reads them.
-llvm::Expected<std::vector<Row>> readRows(const JobConfig &job,
-                                          llvm::StringRef path,
-                                          const DataLog &log);
+llvm::Expected<std::vector<Row>>
+readRows(const JobConfig &job, llvm::StringRef path, const DataLog &log);
 
 /// A run's training rows and the rows it evaluates on (if any).
 struct TrainingData {

@@ -67,22 +67,22 @@ TEST(ChatTemplate, UnbuiltConstructsAreRefusedWithTheirLine) {
 
 // A macro is called as Jinja calls one; calls that never end are bounded.
 TEST(ChatTemplate, MacroCallsAreCheckedAndBounded) {
-  EXPECT_THAT(renderError("{% macro m(a) %}{{ a }}{% endmacro %}{{ m(1, 2) }}",
-                          "{}"),
-              HasSubstr("macro 'm' takes not more than 1 argument(s)"));
-  EXPECT_THAT(renderError("{% macro m(a) %}{{ a }}{% endmacro %}{{ m(b=1) }}",
-                          "{}"),
-              HasSubstr("macro 'm' takes no keyword argument 'b'"));
-  EXPECT_THAT(renderError("{% macro m() %}{{ m() }}{% endmacro %}{{ m() }}",
-                          "{}"),
-              HasSubstr("calls nested deeper than 32"));
+  EXPECT_THAT(
+      renderError("{% macro m(a) %}{{ a }}{% endmacro %}{{ m(1, 2) }}", "{}"),
+      HasSubstr("macro 'm' takes not more than 1 argument(s)"));
+  EXPECT_THAT(
+      renderError("{% macro m(a) %}{{ a }}{% endmacro %}{{ m(b=1) }}", "{}"),
+      HasSubstr("macro 'm' takes no keyword argument 'b'"));
+  EXPECT_THAT(
+      renderError("{% macro m() %}{{ m() }}{% endmacro %}{{ m() }}", "{}"),
+      HasSubstr("calls nested deeper than 32"));
   EXPECT_THAT(renderError("{% for x in [1] recursive %}{{ loop([1]) }}"
                           "{% endfor %}",
                           "{}"),
               HasSubstr("calls nested deeper than 32"));
-  EXPECT_THAT(renderError("{% for x in [1] %}{{ loop([1]) }}{% endfor %}",
-                          "{}"),
-              HasSubstr("is not callable"));
+  EXPECT_THAT(
+      renderError("{% for x in [1] %}{{ loop([1]) }}{% endfor %}", "{}"),
+      HasSubstr("is not callable"));
   // A macro sees the template's names and its own, not its caller's.
   llvm::Expected<std::string> text =
       render("{% set g = 'G' %}{% macro m() %}{{ g }}{{ x }}{% endmacro %}"

@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/comm/JobSecret.h"
 #include "runtime/comm/SocketAuth.h"
+#include "runtime/comm/JobSecret.h"
 
 #include "llvm/ADT/StringExtras.h"
 
@@ -102,12 +102,11 @@ TEST(SocketAuth, TheRankTrustsOnlyTheHubsProvedAnswer) {
     ASSERT_TRUE(bool(read)) << llvm::toString(read.takeError());
     EXPECT_EQ(*read, verdict);
     // Another verdict under the same proof, another rank, another secret.
-    EXPECT_FALSE(bool(readAnswer(bytes + "!", kSecret, hubNonce, rankNonce,
-                                 1)));
+    EXPECT_FALSE(
+        bool(readAnswer(bytes + "!", kSecret, hubNonce, rankNonce, 1)));
     EXPECT_FALSE(bool(readAnswer(bytes, kSecret, hubNonce, rankNonce, 2)));
-    llvm::Expected<std::string> forged =
-        readAnswer(bytes, "another secret of some length", hubNonce,
-                   rankNonce, 1);
+    llvm::Expected<std::string> forged = readAnswer(
+        bytes, "another secret of some length", hubNonce, rankNonce, 1);
     ASSERT_FALSE(bool(forged));
     EXPECT_NE(llvm::toString(forged.takeError()).find("does not know"),
               std::string::npos);
@@ -139,8 +138,7 @@ std::string errorOf(llvm::Expected<std::string> secret) {
 }
 
 std::filesystem::path freshFolder(const char *name) {
-  std::filesystem::path folder =
-      std::filesystem::temp_directory_path() / name;
+  std::filesystem::path folder = std::filesystem::temp_directory_path() / name;
   std::filesystem::remove_all(folder);
   std::filesystem::create_directories(folder);
   return folder;
@@ -174,21 +172,21 @@ TEST(JobSecret, RankZeroWritesTheMachinesOwnForItsRanks) {
   ASSERT_TRUE(secretIsMachines("127.0.0.1"));
   EXPECT_NE(errorOf(jobSecret(1, "MASTER_PORT=1 X", "127.0.0.1")),
             "no error"); // not written yet
-  llvm::Expected<std::string> written = jobSecret(0, "MASTER_PORT=1 X",
-                                                  "127.0.0.1");
+  llvm::Expected<std::string> written =
+      jobSecret(0, "MASTER_PORT=1 X", "127.0.0.1");
   ASSERT_TRUE(bool(written)) << llvm::toString(written.takeError());
   EXPECT_EQ(written->size(), 64u);
-  llvm::Expected<std::string> read = jobSecret(1, "MASTER_PORT=1 X",
-                                               "127.0.0.1");
+  llvm::Expected<std::string> read =
+      jobSecret(1, "MASTER_PORT=1 X", "127.0.0.1");
   ASSERT_TRUE(bool(read)) << llvm::toString(read.takeError());
   EXPECT_EQ(*read, *written);
   // Another job's is its own, and a new run's is new.
-  llvm::Expected<std::string> other = jobSecret(0, "MASTER_PORT=2 X",
-                                                "127.0.0.1");
+  llvm::Expected<std::string> other =
+      jobSecret(0, "MASTER_PORT=2 X", "127.0.0.1");
   ASSERT_TRUE(bool(other));
   EXPECT_NE(*other, *written);
-  llvm::Expected<std::string> again = jobSecret(0, "MASTER_PORT=1 X",
-                                                "127.0.0.1");
+  llvm::Expected<std::string> again =
+      jobSecret(0, "MASTER_PORT=1 X", "127.0.0.1");
   ASSERT_TRUE(bool(again));
   EXPECT_NE(*again, *written);
   // Only its user may read it.

@@ -391,14 +391,14 @@ TEST(ChatFormat, RolesNoTemplateRendersAreRefusedNamed) {
 }
 
 TEST(ChatFormat, AMessageWithoutContentIsRefusedNamingItsKeys) {
-  std::string path = temporaryFile(
-      "jsonl", R"({"messages": [{"role": "user", "text": "U"},)"
-               R"( {"role": "assistant", "content": "A"}]})");
+  std::string path =
+      temporaryFile("jsonl", R"({"messages": [{"role": "user", "text": "U"},)"
+                             R"( {"role": "assistant", "content": "A"}]})");
   std::string expected = ":1: message 0 has no 'content' nor 'tool_calls' "
                          "(its keys: 'role', 'text')";
-  EXPECT_THAT(llvm::toString(
-                  readChatJsonl(path, llama3Template(), false).takeError()),
-              HasSubstr(expected));
+  EXPECT_THAT(
+      llvm::toString(readChatJsonl(path, llama3Template(), false).takeError()),
+      HasSubstr(expected));
   EXPECT_THAT(llvm::toString(readChatJsonl(path, llama3(), false).takeError()),
               HasSubstr(expected));
 }

@@ -319,15 +319,14 @@ static llvm::Expected<TrainPosition> startingPosition(Program &program) {
     if (!resumed)
       return resumed.takeError();
     start = *resumed;
-    report() << llvm::formatv("resuming from {0}: after step {1} (epoch "
-                              "{2}, step {3} of it next){4}\n",
-                              start.checkpoint, start.steps, start.epoch + 1,
-                              start.index + 1,
-                              start.passedBy.empty()
-                                  ? ""
-                                  : "; the folder's " + start.passedBy +
-                                        " is another run's, which saved "
-                                        "before this one");
+    report() << llvm::formatv(
+        "resuming from {0}: after step {1} (epoch "
+        "{2}, step {3} of it next){4}\n",
+        start.checkpoint, start.steps, start.epoch + 1, start.index + 1,
+        start.passedBy.empty() ? ""
+                               : "; the folder's " + start.passedBy +
+                                     " is another run's, which saved "
+                                     "before this one");
   } else {
     start.run = newRunId();
     if (program.writesFiles()) {
@@ -441,8 +440,8 @@ static llvm::Error reportEvaluation(Program &program,
     report() << llvm::formatv(
         "eval next-token accuracy {0:f1}% -> {1:f1}%, loss {2:f3} -> {3:f3} "
         "({4} tokens)\n",
-        100 * before.accuracy, 100 * after->accuracy, before.loss,
-        after->loss, after->tokens);
+        100 * before.accuracy, 100 * after->accuracy, before.loss, after->loss,
+        after->tokens);
   return llvm::Error::success();
 }
 

@@ -313,7 +313,7 @@ static llvm::Error checkInputs(const JobConfig &job,
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                  "the job's inputs are not all there (nothing "
                                  "was compiled or run):" +
-                                 problems);
+                                     problems);
 }
 
 static int train(const char *argv0, llvm::ArrayRef<const char *> args) {

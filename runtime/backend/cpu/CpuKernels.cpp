@@ -659,7 +659,6 @@ void cpu::accumulateSquares(const float *x, int64_t count, double &sumSquares) {
     sumSquares += double(x[i]) * x[i];
 }
 
-
 void cpu::adamw(const float *param, const float *grad, const float *expAvg,
                 const float *expAvgSq, float lr, float gradScale, int64_t step,
                 const AdamWSettings &settings, float *newParam,

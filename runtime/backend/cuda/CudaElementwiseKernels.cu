@@ -181,8 +181,8 @@ __global__ void gegluGradKernel(const T *gateIn, const T *upIn, const T *gradIn,
                                 T *gateGrad, T *upGrad, int64_t count) {
   GRID_STRIDE(i, count) {
     float dGate, dUp;
-    math::gegluGrad(load(gateIn[i]), load(upIn[i]), load(gradIn[i]), dGate,
-                    dUp, DeviceExp());
+    math::gegluGrad(load(gateIn[i]), load(upIn[i]), load(gradIn[i]), dGate, dUp,
+                    DeviceExp());
     gateGrad[i] = storeAs<T>(dGate);
     upGrad[i] = storeAs<T>(dUp);
   }

@@ -32,9 +32,9 @@ __global__ void scalarKernel(int op, const void *a, const void *b, double value,
         math::clipCoefficient(*static_cast<const float *>(a), value);
     break;
   case 3: // learning rate: warmup, then a half cosine
-    *static_cast<float *>(out) = math::scheduledLr(
-        *static_cast<const int64_t *>(a), *static_cast<const int64_t *>(b),
-        value, integer);
+    *static_cast<float *>(out) =
+        math::scheduledLr(*static_cast<const int64_t *>(a),
+                          *static_cast<const int64_t *>(b), value, integer);
     break;
   case 4:
     *static_cast<int64_t *>(out) = *static_cast<const int64_t *>(a) + 1;
@@ -54,8 +54,8 @@ __global__ void adamwKernel(const float *param, const float *grad,
                             const int64_t *step, AdamWSettings s,
                             float *newParam, float *newExpAvg,
                             float *newExpAvgSq, int64_t count) {
-  math::AdamWStep scalars = math::adamwStep(
-      *lr, *step, s.beta1, s.beta2, s.eps, s.weightDecay);
+  math::AdamWStep scalars =
+      math::adamwStep(*lr, *step, s.beta1, s.beta2, s.eps, s.weightDecay);
   float scale = *gradScale;
   GRID_STRIDE(i, count) {
     float p = param[i], m = expAvg[i], v = expAvgSq[i];

@@ -116,50 +116,48 @@ llvm::Expected<std::string> Renderer::capture(const Node &body, int line) {
 
 Value Renderer::macro(const Node &node) {
   const Node *definition = &node;
-  return Value::of(jinja::Function(
-      [this, definition](Values &args, Keywords &keywords,
-                         int line) -> llvm::Expected<Value> {
-        const std::string &name = definition->targets[0];
-        const auto &parameters = definition->assignments;
-        if (args.size() > parameters.size())
-          return failAt(line, llvm::formatv("macro '{0}' takes not more than "
-                                            "{1} argument(s)",
-                                            name, parameters.size()));
-        llvm::StringMap<Value> bound;
-        for (auto [index, arg] : llvm::enumerate(args))
-          bound[parameters[index].first] = arg;
-        for (const auto &keyword : keywords) {
-          const std::string &key = keyword.first;
-          if (llvm::none_of(parameters,
-                            [&](const auto &p) { return p.first == key; }))
-            return failAt(line, "macro '" + name +
-                                    "' takes no keyword argument '" + key +
-                                    "'");
-          bound[key] = keyword.second;
+  return Value::of(jinja::Function([this, definition](
+                                       Values &args, Keywords &keywords,
+                                       int line) -> llvm::Expected<Value> {
+    const std::string &name = definition->targets[0];
+    const auto &parameters = definition->assignments;
+    if (args.size() > parameters.size())
+      return failAt(line, llvm::formatv("macro '{0}' takes not more than "
+                                        "{1} argument(s)",
+                                        name, parameters.size()));
+    llvm::StringMap<Value> bound;
+    for (auto [index, arg] : llvm::enumerate(args))
+      bound[parameters[index].first] = arg;
+    for (const auto &keyword : keywords) {
+      const std::string &key = keyword.first;
+      if (llvm::none_of(parameters,
+                        [&](const auto &p) { return p.first == key; }))
+        return failAt(line, "macro '" + name + "' takes no keyword argument '" +
+                                key + "'");
+      bound[key] = keyword.second;
+    }
+    if (llvm::Error error = enterCall(line))
+      return std::move(error);
+    // The template's names and the parameters, not the caller's.
+    std::vector<llvm::StringMap<Value>> callers = std::move(scopes);
+    scopes = {callers.front(), std::move(bound)};
+    llvm::Expected<std::string> text = [&]() -> llvm::Expected<std::string> {
+      for (const auto &[parameter, fallback] : parameters)
+        if (!scopes.back().count(parameter)) {
+          llvm::Expected<Value> value = fallback ? eval(*fallback) : Value();
+          if (!value)
+            return value.takeError();
+          scopes.back()[parameter] = *value;
         }
-        if (llvm::Error error = enterCall(line))
-          return std::move(error);
-        // The template's names and the parameters, not the caller's.
-        std::vector<llvm::StringMap<Value>> callers = std::move(scopes);
-        scopes = {callers.front(), std::move(bound)};
-        llvm::Expected<std::string> text = [&]() -> llvm::Expected<std::string> {
-          for (const auto &[parameter, fallback] : parameters)
-            if (!scopes.back().count(parameter)) {
-              llvm::Expected<Value> value =
-                  fallback ? eval(*fallback) : Value();
-              if (!value)
-                return value.takeError();
-              scopes.back()[parameter] = *value;
-            }
-          return capture(*definition->body, line);
-        }();
-        callers.front() = std::move(scopes.front());
-        scopes = std::move(callers);
-        --calls;
-        if (!text)
-          return text.takeError();
-        return Value::of(std::move(*text));
-      }));
+      return capture(*definition->body, line);
+    }();
+    callers.front() = std::move(scopes.front());
+    scopes = std::move(callers);
+    --calls;
+    if (!text)
+      return text.takeError();
+    return Value::of(std::move(*text));
+  }));
 }
 
 llvm::Expected<Value> Renderer::binary(const Expr &expr) {
@@ -249,8 +247,7 @@ llvm::Expected<Value> Renderer::item(const Expr &expr) {
   if (index->kind != Value::Int && index->kind != Value::Bool)
     return Value();
   if (object->kind == Value::List) {
-    std::optional<size_t> at =
-        pythonIndex(asInt(*index), object->list->size());
+    std::optional<size_t> at = pythonIndex(asInt(*index), object->list->size());
     return at ? (*object->list)[*at] : Value();
   }
   if (object->kind == Value::String) {

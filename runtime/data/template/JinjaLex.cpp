@@ -9,9 +9,8 @@
 using namespace twill;
 using namespace twill::jinja;
 
-llvm::Expected<std::vector<Token>> jinja::tokenize(llvm::StringRef text,
-                                                   int line,
-                                                   llvm::StringRef name) {
+llvm::Expected<std::vector<Token>>
+jinja::tokenize(llvm::StringRef text, int line, llvm::StringRef name) {
   std::vector<Token> tokens;
   auto fail = [&](const llvm::Twine &what) {
     return llvm::createStringError(
@@ -184,4 +183,3 @@ llvm::Expected<std::vector<Piece>> jinja::cut(llvm::StringRef source,
   }
   return pieces;
 }
-

@@ -440,17 +440,15 @@ llvm::Expected<bool> jinja::applyTest(llvm::StringRef name, const Value &value,
 /// Python's str.splitlines: the lines of `s` without their ends (\n,
 /// \r\n, \r, \v, \f, \x1c-\x1e, U+0085, U+2028, U+2029).
 static std::vector<std::string> splitLines(llvm::StringRef s) {
-  static const llvm::StringRef ends[] = {"\r\n",         "\n",    "\r",
-                                         "\v",           "\f",    "\x1c",
-                                         "\x1d",         "\x1e",  "\xc2\x85",
-                                         "\xe2\x80\xa8", "\xe2\x80\xa9"};
+  static const llvm::StringRef ends[] = {
+      "\r\n", "\n",   "\r",       "\v",           "\f",          "\x1c",
+      "\x1d", "\x1e", "\xc2\x85", "\xe2\x80\xa8", "\xe2\x80\xa9"};
   std::vector<std::string> lines;
   size_t start = 0;
   for (size_t at = 0; at < s.size();) {
     llvm::StringRef rest = s.substr(at);
-    auto end = llvm::find_if(ends, [&](llvm::StringRef e) {
-      return rest.starts_with(e);
-    });
+    auto end = llvm::find_if(
+        ends, [&](llvm::StringRef e) { return rest.starts_with(e); });
     if (end == std::end(ends)) {
       ++at;
       continue;

@@ -135,4 +135,3 @@ llvm::Expected<Value> jinja::applyBinary(llvm::StringRef op, const Value &a,
     return Value::of(std::floor(x / y));
   return Value::of(x - std::floor(x / y) * y);
 }
-
