@@ -9,7 +9,6 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/Support/FileUtilities.h"
 #include "proto/OpcodeAttributes.h"
-#include "support/Dpo.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -349,11 +348,6 @@ LogicalResult ExecutableEmitter::emitArgument(BlockArgument argument,
          << mlir::twill::kInputAttrName << ")";
 }
 
-/// An optional shard_axis, written out: empty for none.
-static std::string axisName(std::optional<StringRef> axis) {
-  return axis ? axis->str() : std::string();
-}
-
 /// The opcode of a twill op: the Opcode named as the op is
 /// ("twill.rms_norm_grad": RMS_NORM_GRAD), which is how the runtime names
 /// it back (opcodeName); EmitExecutableTest holds every op of the dialect
@@ -367,181 +361,24 @@ std::optional<::twill::Opcode> mlir::twill::opcodeOf(OperationName name) {
   return code;
 }
 
-namespace tw = mlir::twill;
-
-/// The layers' and tensor ops' attributes: embedding, matmul, norms,
-/// RoPE, attention, scale, soft cap, dropout, layout and constants.
-static void describeLayerAttributes(Operation *op, ::twill::Instruction &out) {
-  TypeSwitch<Operation *>(op)
-      .Case([&](tw::EmbeddingOp op) {
-        out.mutable_embedding()->set_shard_axis(axisName(op.getShardAxis()));
-      })
-      .Case([&](tw::MatmulOp op) {
-        ::twill::MatmulAttributes &a = *out.mutable_matmul();
-        a.set_transpose_lhs(op.getTransposeLhs());
-        a.set_transpose_rhs(op.getTransposeRhs());
-        a.set_alpha(op.getAlpha().convertToDouble());
-      })
-      .Case<tw::RmsNormOp, tw::RmsNormGradOp, tw::RmsNormWeightGradOp>(
-          [&](auto op) {
-            out.mutable_rms_norm()->set_epsilon(
-                op.getEpsilon().convertToDouble());
-          })
-      .Case<tw::RopeOp, tw::RopeGradOp>([&](auto op) {
-        ::twill::RopeAttributes &a = *out.mutable_rope();
-        auto orZero = [](std::optional<llvm::APFloat> value) {
-          return value.value_or(llvm::APFloat(0.0)).convertToDouble();
-        };
-        a.set_theta(op.getTheta().convertToDouble());
-        a.set_scaling_factor(orZero(op.getScalingFactor()));
-        a.set_low_freq_factor(orZero(op.getLowFreqFactor()));
-        a.set_high_freq_factor(orZero(op.getHighFreqFactor()));
-        a.set_original_max_position(op.getOriginalMaxPosition().value_or(0));
-      })
-      .Case<tw::AttentionOp, tw::AttentionGradOp>([&](auto op) {
-        ::twill::AttentionAttributes &a = *out.mutable_attention();
-        a.set_scale(op.getScale().convertToDouble());
-        a.set_shard_axis(axisName(op.getShardAxis()));
-        a.set_window(op.getWindow().value_or(0));
-        a.set_softcap(op.getSoftcap() ? op.getSoftcap()->convertToDouble() : 0);
-      })
-      .Case([&](tw::ScaleOp op) {
-        out.mutable_scale()->set_factor(op.getFactor().convertToDouble());
-      })
-      .Case<tw::SoftcapOp, tw::SoftcapGradOp>([&](auto op) {
-        out.mutable_softcap()->set_cap(op.getCap().convertToDouble());
-      })
-      .Case([&](tw::DropoutOp op) {
-        ::twill::DropoutAttributes &a = *out.mutable_dropout();
-        a.set_rate(op.getRate().convertToDouble());
-        a.set_seed(op.getSeed());
-        a.set_stream(op.getStream());
-        a.set_shard_axis(axisName(op.getShardAxis()));
-      })
-      .Case([&](tw::TransposeOp op) {
-        for (int64_t dim : op.getPermutation())
-          out.mutable_transpose()->add_permutation(dim);
-      })
-      .Case<tw::SplitOp, tw::ConcatOp>([&](auto op) {
-        out.mutable_split()->set_dim(op.getDim());
-        out.mutable_split()->set_blocks(op.getBlocks());
-      })
-      .Case([&](tw::ConstantOp op) {
-        out.mutable_constant()->set_value(op.getValue().convertToDouble());
-      });
+// An attribute's value as its field holds it: an absent OptionalAttr is 0,
+// false or "".
+static double toProto(const llvm::APFloat &value) {
+  return value.convertToDouble();
+}
+static int64_t toProto(uint64_t value) { return int64_t(value); }
+static bool toProto(bool value) { return value; }
+static std::string toProto(StringRef value) { return value.str(); }
+template <typename T>
+static auto toProto(const std::optional<T> &value)
+    -> decltype(toProto(*value)) {
+  return value ? toProto(*value) : decltype(toProto(*value))();
 }
 
-/// The losses' attributes; the tiled loss's gradient may be the weight's,
-/// and its logits capped.
-static void describeLossAttributes(Operation *op, ::twill::Instruction &out) {
-  auto crossEntropy = [&](auto op, bool wrtWeight,
-                          std::optional<llvm::APFloat> softcap) {
-    ::twill::CrossEntropyAttributes &a = *out.mutable_cross_entropy();
-    a.set_wrt_weight(wrtWeight);
-    a.set_ignore_index(op.getIgnoreIndex());
-    a.set_shard_axis(axisName(op.getShardAxis()));
-    a.set_vocab_size(op.getVocabSize().value_or(0));
-    a.set_softcap(softcap ? softcap->convertToDouble() : 0);
-    a.set_sequence_count(op.getSequenceCount().value_or(0));
-  };
-  TypeSwitch<Operation *>(op)
-      .Case<tw::CrossEntropyOp, tw::CrossEntropyGradOp>(
-          [&](auto op) { crossEntropy(op, /*wrtWeight=*/false, std::nullopt); })
-      .Case([&](tw::LinearCrossEntropyOp op) {
-        crossEntropy(op, /*wrtWeight=*/false, op.getSoftcap());
-      })
-      .Case([&](tw::LinearCrossEntropyGradOp op) {
-        crossEntropy(op, op.getWrtWeight(), op.getSoftcap());
-      })
-      .Case<tw::DpoLossOp, tw::DpoLossGradOp>([&](auto op) {
-        ::twill::DpoLossAttributes &a = *out.mutable_dpo_loss();
-        ::twill::dpo::LossType type = ::twill::dpo::LossType::Sigmoid;
-        ::twill::dpo::lossTypeNamed(op.getLossType().str().c_str(), type);
-        a.set_loss_type(::twill::DpoLossAttributes::LossType(int(type)));
-        a.set_beta(op.getBeta().convertToDouble());
-        a.set_label_smoothing(op.getLabelSmoothing().convertToDouble());
-      });
-}
-
-/// A quantized base's and FP8 inputs' attributes.
-static void describeQuantizedAttributes(Operation *op,
-                                        ::twill::Instruction &out) {
-  TypeSwitch<Operation *>(op)
-      .Case([&](tw::DequantizeNf4Op op) {
-        ::twill::DequantizeNf4Attributes &a = *out.mutable_dequantize_nf4();
-        a.set_block_size(op.getBlockSize());
-        a.set_nested_block_size(op.getNestedBlockSize());
-        a.set_rows(op.getRows());
-        a.set_columns(op.getColumns());
-        a.set_shard_axis(axisName(op.getShardAxis()));
-      })
-      .Case([&](tw::QuantizedMatmulOp op) {
-        ::twill::QuantizedMatmulAttributes &a = *out.mutable_quantized_matmul();
-        a.set_transpose_rhs(op.getTransposeRhs());
-        a.set_alpha(op.getAlpha().convertToDouble());
-        a.set_block_size(op.getBlockSize().value_or(0));
-        a.set_nested_block_size(op.getNestedBlockSize().value_or(0));
-        a.set_rows(op.getRows().value_or(0));
-        a.set_columns(op.getColumns().value_or(0));
-        a.set_shard_axis(axisName(op.getShardAxis()));
-        a.set_lhs_fp8_block_size(op.getLhsFp8BlockSize().value_or(0));
-      })
-      .Case([&](tw::RoundToFp8Op op) {
-        out.mutable_round_to_fp8()->set_block_size(op.getBlockSize());
-      });
-}
-
-/// The optimizer's attributes.
-static void describeOptimizerAttributes(Operation *op,
-                                        ::twill::Instruction &out) {
-  TypeSwitch<Operation *>(op)
-      .Case([&](tw::ClipCoefficientOp op) {
-        out.mutable_clip_coefficient()->set_max_norm(
-            op.getMaxNorm().convertToDouble());
-      })
-      .Case([&](tw::LrScheduleOp op) {
-        out.mutable_lr_schedule()->set_lr(op.getLr().convertToDouble());
-        out.mutable_lr_schedule()->set_warmup_steps(op.getWarmupSteps());
-      })
-      .Case([&](tw::AdamWOp op) {
-        ::twill::AdamWAttributes &a = *out.mutable_adamw();
-        a.set_beta1(op.getBeta1().convertToDouble());
-        a.set_beta2(op.getBeta2().convertToDouble());
-        a.set_eps(op.getEps().convertToDouble());
-        a.set_weight_decay(op.getWeightDecay().convertToDouble());
-      });
-}
-
-/// The collectives' attributes: the mesh axis and the dims they move.
-static void describeCollectiveAttributes(Operation *op,
-                                         ::twill::Instruction &out) {
-  TypeSwitch<Operation *>(op)
-      .Case<tw::AllGatherOp, tw::ReduceScatterOp, tw::LocalSliceOp,
-            tw::AllGatherStartOp, tw::ReduceScatterStartOp>([&](auto op) {
-        out.mutable_gather()->set_axis(op.getAxis().str());
-        out.mutable_gather()->set_dim(op.getDim());
-      })
-      .Case<tw::AllReduceOp, tw::AllReduceStartOp>([&](auto op) {
-        out.mutable_all_reduce()->set_axis(op.getAxis().str());
-      })
-      .Case<tw::AllToAllOp, tw::AllToAllStartOp>([&](auto op) {
-        ::twill::AllToAllAttributes &a = *out.mutable_all_to_all();
-        a.set_axis(op.getAxis().str());
-        a.set_split_dim(op.getSplitDim());
-        a.set_concat_dim(op.getConcatDim());
-      });
-}
-
-/// Every attribute the runtime reads, from the op's own accessors:
-/// renaming an ODS attribute breaks this file's build instead of silently
-/// changing what the runtime reads. Ops without attributes write none.
-static void describeAttributes(Operation *op, ::twill::Instruction &out) {
-  describeLayerAttributes(op, out);
-  describeLossAttributes(op, out);
-  describeQuantizedAttributes(op, out);
-  describeOptimizerAttributes(op, out);
-  describeCollectiveAttributes(op, out);
-}
+// describeAttributes, generated from each op's ODS and the messages of
+// dialects/twill/TwillExecutable.td: renaming an ODS attribute breaks the
+// build instead of silently changing what the runtime reads.
+#include "passes/ExecutableAttributes.inc"
 
 LogicalResult mlir::twill::describeOp(Operation *op,
                                       ::twill::Instruction &out) {

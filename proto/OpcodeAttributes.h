@@ -1,8 +1,9 @@
 //===- OpcodeAttributes.h - the attributes each Opcode carries --*- C++ -*-===//
 //
-// Read from the Opcode enum's `attributes` option (executable.proto), for
-// the emitter, which writes them, and the loader, which holds every
-// instruction to them.
+// Generated from each op's ODS (executableAttributes, proto/OpTable.inc),
+// for the emitter, which writes them, and the loader, which holds every
+// instruction to them. A field named there that the oneof lacks does not
+// build.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,18 +15,15 @@
 namespace twill {
 
 /// The attributes an instruction of this kind carries (none: it has none).
-/// ExecutableTest holds every option to a field of the oneof.
 inline Instruction::AttributesCase attributesOf(Opcode opcode) {
-  const google::protobuf::EnumValueDescriptor *value =
-      Opcode_descriptor()->FindValueByNumber(opcode);
-  if (!value)
+  switch (opcode) {
+#define TWILL_OPCODE_ATTRIBUTES(opcode, field)                                 \
+  case opcode:                                                                 \
+    return Instruction::field;
+#include "proto/OpTable.inc"
+  default:
     return Instruction::ATTRIBUTES_NOT_SET;
-  const google::protobuf::FieldDescriptor *field =
-      Instruction::descriptor()->FindFieldByName(
-          value->options().GetExtension(attributes));
-  if (!field || !field->containing_oneof())
-    return Instruction::ATTRIBUTES_NOT_SET;
-  return Instruction::AttributesCase(field->number());
+  }
 }
 
 } // namespace twill

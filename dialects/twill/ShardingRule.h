@@ -76,6 +76,12 @@ struct ShardingRule {
   std::string str() const;
 };
 
+// The rules of several ops each, which an op's ODS names (`shardingRule`).
+/// Every operand and result of one shape share one factor per dim.
+ShardingRule elementwiseRule(Operation *op);
+/// Scalar ops: nothing to shard.
+ShardingRule scalarRule(Operation *op);
+
 } // namespace mlir::twill
 
 #endif // TWILL_DIALECTS_TWILL_SHARDINGRULE_H

@@ -186,8 +186,7 @@ LogicalResult mlir::twill::verifyFlightsInPlannedMemory(Operation *planned) {
   return failure(walk.wasInterrupted());
 }
 
-/// The start's own operand checks, as its blocking collective's.
-static LogicalResult verifyStartOperands(Operation *start) {
+LogicalResult mlir::twill::verifyStartOperands(Operation *start) {
   Value input = start->getOperand(0);
   RankedTensorType result = collectiveResultType(start);
   if (elementTypeOf(input) != result.getElementType())
@@ -199,16 +198,11 @@ static LogicalResult verifyStartOperands(Operation *start) {
   return verifyStart(start);
 }
 
-LogicalResult AllGatherStartOp::verify() { return verifyStartOperands(*this); }
-LogicalResult ReduceScatterStartOp::verify() {
-  return verifyStartOperands(*this);
-}
 LogicalResult AllReduceStartOp::verify() {
   if (getInput().getType() != getHandle().getType().getValue())
     return emitOpError("an all_reduce's result has its input's type");
   return verifyStartOperands(*this);
 }
-LogicalResult AllToAllStartOp::verify() { return verifyStartOperands(*this); }
 
 /// A copy's start: its wait yields a value of its input's type.
 static LogicalResult verifyTransferStart(Operation *start) {

@@ -29,6 +29,11 @@ def Twill_PendingType : TypeDef<Twill_Dialect, "Pending"> {
 // error (it is never waited), not dead code.
 class Twill_StartOp<string collective, dag collectiveArguments>
     : Twill_Op<collective # "_start"> {
+  let starts = collective;
+  // Run as the collective they start: the cpu's run loop does (by its
+  // communicator), cuda's runner puts them on its communication stream.
+  let cpuRunner = "";
+  let cudaRunner = "runCollective";
   let summary = "Begins " # collective # "; twill.wait ends it";
   let arguments = collectiveArguments;
   let results = (outs Twill_PendingType:$handle);
@@ -44,6 +49,9 @@ class Twill_StartOp<string collective, dag collectiveArguments>
 def Twill_AllGatherStartOp : Twill_StartOp<"all_gather",
     (ins Twill_GatheredTensor:$input, FlatSymbolRefAttr:$mesh, StrAttr:$axis,
          I64Attr:$dim)> {
+  let opcode = 35;
+  let verifier = "verifyStartOperands";
+  let executableAttributes = Twill_GatherAttributes;
   let description = [{
     ```mlir
     %h = twill.all_gather_start %w over @mesh["dp"] dim 0 : tensor<64x64xf32> -> !twill.pending<tensor<128x64xf32>>
@@ -59,6 +67,9 @@ def Twill_AllGatherStartOp : Twill_StartOp<"all_gather",
 def Twill_ReduceScatterStartOp : Twill_StartOp<"reduce_scatter",
     (ins Twill_FloatTensor:$input, FlatSymbolRefAttr:$mesh, StrAttr:$axis,
          I64Attr:$dim)> {
+  let opcode = 36;
+  let verifier = "verifyStartOperands";
+  let executableAttributes = Twill_GatherAttributes;
   let assemblyFormat = [{
     $input `over` $mesh `[` $axis `]` `dim` $dim attr-dict `:` type($input)
     `->` type($handle)
@@ -68,6 +79,8 @@ def Twill_ReduceScatterStartOp : Twill_StartOp<"reduce_scatter",
 def Twill_AllReduceStartOp : Twill_StartOp<"all_reduce",
     (ins StaticShapeTensorOf<[AnyFloat, AnySignlessInteger]>:$input,
          FlatSymbolRefAttr:$mesh, StrAttr:$axis)> {
+  let opcode = 37;
+  let executableAttributes = Twill_AllReduceAttributes;
   let assemblyFormat = [{
     $input `over` $mesh `[` $axis `]` attr-dict `:` type($input) `->`
     type($handle)
@@ -77,6 +90,9 @@ def Twill_AllReduceStartOp : Twill_StartOp<"all_reduce",
 def Twill_AllToAllStartOp : Twill_StartOp<"all_to_all",
     (ins Twill_FloatTensor:$input, FlatSymbolRefAttr:$mesh, StrAttr:$axis,
          I64Attr:$split_dim, I64Attr:$concat_dim)> {
+  let opcode = 38;
+  let verifier = "verifyStartOperands";
+  let executableAttributes = Twill_AllToAllAttributes;
   let assemblyFormat = [{
     $input `over` $mesh `[` $axis `]` `split` $split_dim `concat` $concat_dim
     attr-dict `:` type($input) `->` type($handle)
@@ -86,6 +102,7 @@ def Twill_AllToAllStartOp : Twill_StartOp<"all_to_all",
 // twill.offload and twill.reload split the same way: the copy to or from
 // host memory runs while compute goes on (on a GPU, on a stream of its own).
 class Twill_TransferStartOp<string transfer> : Twill_Op<transfer # "_start"> {
+  let starts = transfer;
   let summary = "Begins twill." # transfer # "'s copy; twill.wait ends it";
   let arguments = (ins AnyStaticShapeTensor:$input);
   let results = (outs Twill_PendingType:$handle);
@@ -94,6 +111,8 @@ class Twill_TransferStartOp<string transfer> : Twill_Op<transfer # "_start"> {
 }
 
 def Twill_OffloadStartOp : Twill_TransferStartOp<"offload"> {
+  let opcode = 46;
+  let runner = "runCopy";
   let description = [{
     Its wait yields the value in host memory, which only a reload reads.
 
@@ -106,11 +125,17 @@ def Twill_OffloadStartOp : Twill_TransferStartOp<"offload"> {
   }];
 }
 
-def Twill_ReloadStartOp : Twill_TransferStartOp<"reload">;
+def Twill_ReloadStartOp : Twill_TransferStartOp<"reload"> {
+  let opcode = 47;
+  let runner = "runCopy";
+}
 
 def Twill_WaitOp : Twill_Op<"wait", [TypesMatchWith<
     "result is the tensor the handle is pending", "handle", "result",
     "::llvm::cast<::mlir::twill::PendingType>($_self).getValue()">]> {
+  let opcode = 39;
+  let cpuRunner = "";
+  let cudaRunner = "runWait";
   let summary = "Ends a collective or copy in flight and yields its tensor";
   let arguments = (ins Twill_PendingType:$handle);
   let results = (outs AnyRankedTensor:$result);

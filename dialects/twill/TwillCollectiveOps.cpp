@@ -36,17 +36,11 @@ LogicalResult mlir::twill::verifyCollectiveDims(Operation *op) {
                                           splitDim));
 }
 
-/// A blocking collective: one element type, and the dims it names.
-static LogicalResult verifyBlocking(Operation *op) {
+LogicalResult mlir::twill::verifyBlocking(Operation *op) {
   if (failed(expectSameElementType(op, {op->getOperand(0), op->getResult(0)})))
     return failure();
   return verifyCollectiveDims(op);
 }
-
-LogicalResult AllGatherOp::verify() { return verifyBlocking(*this); }
-LogicalResult ReduceScatterOp::verify() { return verifyBlocking(*this); }
-LogicalResult LocalSliceOp::verify() { return verifyBlocking(*this); }
-LogicalResult AllToAllOp::verify() { return verifyBlocking(*this); }
 
 LogicalResult
 mlir::twill::verifyCollective(Operation *op,

@@ -11,6 +11,10 @@
 
 class Twill_CollectiveOp<string mnemonic, list<Trait> traits = []>
     : Twill_Op<mnemonic, !listconcat(traits, [Pure])> {
+  // The cpu's run loop runs them by its communicator; cuda's runner, by
+  // NCCL on its communication stream.
+  let cpuRunner = "";
+  let cudaRunner = "runCollective";
   let extraClassDefinition = [{
     ::llvm::LogicalResult
     $cppClass::verifySymbolUses(::mlir::SymbolTableCollection &symbolTable) {
@@ -23,6 +27,10 @@ class Twill_CollectiveOp<string mnemonic, list<Trait> traits = []>
 def Twill_GatheredTensor : StaticShapeTensorOf<[AnyFloat, I8]>;
 
 def Twill_AllGatherOp : Twill_CollectiveOp<"all_gather"> {
+  let opcode = 30;
+  let verifier = "verifyBlocking";
+  let betweenRanks = 1;
+  let executableAttributes = Twill_GatherAttributes;
   let summary = "Concatenate the shards of an axis (shard<dim> -> replicate)";
   let description = [{
     Every rank of the axis gets the inputs of all of them concatenated along
@@ -38,7 +46,6 @@ def Twill_AllGatherOp : Twill_CollectiveOp<"all_gather"> {
   let arguments = (ins Twill_GatheredTensor:$input, FlatSymbolRefAttr:$mesh,
                        StrAttr:$axis, I64Attr:$dim);
   let results = (outs Twill_GatheredTensor:$result);
-  let hasVerifier = 1;
   let assemblyFormat = [{
     $input `over` $mesh `[` $axis `]` `dim` $dim attr-dict `:` type($input)
     `->` type($result)
@@ -46,6 +53,10 @@ def Twill_AllGatherOp : Twill_CollectiveOp<"all_gather"> {
 }
 
 def Twill_ReduceScatterOp : Twill_CollectiveOp<"reduce_scatter"> {
+  let opcode = 31;
+  let verifier = "verifyBlocking";
+  let betweenRanks = 1;
+  let executableAttributes = Twill_GatherAttributes;
   let summary = "Sum over an axis, keep one block (partial -> shard<dim>)";
   let description = [{
     Sums the inputs of the axis's ranks and leaves each rank its block along
@@ -59,7 +70,6 @@ def Twill_ReduceScatterOp : Twill_CollectiveOp<"reduce_scatter"> {
   let arguments = (ins Twill_FloatTensor:$input, FlatSymbolRefAttr:$mesh,
                        StrAttr:$axis, I64Attr:$dim);
   let results = (outs Twill_FloatTensor:$result);
-  let hasVerifier = 1;
   let assemblyFormat = [{
     $input `over` $mesh `[` $axis `]` `dim` $dim attr-dict `:` type($input)
     `->` type($result)
@@ -68,6 +78,9 @@ def Twill_ReduceScatterOp : Twill_CollectiveOp<"reduce_scatter"> {
 
 def Twill_AllReduceOp : Twill_CollectiveOp<"all_reduce",
     [AllTypesMatch<["input", "result"]>]> {
+  let opcode = 32;
+  let betweenRanks = 1;
+  let executableAttributes = Twill_AllReduceAttributes;
   let summary = "Sum over an axis (partial -> replicate)";
   let description = [{
     ```mlir
@@ -83,6 +96,10 @@ def Twill_AllReduceOp : Twill_CollectiveOp<"all_reduce",
 }
 
 def Twill_AllToAllOp : Twill_CollectiveOp<"all_to_all"> {
+  let opcode = 33;
+  let verifier = "verifyBlocking";
+  let betweenRanks = 1;
+  let executableAttributes = Twill_AllToAllAttributes;
   let summary = "Move a shard from one dim to another (shard<i> -> shard<j>)";
   let description = [{
     Splits `split_dim` into one block per rank of the axis, sends block r to
@@ -96,7 +113,6 @@ def Twill_AllToAllOp : Twill_CollectiveOp<"all_to_all"> {
   let arguments = (ins Twill_FloatTensor:$input, FlatSymbolRefAttr:$mesh,
                        StrAttr:$axis, I64Attr:$split_dim, I64Attr:$concat_dim);
   let results = (outs Twill_FloatTensor:$result);
-  let hasVerifier = 1;
   let assemblyFormat = [{
     $input `over` $mesh `[` $axis `]` `split` $split_dim `concat` $concat_dim
     attr-dict `:` type($input) `->` type($result)
@@ -104,6 +120,10 @@ def Twill_AllToAllOp : Twill_CollectiveOp<"all_to_all"> {
 }
 
 def Twill_LocalSliceOp : Twill_CollectiveOp<"local_slice"> {
+  let opcode = 34;
+  let verifier = "verifyBlocking";
+  let executableAttributes = Twill_GatherAttributes;
+  let cpuRunner = "runLocalSlice"; // it only slices
   let summary = "Keep this rank's block of a whole tensor (replicate -> shard<dim>)";
   let description = [{
     No communication: every rank of the axis holds the whole input and keeps
@@ -115,7 +135,6 @@ def Twill_LocalSliceOp : Twill_CollectiveOp<"local_slice"> {
   let arguments = (ins StaticShapeTensorOf<[AnyFloat, AnySignlessInteger]>:$input,
                        FlatSymbolRefAttr:$mesh, StrAttr:$axis, I64Attr:$dim);
   let results = (outs StaticShapeTensorOf<[AnyFloat, AnySignlessInteger]>:$result);
-  let hasVerifier = 1;
   let assemblyFormat = [{
     $input `over` $mesh `[` $axis `]` `dim` $dim attr-dict `:` type($input)
     `->` type($result)

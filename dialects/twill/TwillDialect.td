@@ -10,6 +10,7 @@
 
 include "mlir/IR/OpBase.td"
 include "mlir/IR/SymbolInterfaces.td"
+include "dialects/twill/TwillExecutable.td"
 
 def Twill_Dialect : Dialect {
   let name = "twill";
@@ -46,6 +47,36 @@ def Twill_Dialect : Dialect {
 class Twill_Op<string mnemonic, list<Trait> traits = []>
     : Op<Twill_Dialect, mnemonic,
          !listconcat(traits, [DeclareOpInterfaceMethods<SymbolUserOpInterface>])> {
+  // What the Executable and the runtime know of the op, from which
+  // twill-tblgen (tblgen/) generates executable.proto's Opcode enum and the
+  // runtime's tables; an op that leaves one unset does not build.
+  //
+  // Its Opcode's number (the enum value is named as the op), which never
+  // changes once given; 0: no program carries it (a pass removes it).
+  int opcode = ?;
+  // The attributes its instructions carry (TwillExecutable.td).
+  Twill_Attributes executableAttributes = Twill_NoAttributes;
+  // The function that runs it in each backend (twill::cpu, twill::cuda);
+  // `runner` names both where they share a name. "" on the cpu: its run
+  // loop runs it, by its communicator. cuda's reads and writes bf16 values
+  // as stored where cudaRunsBf16, fp32 copies of them where not.
+  string runner = ?;
+  string cpuRunner = runner;
+  string cudaRunner = runner;
+  bit cudaRunsBf16 = 1;
+  // A start op's blocking op, whose work it begins and a twill.wait ends.
+  string starts = "";
+  // A collective that moves values between ranks (local_slice only slices).
+  bit betweenRanks = 0;
+
+  // The dialect's helper that verifies it, and the one that gives its
+  // sharding rule, where one does it all: a function of the op
+  // (ShapeChecks.h, ShardingRule.h) that the generated verify() and
+  // getShardingRule() call ("": the op's own code).
+  string verifier = "";
+  string shardingRule = "";
+  let hasVerifier = !ne(verifier, "");
+
   // Every op checks that the placements in its operand and result types name
   // an existing mesh with as many axes as they have entries.
   let extraClassDefinition = [{

@@ -60,18 +60,12 @@ LogicalResult AttentionGradOp::verify() {
                    shapeOf(getValueGrad()), bool(getShardAxis())));
 }
 
-/// swiglu_grad and geglu_grad: gate, up and grad, and the gate's and up's
-/// gradients, all of one shape.
-template <typename GatedGradOp>
-static LogicalResult verifyGatedGrad(GatedGradOp op) {
-  return check(op, shapes::gatedGrad(shapeOf(op.getGate()), shapeOf(op.getUp()),
-                                     shapeOf(op.getGrad()),
-                                     shapeOf(op.getGateGrad()),
-                                     shapeOf(op.getUpGrad())));
+LogicalResult mlir::twill::verifyGatedGrad(Operation *op) {
+  return check(op, shapes::gatedGrad(
+                       shapeOf(op->getOperand(0)), shapeOf(op->getOperand(1)),
+                       shapeOf(op->getOperand(2)), shapeOf(op->getResult(0)),
+                       shapeOf(op->getResult(1))));
 }
-
-LogicalResult SwigluGradOp::verify() { return verifyGatedGrad(*this); }
-LogicalResult GegluGradOp::verify() { return verifyGatedGrad(*this); }
 
 LogicalResult ScaleColumnsGradOp::verify() {
   if (failed(expectSameElementType(*this, {getInput(), getScale(), getGrad(),

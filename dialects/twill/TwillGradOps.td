@@ -9,6 +9,9 @@
 #define TWILL_GRAD_OPS_TD
 
 def Twill_ConstantOp : Twill_ComputeOp<"constant", [Pure]> {
+  let opcode = 15;
+  let executableAttributes = Twill_ConstantAttributes;
+  let runner = "runConstant";
   let summary = "A tensor with every element set to one value";
   let description = [{
     ```mlir
@@ -22,6 +25,9 @@ def Twill_ConstantOp : Twill_ComputeOp<"constant", [Pure]> {
 }
 
 def Twill_EmbeddingGradOp : Twill_ComputeOp<"embedding_grad", [Pure]> {
+  let opcode = 16;
+  let runner = "runEmbeddingGrad";
+  let cudaRunsBf16 = 0;
   let summary = "Gradient of an embedding table";
   let description = [{
     `result[v, :] = sum of grad[i..., :] over the positions i whose id is v`:
@@ -41,6 +47,9 @@ def Twill_EmbeddingGradOp : Twill_ComputeOp<"embedding_grad", [Pure]> {
 }
 
 def Twill_RmsNormGradOp : Twill_ComputeOp<"rms_norm_grad", [Pure]> {
+  let opcode = 17;
+  let executableAttributes = Twill_RmsNormAttributes;
+  let runner = "runRmsNormFamily";
   let summary = "Gradient of rms_norm with respect to its input";
   let description = [{
     For `y = rms_norm(x, w)` and `grad` = dL/dy, returns dL/dx.
@@ -61,6 +70,9 @@ def Twill_RmsNormGradOp : Twill_ComputeOp<"rms_norm_grad", [Pure]> {
 }
 
 def Twill_RmsNormWeightGradOp : Twill_ComputeOp<"rms_norm_weight_grad", [Pure]> {
+  let opcode = 18;
+  let executableAttributes = Twill_RmsNormAttributes;
+  let runner = "runRmsNormFamily";
   let summary = "Gradient of rms_norm with respect to its weight";
   let description = [{
     For `y = rms_norm(x, w)` and `grad` = dL/dy, returns dL/dw: the sum over
@@ -82,6 +94,9 @@ def Twill_RmsNormWeightGradOp : Twill_ComputeOp<"rms_norm_weight_grad", [Pure]> 
 }
 
 def Twill_RopeGradOp : Twill_ComputeOp<"rope_grad", [Pure]> {
+  let opcode = 19;
+  let executableAttributes = Twill_RopeAttributes;
+  let runner = "runRope";
   let summary = "Gradient of rope: the inverse rotation";
   let description = [{
     Rotates `grad` by the negated angles of the `rope` with the same
@@ -107,6 +122,9 @@ def Twill_RopeGradOp : Twill_ComputeOp<"rope_grad", [Pure]> {
 }
 
 def Twill_AttentionGradOp : Twill_ComputeOp<"attention_grad", [Pure]> {
+  let opcode = 20;
+  let executableAttributes = Twill_AttentionAttributes;
+  let runner = "runAttentionGrad";
   let summary = "Gradients of attention with respect to q, k and v";
   let description = [{
     For `output, log_sum_exp = attention(query, key, value, segments)` and
@@ -148,6 +166,9 @@ def Twill_AttentionGradOp : Twill_ComputeOp<"attention_grad", [Pure]> {
 // gate and up.
 class Twill_GatedGradOp<string mnemonic, string forward>
     : Twill_ComputeOp<mnemonic, [Pure]> {
+  let verifier = "verifyGatedGrad";
+  let shardingRule = "elementwiseRule";
+  let runner = "runElementwise";
   let summary = "Gradients of " # mnemonic # " with respect to gate and up";
   let description = "For `y = " # forward # "` and `grad` = dL/dy, returns "
     # "(dL/dgate, dL/dup).\n\n```mlir\n%dg, %du = twill." # mnemonic
@@ -164,11 +185,17 @@ class Twill_GatedGradOp<string mnemonic, string forward>
   let hasVerifier = 1;
 }
 
-def Twill_SwigluGradOp : Twill_GatedGradOp<"swiglu_grad", "silu(gate) * up">;
+def Twill_SwigluGradOp : Twill_GatedGradOp<"swiglu_grad", "silu(gate) * up"> {
+  let opcode = 21;
+}
 def Twill_GegluGradOp : Twill_GatedGradOp<"geglu_grad",
-                                          "gelu_tanh(gate) * up">;
+                                          "gelu_tanh(gate) * up"> {
+  let opcode = 55;
+}
 
 def Twill_ScaleColumnsGradOp : Twill_ComputeOp<"scale_columns_grad", [Pure]> {
+  let opcode = 51;
+  let runner = "runColumns";
   let summary = "Gradients of scale_columns with respect to input and scale";
   let description = [{
     For `y = scale_columns(x, s)` and `grad` = dL/dy, returns
@@ -192,6 +219,8 @@ def Twill_ScaleColumnsGradOp : Twill_ComputeOp<"scale_columns_grad", [Pure]> {
 }
 
 def Twill_ColumnSumsOp : Twill_ComputeOp<"column_sums", [Pure]> {
+  let opcode = 53;
+  let runner = "runColumns";
   let summary = "Each column summed over every row: add_columns' bias gradient";
   let description = [{
     `result[n] = sum over i... of input[i..., n]`, summed in fp32. Sharded
@@ -208,6 +237,10 @@ def Twill_ColumnSumsOp : Twill_ComputeOp<"column_sums", [Pure]> {
 }
 
 def Twill_SoftcapGradOp : Twill_ComputeOp<"softcap_grad", [Pure, AllTypesMatch<["input", "grad", "result"]>]> {
+  let opcode = 57;
+  let shardingRule = "elementwiseRule";
+  let executableAttributes = Twill_SoftcapAttributes;
+  let runner = "runElementwise";
   let summary = "Gradient of softcap with respect to its input";
   let description = [{
     For `y = softcap(x, cap)` and `grad` = dL/dy, returns
@@ -227,6 +260,9 @@ def Twill_SoftcapGradOp : Twill_ComputeOp<"softcap_grad", [Pure, AllTypesMatch<[
 }
 
 def Twill_CrossEntropyGradOp : Twill_ComputeOp<"cross_entropy_grad", [Pure]> {
+  let opcode = 22;
+  let executableAttributes = Twill_CrossEntropyAttributes;
+  let runner = "runCrossEntropyFamily";
   let summary = "Gradient of the summed cross-entropy with respect to logits";
   let description = [{
     `(softmax(logits) - onehot(label)) * grad` on counted positions, zero on
@@ -256,6 +292,10 @@ def Twill_CrossEntropyGradOp : Twill_ComputeOp<"cross_entropy_grad", [Pure]> {
 }
 
 def Twill_DpoLossGradOp : Twill_ComputeOp<"dpo_loss_grad", [Pure]> {
+  let opcode = 63;
+  let executableAttributes = Twill_DpoLossAttributes;
+  let runner = "runDpoLoss";
+  let cudaRunsBf16 = 0;
   let summary = "Gradient of dpo_loss's loss sum with respect to the policy's";
   let description = [{
     `grad` (the 0-d cotangent of the loss sum) times each counted pair's
@@ -283,6 +323,9 @@ def Twill_DpoLossGradOp : Twill_ComputeOp<"dpo_loss_grad", [Pure]> {
 }
 
 def Twill_LinearCrossEntropyGradOp : Twill_ComputeOp<"linear_cross_entropy_grad", [Pure]> {
+  let opcode = 41;
+  let executableAttributes = Twill_CrossEntropyAttributes;
+  let runner = "runLinearCrossEntropy";
   let summary = "Gradient of linear_cross_entropy's loss sum, tile by tile";
   let description = [{
     The gradient of linear_cross_entropy's loss sum (`grad` its 0-d

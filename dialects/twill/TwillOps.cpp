@@ -261,9 +261,7 @@ LogicalResult AttentionOp::verify() {
   return verifyAttentionLogits(*this, getWindow(), getSoftcap());
 }
 
-/// Add, mul, div and swiglu: one shape and element type for all three
-/// values.
-static LogicalResult verifyElementwiseBinary(Operation *op) {
+LogicalResult mlir::twill::verifyElementwiseBinary(Operation *op) {
   if (failed(expectSameElementType(
           op, {op->getOperand(0), op->getOperand(1), op->getResult(0)})))
     return failure();
@@ -271,12 +269,6 @@ static LogicalResult verifyElementwiseBinary(Operation *op) {
                                   shapeOf(op->getOperand(1)),
                                   shapeOf(op->getResult(0))));
 }
-
-LogicalResult AddOp::verify() { return verifyElementwiseBinary(*this); }
-LogicalResult MulOp::verify() { return verifyElementwiseBinary(*this); }
-LogicalResult SwigluOp::verify() { return verifyElementwiseBinary(*this); }
-LogicalResult GegluOp::verify() { return verifyElementwiseBinary(*this); }
-LogicalResult DivOp::verify() { return verifyElementwiseBinary(*this); }
 
 /// A loss op's sums and counts: scalars, or per row and sequence.
 template <typename Op> static LogicalResult verifyLossSums(Op op) {

@@ -62,6 +62,9 @@ def Twill_MeshOp : Op<Twill_Dialect, "mesh", [Symbol]> {
 //===----------------------------------------------------------------------===//
 
 def Twill_EmbeddingOp : Twill_ComputeOp<"embedding", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
+  let opcode = 1;
+  let executableAttributes = Twill_EmbeddingAttributes;
+  let runner = "runEmbedding";
   let summary = "Rows of an embedding table selected by token ids";
   let description = [{
     `result[i..., :] = table[ids[i...], :]` for a `[vocab, hidden]` table.
@@ -85,6 +88,9 @@ def Twill_EmbeddingOp : Twill_ComputeOp<"embedding", [Pure, DeclareOpInterfaceMe
 }
 
 def Twill_MatmulOp : Twill_ComputeOp<"matmul", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
+  let opcode = 2;
+  let executableAttributes = Twill_MatmulAttributes;
+  let runner = "runMatmul";
   let summary = "Batched matrix product with optional transposes";
   let description = [{
     `result[b..., m, n] = sum_k lhs[b..., m, k] * rhs[b..., k, n]`. The last
@@ -136,6 +142,9 @@ def Twill_MatmulOp : Twill_ComputeOp<"matmul", [Pure, DeclareOpInterfaceMethods<
 }
 
 def Twill_RmsNormOp : Twill_ComputeOp<"rms_norm", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
+  let opcode = 3;
+  let executableAttributes = Twill_RmsNormAttributes;
+  let runner = "runRmsNormFamily";
   let summary = "Root-mean-square normalisation over the last dim";
   let description = [{
     `result = input / sqrt(mean(input^2, -1) + epsilon) * weight`, with the
@@ -156,6 +165,9 @@ def Twill_RmsNormOp : Twill_ComputeOp<"rms_norm", [Pure, DeclareOpInterfaceMetho
 }
 
 def Twill_RopeOp : Twill_ComputeOp<"rope", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
+  let opcode = 4;
+  let executableAttributes = Twill_RopeAttributes;
+  let runner = "runRope";
   let summary = "Rotary position embedding of queries or keys";
   let description = [{
     Rotates each head of `input` (`[batch, seq, heads, head_dim]`) by angles
@@ -192,6 +204,9 @@ def Twill_RopeOp : Twill_ComputeOp<"rope", [Pure, DeclareOpInterfaceMethods<Twil
 }
 
 def Twill_AttentionOp : Twill_ComputeOp<"attention", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
+  let opcode = 5;
+  let executableAttributes = Twill_AttentionAttributes;
+  let runner = "runAttention";
   let summary = "Causal grouped-query attention, within documents";
   let description = [{
     `softmax(scale * q k^T + mask) v` per head, where query head `h` reads key
@@ -241,6 +256,9 @@ def Twill_AttentionOp : Twill_ComputeOp<"attention", [Pure, DeclareOpInterfaceMe
 class Twill_ElementwiseBinaryOp<string mnemonic, string formula>
     : Twill_ComputeOp<mnemonic,
                [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
+  let verifier = "verifyElementwiseBinary";
+  let shardingRule = "elementwiseRule";
+  let runner = "runElementwise";
   let description = "`result = " # formula # "`, elementwise; operands and "
     # "result have one shape and element type.\n\n```mlir\n%r = twill."
     # mnemonic # " %a, %b : (tensor<2x16xf32>, tensor<2x16xf32>) -> "
@@ -254,6 +272,7 @@ class Twill_ElementwiseBinaryOp<string mnemonic, string formula>
 }
 
 def Twill_AddOp : Twill_ElementwiseBinaryOp<"add", "lhs + rhs"> {
+  let opcode = 6;
   let summary = "Elementwise sum";
   // Floats, or counts (a tiled loss's token counts summed, or its
   // sequences').
@@ -263,20 +282,27 @@ def Twill_AddOp : Twill_ElementwiseBinaryOp<"add", "lhs + rhs"> {
 }
 
 def Twill_MulOp : Twill_ElementwiseBinaryOp<"mul", "lhs * rhs"> {
+  let opcode = 7;
   let summary = "Elementwise product";
 }
 
 def Twill_SwigluOp : Twill_ElementwiseBinaryOp<"swiglu",
                                                "silu(lhs) * rhs"> {
+  let opcode = 9;
   let summary = "SwiGLU gate: silu(gate) * up";
 }
 
 def Twill_GegluOp : Twill_ElementwiseBinaryOp<"geglu",
                                               "gelu_tanh(lhs) * rhs"> {
+  let opcode = 54;
   let summary = "GeGLU gate (Gemma's): gelu(gate) * up, GELU's tanh form";
 }
 
 def Twill_ScaleOp : Twill_ComputeOp<"scale", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>, AllTypesMatch<["input", "result"]>]> {
+  let opcode = 10;
+  let shardingRule = "elementwiseRule";
+  let executableAttributes = Twill_ScaleAttributes;
+  let runner = "runElementwise";
   let summary = "Multiplication by a constant";
   let description = [{
     `result = input * factor`; LoRA's `alpha / rank` is one.
@@ -291,6 +317,10 @@ def Twill_ScaleOp : Twill_ComputeOp<"scale", [Pure, DeclareOpInterfaceMethods<Tw
 }
 
 def Twill_SoftcapOp : Twill_ComputeOp<"softcap", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>, AllTypesMatch<["input", "result"]>]> {
+  let opcode = 56;
+  let shardingRule = "elementwiseRule";
+  let executableAttributes = Twill_SoftcapAttributes;
+  let runner = "runElementwise";
   let summary = "Soft-capping: cap * tanh(input / cap), elementwise";
   let description = [{
     Gemma 2's final logits, squashed into (-cap, cap).
@@ -306,6 +336,9 @@ def Twill_SoftcapOp : Twill_ComputeOp<"softcap", [Pure, DeclareOpInterfaceMethod
 }
 
 def Twill_DequantizeNf4Op : Twill_ComputeOp<"dequantize_nf4", [Pure]> {
+  let opcode = 58;
+  let executableAttributes = Twill_DequantizeNf4Attributes;
+  let runner = "runDequantizeNf4";
   let summary = "A frozen weight stored in NF4, in the compute dtype";
   let description = [{
     bitsandbytes' NF4 with double quantization, as QLoRA stores a frozen
@@ -346,6 +379,8 @@ def Twill_DequantizeNf4Op : Twill_ComputeOp<"dequantize_nf4", [Pure]> {
 }
 
 def Twill_DequantizeFp8Op : Twill_ComputeOp<"dequantize_fp8", [Pure]> {
+  let opcode = 59;
+  let runner = "runDequantizeFp8";
   let summary = "A frozen weight stored in FP8, in the compute dtype";
   let description = [{
     `result[r, c] = E4M3[values[r, c]] * scales[r]`: each value an e4m3
@@ -372,6 +407,9 @@ def Twill_DequantizeFp8Op : Twill_ComputeOp<"dequantize_fp8", [Pure]> {
 }
 
 def Twill_RoundToFp8Op : Twill_ComputeOp<"round_to_fp8", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
+  let opcode = 61;
+  let executableAttributes = Twill_RoundToFp8Attributes;
+  let runner = "runRoundToFp8";
   let summary = "A product's input rounded to e4m3 in blocks of its last dim";
   let description = [{
     Each row of `input` (its last dim) cut into blocks of `block_size`
@@ -397,6 +435,9 @@ def Twill_RoundToFp8Op : Twill_ComputeOp<"round_to_fp8", [Pure, DeclareOpInterfa
 }
 
 def Twill_QuantizedMatmulOp : Twill_Op<"quantized_matmul", [Pure, AttrSizedOperandSegments]> {
+  let opcode = 60;
+  let executableAttributes = Twill_QuantizedMatmulAttributes;
+  let runner = "runQuantizedMatmul";
   let summary = "A matmul whose rhs is a quantized weight, formed a panel at a time";
   let description = [{
     `twill.matmul %lhs, W` (with its `transpose_rhs`, `alpha` and
@@ -443,6 +484,9 @@ def Twill_QuantizedMatmulOp : Twill_Op<"quantized_matmul", [Pure, AttrSizedOpera
 }
 
 def Twill_DropoutOp : Twill_ComputeOp<"dropout", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
+  let opcode = 48;
+  let executableAttributes = Twill_DropoutAttributes;
+  let runner = "runDropout";
   let summary = "LoRA's dropout, the same mask on every mesh";
   let description = [{
     `result = input * keep / (1 - rate)` for an input laid out
@@ -478,6 +522,8 @@ def Twill_DropoutOp : Twill_ComputeOp<"dropout", [Pure, DeclareOpInterfaceMethod
 }
 
 def Twill_DetachOp : Twill_Op<"detach", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let opcode = 0; // twill-autodiff removes every detach
+  let runner = "";
   let summary = "A value the gradient does not flow through";
   let description = [{
     `result = input`, treated as a constant by `twill-autodiff`: nothing
@@ -495,6 +541,8 @@ def Twill_DetachOp : Twill_Op<"detach", [Pure, AllTypesMatch<["input", "result"]
 }
 
 def Twill_RowSumSquaresOp : Twill_ComputeOp<"row_sum_squares", [Pure]> {
+  let opcode = 49;
+  let runner = "runColumns";
   let summary = "Sum of squares along the last dim";
   let description = [{
     `result[i...] = sum over k of input[i..., k]^2`, summed in fp32. Split
@@ -512,6 +560,8 @@ def Twill_RowSumSquaresOp : Twill_ComputeOp<"row_sum_squares", [Pure]> {
 }
 
 def Twill_ScaleColumnsOp : Twill_ComputeOp<"scale_columns", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
+  let opcode = 50;
+  let runner = "runColumns";
   let summary = "Each column scaled by its own factor";
   let description = [{
     `result[i..., n] = input[i..., n] * scale[n]`: DoRA's magnitude over the
@@ -530,6 +580,8 @@ def Twill_ScaleColumnsOp : Twill_ComputeOp<"scale_columns", [Pure, DeclareOpInte
 }
 
 def Twill_AddColumnsOp : Twill_ComputeOp<"add_columns", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
+  let opcode = 52;
+  let runner = "runColumns";
   let summary = "Each column shifted by its own term: a linear layer's bias";
   let description = [{
     `result[i..., n] = input[i..., n] + bias[n]`. The bias shards with the
@@ -549,6 +601,9 @@ def Twill_AddColumnsOp : Twill_ComputeOp<"add_columns", [Pure, DeclareOpInterfac
 }
 
 def Twill_CrossEntropyOp : Twill_ComputeOp<"cross_entropy", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
+  let opcode = 11;
+  let executableAttributes = Twill_CrossEntropyAttributes;
+  let runner = "runCrossEntropyFamily";
   let summary = "Summed token cross-entropy and the count of counted tokens";
   let description = [{
     For logits `[..., vocab]` and labels `[...]` (the target of each position),
@@ -594,6 +649,10 @@ def Twill_CrossEntropyOp : Twill_ComputeOp<"cross_entropy", [Pure, DeclareOpInte
 }
 
 def Twill_DpoLossOp : Twill_ComputeOp<"dpo_loss", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
+  let opcode = 62;
+  let executableAttributes = Twill_DpoLossAttributes;
+  let runner = "runDpoLoss";
+  let cudaRunsBf16 = 0;
   let summary = "DPO's loss summed over preference pairs, the pairs and the metrics";
   let description = [{
     For `[pairs, 2]` log-probabilities of a pair's chosen (0) and rejected
@@ -629,6 +688,9 @@ def Twill_DpoLossOp : Twill_ComputeOp<"dpo_loss", [Pure, DeclareOpInterfaceMetho
 }
 
 def Twill_LinearCrossEntropyOp : Twill_ComputeOp<"linear_cross_entropy", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
+  let opcode = 40;
+  let executableAttributes = Twill_CrossEntropyAttributes;
+  let runner = "runLinearCrossEntropy";
   let summary = "cross_entropy of `input weight^T`, a tile of positions at a time";
   let description = [{
     The loss sum and count of `cross_entropy(matmul(input, weight^T),
@@ -669,6 +731,8 @@ def Twill_LinearCrossEntropyOp : Twill_ComputeOp<"linear_cross_entropy", [Pure, 
 }
 
 def Twill_ReshapeOp : Twill_ComputeOp<"reshape", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
+  let opcode = 12;
+  let runner = "runCopy";
   let summary = "Same elements, new shape";
   let description = [{
     Reinterprets the row-major elements of `input` in a shape with the same
@@ -685,6 +749,9 @@ def Twill_ReshapeOp : Twill_ComputeOp<"reshape", [Pure, DeclareOpInterfaceMethod
 }
 
 def Twill_TransposeOp : Twill_ComputeOp<"transpose", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
+  let opcode = 13;
+  let executableAttributes = Twill_TransposeAttributes;
+  let runner = "runTranspose";
   let summary = "Permutation of dims";
   let description = [{
     `result` dim `i` is `input` dim `permutation[i]`.
@@ -703,6 +770,9 @@ def Twill_TransposeOp : Twill_ComputeOp<"transpose", [Pure, DeclareOpInterfaceMe
 }
 
 def Twill_CastOp : Twill_ComputeOp<"cast", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
+  let opcode = 14;
+  let shardingRule = "elementwiseRule";
+  let runner = "runCast";
   let summary = "Element type conversion";
   let description = [{
     Converts every element to the result's element type (round to nearest
@@ -719,6 +789,9 @@ def Twill_CastOp : Twill_ComputeOp<"cast", [Pure, DeclareOpInterfaceMethods<Twil
 }
 
 def Twill_OffloadOp : Twill_ComputeOp<"offload", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let opcode = 42;
+  let shardingRule = "elementwiseRule";
+  let runner = "runCopy";
   let summary = "A copy of a value in host memory";
   let description = [{
     twill-offload moves a value the backward reads out of device memory
@@ -739,6 +812,9 @@ def Twill_OffloadOp : Twill_ComputeOp<"offload", [Pure, AllTypesMatch<["input", 
 }
 
 def Twill_ReloadOp : Twill_ComputeOp<"reload", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let opcode = 43;
+  let shardingRule = "elementwiseRule";
+  let runner = "runCopy";
   let summary = "An offloaded value back in device memory";
   let description = [{
     Copies the host-memory value an `offload` made back into the device
@@ -751,6 +827,9 @@ def Twill_ReloadOp : Twill_ComputeOp<"reload", [Pure, AllTypesMatch<["input", "r
 }
 
 def Twill_SplitOp : Twill_ComputeOp<"split", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
+  let opcode = 44;
+  let executableAttributes = Twill_SplitAttributes;
+  let runner = "runPieces";
   let summary = "Pieces of a value along one dim";
   let description = [{
     The results cover `dim` of the input; every other dim is the input's.
@@ -780,6 +859,9 @@ def Twill_SplitOp : Twill_ComputeOp<"split", [Pure, DeclareOpInterfaceMethods<Tw
 }
 
 def Twill_ConcatOp : Twill_ComputeOp<"concat", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
+  let opcode = 45;
+  let executableAttributes = Twill_SplitAttributes;
+  let runner = "runPieces";
   let summary = "Pieces put together along one dim";
   let description = [{
     The inverse of split with the same `dim` and `blocks`: each piece's

@@ -10,10 +10,14 @@
 #define TWILL_OPTIMIZER_OPS_TD
 
 def Twill_DivOp : Twill_ElementwiseBinaryOp<"div", "lhs / rhs"> {
+  let opcode = 8;
   let summary = "Elementwise quotient";
 }
 
 def Twill_GlobalNormOp : Twill_ComputeOp<"global_norm", [Pure]> {
+  let opcode = 23;
+  let runner = "runSquares";
+  let cudaRunsBf16 = 0;
   let summary = "L2 norm of several tensors taken together";
   let description = [{
     `sqrt(sum over every element of every input of x^2)`, as PyTorch's
@@ -31,6 +35,9 @@ def Twill_GlobalNormOp : Twill_ComputeOp<"global_norm", [Pure]> {
 }
 
 def Twill_SumSquaresOp : Twill_ComputeOp<"sum_squares", [Pure]> {
+  let opcode = 24;
+  let runner = "runSquares";
+  let cudaRunsBf16 = 0;
   let summary = "Sum of squares of every element of several tensors";
   let description = [{
     `sum over every element of every input of x^2`: the square of their
@@ -49,6 +56,9 @@ def Twill_SumSquaresOp : Twill_ComputeOp<"sum_squares", [Pure]> {
 }
 
 def Twill_SqrtOp : Twill_ComputeOp<"sqrt", [Pure]> {
+  let opcode = 25;
+  let shardingRule = "elementwiseRule";
+  let runner = "runElementwise";
   let summary = "Elementwise square root";
   let description = [{
     The global norm's, of a scalar; DoRA's weight norm, of a row's sum of
@@ -66,6 +76,11 @@ def Twill_SqrtOp : Twill_ComputeOp<"sqrt", [Pure]> {
 
 def Twill_ClipCoefficientOp : Twill_ComputeOp<"clip_coefficient", [Pure,
     AllTypesMatch<["norm", "result"]>]> {
+  let opcode = 26;
+  let shardingRule = "scalarRule";
+  let executableAttributes = Twill_ClipCoefficientAttributes;
+  let runner = "runScalar";
+  let cudaRunsBf16 = 0;
   let summary = "Gradient clipping factor for a global norm";
   let description = [{
     `min(1, max_norm / (norm + 1e-6))`: PyTorch's `clip_grad_norm_` factor.
@@ -80,6 +95,11 @@ def Twill_ClipCoefficientOp : Twill_ComputeOp<"clip_coefficient", [Pure,
 }
 
 def Twill_LrScheduleOp : Twill_ComputeOp<"lr_schedule", [Pure]> {
+  let opcode = 27;
+  let shardingRule = "scalarRule";
+  let executableAttributes = Twill_LrScheduleAttributes;
+  let runner = "runScalar";
+  let cudaRunsBf16 = 0;
   let summary = "Learning rate of an optimizer step: warmup, then cosine";
   let description = [{
     For `step` optimizer steps already taken (0 for the first):
@@ -103,6 +123,10 @@ def Twill_LrScheduleOp : Twill_ComputeOp<"lr_schedule", [Pure]> {
 }
 
 def Twill_AdamWOp : Twill_ComputeOp<"adamw", [Pure]> {
+  let opcode = 28;
+  let executableAttributes = Twill_AdamwAttributes;
+  let runner = "runAdamW";
+  let cudaRunsBf16 = 0;
   let summary = "One AdamW update of a parameter";
   let description = [{
     PyTorch's `torch.optim.AdamW` for one parameter, with the gradient
@@ -142,6 +166,10 @@ def Twill_AdamWOp : Twill_ComputeOp<"adamw", [Pure]> {
 
 def Twill_IncrementOp : Twill_ComputeOp<"increment", [Pure,
     AllTypesMatch<["input", "result"]>]> {
+  let opcode = 29;
+  let shardingRule = "scalarRule";
+  let runner = "runScalar";
+  let cudaRunsBf16 = 0;
   let summary = "An integer counter plus one";
   let description = [{
     ```mlir

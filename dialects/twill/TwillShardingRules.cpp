@@ -11,8 +11,7 @@ using namespace mlir::twill;
 
 using Tensor = ShardingRule::Tensor;
 
-/// Every operand and result of one shape share one factor per dim.
-static ShardingRule elementwiseRule(Operation *op) {
+ShardingRule mlir::twill::elementwiseRule(Operation *op) {
   ShardingRule rule;
   Tensor dims = rule.freshFactors(shapeOf(op->getResult(0)));
   for (Value operand : op->getOperands())
@@ -129,20 +128,6 @@ ShardingRule AttentionGradOp::getShardingRule() {
   rule.reductions = {queryDims[2].front()};
   return rule;
 }
-
-ShardingRule AddOp::getShardingRule() { return elementwiseRule(*this); }
-ShardingRule MulOp::getShardingRule() { return elementwiseRule(*this); }
-ShardingRule DivOp::getShardingRule() { return elementwiseRule(*this); }
-ShardingRule SwigluOp::getShardingRule() { return elementwiseRule(*this); }
-ShardingRule GegluOp::getShardingRule() { return elementwiseRule(*this); }
-ShardingRule SoftcapOp::getShardingRule() { return elementwiseRule(*this); }
-ShardingRule SoftcapGradOp::getShardingRule() { return elementwiseRule(*this); }
-ShardingRule ScaleOp::getShardingRule() { return elementwiseRule(*this); }
-ShardingRule CastOp::getShardingRule() { return elementwiseRule(*this); }
-ShardingRule OffloadOp::getShardingRule() { return elementwiseRule(*this); }
-ShardingRule ReloadOp::getShardingRule() { return elementwiseRule(*this); }
-ShardingRule SwigluGradOp::getShardingRule() { return elementwiseRule(*this); }
-ShardingRule GegluGradOp::getShardingRule() { return elementwiseRule(*this); }
 
 ShardingRule RowSumSquaresOp::getShardingRule() {
   // Split along its last dim, each rank sums its columns: a partial sum.
@@ -601,15 +586,9 @@ ShardingRule SumSquaresOp::getShardingRule() {
   return scalarOfInputsRule(getInputs(), /*sums=*/true);
 }
 
-/// Scalar ops: nothing to shard.
-static ShardingRule scalarRule(Operation *op) {
+ShardingRule mlir::twill::scalarRule(Operation *op) {
   ShardingRule rule;
   rule.operands.assign(op->getNumOperands(), Tensor());
   rule.results.assign(op->getNumResults(), Tensor());
   return rule;
 }
-
-ShardingRule ClipCoefficientOp::getShardingRule() { return scalarRule(*this); }
-ShardingRule LrScheduleOp::getShardingRule() { return scalarRule(*this); }
-ShardingRule IncrementOp::getShardingRule() { return scalarRule(*this); }
-ShardingRule SqrtOp::getShardingRule() { return elementwiseRule(*this); }

@@ -1,11 +1,10 @@
 //===- KernelTable.h - each opcode's runner in one backend ------*- C++ -*-===//
 //
-// A backend's runners are added where they are written, by family
-// (cpu/CpuOps.h, cuda/CudaOps.h), so a new op in a known family touches
-// only its family's file. The Opcode enum stays the one list: a table
-// answers which opcodes have no runner (KernelTablesTest checks both
-// backends'), and the run loop refuses an instruction without one, naming
-// its opcode.
+// Filled from the runners each op's ODS entry names (cpuRunner,
+// cudaRunner), generated into the backend's Runners.inc: an op that names
+// none does not build, so every opcode has its runner (or, on the cpu, is
+// run by the run loop itself). The run loop still refuses an instruction
+// without one, naming its opcode: a value no op has.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,10 +12,7 @@
 #define TWILL_RUNTIME_BACKEND_KERNELTABLE_H
 
 #include "runtime/executable/Opcodes.h"
-#include "llvm/ADT/STLFunctionalExtras.h"
 
-#include <cassert>
-#include <initializer_list>
 #include <optional>
 #include <vector>
 
@@ -26,39 +22,14 @@ template <typename Kernel> class KernelTable {
 public:
   KernelTable() : kernels(Opcode_MAX + 1) {}
 
-  /// The table each of `families` adds its runners to.
-  static KernelTable
-  of(std::initializer_list<void (*)(KernelTable &)> families) {
-    KernelTable table;
-    for (auto add : families)
-      add(table);
-    return table;
-  }
-
-  /// Runs each of `opcodes` with `kernel`; an opcode gets one kernel.
-  void add(std::initializer_list<Opcode> opcodes, Kernel kernel) {
-    for (Opcode opcode : opcodes) {
-      assert(!kernels[opcode] && "an opcode given two kernels");
-      kernels[opcode] = kernel;
-    }
-  }
+  /// Runs `opcode` with `kernel`.
+  void add(Opcode opcode, Kernel kernel) { kernels[opcode] = kernel; }
 
   /// The kernel of `opcode`, or null.
   const Kernel *find(Opcode opcode) const {
     if (opcode < 0 || size_t(opcode) >= kernels.size() || !kernels[opcode])
       return nullptr;
     return &*kernels[opcode];
-  }
-
-  /// The opcodes that have no kernel here and are not `runElsewhere` (by
-  /// the run loop itself), in the enum's order.
-  std::vector<Opcode>
-  missing(llvm::function_ref<bool(Opcode)> runElsewhere) const {
-    std::vector<Opcode> result;
-    for (Opcode opcode : allOpcodes())
-      if (!find(opcode) && !runElsewhere(opcode))
-        result.push_back(opcode);
-    return result;
   }
 
 private:

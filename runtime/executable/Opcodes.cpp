@@ -20,32 +20,25 @@ std::vector<Opcode> twill::allOpcodes() {
   return opcodes;
 }
 
+// Each op's ODS says which collectives move values between ranks and
+// which op a start begins (proto/OpTable.inc).
+
 bool twill::isCollective(Opcode opcode) {
   switch (blockingOf(opcode)) {
-  case ALL_GATHER:
-  case REDUCE_SCATTER:
-  case ALL_REDUCE:
-  case ALL_TO_ALL:
+#define TWILL_OPCODE_BETWEEN_RANKS(opcode) case opcode:
+#include "proto/OpTable.inc"
     return true;
   default:
     return false;
   }
 }
 
-Opcode twill::startOf(Opcode collective) {
-  switch (collective) {
-  case ALL_GATHER:
-    return ALL_GATHER_START;
-  case REDUCE_SCATTER:
-    return REDUCE_SCATTER_START;
-  case ALL_REDUCE:
-    return ALL_REDUCE_START;
-  case ALL_TO_ALL:
-    return ALL_TO_ALL_START;
-  case OFFLOAD:
-    return OFFLOAD_START;
-  case RELOAD:
-    return RELOAD_START;
+Opcode twill::startOf(Opcode blocking) {
+  switch (blocking) {
+#define TWILL_OPCODE_START(start, blocking)                                    \
+  case blocking:                                                               \
+    return start;
+#include "proto/OpTable.inc"
   default:
     return OPCODE_UNSPECIFIED;
   }
@@ -53,18 +46,10 @@ Opcode twill::startOf(Opcode collective) {
 
 Opcode twill::blockingOf(Opcode opcode) {
   switch (opcode) {
-  case ALL_GATHER_START:
-    return ALL_GATHER;
-  case REDUCE_SCATTER_START:
-    return REDUCE_SCATTER;
-  case ALL_REDUCE_START:
-    return ALL_REDUCE;
-  case ALL_TO_ALL_START:
-    return ALL_TO_ALL;
-  case OFFLOAD_START:
-    return OFFLOAD;
-  case RELOAD_START:
-    return RELOAD;
+#define TWILL_OPCODE_START(start, blocking)                                    \
+  case start:                                                                  \
+    return blocking;
+#include "proto/OpTable.inc"
   default:
     return opcode;
   }

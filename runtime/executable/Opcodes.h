@@ -1,9 +1,9 @@
 //===- Opcodes.h - what the runtime knows of each op ------------*- C++ -*-===//
 //
-// The Opcode enum (proto/executable.proto) is the one list of instruction
-// kinds, with the attributes each carries; each backend's runners are
-// checked against it (KernelTable.h). What else is decided per kind here is
-// a switch over all of it (-Werror=switch).
+// The Opcode enum, generated from each op's ODS entry (tblgen/), is the
+// one list of instruction kinds; what the runtime decides per kind comes
+// with it (proto/OpTable.inc: attributes, starts, collectives; each
+// backend's runners) or is a switch over all of it (-Werror=switch).
 //
 //===----------------------------------------------------------------------===//
 

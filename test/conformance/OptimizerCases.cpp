@@ -49,7 +49,7 @@ void conformance::optimizerCases(Suite &suite) {
   adamw.operand(I64, {}, value(4));      // step
   for (int i = 0; i < 3; ++i)
     adamw.out({1001});
-  AdamWAttributes &settings = *adamw->mutable_adamw();
+  AdamwAttributes &settings = *adamw->mutable_adamw();
   settings.set_beta1(0.9);
   settings.set_beta2(0.999);
   settings.set_eps(1e-8);

@@ -231,7 +231,7 @@ void cpu::attentionGrad(const float *q, const float *k, const float *v,
                        grad, queryGrad, keyGrad, valueGrad, budgetBytes);
 }
 
-static llvm::Error runAttention(const InstructionView &in) {
+llvm::Error cpu::runAttention(const InstructionView &in) {
   llvm::Expected<AttentionShape> shape = attentionShape(in, false);
   if (!shape)
     return shape.takeError();
@@ -242,7 +242,7 @@ static llvm::Error runAttention(const InstructionView &in) {
   return llvm::Error::success();
 }
 
-static llvm::Error runAttentionGrad(const InstructionView &in) {
+llvm::Error cpu::runAttentionGrad(const InstructionView &in) {
   llvm::Expected<AttentionShape> shape = attentionShape(in, true);
   if (!shape)
     return shape.takeError();
@@ -258,9 +258,4 @@ static llvm::Error runAttentionGrad(const InstructionView &in) {
                      shape->heads, shape->kvHeads, shape->headDim,
                      shape->logits);
   return llvm::Error::success();
-}
-
-void cpu::addAttentionKernels(Kernels &kernels) {
-  kernels.add({ATTENTION}, runAttention);
-  kernels.add({ATTENTION_GRAD}, runAttentionGrad);
 }

@@ -27,15 +27,23 @@
 using namespace twill;
 
 const cpu::Kernels &cpu::kernelTable() {
-  static const Kernels table = Kernels::of(
-      {addLayerKernels, addElementwiseKernels, addCrossEntropyKernels,
-       addOptimizerKernels, addMatmulKernels, addAttentionKernels,
-       addCollectiveKernels});
+  static const Kernels table = [] {
+    Kernels table;
+#define TWILL_RUNNER(opcode, function, bf16) table.add(opcode, function);
+#include "runtime/backend/cpu/CpuRunners.inc"
+    return table;
+  }();
   return table;
 }
 
 bool cpu::runByCollectives(Opcode opcode) {
-  return opcode == WAIT || isCollective(opcode);
+  switch (opcode) {
+#define TWILL_RUN_BY_LOOP(opcode) case opcode:
+#include "runtime/backend/cpu/CpuRunners.inc"
+    return true;
+  default:
+    return false;
+  }
 }
 
 /// Runs `kernel` on fp32 copies of the instruction's bf16 values: every

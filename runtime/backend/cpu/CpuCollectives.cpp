@@ -30,7 +30,7 @@ static void copyAlongDim(const T *from, int64_t fromSize, int64_t first, T *to,
 
 /// local_slice: this rank's block of a value every rank holds whole (no
 /// communication).
-static llvm::Error runLocalSlice(const InstructionView &in) {
+llvm::Error cpu::runLocalSlice(const InstructionView &in) {
   llvm::Expected<CollectiveShape> shape = collectiveShape(in);
   if (!shape)
     return shape.takeError();
@@ -155,8 +155,4 @@ llvm::Error CpuCollectives::progress() {
       break;
   }
   return llvm::Error::success();
-}
-
-void cpu::addCollectiveKernels(Kernels &kernels) {
-  kernels.add({LOCAL_SLICE}, runLocalSlice);
 }

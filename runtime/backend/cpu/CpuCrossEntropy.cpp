@@ -22,7 +22,7 @@ static auto rowReduce(const InstructionView &in) {
 
 /// cross_entropy (logits, labels -> loss sum, count) and cross_entropy_grad
 /// (logits, labels, loss grad -> the logits').
-static llvm::Error runCrossEntropyFamily(const InstructionView &in) {
+llvm::Error cpu::runCrossEntropyFamily(const InstructionView &in) {
   llvm::Expected<CrossEntropyShape> shape = crossEntropyShape(in);
   if (!shape)
     return shape.takeError();
@@ -40,7 +40,7 @@ static llvm::Error runCrossEntropyFamily(const InstructionView &in) {
 
 /// linear_cross_entropy (input, weight, labels) -> (loss, count, tile) and
 /// its gradient (input, weight, labels, loss grad) -> (grad, tile).
-static llvm::Error runLinearCrossEntropy(const InstructionView &in) {
+llvm::Error cpu::runLinearCrossEntropy(const InstructionView &in) {
   if (in.floatType() != F32)
     return in.fail("the cpu backend computes in fp32 only");
   llvm::Expected<TiledLoss> s = tiledLoss(in);
@@ -61,7 +61,7 @@ static llvm::Error runLinearCrossEntropy(const InstructionView &in) {
 
 /// dpo_loss (policy, reference, tokens -> loss, pairs, metrics) and its
 /// gradient (those, loss grad -> the policy's).
-static llvm::Error runDpoLoss(const InstructionView &in) {
+llvm::Error cpu::runDpoLoss(const InstructionView &in) {
   llvm::Expected<DpoShape> s = dpoShape(in);
   if (!s)
     return s.takeError();
@@ -75,11 +75,4 @@ static llvm::Error runDpoLoss(const InstructionView &in) {
       dpo::pairGradient(policy, reference, tokens, i, s->settings,
                         *in.data<float>(3), in.data<float>(4));
   return llvm::Error::success();
-}
-
-void cpu::addCrossEntropyKernels(Kernels &kernels) {
-  kernels.add({DPO_LOSS, DPO_LOSS_GRAD}, runDpoLoss);
-  kernels.add({CROSS_ENTROPY, CROSS_ENTROPY_GRAD}, runCrossEntropyFamily);
-  kernels.add({LINEAR_CROSS_ENTROPY, LINEAR_CROSS_ENTROPY_GRAD},
-              runLinearCrossEntropy);
 }

@@ -16,7 +16,7 @@
 using namespace twill;
 
 /// Elementwise ops: operands and results of one size.
-static llvm::Error runElementwise(const InstructionView &in) {
+llvm::Error cpu::runElementwise(const InstructionView &in) {
   Opcode op = in.opcode();
   int operands = in.numOperands(), results = in.numResults();
   // Token counts (a tiled loss's tiles', or their sequences') add as
@@ -82,7 +82,7 @@ static llvm::Error runElementwise(const InstructionView &in) {
 
 /// reshape, offload and reload: the value copied as it is (between the
 /// arenas, for the last two).
-static llvm::Error runCopy(const InstructionView &in) {
+llvm::Error cpu::runCopy(const InstructionView &in) {
   if (in.numOperands() != 1 || in.numResults() != 1 ||
       in.dtype(0) != in.dtype(1) || in.count(0) != in.count(1))
     return in.fail("copies one value into one of its dtype and size");
@@ -94,7 +94,7 @@ static llvm::Error runCopy(const InstructionView &in) {
   return llvm::Error::success();
 }
 
-static llvm::Error runDropout(const InstructionView &in) {
+llvm::Error cpu::runDropout(const InstructionView &in) {
   llvm::Expected<DropoutShape> shape = dropoutShape(in);
   if (!shape)
     return shape.takeError();
@@ -108,7 +108,7 @@ static llvm::Error runDropout(const InstructionView &in) {
 /// row_sum_squares; scale_columns (input, scale -> result) and its gradient
 /// (input, scale, grad -> the input's, the scale's); add_columns (input,
 /// bias -> result) and column_sums (input -> result).
-static llvm::Error runColumns(const InstructionView &in) {
+llvm::Error cpu::runColumns(const InstructionView &in) {
   llvm::Expected<ColumnsShape> shape = columnsShape(in);
   if (!shape)
     return shape.takeError();
@@ -130,7 +130,7 @@ static llvm::Error runColumns(const InstructionView &in) {
   return llvm::Error::success();
 }
 
-static llvm::Error runPieces(const InstructionView &in) {
+llvm::Error cpu::runPieces(const InstructionView &in) {
   llvm::Expected<PiecesShape> shape = piecesShape(in);
   if (!shape)
     return shape.takeError();
@@ -148,7 +148,7 @@ static llvm::Error runPieces(const InstructionView &in) {
   return llvm::Error::success();
 }
 
-static llvm::Error runCast(const InstructionView &in) {
+llvm::Error cpu::runCast(const InstructionView &in) {
   DType from = in.dtype(0);
   if (in.dtype(1) != F32 || (from != F32 && from != I32 && from != I64))
     return in.fail("the cpu backend casts floats, i32 and i64 to floats only");
@@ -162,7 +162,7 @@ static llvm::Error runCast(const InstructionView &in) {
   return llvm::Error::success();
 }
 
-static llvm::Error runTranspose(const InstructionView &in) {
+llvm::Error cpu::runTranspose(const InstructionView &in) {
   llvm::Expected<llvm::ArrayRef<int64_t>> permutation =
       transposePermutation(in);
   if (!permutation)
@@ -172,27 +172,9 @@ static llvm::Error runTranspose(const InstructionView &in) {
   return llvm::Error::success();
 }
 
-static llvm::Error runConstant(const InstructionView &in) {
+llvm::Error cpu::runConstant(const InstructionView &in) {
   if (auto error = in.expect(0, 1, {F32}))
     return error;
   cpu::fill(in.data<float>(0), in.count(0), in->constant().value());
   return llvm::Error::success();
-}
-
-void cpu::addElementwiseKernels(Kernels &kernels) {
-  kernels.add({ADD, MUL, DIV, SWIGLU, GEGLU, SCALE, SQRT, SWIGLU_GRAD,
-               GEGLU_GRAD, SOFTCAP, SOFTCAP_GRAD},
-              runElementwise);
-  kernels.add({RESHAPE, OFFLOAD, RELOAD,
-               // copied at once: their waits have nothing left to do
-               OFFLOAD_START, RELOAD_START},
-              runCopy);
-  kernels.add({SPLIT, CONCAT}, runPieces);
-  kernels.add({CAST}, runCast);
-  kernels.add({TRANSPOSE}, runTranspose);
-  kernels.add({CONSTANT}, runConstant);
-  kernels.add({DROPOUT}, runDropout);
-  kernels.add({ROW_SUM_SQUARES, SCALE_COLUMNS, SCALE_COLUMNS_GRAD, ADD_COLUMNS,
-               COLUMN_SUMS},
-              runColumns);
 }

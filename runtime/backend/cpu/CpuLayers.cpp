@@ -7,7 +7,7 @@
 
 using namespace twill;
 
-static llvm::Error runEmbedding(const InstructionView &in) {
+llvm::Error cpu::runEmbedding(const InstructionView &in) {
   llvm::Expected<EmbeddingShape> shape = embeddingShape(in);
   if (!shape)
     return shape.takeError();
@@ -16,7 +16,7 @@ static llvm::Error runEmbedding(const InstructionView &in) {
                         shape->firstRow);
 }
 
-static llvm::Error runEmbeddingGrad(const InstructionView &in) {
+llvm::Error cpu::runEmbeddingGrad(const InstructionView &in) {
   llvm::Expected<EmbeddingGradShape> shape = embeddingGradShape(in);
   if (!shape)
     return shape.takeError();
@@ -26,7 +26,7 @@ static llvm::Error runEmbeddingGrad(const InstructionView &in) {
 
 /// rms_norm (input, weight -> result), rms_norm_grad (input, weight, grad ->
 /// the input's) and rms_norm_weight_grad (input, grad -> the weight's).
-static llvm::Error runRmsNormFamily(const InstructionView &in) {
+llvm::Error cpu::runRmsNormFamily(const InstructionView &in) {
   llvm::Expected<RmsNormShape> shape = rmsNormShape(in);
   if (!shape)
     return shape.takeError();
@@ -44,7 +44,7 @@ static llvm::Error runRmsNormFamily(const InstructionView &in) {
 }
 
 /// rope and rope_grad: the same rotation, forwards or backwards.
-static llvm::Error runRope(const InstructionView &in) {
+llvm::Error cpu::runRope(const InstructionView &in) {
   llvm::Expected<RopeShape> shape = ropeShape(in);
   if (!shape)
     return shape.takeError();
@@ -52,12 +52,4 @@ static llvm::Error runRope(const InstructionView &in) {
             shape->tokens, shape->heads, shape->headDim, shape->theta,
             shape->scaling, /*inverse=*/in.opcode() == ROPE_GRAD);
   return llvm::Error::success();
-}
-
-void cpu::addLayerKernels(Kernels &kernels) {
-  kernels.add({EMBEDDING}, runEmbedding);
-  kernels.add({EMBEDDING_GRAD}, runEmbeddingGrad);
-  kernels.add({RMS_NORM, RMS_NORM_GRAD, RMS_NORM_WEIGHT_GRAD},
-              runRmsNormFamily);
-  kernels.add({ROPE, ROPE_GRAD}, runRope);
 }

@@ -19,7 +19,7 @@ using namespace twill;
 /// The addend is copied into the result, which the GEMM then adds to (the
 /// memory plan may place the result over the addend: then the copy is
 /// none).
-static llvm::Error runMatmul(const InstructionView &in) {
+llvm::Error cpu::runMatmul(const InstructionView &in) {
   llvm::Expected<MatmulShape> shape = matmulShape(in);
   if (!shape)
     return shape.takeError();
@@ -32,7 +32,7 @@ static llvm::Error runMatmul(const InstructionView &in) {
 
 /// dequantize: the weight's block in fp32 (the backend rounds a bf16
 /// result once).
-static llvm::Error runDequantizeNf4(const InstructionView &in) {
+llvm::Error cpu::runDequantizeNf4(const InstructionView &in) {
   llvm::Expected<nf4::Geometry> g = nf4Geometry(in);
   if (!g)
     return g.takeError();
@@ -42,7 +42,7 @@ static llvm::Error runDequantizeNf4(const InstructionView &in) {
   return llvm::Error::success();
 }
 
-static llvm::Error runDequantizeFp8(const InstructionView &in) {
+llvm::Error cpu::runDequantizeFp8(const InstructionView &in) {
   llvm::Expected<Fp8Shape> shape = fp8Shape(in);
   if (!shape)
     return shape.takeError();
@@ -53,7 +53,7 @@ static llvm::Error runDequantizeFp8(const InstructionView &in) {
 
 /// round_to_fp8: the blocks rounded in fp32 (the backend rounds a bf16
 /// result once).
-static llvm::Error runRoundToFp8(const InstructionView &in) {
+llvm::Error cpu::runRoundToFp8(const InstructionView &in) {
   llvm::Expected<RoundToFp8Shape> s = roundToFp8Shape(in);
   if (!s)
     return s.takeError();
@@ -82,7 +82,7 @@ static void formRows(const InstructionView &in, const QuantizedMatmulShape &s,
       panel[i] = bf16ToFloat(floatToBF16(panel[i]));
 }
 
-static llvm::Error runQuantizedMatmul(const InstructionView &in) {
+llvm::Error cpu::runQuantizedMatmul(const InstructionView &in) {
   constexpr int64_t kPanelBytes = 8 << 20;
   llvm::Expected<QuantizedMatmulShape> s = quantizedMatmulShape(in);
   if (!s)
@@ -101,12 +101,4 @@ static llvm::Error runQuantizedMatmul(const InstructionView &in) {
                          sizeof(float));
       });
   return llvm::Error::success();
-}
-
-void cpu::addMatmulKernels(Kernels &kernels) {
-  kernels.add({MATMUL}, runMatmul);
-  kernels.add({QUANTIZED_MATMUL}, runQuantizedMatmul);
-  kernels.add({DEQUANTIZE_NF4}, runDequantizeNf4);
-  kernels.add({DEQUANTIZE_FP8}, runDequantizeFp8);
-  kernels.add({ROUND_TO_FP8}, runRoundToFp8);
 }

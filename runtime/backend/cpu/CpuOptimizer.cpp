@@ -12,7 +12,7 @@ using namespace twill;
 
 /// global_norm, or sum_squares: the (root of the) sum of squares of every
 /// input's elements, in order.
-static llvm::Error runSquares(const InstructionView &in) {
+llvm::Error cpu::runSquares(const InstructionView &in) {
   if (auto error = squaresShape(in))
     return error;
   int inputs = in.numOperands();
@@ -26,7 +26,7 @@ static llvm::Error runSquares(const InstructionView &in) {
 
 /// clip_coefficient (norm -> coefficient), lr_schedule (step, total steps ->
 /// lr) and increment (step -> step + 1): scalars.
-static llvm::Error runScalar(const InstructionView &in) {
+llvm::Error cpu::runScalar(const InstructionView &in) {
   if (auto error = scalarShape(in))
     return error;
   if (in.opcode() == CLIP_COEFFICIENT) {
@@ -44,7 +44,7 @@ static llvm::Error runScalar(const InstructionView &in) {
   return llvm::Error::success();
 }
 
-static llvm::Error runAdamW(const InstructionView &in) {
+llvm::Error cpu::runAdamW(const InstructionView &in) {
   llvm::Expected<AdamWSettings> settings = adamwSettings(in);
   if (!settings)
     return settings.takeError();
@@ -53,10 +53,4 @@ static llvm::Error runAdamW(const InstructionView &in) {
              *in.data<int64_t>(6), *settings, in.data<float>(7),
              in.data<float>(8), in.data<float>(9), in.count(0));
   return llvm::Error::success();
-}
-
-void cpu::addOptimizerKernels(Kernels &kernels) {
-  kernels.add({GLOBAL_NORM, SUM_SQUARES}, runSquares);
-  kernels.add({CLIP_COEFFICIENT, LR_SCHEDULE, INCREMENT}, runScalar);
-  kernels.add({ADAMW}, runAdamW);
 }

@@ -197,7 +197,9 @@ static SdpaInputs sdpaInputs(const InstructionView &in,
           shape.segments(in)};
 }
 
-static llvm::Error runAttention(const InstructionView &in, Device &device) {
+/// cuDNN's fused SDPA where it takes the shape (FusedAttention.h), else
+/// ChunkedAttention.h's schedule: cuBLAS GEMMs and two row kernels.
+llvm::Error cuda::runAttention(const InstructionView &in, Device &device) {
   llvm::Expected<AttentionShape> shape = attentionShape(in, false);
   if (!shape)
     return shape.takeError();
@@ -216,7 +218,7 @@ static llvm::Error runAttention(const InstructionView &in, Device &device) {
   return std::move(ops.error);
 }
 
-static llvm::Error runAttentionGrad(const InstructionView &in, Device &device) {
+llvm::Error cuda::runAttentionGrad(const InstructionView &in, Device &device) {
   llvm::Expected<AttentionShape> shape = attentionShape(in, true);
   if (!shape)
     return shape.takeError();
@@ -252,9 +254,4 @@ static llvm::Error runAttentionGrad(const InstructionView &in, Device &device) {
                        in.data<void>(first), in.data<void>(first + 1),
                        in.data<void>(first + 2), kBudgetBytes);
   return std::move(ops.error);
-}
-
-void cuda::addAttentionKernels(Kernels &kernels) {
-  kernels.add({ATTENTION}, {runAttention, /*bf16=*/true});
-  kernels.add({ATTENTION_GRAD}, {runAttentionGrad, /*bf16=*/true});
 }

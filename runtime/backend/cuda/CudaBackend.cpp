@@ -100,10 +100,13 @@ private:
 } // namespace
 
 const cuda::Kernels &cuda::kernelTable() {
-  static const Kernels table = Kernels::of(
-      {addLayerKernels, addElementwiseKernels, addCrossEntropyKernels,
-       addOptimizerKernels, addMatmulKernels, addAttentionKernels,
-       addCollectiveKernels});
+  static const Kernels table = [] {
+    Kernels table;
+#define TWILL_RUNNER(opcode, function, bf16)                                   \
+  table.add(opcode, {function, bf16});
+#include "runtime/backend/cuda/CudaRunners.inc"
+    return table;
+  }();
   return table;
 }
 

@@ -91,7 +91,7 @@ llvm::Error launchAllToAll(const InstructionView &in,
 /// The collectives, through NCCL on the communication stream: NCCL moves
 /// whole buffers, so a gather or scatter along a dim other than the first
 /// rearranges blocks through staging memory of the collective's own.
-static llvm::Error runCollective(const InstructionView &in, Device &device) {
+llvm::Error cuda::runCollective(const InstructionView &in, Device &device) {
   llvm::Expected<CollectiveShape> shape = collectiveShape(in);
   if (!shape)
     return shape.takeError();
@@ -166,16 +166,8 @@ static llvm::Error runCollective(const InstructionView &in, Device &device) {
   return isStart(in.opcode()) ? llvm::Error::success() : device.land(result);
 }
 
-static llvm::Error runWait(const InstructionView &in, Device &device) {
+llvm::Error cuda::runWait(const InstructionView &in, Device &device) {
   if (in.numOperands() != 1 || in.numResults() != 0)
     return in.fail("needs one result in flight");
   return device.land(in.bufferId(0));
-}
-
-void cuda::addCollectiveKernels(Kernels &kernels) {
-  kernels.add({ALL_GATHER, REDUCE_SCATTER, ALL_REDUCE, ALL_TO_ALL,
-               ALL_GATHER_START, REDUCE_SCATTER_START, ALL_REDUCE_START,
-               ALL_TO_ALL_START, LOCAL_SLICE},
-              {runCollective, /*bf16=*/true});
-  kernels.add({WAIT}, {runWait, /*bf16=*/true});
 }

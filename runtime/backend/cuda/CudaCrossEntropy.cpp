@@ -68,8 +68,8 @@ llvm::Expected<std::array<double *, 3>> statsSpace(Device &device,
 
 /// cross_entropy (logits, labels) -> (loss, count) and cross_entropy_grad
 /// (logits, labels, loss grad) -> dlogits.
-static llvm::Error runCrossEntropyFamily(const InstructionView &in,
-                                         Device &device) {
+llvm::Error cuda::runCrossEntropyFamily(const InstructionView &in,
+                                        Device &device) {
   bool grad = in.opcode() == CROSS_ENTROPY_GRAD;
   bool bf16 = in.floatType() == BF16; // the logits', read as stored
   llvm::Expected<CrossEntropyShape> shape = crossEntropyShape(in);
@@ -108,8 +108,8 @@ static llvm::Error runCrossEntropyFamily(const InstructionView &in,
 /// into the tile and the loss kernels on it; the gradient's tile becomes
 /// the logits' gradient in place and is multiplied out. Per row the
 /// statistics are the untiled op's.
-static llvm::Error runLinearCrossEntropy(const InstructionView &in,
-                                         Device &device) {
+llvm::Error cuda::runLinearCrossEntropy(const InstructionView &in,
+                                        Device &device) {
   llvm::Expected<TiledLoss> loss = tiledLoss(in);
   if (!loss)
     return loss.takeError();
@@ -166,7 +166,7 @@ static llvm::Error runLinearCrossEntropy(const InstructionView &in,
 }
 
 /// dpo_loss and its gradient (support/Dpo.h's arithmetic, as on the cpu).
-static llvm::Error runDpoLoss(const InstructionView &in, Device &device) {
+llvm::Error cuda::runDpoLoss(const InstructionView &in, Device &device) {
   llvm::Expected<DpoShape> s = dpoShape(in);
   if (!s)
     return s.takeError();
@@ -180,12 +180,4 @@ static llvm::Error runDpoLoss(const InstructionView &in, Device &device) {
     cuda::dpoLossGrad(policy, reference, tokens, s->pairs, s->settings,
                       in.data<float>(3), in.data<float>(4), device.stream);
   return llvm::Error::success();
-}
-
-void cuda::addCrossEntropyKernels(Kernels &kernels) {
-  kernels.add({DPO_LOSS, DPO_LOSS_GRAD}, {runDpoLoss, /*bf16=*/false});
-  kernels.add({CROSS_ENTROPY, CROSS_ENTROPY_GRAD},
-              {runCrossEntropyFamily, /*bf16=*/true});
-  kernels.add({LINEAR_CROSS_ENTROPY, LINEAR_CROSS_ENTROPY_GRAD},
-              {runLinearCrossEntropy, /*bf16=*/true});
 }

@@ -15,7 +15,7 @@
 using namespace twill;
 
 /// Elementwise ops: operands and results of one size.
-static llvm::Error runElementwise(const InstructionView &in, Device &device) {
+llvm::Error cuda::runElementwise(const InstructionView &in, Device &device) {
   Opcode op = in.opcode();
   int operands = in.numOperands(), results = in.numResults();
   // Token counts (a tiled loss's tiles', or their sequences') add as
@@ -78,7 +78,7 @@ static llvm::Error runElementwise(const InstructionView &in, Device &device) {
   return llvm::Error::success();
 }
 
-static llvm::Error runDropout(const InstructionView &in, Device &device) {
+llvm::Error cuda::runDropout(const InstructionView &in, Device &device) {
   llvm::Expected<DropoutShape> shape = dropoutShape(in);
   if (!shape)
     return shape.takeError();
@@ -89,7 +89,7 @@ static llvm::Error runDropout(const InstructionView &in, Device &device) {
   return llvm::Error::success();
 }
 
-static llvm::Error runColumns(const InstructionView &in, Device &device) {
+llvm::Error cuda::runColumns(const InstructionView &in, Device &device) {
   llvm::Expected<ColumnsShape> shape = columnsShape(in);
   if (!shape)
     return shape.takeError();
@@ -120,7 +120,7 @@ static llvm::Error runColumns(const InstructionView &in, Device &device) {
 /// reload_start on the copy stream, once the compute stream has made the
 /// input, in flight until their wait (runWait), so that a layer's input
 /// goes out, or comes back, while other layers compute.
-static llvm::Error runCopy(const InstructionView &in, Device &device) {
+llvm::Error cuda::runCopy(const InstructionView &in, Device &device) {
   if (in.numOperands() != 1 || in.numResults() != 1 ||
       in.dtype(0) != in.dtype(1))
     return in.fail("expects one value and a result of its dtype");
@@ -140,7 +140,7 @@ static llvm::Error runCopy(const InstructionView &in, Device &device) {
 
 /// split and concat: each piece (or piece of a block) one 2-D copy out of
 /// or into the whole.
-static llvm::Error runPieces(const InstructionView &in, Device &device) {
+llvm::Error cuda::runPieces(const InstructionView &in, Device &device) {
   llvm::Expected<PiecesShape> shape = piecesShape(in);
   if (!shape)
     return shape.takeError();
@@ -163,7 +163,7 @@ static llvm::Error runPieces(const InstructionView &in, Device &device) {
 }
 
 /// cast from a float or integer dtype to a float one.
-static llvm::Error runCast(const InstructionView &in, Device &device) {
+llvm::Error cuda::runCast(const InstructionView &in, Device &device) {
   if (in.numOperands() != 1 || in.numResults() != 1)
     return in.fail("expects one value and one result");
   if (auto error = in.check(shapes::unary(in.shape(0), in.shape(1))))
@@ -193,7 +193,7 @@ static llvm::Error runCast(const InstructionView &in, Device &device) {
   return llvm::Error::success();
 }
 
-static llvm::Error runTranspose(const InstructionView &in, Device &device) {
+llvm::Error cuda::runTranspose(const InstructionView &in, Device &device) {
   llvm::Expected<llvm::ArrayRef<int64_t>> permutation =
       transposePermutation(in);
   if (!permutation)
@@ -206,27 +206,11 @@ static llvm::Error runTranspose(const InstructionView &in, Device &device) {
   return llvm::Error::success();
 }
 
-static llvm::Error runConstant(const InstructionView &in, Device &device) {
+llvm::Error cuda::runConstant(const InstructionView &in, Device &device) {
   DType type = in.floatType();
   if (auto error = in.expect(0, 1, {type}))
     return error;
   cuda::fill(in.data<void>(0), in.count(0), float(in->constant().value()),
              type == BF16, device.stream);
   return llvm::Error::success();
-}
-
-void cuda::addElementwiseKernels(Kernels &kernels) {
-  kernels.add({ADD, MUL, DIV, SWIGLU, GEGLU, SCALE, SQRT, SWIGLU_GRAD,
-               GEGLU_GRAD, SOFTCAP, SOFTCAP_GRAD},
-              {runElementwise, /*bf16=*/true});
-  kernels.add({RESHAPE, OFFLOAD, RELOAD, OFFLOAD_START, RELOAD_START},
-              {runCopy, /*bf16=*/true});
-  kernels.add({SPLIT, CONCAT}, {runPieces, /*bf16=*/true});
-  kernels.add({CAST}, {runCast, /*bf16=*/true});
-  kernels.add({TRANSPOSE}, {runTranspose, /*bf16=*/true});
-  kernels.add({CONSTANT}, {runConstant, /*bf16=*/true});
-  kernels.add({DROPOUT}, {runDropout, /*bf16=*/true});
-  kernels.add({ROW_SUM_SQUARES, SCALE_COLUMNS, SCALE_COLUMNS_GRAD, ADD_COLUMNS,
-               COLUMN_SUMS},
-              {runColumns, /*bf16=*/true});
 }

@@ -14,7 +14,7 @@
 
 using namespace twill;
 
-static llvm::Error runEmbedding(const InstructionView &in, Device &device) {
+llvm::Error cuda::runEmbedding(const InstructionView &in, Device &device) {
   llvm::Expected<EmbeddingShape> shape = embeddingShape(in);
   if (!shape)
     return shape.takeError();
@@ -25,7 +25,7 @@ static llvm::Error runEmbedding(const InstructionView &in, Device &device) {
   return llvm::Error::success();
 }
 
-static llvm::Error runEmbeddingGrad(const InstructionView &in, Device &device) {
+llvm::Error cuda::runEmbeddingGrad(const InstructionView &in, Device &device) {
   llvm::Expected<EmbeddingGradShape> shape = embeddingGradShape(in);
   if (!shape)
     return shape.takeError();
@@ -42,7 +42,7 @@ static llvm::Error runEmbeddingGrad(const InstructionView &in, Device &device) {
 
 /// rms_norm (operands x, weight), rms_norm_grad (x, weight, grad) and
 /// rms_norm_weight_grad (x, grad): rows of the last dim.
-static llvm::Error runRmsNormFamily(const InstructionView &in, Device &device) {
+llvm::Error cuda::runRmsNormFamily(const InstructionView &in, Device &device) {
   llvm::Expected<RmsNormShape> shape = rmsNormShape(in);
   if (!shape)
     return shape.takeError();
@@ -69,7 +69,7 @@ static llvm::Error runRmsNormFamily(const InstructionView &in, Device &device) {
 }
 
 /// rope, and rope_grad: the same rotation, backwards.
-static llvm::Error runRope(const InstructionView &in, Device &device) {
+llvm::Error cuda::runRope(const InstructionView &in, Device &device) {
   bool inverse = in.opcode() == ROPE_GRAD;
   llvm::Expected<RopeShape> shape = ropeShape(in);
   if (!shape)
@@ -101,12 +101,4 @@ static llvm::Error runRope(const InstructionView &in, Device &device) {
              shape->tokens, shape->heads, shape->headDim, table, inverse,
              in.floatType() == BF16, device.stream);
   return llvm::Error::success();
-}
-
-void cuda::addLayerKernels(Kernels &kernels) {
-  kernels.add({EMBEDDING}, {runEmbedding, /*bf16=*/true});
-  kernels.add({EMBEDDING_GRAD}, {runEmbeddingGrad});
-  kernels.add({RMS_NORM, RMS_NORM_GRAD, RMS_NORM_WEIGHT_GRAD},
-              {runRmsNormFamily, /*bf16=*/true});
-  kernels.add({ROPE, ROPE_GRAD}, {runRope, /*bf16=*/true});
 }

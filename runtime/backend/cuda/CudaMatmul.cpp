@@ -159,7 +159,11 @@ llvm::Error cuda::gemm(Device &device, const RowMajorGemm &rowMajor, DType type,
                    "cublasLtMatmul");
 }
 
-static llvm::Error runMatmul(const InstructionView &in, Device &device) {
+/// result = alpha op(lhs) op(rhs) (+ addend): one cuBLASLt call, bf16 or
+/// fp32 values, fp32 accumulation; the addend is cuBLASLt's C and the
+/// result its D, so the epilogue's add reads the addend once and writes
+/// nothing more.
+llvm::Error cuda::runMatmul(const InstructionView &in, Device &device) {
   llvm::Expected<MatmulShape> shape = matmulShape(in);
   if (!shape)
     return shape.takeError();
@@ -183,7 +187,7 @@ static llvm::Error runMatmul(const InstructionView &in, Device &device) {
 }
 
 /// dequantize: the weight's block in the compute dtype, for the GEMMs.
-static llvm::Error runDequantizeNf4(const InstructionView &in, Device &device) {
+llvm::Error cuda::runDequantizeNf4(const InstructionView &in, Device &device) {
   llvm::Expected<nf4::Geometry> g = nf4Geometry(in);
   if (!g)
     return g.takeError();
@@ -293,8 +297,8 @@ static llvm::Expected<bool> fp8Product(const InstructionView &in,
   return true;
 }
 
-static llvm::Error runQuantizedMatmul(const InstructionView &in,
-                                      Device &device) {
+llvm::Error cuda::runQuantizedMatmul(const InstructionView &in,
+                                     Device &device) {
   constexpr int64_t kPanelBytes = int64_t(256) << 20;
   llvm::Expected<QuantizedMatmulShape> s = quantizedMatmulShape(in);
   if (!s)
@@ -353,7 +357,7 @@ static llvm::Error runQuantizedMatmul(const InstructionView &in,
   return llvm::Error::success();
 }
 
-static llvm::Error runDequantizeFp8(const InstructionView &in, Device &device) {
+llvm::Error cuda::runDequantizeFp8(const InstructionView &in, Device &device) {
   llvm::Expected<Fp8Shape> shape = fp8Shape(in);
   if (!shape)
     return shape.takeError();
@@ -365,7 +369,7 @@ static llvm::Error runDequantizeFp8(const InstructionView &in, Device &device) {
   return llvm::Error::success();
 }
 
-static llvm::Error runRoundToFp8(const InstructionView &in, Device &device) {
+llvm::Error cuda::runRoundToFp8(const InstructionView &in, Device &device) {
   llvm::Expected<RoundToFp8Shape> s = roundToFp8Shape(in);
   if (!s)
     return s.takeError();
@@ -373,12 +377,4 @@ static llvm::Error runRoundToFp8(const InstructionView &in, Device &device) {
     cuda::roundToFp8(in.data<void>(0), s->rows, s->columns, s->block,
                      in.data<void>(1), in.dtype(0) == BF16, device.stream);
   return llvm::Error::success();
-}
-
-void cuda::addMatmulKernels(Kernels &kernels) {
-  kernels.add({MATMUL}, {runMatmul, /*bf16=*/true});
-  kernels.add({DEQUANTIZE_NF4}, {runDequantizeNf4, /*bf16=*/true});
-  kernels.add({DEQUANTIZE_FP8}, {runDequantizeFp8, /*bf16=*/true});
-  kernels.add({QUANTIZED_MATMUL}, {runQuantizedMatmul, /*bf16=*/true});
-  kernels.add({ROUND_TO_FP8}, {runRoundToFp8, /*bf16=*/true});
 }

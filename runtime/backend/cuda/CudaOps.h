@@ -2,7 +2,9 @@
 //
 // The cuda backend's runners, one file per family (the cpu backend's
 // families, cpu/CpuOps.h): each checks its instruction and queues its work
-// on the device's streams, and its file adds it to the backend's table.
+// on the device's streams. Which runner runs an opcode, and whether on
+// bf16 values as stored, is its op's ODS entry's word (cudaRunner,
+// cudaRunsBf16), generated into CudaRunners.inc.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,38 +26,12 @@ struct Kernel {
 };
 using Kernels = KernelTable<Kernel>;
 
-/// embedding, embedding_grad, the rms_norm family, and rope and rope_grad
-/// (CudaLayers.cpp).
-void addLayerKernels(Kernels &kernels);
-/// add, mul, div, swiglu, geglu, scale, sqrt, swiglu_grad, geglu_grad,
-/// softcap and its gradient; reshape, offload and
-/// reload (and their starts: copies), split and concat, cast, transpose,
-/// constant; dropout; DoRA's row_sum_squares, scale_columns and its
-/// gradient; a bias's add_columns and column_sums (CudaElementwise.cpp).
-void addElementwiseKernels(Kernels &kernels);
-/// cross_entropy and cross_entropy_grad, vocab-parallel; linear_cross_entropy
-/// and its gradient: the same kernels on one tile of logits at a time,
-/// formed by gemm (CudaCrossEntropy.cpp).
-void addCrossEntropyKernels(Kernels &kernels);
-/// global_norm and sum_squares; clip_coefficient, lr_schedule and
-/// increment; adamw (CudaOptimizer.cpp).
-void addOptimizerKernels(Kernels &kernels);
-/// matmul: result = alpha op(lhs) op(rhs) (+ addend), one cuBLASLt call,
-/// bf16 or fp32 values, fp32 accumulation; the addend is cuBLASLt's C and
-/// the result its D, so the epilogue's add reads the addend once and writes
-/// nothing more; dequantize, a quantized weight for them (CudaMatmul.cpp).
-void addMatmulKernels(Kernels &kernels);
-/// attention and attention_grad as cuDNN's fused SDPA where it takes the
-/// shape (FusedAttention.h), else ChunkedAttention.h's schedule: cuBLAS
-/// GEMMs and two row kernels (CudaAttention.cpp).
-void addAttentionKernels(Kernels &kernels);
-/// all_gather, reduce_scatter, all_reduce, all_to_all (or their starts)
-/// and local_slice through NCCL on the communication stream, in the dtype
-/// the values are stored in; a start leaves the collective in flight until
-/// its wait (CudaCollectives.cpp).
-void addCollectiveKernels(Kernels &kernels);
+/// Each runner an op's ODS names (cudaRunner), declared from them.
+#define TWILL_RUNNER_FUNCTION(function)                                        \
+  llvm::Error function(const InstructionView &in, Device &device);
+#include "runtime/backend/cuda/CudaRunners.inc"
 
-/// Every family's runners (CudaBackend.cpp).
+/// Each opcode's runner, as its op's ODS names it (CudaBackend.cpp).
 const Kernels &kernelTable();
 
 /// One row-major GEMM (Gemm.h) of `type` values on cuBLASLt, on the

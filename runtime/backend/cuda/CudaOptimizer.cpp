@@ -14,7 +14,7 @@ using namespace twill;
 
 /// global_norm and sum_squares: one scalar from every element of every
 /// input.
-static llvm::Error runSquares(const InstructionView &in, Device &device) {
+llvm::Error cuda::runSquares(const InstructionView &in, Device &device) {
   if (auto error = squaresShape(in))
     return error;
   int inputs = in.numOperands();
@@ -35,7 +35,7 @@ static llvm::Error runSquares(const InstructionView &in, Device &device) {
 }
 
 /// The scalar ops of the optimizer step.
-static llvm::Error runScalar(const InstructionView &in, Device &device) {
+llvm::Error cuda::runScalar(const InstructionView &in, Device &device) {
   if (auto error = scalarShape(in))
     return error;
   Opcode op = in.opcode();
@@ -52,7 +52,7 @@ static llvm::Error runScalar(const InstructionView &in, Device &device) {
   return llvm::Error::success();
 }
 
-static llvm::Error runAdamW(const InstructionView &in, Device &device) {
+llvm::Error cuda::runAdamW(const InstructionView &in, Device &device) {
   llvm::Expected<AdamWSettings> settings = adamwSettings(in);
   if (!settings)
     return settings.takeError();
@@ -61,10 +61,4 @@ static llvm::Error runAdamW(const InstructionView &in, Device &device) {
               in.data<int64_t>(6), *settings, in.data<float>(7),
               in.data<float>(8), in.data<float>(9), in.count(0), device.stream);
   return llvm::Error::success();
-}
-
-void cuda::addOptimizerKernels(Kernels &kernels) {
-  kernels.add({GLOBAL_NORM, SUM_SQUARES}, {runSquares});
-  kernels.add({CLIP_COEFFICIENT, LR_SCHEDULE, INCREMENT}, {runScalar});
-  kernels.add({ADAMW}, {runAdamW});
 }

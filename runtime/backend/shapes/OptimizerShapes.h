@@ -53,7 +53,7 @@ inline llvm::Expected<AdamWSettings> adamwSettings(const InstructionView &in) {
     return std::move(error);
   if (in.count(4) != 1 || in.count(5) != 1 || in.count(6) != 1)
     return in.fail("lr, grad_scale and step must be scalars");
-  const AdamWAttributes &adamw = in->adamw();
+  const AdamwAttributes &adamw = in->adamw();
   return AdamWSettings{adamw.beta1(), adamw.beta2(), adamw.eps(),
                        adamw.weight_decay()};
 }

@@ -1,0 +1,138 @@
+// RUN: twill-tblgen -gen-executable-proto %ods_includes %s | FileCheck %s --check-prefix=PROTO
+// RUN: twill-tblgen -gen-opcode-table %ods_includes %s | FileCheck %s --check-prefix=TABLE
+// RUN: twill-tblgen -gen-cpu-runners %ods_includes %s | FileCheck %s --check-prefix=CPU
+// RUN: twill-tblgen -gen-cuda-runners %ods_includes %s | FileCheck %s --check-prefix=CUDA
+// RUN: twill-tblgen -gen-attribute-writers %ods_includes %s | FileCheck %s --check-prefix=WRITE
+// RUN: twill-tblgen -gen-op-delegations %ods_includes %s | FileCheck %s --check-prefix=DELEGATE
+
+// What twill-tblgen makes of Twill_Op's fields, on ops of its own.
+
+include "dialects/twill/TwillDialect.td"
+
+def Twill_ScaleLikeAttributes : Twill_Attributes<"scale_like", 40, [
+    Twill_Field<"factor", 1, "what it scales by">,
+    Twill_EnumField<"mode", 2, ["NEAREST", "EVEN"]>,
+    Twill_Field<"dims", 3>,
+    Twill_Field<"axis", 4>]>;
+
+def Twill_ScaleLikeOp : Twill_Op<"scale_like"> {
+  let summary = "A scale";
+  let opcode = 3;
+  let arguments = (ins F64Attr:$factor, StrAttr:$mode,
+                       DenseI64ArrayAttr:$dims, OptionalAttr<StrAttr>:$axis);
+  let executableAttributes = Twill_ScaleLikeAttributes;
+  let runner = "runElementwise";
+  let verifier = "verifyScaled";
+  let shardingRule = "elementwiseRule";
+}
+def Twill_ScaleLikeGradOp : Twill_Op<"scale_like_grad"> {
+  let opcode = 4;
+  let arguments = (ins F64Attr:$factor, StrAttr:$mode,
+                       DenseI64ArrayAttr:$dims);
+  let executableAttributes = Twill_ScaleLikeAttributes;
+  let runner = "runElementwise";
+}
+def Twill_SumOp : Twill_Op<"sum"> {
+  let opcode = 1;
+  let cpuRunner = "runSquares";
+  let cudaRunner = "runReduce";
+  let cudaRunsBf16 = 0;
+}
+def Twill_SumStartOp : Twill_Op<"sum_start"> {
+  let opcode = 2;
+  let starts = "sum";
+  let betweenRanks = 1;
+  let cpuRunner = "";
+  let cudaRunner = "runReduce";
+}
+def Twill_GoneOp : Twill_Op<"gone"> {
+  let opcode = 0;
+  let runner = "";
+}
+
+// In opcode order, named as the op; no value for an op of opcode 0.
+// PROTO:      enum Opcode {
+// PROTO-NEXT:   OPCODE_UNSPECIFIED = 0;
+// PROTO-NEXT:   // twill.sum
+// PROTO-NEXT:   SUM = 1;
+// PROTO-NEXT:   // twill.sum_start
+// PROTO-NEXT:   SUM_START = 2;
+// PROTO-NEXT:   // twill.scale_like: A scale
+// PROTO-NEXT:   SCALE_LIKE = 3;
+// PROTO-NEXT:   // twill.scale_like_grad
+// PROTO-NEXT:   SCALE_LIKE_GRAD = 4;
+// PROTO-NEXT: }
+// PROTO-NOT: GONE
+
+// Each field's type from the ops' attribute of its name.
+// PROTO:      message ScaleLikeAttributes {
+// PROTO-NEXT:   enum Mode {
+// PROTO-NEXT:     NEAREST = 0;
+// PROTO-NEXT:     EVEN = 1;
+// PROTO-NEXT:   }
+// PROTO-NEXT:   // what it scales by
+// PROTO-NEXT:   optional double factor = 1;
+// PROTO-NEXT:   optional Mode mode = 2;
+// PROTO-NEXT:   repeated int64 dims = 3;
+// PROTO-NEXT:   optional string axis = 4;
+// PROTO-NEXT: }
+// PROTO:      message Instruction {
+// PROTO:        oneof attributes {
+// PROTO-NEXT:     ScaleLikeAttributes scale_like = 40;
+// PROTO-NEXT:   }
+
+// Every field written, from the attribute of its name or as absent.
+// WRITE-LABEL: .Case([&](::mlir::twill::ScaleLikeOp op) {
+// WRITE-NEXT:    ::twill::ScaleLikeAttributes &a = *out.mutable_scale_like();
+// WRITE-NEXT:    a.set_factor(toProto(op.getFactor()));
+// WRITE:         ::twill::ScaleLikeAttributes::Mode_Parse(::llvm::StringRef(toProto(op.getMode())).upper(), &value);
+// WRITE:         for (auto value : op.getDims())
+// WRITE-NEXT:      a.add_dims(value);
+// WRITE-NEXT:    a.set_axis(toProto(op.getAxis()));
+// WRITE-LABEL: .Case([&](::mlir::twill::ScaleLikeGradOp op) {
+// WRITE:         a.set_axis(std::string());
+
+// TABLE:      #ifdef TWILL_OPCODE_ATTRIBUTES
+// TABLE-NEXT: TWILL_OPCODE_ATTRIBUTES(SCALE_LIKE, kScaleLike)
+// TABLE-NEXT: TWILL_OPCODE_ATTRIBUTES(SCALE_LIKE_GRAD, kScaleLike)
+// TABLE-NEXT: #undef TWILL_OPCODE_ATTRIBUTES
+// TABLE:      #ifdef TWILL_OPCODE_START
+// TABLE-NEXT: TWILL_OPCODE_START(SUM_START, SUM)
+// TABLE-NEXT: #undef TWILL_OPCODE_START
+// TABLE:      #ifdef TWILL_OPCODE_BETWEEN_RANKS
+// TABLE-NEXT: TWILL_OPCODE_BETWEEN_RANKS(SUM_START)
+// TABLE-NEXT: #undef TWILL_OPCODE_BETWEEN_RANKS
+
+// Each function once; the run loop's own opcodes apart.
+// CPU:      #ifdef TWILL_RUNNER_FUNCTION
+// CPU-NEXT: TWILL_RUNNER_FUNCTION(runSquares)
+// CPU-NEXT: TWILL_RUNNER_FUNCTION(runElementwise)
+// CPU-NEXT: #undef TWILL_RUNNER_FUNCTION
+// CPU:      #ifdef TWILL_RUNNER
+// CPU-NEXT: TWILL_RUNNER(SUM, runSquares, false)
+// CPU-NEXT: TWILL_RUNNER(SCALE_LIKE, runElementwise, false)
+// CPU-NEXT: TWILL_RUNNER(SCALE_LIKE_GRAD, runElementwise, false)
+// CPU-NEXT: #undef TWILL_RUNNER
+// CPU:      #ifdef TWILL_RUN_BY_LOOP
+// CPU-NEXT: TWILL_RUN_BY_LOOP(SUM_START)
+// CPU-NEXT: #undef TWILL_RUN_BY_LOOP
+
+// CUDA:      #ifdef TWILL_RUNNER_FUNCTION
+// CUDA-NEXT: TWILL_RUNNER_FUNCTION(runReduce)
+// CUDA-NEXT: TWILL_RUNNER_FUNCTION(runElementwise)
+// CUDA-NEXT: #undef TWILL_RUNNER_FUNCTION
+// CUDA:      #ifdef TWILL_RUNNER
+// CUDA-NEXT: TWILL_RUNNER(SUM, runReduce, false)
+// CUDA-NEXT: TWILL_RUNNER(SUM_START, runReduce, true)
+// CUDA-NEXT: TWILL_RUNNER(SCALE_LIKE, runElementwise, true)
+// CUDA-NEXT: TWILL_RUNNER(SCALE_LIKE_GRAD, runElementwise, true)
+// CUDA-NEXT: #undef TWILL_RUNNER
+
+// An op whose ODS names its helpers calls them; the others write their own.
+// DELEGATE:      ::llvm::LogicalResult mlir::twill::ScaleLikeOp::verify() {
+// DELEGATE-NEXT:   return verifyScaled(*this);
+// DELEGATE-NEXT: }
+// DELEGATE-NEXT: ::mlir::twill::ShardingRule mlir::twill::ScaleLikeOp::getShardingRule() {
+// DELEGATE-NEXT:   return elementwiseRule(*this);
+// DELEGATE-NEXT: }
+// DELEGATE-NOT:  ScaleLikeGradOp
