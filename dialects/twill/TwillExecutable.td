@@ -1,4 +1,4 @@
-//===- TwillExecutable.td - the attributes instructions carry -*- tablegen -*-===//
+//===- TwillExecutable.td - what instructions carry --------*- tablegen -*-===//
 //
 // The attribute messages of the Executable's instructions, from which
 // twill-tblgen generates executable_ops.proto (with the Opcode enum and
