@@ -350,8 +350,8 @@ LogicalResult ExecutableEmitter::emitArgument(BlockArgument argument,
 
 /// The opcode of a twill op: the Opcode named as the op is
 /// ("twill.rms_norm_grad": RMS_NORM_GRAD), which is how the runtime names
-/// it back (opcodeName); EmitExecutableTest holds every op of the dialect
-/// to one.
+/// it back (opcodeName); the enum is generated from the ops' ODS, so every
+/// op with an `opcode` has its value.
 std::optional<::twill::Opcode> mlir::twill::opcodeOf(OperationName name) {
   ::twill::Opcode code;
   if (name.getDialectNamespace() != TwillDialect::getDialectNamespace() ||
