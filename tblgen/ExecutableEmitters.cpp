@@ -118,7 +118,15 @@ static void emitOpcodeTable(const RecordKeeper &records, raw_ostream &os) {
   for (const OpRecord &op : ops)
     if (op.betweenRanks)
       os << "TWILL_OPCODE_BETWEEN_RANKS(" << op.opcodeName << ")\n";
-  os << "#undef TWILL_OPCODE_BETWEEN_RANKS\n#endif\n";
+  os << "#undef TWILL_OPCODE_BETWEEN_RANKS\n#endif\n\n"
+        "// TWILL_OPCODE_ARITY(opcode, least operands, most, least results, "
+        "most):\n// its instructions' operands and results (-1: no bound).\n"
+        "#ifdef TWILL_OPCODE_ARITY\n";
+  for (const OpRecord &op : ops)
+    os << "TWILL_OPCODE_ARITY(" << op.opcodeName << ", " << op.leastOperands
+       << ", " << op.mostOperands << ", " << op.leastResults << ", "
+       << op.mostResults << ")\n";
+  os << "#undef TWILL_OPCODE_ARITY\n#endif\n";
 }
 
 /// The value a field takes where the op has no attribute of its name.

@@ -21,6 +21,22 @@ static std::string required(const Record &def, StringRef name) {
   return def.getValueAsString(name).str();
 }
 
+/// How many values of `values` (an ODS arguments or results dag) an op
+/// has, attributes aside: at least, and at most (-1: any number).
+static std::pair<int, int> countValues(const DagInit &values) {
+  int least = 0, most = 0;
+  for (const Init *value : values.getArgs()) {
+    const auto *def = dyn_cast<DefInit>(value);
+    if (!def || def->getDef()->isSubClassOf("Attr"))
+      continue;
+    bool variadic = def->getDef()->isSubClassOf("Variadic");
+    bool optional = def->getDef()->isSubClassOf("Optional");
+    least += variadic || optional ? 0 : 1;
+    most = variadic || most < 0 ? -1 : most + 1;
+  }
+  return {least, most};
+}
+
 static OpRecord readOp(const Record &def) {
   OpRecord op;
   op.def = &def;
@@ -39,6 +55,12 @@ static OpRecord readOp(const Record &def) {
   op.attributes = def.getValueAsDef("executableAttributes");
   op.starts = def.getValueAsString("starts").str();
   op.betweenRanks = def.getValueAsBit("betweenRanks");
+  std::tie(op.leastOperands, op.mostOperands) =
+      countValues(*def.getValueAsDag("arguments"));
+  std::tie(op.leastResults, op.mostResults) =
+      def.getValueAsBit("writesResults")
+          ? countValues(*def.getValueAsDag("results"))
+          : std::pair{0, 0};
   op.verifier = def.getValueAsString("verifier").str();
   op.shardingRule = def.getValueAsString("shardingRule").str();
   if (op.opcode != 0) {

@@ -35,6 +35,9 @@ struct OpRecord {
   const llvm::Record *attributes; // its Twill_Attributes (TwillExecutable.td)
   std::string starts;             // the mnemonic of the op a start op begins
   bool betweenRanks; // a collective that moves values between ranks
+  // How many operands and results its instruction has (-1: no bound), as
+  // its ODS operands and results say.
+  int leastOperands, mostOperands, leastResults, mostResults;
   Runner cpu, cuda;
   // The dialect's helpers that verify it and give its sharding rule, each
   // called with the op ("" where its own code does).

@@ -134,6 +134,7 @@ def Twill_WaitOp : Twill_Op<"wait", [TypesMatchWith<
     "result is the tensor the handle is pending", "handle", "result",
     "::llvm::cast<::mlir::twill::PendingType>($_self).getValue()">]> {
   let opcode = 39;
+  let writesResults = 0;
   let cpuRunner = "";
   let cudaRunner = "runWait";
   let summary = "Ends a collective or copy in flight and yields its tensor";

@@ -68,6 +68,9 @@ class Twill_Op<string mnemonic, list<Trait> traits = []>
   string starts = "";
   // A collective that moves values between ranks (local_slice only slices).
   bit betweenRanks = 0;
+  // Whether its instruction writes its results' buffers (a wait's result
+  // is the buffer its start fills: the emitter gives the wait none).
+  bit writesResults = 1;
 
   // The dialect's helper that verifies it, and the one that gives its
   // sharding rule, where one does it all: a function of the op

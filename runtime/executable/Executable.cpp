@@ -129,12 +129,34 @@ llvm::Expected<Executable> twill::loadExecutable(llvm::StringRef path) {
   return executable;
 }
 
-/// Fails unless the instruction has an opcode this runtime knows and every
-/// attribute its kind carries.
+/// Fails unless `count` values are within [least, most] (most -1: no
+/// bound), naming them as `what`s.
+static llvm::Error checkCount(int count, int least, int most,
+                              llvm::StringRef what) {
+  if (count >= least && (most < 0 || count <= most))
+    return llvm::Error::success();
+  std::string takes = most == least ? std::to_string(least)
+                      : most < 0    ? std::to_string(least) + " or more"
+                                    : llvm::formatv("{0} to {1}", least, most);
+  return problem(llvm::formatv("has {0} {1}{2}; its kind takes {3}", count,
+                               what, count == 1 ? "" : "s", takes));
+}
+
+/// Fails unless the instruction has an opcode this runtime knows, as many
+/// operands and results as its kind takes, and every attribute it carries.
 static llvm::Error checkInstruction(const Instruction &instruction) {
   if (!instruction.has_opcode() || instruction.opcode() == OPCODE_UNSPECIFIED)
     return problem("has no opcode this runtime knows: compiled by a newer "
                    "twillc?");
+  Arity arity = arityOf(instruction.opcode());
+  if (llvm::Error error =
+          checkCount(instruction.operands_size(), arity.leastOperands,
+                     arity.mostOperands, "operand"))
+    return error;
+  if (llvm::Error error =
+          checkCount(instruction.results_size(), arity.leastResults,
+                     arity.mostResults, "result"))
+    return error;
   Instruction::AttributesCase expected = attributesOf(instruction.opcode());
   if (instruction.attributes_case() != expected)
     return problem(expected == Instruction::ATTRIBUTES_NOT_SET

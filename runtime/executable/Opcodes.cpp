@@ -23,6 +23,18 @@ std::vector<Opcode> twill::allOpcodes() {
 // Each op's ODS says which collectives move values between ranks and
 // which op a start begins (proto/OpTable.inc).
 
+Arity twill::arityOf(Opcode opcode) {
+  switch (opcode) {
+#define TWILL_OPCODE_ARITY(opcode, leastOperands, mostOperands, leastResults,  \
+                           mostResults)                                        \
+  case opcode:                                                                 \
+    return {leastOperands, mostOperands, leastResults, mostResults};
+#include "proto/OpTable.inc"
+  default:
+    return {0, -1, 0, -1};
+  }
+}
+
 bool twill::isCollective(Opcode opcode) {
   switch (blockingOf(opcode)) {
 #define TWILL_OPCODE_BETWEEN_RANKS(opcode) case opcode:

@@ -2,7 +2,7 @@
 //
 // The Opcode enum, generated from each op's ODS entry (tblgen/), is the
 // one list of instruction kinds; what the runtime decides per kind comes
-// with it (proto/OpTable.inc: attributes, starts, collectives; each
+// with it (proto/OpTable.inc: attributes, arity, starts, collectives; each
 // backend's runners) or is a switch over all of it (-Werror=switch).
 //
 //===----------------------------------------------------------------------===//
@@ -25,6 +25,13 @@ std::string opcodeName(Opcode opcode);
 
 /// Every opcode, OPCODE_UNSPECIFIED aside.
 std::vector<Opcode> allOpcodes();
+
+/// How many operands and results an instruction of a kind has, as its
+/// op's ODS says (-1: no bound).
+struct Arity {
+  int leastOperands, mostOperands, leastResults, mostResults;
+};
+Arity arityOf(Opcode opcode);
 
 /// The kinds that move values between ranks, blocking or started
 /// (local_slice only slices).

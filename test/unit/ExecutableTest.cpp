@@ -94,6 +94,18 @@ TEST(Executable, RejectsInconsistentPrograms) {
               HasSubstr("forward: instruction 0 (opcode_unspecified) has no "
                         "opcode this runtime knows"));
 
+  // As many operands and results as its op's ODS says.
+  executable = validProgram();
+  executable.mutable_entry_points(0)->mutable_instructions(0)->add_operands(0);
+  EXPECT_THAT(problemOf(executable),
+              HasSubstr("forward: instruction 0 (scale) has 2 operands; its "
+                        "kind takes 1"));
+  executable = validProgram();
+  executable.mutable_entry_points(0)->mutable_instructions(0)->clear_results();
+  EXPECT_THAT(problemOf(executable),
+              HasSubstr("forward: instruction 0 (scale) has 0 results; its "
+                        "kind takes 1"));
+
   executable = validProgram();
   executable.mutable_entry_points(0)
       ->mutable_instructions(0)
@@ -246,8 +258,10 @@ TEST(Executable, EveryCollectiveInFlightIsWaitedOnceBeforeItsResultIsRead) {
                         "waited"));
   Executable twoOperands = inFlight({"start", "wait", "use"});
   twoOperands.mutable_entry_points(0)->mutable_instructions(1)->add_operands(0);
+  // Refused by the wait's arity (its op's ODS), before the pairing looks.
   EXPECT_THAT(problemOf(twoOperands),
-              HasSubstr("must name one started result and write none"));
+              HasSubstr("instruction 1 (wait) has 2 operands; its kind "
+                        "takes 1"));
 }
 
 // A program of another format is refused before anything else is read
@@ -295,6 +309,20 @@ TEST(Executable, EveryAttributesFieldIsSomeOpcodes) {
             Instruction::kCrossEntropy);
   EXPECT_EQ(attributesOf(REDUCE_SCATTER_START), Instruction::kGather);
   EXPECT_EQ(attributesOf(ADD), Instruction::ATTRIBUTES_NOT_SET);
+}
+
+// The counts its op's ODS gives: optional operands, variadic ones, and a
+// wait's result, which is its start's buffer.
+TEST(Executable, ArityIsTheOpsOwn) {
+  Arity matmul = arityOf(MATMUL);
+  EXPECT_EQ(matmul.leastOperands, 2);
+  EXPECT_EQ(matmul.mostOperands, 3); // and the addend
+  EXPECT_EQ(matmul.mostResults, 1);
+  EXPECT_EQ(arityOf(CONCAT).mostOperands, -1);
+  EXPECT_EQ(arityOf(SPLIT).mostResults, -1);
+  Arity wait = arityOf(WAIT);
+  EXPECT_EQ(wait.leastOperands, 1);
+  EXPECT_EQ(wait.mostResults, 0);
 }
 
 TEST(Executable, GarbageFileIsNamed) {

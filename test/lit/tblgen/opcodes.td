@@ -34,12 +34,17 @@ def Twill_ScaleLikeGradOp : Twill_Op<"scale_like_grad"> {
 }
 def Twill_SumOp : Twill_Op<"sum"> {
   let opcode = 1;
+  let arguments = (ins AnyTensor:$first, Variadic<AnyTensor>:$rest);
+  let results = (outs AnyTensor:$total);
   let cpuRunner = "runSquares";
   let cudaRunner = "runReduce";
   let cudaRunsBf16 = 0;
 }
 def Twill_SumStartOp : Twill_Op<"sum_start"> {
   let opcode = 2;
+  let arguments = (ins AnyTensor:$input, Optional<AnyTensor>:$scale);
+  let results = (outs AnyTensor:$handle);
+  let writesResults = 0;
   let starts = "sum";
   let betweenRanks = 1;
   let cpuRunner = "";
@@ -102,6 +107,13 @@ def Twill_GoneOp : Twill_Op<"gone"> {
 // TABLE:      #ifdef TWILL_OPCODE_BETWEEN_RANKS
 // TABLE-NEXT: TWILL_OPCODE_BETWEEN_RANKS(SUM_START)
 // TABLE-NEXT: #undef TWILL_OPCODE_BETWEEN_RANKS
+// Operands and results counted, attributes aside: variadic is unbounded
+// (-1), optional raises the most, and an instruction that writes none has
+// no results.
+// TABLE:      #ifdef TWILL_OPCODE_ARITY
+// TABLE-NEXT: TWILL_OPCODE_ARITY(SUM, 1, -1, 1, 1)
+// TABLE-NEXT: TWILL_OPCODE_ARITY(SUM_START, 1, 2, 0, 0)
+// TABLE-NEXT: TWILL_OPCODE_ARITY(SCALE_LIKE, 0, 0, 0, 0)
 
 // Each function once; the run loop's own opcodes apart.
 // CPU:      #ifdef TWILL_RUNNER_FUNCTION
