@@ -46,18 +46,21 @@ static llvm::SmallVector<int64_t> rowsOf(shapes::Shape ids, int64_t dim) {
   return rows;
 }
 
+/// embedding: table [rows, dim], ids [...] -> [..., dim].
 Error shapes::embedding(Shape table, Shape ids, Shape result) {
   if (Error error = expectRank("table", table, 2))
     return error;
   return expectShape("result", result, rowsOf(ids, table[1]));
 }
 
+/// embedding_grad: ids [...], grad [..., dim] -> the table's [rows, dim].
 Error shapes::embeddingGrad(Shape ids, Shape grad, Shape result) {
   if (Error error = expectRank("result", result, 2))
     return error;
   return expectShape("grad", grad, rowsOf(ids, result[1]));
 }
 
+/// rms_norm: input [..., dim], weight [dim] -> like input.
 Error shapes::rmsNorm(Shape input, Shape weight, Shape result) {
   if (input.empty())
     return problem("input must have rank 1 or more");
@@ -66,6 +69,7 @@ Error shapes::rmsNorm(Shape input, Shape weight, Shape result) {
   return expectShape("result", result, input);
 }
 
+/// rms_norm_grad: input, weight, grad -> the input's.
 Error shapes::rmsNormGrad(Shape input, Shape weight, Shape grad,
                           Shape result) {
   if (Error error = rmsNorm(input, weight, result))
@@ -73,6 +77,7 @@ Error shapes::rmsNormGrad(Shape input, Shape weight, Shape grad,
   return expectShape("grad", grad, input);
 }
 
+/// rms_norm_weight_grad: input, grad -> the weight's [dim].
 Error shapes::rmsNormWeightGrad(Shape input, Shape grad, Shape result) {
   if (input.empty())
     return problem("input must have rank 1 or more");
@@ -81,6 +86,8 @@ Error shapes::rmsNormWeightGrad(Shape input, Shape grad, Shape result) {
   return expectShape("result", result, input.take_back());
 }
 
+/// x [batch, seq, heads, headDim] (headDim even), positions [batch, seq]
+/// -> like x: a rotation, forwards or back.
 Error shapes::rope(Shape x, Shape positions, Shape result) {
   if (Error error = expectRank("input", x, 4))
     return error;
@@ -101,10 +108,12 @@ static Error allLike(shapes::Shape like,
   return Error::success();
 }
 
+/// lhs, rhs -> result, all of one shape.
 Error shapes::binary(Shape lhs, Shape rhs, Shape result) {
   return allLike(lhs, {{"rhs", rhs}, {"result", result}});
 }
 
+/// The result of the input's shape.
 Error shapes::unary(Shape input, Shape result) {
   return expectShape("result", result, input);
 }
@@ -117,6 +126,7 @@ static int64_t elementsOf(shapes::Shape shape) {
   return count;
 }
 
+/// reshape: as many elements in the result as in the input.
 Error shapes::reshape(Shape input, Shape result) {
   if (elementsOf(input) == elementsOf(result))
     return Error::success();
@@ -124,6 +134,7 @@ Error shapes::reshape(Shape input, Shape result) {
                                elementsOf(input), elementsOf(result)));
 }
 
+/// gate, up, grad -> the gate's and up's, all of one shape.
 Error shapes::gatedGrad(Shape gate, Shape up, Shape grad, Shape gateGrad,
                         Shape upGrad) {
   return allLike(gate, {{"up", up},
@@ -177,6 +188,9 @@ shapes::pieces(Shape whole, llvm::ArrayRef<Shape> pieces, int64_t dim,
   return runs;
 }
 
+/// DoRA's: row_sum_squares, input [..., columns] -> [...]; scale_columns,
+/// input, scale [columns] -> like input; and its gradient, input, scale,
+/// grad -> the input's and the scale's.
 Error shapes::rowSumSquares(Shape input, Shape result) {
   if (input.empty())
     return problem("input must have a dim to sum over");
@@ -197,6 +211,8 @@ Error shapes::scaleColumns(Shape input, Shape scale, Shape result) {
   return byColumn(input, "scale", scale, result);
 }
 
+/// A bias: add_columns, input, bias [columns] -> like input; its gradient
+/// column_sums, input [..., columns] -> [columns].
 Error shapes::addColumns(Shape input, Shape bias, Shape result) {
   return byColumn(input, "bias", bias, result);
 }
@@ -264,6 +280,8 @@ Error shapes::dequantize(Shape codes, Shape absmax, Shape nested, Shape offset,
   return expectShape("nested_offset", offset, {});
 }
 
+/// dequantize_fp8: values [rows, columns], scales [rows] -> [rows,
+/// columns].
 Error shapes::dequantizeFp8(Shape values, Shape scales, Shape result) {
   if (Error error = expectRank("result", result, 2))
     return error;

@@ -35,32 +35,13 @@ llvm::Error expectShape(llvm::StringRef what, Shape actual, Shape expected);
 /// Fails with "<what> must have rank N, got M" unless it has.
 llvm::Error expectRank(llvm::StringRef what, Shape shape, int64_t rank);
 
-/// embedding: table [rows, dim], ids [...] -> [..., dim].
-llvm::Error embedding(Shape table, Shape ids, Shape result);
-/// embedding_grad: ids [...], grad [..., dim] -> the table's [rows, dim].
-llvm::Error embeddingGrad(Shape ids, Shape grad, Shape result);
+// The rules the ops' ODS names (`shapeRule`), one Shape an operand and then
+// a result, declared from it; Shapes.cpp says what each checks.
+#include "opmodel/ShapeRules.inc"
 
-/// rms_norm: input [..., dim], weight [dim] -> like input.
-llvm::Error rmsNorm(Shape input, Shape weight, Shape result);
-/// rms_norm_grad: input, weight, grad -> the input's.
-llvm::Error rmsNormGrad(Shape input, Shape weight, Shape grad, Shape result);
-/// rms_norm_weight_grad: input, grad -> the weight's [dim].
-llvm::Error rmsNormWeightGrad(Shape input, Shape grad, Shape result);
+// The rules that take more than shapes, which the ops' verifiers and
+// decoders call themselves.
 
-/// rope and rope_grad: x [batch, seq, heads, headDim] (headDim even),
-/// positions [batch, seq] -> like x.
-llvm::Error rope(Shape x, Shape positions, Shape result);
-
-/// add, mul, div, swiglu and geglu: lhs, rhs -> result, all of one shape.
-llvm::Error binary(Shape lhs, Shape rhs, Shape result);
-/// scale, sqrt and cast: the result of the input's shape.
-llvm::Error unary(Shape input, Shape result);
-/// reshape: as many elements in the result as in the input.
-llvm::Error reshape(Shape input, Shape result);
-/// swiglu_grad and geglu_grad: gate, up, grad -> the gate's and up's, all
-/// of one shape.
-llvm::Error gatedGrad(Shape gate, Shape up, Shape grad, Shape gateGrad,
-                      Shape upGrad);
 /// transpose: result dim i is input dim permutation[i], a permutation of
 /// every dim.
 llvm::Error transpose(Shape input, llvm::ArrayRef<int64_t> permutation,
@@ -71,17 +52,6 @@ llvm::Error transpose(Shape input, llvm::ArrayRef<int64_t> permutation,
 llvm::Expected<std::vector<PieceRun>>
 pieces(Shape whole, llvm::ArrayRef<Shape> pieces, int64_t dim, int64_t blocks);
 
-/// DoRA's: row_sum_squares, input [..., columns] -> [...]; scale_columns,
-/// input, scale [columns] -> like input; and its gradient, input, scale,
-/// grad -> the input's and the scale's.
-llvm::Error rowSumSquares(Shape input, Shape result);
-llvm::Error scaleColumns(Shape input, Shape scale, Shape result);
-/// A bias: add_columns, input, bias [columns] -> like input; its gradient
-/// column_sums, input [..., columns] -> [columns].
-llvm::Error addColumns(Shape input, Shape bias, Shape result);
-llvm::Error columnSums(Shape input, Shape result);
-llvm::Error scaleColumnsGrad(Shape input, Shape scale, Shape grad,
-                             Shape inputGrad, Shape scaleGrad);
 /// dropout: input [batch, seq, features], tokens [batch, seq] -> like
 /// input.
 llvm::Error dropout(Shape input, Shape tokens, Shape result);
@@ -95,10 +65,6 @@ llvm::Error dropout(Shape input, Shape tokens, Shape result);
 llvm::Error dequantize(Shape codes, Shape absmax, Shape nested, Shape offset,
                        Shape result, int64_t blockSize, int64_t nestedBlockSize,
                        int64_t wholeRows, int64_t wholeColumns);
-
-/// dequantize_fp8: values [rows, columns], scales [rows] -> [rows,
-/// columns].
-llvm::Error dequantizeFp8(Shape values, Shape scales, Shape result);
 
 /// cross_entropy: logits [..., vocab], labels [...]; its gradient's result
 /// like the logits.

@@ -63,6 +63,10 @@ static OpRecord readOp(const Record &def) {
           : std::pair{0, 0};
   op.verifier = def.getValueAsString("verifier").str();
   op.shardingRule = def.getValueAsString("shardingRule").str();
+  op.shapeRule = def.getValueAsString("shapeRule").str();
+  for (StringRef name : def.getValueAsListOfStrings("sameElementType"))
+    op.sameElementType.push_back(name.str());
+
   if (op.opcode != 0) {
     op.cpu.function = required(def, "cpuRunner");
     op.cuda.function = required(def, "cudaRunner");
@@ -108,6 +112,28 @@ twill::tblgen::readExecutableOps(const RecordKeeper &records) {
       PrintFatalError(op.def, "'" + op.mnemonic + "' starts '" + op.starts +
                                   "', which is no op the Executable carries");
   return ops;
+}
+
+/// The values of `values` (an ODS arguments or results dag), attributes
+/// aside.
+static void appendValues(const DagInit &values, bool result,
+                         std::vector<OdsValue> &to) {
+  for (unsigned i = 0; i < values.getNumArgs(); ++i) {
+    const auto *def = dyn_cast<DefInit>(values.getArg(i));
+    if (!def || def->getDef()->isSubClassOf("Attr"))
+      continue;
+    std::string name = values.getArgNameStr(i).str();
+    to.push_back({name, "get" + convertToCamelFromSnakeCase(name, true),
+                  def->getDef()->isSubClassOf("Optional"),
+                  def->getDef()->isSubClassOf("Variadic"), result});
+  }
+}
+
+std::vector<OdsValue> twill::tblgen::odsValues(const OpRecord &op) {
+  std::vector<OdsValue> values;
+  appendValues(*op.def->getValueAsDag("arguments"), false, values);
+  appendValues(*op.def->getValueAsDag("results"), true, values);
+  return values;
 }
 
 StringRef twill::tblgen::attributesField(const OpRecord &op) {

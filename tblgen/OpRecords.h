@@ -42,7 +42,20 @@ struct OpRecord {
   // The dialect's helpers that verify it and give its sharding rule, each
   // called with the op ("" where its own code does).
   std::string verifier, shardingRule;
+  // Its shape rule, a function of twill::shapes ("": none), and the values
+  // that share one element type.
+  std::string shapeRule;
+  std::vector<std::string> sameElementType;
 };
+
+/// An operand or result of an op, as its ODS names it.
+struct OdsValue {
+  std::string name;   // "log_sum_exp"
+  std::string getter; // "getLogSumExp"
+  bool optional, variadic, result;
+};
+/// The op's operands, then its results, attributes aside.
+std::vector<OdsValue> odsValues(const OpRecord &op);
 
 /// Every op of the twill dialect, the ones no program carries too, in the
 /// order of their definitions.

@@ -36,13 +36,8 @@ LogicalResult verifyAttentionLogits(Operation *op,
 LogicalResult verifyDpoSettings(Operation *op, StringRef lossType,
                                 const llvm::APFloat &beta,
                                 const llvm::APFloat &labelSmoothing);
-// The verifiers of several ops each, which an op's ODS names (`verifier`).
-/// add, mul, div, swiglu and geglu: one shape and element type for all
-/// three values.
-LogicalResult verifyElementwiseBinary(Operation *op);
-/// swiglu_grad and geglu_grad: gate, up and grad, and the gate's and up's
-/// gradients, all of one shape.
-LogicalResult verifyGatedGrad(Operation *op);
+// The verifiers of several ops each, which an op's ODS names (`verifier`);
+// verifyShapeRule(op), by its shape rule, is declared in TwillOps.h.
 /// A blocking collective: one element type, and the dims it names.
 LogicalResult verifyBlocking(Operation *op);
 /// A start's own operand checks, as its blocking collective's.

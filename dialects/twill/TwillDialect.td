@@ -72,10 +72,19 @@ class Twill_Op<string mnemonic, list<Trait> traits = []>
   // is the buffer its start fills: the emitter gives the wait none).
   bit writesResults = 1;
 
+  // Its shape rule: the function of twill::shapes (opmodel/Shapes.h) that
+  // checks its operands' and results' shapes, given one Shape each in ODS
+  // order (std::optional<Shape> where optional). twill-tblgen declares it,
+  // runs it on the runtime's instructions (checkShapeRule) and in the
+  // dialect's verifyShapeRule(op), which first checks that the values
+  // named in `sameElementType` share one element type.
+  string shapeRule = "";
+  list<string> sameElementType = [];
+
   // The dialect's helper that verifies it, and the one that gives its
   // sharding rule, where one does it all: a function of the op
-  // (ShapeChecks.h, ShardingRule.h) that the generated verify() and
-  // getShardingRule() call ("": the op's own code).
+  // (ShapeChecks.h, ShardingRule.h, or verifyShapeRule) that the generated
+  // verify() and getShardingRule() call ("": the op's own code).
   string verifier = "";
   string shardingRule = "";
   let hasVerifier = !ne(verifier, "");

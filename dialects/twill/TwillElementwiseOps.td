@@ -11,7 +11,9 @@
 class Twill_ElementwiseBinaryOp<string mnemonic, string formula>
     : Twill_ComputeOp<mnemonic,
                [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
-  let verifier = "verifyElementwiseBinary";
+  let shapeRule = "binary";
+  let sameElementType = ["lhs", "rhs", "result"];
+  let verifier = "verifyShapeRule";
   let shardingRule = "elementwiseRule";
   let runner = "runElementwise";
   let description = "`result = " # formula # "`, elementwise; operands and "
@@ -58,6 +60,8 @@ def Twill_ScaleOp : Twill_ComputeOp<"scale", [Pure, DeclareOpInterfaceMethods<Tw
   let shardingRule = "elementwiseRule";
   let executableAttributes = Twill_ScaleAttributes;
   let runner = "runElementwise";
+  let shapeRule = "unary";
+  let verifier = "verifyShapeRule";
   let summary = "Multiplication by a constant";
   let description = [{
     `result = input * factor`; LoRA's `alpha / rank` is one.
@@ -76,6 +80,7 @@ def Twill_SoftcapOp : Twill_ComputeOp<"softcap", [Pure, DeclareOpInterfaceMethod
   let shardingRule = "elementwiseRule";
   let executableAttributes = Twill_SoftcapAttributes;
   let runner = "runElementwise";
+  let shapeRule = "unary";
   let summary = "Soft-capping: cap * tanh(input / cap), elementwise";
   let description = [{
     Gemma 2's final logits, squashed into (-cap, cap).
@@ -150,6 +155,9 @@ def Twill_DetachOp : Twill_Op<"detach", [Pure, AllTypesMatch<["input", "result"]
 def Twill_RowSumSquaresOp : Twill_ComputeOp<"row_sum_squares", [Pure]> {
   let opcode = 49;
   let runner = "runColumns";
+  let shapeRule = "rowSumSquares";
+  let sameElementType = ["input", "result"];
+  let verifier = "verifyShapeRule";
   let summary = "Sum of squares along the last dim";
   let description = [{
     `result[i...] = sum over k of input[i..., k]^2`, summed in fp32. Split
@@ -163,12 +171,14 @@ def Twill_RowSumSquaresOp : Twill_ComputeOp<"row_sum_squares", [Pure]> {
   let arguments = (ins Twill_FloatTensor:$input);
   let results = (outs Twill_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
-  let hasVerifier = 1;
 }
 
 def Twill_ScaleColumnsOp : Twill_ComputeOp<"scale_columns", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
   let opcode = 50;
   let runner = "runColumns";
+  let shapeRule = "scaleColumns";
+  let sameElementType = ["input", "scale", "result"];
+  let verifier = "verifyShapeRule";
   let summary = "Each column scaled by its own factor";
   let description = [{
     `result[i..., n] = input[i..., n] * scale[n]`: DoRA's magnitude over the
@@ -183,12 +193,14 @@ def Twill_ScaleColumnsOp : Twill_ComputeOp<"scale_columns", [Pure, DeclareOpInte
   let assemblyFormat = [{
     $input `,` $scale attr-dict `:` functional-type(operands, results)
   }];
-  let hasVerifier = 1;
 }
 
 def Twill_AddColumnsOp : Twill_ComputeOp<"add_columns", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
   let opcode = 52;
   let runner = "runColumns";
+  let shapeRule = "addColumns";
+  let sameElementType = ["input", "bias", "result"];
+  let verifier = "verifyShapeRule";
   let summary = "Each column shifted by its own term: a linear layer's bias";
   let description = [{
     `result[i..., n] = input[i..., n] + bias[n]`. The bias shards with the
@@ -204,7 +216,6 @@ def Twill_AddColumnsOp : Twill_ComputeOp<"add_columns", [Pure, DeclareOpInterfac
   let assemblyFormat = [{
     $input `,` $bias attr-dict `:` functional-type(operands, results)
   }];
-  let hasVerifier = 1;
 }
 
 #endif // TWILL_ELEMENTWISE_OPS_TD

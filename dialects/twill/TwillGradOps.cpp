@@ -13,36 +13,8 @@ using namespace mlir;
 using namespace mlir::twill;
 namespace shapes = ::twill::shapes;
 
-LogicalResult EmbeddingGradOp::verify() {
-  if (failed(expectSameElementType(*this, {getGrad(), getResult()})))
-    return failure();
-  return check(*this, shapes::embeddingGrad(shapeOf(getIds()), shapeOf(getGrad()),
-                                            shapeOf(getResult())));
-}
-
-LogicalResult RmsNormGradOp::verify() {
-  if (failed(expectSameElementType(
-          *this, {getInput(), getWeight(), getGrad(), getResult()})))
-    return failure();
-  return check(*this,
-               shapes::rmsNormGrad(shapeOf(getInput()), shapeOf(getWeight()),
-                                   shapeOf(getGrad()), shapeOf(getResult())));
-}
-
-LogicalResult RmsNormWeightGradOp::verify() {
-  if (failed(
-          expectSameElementType(*this, {getInput(), getGrad(), getResult()})))
-    return failure();
-  return check(*this, shapes::rmsNormWeightGrad(shapeOf(getInput()),
-                                                shapeOf(getGrad()),
-                                                shapeOf(getResult())));
-}
-
 LogicalResult RopeGradOp::verify() {
-  if (failed(expectSameElementType(*this, {getGrad(), getResult()})) ||
-      failed(check(*this, shapes::rope(shapeOf(getGrad()),
-                                       shapeOf(getPositions()),
-                                       shapeOf(getResult())))))
+  if (failed(verifyShapeRule(*this)))
     return failure();
   return verifyRopeScaling(*this, getScalingFactor(), getLowFreqFactor(),
                            getHighFreqFactor(), getOriginalMaxPosition());
@@ -60,31 +32,11 @@ LogicalResult AttentionGradOp::verify() {
                    shapeOf(getValueGrad()), bool(getShardAxis())));
 }
 
-LogicalResult mlir::twill::verifyGatedGrad(Operation *op) {
-  return check(op, shapes::gatedGrad(
-                       shapeOf(op->getOperand(0)), shapeOf(op->getOperand(1)),
-                       shapeOf(op->getOperand(2)), shapeOf(op->getResult(0)),
-                       shapeOf(op->getResult(1))));
-}
-
-LogicalResult ScaleColumnsGradOp::verify() {
-  if (failed(expectSameElementType(*this, {getInput(), getScale(), getGrad(),
-                                           getInputGrad(), getScaleGrad()})))
+LogicalResult SoftcapGradOp::verify() {
+  if (failed(verifyShapeRule(*this)))
     return failure();
-  return check(*this, shapes::scaleColumnsGrad(
-                          shapeOf(getInput()), shapeOf(getScale()),
-                          shapeOf(getGrad()), shapeOf(getInputGrad()),
-                          shapeOf(getScaleGrad())));
+  return verifyCap(*this, getCap());
 }
-
-LogicalResult ColumnSumsOp::verify() {
-  if (failed(expectSameElementType(*this, {getInput(), getResult()})))
-    return failure();
-  return check(*this,
-               shapes::columnSums(shapeOf(getInput()), shapeOf(getResult())));
-}
-
-LogicalResult SoftcapGradOp::verify() { return verifyCap(*this, getCap()); }
 
 LogicalResult CrossEntropyGradOp::verify() {
   if (failed(check(*this, shapes::crossEntropyGrad(shapeOf(getLogits()),
@@ -110,12 +62,6 @@ LogicalResult LinearCrossEntropyGradOp::verify() {
   return check(*this, shapes::lossSums(
                           shapeOf(getLabels()), shapeIfAny(getSequences()),
                           getSequenceCount().value_or(0), shapeOf(getGrad())));
-}
-
-LogicalResult SqrtOp::verify() {
-  if (failed(expectSameElementType(*this, {getInput(), getResult()})))
-    return failure();
-  return check(*this, shapes::unary(shapeOf(getInput()), shapeOf(getResult())));
 }
 
 LogicalResult AdamWOp::verify() {

@@ -28,6 +28,9 @@ def Twill_EmbeddingGradOp : Twill_ComputeOp<"embedding_grad", [Pure]> {
   let opcode = 16;
   let runner = "runEmbeddingGrad";
   let cudaRunsBf16 = 0;
+  let shapeRule = "embeddingGrad";
+  let sameElementType = ["grad", "result"];
+  let verifier = "verifyShapeRule";
   let summary = "Gradient of an embedding table";
   let description = [{
     `result[v, :] = sum of grad[i..., :] over the positions i whose id is v`:
@@ -43,13 +46,15 @@ def Twill_EmbeddingGradOp : Twill_ComputeOp<"embedding_grad", [Pure]> {
   let assemblyFormat = [{
     $ids `,` $grad attr-dict `:` functional-type(operands, results)
   }];
-  let hasVerifier = 1;
 }
 
 def Twill_RmsNormGradOp : Twill_ComputeOp<"rms_norm_grad", [Pure]> {
   let opcode = 17;
   let executableAttributes = Twill_RmsNormAttributes;
   let runner = "runRmsNormFamily";
+  let shapeRule = "rmsNormGrad";
+  let sameElementType = ["input", "weight", "grad", "result"];
+  let verifier = "verifyShapeRule";
   let summary = "Gradient of rms_norm with respect to its input";
   let description = [{
     For `y = rms_norm(x, w)` and `grad` = dL/dy, returns dL/dx.
@@ -66,13 +71,15 @@ def Twill_RmsNormGradOp : Twill_ComputeOp<"rms_norm_grad", [Pure]> {
     $input `,` $weight `,` $grad attr-dict `:`
     functional-type(operands, results)
   }];
-  let hasVerifier = 1;
 }
 
 def Twill_RmsNormWeightGradOp : Twill_ComputeOp<"rms_norm_weight_grad", [Pure]> {
   let opcode = 18;
   let executableAttributes = Twill_RmsNormAttributes;
   let runner = "runRmsNormFamily";
+  let shapeRule = "rmsNormWeightGrad";
+  let sameElementType = ["input", "grad", "result"];
+  let verifier = "verifyShapeRule";
   let summary = "Gradient of rms_norm with respect to its weight";
   let description = [{
     For `y = rms_norm(x, w)` and `grad` = dL/dy, returns dL/dw: the sum over
@@ -90,13 +97,14 @@ def Twill_RmsNormWeightGradOp : Twill_ComputeOp<"rms_norm_weight_grad", [Pure]> 
   let assemblyFormat = [{
     $input `,` $grad attr-dict `:` functional-type(operands, results)
   }];
-  let hasVerifier = 1;
 }
 
 def Twill_RopeGradOp : Twill_ComputeOp<"rope_grad", [Pure]> {
   let opcode = 19;
   let executableAttributes = Twill_RopeAttributes;
   let runner = "runRope";
+  let shapeRule = "rope";
+  let sameElementType = ["grad", "result"];
   let summary = "Gradient of rope: the inverse rotation";
   let description = [{
     Rotates `grad` by the negated angles of the `rope` with the same
@@ -166,7 +174,8 @@ def Twill_AttentionGradOp : Twill_ComputeOp<"attention_grad", [Pure]> {
 // gate and up.
 class Twill_GatedGradOp<string mnemonic, string forward>
     : Twill_ComputeOp<mnemonic, [Pure]> {
-  let verifier = "verifyGatedGrad";
+  let shapeRule = "gatedGrad";
+  let verifier = "verifyShapeRule";
   let shardingRule = "elementwiseRule";
   let runner = "runElementwise";
   let summary = "Gradients of " # mnemonic # " with respect to gate and up";
@@ -196,6 +205,9 @@ def Twill_GegluGradOp : Twill_GatedGradOp<"geglu_grad",
 def Twill_ScaleColumnsGradOp : Twill_ComputeOp<"scale_columns_grad", [Pure]> {
   let opcode = 51;
   let runner = "runColumns";
+  let shapeRule = "scaleColumnsGrad";
+  let sameElementType = ["input", "scale", "grad", "input_grad", "scale_grad"];
+  let verifier = "verifyShapeRule";
   let summary = "Gradients of scale_columns with respect to input and scale";
   let description = [{
     For `y = scale_columns(x, s)` and `grad` = dL/dy, returns
@@ -215,12 +227,14 @@ def Twill_ScaleColumnsGradOp : Twill_ComputeOp<"scale_columns_grad", [Pure]> {
   let assemblyFormat = [{
     $input `,` $scale `,` $grad attr-dict `:` functional-type(operands, results)
   }];
-  let hasVerifier = 1;
 }
 
 def Twill_ColumnSumsOp : Twill_ComputeOp<"column_sums", [Pure]> {
   let opcode = 53;
   let runner = "runColumns";
+  let shapeRule = "columnSums";
+  let sameElementType = ["input", "result"];
+  let verifier = "verifyShapeRule";
   let summary = "Each column summed over every row: add_columns' bias gradient";
   let description = [{
     `result[n] = sum over i... of input[i..., n]`, summed in fp32. Sharded
@@ -233,7 +247,6 @@ def Twill_ColumnSumsOp : Twill_ComputeOp<"column_sums", [Pure]> {
   let arguments = (ins Twill_FloatTensor:$input);
   let results = (outs Twill_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
-  let hasVerifier = 1;
 }
 
 def Twill_SoftcapGradOp : Twill_ComputeOp<"softcap_grad", [Pure, AllTypesMatch<["input", "grad", "result"]>]> {
@@ -241,6 +254,7 @@ def Twill_SoftcapGradOp : Twill_ComputeOp<"softcap_grad", [Pure, AllTypesMatch<[
   let shardingRule = "elementwiseRule";
   let executableAttributes = Twill_SoftcapAttributes;
   let runner = "runElementwise";
+  let shapeRule = "binary";
   let summary = "Gradient of softcap with respect to its input";
   let description = [{
     For `y = softcap(x, cap)` and `grad` = dL/dy, returns

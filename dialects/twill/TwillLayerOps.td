@@ -12,6 +12,9 @@ def Twill_EmbeddingOp : Twill_ComputeOp<"embedding", [Pure, DeclareOpInterfaceMe
   let opcode = 1;
   let executableAttributes = Twill_EmbeddingAttributes;
   let runner = "runEmbedding";
+  let shapeRule = "embedding";
+  let sameElementType = ["table", "result"];
+  let verifier = "verifyShapeRule";
   let summary = "Rows of an embedding table selected by token ids";
   let description = [{
     `result[i..., :] = table[ids[i...], :]` for a `[vocab, hidden]` table.
@@ -31,7 +34,6 @@ def Twill_EmbeddingOp : Twill_ComputeOp<"embedding", [Pure, DeclareOpInterfaceMe
   let assemblyFormat = [{
     $table `,` $ids attr-dict `:` functional-type(operands, results)
   }];
-  let hasVerifier = 1;
 }
 
 def Twill_MatmulOp : Twill_ComputeOp<"matmul", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
@@ -92,6 +94,8 @@ def Twill_RmsNormOp : Twill_ComputeOp<"rms_norm", [Pure, DeclareOpInterfaceMetho
   let opcode = 3;
   let executableAttributes = Twill_RmsNormAttributes;
   let runner = "runRmsNormFamily";
+  let shapeRule = "rmsNorm";
+  let sameElementType = ["input", "weight", "result"];
   let summary = "Root-mean-square normalisation over the last dim";
   let description = [{
     `result = input / sqrt(mean(input^2, -1) + epsilon) * weight`, with the
@@ -115,6 +119,8 @@ def Twill_RopeOp : Twill_ComputeOp<"rope", [Pure, DeclareOpInterfaceMethods<Twil
   let opcode = 4;
   let executableAttributes = Twill_RopeAttributes;
   let runner = "runRope";
+  let shapeRule = "rope";
+  let sameElementType = ["input", "result"];
   let summary = "Rotary position embedding of queries or keys";
   let description = [{
     Rotates each head of `input` (`[batch, seq, heads, head_dim]`) by angles

@@ -11,6 +11,9 @@
 def Twill_ReshapeOp : Twill_ComputeOp<"reshape", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
   let opcode = 12;
   let runner = "runCopy";
+  let shapeRule = "reshape";
+  let sameElementType = ["input", "result"];
+  let verifier = "verifyShapeRule";
   let summary = "Same elements, new shape";
   let description = [{
     Reinterprets the row-major elements of `input` in a shape with the same
@@ -23,7 +26,6 @@ def Twill_ReshapeOp : Twill_ComputeOp<"reshape", [Pure, DeclareOpInterfaceMethod
   let arguments = (ins Twill_FloatTensor:$input);
   let results = (outs Twill_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
-  let hasVerifier = 1;
 }
 
 def Twill_TransposeOp : Twill_ComputeOp<"transpose", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
@@ -51,6 +53,7 @@ def Twill_CastOp : Twill_ComputeOp<"cast", [Pure, DeclareOpInterfaceMethods<Twil
   let opcode = 14;
   let shardingRule = "elementwiseRule";
   let runner = "runCast";
+  let shapeRule = "unary";
   let summary = "Element type conversion";
   let description = [{
     Converts every element to the result's element type (round to nearest

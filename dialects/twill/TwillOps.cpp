@@ -84,13 +84,6 @@ std::optional<size_t> MeshOp::axisOf(AxisRole role) {
 // Forward ops
 //===----------------------------------------------------------------------===//
 
-LogicalResult EmbeddingOp::verify() {
-  if (failed(expectSameElementType(*this, {getTable(), getResult()})))
-    return failure();
-  return check(*this, shapes::embedding(shapeOf(getTable()), shapeOf(getIds()),
-                                        shapeOf(getResult())));
-}
-
 LogicalResult MatmulOp::verify() {
   if (failed(expectSameElementType(*this, {getLhs(), getRhs(), getResult()})))
     return failure();
@@ -105,20 +98,15 @@ LogicalResult MatmulOp::verify() {
 }
 
 LogicalResult RmsNormOp::verify() {
-  if (failed(
-          expectSameElementType(*this, {getInput(), getWeight(), getResult()})))
+  if (failed(verifyShapeRule(*this)))
     return failure();
   if (getEpsilon().convertToDouble() <= 0.0)
     return emitOpError("epsilon must be positive");
-  return check(*this, shapes::rmsNorm(shapeOf(getInput()), shapeOf(getWeight()),
-                                      shapeOf(getResult())));
+  return success();
 }
 
 LogicalResult RopeOp::verify() {
-  if (failed(expectSameElementType(*this, {getInput(), getResult()})) ||
-      failed(check(*this, shapes::rope(shapeOf(getInput()),
-                                       shapeOf(getPositions()),
-                                       shapeOf(getResult())))))
+  if (failed(verifyShapeRule(*this)))
     return failure();
   if (getTheta().convertToDouble() <= 0.0)
     return emitOpError("theta must be positive");
@@ -126,32 +114,11 @@ LogicalResult RopeOp::verify() {
                            getHighFreqFactor(), getOriginalMaxPosition());
 }
 
-LogicalResult RowSumSquaresOp::verify() {
-  if (failed(expectSameElementType(*this, {getInput(), getResult()})))
+LogicalResult SoftcapOp::verify() {
+  if (failed(verifyShapeRule(*this)))
     return failure();
-  return check(*this, shapes::rowSumSquares(shapeOf(getInput()),
-                                            shapeOf(getResult())));
+  return verifyCap(*this, getCap());
 }
-
-LogicalResult ScaleColumnsOp::verify() {
-  if (failed(
-          expectSameElementType(*this, {getInput(), getScale(), getResult()})))
-    return failure();
-  return check(*this, shapes::scaleColumns(shapeOf(getInput()),
-                                           shapeOf(getScale()),
-                                           shapeOf(getResult())));
-}
-
-LogicalResult AddColumnsOp::verify() {
-  if (failed(
-          expectSameElementType(*this, {getInput(), getBias(), getResult()})))
-    return failure();
-  return check(*this,
-               shapes::addColumns(shapeOf(getInput()), shapeOf(getBias()),
-                                  shapeOf(getResult())));
-}
-
-LogicalResult SoftcapOp::verify() { return verifyCap(*this, getCap()); }
 
 LogicalResult DequantizeNf4Op::verify() {
   return check(
@@ -159,12 +126,6 @@ LogicalResult DequantizeNf4Op::verify() {
                                 shapeOf(getNested()), shapeOf(getOffset()),
                                 shapeOf(getResult()), getBlockSize(),
                                 getNestedBlockSize(), getRows(), getColumns()));
-}
-
-LogicalResult DequantizeFp8Op::verify() {
-  return check(*this,
-               shapes::dequantizeFp8(shapeOf(getValues()), shapeOf(getScales()),
-                                     shapeOf(getResult())));
 }
 
 LogicalResult RoundToFp8Op::verify() {
@@ -261,15 +222,6 @@ LogicalResult AttentionOp::verify() {
   return verifyAttentionLogits(*this, getWindow(), getSoftcap());
 }
 
-LogicalResult mlir::twill::verifyElementwiseBinary(Operation *op) {
-  if (failed(expectSameElementType(
-          op, {op->getOperand(0), op->getOperand(1), op->getResult(0)})))
-    return failure();
-  return check(op, shapes::binary(shapeOf(op->getOperand(0)),
-                                  shapeOf(op->getOperand(1)),
-                                  shapeOf(op->getResult(0))));
-}
-
 /// A loss op's sums and counts: scalars, or per row and sequence.
 template <typename Op> static LogicalResult verifyLossSums(Op op) {
   std::optional<ArrayRef<int64_t>> sequences = shapeIfAny(op.getSequences());
@@ -341,13 +293,6 @@ LogicalResult ConcatOp::verify() {
   return verifyPieces(*this, getResult(), getPieces(), getDim(), getBlocks());
 }
 
-LogicalResult ReshapeOp::verify() {
-  if (failed(expectSameElementType(*this, {getInput(), getResult()})))
-    return failure();
-  return check(*this,
-               shapes::reshape(shapeOf(getInput()), shapeOf(getResult())));
-}
-
 LogicalResult TransposeOp::verify() {
   if (failed(expectSameElementType(*this, {getInput(), getResult()})))
     return failure();
@@ -359,5 +304,5 @@ LogicalResult CastOp::verify() {
   if (isa<FloatType>(elementTypeOf(getInput())) &&
       !isa<FloatType>(elementTypeOf(getResult())))
     return emitOpError("cannot cast floats to integers");
-  return check(*this, shapes::unary(shapeOf(getInput()), shapeOf(getResult())));
+  return verifyShapeRule(*this);
 }

@@ -24,6 +24,11 @@
 #include "dialects/twill/TwillOps.h.inc"
 
 namespace mlir::twill {
+/// verifyShapeRule(op) of each op whose ODS names a shape rule: its
+/// sameElementType values of one element type, then the rule.
+#define GET_SHAPE_RULE_VERIFIER_DECLS
+#include "dialects/twill/TwillDelegations.inc"
+
 /// The layer an op belongs to, as the frontend (or the pass that made the
 /// op for one of the layer's) says in its twill.layer.
 inline std::optional<int64_t> layerOf(Operation *op) {

@@ -59,6 +59,9 @@ def Twill_SqrtOp : Twill_ComputeOp<"sqrt", [Pure]> {
   let opcode = 25;
   let shardingRule = "elementwiseRule";
   let runner = "runElementwise";
+  let shapeRule = "unary";
+  let sameElementType = ["input", "result"];
+  let verifier = "verifyShapeRule";
   let summary = "Elementwise square root";
   let description = [{
     The global norm's, of a scalar; DoRA's weight norm, of a row's sum of
@@ -71,7 +74,6 @@ def Twill_SqrtOp : Twill_ComputeOp<"sqrt", [Pure]> {
   let arguments = (ins Twill_FloatTensor:$input);
   let results = (outs Twill_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
-  let hasVerifier = 1;
 }
 
 def Twill_ClipCoefficientOp : Twill_ComputeOp<"clip_coefficient", [Pure,

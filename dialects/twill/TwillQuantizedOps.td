@@ -54,6 +54,8 @@ def Twill_DequantizeNf4Op : Twill_ComputeOp<"dequantize_nf4", [Pure]> {
 def Twill_DequantizeFp8Op : Twill_ComputeOp<"dequantize_fp8", [Pure]> {
   let opcode = 59;
   let runner = "runDequantizeFp8";
+  let shapeRule = "dequantizeFp8";
+  let verifier = "verifyShapeRule";
   let summary = "A frozen weight stored in FP8, in the compute dtype";
   let description = [{
     `result[r, c] = E4M3[values[r, c]] * scales[r]`: each value an e4m3
@@ -76,7 +78,6 @@ def Twill_DequantizeFp8Op : Twill_ComputeOp<"dequantize_fp8", [Pure]> {
   let assemblyFormat = [{
     $values `scales` `(` $scales `)` attr-dict `:` functional-type(operands, results)
   }];
-  let hasVerifier = 1;
 }
 
 def Twill_RoundToFp8Op : Twill_ComputeOp<"round_to_fp8", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {

@@ -24,13 +24,13 @@ llvm::Error cpu::runElementwise(const InstructionView &in) {
   if (op == ADD && operands == 2 && results == 1 && in.dtype(0) == I64) {
     if (auto error = in.expect(2, 1, {I64, I64, I64}))
       return error;
-    if (auto error = elementwiseShapes(in))
+    if (auto error = checkShapeRule(in))
       return error;
     for (int64_t i = 0; i < in.count(0); ++i)
       in.data<int64_t>(2)[i] = in.data<int64_t>(0)[i] + in.data<int64_t>(1)[i];
     return llvm::Error::success();
   }
-  if (auto error = elementwiseShapes(in))
+  if (auto error = checkShapeRule(in))
     return error;
   if (auto error = in.expect(operands, results, F32))
     return error;
@@ -152,7 +152,7 @@ llvm::Error cpu::runCast(const InstructionView &in) {
   DType from = in.dtype(0);
   if (in.dtype(1) != F32 || (from != F32 && from != I32 && from != I64))
     return in.fail("the cpu backend casts floats, i32 and i64 to floats only");
-  if (auto error = in.check(shapes::unary(in.shape(0), in.shape(1))))
+  if (auto error = checkShapeRule(in))
     return error;
   float *out = in.data<float>(1);
   for (int64_t i = 0; i < in.count(0); ++i)

@@ -23,14 +23,14 @@ llvm::Error cuda::runElementwise(const InstructionView &in, Device &device) {
   if (op == ADD && operands == 2 && in.dtype(0) == I64) {
     if (auto error = in.expect(2, 1, {I64, I64, I64}))
       return error;
-    if (auto error = elementwiseShapes(in))
+    if (auto error = checkShapeRule(in))
       return error;
     if (int64_t count = in.count(0))
       cuda::addCounts(in.data<int64_t>(0), in.data<int64_t>(1),
                       in.data<int64_t>(2), count, device.stream);
     return llvm::Error::success();
   }
-  if (auto error = elementwiseShapes(in))
+  if (auto error = checkShapeRule(in))
     return error;
   DType type = in.floatType();
   bool bf16 = type == BF16;
@@ -166,7 +166,7 @@ llvm::Error cuda::runPieces(const InstructionView &in, Device &device) {
 llvm::Error cuda::runCast(const InstructionView &in, Device &device) {
   if (in.numOperands() != 1 || in.numResults() != 1)
     return in.fail("expects one value and one result");
-  if (auto error = in.check(shapes::unary(in.shape(0), in.shape(1))))
+  if (auto error = checkShapeRule(in))
     return error;
   DType from = in.dtype(0), to = in.dtype(1);
   std::optional<cuda::CastSource> source;

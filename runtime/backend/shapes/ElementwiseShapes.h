@@ -11,31 +11,11 @@
 
 #include "opmodel/Shapes.h"
 #include "runtime/backend/InstructionView.h"
+#include "runtime/backend/shapes/ShapeRule.h"
 #include "support/BlockedPieces.h"
 #include "support/Dropout.h"
 
 namespace twill {
-
-/// An elementwise op's operand and result counts and shape rule: add, mul,
-/// div, swiglu, geglu and softcap_grad (two operands, one result), scale,
-/// sqrt and softcap (one, one), swiglu_grad and geglu_grad (three, two).
-/// Each backend checks the dtypes it computes in.
-inline llvm::Error elementwiseShapes(const InstructionView &in) {
-  Opcode op = in.opcode();
-  bool gatedGrad = op == SWIGLU_GRAD || op == GEGLU_GRAD;
-  bool unary = op == SCALE || op == SQRT || op == SOFTCAP;
-  int operands = unary ? 1 : gatedGrad ? 3 : 2;
-  int results = gatedGrad ? 2 : 1;
-  if (in.numOperands() != operands || in.numResults() != results)
-    return in.fail(llvm::formatv("expects {0} operands and {1} results",
-                                 operands, results));
-  if (unary)
-    return in.check(shapes::unary(in.shape(0), in.shape(1)));
-  if (gatedGrad)
-    return in.check(shapes::gatedGrad(in.shape(0), in.shape(1), in.shape(2),
-                                      in.shape(3), in.shape(4)));
-  return in.check(shapes::binary(in.shape(0), in.shape(1), in.shape(2)));
-}
 
 /// The rows and columns of the ops by row or column, checked: DoRA's
 /// row_sum_squares (input [rows..., columns] -> [rows...]), scale_columns
@@ -47,30 +27,9 @@ struct ColumnsShape {
 };
 
 inline llvm::Expected<ColumnsShape> columnsShape(const InstructionView &in) {
-  DType type = in.floatType();
-  Opcode op = in.opcode();
-  int operands = op == ROW_SUM_SQUARES || op == COLUMN_SUMS ? 1
-                 : op == SCALE_COLUMNS_GRAD                 ? 3
-                                                            : 2;
-  int results = op == SCALE_COLUMNS_GRAD ? 2 : 1;
-  if (auto error = in.expect(operands, results, type))
+  if (auto error = checkShapeRule(in))
     return std::move(error);
-  auto rule = [&]() -> llvm::Error {
-    switch (op) {
-    case ROW_SUM_SQUARES:
-      return shapes::rowSumSquares(in.shape(0), in.shape(1));
-    case SCALE_COLUMNS:
-      return shapes::scaleColumns(in.shape(0), in.shape(1), in.shape(2));
-    case SCALE_COLUMNS_GRAD:
-      return shapes::scaleColumnsGrad(in.shape(0), in.shape(1), in.shape(2),
-                                      in.shape(3), in.shape(4));
-    case ADD_COLUMNS:
-      return shapes::addColumns(in.shape(0), in.shape(1), in.shape(2));
-    default:
-      return shapes::columnSums(in.shape(0), in.shape(1));
-    }
-  };
-  if (auto error = in.check(rule()))
+  if (auto error = in.expect(in.numOperands(), in.numResults(), in.floatType()))
     return std::move(error);
   int64_t columns = in.dim(0, 0);
   return ColumnsShape{in.count(0) / std::max<int64_t>(columns, 1), columns};

@@ -9,8 +9,8 @@
 #ifndef TWILL_RUNTIME_BACKEND_SHAPES_LAYERSHAPES_H
 #define TWILL_RUNTIME_BACKEND_SHAPES_LAYERSHAPES_H
 
-#include "opmodel/Shapes.h"
 #include "runtime/backend/InstructionView.h"
+#include "runtime/backend/shapes/ShapeRule.h"
 
 namespace twill {
 
@@ -27,8 +27,7 @@ embeddingShape(const InstructionView &in) {
   DType type = in.floatType();
   if (auto error = in.expect(2, 1, {type, I32, type}))
     return std::move(error);
-  if (auto error =
-          in.check(shapes::embedding(in.shape(0), in.shape(1), in.shape(2))))
+  if (auto error = checkShapeRule(in))
     return std::move(error);
   EmbeddingShape shape{in.shape(0)[0], in.dim(0, 0), std::nullopt};
   auto position = shardAxis(in, in->embedding().shard_axis());
@@ -49,8 +48,7 @@ inline llvm::Expected<EmbeddingGradShape>
 embeddingGradShape(const InstructionView &in) {
   if (auto error = in.expect(2, 1, {I32, F32, F32}))
     return std::move(error);
-  if (auto error = in.check(
-          shapes::embeddingGrad(in.shape(0), in.shape(1), in.shape(2))))
+  if (auto error = checkShapeRule(in))
     return std::move(error);
   return EmbeddingGradShape{in.shape(2)[0], in.dim(2, 0)};
 }
@@ -64,18 +62,9 @@ struct RmsNormShape {
 };
 
 inline llvm::Expected<RmsNormShape> rmsNormShape(const InstructionView &in) {
-  Opcode op = in.opcode();
-  int operands = op == RMS_NORM_GRAD ? 3 : 2;
-  DType type = in.floatType();
-  if (auto error = in.expect(operands, 1, type))
+  if (auto error = checkShapeRule(in))
     return std::move(error);
-  llvm::Error rule =
-      op == RMS_NORM ? shapes::rmsNorm(in.shape(0), in.shape(1), in.shape(2))
-      : op == RMS_NORM_GRAD
-          ? shapes::rmsNormGrad(in.shape(0), in.shape(1), in.shape(2),
-                                in.shape(3))
-          : shapes::rmsNormWeightGrad(in.shape(0), in.shape(1), in.shape(2));
-  if (auto error = in.check(std::move(rule)))
+  if (auto error = in.expect(in.numOperands(), 1, in.floatType()))
     return std::move(error);
   int64_t dim = in.dim(0, 0);
   return RmsNormShape{in.count(0) / std::max<int64_t>(dim, 1), dim,
@@ -94,8 +83,7 @@ inline llvm::Expected<RopeShape> ropeShape(const InstructionView &in) {
   DType type = in.floatType();
   if (auto error = in.expect(2, 1, {type, I32, type}))
     return std::move(error);
-  if (auto error =
-          in.check(shapes::rope(in.shape(0), in.shape(1), in.shape(2))))
+  if (auto error = checkShapeRule(in))
     return std::move(error);
   RopeShape shape;
   shape.headDim = in.dim(0, 0);

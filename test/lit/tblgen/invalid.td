@@ -7,6 +7,10 @@
 // RUN: not twill-tblgen -gen-executable-proto %ods_includes %t/no-attribute.td 2>&1 | FileCheck %s --check-prefix=NO-ATTRIBUTE
 // RUN: not twill-tblgen -gen-executable-proto %ods_includes %t/odd-kind.td 2>&1 | FileCheck %s --check-prefix=ODD-KIND
 // RUN: not twill-tblgen -gen-executable-proto %ods_includes %t/types-differ.td 2>&1 | FileCheck %s --check-prefix=TYPES-DIFFER
+// RUN: not twill-tblgen -gen-shape-rules %ods_includes %t/rule-differs.td 2>&1 | FileCheck %s --check-prefix=RULE-DIFFERS
+// RUN: not twill-tblgen -gen-shape-rules %ods_includes %t/rule-variadic.td 2>&1 | FileCheck %s --check-prefix=RULE-VARIADIC
+// RUN: not twill-tblgen -gen-op-delegations %ods_includes %t/same-no-rule.td 2>&1 | FileCheck %s --check-prefix=SAME-NO-RULE
+// RUN: not twill-tblgen -gen-op-delegations %ods_includes %t/same-unknown.td 2>&1 | FileCheck %s --check-prefix=SAME-UNKNOWN
 
 // An op that leaves out what the Executable needs of it does not build.
 
@@ -78,3 +82,53 @@ def Twill_BOp : Twill_Op<"b"> {
   let executableAttributes = Twill_AAttributes;
 }
 // TYPES-DIFFER: error: attribute 'size' of 'b' is not of 'a's type
+
+//--- rule-differs.td
+include "dialects/twill/TwillDialect.td"
+def Twill_AOp : Twill_Op<"a"> {
+  let opcode = 1;
+  let runner = "runA";
+  let arguments = (ins AnyTensor:$x, AnyTensor:$y);
+  let results = (outs AnyTensor:$z);
+  let shapeRule = "pair";
+}
+def Twill_BOp : Twill_Op<"b"> {
+  let opcode = 2;
+  let runner = "runB";
+  let arguments = (ins AnyTensor:$x);
+  let results = (outs AnyTensor:$y, AnyTensor:$z);
+  let shapeRule = "pair";
+}
+// RULE-DIFFERS: error: 'b' names shape rule 'pair', whose values are a's: not its
+
+//--- rule-variadic.td
+include "dialects/twill/TwillDialect.td"
+def Twill_AOp : Twill_Op<"a"> {
+  let opcode = 1;
+  let runner = "runA";
+  let arguments = (ins Variadic<AnyTensor>:$xs);
+  let shapeRule = "many";
+}
+// RULE-VARIADIC: error: 'a' has a shape rule, which takes no variadic value ('xs')
+
+//--- same-no-rule.td
+include "dialects/twill/TwillDialect.td"
+def Twill_AOp : Twill_Op<"a"> {
+  let opcode = 1;
+  let runner = "runA";
+  let arguments = (ins AnyTensor:$x);
+  let sameElementType = ["x"];
+}
+// SAME-NO-RULE: error: 'a' names sameElementType values but no shape rule
+
+//--- same-unknown.td
+include "dialects/twill/TwillDialect.td"
+def Twill_AOp : Twill_Op<"a"> {
+  let opcode = 1;
+  let runner = "runA";
+  let arguments = (ins AnyTensor:$x, Optional<AnyTensor>:$y);
+  let shapeRule = "xy";
+  let sameElementType = ["x", "y"];
+}
+// SAME-UNKNOWN: error: 'a' has no required value 'y' (sameElementType)
+

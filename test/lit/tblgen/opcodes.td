@@ -4,6 +4,8 @@
 // RUN: twill-tblgen -gen-cuda-runners %ods_includes %s | FileCheck %s --check-prefix=CUDA
 // RUN: twill-tblgen -gen-attribute-writers %ods_includes %s | FileCheck %s --check-prefix=WRITE
 // RUN: twill-tblgen -gen-op-delegations %ods_includes %s | FileCheck %s --check-prefix=DELEGATE
+// RUN: twill-tblgen -gen-shape-rules %ods_includes %s | FileCheck %s --check-prefix=RULES
+// RUN: twill-tblgen -gen-instruction-shape-rules %ods_includes %s | FileCheck %s --check-prefix=CHECKS
 
 // What twill-tblgen makes of Twill_Op's fields, on ops of its own.
 
@@ -44,6 +46,8 @@ def Twill_SumStartOp : Twill_Op<"sum_start"> {
   let opcode = 2;
   let arguments = (ins AnyTensor:$input, Optional<AnyTensor>:$scale);
   let results = (outs AnyTensor:$handle);
+  let shapeRule = "scaled";
+  let sameElementType = ["input", "handle"];
   let writesResults = 0;
   let starts = "sum";
   let betweenRanks = 1;
@@ -53,6 +57,10 @@ def Twill_SumStartOp : Twill_Op<"sum_start"> {
 def Twill_GoneOp : Twill_Op<"gone"> {
   let opcode = 0;
   let runner = "";
+  let arguments = (ins AnyTensor:$log_sum_exp, Optional<AnyTensor>:$by);
+  let results = (outs AnyTensor:$result);
+  let shapeRule = "scaled";
+  let verifier = "verifyShapeRule";
 }
 
 // In opcode order, named as the op; no value for an op of opcode 0.
@@ -140,6 +148,19 @@ def Twill_GoneOp : Twill_Op<"gone"> {
 // CUDA-NEXT: TWILL_RUNNER(SCALE_LIKE_GRAD, runElementwise, true)
 // CUDA-NEXT: #undef TWILL_RUNNER
 
+// Each shape rule verifier declared, then defined before the delegations.
+// DELEGATE:       #ifdef GET_SHAPE_RULE_VERIFIER_DECLS
+// DELEGATE-NEXT:  #undef GET_SHAPE_RULE_VERIFIER_DECLS
+// DELEGATE-NEXT:  ::llvm::LogicalResult verifyShapeRule(GoneOp op);
+// DELEGATE-NEXT:  ::llvm::LogicalResult verifyShapeRule(SumStartOp op);
+// DELEGATE-NEXT:  #else
+// DELEGATE-NEXT:  ::llvm::LogicalResult mlir::twill::verifyShapeRule(mlir::twill::GoneOp op) {
+// DELEGATE-NEXT:    return check(op, ::twill::shapes::scaled(shapeOf(op.getLogSumExp()), shapeIfAny(op.getBy()), shapeOf(op.getResult())));
+// DELEGATE-NEXT:  }
+// DELEGATE-NEXT:  ::llvm::LogicalResult mlir::twill::GoneOp::verify() {
+// DELEGATE-NEXT:    return verifyShapeRule(*this);
+// DELEGATE-NEXT:  }
+
 // An op whose ODS names its helpers calls them; the others write their own.
 // DELEGATE:      ::llvm::LogicalResult mlir::twill::ScaleLikeOp::verify() {
 // DELEGATE-NEXT:   return verifyScaled(*this);
@@ -148,3 +169,21 @@ def Twill_GoneOp : Twill_Op<"gone"> {
 // DELEGATE-NEXT:   return elementwiseRule(*this);
 // DELEGATE-NEXT: }
 // DELEGATE-NOT:  ScaleLikeGradOp
+
+// A shape rule that ops share is declared once, in its first op's names;
+// the verifier checks the element types named, then calls the rule.
+// RULES:      /// gone, sum_start: (log_sum_exp, by?) -> (result).
+// RULES-NEXT: llvm::Error scaled(Shape logSumExp, std::optional<Shape> by, Shape result);
+// RULES-NOT:  llvm::Error
+// DELEGATE:       ::llvm::LogicalResult mlir::twill::verifyShapeRule(mlir::twill::SumStartOp op) {
+// DELEGATE-NEXT:    if (::mlir::failed(expectSameElementType(op, {op.getInput(), op.getHandle()})))
+// DELEGATE-NEXT:      return ::mlir::failure();
+// DELEGATE-NEXT:    return check(op, ::twill::shapes::scaled(shapeOf(op.getInput()), shapeIfAny(op.getScale()), shapeOf(op.getHandle())));
+// DELEGATE-NEXT:  }
+
+// The runtime's check of an opcode: results after the operands, an
+// optional operand where the instruction has it; none for an op no
+// program carries.
+// CHECKS:      case SUM_START:
+// CHECKS-NEXT:   return in.check(shapes::scaled(in.shape(0), optionalShape(1), resultShape(0)));
+// CHECKS-NOT:  case

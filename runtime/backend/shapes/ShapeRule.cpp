@@ -1,0 +1,35 @@
+//===- ShapeRule.cpp - each opcode's shape rule, generated ----------------===//
+
+#include "runtime/backend/shapes/ShapeRule.h"
+
+#include "opmodel/Shapes.h"
+#include "runtime/executable/Opcodes.h"
+
+using namespace twill;
+
+static bool within(int count, int least, int most) {
+  return count >= least && (most < 0 || count <= most);
+}
+
+llvm::Error twill::checkShapeRule(const InstructionView &in) {
+  Arity arity = arityOf(in.opcode());
+  if (!within(in.numOperands(), arity.leastOperands, arity.mostOperands) ||
+      !within(in.numResults(), arity.leastResults, arity.mostResults))
+    return in.fail(llvm::formatv("has {0} operands and {1} results, which "
+                                 "its kind does not take",
+                                 in.numOperands(), in.numResults()));
+  auto resultShape = [&](int index) {
+    return in.shape(in.numOperands() + index);
+  };
+  // An optional operand, the last ones: there where the instruction has it.
+  auto optionalShape = [&](int index) -> std::optional<shapes::Shape> {
+    if (index < in.numOperands())
+      return in.shape(index);
+    return std::nullopt;
+  };
+  switch (in.opcode()) {
+#include "runtime/backend/shapes/ShapeRules.inc"
+  default:
+    return in.fail("its op has no shape rule");
+  }
+}
