@@ -6,13 +6,15 @@
 // getShardingRule() of each op whose ODS names the dialect's helper that
 // does it all (`verifier`, `shardingRule`, which may be verifyShapeRule),
 // so an op that is checked or sharded as others are writes no function of
-// its own. With GET_SHAPE_RULE_VERIFIER_DECLS: the verifiers' declarations.
+// its own; and buildVJP of each op whose ODS gives its `gradients`. With
+// GET_SHAPE_RULE_VERIFIER_DECLS: the verifiers' declarations.
 //
 //===----------------------------------------------------------------------===//
 
 #include "tblgen/ShapeRules.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/TableGen/Error.h"
 #include "llvm/TableGen/TableGenBackend.h"
@@ -52,6 +54,61 @@ static void emitShapeRuleVerifier(const OpRecord &op, StringRef cppClass,
   os << "));\n}\n";
 }
 
+/// What the gradient op's argument `name` is in the forward op's
+/// buildVJP: the cotangent of its first result (`grad`), or its operand,
+/// result or attribute of that name.
+static std::string gradientArgument(const OpRecord &op,
+                                    const std::vector<OdsValue> &values,
+                                    const Record &gradOp, StringRef name) {
+  if (name == "grad")
+    return "cotangents[0]";
+  for (const OdsValue &value : values)
+    if (value.name == name)
+      return value.getter + "()";
+  if (odsAttribute(op, name))
+    return "get" + convertToCamelFromSnakeCase(name, true) + "Attr()";
+  PrintFatalError(op.def, "'" + op.mnemonic + "''s gradient op " +
+                              gradOp.getName() + " takes '" + name +
+                              "', which it has not");
+}
+
+/// buildVJP of an op whose ODS gives its gradients: each operand's
+/// cotangent one op, made where asked for and the result has one.
+static void emitGradients(const OpRecord &op, StringRef cppClass,
+                          raw_ostream &os) {
+  std::vector<OdsValue> values = odsValues(op);
+  os << "::mlir::FailureOr<::llvm::SmallVector<::mlir::Value>> " << cppClass
+     << "::buildVJP(::mlir::OpBuilder &builder, ::mlir::ValueRange "
+        "cotangents, ::llvm::ArrayRef<bool> needed) {\n"
+        "  ::llvm::SmallVector<::mlir::Value> "
+        "grads(getOperation()->getNumOperands());\n";
+  for (const auto &[operand, gradOp] : op.gradients) {
+    auto value = find_if(values, [&](const OdsValue &value) {
+      return value.name == operand && !value.result;
+    });
+    if (value == values.end() ||
+        any_of(make_range(values.begin(), value + 1),
+               [](const OdsValue &v) { return v.optional || v.variadic; }))
+      PrintFatalError(op.def, "'" + op.mnemonic + "' has no operand '" +
+                                  operand + "' before any optional one, " +
+                                  "whose gradient its ODS gives");
+    if (gradOp->getValueAsDag("results")->getNumArgs() != 1)
+      PrintFatalError(op.def, "'" + op.mnemonic + "''s gradient op " +
+                                  gradOp->getName() + " has not one result");
+    int index = value - values.begin();
+    StringRef gradClass = gradOp->getName();
+    os << "  if (needed[" << index << "] && cotangents[0])\n    grads[" << index
+       << "] = " << gradClass.substr(gradClass.find('_') + 1)
+       << "::create(builder, getLoc(), " << value->getter << "().getType()";
+    const DagInit *arguments = gradOp->getValueAsDag("arguments");
+    for (unsigned i = 0; i < arguments->getNumArgs(); ++i)
+      os << ", "
+         << gradientArgument(op, values, *gradOp, arguments->getArgNameStr(i));
+    os << ");\n";
+  }
+  os << "  return grads;\n}\n";
+}
+
 static void emitDelegations(const RecordKeeper &records, raw_ostream &os) {
   emitSourceFileHeader("Each op's shape rule verifier, and its verifier and "
                        "sharding rule where a helper of the dialect is",
@@ -76,6 +133,8 @@ static void emitDelegations(const RecordKeeper &records, raw_ostream &os) {
     if (!op.verifier.empty())
       os << "::llvm::LogicalResult " << cppClass << "::verify() {\n"
          << "  return " << op.verifier << "(*this);\n}\n";
+    if (!op.gradients.empty())
+      emitGradients(op, cppClass, os);
     if (!op.shardingRule.empty())
       os << "::mlir::twill::ShardingRule " << cppClass
          << "::getShardingRule() {\n  return " << op.shardingRule

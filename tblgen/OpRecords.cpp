@@ -66,7 +66,15 @@ static OpRecord readOp(const Record &def) {
   op.shapeRule = def.getValueAsString("shapeRule").str();
   for (StringRef name : def.getValueAsListOfStrings("sameElementType"))
     op.sameElementType.push_back(name.str());
-
+  for (const Record *gradient : def.getValueAsListOfDefs("gradients")) {
+    StringRef name = gradient->getValueAsString("op");
+    const Record *gradOp = def.getRecords().getDef(name);
+    if (!gradOp || !gradOp->isSubClassOf("Twill_Op"))
+      PrintFatalError(&def, "'" + op.mnemonic + "''s gradient names '" + name +
+                                "', which is no twill op");
+    op.gradients.emplace_back(gradient->getValueAsString("operand").str(),
+                              gradOp);
+  }
   if (op.opcode != 0) {
     op.cpu.function = required(def, "cpuRunner");
     op.cuda.function = required(def, "cudaRunner");

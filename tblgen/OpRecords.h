@@ -46,6 +46,10 @@ struct OpRecord {
   // that share one element type.
   std::string shapeRule;
   std::vector<std::string> sameElementType;
+  // Its gradient, where each differentiable operand's is one op of its
+  // operands and attributes (Twill_GradientOf): the operand, and the def of
+  // the op whose result is its cotangent.
+  std::vector<std::pair<std::string, const llvm::Record *>> gradients;
 };
 
 /// An operand or result of an op, as its ODS names it.

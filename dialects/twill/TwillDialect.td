@@ -44,6 +44,16 @@ def Twill_Dialect : Dialect {
   }];
 }
 
+// A gradient rule's part: the cotangent of `operand` is the one result of
+// the op `gradOp` defines (a def's name: gradient ops are defined after the
+// ops they differentiate), whose operands and attributes are those of the
+// same name of the op differentiated, `grad` the cotangent of its first
+// result.
+class Twill_GradientOf<string operandName, string gradOp> {
+  string operand = operandName;
+  string op = gradOp;
+}
+
 class Twill_Op<string mnemonic, list<Trait> traits = []>
     : Op<Twill_Dialect, mnemonic,
          !listconcat(traits, [DeclareOpInterfaceMethods<SymbolUserOpInterface>])> {
@@ -80,6 +90,10 @@ class Twill_Op<string mnemonic, list<Trait> traits = []>
   // named in `sameElementType` share one element type.
   string shapeRule = "";
   list<string> sameElementType = [];
+
+  // Its gradient, where each differentiable operand's is one op
+  // (Twill_GradientOf): twill-tblgen writes its buildVJP from these.
+  list<Twill_GradientOf> gradients = [];
 
   // The dialect's helper that verifies it, and the one that gives its
   // sharding rule, where one does it all: a function of the op

@@ -81,6 +81,7 @@ def Twill_SoftcapOp : Twill_ComputeOp<"softcap", [Pure, DeclareOpInterfaceMethod
   let executableAttributes = Twill_SoftcapAttributes;
   let runner = "runElementwise";
   let shapeRule = "unary";
+  let gradients = [Twill_GradientOf<"input", "Twill_SoftcapGradOp">];
   let summary = "Soft-capping: cap * tanh(input / cap), elementwise";
   let description = [{
     Gemma 2's final logits, squashed into (-cap, cap).

@@ -15,6 +15,7 @@ def Twill_EmbeddingOp : Twill_ComputeOp<"embedding", [Pure, DeclareOpInterfaceMe
   let shapeRule = "embedding";
   let sameElementType = ["table", "result"];
   let verifier = "verifyShapeRule";
+  let gradients = [Twill_GradientOf<"table", "Twill_EmbeddingGradOp">];
   let summary = "Rows of an embedding table selected by token ids";
   let description = [{
     `result[i..., :] = table[ids[i...], :]` for a `[vocab, hidden]` table.
@@ -96,6 +97,9 @@ def Twill_RmsNormOp : Twill_ComputeOp<"rms_norm", [Pure, DeclareOpInterfaceMetho
   let runner = "runRmsNormFamily";
   let shapeRule = "rmsNorm";
   let sameElementType = ["input", "weight", "result"];
+  let gradients = [
+    Twill_GradientOf<"input", "Twill_RmsNormGradOp">,
+    Twill_GradientOf<"weight", "Twill_RmsNormWeightGradOp">];
   let summary = "Root-mean-square normalisation over the last dim";
   let description = [{
     `result = input / sqrt(mean(input^2, -1) + epsilon) * weight`, with the
@@ -121,6 +125,7 @@ def Twill_RopeOp : Twill_ComputeOp<"rope", [Pure, DeclareOpInterfaceMethods<Twil
   let runner = "runRope";
   let shapeRule = "rope";
   let sameElementType = ["input", "result"];
+  let gradients = [Twill_GradientOf<"input", "Twill_RopeGradOp">];
   let summary = "Rotary position embedding of queries or keys";
   let description = [{
     Rotates each head of `input` (`[batch, seq, heads, head_dim]`) by angles

@@ -12,6 +12,7 @@ def Twill_CrossEntropyOp : Twill_ComputeOp<"cross_entropy", [Pure, DeclareOpInte
   let opcode = 11;
   let executableAttributes = Twill_CrossEntropyAttributes;
   let runner = "runCrossEntropyFamily";
+  let gradients = [Twill_GradientOf<"logits", "Twill_CrossEntropyGradOp">];
   let summary = "Summed token cross-entropy and the count of counted tokens";
   let description = [{
     For logits `[..., vocab]` and labels `[...]` (the target of each position),
@@ -61,6 +62,7 @@ def Twill_DpoLossOp : Twill_ComputeOp<"dpo_loss", [Pure, DeclareOpInterfaceMetho
   let executableAttributes = Twill_DpoLossAttributes;
   let runner = "runDpoLoss";
   let cudaRunsBf16 = 0;
+  let gradients = [Twill_GradientOf<"policy", "Twill_DpoLossGradOp">];
   let summary = "DPO's loss summed over preference pairs, the pairs and the metrics";
   let description = [{
     For `[pairs, 2]` log-probabilities of a pair's chosen (0) and rejected

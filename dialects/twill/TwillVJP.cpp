@@ -1,8 +1,10 @@
 //===- TwillVJP.cpp - reverse-mode rules of the forward ops ---------------===//
 //
-// One VJPOpInterface::buildVJP per forward op. A rule computes only the
-// operand cotangents asked for: the autodiff pass asks for none on frozen
-// weights, so a frozen linear layer costs one matmul backward, not two.
+// VJPOpInterface::buildVJP of each forward op whose gradient is more than
+// one op an operand (those, its ODS gives: `gradients`, and
+// TwillDelegations.inc holds). A rule computes only the operand cotangents
+// asked for: the autodiff pass asks for none on frozen weights, so a
+// frozen linear layer costs one matmul backward, not two.
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,15 +38,6 @@ static Value matmul(OpBuilder &builder, Location loc, Value lhs, Value rhs,
                           transposeLhs, transposeRhs);
 }
 
-Cotangents EmbeddingOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
-                                 ArrayRef<bool> needed) {
-  SmallVector<Value> grads(2);
-  if (needed[0])
-    grads[0] = EmbeddingGradOp::create(builder, getLoc(), getTable().getType(),
-                                       getIds(), cotangents[0]);
-  return grads;
-}
-
 Cotangents MatmulOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
                               ArrayRef<bool> needed) {
   if (hasEpilogue())
@@ -70,31 +63,6 @@ Cotangents MatmulOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
             ? matmul(builder, loc, grad, lhs, true, transposeLhs, sharedRhs)
             : matmul(builder, loc, lhs, grad, !transposeLhs, false, sharedRhs);
   }
-  return grads;
-}
-
-Cotangents RmsNormOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
-                               ArrayRef<bool> needed) {
-  SmallVector<Value> grads(2);
-  if (needed[0])
-    grads[0] = RmsNormGradOp::create(builder, getLoc(), getInput().getType(),
-                                     getInput(), getWeight(), cotangents[0],
-                                     getEpsilonAttr());
-  if (needed[1])
-    grads[1] = RmsNormWeightGradOp::create(builder, getLoc(),
-                                           getWeight().getType(), getInput(),
-                                           cotangents[0], getEpsilonAttr());
-  return grads;
-}
-
-Cotangents RopeOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
-                            ArrayRef<bool> needed) {
-  SmallVector<Value> grads(2);
-  if (needed[0])
-    grads[0] = RopeGradOp::create(
-        builder, getLoc(), getInput().getType(), cotangents[0], getPositions(),
-        getThetaAttr(), getScalingFactorAttr(), getLowFreqFactorAttr(),
-        getHighFreqFactorAttr(), getOriginalMaxPositionAttr());
   return grads;
 }
 
@@ -201,15 +169,6 @@ Cotangents AddColumnsOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
   return grads;
 }
 
-Cotangents SoftcapOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
-                               ArrayRef<bool> needed) {
-  SmallVector<Value> grads(1);
-  if (needed[0])
-    grads[0] = SoftcapGradOp::create(builder, getLoc(), getInput().getType(),
-                                     getInput(), cotangents[0], getCapAttr());
-  return grads;
-}
-
 Cotangents RoundToFp8Op::buildVJP(OpBuilder &builder, ValueRange cotangents,
                                   ArrayRef<bool> needed) {
   // Straight through: the rounding's steps are taken as the identity.
@@ -226,31 +185,6 @@ Cotangents DropoutOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
                                  cotangents[0], getTokens(), getMicroBatch(),
                                  getRateAttr(), getSeedAttr(), getStreamAttr(),
                                  getShardAxisAttr());
-  return grads;
-}
-
-Cotangents CrossEntropyOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
-                                    ArrayRef<bool> needed) {
-  SmallVector<Value> grads(getNumOperands());
-  // The token count has no gradient; only the loss sum carries one.
-  if (needed[0] && cotangents[0])
-    grads[0] = CrossEntropyGradOp::create(
-        builder, getLoc(), getLogits().getType(), getLogits(), getLabels(),
-        cotangents[0], getSequences(), getIgnoreIndexAttr(), getShardAxisAttr(),
-        getVocabSizeAttr(), getSequenceCountAttr());
-  return grads;
-}
-
-Cotangents DpoLossOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
-                               ArrayRef<bool> needed) {
-  // Only the loss sum carries a gradient, and only to the policy's
-  // log-probabilities: the reference's and the counts are constants.
-  SmallVector<Value> grads(3);
-  if (needed[0] && cotangents[0])
-    grads[0] = DpoLossGradOp::create(builder, getLoc(), getPolicy().getType(),
-                                     getPolicy(), getReference(), getTokens(),
-                                     cotangents[0], getLossTypeAttr(),
-                                     getBetaAttr(), getLabelSmoothingAttr());
   return grads;
 }
 

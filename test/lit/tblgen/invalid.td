@@ -11,6 +11,8 @@
 // RUN: not twill-tblgen -gen-shape-rules %ods_includes %t/rule-variadic.td 2>&1 | FileCheck %s --check-prefix=RULE-VARIADIC
 // RUN: not twill-tblgen -gen-op-delegations %ods_includes %t/same-no-rule.td 2>&1 | FileCheck %s --check-prefix=SAME-NO-RULE
 // RUN: not twill-tblgen -gen-op-delegations %ods_includes %t/same-unknown.td 2>&1 | FileCheck %s --check-prefix=SAME-UNKNOWN
+// RUN: not twill-tblgen -gen-op-delegations %ods_includes %t/gradient-unknown.td 2>&1 | FileCheck %s --check-prefix=GRADIENT-UNKNOWN
+// RUN: not twill-tblgen -gen-op-delegations %ods_includes %t/gradient-takes.td 2>&1 | FileCheck %s --check-prefix=GRADIENT-TAKES
 
 // An op that leaves out what the Executable needs of it does not build.
 
@@ -132,3 +134,29 @@ def Twill_AOp : Twill_Op<"a"> {
 }
 // SAME-UNKNOWN: error: 'a' has no required value 'y' (sameElementType)
 
+//--- gradient-unknown.td
+include "dialects/twill/TwillDialect.td"
+def Twill_AOp : Twill_Op<"a"> {
+  let opcode = 0;
+  let runner = "";
+  let arguments = (ins AnyTensor:$x);
+  let gradients = [Twill_GradientOf<"x", "Twill_AGradOp">];
+}
+// GRADIENT-UNKNOWN: error: 'a''s gradient names 'Twill_AGradOp', which is no twill op
+
+//--- gradient-takes.td
+include "dialects/twill/TwillDialect.td"
+def Twill_AOp : Twill_Op<"a"> {
+  let opcode = 0;
+  let runner = "";
+  let arguments = (ins AnyTensor:$x);
+  let results = (outs AnyTensor:$y);
+  let gradients = [Twill_GradientOf<"x", "Twill_AGradOp">];
+}
+def Twill_AGradOp : Twill_Op<"a_grad"> {
+  let opcode = 0;
+  let runner = "";
+  let arguments = (ins AnyTensor:$grad, AnyTensor:$z);
+  let results = (outs AnyTensor:$x_grad);
+}
+// GRADIENT-TAKES: error: 'a''s gradient op Twill_AGradOp takes 'z', which it has not

@@ -54,6 +54,21 @@ def Twill_SumStartOp : Twill_Op<"sum_start"> {
   let cpuRunner = "";
   let cudaRunner = "runReduce";
 }
+def Twill_SquareOp : Twill_Op<"square"> {
+  let opcode = 0;
+  let runner = "";
+  let arguments = (ins AnyTensor:$input, AnyTensor:$scale, F64Attr:$factor);
+  let results = (outs AnyTensor:$result);
+  let gradients = [Twill_GradientOf<"input", "Twill_SquareGradOp">,
+                   Twill_GradientOf<"scale", "Twill_SquareGradOp">];
+}
+def Twill_SquareGradOp : Twill_Op<"square_grad"> {
+  let opcode = 0;
+  let runner = "";
+  let arguments = (ins AnyTensor:$grad, AnyTensor:$result, F64Attr:$factor,
+                       AnyTensor:$input);
+  let results = (outs AnyTensor:$input_grad);
+}
 def Twill_GoneOp : Twill_Op<"gone"> {
   let opcode = 0;
   let runner = "";
@@ -175,6 +190,16 @@ def Twill_GoneOp : Twill_Op<"gone"> {
 // RULES:      /// gone, sum_start: (log_sum_exp, by?) -> (result).
 // RULES-NEXT: llvm::Error scaled(Shape logSumExp, std::optional<Shape> by, Shape result);
 // RULES-NOT:  llvm::Error
+// A gradient op's arguments are the forward op's of their names, grad the
+// cotangent; made where asked for.
+// DELEGATE:       mlir::twill::SquareOp::buildVJP(::mlir::OpBuilder &builder, ::mlir::ValueRange cotangents, ::llvm::ArrayRef<bool> needed) {
+// DELEGATE-NEXT:    ::llvm::SmallVector<::mlir::Value> grads(getOperation()->getNumOperands());
+// DELEGATE-NEXT:    if (needed[0] && cotangents[0])
+// DELEGATE-NEXT:      grads[0] = SquareGradOp::create(builder, getLoc(), getInput().getType(), cotangents[0], getResult(), getFactorAttr(), getInput());
+// DELEGATE-NEXT:    if (needed[1] && cotangents[0])
+// DELEGATE-NEXT:      grads[1] = SquareGradOp::create(builder, getLoc(), getScale().getType(), cotangents[0], getResult(), getFactorAttr(), getInput());
+// DELEGATE-NEXT:    return grads;
+// DELEGATE-NEXT:  }
 // DELEGATE:       ::llvm::LogicalResult mlir::twill::verifyShapeRule(mlir::twill::SumStartOp op) {
 // DELEGATE-NEXT:    if (::mlir::failed(expectSameElementType(op, {op.getInput(), op.getHandle()})))
 // DELEGATE-NEXT:      return ::mlir::failure();
