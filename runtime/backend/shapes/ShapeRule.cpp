@@ -18,11 +18,13 @@ llvm::Error twill::checkShapeRule(const InstructionView &in) {
     return in.fail(llvm::formatv("has {0} operands and {1} results, which "
                                  "its kind does not take",
                                  in.numOperands(), in.numResults()));
-  auto resultShape = [&](int index) {
+  [[maybe_unused]] auto resultShape = [&](int index) {
     return in.shape(in.numOperands() + index);
   };
-  // An optional operand, the last ones: there where the instruction has it.
-  auto optionalShape = [&](int index) -> std::optional<shapes::Shape> {
+  // An optional operand, the last ones: there where the instruction has it
+  // (the generated cases may call neither).
+  [[maybe_unused]] auto optionalShape =
+      [&](int index) -> std::optional<shapes::Shape> {
     if (index < in.numOperands())
       return in.shape(index);
     return std::nullopt;
