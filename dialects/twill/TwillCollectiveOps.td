@@ -23,9 +23,6 @@ class Twill_CollectiveOp<string mnemonic, list<Trait> traits = []>
   }];
 }
 
-// What an all-gather moves: floats, or a quantized weight's bytes.
-def Twill_GatheredTensor : StaticShapeTensorOf<[AnyFloat, I8]>;
-
 def Twill_AllGatherOp : Twill_CollectiveOp<"all_gather"> {
   let opcode = 30;
   let verifier = "verifyBlocking";

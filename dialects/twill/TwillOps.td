@@ -23,6 +23,8 @@ class Twill_ComputeOp<string mnemonic, list<Trait> traits = []>
           [DeclareOpInterfaceMethods<Twill_ShardingRuleOpInterface>])>;
 def Twill_IntTensor : StaticShapeTensorOf<[AnySignlessInteger]>;
 def Twill_Tensor : StaticShapeTensorOf<[AnyFloat, AnySignlessInteger]>;
+// What an all-gather moves: floats, or a quantized weight's bytes.
+def Twill_GatheredTensor : StaticShapeTensorOf<[AnyFloat, I8]>;
 
 //===----------------------------------------------------------------------===//
 // Mesh
@@ -61,14 +63,10 @@ def Twill_MeshOp : Op<Twill_Dialect, "mesh", [Symbol]> {
 // The ops, by family
 //===----------------------------------------------------------------------===//
 
-include "dialects/twill/TwillLayerOps.td"
-include "dialects/twill/TwillElementwiseOps.td"
-include "dialects/twill/TwillQuantizedOps.td"
-include "dialects/twill/TwillLossOps.td"
-include "dialects/twill/TwillLayoutOps.td"
-include "dialects/twill/TwillGradOps.td"
-include "dialects/twill/TwillOptimizerOps.td"
-include "dialects/twill/TwillCollectiveOps.td"
-include "dialects/twill/TwillAsyncOps.td"
+// Every dialects/twill/Twill*Ops.td but this one, in name order, included
+// by a file the build writes (cmake/TwillTablegen.cmake): a new family is
+// a new file. A family uses only what this file defines and the families
+// before it in that order.
+include "dialects/twill/TwillFamilies.td"
 
 #endif // TWILL_OPS_TD
