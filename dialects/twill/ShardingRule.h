@@ -81,6 +81,10 @@ struct ShardingRule {
 ShardingRule elementwiseRule(Operation *op);
 /// Scalar ops: nothing to shard.
 ShardingRule scalarRule(Operation *op);
+/// Ops by rows: every operand and result has the same leading dims (the
+/// rows, one factor each, shared) and a last dim of its own (a factor each,
+/// kept whole: a row is computed from whole rows).
+ShardingRule rowsRule(Operation *op);
 
 } // namespace mlir::twill
 

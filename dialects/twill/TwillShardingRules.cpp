@@ -20,6 +20,23 @@ ShardingRule mlir::twill::elementwiseRule(Operation *op) {
   return rule;
 }
 
+ShardingRule mlir::twill::rowsRule(Operation *op) {
+  ShardingRule rule;
+  Tensor rows = rule.freshFactors(shapeOf(op->getOperand(0)).drop_back());
+  auto byRows = [&](Value value) {
+    Tensor dims = rows;
+    int last = rule.addFactor(shapeOf(value).back());
+    dims.push_back({last});
+    rule.replicated.push_back(last);
+    return dims;
+  };
+  for (Value operand : op->getOperands())
+    rule.operands.push_back(byRows(operand));
+  for (Value result : op->getResults())
+    rule.results.push_back(byRows(result));
+  return rule;
+}
+
 /// `dims` with its last factor marked replicated (a whole-row op).
 static ShardingRule rowRule(Operation *op) {
   ShardingRule rule = elementwiseRule(op);
