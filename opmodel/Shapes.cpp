@@ -522,3 +522,34 @@ shapes::matmul(Shape lhs, Shape rhs, Shape result, bool transposeLhs,
     return std::move(error);
   return dims;
 }
+
+/// A router's choices, `chosen` [rows..., k], of logits [rows..., experts]:
+/// at least one expert a token and at most all of them.
+static Error topK(shapes::Shape logits, llvm::StringRef what,
+                  shapes::Shape chosen) {
+  if (logits.empty())
+    return problem("logits must have rank 1 or more");
+  if (chosen.empty() || chosen.back() < 1 || chosen.back() > logits.back())
+    return problem(llvm::formatv("{0} must choose 1 to {1} experts (the "
+                                 "logits' last dim) a token, got {2}",
+                                 what, logits.back(), shapes::text(chosen)));
+  llvm::SmallVector<int64_t> expected(logits.drop_back());
+  expected.push_back(chosen.back());
+  return shapes::expectShape(what, chosen, expected);
+}
+
+/// logits [rows..., experts] -> weights and indices [rows..., k].
+Error shapes::route(Shape logits, Shape weights, Shape indices) {
+  if (Error error = topK(logits, "weights", weights))
+    return error;
+  return expectShape("indices", indices, weights);
+}
+
+/// logits, indices [rows..., k], grad like indices -> like logits.
+Error shapes::routeGrad(Shape logits, Shape indices, Shape grad, Shape result) {
+  if (Error error = topK(logits, "indices", indices))
+    return error;
+  if (Error error = expectShape("grad", grad, indices))
+    return error;
+  return expectShape("result", result, logits);
+}

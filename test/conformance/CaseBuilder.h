@@ -193,6 +193,7 @@ void sequenceLossCases(Suite &suite);       // CrossEntropyCases.cpp
 void layoutCases(Suite &suite);         // ElementwiseCases.cpp
 void embeddingGradCases(Suite &suite);  // LayerCases.cpp
 void optimizerCases(Suite &suite);      // OptimizerCases.cpp
+void routeCases(Suite &suite);          // MoeCases.cpp
 
 } // namespace twill::conformance
 

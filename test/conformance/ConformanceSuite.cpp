@@ -30,5 +30,6 @@ Suite conformance::conformanceSuite() {
   layoutCases(suite);
   embeddingGradCases(suite);
   optimizerCases(suite);
+  routeCases(suite);
   return suite;
 }

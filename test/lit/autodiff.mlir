@@ -223,3 +223,25 @@ func.func @forward(%w: tensor<16x8xf32> {twill.param = "proj.weight", twill.trai
 // CHECK-NEXT: twill.matmul %[[DY]], %{{.*}} {transpose_lhs, twill.grad_layer = 2 : i64}
 // CHECK-NOT: twill.layer
 // CHECK-NEXT: return
+
+// -----
+
+// A router: its weights' gradient goes back through route_grad, of the
+// experts it chose; the chosen experts themselves have none.
+func.func @forward(%router: tensor<4x8xf32> {twill.param = "mlp.gate.weight", twill.trainable},
+                   %x: tensor<3x8xf32> {twill.input = "x"},
+                   %labels: tensor<3xi32> {twill.input = "labels"})
+    -> (tensor<f32>, tensor<i64>) attributes {twill.entry = #twill.entry<forward>} {
+  %logits = twill.matmul %x, %router {transpose_rhs} : (tensor<3x8xf32>, tensor<4x8xf32>) -> tensor<3x4xf32>
+  %w, %e = twill.route %logits {normalize} : (tensor<3x4xf32>) -> (tensor<3x2xf32>, tensor<3x2xi32>)
+  %loss, %count = twill.cross_entropy %w, %labels : (tensor<3x2xf32>, tensor<3xi32>) -> (tensor<f32>, tensor<i64>)
+  return %loss, %count : tensor<f32>, tensor<i64>
+}
+
+// CHECK-LABEL: func.func @train_step(
+// CHECK: %[[L:.*]] = twill.matmul
+// CHECK-NEXT: %[[W:.*]], %[[E:.*]] = twill.route %[[L]] {normalize}
+// CHECK: %[[DW:.*]] = twill.cross_entropy_grad %[[W]]
+// CHECK-NEXT: %[[DL:.*]] = twill.route_grad %[[L]], %[[E]], %[[DW]] {normalize} : (tensor<3x4xf32>, tensor<3x2xi32>, tensor<3x2xf32>) -> tensor<3x4xf32>
+// CHECK-NEXT: %[[DR:.*]] = twill.matmul %[[DL]], %{{.*}} {transpose_lhs} : (tensor<3x4xf32>, tensor<3x8xf32>) -> tensor<4x8xf32>
+// CHECK-NEXT: return %{{.*}}, %{{.*}}, %[[DR]]

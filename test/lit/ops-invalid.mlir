@@ -590,3 +590,27 @@ func.func @cross_entropy_grad_sequences(%z: tensor<4x6x9xf32>, %l: tensor<4x6xi3
   %0 = twill.cross_entropy_grad %z, %l, %g sequences(%l) {sequence_count = 2 : i64} : (tensor<4x6x9xf32>, tensor<4x6xi32>, tensor<f32>, tensor<4x6xi32>) -> tensor<4x6x9xf32>
   return
 }
+
+// -----
+
+func.func @route_more_than_the_experts(%logits: tensor<4x8xf32>) {
+  // expected-error @+1 {{weights must choose 1 to 8 experts (the logits' last dim) a token, got [4, 9]}}
+  %w, %e = twill.route %logits : (tensor<4x8xf32>) -> (tensor<4x9xf32>, tensor<4x9xi32>)
+  return
+}
+
+// -----
+
+func.func @route_weights_type(%logits: tensor<4x8xf32>) {
+  // expected-error @+1 {{expects one element type, got 'f32' and 'bf16'}}
+  %w, %e = twill.route %logits : (tensor<4x8xf32>) -> (tensor<4x2xbf16>, tensor<4x2xi32>)
+  return
+}
+
+// -----
+
+func.func @route_grad_result(%logits: tensor<4x8xf32>, %e: tensor<4x2xi32>, %g: tensor<4x2xf32>) {
+  // expected-error @+1 {{result must have shape [4, 8], got [4, 2]}}
+  %d = twill.route_grad %logits, %e, %g : (tensor<4x8xf32>, tensor<4x2xi32>, tensor<4x2xf32>) -> tensor<4x2xf32>
+  return
+}

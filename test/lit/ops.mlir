@@ -154,3 +154,13 @@ func.func @split_concat_blocks(%x: tensor<2x30x4xf32>) -> tensor<2x30x4xf32> {
   %y = twill.concat %a, %b {dim = 1 : i64, blocks = 4 : i64} : tensor<2x20x4xf32>, tensor<2x10x4xf32> -> tensor<2x30x4xf32>
   return %y : tensor<2x30x4xf32>
 }
+
+// Each token's 2 of 8 experts, and the gradient back to the logits.
+// CHECK-LABEL: func.func @route
+func.func @route(%logits: tensor<2x5x8xf32>, %g: tensor<2x5x2xf32>) -> tensor<2x5x8xf32> {
+  // CHECK: %[[W:.*]], %[[E:.*]] = twill.route %{{.*}} {normalize} : (tensor<2x5x8xf32>) -> (tensor<2x5x2xf32>, tensor<2x5x2xi32>)
+  // CHECK-NEXT: twill.route_grad %{{.*}}, %[[E]], %{{.*}} {normalize} : (tensor<2x5x8xf32>, tensor<2x5x2xi32>, tensor<2x5x2xf32>) -> tensor<2x5x8xf32>
+  %w, %e = twill.route %logits {normalize} : (tensor<2x5x8xf32>) -> (tensor<2x5x2xf32>, tensor<2x5x2xi32>)
+  %d = twill.route_grad %logits, %e, %g {normalize} : (tensor<2x5x8xf32>, tensor<2x5x2xi32>, tensor<2x5x2xf32>) -> tensor<2x5x8xf32>
+  return %d : tensor<2x5x8xf32>
+}

@@ -79,3 +79,14 @@ func.func @gradient_and_optimizer_ops(%ids: tensor<2x8xi32>, %dh: tensor<2x8x64x
   %3 = twill.lr_schedule %step, %step {lr = 1.0e-3 : f64, warmup_steps = 1 : i64} : (tensor<i64>, tensor<i64>) -> tensor<f32>
   return
 }
+
+// A router needs each token's whole row of experts: tokens shard, the
+// experts and the choices stay whole.
+// CHECK-LABEL: func.func @moe_ops
+func.func @moe_ops(%logits: tensor<2x5x8xf32>, %g: tensor<2x5x2xf32>) {
+  // CHECK: twill.route {{.*}}twill.sharding_rule = "([i, j, k]) -> ([i, j, l], [i, j, m]) {i=2, j=5, k=8, l=2, m=2} replicated={k, l, m}"
+  %w, %e = twill.route %logits : (tensor<2x5x8xf32>) -> (tensor<2x5x2xf32>, tensor<2x5x2xi32>)
+  // CHECK: twill.route_grad {{.*}}twill.sharding_rule = "([i, j, k], [i, j, l], [i, j, m]) -> ([i, j, n]) {i=2, j=5, k=8, l=2, m=2, n=8} replicated={k, l, m, n}"
+  %d = twill.route_grad %logits, %e, %g : (tensor<2x5x8xf32>, tensor<2x5x2xi32>, tensor<2x5x2xf32>) -> tensor<2x5x8xf32>
+  return
+}
