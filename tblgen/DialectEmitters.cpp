@@ -14,7 +14,6 @@
 #include "tblgen/ShapeRules.h"
 
 #include "llvm/ADT/STLExtras.h"
-#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/TableGen/Error.h"
 #include "llvm/TableGen/TableGenBackend.h"
@@ -66,7 +65,7 @@ static std::string gradientArgument(const OpRecord &op,
     if (value.name == name)
       return value.getter + "()";
   if (odsAttribute(op, name))
-    return "get" + convertToCamelFromSnakeCase(name, true) + "Attr()";
+    return getterOf(name) + "Attr()";
   PrintFatalError(op.def, "'" + op.mnemonic + "''s gradient op " +
                               gradOp.getName() + " takes '" + name +
                               "', which it has not");
@@ -96,10 +95,10 @@ static void emitGradients(const OpRecord &op, StringRef cppClass,
       PrintFatalError(op.def, "'" + op.mnemonic + "''s gradient op " +
                                   gradOp->getName() + " has not one result");
     int index = value - values.begin();
-    StringRef gradClass = gradOp->getName();
     os << "  if (needed[" << index << "] && cotangents[0])\n    grads[" << index
-       << "] = " << gradClass.substr(gradClass.find('_') + 1)
-       << "::create(builder, getLoc(), " << value->getter << "().getType()";
+       << "] = " << StringRef(cppClassOf(*gradOp)).rsplit(':').second
+       << "::create(builder, getLoc(), "
+       << value->getter << "().getType()";
     const DagInit *arguments = gradOp->getValueAsDag("arguments");
     for (unsigned i = 0; i < arguments->getNumArgs(); ++i)
       os << ", "

@@ -21,20 +21,42 @@ static std::string required(const Record &def, StringRef name) {
   return def.getValueAsString(name).str();
 }
 
-/// How many values of `values` (an ODS arguments or results dag) an op
-/// has, attributes aside: at least, and at most (-1: any number).
-static std::pair<int, int> countValues(const DagInit &values) {
-  int least = 0, most = 0;
-  for (const Init *value : values.getArgs()) {
-    const auto *def = dyn_cast<DefInit>(value);
+/// The values of `values` (an ODS arguments or results dag), attributes
+/// aside.
+static std::vector<OdsValue> valuesOf(const DagInit &values, bool result) {
+  std::vector<OdsValue> found;
+  for (unsigned i = 0; i < values.getNumArgs(); ++i) {
+    const auto *def = dyn_cast<DefInit>(values.getArg(i));
     if (!def || def->getDef()->isSubClassOf("Attr"))
       continue;
-    bool variadic = def->getDef()->isSubClassOf("Variadic");
-    bool optional = def->getDef()->isSubClassOf("Optional");
-    least += variadic || optional ? 0 : 1;
-    most = variadic || most < 0 ? -1 : most + 1;
+    std::string name = values.getArgNameStr(i).str();
+    found.push_back({name, getterOf(name),
+                     def->getDef()->isSubClassOf("Optional"),
+                     def->getDef()->isSubClassOf("Variadic"), result});
+  }
+  return found;
+}
+
+/// How many of `values` an instruction has: at least, and at most (-1: any
+/// number).
+static std::pair<int, int> countValues(const std::vector<OdsValue> &values) {
+  int least = 0, most = 0;
+  for (const OdsValue &value : values) {
+    least += value.variadic || value.optional ? 0 : 1;
+    most = value.variadic || most < 0 ? -1 : most + 1;
   }
   return {least, most};
+}
+
+std::string twill::tblgen::getterOf(StringRef name) {
+  return "get" + convertToCamelFromSnakeCase(name, /*capitalizeFirst=*/true);
+}
+
+std::string twill::tblgen::cppClassOf(const Record &def) {
+  StringRef name = def.getName();
+  return (def.getValueAsDef("opDialect")->getValueAsString("cppNamespace") +
+          "::" + name.substr(name.find('_') + 1))
+      .str();
 }
 
 static OpRecord readOp(const Record &def) {
@@ -47,19 +69,15 @@ static OpRecord readOp(const Record &def) {
                               "' has no opcode (0: it is never emitted)");
   op.opcode = def.getValueAsInt("opcode");
   op.summary = def.getValueAsString("summary").str();
-  StringRef name = def.getName();
-  op.cppClass =
-      (def.getValueAsDef("opDialect")->getValueAsString("cppNamespace") +
-       "::" + name.substr(name.find('_') + 1))
-          .str();
+  op.cppClass = cppClassOf(def);
   op.attributes = def.getValueAsDef("executableAttributes");
   op.starts = def.getValueAsString("starts").str();
   op.betweenRanks = def.getValueAsBit("betweenRanks");
   std::tie(op.leastOperands, op.mostOperands) =
-      countValues(*def.getValueAsDag("arguments"));
+      countValues(valuesOf(*def.getValueAsDag("arguments"), false));
   std::tie(op.leastResults, op.mostResults) =
       def.getValueAsBit("writesResults")
-          ? countValues(*def.getValueAsDag("results"))
+          ? countValues(valuesOf(*def.getValueAsDag("results"), true))
           : std::pair{0, 0};
   op.verifier = def.getValueAsString("verifier").str();
   op.shardingRule = def.getValueAsString("shardingRule").str();
@@ -122,25 +140,11 @@ twill::tblgen::readExecutableOps(const RecordKeeper &records) {
   return ops;
 }
 
-/// The values of `values` (an ODS arguments or results dag), attributes
-/// aside.
-static void appendValues(const DagInit &values, bool result,
-                         std::vector<OdsValue> &to) {
-  for (unsigned i = 0; i < values.getNumArgs(); ++i) {
-    const auto *def = dyn_cast<DefInit>(values.getArg(i));
-    if (!def || def->getDef()->isSubClassOf("Attr"))
-      continue;
-    std::string name = values.getArgNameStr(i).str();
-    to.push_back({name, "get" + convertToCamelFromSnakeCase(name, true),
-                  def->getDef()->isSubClassOf("Optional"),
-                  def->getDef()->isSubClassOf("Variadic"), result});
-  }
-}
-
 std::vector<OdsValue> twill::tblgen::odsValues(const OpRecord &op) {
-  std::vector<OdsValue> values;
-  appendValues(*op.def->getValueAsDag("arguments"), false, values);
-  appendValues(*op.def->getValueAsDag("results"), true, values);
+  std::vector<OdsValue> values =
+      valuesOf(*op.def->getValueAsDag("arguments"), false);
+  for (OdsValue &result : valuesOf(*op.def->getValueAsDag("results"), true))
+    values.push_back(std::move(result));
   return values;
 }
 

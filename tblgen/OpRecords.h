@@ -60,6 +60,11 @@ struct OdsValue {
 };
 /// The op's operands, then its results, attributes aside.
 std::vector<OdsValue> odsValues(const OpRecord &op);
+/// "getLogSumExp": the accessor ODS gives the value or attribute `name`
+/// ("log_sum_exp"; an attribute's, with "Attr" after it).
+std::string getterOf(llvm::StringRef name);
+/// "::mlir::twill::RmsNormGradOp": the C++ class of the op `def` defines.
+std::string cppClassOf(const llvm::Record &def);
 
 /// Every op of the twill dialect, the ones no program carries too, in the
 /// order of their definitions.

@@ -133,7 +133,7 @@ llvm::Expected<Executable> twill::loadExecutable(llvm::StringRef path) {
 /// bound), naming them as `what`s.
 static llvm::Error checkCount(int count, int least, int most,
                               llvm::StringRef what) {
-  if (count >= least && (most < 0 || count <= most))
+  if (Arity::admits(count, least, most))
     return llvm::Error::success();
   std::string takes = most == least ? std::to_string(least)
                       : most < 0    ? std::to_string(least) + " or more"

@@ -30,6 +30,15 @@ std::vector<Opcode> allOpcodes();
 /// op's ODS says (-1: no bound).
 struct Arity {
   int leastOperands, mostOperands, leastResults, mostResults;
+
+  /// Whether `count` lies in [least, most] (most -1: no bound).
+  static bool admits(int count, int least, int most) {
+    return count >= least && (most < 0 || count <= most);
+  }
+  bool admits(int operands, int results) const {
+    return admits(operands, leastOperands, mostOperands) &&
+           admits(results, leastResults, mostResults);
+  }
 };
 Arity arityOf(Opcode opcode);
 

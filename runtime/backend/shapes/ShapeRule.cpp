@@ -7,14 +7,8 @@
 
 using namespace twill;
 
-static bool within(int count, int least, int most) {
-  return count >= least && (most < 0 || count <= most);
-}
-
 llvm::Error twill::checkShapeRule(const InstructionView &in) {
-  Arity arity = arityOf(in.opcode());
-  if (!within(in.numOperands(), arity.leastOperands, arity.mostOperands) ||
-      !within(in.numResults(), arity.leastResults, arity.mostResults))
+  if (!arityOf(in.opcode()).admits(in.numOperands(), in.numResults()))
     return in.fail(llvm::formatv("has {0} operands and {1} results, which "
                                  "its kind does not take",
                                  in.numOperands(), in.numResults()));
