@@ -289,8 +289,8 @@ LogicalResult Partitioner::rewriteOp(Operation *op) {
   if (opPlan.offsetAxis >= 0) {
     op->setAttr("shard_axis",
                 builder.getStringAttr(plan.axisNames[opPlan.offsetAxis]));
-    if (isVocabParallelLoss(op)) {
-      auto [spanning, dim] = lossVocabDim(op);
+    if (auto loss = dyn_cast<VocabParallelLossOpInterface>(op)) {
+      auto [spanning, dim] = loss.getVocabSpan();
       op->setAttr("vocab_size", builder.getI64IntegerAttr(
                                     placed.lookup(spanning).getShape()[dim]));
     }

@@ -22,18 +22,12 @@ using namespace mlir::twill;
 
 namespace {
 
-/// Ops selective checkpointing never recomputes: the expensive ones, and
-/// collectives (which would communicate again).
-bool neverRecomputed(Operation *op) {
-  return isa<MatmulOp, AttentionOp, AllGatherOp, ReduceScatterOp, AllReduceOp,
-             AllToAllOp>(op);
-}
-
 /// The ops of a layer (`ops`, in program order) the backward recomputes.
 /// FULL: all of them, from what crosses layers. Selective: the cheap ops
 /// whose operands the backward holds anyway (values from outside the
 /// layer, values kept because the backward reads them, or recomputed
-/// ones), so recomputing keeps nothing alive that would not be kept
+/// ones; never a costly one, Twill_Costly), so recomputing keeps nothing
+/// alive that would not be kept
 /// without checkpointing: norms and SwiGLU, not the sum of a LoRA
 /// product and its base (which would keep both products).
 llvm::DenseSet<Operation *>
@@ -46,7 +40,7 @@ recomputedOps(ArrayRef<Operation *> ops, bool selective,
   llvm::DenseSet<Operation *> members(ops.begin(), ops.end());
   llvm::DenseSet<Value> held; // kept for the backward, or recomputed
   for (Operation *op : ops) {
-    bool recompute = !neverRecomputed(op) &&
+    bool recompute = !op->hasTrait<OpTrait::twill::Costly>() &&
                      llvm::all_of(op->getOperands(), [&](Value operand) {
                        Operation *definer = operand.getDefiningOp();
                        return !definer || !members.contains(definer) ||

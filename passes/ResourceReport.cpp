@@ -14,6 +14,7 @@
 
 using namespace mlir;
 using namespace mlir::twill;
+using ::twill::shapes::Collective;
 
 /// The bytes of a tensor, or of the tensor a collective in flight yields.
 static int64_t bytesOf(Type type) {
@@ -28,23 +29,29 @@ static int64_t bytesOf(Type type) {
 static std::pair<StringRef, int64_t> sentBytes(Operation *op, int64_t ranks) {
   if (ranks <= 1)
     return {"", 0};
-  int64_t input = bytesOf(op->getOperand(0).getType());
-  int64_t result =
-      op->getNumResults() ? bytesOf(op->getResult(0).getType()) : 0;
-  if (isa<AllGatherOp, AllGatherStartOp>(op))
-    return {"all_gather", input * (ranks - 1)};
-  if (isa<ReduceScatterOp, ReduceScatterStartOp>(op))
-    return {"reduce_scatter", result * (ranks - 1)};
-  if (isa<AllReduceOp, AllReduceStartOp>(op))
-    return {"all_reduce", 2 * input * (ranks - 1) / ranks};
-  if (isa<AllToAllOp, AllToAllStartOp>(op))
-    return {"all_to_all", input * (ranks - 1) / ranks};
-  if (isVocabParallelLoss(op)) {
+  if (auto loss = dyn_cast<VocabParallelLossOpInterface>(op)) {
     // A vocab-parallel loss all-reduces three fp64 statistics per row.
     int64_t rows =
-        cast<RankedTensorType>(lossLabels(op).getType()).getNumElements();
+        cast<RankedTensorType>(loss.getLabels().getType()).getNumElements();
     return {"all_reduce (vocab-parallel loss)",
             2 * 3 * rows * 8 * (ranks - 1) / ranks};
+  }
+  std::optional<Collective> kind = collectiveKindOf(op);
+  if (!kind)
+    return {"", 0};
+  int64_t input = bytesOf(op->getOperand(0).getType());
+  int64_t result = bytesOf(op->getResult(0).getType());
+  switch (*kind) {
+  case Collective::AllGather:
+    return {"all_gather", input * (ranks - 1)};
+  case Collective::ReduceScatter:
+    return {"reduce_scatter", result * (ranks - 1)};
+  case Collective::AllReduce:
+    return {"all_reduce", 2 * input * (ranks - 1) / ranks};
+  case Collective::AllToAll:
+    return {"all_to_all", input * (ranks - 1) / ranks};
+  case Collective::LocalSlice:
+    break;
   }
   return {"", 0};
 }
@@ -64,8 +71,8 @@ double mlir::twill::flopsOf(Operation *op) {
 
 /// The axis a collective (or its start, or a vocab-parallel loss) runs on.
 static StringAttr axisOf(Operation *op) {
-  return op->getAttrOfType<StringAttr>(isVocabParallelLoss(op) ? "shard_axis"
-                                                               : "axis");
+  return op->getAttrOfType<StringAttr>(
+      isa<VocabParallelLossOpInterface>(op) ? "shard_axis" : "axis");
 }
 
 /// The bytes `op` reads and writes: its tensor operands and results.
@@ -80,8 +87,8 @@ static int64_t touchedBytes(Operation *op) {
 /// Ring steps of a collective over `ranks`: k - 1, twice for an all_reduce
 /// (a reduce-scatter, then an all-gather).
 static int64_t ringSteps(Operation *op, int64_t ranks) {
-  bool twice =
-      isa<AllReduceOp, AllReduceStartOp>(op) || isVocabParallelLoss(op);
+  bool twice = collectiveKindOf(op) == Collective::AllReduce ||
+               isa<VocabParallelLossOpInterface>(op);
   return (twice ? 2 : 1) * (ranks - 1);
 }
 

@@ -137,8 +137,7 @@ void schedule(func::FuncOp function, int64_t prefetch) {
   Block &body = function.getBody().front();
   SmallVector<Operation *> collectives;
   for (Operation &op : body)
-    if (isa<AllGatherOp, ReduceScatterOp, AllReduceOp, AllToAllOp, OffloadOp,
-            ReloadOp>(op))
+    if (hasStartOp(&op))
       collectives.push_back(&op);
   // A tiling's collectives overlap the tiles' compute without holding more
   // than two tiles: a piece's gather starts once the previous piece's is

@@ -72,13 +72,11 @@ SmallVector<int64_t> mlir::twill::localShape(ArrayRef<int64_t> shape,
 /// Whether `op` is linear in operand `index` when it alone is a partial sum
 /// on an axis (and `allPartial`: every operand is).
 static bool isLinearIn(Operation *op, unsigned index, bool allPartial) {
-  if (isa<MatmulOp, MulOp, ScaleOp, ReshapeOp, TransposeOp, CastOp, SplitOp>(
-          op))
+  if (op->hasTrait<OpTrait::twill::Multilinear>())
     return !allPartial || op->getNumOperands() == 1;
   if (isa<DivOp>(op))
     return index == 0 && !allPartial;
-  // Sums of partial sums, or partial sums put side by side.
-  return isa<AddOp, ConcatOp>(op) && allPartial;
+  return op->hasTrait<OpTrait::twill::Additive>() && allPartial;
 }
 
 /// The residual stream: an add with an operand that something else reads

@@ -6,14 +6,18 @@
 // getShardingRule() of each op whose ODS names the dialect's helper that
 // does it all (`verifier`, `shardingRule`, which may be verifyShapeRule),
 // so an op that is checked or sharded as others are writes no function of
-// its own; and buildVJP of each op whose ODS gives its `gradients`. With
-// GET_SHAPE_RULE_VERIFIER_DECLS: the verifiers' declarations.
+// its own; buildVJP of each op whose ODS gives its `gradients`; and
+// collectiveKindOf and hasStartOp from the collectives' `collective` and
+// the start ops' `starts`. With GET_SHAPE_RULE_VERIFIER_DECLS: the
+// verifiers' declarations.
 //
 //===----------------------------------------------------------------------===//
 
 #include "tblgen/ShapeRules.h"
 
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/TableGen/Error.h"
 #include "llvm/TableGen/TableGenBackend.h"
@@ -108,6 +112,30 @@ static void emitGradients(const OpRecord &op, StringRef cppClass,
   os << "  return grads;\n}\n";
 }
 
+/// collectiveKindOf(op), each collective's and each start's kind (their
+/// ODS's `collective`), and hasStartOp(op), whether some op starts it.
+static void emitCollectiveKinds(const std::vector<OpRecord> &ops,
+                                raw_ostream &os) {
+  MapVector<StringRef, std::vector<StringRef>> classesByKind;
+  std::vector<StringRef> started;
+  for (const OpRecord &op : ops) {
+    if (!op.collective.empty())
+      classesByKind[op.collective].push_back(op.cppClass);
+    if (!op.starts.empty())
+      for (const OpRecord &blocking : ops)
+        if (blocking.mnemonic == op.starts)
+          started.push_back(blocking.cppClass);
+  }
+  os << "std::optional<::twill::shapes::Collective>\n"
+        "mlir::twill::collectiveKindOf(::mlir::Operation *op) {\n";
+  for (const auto &[kind, classes] : classesByKind)
+    os << "  if (::llvm::isa<" << join(classes, ", ") << ">(op))\n"
+       << "    return ::twill::shapes::Collective::" << kind << ";\n";
+  os << "  return std::nullopt;\n}\n"
+     << "bool mlir::twill::hasStartOp(::mlir::Operation *op) {\n"
+     << "  return ::llvm::isa<" << join(started, ", ") << ">(op);\n}\n";
+}
+
 static void emitDelegations(const RecordKeeper &records, raw_ostream &os) {
   emitSourceFileHeader("Each op's shape rule verifier, and its verifier and "
                        "sharding rule where a helper of the dialect is",
@@ -139,6 +167,7 @@ static void emitDelegations(const RecordKeeper &records, raw_ostream &os) {
          << "::getShardingRule() {\n  return " << op.shardingRule
          << "(*this);\n}\n";
   }
+  emitCollectiveKinds(ops, os);
   os << "#endif\n";
 }
 

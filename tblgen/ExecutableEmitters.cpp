@@ -119,6 +119,14 @@ static void emitOpcodeTable(const RecordKeeper &records, raw_ostream &os) {
     if (op.betweenRanks)
       os << "TWILL_OPCODE_BETWEEN_RANKS(" << op.opcodeName << ")\n";
   os << "#undef TWILL_OPCODE_BETWEEN_RANKS\n#endif\n\n"
+        "// TWILL_OPCODE_COLLECTIVE(opcode, kind): a blocking collective, "
+        "the\n// twill::shapes::Collective it is.\n"
+        "#ifdef TWILL_OPCODE_COLLECTIVE\n";
+  for (const OpRecord &op : ops)
+    if (!op.collective.empty() && op.starts.empty())
+      os << "TWILL_OPCODE_COLLECTIVE(" << op.opcodeName << ", " << op.collective
+         << ")\n";
+  os << "#undef TWILL_OPCODE_COLLECTIVE\n#endif\n\n"
         "// TWILL_OPCODE_ARITY(opcode, least operands, most, least results, "
         "most):\n// its instructions' operands and results (-1: no bound).\n"
         "#ifdef TWILL_OPCODE_ARITY\n";

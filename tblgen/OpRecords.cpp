@@ -72,6 +72,7 @@ static OpRecord readOp(const Record &def) {
   op.cppClass = cppClassOf(def);
   op.attributes = def.getValueAsDef("executableAttributes");
   op.starts = def.getValueAsString("starts").str();
+  op.collective = def.getValueAsString("collective").str();
   op.betweenRanks = def.getValueAsBit("betweenRanks");
   std::tie(op.leastOperands, op.mostOperands) =
       countValues(valuesOf(*def.getValueAsDag("arguments"), false));
@@ -104,10 +105,21 @@ static OpRecord readOp(const Record &def) {
   return op;
 }
 
+/// Gives each start op its blocking op's collective kind.
+static void inheritCollectives(std::vector<OpRecord> &ops) {
+  StringMap<std::string> collectives;
+  for (const OpRecord &op : ops)
+    collectives[op.mnemonic] = op.collective;
+  for (OpRecord &op : ops)
+    if (!op.starts.empty())
+      op.collective = collectives.lookup(op.starts);
+}
+
 std::vector<OpRecord> twill::tblgen::readOps(const RecordKeeper &records) {
   std::vector<OpRecord> ops;
   for (const Record *def : records.getAllDerivedDefinitions("Twill_Op"))
     ops.push_back(readOp(*def));
+  inheritCollectives(ops);
   return ops;
 }
 
@@ -137,6 +149,7 @@ twill::tblgen::readExecutableOps(const RecordKeeper &records) {
     if (!op.starts.empty() && !byMnemonic.count(op.starts))
       PrintFatalError(op.def, "'" + op.mnemonic + "' starts '" + op.starts +
                                   "', which is no op the Executable carries");
+  inheritCollectives(ops);
   return ops;
 }
 

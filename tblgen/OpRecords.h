@@ -34,7 +34,10 @@ struct OpRecord {
   std::string cppClass;           // "::mlir::twill::RmsNormGradOp"
   const llvm::Record *attributes; // its Twill_Attributes (TwillExecutable.td)
   std::string starts;             // the mnemonic of the op a start op begins
-  bool betweenRanks; // a collective that moves values between ranks
+  // A collective's twill::shapes::Collective ("": none; a start op's is
+  // its blocking op's), and whether it moves values between ranks.
+  std::string collective;
+  bool betweenRanks;
   // How many operands and results its instruction has (-1: no bound), as
   // its ODS operands and results say.
   int leastOperands, mostOperands, leastResults, mostResults;

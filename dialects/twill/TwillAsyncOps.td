@@ -27,14 +27,14 @@ def Twill_PendingType : TypeDef<Twill_Dialect, "Pending"> {
 // collective's, its result a handle to the tensor that one returns. Not
 // Pure: two identical starts are two transfers, and an unused one is an
 // error (it is never waited), not dead code.
-class Twill_StartOp<string collective, dag collectiveArguments>
-    : Twill_Op<collective # "_start"> {
-  let starts = collective;
+class Twill_StartOp<string blocking, dag collectiveArguments>
+    : Twill_Op<blocking # "_start"> {
+  let starts = blocking;
   // Run as the collective they start: the cpu's run loop does (by its
   // communicator), cuda's runner puts them on its communication stream.
   let cpuRunner = "";
   let cudaRunner = "runCollective";
-  let summary = "Begins " # collective # "; twill.wait ends it";
+  let summary = "Begins " # blocking # "; twill.wait ends it";
   let arguments = collectiveArguments;
   let results = (outs Twill_PendingType:$handle);
   let hasVerifier = 1;

@@ -19,12 +19,7 @@ collectiveOf(Operation *op) {
     return attr ? attr.getInt() : 0;
   };
   using shapes::Collective;
-  Collective kind =
-      isa<AllGatherOp, AllGatherStartOp>(op)           ? Collective::AllGather
-      : isa<ReduceScatterOp, ReduceScatterStartOp>(op) ? Collective::ReduceScatter
-      : isa<LocalSliceOp>(op)                          ? Collective::LocalSlice
-      : isa<AllToAllOp, AllToAllStartOp>(op)           ? Collective::AllToAll
-                                                       : Collective::AllReduce;
+  Collective kind = *collectiveKindOf(op);
   if (kind == Collective::AllToAll)
     return {kind, dimAttr("concat_dim"), dimAttr("split_dim")};
   return {kind, dimAttr("dim"), 0};

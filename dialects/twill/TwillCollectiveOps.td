@@ -23,8 +23,9 @@ class Twill_CollectiveOp<string mnemonic, list<Trait> traits = []>
   }];
 }
 
-def Twill_AllGatherOp : Twill_CollectiveOp<"all_gather"> {
+def Twill_AllGatherOp : Twill_CollectiveOp<"all_gather", [Twill_Costly]> {
   let opcode = 30;
+  let collective = "AllGather";
   let verifier = "verifyBlocking";
   let betweenRanks = 1;
   let executableAttributes = Twill_GatherAttributes;
@@ -49,8 +50,9 @@ def Twill_AllGatherOp : Twill_CollectiveOp<"all_gather"> {
   }];
 }
 
-def Twill_ReduceScatterOp : Twill_CollectiveOp<"reduce_scatter"> {
+def Twill_ReduceScatterOp : Twill_CollectiveOp<"reduce_scatter", [Twill_Costly]> {
   let opcode = 31;
+  let collective = "ReduceScatter";
   let verifier = "verifyBlocking";
   let betweenRanks = 1;
   let executableAttributes = Twill_GatherAttributes;
@@ -74,8 +76,9 @@ def Twill_ReduceScatterOp : Twill_CollectiveOp<"reduce_scatter"> {
 }
 
 def Twill_AllReduceOp : Twill_CollectiveOp<"all_reduce",
-    [AllTypesMatch<["input", "result"]>]> {
+    [Twill_Costly, AllTypesMatch<["input", "result"]>]> {
   let opcode = 32;
+  let collective = "AllReduce";
   let betweenRanks = 1;
   let executableAttributes = Twill_AllReduceAttributes;
   let summary = "Sum over an axis (partial -> replicate)";
@@ -92,8 +95,9 @@ def Twill_AllReduceOp : Twill_CollectiveOp<"all_reduce",
   }];
 }
 
-def Twill_AllToAllOp : Twill_CollectiveOp<"all_to_all"> {
+def Twill_AllToAllOp : Twill_CollectiveOp<"all_to_all", [Twill_Costly]> {
   let opcode = 33;
+  let collective = "AllToAll";
   let verifier = "verifyBlocking";
   let betweenRanks = 1;
   let executableAttributes = Twill_AllToAllAttributes;
@@ -118,6 +122,7 @@ def Twill_AllToAllOp : Twill_CollectiveOp<"all_to_all"> {
 
 def Twill_LocalSliceOp : Twill_CollectiveOp<"local_slice"> {
   let opcode = 34;
+  let collective = "LocalSlice";
   let verifier = "verifyBlocking";
   let executableAttributes = Twill_GatherAttributes;
   let cpuRunner = "runLocalSlice"; // it only slices

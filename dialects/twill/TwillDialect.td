@@ -76,7 +76,11 @@ class Twill_Op<string mnemonic, list<Trait> traits = []>
   bit cudaRunsBf16 = 1;
   // A start op's blocking op, whose work it begins and a twill.wait ends.
   string starts = "";
-  // A collective that moves values between ranks (local_slice only slices).
+  // A collective: the twill::shapes::Collective it is (opmodel/Shapes.h),
+  // which says how its result's shape follows from its input's; a start op
+  // is its blocking op's. And whether it moves values between ranks
+  // (local_slice only slices).
+  string collective = "";
   bit betweenRanks = 0;
   // Whether its instruction writes its results' buffers (a wait's result
   // is the buffer its start fills: the emitter gives the wait none).

@@ -8,9 +8,10 @@
 #ifndef TWILL_ELEMENTWISE_OPS_TD
 #define TWILL_ELEMENTWISE_OPS_TD
 
-class Twill_ElementwiseBinaryOp<string mnemonic, string formula>
-    : Twill_ComputeOp<mnemonic,
-               [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
+class Twill_ElementwiseBinaryOp<string mnemonic, string formula,
+                                list<Trait> traits = []>
+    : Twill_ComputeOp<mnemonic, !listconcat(traits,
+               [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>])> {
   let shapeRule = "binary";
   let sameElementType = ["lhs", "rhs", "result"];
   let verifier = "verifyShapeRule";
@@ -28,7 +29,8 @@ class Twill_ElementwiseBinaryOp<string mnemonic, string formula>
   let hasVerifier = 1;
 }
 
-def Twill_AddOp : Twill_ElementwiseBinaryOp<"add", "lhs + rhs"> {
+def Twill_AddOp : Twill_ElementwiseBinaryOp<"add", "lhs + rhs",
+                                            [Twill_Additive]> {
   let opcode = 6;
   let summary = "Elementwise sum";
   // Floats, or counts (a tiled loss's token counts summed, or its
@@ -38,7 +40,8 @@ def Twill_AddOp : Twill_ElementwiseBinaryOp<"add", "lhs + rhs"> {
   let results = (outs AnyTypeOf<[Twill_FloatTensor, StaticShapeTensorOf<[I64]>]>:$result);
 }
 
-def Twill_MulOp : Twill_ElementwiseBinaryOp<"mul", "lhs * rhs"> {
+def Twill_MulOp : Twill_ElementwiseBinaryOp<"mul", "lhs * rhs",
+                                            [Twill_Multilinear]> {
   let opcode = 7;
   let summary = "Elementwise product";
 }
@@ -55,7 +58,7 @@ def Twill_GegluOp : Twill_ElementwiseBinaryOp<"geglu",
   let summary = "GeGLU gate (Gemma's): gelu(gate) * up, GELU's tanh form";
 }
 
-def Twill_ScaleOp : Twill_ComputeOp<"scale", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>, AllTypesMatch<["input", "result"]>]> {
+def Twill_ScaleOp : Twill_ComputeOp<"scale", [Twill_Multilinear, Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>, AllTypesMatch<["input", "result"]>]> {
   let opcode = 10;
   let shardingRule = "elementwiseRule";
   let executableAttributes = Twill_ScaleAttributes;

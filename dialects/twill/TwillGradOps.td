@@ -273,7 +273,7 @@ def Twill_SoftcapGradOp : Twill_ComputeOp<"softcap_grad", [Pure, AllTypesMatch<[
   let hasVerifier = 1;
 }
 
-def Twill_CrossEntropyGradOp : Twill_ComputeOp<"cross_entropy_grad", [Pure]> {
+def Twill_CrossEntropyGradOp : Twill_ComputeOp<"cross_entropy_grad", [Twill_VocabParallelLossOpInterface, Pure]> {
   let opcode = 22;
   let executableAttributes = Twill_CrossEntropyAttributes;
   let runner = "runCrossEntropyFamily";
@@ -303,6 +303,12 @@ def Twill_CrossEntropyGradOp : Twill_ComputeOp<"cross_entropy_grad", [Pure]> {
     functional-type(operands, results)
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The logits' last dim is the vocab.
+    std::pair<::mlir::Value, unsigned> getVocabSpan() {
+      return {getLogits(), getLogits().getType().getRank() - 1};
+    }
+  }];
 }
 
 def Twill_DpoLossGradOp : Twill_ComputeOp<"dpo_loss_grad", [Pure]> {
@@ -336,7 +342,7 @@ def Twill_DpoLossGradOp : Twill_ComputeOp<"dpo_loss_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Twill_LinearCrossEntropyGradOp : Twill_ComputeOp<"linear_cross_entropy_grad", [Pure]> {
+def Twill_LinearCrossEntropyGradOp : Twill_ComputeOp<"linear_cross_entropy_grad", [Twill_VocabParallelLossOpInterface, Pure]> {
   let opcode = 41;
   let executableAttributes = Twill_CrossEntropyAttributes;
   let runner = "runLinearCrossEntropy";
@@ -374,6 +380,10 @@ def Twill_LinearCrossEntropyGradOp : Twill_ComputeOp<"linear_cross_entropy_grad"
     functional-type(operands, results)
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The weight's rows are the vocab.
+    std::pair<::mlir::Value, unsigned> getVocabSpan() { return {getWeight(), 0}; }
+  }];
 }
 
 #endif // TWILL_GRAD_OPS_TD

@@ -40,4 +40,38 @@ def Twill_ShardingRuleOpInterface : OpInterface<"ShardingRuleOpInterface"> {
   ];
 }
 
+def Twill_VocabParallelLossOpInterface
+    : OpInterface<"VocabParallelLossOpInterface"> {
+  let cppNamespace = "::mlir::twill";
+  let description = [{
+    A loss op (or its gradient) that reduces a vocab split over a mesh axis
+    itself, given `shard_axis` and `vocab_size` after partitioning: the
+    vocab is never gathered. Partitioning and the resource report read it.
+  }];
+  let methods = [
+    InterfaceMethod<"The labels it reads.", "::mlir::Value", "getLabels", (ins)>,
+    InterfaceMethod<"Where its vocab is: a value and its dim.",
+      "std::pair<::mlir::Value, unsigned>", "getVocabSpan", (ins)>
+  ];
+}
+
+// Traits: what passes know of an op by its kind, beside its interfaces
+// (their C++ in TwillTraits.h).
+class Twill_Trait<string name> : NativeOpTrait<name> {
+  let cppNamespace = "::mlir::OpTrait::twill";
+}
+// Recomputing it costs about what keeping its result does (a product, an
+// attention, a transfer between ranks): selective checkpointing keeps it.
+def Twill_Costly : Twill_Trait<"Costly">;
+// Linear in each operand alone: with one operand a partial sum over an
+// axis and the others whole (or with its one operand partial), its result
+// is a partial sum.
+def Twill_Multilinear : Twill_Trait<"Multilinear">;
+// With every operand a partial sum, its result is one (sums, and partial
+// sums put side by side).
+def Twill_Additive : Twill_Trait<"Additive">;
+// Forms a quantized weight in the compute dtype; its first operand is the
+// parameter it reads.
+def Twill_Dequantize : Twill_Trait<"Dequantize">;
+
 #endif // TWILL_INTERFACES_TD

@@ -37,7 +37,7 @@ def Twill_EmbeddingOp : Twill_ComputeOp<"embedding", [Pure, DeclareOpInterfaceMe
   }];
 }
 
-def Twill_MatmulOp : Twill_ComputeOp<"matmul", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
+def Twill_MatmulOp : Twill_ComputeOp<"matmul", [Twill_Costly, Twill_Multilinear, Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
   let opcode = 2;
   let executableAttributes = Twill_MatmulAttributes;
   let runner = "runMatmul";
@@ -161,7 +161,7 @@ def Twill_RopeOp : Twill_ComputeOp<"rope", [Pure, DeclareOpInterfaceMethods<Twil
   let hasVerifier = 1;
 }
 
-def Twill_AttentionOp : Twill_ComputeOp<"attention", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
+def Twill_AttentionOp : Twill_ComputeOp<"attention", [Twill_Costly, Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
   let opcode = 5;
   let executableAttributes = Twill_AttentionAttributes;
   let runner = "runAttention";

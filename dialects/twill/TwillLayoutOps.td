@@ -8,7 +8,7 @@
 #ifndef TWILL_LAYOUT_OPS_TD
 #define TWILL_LAYOUT_OPS_TD
 
-def Twill_ReshapeOp : Twill_ComputeOp<"reshape", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
+def Twill_ReshapeOp : Twill_ComputeOp<"reshape", [Twill_Multilinear, Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
   let opcode = 12;
   let runner = "runCopy";
   let shapeRule = "reshape";
@@ -28,7 +28,7 @@ def Twill_ReshapeOp : Twill_ComputeOp<"reshape", [Pure, DeclareOpInterfaceMethod
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
 }
 
-def Twill_TransposeOp : Twill_ComputeOp<"transpose", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
+def Twill_TransposeOp : Twill_ComputeOp<"transpose", [Twill_Multilinear, Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
   let opcode = 13;
   let executableAttributes = Twill_TransposeAttributes;
   let runner = "runTranspose";
@@ -49,7 +49,7 @@ def Twill_TransposeOp : Twill_ComputeOp<"transpose", [Pure, DeclareOpInterfaceMe
   let hasVerifier = 1;
 }
 
-def Twill_CastOp : Twill_ComputeOp<"cast", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
+def Twill_CastOp : Twill_ComputeOp<"cast", [Twill_Multilinear, Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
   let opcode = 14;
   let shardingRule = "elementwiseRule";
   let runner = "runCast";
@@ -107,7 +107,7 @@ def Twill_ReloadOp : Twill_ComputeOp<"reload", [Pure, AllTypesMatch<["input", "r
   let hasVerifier = 1;
 }
 
-def Twill_SplitOp : Twill_ComputeOp<"split", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
+def Twill_SplitOp : Twill_ComputeOp<"split", [Twill_Multilinear, Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
   let opcode = 44;
   let executableAttributes = Twill_SplitAttributes;
   let runner = "runPieces";
@@ -139,7 +139,7 @@ def Twill_SplitOp : Twill_ComputeOp<"split", [Pure, DeclareOpInterfaceMethods<Tw
   let hasVerifier = 1;
 }
 
-def Twill_ConcatOp : Twill_ComputeOp<"concat", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
+def Twill_ConcatOp : Twill_ComputeOp<"concat", [Twill_Additive, Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
   let opcode = 45;
   let executableAttributes = Twill_SplitAttributes;
   let runner = "runPieces";

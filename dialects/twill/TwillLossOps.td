@@ -8,7 +8,7 @@
 #ifndef TWILL_LOSS_OPS_TD
 #define TWILL_LOSS_OPS_TD
 
-def Twill_CrossEntropyOp : Twill_ComputeOp<"cross_entropy", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
+def Twill_CrossEntropyOp : Twill_ComputeOp<"cross_entropy", [Twill_VocabParallelLossOpInterface, Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
   let opcode = 11;
   let executableAttributes = Twill_CrossEntropyAttributes;
   let runner = "runCrossEntropyFamily";
@@ -55,6 +55,12 @@ def Twill_CrossEntropyOp : Twill_ComputeOp<"cross_entropy", [Pure, DeclareOpInte
     $logits `,` $labels (`sequences` `(` $sequences^ `)`)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The logits' last dim is the vocab.
+    std::pair<::mlir::Value, unsigned> getVocabSpan() {
+      return {getLogits(), getLogits().getType().getRank() - 1};
+    }
+  }];
 }
 
 def Twill_DpoLossOp : Twill_ComputeOp<"dpo_loss", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
@@ -97,7 +103,7 @@ def Twill_DpoLossOp : Twill_ComputeOp<"dpo_loss", [Pure, DeclareOpInterfaceMetho
   let hasVerifier = 1;
 }
 
-def Twill_LinearCrossEntropyOp : Twill_ComputeOp<"linear_cross_entropy", [Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
+def Twill_LinearCrossEntropyOp : Twill_ComputeOp<"linear_cross_entropy", [Twill_VocabParallelLossOpInterface, Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
   let opcode = 40;
   let executableAttributes = Twill_CrossEntropyAttributes;
   let runner = "runLinearCrossEntropy";
@@ -138,6 +144,10 @@ def Twill_LinearCrossEntropyOp : Twill_ComputeOp<"linear_cross_entropy", [Pure, 
     $input `,` $weight `,` $labels (`sequences` `(` $sequences^ `)`)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The weight's rows are the vocab.
+    std::pair<::mlir::Value, unsigned> getVocabSpan() { return {getWeight(), 0}; }
+  }];
 }
 
 #endif // TWILL_LOSS_OPS_TD

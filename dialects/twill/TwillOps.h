@@ -6,11 +6,13 @@
 #include "dialects/twill/ShardingRule.h"
 #include "dialects/twill/TwillAttrs.h"
 #include "dialects/twill/TwillDialect.h"
+#include "dialects/twill/TwillTraits.h"
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "opmodel/Shapes.h"
 #include "support/IgnoreLabel.h"
 
 #include <optional>
@@ -60,17 +62,10 @@ struct LayerMarker : public OpBuilder::Listener {
   }
 };
 
-/// The loss ops, which reduce a vocab split over a mesh axis themselves:
-/// cross_entropy and linear_cross_entropy, and their gradients.
-inline bool isVocabParallelLoss(Operation *op) {
-  return isa<CrossEntropyOp, CrossEntropyGradOp, LinearCrossEntropyOp,
-             LinearCrossEntropyGradOp>(op);
-}
-
 /// A quantized weight formed in the compute dtype (twill.dequantize_nf4,
 /// twill.dequantize_fp8): its first operand is the parameter it reads.
 inline bool isDequantize(Operation *op) {
-  return isa<DequantizeNf4Op, DequantizeFp8Op>(op);
+  return op->hasTrait<OpTrait::twill::Dequantize>();
 }
 
 /// The train step's loss op, the end of its forward: what follows is the
@@ -88,24 +83,17 @@ inline Operation *forwardLoss(Block &body) {
   return first;
 }
 
-/// The labels a vocab-parallel loss op reads.
-inline Value lossLabels(Operation *op) {
-  return isa<CrossEntropyOp, CrossEntropyGradOp>(op) ? op->getOperand(1)
-                                                     : op->getOperand(2);
-}
-
-/// Where a vocab-parallel loss op's vocab is: the value and its dim (the
-/// logits' last, or linear_cross_entropy's weight rows).
-inline std::pair<Value, unsigned> lossVocabDim(Operation *op) {
-  if (isa<CrossEntropyOp, CrossEntropyGradOp>(op))
-    return {op->getOperand(0),
-            cast<RankedTensorType>(op->getOperand(0).getType()).getRank() - 1};
-  return {op->getOperand(1), 0};
-}
-
 /// The tensor a collective returns: its result's type, or for a start op
 /// the tensor its wait yields.
 RankedTensorType collectiveResultType(Operation *op);
+
+/// The kind of collective `op` is or starts (its ODS's `collective`), none
+/// for other ops. Generated (TwillDelegations.inc).
+std::optional<::twill::shapes::Collective> collectiveKindOf(Operation *op);
+
+/// Whether some op starts `op` (a collective or a copy to or from host
+/// memory that twill-schedule splits into a start and a wait). Generated.
+bool hasStartOp(Operation *op);
 
 /// Whether `op` starts a collective or a copy to or from host memory (its
 /// one result is a !twill.pending).

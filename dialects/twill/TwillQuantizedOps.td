@@ -8,7 +8,7 @@
 #ifndef TWILL_QUANTIZED_OPS_TD
 #define TWILL_QUANTIZED_OPS_TD
 
-def Twill_DequantizeNf4Op : Twill_ComputeOp<"dequantize_nf4", [Pure]> {
+def Twill_DequantizeNf4Op : Twill_ComputeOp<"dequantize_nf4", [Twill_Dequantize, Pure]> {
   let opcode = 58;
   let executableAttributes = Twill_DequantizeNf4Attributes;
   let runner = "runDequantizeNf4";
@@ -51,7 +51,7 @@ def Twill_DequantizeNf4Op : Twill_ComputeOp<"dequantize_nf4", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Twill_DequantizeFp8Op : Twill_ComputeOp<"dequantize_fp8", [Pure]> {
+def Twill_DequantizeFp8Op : Twill_ComputeOp<"dequantize_fp8", [Twill_Dequantize, Pure]> {
   let opcode = 59;
   let runner = "runDequantizeFp8";
   let shapeRule = "dequantizeFp8";

@@ -12,6 +12,8 @@
 #include "opmodel/Shapes.h"
 #include "runtime/backend/InstructionView.h"
 
+#include <optional>
+
 namespace twill {
 
 /// A collective's axis and sizes. Along `dim` (all_to_all: the dim it
@@ -26,6 +28,19 @@ struct CollectiveShape {
   int64_t dim = 0, splitDim = 0, whole = 0, block = 0, outer = 1, inner = 1;
 };
 
+/// The twill::shapes::Collective a blocking collective's opcode is (its
+/// ODS's `collective`, proto/OpTable.inc).
+inline std::optional<shapes::Collective> collectiveKindOf(Opcode op) {
+  switch (op) {
+#define TWILL_OPCODE_COLLECTIVE(opcode, kind)                                  \
+  case opcode:                                                                 \
+    return shapes::Collective::kind;
+#include "proto/OpTable.inc"
+  default:
+    return std::nullopt;
+  }
+}
+
 /// Checks a collective (or its start) against its axis: the dtypes it moves
 /// (f32 or bf16; i64 counts are summed, i32 positions sliced, u8 bytes
 /// gathered and sliced), its dims,
@@ -33,6 +48,11 @@ struct CollectiveShape {
 inline llvm::Expected<CollectiveShape>
 collectiveShape(const InstructionView &in) {
   Opcode op = blockingOf(in.opcode());
+  using shapes::Collective;
+  std::optional<Collective> known = collectiveKindOf(op);
+  if (!known)
+    return in.fail("is no collective");
+  Collective kind = *known;
   std::string axis;
   switch (in->attributes_case()) {
   case Instruction::kAllReduce:
@@ -64,12 +84,6 @@ collectiveShape(const InstructionView &in) {
     return in.fail("the mesh has no axis '" + shape.axis + "'");
   shape.size = size;
   shape.coordinate = (*comm)->coordinate(shape.axis);
-  using shapes::Collective;
-  Collective kind = op == ALL_GATHER       ? Collective::AllGather
-                    : op == REDUCE_SCATTER ? Collective::ReduceScatter
-                    : op == LOCAL_SLICE    ? Collective::LocalSlice
-                    : op == ALL_TO_ALL     ? Collective::AllToAll
-                                           : Collective::AllReduce;
   if (kind == Collective::AllToAll) {
     shape.dim = in->all_to_all().concat_dim();
     shape.splitDim = in->all_to_all().split_dim();

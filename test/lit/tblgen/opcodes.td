@@ -41,6 +41,7 @@ def Twill_SumOp : Twill_Op<"sum"> {
   let cpuRunner = "runSquares";
   let cudaRunner = "runReduce";
   let cudaRunsBf16 = 0;
+  let collective = "AllReduce";
 }
 def Twill_SumStartOp : Twill_Op<"sum_start"> {
   let opcode = 2;
@@ -130,6 +131,10 @@ def Twill_GoneOp : Twill_Op<"gone"> {
 // TABLE:      #ifdef TWILL_OPCODE_BETWEEN_RANKS
 // TABLE-NEXT: TWILL_OPCODE_BETWEEN_RANKS(SUM_START)
 // TABLE-NEXT: #undef TWILL_OPCODE_BETWEEN_RANKS
+// A start is its blocking op's kind, found by blockingOf.
+// TABLE:      #ifdef TWILL_OPCODE_COLLECTIVE
+// TABLE-NEXT: TWILL_OPCODE_COLLECTIVE(SUM, AllReduce)
+// TABLE-NEXT: #undef TWILL_OPCODE_COLLECTIVE
 // Operands and results counted, attributes aside: variadic is unbounded
 // (-1), optional raises the most, and an instruction that writes none has
 // no results.
@@ -212,3 +217,13 @@ def Twill_GoneOp : Twill_Op<"gone"> {
 // CHECKS:      case SUM_START:
 // CHECKS-NEXT:   return in.check(shapes::scaled(in.shape(0), optionalShape(1), resultShape(0)));
 // CHECKS-NOT:  case
+
+// The collective kinds, a start's its blocking op's, and the ops started.
+// DELEGATE:      mlir::twill::collectiveKindOf(::mlir::Operation *op) {
+// DELEGATE-NEXT:   if (::llvm::isa<::mlir::twill::SumOp, ::mlir::twill::SumStartOp>(op))
+// DELEGATE-NEXT:     return ::twill::shapes::Collective::AllReduce;
+// DELEGATE-NEXT:   return std::nullopt;
+// DELEGATE-NEXT: }
+// DELEGATE-NEXT: bool mlir::twill::hasStartOp(::mlir::Operation *op) {
+// DELEGATE-NEXT:   return ::llvm::isa<::mlir::twill::SumOp>(op);
+// DELEGATE-NEXT: }
