@@ -553,3 +553,74 @@ Error shapes::routeGrad(Shape logits, Shape indices, Shape grad, Shape result) {
     return error;
   return expectShape("result", result, logits);
 }
+
+/// A group's slots, `[groups, tokens, k]`, as `what` (positions or
+/// weights) must be: `positions` itself, when it is well formed.
+static Error slotsOf(llvm::StringRef what, shapes::Shape slots) {
+  if (Error error = shapes::expectRank(what, slots, 3))
+    return error;
+  if (slots[2] < 1)
+    return problem(llvm::formatv("{0} must give each token 1 or more slots, "
+                                 "got {1}",
+                                 what, shapes::text(slots)));
+  return Error::success();
+}
+
+/// indices [groups, tokens, k] -> positions (its shape), counts
+/// [groups, experts].
+Error shapes::expertPositions(Shape indices, Shape positions, Shape counts) {
+  if (Error error = slotsOf("indices", indices))
+    return error;
+  if (Error error = expectShape("positions", positions, indices))
+    return error;
+  if (Error error = expectRank("counts", counts, 2))
+    return error;
+  if (counts[1] < 1)
+    return problem("counts must have 1 or more experts");
+  return expectShape("counts", counts, {indices[0], counts[1]});
+}
+
+/// A token's values `tokens` [groups, tokens, hidden] and their rows
+/// `rows` [groups, tokens * k, hidden] by `positions` [groups, tokens, k],
+/// weighted by `weights` (positions' shape) where there are.
+static Error tokensAndRows(shapes::Shape tokens, llvm::StringRef tokensName,
+                           shapes::Shape positions,
+                           std::optional<shapes::Shape> weights,
+                           shapes::Shape rows, llvm::StringRef rowsName) {
+  if (Error error = slotsOf("positions", positions))
+    return error;
+  if (weights)
+    if (Error error = shapes::expectShape("weights", *weights, positions))
+      return error;
+  if (Error error = shapes::expectRank(tokensName, tokens, 3))
+    return error;
+  if (Error error = shapes::expectShape(tokensName, tokens.take_front(2),
+                                        positions.take_front(2)))
+    return error;
+  return shapes::expectShape(
+      rowsName, rows, {positions[0], positions[1] * positions[2], tokens[2]});
+}
+
+/// input [groups, tokens, hidden], positions [groups, tokens, k], weights
+/// (positions' shape) -> rows [groups, tokens * k, hidden].
+Error shapes::dispatch(Shape input, Shape positions,
+                       std::optional<Shape> weights, Shape rows) {
+  return tokensAndRows(input, "input", positions, weights, rows, "rows");
+}
+
+/// rows [groups, tokens * k, hidden], positions [groups, tokens, k],
+/// weights -> result [groups, tokens, hidden].
+Error shapes::combine(Shape rows, Shape positions, std::optional<Shape> weights,
+                      Shape result) {
+  return tokensAndRows(result, "result", positions, weights, rows, "rows");
+}
+
+/// rows [groups, tokens * k, hidden], positions, grad [groups, tokens,
+/// hidden] -> result (positions' shape).
+Error shapes::combineWeightsGrad(Shape rows, Shape positions, Shape grad,
+                                 Shape result) {
+  if (Error error =
+          tokensAndRows(grad, "grad", positions, std::nullopt, rows, "rows"))
+    return error;
+  return expectShape("result", result, positions);
+}

@@ -85,6 +85,11 @@ ShardingRule scalarRule(Operation *op);
 /// rows, one factor each, shared) and a last dim of its own (a factor each,
 /// kept whole: a row is computed from whole rows).
 ShardingRule rowsRule(Operation *op);
+/// Ops over groups: every operand and result has the same first dim (the
+/// groups, one factor, shared) and other dims of its own, kept whole (a
+/// group's tokens are sorted among themselves: mixture-of-experts
+/// dispatch and combine).
+ShardingRule groupsRule(Operation *op);
 
 } // namespace mlir::twill
 

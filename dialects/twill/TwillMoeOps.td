@@ -1,7 +1,11 @@
 //===- TwillMoeOps.td - a mixture of experts' ops ---------*- tablegen -*-===//
 //
 // What a mixture-of-experts layer computes besides its experts' matmuls:
-// routing each token to its top-k experts, and its gradient.
+// routing each token to its top-k experts, and its gradient; putting a
+// group's tokens in order of expert (dispatch) and summing them back
+// (combine), each the other's gradient (support/Dispatch.h). A group is
+// the first dim (a batch row): its tokens are sorted among themselves, so
+// groups shard as rows do.
 //
 //===----------------------------------------------------------------------===//
 
@@ -69,6 +73,110 @@ def Twill_RouteGradOp : Twill_ComputeOp<"route_grad", [Pure]> {
   let results = (outs Twill_FloatTensor:$result);
   let assemblyFormat = [{
     $logits `,` $indices `,` $grad attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+// Ops over groups of tokens: each value's first dim is the group.
+class Twill_GroupsOp<string mnemonic, list<Trait> traits = []>
+    : Twill_ComputeOp<mnemonic, !listconcat(traits, [Pure])> {
+  let cudaRunsBf16 = 0;
+  let verifier = "verifyShapeRule";
+  let shardingRule = "groupsRule";
+}
+
+def Twill_ExpertPositionsOp : Twill_GroupsOp<"expert_positions"> {
+  let opcode = 66;
+  let runner = "runExpertPositions";
+  let shapeRule = "expertPositions";
+  let summary = "Each slot's row once a group's tokens are sorted by expert";
+  let description = [{
+    For each group's `indices` `[groups, tokens, k]` (route's experts),
+    `positions` (the same shape): the row slot (t, j) takes once the
+    group's `tokens * k` slots are put in order of expert, expert 0's
+    first, each expert's in slot order; and `counts` `[groups, experts]`,
+    how many rows each expert gets. Every slot takes a row: dropless.
+
+    ```mlir
+    %pos, %counts = twill.expert_positions %e
+        : (tensor<2x512x8xi32>) -> (tensor<2x512x8xi32>, tensor<2x128xi32>)
+    ```
+  }];
+  let arguments = (ins Twill_I32Tensor:$indices);
+  let results = (outs Twill_I32Tensor:$positions, Twill_I32Tensor:$counts);
+  let assemblyFormat = [{
+    $indices attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Twill_DispatchOp : Twill_GroupsOp<"dispatch", [DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
+  let opcode = 67;
+  let runner = "runDispatch";
+  let shapeRule = "dispatch";
+  let sameElementType = ["input", "rows"];
+  let summary = "A group's tokens copied into their slots' rows";
+  let description = [{
+    `rows[g, positions[g, t, j]] = input[g, t] * weights[g, t, j]` (1
+    without `weights`): `input` `[groups, tokens, hidden]` put in order of
+    expert, `[groups, tokens * k, hidden]`, for the experts' grouped
+    matmuls. Its gradient is `combine`'s, and combine's is it.
+
+    ```mlir
+    %rows = twill.dispatch %x, %pos : (tensor<2x512x64xf32>, tensor<2x512x8xi32>) -> tensor<2x4096x64xf32>
+    ```
+  }];
+  let arguments = (ins Twill_FloatTensor:$input, Twill_I32Tensor:$positions,
+                       Optional<Twill_FloatTensor>:$weights);
+  let results = (outs Twill_FloatTensor:$rows);
+  let assemblyFormat = [{
+    $input `,` $positions (`weights` `(` $weights^ `)`)? attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Twill_CombineOp : Twill_GroupsOp<"combine", [DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
+  let opcode = 68;
+  let runner = "runCombine";
+  let shapeRule = "combine";
+  let sameElementType = ["rows", "result"];
+  let summary = "Each token's rows summed back, weighted";
+  let description = [{
+    `result[g, t] = sum_j weights[g, t, j] * rows[g, positions[g, t, j]]`
+    (1 without `weights`), in slot order: the experts' outputs
+    `[groups, tokens * k, hidden]` back to their tokens.
+
+    ```mlir
+    %y = twill.combine %out, %pos weights(%w)
+        : (tensor<2x4096x64xf32>, tensor<2x512x8xi32>, tensor<2x512x8xf32>) -> tensor<2x512x64xf32>
+    ```
+  }];
+  let arguments = (ins Twill_FloatTensor:$rows, Twill_I32Tensor:$positions,
+                       Optional<Twill_FloatTensor>:$weights);
+  let results = (outs Twill_FloatTensor:$result);
+  let assemblyFormat = [{
+    $rows `,` $positions (`weights` `(` $weights^ `)`)? attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Twill_CombineWeightsGradOp : Twill_GroupsOp<"combine_weights_grad"> {
+  let opcode = 69;
+  let runner = "runCombineWeightsGrad";
+  let shapeRule = "combineWeightsGrad";
+  let sameElementType = ["rows", "grad"];
+  let summary = "The gradient of combine (or dispatch) by its weights";
+  let description = [{
+    `result[g, t, j] = <rows[g, positions[g, t, j]], grad[g, t]>`: for
+    combine, its rows and dL/dresult; for dispatch, dL/drows and its
+    input.
+
+    ```mlir
+    %dw = twill.combine_weights_grad %out, %pos, %dy
+        : (tensor<2x4096x64xf32>, tensor<2x512x8xi32>, tensor<2x512x64xf32>) -> tensor<2x512x8xf32>
+    ```
+  }];
+  let arguments = (ins Twill_FloatTensor:$rows, Twill_I32Tensor:$positions,
+                       Twill_FloatTensor:$grad);
+  let results = (outs Twill_FloatTensor:$result);
+  let assemblyFormat = [{
+    $rows `,` $positions `,` $grad attr-dict `:` functional-type(operands, results)
   }];
 }
 

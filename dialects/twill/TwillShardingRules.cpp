@@ -37,6 +37,25 @@ ShardingRule mlir::twill::rowsRule(Operation *op) {
   return rule;
 }
 
+ShardingRule mlir::twill::groupsRule(Operation *op) {
+  ShardingRule rule;
+  int groups = rule.addFactor(shapeOf(op->getOperand(0)).front());
+  auto byGroups = [&](Value value) {
+    Tensor dims = {{groups}};
+    for (int64_t size : shapeOf(value).drop_front()) {
+      int own = rule.addFactor(size);
+      dims.push_back({own});
+      rule.replicated.push_back(own);
+    }
+    return dims;
+  };
+  for (Value operand : op->getOperands())
+    rule.operands.push_back(byGroups(operand));
+  for (Value result : op->getResults())
+    rule.results.push_back(byGroups(result));
+  return rule;
+}
+
 /// `dims` with its last factor marked replicated (a whole-row op).
 static ShardingRule rowRule(Operation *op) {
   ShardingRule rule = elementwiseRule(op);

@@ -271,3 +271,37 @@ Cotangents CastOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
         CastOp::create(builder, getLoc(), getInput().getType(), cotangents[0]);
   return grads;
 }
+
+// dispatch and combine are each other's adjoint: a row of dispatch's is
+// its token times its weight, and combine sums a token's rows times
+// their weights; each one's weights have combine_weights_grad's gradient,
+// of the rows and the tokens' values (one of them the cotangent).
+template <typename Adjoint, typename Op>
+static Cotangents adjointVJP(Op op, OpBuilder &builder, Value grad,
+                             ArrayRef<bool> needed) {
+  SmallVector<Value> grads(op->getNumOperands());
+  if (!grad)
+    return grads;
+  Value operand = op->getOperand(0), weights = op.getWeights();
+  if (needed[0])
+    grads[0] = Adjoint::create(builder, op.getLoc(), operand.getType(), grad,
+                               op.getPositions(), weights);
+  auto [rows, tokens] = std::is_same_v<Op, DispatchOp>
+                            ? std::pair{grad, operand}
+                            : std::pair{operand, grad};
+  if (weights && needed[2])
+    grads[2] =
+        CombineWeightsGradOp::create(builder, op.getLoc(), weights.getType(),
+                                     rows, op.getPositions(), tokens);
+  return grads;
+}
+
+Cotangents DispatchOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
+                                ArrayRef<bool> needed) {
+  return adjointVJP<CombineOp>(*this, builder, cotangents[0], needed);
+}
+
+Cotangents CombineOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
+                               ArrayRef<bool> needed) {
+  return adjointVJP<DispatchOp>(*this, builder, cotangents[0], needed);
+}

@@ -87,13 +87,19 @@ public:
   int out(Shape shape) { return result(type, shape); }
 
   int operand(DType dtype, Shape shape, Fill fill = normal()) {
+    int id = filled(dtype, shape, fill);
+    instruction.add_operands(id);
+    return id;
+  }
+  /// A filled value only the instructions run before the case's read
+  /// (before()).
+  int filled(DType dtype, Shape shape, Fill fill = normal()) {
     int id = buffer(dtype, shape, shapes);
     Input &input = *suite.executable.add_inputs();
-    input.set_name(llvm::formatv("case {0} operand {1}", suite.cases.size(),
-                                 instruction.operands_size())
+    input.set_name(llvm::formatv("case {0} input {1}", suite.cases.size(),
+                                 current.operands.size())
                        .str());
     input.set_buffer(id);
-    instruction.add_operands(id);
     current.operands.push_back({id, fill});
     return id;
   }
@@ -106,10 +112,12 @@ public:
   /// An operand that an instruction run before the case's computes
   /// (before()): neither filled nor compared.
   int computed(DType dtype, Shape shape) {
-    int id = buffer(dtype, shape, shapes);
+    int id = scratch(dtype, shape);
     instruction.add_operands(id);
     return id;
   }
+  /// A value only an instruction run before the case's writes.
+  int scratch(DType dtype, Shape shape) { return buffer(dtype, shape, shapes); }
   /// An instruction the case's entry point runs first, to compute its
   /// computed() operands from its filled ones (each backend its own).
   CaseBuilder &before(Instruction first) {
@@ -194,6 +202,7 @@ void layoutCases(Suite &suite);         // ElementwiseCases.cpp
 void embeddingGradCases(Suite &suite);  // LayerCases.cpp
 void optimizerCases(Suite &suite);      // OptimizerCases.cpp
 void routeCases(Suite &suite);          // MoeCases.cpp
+void dispatchCases(Suite &suite);       // MoeCases.cpp
 
 } // namespace twill::conformance
 

@@ -31,5 +31,6 @@ Suite conformance::conformanceSuite() {
   embeddingGradCases(suite);
   optimizerCases(suite);
   routeCases(suite);
+  dispatchCases(suite);
   return suite;
 }

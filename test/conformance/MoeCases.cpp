@@ -1,4 +1,4 @@
-//===- MoeCases.cpp - a mixture of experts' routing -----------------------===//
+//===- MoeCases.cpp - a mixture of experts' routing and dispatch ----------===//
 
 #include "test/conformance/CaseBuilder.h"
 
@@ -35,4 +35,70 @@ void conformance::routeCases(Suite &suite) {
         grad->mutable_route()->set_normalize(normalize);
         grad.before(first).note("the experts route chose").add();
       }
+}
+
+namespace {
+/// Groups, tokens a group, k, experts, width: experts that get no token
+/// (61 of them for 3 x 37 x 8 slots), one expert, k of 1, odd widths.
+struct SlotsCase {
+  int64_t groups, tokens, k, experts, width;
+  Shape slots() const { return {groups, tokens, k}; }
+  Shape tokenValues() const { return {groups, tokens, width}; }
+  Shape rows() const { return {groups, tokens * k, width}; }
+};
+constexpr SlotsCase kSlotsCases[] = {
+    {3, 37, 8, 61, 33}, {2, 129, 2, 8, 64}, {1, 5, 1, 1, 7}};
+
+/// expert_positions of random experts, run before a case that reads its
+/// positions as its operand 1.
+Instruction positionsOf(CaseBuilder &c, const SlotsCase &size) {
+  Instruction sort;
+  sort.set_opcode(EXPERT_POSITIONS);
+  sort.add_operands(c.filled(I32, size.slots(), integers(0, size.experts)));
+  sort.add_results(c.computed(I32, size.slots()));
+  sort.add_results(c.scratch(I32, {size.groups, size.experts}));
+  return sort;
+}
+} // namespace
+
+void conformance::dispatchCases(Suite &suite) {
+  for (const SlotsCase &size : kSlotsCases) {
+    CaseBuilder sort(suite, EXPERT_POSITIONS, I32, kExact);
+    sort.operand(I32, size.slots(), integers(0, size.experts));
+    sort.result(I32, size.slots());
+    sort.result(I32, {size.groups, size.experts});
+    sort.add();
+  }
+  for (DType type : kFloats)
+    for (const SlotsCase &size : kSlotsCases)
+      for (bool weighted : {false, true}) {
+        // dispatch and combine move values (times a weight): exact
+        // unweighted, a rounding apart weighted or summed.
+        double tolerance = weighted || size.k > 1 ? kSummed : kExact;
+        CaseBuilder dispatch(suite, DISPATCH, type,
+                             weighted ? kSummed : kExact);
+        dispatch.in(size.tokenValues());
+        Instruction sort = positionsOf(dispatch, size);
+        if (weighted)
+          dispatch.in(size.slots());
+        dispatch.out(size.rows());
+        dispatch.before(sort).note("expert_positions of random experts").add();
+
+        CaseBuilder combine(suite, COMBINE, type, tolerance);
+        combine.in(size.rows());
+        sort = positionsOf(combine, size);
+        if (weighted)
+          combine.in(size.slots());
+        combine.out(size.tokenValues());
+        combine.before(sort).note("expert_positions of random experts").add();
+      }
+  for (DType type : kFloats)
+    for (const SlotsCase &size : kSlotsCases) {
+      CaseBuilder grad(suite, COMBINE_WEIGHTS_GRAD, type, kSummed);
+      grad.in(size.rows());
+      Instruction sort = positionsOf(grad, size);
+      grad.in(size.tokenValues());
+      grad.out(size.slots());
+      grad.before(sort).note("expert_positions of random experts").add();
+    }
 }

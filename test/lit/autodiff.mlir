@@ -245,3 +245,32 @@ func.func @forward(%router: tensor<4x8xf32> {twill.param = "mlp.gate.weight", tw
 // CHECK-NEXT: %[[DL:.*]] = twill.route_grad %[[L]], %[[E]], %[[DW]] {normalize} : (tensor<3x4xf32>, tensor<3x2xi32>, tensor<3x2xf32>) -> tensor<3x4xf32>
 // CHECK-NEXT: %[[DR:.*]] = twill.matmul %[[DL]], %{{.*}} {transpose_lhs} : (tensor<3x4xf32>, tensor<3x8xf32>) -> tensor<4x8xf32>
 // CHECK-NEXT: return %{{.*}}, %{{.*}}, %[[DR]]
+
+// -----
+
+// An expert layer's dispatch and combine: the rows' gradient is the
+// output's dispatched by the same positions and weights, the input's the
+// rows' combined, and each weight's the dot product of its row and its
+// token's gradient.
+func.func @forward(%scale: tensor<2x3x2xf32> {twill.param = "mlp.scale", twill.trainable},
+                   %x: tensor<2x3x4xf32> {twill.input = "x"},
+                   %e: tensor<2x3x2xi32> {twill.input = "e"},
+                   %labels: tensor<2x3xi32> {twill.input = "labels"})
+    -> (tensor<f32>, tensor<i64>) attributes {twill.entry = #twill.entry<forward>} {
+  %p, %c = twill.expert_positions %e : (tensor<2x3x2xi32>) -> (tensor<2x3x2xi32>, tensor<2x3xi32>)
+  %rows = twill.dispatch %x, %p weights(%scale) : (tensor<2x3x4xf32>, tensor<2x3x2xi32>, tensor<2x3x2xf32>) -> tensor<2x6x4xf32>
+  %y = twill.combine %rows, %p weights(%scale) : (tensor<2x6x4xf32>, tensor<2x3x2xi32>, tensor<2x3x2xf32>) -> tensor<2x3x4xf32>
+  %loss, %count = twill.cross_entropy %y, %labels : (tensor<2x3x4xf32>, tensor<2x3xi32>) -> (tensor<f32>, tensor<i64>)
+  return %loss, %count : tensor<f32>, tensor<i64>
+}
+
+// CHECK-LABEL: func.func @train_step(
+// CHECK: %[[P:.*]], %{{.*}} = twill.expert_positions
+// CHECK-NEXT: %[[R:.*]] = twill.dispatch %{{.*}}, %[[P]] weights(%[[S:[^)]*]])
+// CHECK-NEXT: %[[Y:.*]] = twill.combine %[[R]], %[[P]] weights(%[[S]])
+// CHECK: %[[DY:.*]] = twill.cross_entropy_grad %[[Y]]
+// CHECK-DAG: %[[DR:.*]] = twill.dispatch %[[DY]], %[[P]] weights(%[[S]]) : (tensor<2x3x4xf32>, tensor<2x3x2xi32>, tensor<2x3x2xf32>) -> tensor<2x6x4xf32>
+// CHECK-DAG: %[[DS1:.*]] = twill.combine_weights_grad %[[R]], %[[P]], %[[DY]] : (tensor<2x6x4xf32>, tensor<2x3x2xi32>, tensor<2x3x4xf32>) -> tensor<2x3x2xf32>
+// CHECK-DAG: %[[DS2:.*]] = twill.combine_weights_grad %[[DR]], %[[P]], %{{.*}} : (tensor<2x6x4xf32>, tensor<2x3x2xi32>, tensor<2x3x4xf32>) -> tensor<2x3x2xf32>
+// CHECK-NOT: twill.combine %[[DR]]
+// CHECK: return

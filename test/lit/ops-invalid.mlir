@@ -614,3 +614,43 @@ func.func @route_grad_result(%logits: tensor<4x8xf32>, %e: tensor<4x2xi32>, %g: 
   %d = twill.route_grad %logits, %e, %g : (tensor<4x8xf32>, tensor<4x2xi32>, tensor<4x2xf32>) -> tensor<4x2xf32>
   return
 }
+
+// -----
+
+func.func @expert_positions_counts(%e: tensor<2x5x2xi32>) {
+  // expected-error @+1 {{counts must have shape [2, 4], got [3, 4]}}
+  %p, %c = twill.expert_positions %e : (tensor<2x5x2xi32>) -> (tensor<2x5x2xi32>, tensor<3x4xi32>)
+  return
+}
+
+// -----
+
+func.func @dispatch_rows(%x: tensor<2x5x8xf32>, %p: tensor<2x5x2xi32>) {
+  // expected-error @+1 {{rows must have shape [2, 10, 8], got [2, 5, 8]}}
+  %r = twill.dispatch %x, %p : (tensor<2x5x8xf32>, tensor<2x5x2xi32>) -> tensor<2x5x8xf32>
+  return
+}
+
+// -----
+
+func.func @combine_weights(%r: tensor<2x10x8xf32>, %p: tensor<2x5x2xi32>, %w: tensor<2x5x3xf32>) {
+  // expected-error @+1 {{weights must have shape [2, 5, 2], got [2, 5, 3]}}
+  %y = twill.combine %r, %p weights(%w) : (tensor<2x10x8xf32>, tensor<2x5x2xi32>, tensor<2x5x3xf32>) -> tensor<2x5x8xf32>
+  return
+}
+
+// -----
+
+func.func @combine_type(%r: tensor<2x10x8xf32>, %p: tensor<2x5x2xi32>) {
+  // expected-error @+1 {{expects one element type, got 'f32' and 'bf16'}}
+  %y = twill.combine %r, %p : (tensor<2x10x8xf32>, tensor<2x5x2xi32>) -> tensor<2x5x8xbf16>
+  return
+}
+
+// -----
+
+func.func @combine_weights_grad_grad(%r: tensor<2x10x8xf32>, %p: tensor<2x5x2xi32>, %g: tensor<2x4x8xf32>) {
+  // expected-error @+1 {{grad must have shape [2, 5], got [2, 4]}}
+  %d = twill.combine_weights_grad %r, %p, %g : (tensor<2x10x8xf32>, tensor<2x5x2xi32>, tensor<2x4x8xf32>) -> tensor<2x5x2xf32>
+  return
+}

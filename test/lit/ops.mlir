@@ -164,3 +164,17 @@ func.func @route(%logits: tensor<2x5x8xf32>, %g: tensor<2x5x2xf32>) -> tensor<2x
   %d = twill.route_grad %logits, %e, %g {normalize} : (tensor<2x5x8xf32>, tensor<2x5x2xi32>, tensor<2x5x2xf32>) -> tensor<2x5x8xf32>
   return %d : tensor<2x5x8xf32>
 }
+
+// A group's tokens sorted by expert, through their rows and back.
+// CHECK-LABEL: func.func @dispatch_combine
+func.func @dispatch_combine(%x: tensor<2x5x8xf32>, %e: tensor<2x5x2xi32>, %w: tensor<2x5x2xf32>) -> tensor<2x5x2xf32> {
+  // CHECK: %[[P:.*]], %{{.*}} = twill.expert_positions %{{.*}} : (tensor<2x5x2xi32>) -> (tensor<2x5x2xi32>, tensor<2x4xi32>)
+  // CHECK-NEXT: %[[R:.*]] = twill.dispatch %{{.*}}, %[[P]] : (tensor<2x5x8xf32>, tensor<2x5x2xi32>) -> tensor<2x10x8xf32>
+  // CHECK-NEXT: %[[Y:.*]] = twill.combine %[[R]], %[[P]] weights(%{{.*}}) : (tensor<2x10x8xf32>, tensor<2x5x2xi32>, tensor<2x5x2xf32>) -> tensor<2x5x8xf32>
+  // CHECK-NEXT: twill.combine_weights_grad %[[R]], %[[P]], %[[Y]] : (tensor<2x10x8xf32>, tensor<2x5x2xi32>, tensor<2x5x8xf32>) -> tensor<2x5x2xf32>
+  %p, %counts = twill.expert_positions %e : (tensor<2x5x2xi32>) -> (tensor<2x5x2xi32>, tensor<2x4xi32>)
+  %rows = twill.dispatch %x, %p : (tensor<2x5x8xf32>, tensor<2x5x2xi32>) -> tensor<2x10x8xf32>
+  %y = twill.combine %rows, %p weights(%w) : (tensor<2x10x8xf32>, tensor<2x5x2xi32>, tensor<2x5x2xf32>) -> tensor<2x5x8xf32>
+  %dw = twill.combine_weights_grad %rows, %p, %y : (tensor<2x10x8xf32>, tensor<2x5x2xi32>, tensor<2x5x8xf32>) -> tensor<2x5x2xf32>
+  return %dw : tensor<2x5x2xf32>
+}

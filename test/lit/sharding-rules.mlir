@@ -90,3 +90,16 @@ func.func @moe_ops(%logits: tensor<2x5x8xf32>, %g: tensor<2x5x2xf32>) {
   %d = twill.route_grad %logits, %e, %g : (tensor<2x5x8xf32>, tensor<2x5x2xi32>, tensor<2x5x2xf32>) -> tensor<2x5x8xf32>
   return
 }
+
+// dispatch and combine sort a group's tokens among themselves: groups
+// shard, the rest stays whole.
+// CHECK-LABEL: func.func @dispatch_ops
+func.func @dispatch_ops(%x: tensor<2x5x8xf32>, %e: tensor<2x5x2xi32>, %w: tensor<2x5x2xf32>) {
+  // CHECK: twill.expert_positions {{.*}}twill.sharding_rule = "([i, j, k]) -> ([i, l, m], [i, n]) {i=2, j=5, k=2, l=5, m=2, n=4} replicated={j, k, l, m, n}"
+  %p, %c = twill.expert_positions %e : (tensor<2x5x2xi32>) -> (tensor<2x5x2xi32>, tensor<2x4xi32>)
+  // CHECK: twill.dispatch {{.*}}twill.sharding_rule = "([i, j, k], [i, l, m]) -> ([i, n, o]) {i=2, j=5, k=8, l=5, m=2, n=10, o=8} replicated={j, k, l, m, n, o}"
+  %r = twill.dispatch %x, %p : (tensor<2x5x8xf32>, tensor<2x5x2xi32>) -> tensor<2x10x8xf32>
+  // CHECK: twill.combine {{.*}}twill.sharding_rule = "([i, j, k], [i, l, m], [i, n, o]) -> ([i, p, q]) {i=2, j=10, k=8, l=5, m=2, n=5, o=2, p=5, q=8} replicated={j, k, l, m, n, o, p, q}"
+  %y = twill.combine %r, %p weights(%w) : (tensor<2x10x8xf32>, tensor<2x5x2xi32>, tensor<2x5x2xf32>) -> tensor<2x5x8xf32>
+  return
+}

@@ -10,23 +10,21 @@
 #include "support/Routing.h"
 #include "opmodel/Shapes.h"
 #include "runtime/backend/cpu/CpuOps.h"
+#include "test/unit/HostInstruction.h"
 #include "test/unit/RandomValues.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <numeric>
 
 using namespace twill;
+using twill::test::HostInstruction;
+using twill::test::problemOf;
 using twill::test::randomValues;
 
 namespace {
-
-std::string problemOf(llvm::Error error) {
-  return error ? llvm::toString(std::move(error)) : "";
-}
 
 /// The reference choice: the softmax in double, every expert sorted by it
 /// (stable: a tie keeps the lower expert first), the first k, normalized.
@@ -138,40 +136,6 @@ TEST(Routing, ShapeRules) {
             "indices must choose 1 to 8 experts (the logits' last dim) a "
             "token, got [4, 0]");
 }
-
-/// One instruction over host buffers, as the cpu backend runs it.
-class HostInstruction {
-public:
-  explicit HostInstruction(Opcode opcode) { instruction.set_opcode(opcode); }
-  HostInstruction(const HostInstruction &) = delete; // its address refers to it
-  template <typename T>
-  void operand(DType dtype, std::vector<int64_t> shape, std::vector<T> &data) {
-    instruction.add_operands(add(dtype, shape, data.data()));
-  }
-  template <typename T>
-  void result(DType dtype, std::vector<int64_t> shape, std::vector<T> &data) {
-    instruction.add_results(add(dtype, shape, data.data()));
-  }
-  Instruction *operator->() { return &instruction; }
-  InstructionView view() const {
-    return InstructionView(executable, instruction, address, nullptr);
-  }
-
-private:
-  int add(DType dtype, const std::vector<int64_t> &shape, void *data) {
-    Buffer &buffer = *executable.add_buffers();
-    buffer.set_dtype(dtype);
-    for (int64_t dim : shape)
-      buffer.add_shape(dim);
-    memory.push_back(data);
-    return executable.buffers_size() - 1;
-  }
-  Executable executable;
-  Instruction instruction;
-  std::vector<void *> memory;
-  // What the view's function_ref refers to, as long as the instruction.
-  std::function<void *(int)> address = [this](int id) { return memory[id]; };
-};
 
 TEST(Routing, CpuRunnersRouteEveryTokenAndRefuseBadIndices) {
   const int64_t tokens = 5, experts = 7, k = 2;

@@ -1,14 +1,18 @@
-//===- CpuMoe.cpp - a mixture of experts' routing -------------------------===//
+//===- CpuMoe.cpp - a mixture of experts' routing and dispatch ------------===//
 //
 // route and route_grad: support/Routing.h's function of a token, over the
-// tokens in parallel.
+// tokens in parallel; expert_positions, dispatch and combine:
+// support/Dispatch.h's, a group, a slot or a token at a time.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backend/cpu/CpuOps.h"
 
-#include "runtime/backend/shapes/ShapeRule.h"
+#include "runtime/backend/shapes/DispatchShape.h"
+#include "support/Dispatch.h"
 #include "support/Routing.h"
+
+#include <vector>
 
 using namespace twill;
 
@@ -51,5 +55,125 @@ llvm::Error cpu::runRouteGrad(const InstructionView &in) {
     routing::routeGrad(logits + token * experts, experts, indices + token * k,
                        grad + token * k, k, normalize,
                        result + token * experts);
+  return llvm::Error::success();
+}
+
+/// indices [groups, tokens, k] -> positions, counts [groups, experts]; an
+/// index outside the experts is refused.
+llvm::Error cpu::runExpertPositions(const InstructionView &in) {
+  if (auto error = checkShapeRule(in))
+    return error;
+  if (auto error = in.expect(1, 2, {I32, I32, I32}))
+    return error;
+  int64_t groups = in.dim(2, 1), experts = in.dim(2, 0);
+  int64_t slots = in.count(0) / groups;
+  const int32_t *indices = in.data<int32_t>(0);
+  for (int64_t s = 0; s < in.count(0); ++s)
+    if (indices[s] < 0 || indices[s] >= experts)
+      return in.fail(llvm::formatv("index {0} names expert {1} of {2}", s,
+                                   indices[s], experts));
+  int32_t *positions = in.data<int32_t>(1), *counts = in.data<int32_t>(2);
+#pragma omp parallel for schedule(static)
+  for (int64_t g = 0; g < groups; ++g)
+    dispatch::expertPositions(indices + g * slots, slots, experts,
+                              positions + g * slots, counts + g * experts);
+  return llvm::Error::success();
+}
+
+/// dispatchShape(in), its positions checked: each in its group's rows or
+/// -1 (none), and, where the op writes rows by them (`scatters`), no row
+/// twice.
+static llvm::Expected<DispatchShape> checkedPositions(const InstructionView &in,
+                                                      bool scatters) {
+  llvm::Expected<DispatchShape> shape = dispatchShape(in);
+  if (!shape)
+    return shape.takeError();
+  int64_t rows = shape->rows();
+  const int32_t *position = in.data<int32_t>(1);
+  std::vector<bool> taken(scatters ? rows : 0);
+  for (int64_t g = 0; g < shape->groups; ++g) {
+    std::fill(taken.begin(), taken.end(), false);
+    for (int64_t s = 0; s < rows; ++s, ++position) {
+      if (*position < -1 || *position >= rows)
+        return in.fail(llvm::formatv("position {0} is row {1} of {2}",
+                                     g * rows + s, *position, rows));
+      if (scatters && *position >= 0 && taken[*position])
+        return in.fail(llvm::formatv("position {0} is row {1} again",
+                                     g * rows + s, *position));
+      if (scatters && *position >= 0)
+        taken[*position] = true;
+    }
+  }
+  return shape;
+}
+
+/// input [groups, tokens, hidden], positions, weights -> rows; a row no
+/// slot takes is zero.
+llvm::Error cpu::runDispatch(const InstructionView &in) {
+  llvm::Expected<DispatchShape> slots = checkedPositions(in, /*scatters=*/true);
+  if (!slots)
+    return slots.takeError();
+  auto [groups, tokens, k, width] = *slots;
+  const float *input = in.data<float>(0);
+  const int32_t *positions = in.data<int32_t>(1);
+  const float *weights = in.numOperands() == 3 ? in.data<float>(2) : nullptr;
+  float *rows = in.data<float>(in.numOperands());
+  std::fill(rows, rows + in.count(in.numOperands()), 0.0f);
+#pragma omp parallel for schedule(static)
+  for (int64_t slot = 0; slot < groups * tokens * k; ++slot) {
+    if (positions[slot] < 0)
+      continue;
+    int64_t group = slot / (tokens * k), token = slot / k;
+    float weight = weights ? weights[slot] : 1.0f;
+    float *row = rows + (group * tokens * k + positions[slot]) * width;
+    for (int64_t h = 0; h < width; ++h)
+      row[h] = input[token * width + h] * weight;
+  }
+  return llvm::Error::success();
+}
+
+/// rows [groups, tokens * k, hidden], positions, weights -> [groups,
+/// tokens, hidden].
+llvm::Error cpu::runCombine(const InstructionView &in) {
+  llvm::Expected<DispatchShape> slots =
+      checkedPositions(in, /*scatters=*/false);
+  if (!slots)
+    return slots.takeError();
+  auto [groups, tokens, k, width] = *slots;
+  const float *rows = in.data<float>(0);
+  const int32_t *positions = in.data<int32_t>(1);
+  const float *weights = in.numOperands() == 3 ? in.data<float>(2) : nullptr;
+  float *result = in.data<float>(in.numOperands());
+#pragma omp parallel for schedule(static)
+  for (int64_t token = 0; token < groups * tokens; ++token) {
+    const float *groupRows = rows + token / tokens * tokens * k * width;
+    for (int64_t h = 0; h < width; ++h)
+      result[token * width + h] = dispatch::combineElement(
+          groupRows, positions + token * k,
+          weights ? weights + token * k : nullptr, k, width, h);
+  }
+  return llvm::Error::success();
+}
+
+/// rows, positions, grad [groups, tokens, hidden] -> [groups, tokens, k].
+llvm::Error cpu::runCombineWeightsGrad(const InstructionView &in) {
+  llvm::Expected<DispatchShape> slots =
+      checkedPositions(in, /*scatters=*/false);
+  if (!slots)
+    return slots.takeError();
+  auto [groups, tokens, k, width] = *slots;
+  const float *rows = in.data<float>(0), *grad = in.data<float>(2);
+  const int32_t *positions = in.data<int32_t>(1);
+  float *result = in.data<float>(3);
+#pragma omp parallel for schedule(static)
+  for (int64_t slot = 0; slot < groups * tokens * k; ++slot) {
+    int64_t group = slot / (tokens * k), token = slot / k;
+    result[slot] =
+        positions[slot] < 0
+            ? 0.0f
+            : dispatch::weightGrad(
+                  rows + (group * tokens * k + positions[slot]) * width,
+                  grad + token * width, width);
+  }
   return llvm::Error::success();
 }

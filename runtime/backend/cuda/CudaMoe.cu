@@ -1,15 +1,21 @@
-//===- CudaMoe.cu - a mixture of experts' routing -------------------------===//
+//===- CudaMoe.cu - a mixture of experts' routing and dispatch ------------===//
 //
 // route and route_grad: one thread a token, each running support/Routing.h's
 // function of a token, as the cpu does; k passes over a token's experts
-// are little beside its experts' matmuls. The runners sit beside their
-// kernels: nothing else launches them.
+// are little beside its experts' matmuls. expert_positions: one thread a
+// group running support/Dispatch.h's sort, the cpu's (a pass over a
+// group's slots, little beside its experts' matmuls); dispatch and
+// combine a thread an element, combine_weights_grad a thread a slot. A
+// position outside its group's rows takes no row (the cpu refuses it;
+// expert_positions makes none). The runners sit beside their kernels:
+// nothing else launches them.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backend/cuda/CudaOps.h"
 
-#include "runtime/backend/shapes/ShapeRule.h"
+#include "runtime/backend/shapes/DispatchShape.h"
+#include "support/Dispatch.h"
 #include "support/Routing.h"
 
 using namespace twill;
@@ -52,6 +58,72 @@ __global__ void routeGradKernel(const float *logits, int64_t tokens,
                      grad + token * k, k, normalize, out);
 }
 
+__global__ void expertPositionsKernel(const int32_t *indices, int64_t groups,
+                                      int64_t slots, int64_t experts,
+                                      int32_t *positions, int32_t *counts) {
+  int64_t group = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (group < groups)
+    dispatch::expertPositions(indices + group * slots, slots, experts,
+                              positions + group * slots,
+                              counts + group * experts);
+}
+
+/// The row of `slot` (over every group's) among the rows of all groups,
+/// or -1 for none.
+__device__ int64_t rowOf(const DispatchShape &size, const int32_t *positions,
+                         int64_t slot) {
+  int32_t position = positions[slot];
+  if (position < 0 || position >= size.rows())
+    return -1;
+  return slot / size.rows() * size.rows() + position;
+}
+
+__global__ void dispatchKernel(const float *input, const int32_t *positions,
+                               const float *weights, DispatchShape size,
+                               float *rows) {
+  int64_t element = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (element >= size.groups * size.rows() * size.width)
+    return;
+  int64_t slot = element / size.width, h = element % size.width;
+  int64_t row = rowOf(size, positions, slot);
+  if (row >= 0)
+    rows[row * size.width + h] = input[slot / size.k * size.width + h] *
+                                 (weights ? weights[slot] : 1.0f);
+}
+
+__global__ void combineKernel(const float *rows, const int32_t *positions,
+                              const float *weights, DispatchShape size,
+                              float *result) {
+  int64_t element = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (element >= size.groups * size.tokens * size.width)
+    return;
+  int64_t token = element / size.width, h = element % size.width;
+  const int32_t *position = positions + token * size.k;
+  for (int64_t j = 0; j < size.k; ++j) // none out of its group's rows
+    if (position[j] >= size.rows()) {
+      result[element] = 0;
+      return;
+    }
+  result[element] = dispatch::combineElement(
+      rows + token / size.tokens * size.rows() * size.width, position,
+      weights ? weights + token * size.k : nullptr, size.k, size.width, h);
+}
+
+__global__ void combineWeightsGradKernel(const float *rows,
+                                         const int32_t *positions,
+                                         const float *grad, DispatchShape size,
+                                         float *result) {
+  int64_t slot = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (slot >= size.groups * size.rows())
+    return;
+  int64_t row = rowOf(size, positions, slot);
+  result[slot] =
+      row < 0
+          ? 0.0f
+          : dispatch::weightGrad(rows + row * size.width,
+                                 grad + slot / size.k * size.width, size.width);
+}
+
 } // namespace
 
 llvm::Error cuda::runRoute(const InstructionView &in, Device &device) {
@@ -80,4 +152,65 @@ llvm::Error cuda::runRouteGrad(const InstructionView &in, Device &device) {
       in.data<float>(0), tokens, experts, in.data<int32_t>(1),
       in.data<float>(2), k, in->route().normalize(), in.data<float>(3));
   return checkCuda(cudaGetLastError(), "route_grad");
+}
+
+llvm::Error cuda::runExpertPositions(const InstructionView &in,
+                                     Device &device) {
+  if (auto error = checkShapeRule(in))
+    return error;
+  if (auto error = in.expect(1, 2, {I32, I32, I32}))
+    return error;
+  int64_t groups = in.dim(2, 1), experts = in.dim(2, 0);
+  if (in.count(0) == 0)
+    return llvm::Error::success();
+  expertPositionsKernel<<<blocksFor(groups), kThreads, 0, device.stream>>>(
+      in.data<int32_t>(0), groups, in.count(0) / groups, experts,
+      in.data<int32_t>(1), in.data<int32_t>(2));
+  return checkCuda(cudaGetLastError(), "expert_positions");
+}
+
+llvm::Error cuda::runDispatch(const InstructionView &in, Device &device) {
+  llvm::Expected<DispatchShape> size = dispatchShape(in);
+  if (!size)
+    return size.takeError();
+  int64_t elements = size->groups * size->rows() * size->width;
+  float *rows = in.data<float>(in.numOperands());
+  if (auto error = checkCuda(
+          cudaMemsetAsync(rows, 0, elements * sizeof(float), device.stream),
+          "dispatch"))
+    return error;
+  if (elements == 0)
+    return llvm::Error::success();
+  dispatchKernel<<<blocksFor(elements), kThreads, 0, device.stream>>>(
+      in.data<float>(0), in.data<int32_t>(1),
+      in.numOperands() == 3 ? in.data<float>(2) : nullptr, *size, rows);
+  return checkCuda(cudaGetLastError(), "dispatch");
+}
+
+llvm::Error cuda::runCombine(const InstructionView &in, Device &device) {
+  llvm::Expected<DispatchShape> size = dispatchShape(in);
+  if (!size)
+    return size.takeError();
+  int64_t elements = size->groups * size->tokens * size->width;
+  if (elements == 0)
+    return llvm::Error::success();
+  combineKernel<<<blocksFor(elements), kThreads, 0, device.stream>>>(
+      in.data<float>(0), in.data<int32_t>(1),
+      in.numOperands() == 3 ? in.data<float>(2) : nullptr, *size,
+      in.data<float>(in.numOperands()));
+  return checkCuda(cudaGetLastError(), "combine");
+}
+
+llvm::Error cuda::runCombineWeightsGrad(const InstructionView &in,
+                                        Device &device) {
+  llvm::Expected<DispatchShape> size = dispatchShape(in);
+  if (!size)
+    return size.takeError();
+  int64_t slots = size->groups * size->rows();
+  if (slots == 0)
+    return llvm::Error::success();
+  combineWeightsGradKernel<<<blocksFor(slots), kThreads, 0, device.stream>>>(
+      in.data<float>(0), in.data<int32_t>(1), in.data<float>(2), *size,
+      in.data<float>(3));
+  return checkCuda(cudaGetLastError(), "combine_weights_grad");
 }
