@@ -43,6 +43,18 @@ double twill::flopsOf(const Instruction &instruction,
     double forward = 4.0 * query[0] * query[2] * pairs * query[3];
     return instruction.opcode() == ATTENTION ? forward : 2.5 * forward;
   }
+  case GROUPED_MATMUL:
+  case GROUPED_MATMUL_WEIGHT_GRAD: {
+    // Each of the [groups, rows, k] rows (dropless: every routed token)
+    // times its expert's [k, n], n the result's last dim, or the
+    // gradient's (operand 1: [groups, rows, n]).
+    if (operandShapes.size() < 2 || operandShapes[0].size() != 3)
+      return 0;
+    double n = instruction.opcode() == GROUPED_MATMUL
+                   ? double(resultShape.back())
+                   : double(operandShapes[1].back());
+    return 2 * elements(operandShapes[0]) * n;
+  }
   case LINEAR_CROSS_ENTROPY:
   case LINEAR_CROSS_ENTROPY_GRAD: {
     // Operands input, weight [vocab block, hidden], labels (one per row).

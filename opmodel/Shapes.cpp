@@ -624,3 +624,45 @@ Error shapes::combineWeightsGrad(Shape rows, Shape positions, Shape grad,
     return error;
   return expectShape("result", result, positions);
 }
+
+/// The dims of a grouped matmul's rows [groups, rows, k], its weight
+/// [experts, k, n] (or [experts, n, k] transposed), counts [groups,
+/// experts], and its [groups, rows, n]; the weight and the latter named
+/// as the op names them.
+static llvm::Expected<shapes::GroupedMatmulDims>
+groupedDims(shapes::Shape rows, llvm::StringRef weightName,
+            shapes::Shape weight, shapes::Shape counts, llvm::StringRef outName,
+            shapes::Shape out, bool transposeWeight) {
+  using shapes::expectRank, shapes::expectShape;
+  for (auto [what, shape] :
+       {std::pair<llvm::StringRef, shapes::Shape>{"rows", rows},
+        {weightName, weight},
+        {outName, out}})
+    if (Error error = expectRank(what, shape, 3))
+      return std::move(error);
+  shapes::GroupedMatmulDims dims{rows[0], rows[1], weight[0], rows[2], out[2]};
+  llvm::SmallVector<int64_t> stored = {dims.experts, dims.k, dims.n};
+  if (transposeWeight)
+    std::swap(stored[1], stored[2]);
+  if (Error error = expectShape(weightName, weight, stored))
+    return std::move(error);
+  if (Error error = expectShape("counts", counts, {dims.groups, dims.experts}))
+    return std::move(error);
+  if (Error error = expectShape(outName, out, {dims.groups, dims.rows, dims.n}))
+    return std::move(error);
+  return dims;
+}
+
+llvm::Expected<shapes::GroupedMatmulDims>
+shapes::groupedMatmul(Shape rows, Shape weight, Shape counts, Shape result,
+                      bool transposeWeight) {
+  return groupedDims(rows, "weight", weight, counts, "result", result,
+                     transposeWeight);
+}
+
+llvm::Expected<shapes::GroupedMatmulDims>
+shapes::groupedMatmulWeightGrad(Shape rows, Shape grad, Shape counts,
+                                Shape result, bool transposeWeight) {
+  return groupedDims(rows, "result", result, counts, "grad", grad,
+                     transposeWeight);
+}

@@ -148,6 +148,22 @@ struct MatmulDims {
 llvm::Expected<MatmulDims> matmul(Shape lhs, Shape rhs, Shape result,
                                   bool transposeLhs, bool transposeRhs);
 
+/// A grouped matmul's dims: `groups` groups of `rows` rows [., k], and
+/// `experts` weights [k, n] (stored [n, k] where transposed).
+struct GroupedMatmulDims {
+  int64_t groups, rows, experts, k, n;
+};
+/// grouped_matmul: rows [groups, rows, k], weight, counts [groups, experts]
+/// -> result [groups, rows, n].
+llvm::Expected<GroupedMatmulDims> groupedMatmul(Shape rows, Shape weight,
+                                                Shape counts, Shape result,
+                                                bool transposeWeight);
+/// grouped_matmul_weight_grad: rows, grad [groups, rows, n], counts ->
+/// result (the weight's shape).
+llvm::Expected<GroupedMatmulDims>
+groupedMatmulWeightGrad(Shape rows, Shape grad, Shape counts, Shape result,
+                        bool transposeWeight);
+
 } // namespace twill::shapes
 
 #endif // TWILL_OPMODEL_SHAPES_H

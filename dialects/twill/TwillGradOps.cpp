@@ -81,3 +81,13 @@ LogicalResult DpoLossGradOp::verify() {
       *this, shapes::dpoLossGrad(shapeOf(getPolicy()), shapeOf(getReference()),
                                  shapeOf(getTokens()), shapeOf(getResult())));
 }
+
+LogicalResult GroupedMatmulWeightGradOp::verify() {
+  if (failed(expectSameElementType(*this, {getRows(), getGrad()})))
+    return failure();
+  llvm::Expected<shapes::GroupedMatmulDims> dims =
+      shapes::groupedMatmulWeightGrad(shapeOf(getRows()), shapeOf(getGrad()),
+                                      shapeOf(getCounts()),
+                                      shapeOf(getResult()), getTransposeRhs());
+  return dims ? success() : check(*this, dims.takeError());
+}

@@ -180,4 +180,59 @@ def Twill_CombineWeightsGradOp : Twill_GroupsOp<"combine_weights_grad"> {
   }];
 }
 
+def Twill_GroupedMatmulAttributes : Twill_Attributes<"grouped_matmul", 33, [
+    Twill_Field<"transpose_rhs", 1, "each expert's weight is [n, k]">]>;
+
+def Twill_GroupedMatmulOp : Twill_ComputeOp<"grouped_matmul", [Twill_Costly, Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
+  let opcode = 70;
+  let executableAttributes = Twill_GroupedMatmulAttributes;
+  let runner = "runGroupedMatmul";
+  let summary = "Each expert's rows times its weight";
+  let description = [{
+    For a group's `rows` `[groups, rows, k]` in order of expert (dispatch's)
+    and `counts` `[groups, experts]` (expert_positions'), each expert's
+    rows times its weight: `weight` `[experts, k, n]`, or `[experts, n, k]`
+    read transposed with `transpose_rhs` (a linear layer's, as
+    transformers' fused experts store theirs). Rows past the counts' sum
+    are zero. Only the routed rows are multiplied: dropless, no capacity.
+
+    ```mlir
+    %h = twill.grouped_matmul %rows, %gate_up, %counts {transpose_rhs}
+        : (tensor<2x4096x64xf32>, tensor<128x256x64xf32>, tensor<2x128xi32>) -> tensor<2x4096x256xf32>
+    ```
+  }];
+  let arguments = (ins Twill_FloatTensor:$rows, Twill_FloatTensor:$weight,
+                       Twill_I32Tensor:$counts, UnitAttr:$transpose_rhs);
+  let results = (outs Twill_FloatTensor:$result);
+  let assemblyFormat = [{
+    $rows `,` $weight `,` $counts attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Twill_GroupedMatmulWeightGradOp : Twill_ComputeOp<"grouped_matmul_weight_grad", [Twill_Costly, Pure]> {
+  let opcode = 71;
+  let executableAttributes = Twill_GroupedMatmulAttributes;
+  let runner = "runGroupedMatmulWeightGrad";
+  let cudaRunsBf16 = 0; // summed over the groups in fp32
+  let summary = "The gradient of grouped_matmul by its weight";
+  let description = [{
+    Each expert's `rows^T grad` over its rows of every group, in the
+    weight's layout: `[experts, k, n]`, or `[experts, n, k]` (`grad^T
+    rows`) with `transpose_rhs`. An expert no row reaches gets zeros.
+
+    ```mlir
+    %dw = twill.grouped_matmul_weight_grad %rows, %dh, %counts {transpose_rhs}
+        : (tensor<2x4096x64xf32>, tensor<2x4096x256xf32>, tensor<2x128xi32>) -> tensor<128x256x64xf32>
+    ```
+  }];
+  let arguments = (ins Twill_FloatTensor:$rows, Twill_FloatTensor:$grad,
+                       Twill_I32Tensor:$counts, UnitAttr:$transpose_rhs);
+  let results = (outs Twill_FloatTensor:$result);
+  let assemblyFormat = [{
+    $rows `,` $grad `,` $counts attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // TWILL_MOE_OPS_TD

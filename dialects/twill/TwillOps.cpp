@@ -97,6 +97,16 @@ LogicalResult MatmulOp::verify() {
   return success();
 }
 
+LogicalResult GroupedMatmulOp::verify() {
+  if (failed(
+          expectSameElementType(*this, {getRows(), getWeight(), getResult()})))
+    return failure();
+  llvm::Expected<shapes::GroupedMatmulDims> dims = shapes::groupedMatmul(
+      shapeOf(getRows()), shapeOf(getWeight()), shapeOf(getCounts()),
+      shapeOf(getResult()), getTransposeRhs());
+  return dims ? success() : check(*this, dims.takeError());
+}
+
 LogicalResult RmsNormOp::verify() {
   if (failed(verifyShapeRule(*this)))
     return failure();

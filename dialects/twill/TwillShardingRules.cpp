@@ -106,6 +106,46 @@ ShardingRule MatmulOp::getShardingRule() {
   return rule;
 }
 
+/// grouped_matmul and its weight's gradient: `([g, r, k], [e, n, k] or
+/// [e, k, n], [g, e]) -> ([g, r, n])`, the gradient `([g, r, k], [g, r, n],
+/// [g, e]) -> (the weight)`. Groups shard; a group's rows and the experts
+/// stay whole (each expert's rows are a range of them); k is summed over,
+/// and, for the gradient, the groups and rows too.
+static ShardingRule groupedMatmulRule(Value rows, ArrayRef<int64_t> weight,
+                                      bool transposed, bool weightGrad) {
+  ShardingRule rule;
+  ArrayRef<int64_t> shape = shapeOf(rows);
+  int g = rule.addFactor(shape[0]), r = rule.addFactor(shape[1]);
+  int k = rule.addFactor(shape[2]), e = rule.addFactor(weight[0]);
+  int n = rule.addFactor(transposed ? weight[1] : weight[2]);
+  Tensor weightDims = transposed ? ShardingRule::tensor({e, n, k})
+                                 : ShardingRule::tensor({e, k, n});
+  Tensor rowsIn = ShardingRule::tensor({g, r, k});
+  Tensor rowsOut = ShardingRule::tensor({g, r, n});
+  Tensor counts = ShardingRule::tensor({g, e});
+  rule.replicated = {r, e};
+  rule.reductions = {k};
+  if (weightGrad) {
+    rule.operands = {rowsIn, rowsOut, counts};
+    rule.results = {weightDims};
+    rule.reductions = {g, r};
+  } else {
+    rule.operands = {rowsIn, weightDims, counts};
+    rule.results = {rowsOut};
+  }
+  return rule;
+}
+
+ShardingRule GroupedMatmulOp::getShardingRule() {
+  return groupedMatmulRule(getRows(), shapeOf(getWeight()), getTransposeRhs(),
+                           false);
+}
+
+ShardingRule GroupedMatmulWeightGradOp::getShardingRule() {
+  return groupedMatmulRule(getRows(), shapeOf(getResult()), getTransposeRhs(),
+                           true);
+}
+
 ShardingRule RmsNormOp::getShardingRule() {
   ShardingRule rule = rowRule(*this);
   rule.operands[1] = {rule.results.front().back()};

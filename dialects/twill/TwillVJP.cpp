@@ -305,3 +305,23 @@ Cotangents CombineOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
                                ArrayRef<bool> needed) {
   return adjointVJP<DispatchOp>(*this, builder, cotangents[0], needed);
 }
+
+// y = rows W_e (or W_e^T) per expert: the rows' gradient is grad W_e^T
+// (or W_e), the other transposition; the weight's, rows^T grad over its
+// rows, in the weight's layout.
+Cotangents GroupedMatmulOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
+                                     ArrayRef<bool> needed) {
+  SmallVector<Value> grads(getNumOperands());
+  Value grad = cotangents[0];
+  if (!grad)
+    return grads;
+  if (needed[0])
+    grads[0] =
+        GroupedMatmulOp::create(builder, getLoc(), getRows().getType(), grad,
+                                getWeight(), getCounts(), !getTransposeRhs());
+  if (needed[1])
+    grads[1] = GroupedMatmulWeightGradOp::create(
+        builder, getLoc(), getWeight().getType(), getRows(), grad, getCounts(),
+        getTransposeRhs());
+  return grads;
+}

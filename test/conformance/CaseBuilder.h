@@ -203,6 +203,7 @@ void embeddingGradCases(Suite &suite);  // LayerCases.cpp
 void optimizerCases(Suite &suite);      // OptimizerCases.cpp
 void routeCases(Suite &suite);          // MoeCases.cpp
 void dispatchCases(Suite &suite);       // MoeCases.cpp
+void groupedMatmulCases(Suite &suite);  // MoeCases.cpp
 
 } // namespace twill::conformance
 

@@ -32,5 +32,6 @@ Suite conformance::conformanceSuite() {
   optimizerCases(suite);
   routeCases(suite);
   dispatchCases(suite);
+  groupedMatmulCases(suite);
   return suite;
 }

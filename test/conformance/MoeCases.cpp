@@ -49,14 +49,20 @@ struct SlotsCase {
 constexpr SlotsCase kSlotsCases[] = {
     {3, 37, 8, 61, 33}, {2, 129, 2, 8, 64}, {1, 5, 1, 1, 7}};
 
+/// The results of expert_positions a case reads.
+enum class Reads { Positions, Counts };
+
 /// expert_positions of random experts, run before a case that reads its
-/// positions as its operand 1.
-Instruction positionsOf(CaseBuilder &c, const SlotsCase &size) {
+/// positions or its counts as its next operand.
+Instruction sortBefore(CaseBuilder &c, const SlotsCase &size, Reads reads) {
   Instruction sort;
   sort.set_opcode(EXPERT_POSITIONS);
   sort.add_operands(c.filled(I32, size.slots(), integers(0, size.experts)));
-  sort.add_results(c.computed(I32, size.slots()));
-  sort.add_results(c.scratch(I32, {size.groups, size.experts}));
+  auto value = [&](bool read, Shape shape) {
+    return read ? c.computed(I32, shape) : c.scratch(I32, shape);
+  };
+  sort.add_results(value(reads == Reads::Positions, size.slots()));
+  sort.add_results(value(reads == Reads::Counts, {size.groups, size.experts}));
   return sort;
 }
 } // namespace
@@ -78,7 +84,7 @@ void conformance::dispatchCases(Suite &suite) {
         CaseBuilder dispatch(suite, DISPATCH, type,
                              weighted ? kSummed : kExact);
         dispatch.in(size.tokenValues());
-        Instruction sort = positionsOf(dispatch, size);
+        Instruction sort = sortBefore(dispatch, size, Reads::Positions);
         if (weighted)
           dispatch.in(size.slots());
         dispatch.out(size.rows());
@@ -86,7 +92,7 @@ void conformance::dispatchCases(Suite &suite) {
 
         CaseBuilder combine(suite, COMBINE, type, tolerance);
         combine.in(size.rows());
-        sort = positionsOf(combine, size);
+        sort = sortBefore(combine, size, Reads::Positions);
         if (weighted)
           combine.in(size.slots());
         combine.out(size.tokenValues());
@@ -96,9 +102,36 @@ void conformance::dispatchCases(Suite &suite) {
     for (const SlotsCase &size : kSlotsCases) {
       CaseBuilder grad(suite, COMBINE_WEIGHTS_GRAD, type, kSummed);
       grad.in(size.rows());
-      Instruction sort = positionsOf(grad, size);
+      Instruction sort = sortBefore(grad, size, Reads::Positions);
       grad.in(size.tokenValues());
       grad.out(size.slots());
       grad.before(sort).note("expert_positions of random experts").add();
     }
+}
+
+void conformance::groupedMatmulCases(Suite &suite) {
+  // Each expert's rows of random experts times its weight, both layouts;
+  // n and k odd, experts without rows.
+  const int64_t k = 37, n = 29;
+  for (DType type : kFloats)
+    for (const SlotsCase &size : kSlotsCases)
+      for (bool transposed : {false, true}) {
+        Shape weight =
+            transposed ? Shape{size.experts, n, k} : Shape{size.experts, k, n};
+        CaseBuilder product(suite, GROUPED_MATMUL, type, kSummed);
+        product.in({size.groups, size.tokens * size.k, k});
+        product.in(weight);
+        Instruction sort = sortBefore(product, size, Reads::Counts);
+        product.out({size.groups, size.tokens * size.k, n});
+        product->mutable_grouped_matmul()->set_transpose_rhs(transposed);
+        product.before(sort).note("expert_positions' counts").add();
+
+        CaseBuilder grad(suite, GROUPED_MATMUL_WEIGHT_GRAD, type, kSummed);
+        grad.in({size.groups, size.tokens * size.k, k});
+        grad.in({size.groups, size.tokens * size.k, n});
+        sort = sortBefore(grad, size, Reads::Counts);
+        grad.out(weight);
+        grad->mutable_grouped_matmul()->set_transpose_rhs(transposed);
+        grad.before(sort).note("expert_positions' counts").add();
+      }
 }

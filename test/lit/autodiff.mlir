@@ -274,3 +274,24 @@ func.func @forward(%scale: tensor<2x3x2xf32> {twill.param = "mlp.scale", twill.t
 // CHECK-DAG: %[[DS2:.*]] = twill.combine_weights_grad %[[DR]], %[[P]], %{{.*}} : (tensor<2x6x4xf32>, tensor<2x3x2xi32>, tensor<2x3x4xf32>) -> tensor<2x3x2xf32>
 // CHECK-NOT: twill.combine %[[DR]]
 // CHECK: return
+
+// -----
+
+// An expert weight trained through a grouped matmul: its gradient is
+// grouped_matmul_weight_grad in its layout; the rows (an input) get none.
+func.func @forward(%w: tensor<3x4x5xf32> {twill.param = "mlp.experts.down_proj", twill.trainable},
+                   %rows: tensor<2x6x5xf32> {twill.input = "rows"},
+                   %counts: tensor<2x3xi32> {twill.input = "counts"},
+                   %labels: tensor<2x6xi32> {twill.input = "labels"})
+    -> (tensor<f32>, tensor<i64>) attributes {twill.entry = #twill.entry<forward>} {
+  %y = twill.grouped_matmul %rows, %w, %counts {transpose_rhs} : (tensor<2x6x5xf32>, tensor<3x4x5xf32>, tensor<2x3xi32>) -> tensor<2x6x4xf32>
+  %loss, %count = twill.cross_entropy %y, %labels : (tensor<2x6x4xf32>, tensor<2x6xi32>) -> (tensor<f32>, tensor<i64>)
+  return %loss, %count : tensor<f32>, tensor<i64>
+}
+
+// CHECK-LABEL: func.func @train_step(
+// CHECK: %[[Y:.*]] = twill.grouped_matmul %[[R:[^,]*]], %{{.*}}, %[[C:[^ ]*]] {transpose_rhs}
+// CHECK: %[[DY:.*]] = twill.cross_entropy_grad %[[Y]]
+// CHECK-NOT: twill.grouped_matmul %[[DY]]
+// CHECK: twill.grouped_matmul_weight_grad %[[R]], %[[DY]], %[[C]] {transpose_rhs} : (tensor<2x6x5xf32>, tensor<2x6x4xf32>, tensor<2x3xi32>) -> tensor<3x4x5xf32>
+// CHECK: return

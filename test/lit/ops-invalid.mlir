@@ -654,3 +654,27 @@ func.func @combine_weights_grad_grad(%r: tensor<2x10x8xf32>, %p: tensor<2x5x2xi3
   %d = twill.combine_weights_grad %r, %p, %g : (tensor<2x10x8xf32>, tensor<2x5x2xi32>, tensor<2x4x8xf32>) -> tensor<2x5x2xf32>
   return
 }
+
+// -----
+
+func.func @grouped_matmul_layout(%rows: tensor<2x10x8xf32>, %w: tensor<4x6x8xf32>, %counts: tensor<2x4xi32>) {
+  // expected-error @+1 {{weight must have shape [4, 8, 6], got [4, 6, 8]}}
+  %y = twill.grouped_matmul %rows, %w, %counts : (tensor<2x10x8xf32>, tensor<4x6x8xf32>, tensor<2x4xi32>) -> tensor<2x10x6xf32>
+  return
+}
+
+// -----
+
+func.func @grouped_matmul_counts(%rows: tensor<2x10x8xf32>, %w: tensor<4x6x8xf32>, %counts: tensor<2x5xi32>) {
+  // expected-error @+1 {{counts must have shape [2, 4], got [2, 5]}}
+  %y = twill.grouped_matmul %rows, %w, %counts {transpose_rhs} : (tensor<2x10x8xf32>, tensor<4x6x8xf32>, tensor<2x5xi32>) -> tensor<2x10x6xf32>
+  return
+}
+
+// -----
+
+func.func @grouped_matmul_weight_grad_result(%rows: tensor<2x10x8xf32>, %g: tensor<2x10x6xf32>, %counts: tensor<2x4xi32>) {
+  // expected-error @+1 {{result must have shape [4, 6, 8], got [4, 8, 6]}}
+  %dw = twill.grouped_matmul_weight_grad %rows, %g, %counts {transpose_rhs} : (tensor<2x10x8xf32>, tensor<2x10x6xf32>, tensor<2x4xi32>) -> tensor<4x8x6xf32>
+  return
+}

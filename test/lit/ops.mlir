@@ -178,3 +178,13 @@ func.func @dispatch_combine(%x: tensor<2x5x8xf32>, %e: tensor<2x5x2xi32>, %w: te
   %dw = twill.combine_weights_grad %rows, %p, %y : (tensor<2x10x8xf32>, tensor<2x5x2xi32>, tensor<2x5x8xf32>) -> tensor<2x5x2xf32>
   return %dw : tensor<2x5x2xf32>
 }
+
+// Each expert's rows times its weight, and the weight's gradient.
+// CHECK-LABEL: func.func @grouped_matmul
+func.func @grouped_matmul(%rows: tensor<2x10x8xf32>, %w: tensor<4x6x8xf32>, %counts: tensor<2x4xi32>) -> tensor<4x6x8xf32> {
+  // CHECK: %[[Y:.*]] = twill.grouped_matmul %{{.*}}, %{{.*}}, %{{.*}} {transpose_rhs} : (tensor<2x10x8xf32>, tensor<4x6x8xf32>, tensor<2x4xi32>) -> tensor<2x10x6xf32>
+  // CHECK-NEXT: twill.grouped_matmul_weight_grad %{{.*}}, %[[Y]], %{{.*}} {transpose_rhs} : (tensor<2x10x8xf32>, tensor<2x10x6xf32>, tensor<2x4xi32>) -> tensor<4x6x8xf32>
+  %y = twill.grouped_matmul %rows, %w, %counts {transpose_rhs} : (tensor<2x10x8xf32>, tensor<4x6x8xf32>, tensor<2x4xi32>) -> tensor<2x10x6xf32>
+  %dw = twill.grouped_matmul_weight_grad %rows, %y, %counts {transpose_rhs} : (tensor<2x10x8xf32>, tensor<2x10x6xf32>, tensor<2x4xi32>) -> tensor<4x6x8xf32>
+  return %dw : tensor<4x6x8xf32>
+}

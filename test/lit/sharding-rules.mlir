@@ -103,3 +103,14 @@ func.func @dispatch_ops(%x: tensor<2x5x8xf32>, %e: tensor<2x5x2xi32>, %w: tensor
   %y = twill.combine %r, %p weights(%w) : (tensor<2x10x8xf32>, tensor<2x5x2xi32>, tensor<2x5x2xf32>) -> tensor<2x5x8xf32>
   return
 }
+
+// A grouped matmul: groups shard, rows and experts stay whole, k is
+// summed over; its weight's gradient sums over the groups and rows too.
+// CHECK-LABEL: func.func @grouped_matmul_ops
+func.func @grouped_matmul_ops(%rows: tensor<2x10x8xf32>, %w: tensor<4x6x8xf32>, %counts: tensor<2x4xi32>) {
+  // CHECK: twill.grouped_matmul {{.*}}twill.sharding_rule = "([i, j, k], [l, m, k], [i, l]) -> ([i, j, m]) {i=2, j=10, k=8, l=4, m=6} reduction={k} replicated={j, l}"
+  %y = twill.grouped_matmul %rows, %w, %counts {transpose_rhs} : (tensor<2x10x8xf32>, tensor<4x6x8xf32>, tensor<2x4xi32>) -> tensor<2x10x6xf32>
+  // CHECK: twill.grouped_matmul_weight_grad {{.*}}twill.sharding_rule = "([i, j, k], [i, j, m], [i, l]) -> ([l, m, k]) {i=2, j=10, k=8, l=4, m=6} reduction={i, j} replicated={j, l}"
+  %dw = twill.grouped_matmul_weight_grad %rows, %y, %counts {transpose_rhs} : (tensor<2x10x8xf32>, tensor<2x10x6xf32>, tensor<2x4xi32>) -> tensor<4x6x8xf32>
+  return
+}

@@ -2,13 +2,17 @@
 //
 // route and route_grad: support/Routing.h's function of a token, over the
 // tokens in parallel; expert_positions, dispatch and combine:
-// support/Dispatch.h's, a group, a slot or a token at a time.
+// support/Dispatch.h's, a group, a slot or a token at a time;
+// grouped_matmul and its weight's gradient: a oneDNN GEMM an expert a
+// group.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backend/cpu/CpuOps.h"
 
-#include "runtime/backend/shapes/DispatchShape.h"
+#include "runtime/backend/cpu/CpuKernels.h"
+
+#include "runtime/backend/shapes/MoeShapes.h"
 #include "support/Dispatch.h"
 #include "support/Routing.h"
 
@@ -176,4 +180,42 @@ llvm::Error cpu::runCombineWeightsGrad(const InstructionView &in) {
                   grad + token * width, width);
   }
   return llvm::Error::success();
+}
+
+/// Runs grouped_matmul or its weight's gradient: each expert's GEMM over
+/// its rows of each group, after the counts are checked.
+static llvm::Error runGrouped(const InstructionView &in, bool weightGrad) {
+  llvm::Expected<shapes::GroupedMatmulDims> dims =
+      groupedMatmulShape(in, weightGrad, F32);
+  if (!dims)
+    return dims.takeError();
+  const int32_t *counts = in.data<int32_t>(2);
+  if (auto error = checkCounts(in, *dims, counts))
+    return error;
+  bool transposed = in->grouped_matmul().transpose_rhs();
+  float *out = in.data<float>(3);
+  if (weightGrad)
+    std::fill(out, out + in.count(3), 0.0f);
+  std::vector<int64_t> used = forEachExpert(
+      *dims, counts, [&](int64_t g, int64_t e, int64_t first, int64_t count) {
+        cpu::gemm(expertGemm(*dims, transposed, weightGrad, g, e, first, count,
+                             in.data<float>(0), in.data<float>(1), out,
+                             sizeof(float)));
+      });
+  if (!weightGrad) // rows past the counts' sum are zero
+    for (int64_t g = 0; g < dims->groups; ++g)
+      std::fill(out + (g * dims->rows + used[g]) * dims->n,
+                out + (g + 1) * dims->rows * dims->n, 0.0f);
+  return llvm::Error::success();
+}
+
+/// rows [groups, rows, k], weight, counts [groups, experts] -> [groups,
+/// rows, n].
+llvm::Error cpu::runGroupedMatmul(const InstructionView &in) {
+  return runGrouped(in, /*weightGrad=*/false);
+}
+
+/// rows, grad [groups, rows, n], counts -> the weight's gradient.
+llvm::Error cpu::runGroupedMatmulWeightGrad(const InstructionView &in) {
+  return runGrouped(in, /*weightGrad=*/true);
 }

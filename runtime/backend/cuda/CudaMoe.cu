@@ -7,14 +7,16 @@
 // group's slots, little beside its experts' matmuls); dispatch and
 // combine a thread an element, combine_weights_grad a thread a slot. A
 // position outside its group's rows takes no row (the cpu refuses it;
-// expert_positions makes none). The runners sit beside their kernels:
-// nothing else launches them.
+// expert_positions makes none). grouped_matmul and its weight's gradient:
+// a cuBLASLt GEMM an expert a group, whose sizes the host reads: it waits
+// for the counts (a few hundred bytes) before it queues them. The runners
+// sit beside their kernels: nothing else launches them.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backend/cuda/CudaOps.h"
 
-#include "runtime/backend/shapes/DispatchShape.h"
+#include "runtime/backend/shapes/MoeShapes.h"
 #include "support/Dispatch.h"
 #include "support/Routing.h"
 
@@ -213,4 +215,67 @@ llvm::Error cuda::runCombineWeightsGrad(const InstructionView &in,
       in.data<float>(0), in.data<int32_t>(1), in.data<float>(2), *size,
       in.data<float>(3));
   return checkCuda(cudaGetLastError(), "combine_weights_grad");
+}
+
+/// Runs grouped_matmul or its weight's gradient: the counts brought to the
+/// host and checked, then each expert's GEMM over its rows of each group.
+static llvm::Error runGrouped(const InstructionView &in, Device &device,
+                              bool weightGrad) {
+  DType type = weightGrad ? F32 : in.floatType(0);
+  llvm::Expected<shapes::GroupedMatmulDims> dims =
+      groupedMatmulShape(in, weightGrad, type);
+  if (!dims)
+    return dims.takeError();
+  std::vector<int32_t> counts(in.count(2));
+  if (auto error =
+          checkCuda(cudaMemcpyAsync(counts.data(), in.data<int32_t>(2),
+                                    counts.size() * sizeof(int32_t),
+                                    cudaMemcpyDeviceToHost, device.stream),
+                    "cudaMemcpyAsync"))
+    return error;
+  if (auto error =
+          checkCuda(cudaStreamSynchronize(device.stream), "the counts' copy"))
+    return error;
+  if (auto error = checkCounts(in, *dims, counts.data()))
+    return error;
+  bool transposed = in->grouped_matmul().transpose_rhs();
+  int64_t bytes = bytesPerElement(type);
+  char *out = in.data<char>(3);
+  if (weightGrad)
+    if (auto error = checkCuda(
+            cudaMemsetAsync(out, 0, in.count(3) * bytes, device.stream),
+            "cudaMemsetAsync"))
+      return error;
+  llvm::Error failed = llvm::Error::success();
+  std::vector<int64_t> used = forEachExpert(
+      *dims, counts.data(),
+      [&](int64_t g, int64_t e, int64_t first, int64_t count) {
+        if (!failed)
+          failed = cuda::gemm(device,
+                              expertGemm(*dims, transposed, weightGrad, g, e,
+                                         first, count, in.data<void>(0),
+                                         in.data<void>(1), out, bytes),
+                              type);
+      });
+  if (failed)
+    return in.fail(llvm::toString(std::move(failed)));
+  if (!weightGrad) // rows past the counts' sum are zero
+    for (int64_t g = 0; g < dims->groups; ++g)
+      if (int64_t left = dims->rows - used[g])
+        if (auto error = checkCuda(
+                cudaMemsetAsync(out + (g * dims->rows + used[g]) * dims->n *
+                                          bytes,
+                                0, left * dims->n * bytes, device.stream),
+                "cudaMemsetAsync"))
+          return error;
+  return llvm::Error::success();
+}
+
+llvm::Error cuda::runGroupedMatmul(const InstructionView &in, Device &device) {
+  return runGrouped(in, device, /*weightGrad=*/false);
+}
+
+llvm::Error cuda::runGroupedMatmulWeightGrad(const InstructionView &in,
+                                             Device &device) {
+  return runGrouped(in, device, /*weightGrad=*/true);
 }
