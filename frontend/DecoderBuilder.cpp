@@ -221,7 +221,9 @@ Value DecoderTracer::mlp(Value normed, const std::string &prefix) {
   SmallVector<Value> tokenPieces = tokenTiles(tile, at);
   for (auto [index, piece] : llvm::enumerate(sequenceTiles(normed, tile, at))) {
     tracedTokens = tokenPieces[index];
-    outputs.push_back(mlpTile(piece, prefix));
+    outputs.push_back(::twill::hasExperts(model, tracedLayer)
+                          ? expertsTile(piece, prefix)
+                          : mlpTile(piece, prefix));
   }
   tracedTokens = tokenIndex;
   return joinTiles(outputs, at);
@@ -250,6 +252,66 @@ Value DecoderTracer::mlpTile(Value normed, const std::string &prefix) {
           : SwigluOp::create(builder, loc(path), gate.getType(), gate, up)
                 .getResult();
   return linear(act, path + ".down_proj", "down_proj", inner, hidden, row);
+}
+
+Value DecoderTracer::expertsTile(Value normed, const std::string &prefix) {
+  // As transformers' Qwen3MoeSparseMoeBlock: the router's logits, each
+  // token's top-k experts; each expert's tokens through its SwiGLU MLP
+  // (gate_up_proj [experts, 2 inner, hidden]: gate's rows, then up's;
+  // down_proj [experts, hidden, inner]), summed back by the weights.
+  std::string path = prefix + ".mlp";
+  Location at = loc(path);
+  int64_t hidden = model.hidden_size(), experts = model.num_experts();
+  int64_t k = model.num_experts_per_tok(),
+          inner = model.moe_intermediate_size();
+  ArrayRef<int64_t> shape = cast<RankedTensorType>(normed.getType()).getShape();
+  int64_t groups = shape[0], tokens = shape[1], rows = tokens * k;
+  Split whole{TensorParallelStyle::Replicate};
+  Value router = param(path + ".gate.weight", {experts, hidden},
+                       baseTrainable(), whole, baseWeight());
+  Value logits = matmulTransposed(normed, router, at);
+  Type i32 = builder.getI32Type();
+  auto chosen = RankedTensorType::get({groups, tokens, k}, i32);
+  auto route = RouteOp::create(builder, at, floatType({groups, tokens, k}),
+                               chosen, logits, model.norm_topk_prob());
+  auto sorted = ExpertPositionsOp::create(
+      builder, at, chosen, RankedTensorType::get({groups, experts}, i32),
+      route.getIndices());
+  Value dispatched =
+      DispatchOp::create(builder, at, floatType({groups, rows, hidden}), normed,
+                         sorted.getPositions(), Value());
+  // Stored fused, as transformers 5 holds them, or as the Hub's tensors
+  // of each expert (what save_pretrained writes): gate's rows, then up's.
+  auto perExpert = [&](std::initializer_list<const char *> projections) {
+    std::vector<std::string> tensors;
+    for (int64_t e = 0; e < experts; ++e)
+      for (const char *projection : projections)
+        tensors.push_back(
+            llvm::formatv("{0}.experts.{1}.{2}.weight", path, e, projection));
+    return tensors;
+  };
+  Value gateUp =
+      param(path + ".experts.gate_up_proj", {experts, 2 * inner, hidden},
+            baseTrainable(), whole, baseWeight(), std::nullopt,
+            perExpert({"gate_proj", "up_proj"}));
+  Value down = param(path + ".experts.down_proj", {experts, hidden, inner},
+                     baseTrainable(), whole, baseWeight(), std::nullopt,
+                     perExpert({"down_proj"}));
+  Value both =
+      GroupedMatmulOp::create(builder, at, floatType({groups, rows, 2 * inner}),
+                              dispatched, gateUp, sorted.getCounts(),
+                              /*transpose_rhs=*/true);
+  Type half = floatType({groups, rows, inner});
+  auto halves = SplitOp::create(builder, at, TypeRange{half, half}, both,
+                                /*dim=*/2, /*blocks=*/1);
+  Value act = SwigluOp::create(builder, at, half, halves.getPieces()[0],
+                               halves.getPieces()[1]);
+  Value out =
+      GroupedMatmulOp::create(builder, at, floatType({groups, rows, hidden}),
+                              act, down, sorted.getCounts(),
+                              /*transpose_rhs=*/true);
+  return CombineOp::create(builder, at, normed.getType(), out,
+                           sorted.getPositions(), route.getWeights());
 }
 
 Value DecoderTracer::decoderLayer(Value hidden, int64_t layer) {

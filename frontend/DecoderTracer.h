@@ -121,10 +121,13 @@ private:
   }
 
   /// Appends a parameter argument named `name`, split as `split`, that is
-  /// what `role` says (and `stored`'s rows of a checkpoint tensor).
+  /// what `role` says (and `stored`'s rows of a checkpoint tensor; or, in a
+  /// checkpoint without `name`, the rows of the tensors `stacked`, end to
+  /// end).
   Value param(const Twine &name, ArrayRef<int64_t> shape, bool trainable,
               Split split, const Role &role,
-              const std::optional<StoredRows> &stored = std::nullopt);
+              const std::optional<StoredRows> &stored = std::nullopt,
+              ArrayRef<std::string> stacked = {});
   /// The parameter that is `blocks`[index] of the rows of tensor `tensor`
   /// ([rows, ...`rest`]): the tensor itself where it is one block, else
   /// named after its rows ("<tensor>[first:end]") and stored in them.
@@ -229,6 +232,10 @@ private:
   /// The MLP of some positions: gate and up, their gated activation
   /// (SwiGLU, or Gemma's GeGLU), down.
   Value mlpTile(Value normed, const std::string &prefix);
+  /// A sparse layer's MLP on `normed` [batch, tokens, hidden]: a router
+  /// and its experts (ModelFamily::experts), each batch row's tokens
+  /// sorted by expert among themselves.
+  Value expertsTile(Value normed, const std::string &prefix);
 
   /// `x` ([batch, seq, ...]) cut along the sequence into tiles of about
   /// `tile` positions, or `x` alone when one tile holds it all. Under

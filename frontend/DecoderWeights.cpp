@@ -21,7 +21,8 @@ using namespace mlir::twill::decoder;
 
 Value DecoderTracer::param(const Twine &name, ArrayRef<int64_t> shape,
                            bool trainable, Split split, const Role &role,
-                           const std::optional<StoredRows> &stored) {
+                           const std::optional<StoredRows> &stored,
+                           ArrayRef<std::string> stacked) {
   std::string hfName = name.str();
   // Traced again (by each tile of a tiled MLP): the same argument.
   if (Value traced = params.lookup(hfName))
@@ -75,6 +76,13 @@ Value DecoderTracer::param(const Twine &name, ArrayRef<int64_t> shape,
         kStoredAttrName,
         StoredRowsAttr::get(context, options.parameterPrefix + stored->tensor,
                             stored->firstRow, stored->tensorRows)));
+  if (!stacked.empty())
+    attrs.push_back(builder.getNamedAttr(
+        kStackedAttrName,
+        builder.getArrayAttr(llvm::map_to_vector(
+            stacked, [&](const std::string &tensor) -> Attribute {
+              return builder.getStringAttr(options.parameterPrefix + tensor);
+            }))));
   if (trainable)
     attrs.push_back(
         builder.getNamedAttr(kTrainableAttrName, builder.getUnitAttr()));

@@ -234,6 +234,10 @@ static void describeRoles(func::FuncOp function, unsigned index,
     out.set_first_row(stored.getFirstRow());
     out.set_tensor_rows(stored.getTensorRows());
   }
+  if (auto stacked =
+          function.getArgAttrOfType<ArrayAttr>(index, tw::kStackedAttrName))
+    for (auto tensor : stacked.getAsValueRange<StringAttr>())
+      parameter.add_stacked(tensor.str());
   if (auto quantized = function.getArgAttrOfType<tw::QuantizedAttr>(
           index, tw::kQuantizedAttrName)) {
     ::twill::QuantizedRole &out = *parameter.mutable_quantized();

@@ -48,7 +48,7 @@ LogicalResult TwillDialect::verifyOperationAttribute(Operation *op,
     return verifyLayer(attribute, [&] { return op->emitOpError(); });
   for (llvm::StringLiteral onParameters :
        {kTensorParallelAttrName, kInitAttrName, kAdapterAttrName,
-        kStoredAttrName})
+        kStoredAttrName, kStackedAttrName})
     if (attribute.getName() == onParameters)
       return op->emitOpError() << "'" << onParameters
                                << "' belongs on a parameter, not an op";
@@ -78,6 +78,8 @@ LogicalResult TwillDialect::verifyRegionArgAttribute(Operation *op, unsigned,
       succeeded(expectKind<StoredRowsAttr>(attribute, kStoredAttrName,
                                            "a #twill.stored_rows<...>",
                                            emitError)) &&
+      succeeded(expectKind<ArrayAttr>(attribute, kStackedAttrName,
+                                      "an array of tensor names", emitError)) &&
       succeeded(expectKind<ValueRoleAttr>(attribute, kRoleAttrName,
                                           "a #twill.role<...>", emitError)) &&
       succeeded(expectKind<StateRoleAttr>(attribute, kStateRoleAttrName,

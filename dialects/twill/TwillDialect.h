@@ -42,6 +42,10 @@ inline constexpr llvm::StringLiteral kAdapterAttrName = "twill.adapter";
 /// Function argument attribute of a parameter that is some rows of a
 /// checkpoint's tensor (#twill.stored_rows), stated by the frontend.
 inline constexpr llvm::StringLiteral kStoredAttrName = "twill.stored";
+/// Function argument attribute of a parameter that a checkpoint may hold
+/// as several tensors, their rows end to end (a mixture of experts'
+/// per-expert tensors): an array of their names, stated by the frontend.
+inline constexpr llvm::StringLiteral kStackedAttrName = "twill.stacked";
 /// Function argument attribute of a parameter that holds part of a
 /// quantized frozen weight (#twill.quantized), stated by the frontend.
 inline constexpr llvm::StringLiteral kQuantizedAttrName = "twill.quantized";

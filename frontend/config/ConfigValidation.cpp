@@ -542,9 +542,58 @@ static void validateObjective(const JobConfig &config, Problems &problems) {
                  DpoConfig::LossType_Name(settings.loss_type()));
 }
 
+/// A mixture of experts' sizes and layers, and what is not built for it
+/// yet (issue 65): the router's auxiliary loss, tensor parallelism, a
+/// quantized base.
+static void validateExperts(const JobConfig &config, Problems &problems) {
+  const ModelConfig &model = config.model();
+  const ModelFamily *family = findModelFamily(model.model_type());
+  if (!family || !family->experts) {
+    if (model.num_experts() != 0)
+      problems.add("model.num_experts must be 0: {0} models have no experts",
+                   model.model_type());
+    return;
+  }
+  problems.positive("model.num_experts", model.num_experts());
+  problems.positive("model.moe_intermediate_size",
+                    model.moe_intermediate_size());
+  problems.positive("model.decoder_sparse_step", model.decoder_sparse_step());
+  if (model.num_experts_per_tok() < 1 ||
+      model.num_experts_per_tok() > model.num_experts())
+    problems.add("model.num_experts_per_tok must be 1 to model.num_experts "
+                 "({0}), got {1}",
+                 model.num_experts(), model.num_experts_per_tok());
+  for (int64_t layer : model.mlp_only_layers())
+    if (layer < 0 || layer >= model.num_hidden_layers())
+      problems.add("model.mlp_only_layers names layer {0} of {1}", layer,
+                   model.num_hidden_layers());
+  if (model.output_router_logits())
+    problems.add("model.output_router_logits must be false: the router's "
+                 "load-balancing loss is not built yet");
+  if (config.parallel().tp() != 1)
+    problems.add("parallel.tp must be 1 for {0} models (experts under "
+                 "tensor parallelism are not built yet), got {1}",
+                 model.model_type(), config.parallel().tp());
+  // PEFT adapts a mixture of experts' MLP projections as target_parameters
+  // of the experts, not as modules.
+  if (config.has_lora())
+    for (llvm::StringRef mlp : {"gate_proj", "up_proj", "down_proj"})
+      if (llvm::is_contained(config.lora().target_modules(), mlp))
+        problems.add("lora.target_modules may not name {0} for {1} models: "
+                     "PEFT adapts their experts' projections as "
+                     "target_parameters, which are not built yet; adapt "
+                     "q_proj, k_proj, v_proj and o_proj",
+                     mlp, model.model_type());
+  if (config.quantization().base() != QuantizationConfig::NONE)
+    problems.add("quantization.base must be NONE for {0} models (a "
+                 "quantized base of experts is not built yet)",
+                 model.model_type());
+}
+
 llvm::Error twill::validateJobConfig(const JobConfig &config) {
   Problems problems;
   validateModel(config.model(), problems);
+  validateExperts(config, problems);
   if (config.has_lora())
     validateLora(config.lora(), config.model(), problems);
   validateQuantization(config, problems);

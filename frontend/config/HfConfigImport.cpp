@@ -233,6 +233,13 @@ twill::importHfConfig(llvm::StringRef configJsonPath) {
     for (const auto &[key, value] : family->absentKeyDefaults)
       config->try_emplace(key, value);
 
+  // transformers 5 writes num_local_experts where the Hub's Qwen3-MoE
+  // configs say num_experts.
+  if (json::Value *experts = config->get("num_local_experts")) {
+    config->try_emplace("num_experts", *experts);
+    config->erase("num_local_experts");
+  }
+
   std::string normalised;
   llvm::raw_string_ostream(normalised) << *parsed;
   ModelConfig model;

@@ -33,6 +33,13 @@ ModelFamily qwen3() {
   family.window = ModelFamily::Window::ChosenLayers;
   return family;
 }
+ModelFamily qwen3Moe() {
+  ModelFamily family = qwen3();
+  family.modelType = "qwen3_moe";
+  family.causalLm = "Qwen3MoeForCausalLM";
+  family.experts = true;
+  return family;
+}
 ModelFamily phi3() {
   ModelFamily family{"phi3", "Phi3ForCausalLM"};
   family.fusedProjections = true;
@@ -71,8 +78,9 @@ ModelFamily gemma3Text() {
 } // namespace
 
 llvm::ArrayRef<ModelFamily> twill::modelFamilies() {
-  static const ModelFamily families[] = {
-      llama(), mistral(), qwen2(), qwen3(), gemma2(), gemma3Text(), phi3()};
+  static const ModelFamily families[] = {llama(),      mistral(),  qwen2(),
+                                         qwen3(),      qwen3Moe(), gemma2(),
+                                         gemma3Text(), phi3()};
   return families;
 }
 
@@ -81,6 +89,13 @@ const ModelFamily *twill::findModelFamily(llvm::StringRef modelType) {
   const ModelFamily *family = llvm::find_if(
       families, [&](const ModelFamily &f) { return f.modelType == modelType; });
   return family == families.end() ? nullptr : family;
+}
+
+bool twill::hasExperts(const ModelConfig &model, int64_t layer) {
+  const ModelFamily *family = findModelFamily(model.model_type());
+  return family && family->experts && model.num_experts() > 0 &&
+         !llvm::is_contained(model.mlp_only_layers(), layer) &&
+         (layer + 1) % model.decoder_sparse_step() == 0;
 }
 
 /// Whether layer_types names `layer` a sliding layer.

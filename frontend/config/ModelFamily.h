@@ -34,6 +34,10 @@ struct ModelFamily {
   /// q, k and v are one module (qkv_proj), and gate and up one
   /// (gate_up_proj), whose weights stack their rows (Phi-3).
   bool fusedProjections = false;
+  /// Sparse MLP layers: a router sending each token to some of the layer's
+  /// experts, each a SwiGLU MLP (Qwen3-MoE; model.num_experts and the keys
+  /// beside it).
+  bool experts = false;
   /// head_dim must be stated: the transformers class's default is not
   /// hidden_size / num_attention_heads (Qwen3Config's is 128).
   bool statesHeadDim = false;
@@ -70,6 +74,10 @@ const ModelFamily *findModelFamily(llvm::StringRef modelType);
 /// itself included) for `model` of a known family; none where every
 /// earlier position is seen.
 std::optional<int64_t> slidingWindowOf(const ModelConfig &model, int64_t layer);
+
+/// Whether layer `layer`'s MLP is experts (a sparse layer) for `model` of
+/// a known family.
+bool hasExperts(const ModelConfig &model, int64_t layer);
 
 /// Whether a projection (q_proj ... down_proj) of `model` has a bias.
 bool hasBias(const ModelConfig &model, llvm::StringRef projection);

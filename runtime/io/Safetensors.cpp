@@ -475,6 +475,82 @@ llvm::Error SafetensorsCheckpoint::readBlockF32(
   return llvm::Error::success();
 }
 
+llvm::Error SafetensorsCheckpoint::readStackedBlockF32(
+    llvm::ArrayRef<std::string> tensors, llvm::ArrayRef<int64_t> shape,
+    llvm::ArrayRef<int64_t> offset, llvm::ArrayRef<int64_t> extent,
+    llvm::MutableArrayRef<float> out) const {
+  if (tensors.empty() || shape.empty() || offset.size() != shape.size() ||
+      extent.size() != shape.size())
+    return fileError(description,
+                     "a stacked tensor needs tensors and a block of its rank");
+  int64_t columns = shape.back(), rows = 1;
+  for (int64_t size : shape.drop_back())
+    rows *= size;
+  // Each tensor's first row among the stacked rows.
+  std::vector<int64_t> firsts{0};
+  for (const std::string &tensor : tensors) {
+    const TensorInfo *info = find(tensor);
+    if (!info)
+      return fileError(description, "no tensor named '" + tensor + "'");
+    if (info->shape.size() != 2 || info->shape[1] != columns)
+      return fileError(fileOf(tensor),
+                       llvm::formatv("'{0}' must have shape [rows, {1}], as "
+                                     "the rows of a tensor of {2} columns",
+                                     tensor, columns, columns));
+    firsts.push_back(firsts.back() + info->shape[0]);
+  }
+  if (firsts.back() != rows)
+    return fileError(description,
+                     llvm::formatv("'{0}' and the tensors after it hold {1} "
+                                   "rows, where {2} are needed",
+                                   tensors.empty() ? "" : tensors.front(),
+                                   firsts.back(), rows));
+  if (llvm::Error error = checkBlock(description, tensors.front(), shape, shape,
+                                     offset, extent, out.size()))
+    return error;
+  // The block's rows in order: consecutive rows of one tensor are one read.
+  int64_t blockRows = 1;
+  for (int64_t size : extent.drop_back())
+    blockRows *= size;
+  std::vector<int64_t> index(shape.size() - 1, 0);
+  auto globalRow = [&] {
+    int64_t row = 0;
+    for (size_t d = 0; d < index.size(); ++d)
+      row = row * shape[d] + offset[d] + index[d];
+    return row;
+  };
+  auto advance = [&] { // to the block's next row
+    for (int d = int(index.size()) - 1; d >= 0; --d) {
+      if (++index[d] < extent[d])
+        return;
+      index[d] = 0;
+    }
+  };
+  int64_t done = 0;
+  while (done < blockRows) {
+    int64_t row = globalRow();
+    size_t t = std::upper_bound(firsts.begin(), firsts.end(), row) -
+               firsts.begin() - 1;
+    // Rows of the block after this one that follow it in tensor t.
+    int64_t run = 1;
+    advance();
+    while (done + run < blockRows && globalRow() == row + run &&
+           row + run < firsts[t + 1]) {
+      ++run;
+      advance();
+    }
+    const std::string &tensor = tensors[t];
+    int64_t width = extent.back();
+    if (llvm::Error error =
+            readBlockF32(tensor, {firsts[t + 1] - firsts[t], columns},
+                         {row - firsts[t], offset.back()}, {run, width},
+                         out.slice(done * width, run * width)))
+      return error;
+    done += run;
+  }
+  return llvm::Error::success();
+}
+
 llvm::Expected<llvm::ArrayRef<uint8_t>>
 SafetensorsCheckpoint::bytes(llvm::StringRef name) const {
   auto it = owner.find(name);

@@ -109,6 +109,15 @@ public:
                            llvm::ArrayRef<int64_t> offset,
                            llvm::ArrayRef<int64_t> extent,
                            llvm::MutableArrayRef<float> out) const;
+  /// Reads a block, as readBlockF32 does, of the tensor of `shape` whose
+  /// rows (over every dim but the last) are those of `tensors` end to end,
+  /// each [rows, shape's last dim]: a mixture of experts' weights stored
+  /// an expert's tensor at a time. A run of rows in one tensor is one read.
+  llvm::Error readStackedBlockF32(llvm::ArrayRef<std::string> tensors,
+                                  llvm::ArrayRef<int64_t> shape,
+                                  llvm::ArrayRef<int64_t> offset,
+                                  llvm::ArrayRef<int64_t> extent,
+                                  llvm::MutableArrayRef<float> out) const;
   /// The bytes of U8 tensor `name`, from whichever file holds it.
   llvm::Expected<llvm::ArrayRef<uint8_t>> bytes(llvm::StringRef name) const;
   /// The shape of `name`, or null if no file holds it.

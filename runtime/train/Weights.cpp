@@ -647,15 +647,25 @@ llvm::Expected<uint64_t> twill::loadParameters(Program &program,
         offset[0] += parameter.stored().first_row();
       }
       values.resize(block->extentElements());
+      // A checkpoint may hold a mixture of experts' weights an expert at a
+      // time: the tensors the parameter's rows are stacked from.
+      bool stacked =
+          !lora && !base->contains(tensor) && parameter.stacked_size() > 0;
+      std::vector<std::string> pieces(parameter.stacked().begin(),
+                                      parameter.stacked().end());
       llvm::Error error =
           lora ? adapter->readBlockF32(peftAdapterKey(tensor), shape, offset,
                                        block->extent, values)
-               : base->readBlockF32(tensor, shape, offset, block->extent,
-                                    values);
+          : stacked ? base->readStackedBlockF32(pieces, shape, offset,
+                                                block->extent, values)
+                    : base->readBlockF32(tensor, shape, offset, block->extent,
+                                         values);
       if (error)
         return std::move(error);
       if (llvm::Error error = checkFinite(
-              values, tensor, lora ? adapter->path() : base->fileOf(tensor)))
+              values, tensor,
+              lora ? adapter->path()
+                   : base->fileOf(stacked ? pieces.front() : tensor)))
         return error;
       placeBlock(values, *block, local);
     } else if (block->globalShape == block->localShape &&

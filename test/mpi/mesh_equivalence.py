@@ -62,7 +62,8 @@ With --families, the other model families instead, each against its own
 1x1 run on 2x2, 1x4 and 1x3 (tp=3 divides no head count), with
 checkpointing and every tile: Qwen2 (q, k and v biases, tied embeddings, a
 window of 5 on its second layer), Qwen3 (per-head q and k norms, head_dim
-12 of hidden 64 and 4 heads, attention biases) and Mistral (head_dim 12, a
+12 of hidden 64 and 4 heads, attention biases), Qwen3-MoE (on 2x1 and 4x1
+only: experts under tp are not built) and Mistral (head_dim 12, a
 window of 7 of the 30 positions), Phi-3 (fused projections, with DoRA and
 dropout too); and full fine-tuning of each family's biases (Llama's attention
 and MLP biases without sequence parallelism: all-reduced partial sums),
@@ -270,6 +271,24 @@ FAMILY_VARIANTS = {
     "Phi-3, full fine-tuning": (
         ["model.model_type=phi3", "model.rope_scaling=", "full_finetune={}",
          "lora=", *TILES], [(2, 2), (1, 3)], TOLERANCE),
+    # Qwen3-MoE: a sparse layer (4 experts, 2 a token) and a dense one;
+    # the batch rows, each sorted by expert among its own tokens, split
+    # over dp, the experts' weights fully sharded; its MLP tiled (each tile
+    # its own dispatch) and recomputed. tp must be 1 for now.
+    "Qwen3-MoE, selective checkpointing, tiled MLP": (
+        ["model.model_type=qwen3_moe", "model.head_dim=12",
+         "model.num_experts=4", "model.num_experts_per_tok=2",
+         "model.moe_intermediate_size=24", "model.norm_topk_prob=true",
+         "model.mlp_only_layers=1",
+         "lora.target_modules=q_proj,k_proj,v_proj,o_proj,lm_head",
+         "parallel.activation_checkpointing=SELECTIVE",
+         "parallel.mlp_tile_tokens=7"],
+        [(2, 1), (4, 1)], TOLERANCE),
+    "Qwen3-MoE, full fine-tuning": (
+        ["model.model_type=qwen3_moe", "model.head_dim=12",
+         "model.num_experts=4", "model.num_experts_per_tok=2",
+         "model.moe_intermediate_size=24", "full_finetune={}", "lora="],
+        [(2, 1)], TOLERANCE),
     # A window of 7 of the 30 positions, the attention projections tiled.
     "Mistral, sliding window, full checkpointing": (
         ["model.model_type=mistral", "model.head_dim=12",

@@ -5,13 +5,15 @@ from transformers import (Gemma2Config, Gemma2ForCausalLM, Gemma3ForCausalLM,
                           Gemma3TextConfig, LlamaConfig,
                           LlamaForCausalLM, MistralConfig, MistralForCausalLM,
                           Phi3Config, Phi3ForCausalLM, Qwen2Config,
-                          Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM)
+                          Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM,
+                          Qwen3MoeConfig, Qwen3MoeForCausalLM)
 
 # model_type -> the transformers classes of its config and causal LM
 FAMILIES = {"llama": (LlamaConfig, LlamaForCausalLM),
             "mistral": (MistralConfig, MistralForCausalLM),
             "qwen2": (Qwen2Config, Qwen2ForCausalLM),
             "qwen3": (Qwen3Config, Qwen3ForCausalLM),
+            "qwen3_moe": (Qwen3MoeConfig, Qwen3MoeForCausalLM),
             "gemma2": (Gemma2Config, Gemma2ForCausalLM),
             "gemma3_text": (Gemma3TextConfig, Gemma3ForCausalLM),
             "phi3": (Phi3Config, Phi3ForCausalLM)}

@@ -4,7 +4,7 @@ transformers + PEFT + torch autograd, for each model family.
     python model_oracle.py CONFIG --bin BUILD/bin --work DIR
 
 Builds a tiny random model of the config's family (transformers' own class:
-Llama, Mistral, Qwen2, Qwen3, Gemma 2 and 3, Phi-3), with random norms and biases,
+Llama, Mistral, Qwen2, Qwen3, Qwen3-MoE, Gemma 2 and 3, Phi-3), with random norms and biases,
 and, for LoRA configs, a PEFT adapter with non-zero B so the adapter matters, saves
 them with `save_pretrained`, and has Twill compile the job (`twillc`) and run
 it on those very files (`twill-train --eval`). Twill's logits must be within
@@ -29,6 +29,7 @@ magnitudes off the norms it starts them at, so that they matter.
 import argparse
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -36,7 +37,7 @@ from pathlib import Path
 import dropout
 import torch
 from peft import LoraConfig, get_peft_model
-from safetensors.torch import load_file
+from safetensors.torch import load_file, save_file
 from families import (GEMMA3_ROPE, projections, randomize_norms_and_biases,
                       tiny_model)
 
@@ -127,6 +128,25 @@ CONFIGS["qwen3_rslora"] = (dict(family="qwen3", num_key_value_heads=2,
                            ALL_PROJECTIONS + ["lm_head"], [[12], [12]])
 CONFIGS["qwen3_full"] = (dict(family="qwen3", num_key_value_heads=1,
                               head_dim=12, attention_bias=True), None, PACKED)
+# Qwen3-MoE: a sparse layer (4 experts of 16, 2 a token, their weights
+# normalised) and a dense one (mlp_only_layers); the router's weights
+# scaled up so that tokens choose different experts, well apart (a near tie
+# would be chosen by rounding). LoRA adapts attention (PEFT 0.21 turns
+# gate_proj, up_proj and down_proj of such a model into target_parameters
+# of the experts, which Twill does not build yet); full fine-tuning trains
+# the router and the experts too. The LoRA config's checkpoint holds the
+# experts as save_pretrained writes them, the Hub's way (an expert's
+# gate_proj, up_proj and down_proj each, over two shards); the full one's
+# as transformers 5 keeps them, fused (gate_up_proj [4, 32, 32],
+# down_proj [4, 32, 16]).
+QWEN3_MOE = dict(family="qwen3_moe", num_key_value_heads=2, head_dim=12,
+                 num_experts=4, num_experts_per_tok=2,
+                 moe_intermediate_size=16, norm_topk_prob=True,
+                 mlp_only_layers=[1], router_gain=40.0)
+CONFIGS["qwen3_moe"] = (QWEN3_MOE, ["q_proj", "k_proj", "v_proj", "o_proj"],
+                        PACKED)
+CONFIGS["qwen3_moe_full"] = (dict(QWEN3_MOE, fused_experts=True), None,
+                             PACKED)
 # Gemma 3: (1 + w) norms, q/k norms, norms after attention and the MLP,
 # GeGLU, embeddings scaled by sqrt(hidden), 1 / sqrt(query_pre_attn_scalar)
 # (16, not head_dim 12), a sliding layer (window 5, RoPE base 1e4) and a
@@ -191,13 +211,21 @@ def build_model(settings):
     if "rope_parameters" not in settings:
         settings["rope_theta"] = 10000.0
     qk_gain = settings.pop("qk_gain", 1.0)
+    router_gain = settings.pop("router_gain", 1.0)
+    settings.pop("fused_experts", None)
     model = tiny_model(settings.pop("family", "llama"), vocab_size=VOCAB,
                        rms_norm_eps=1e-5, **settings)
     randomize_norms_and_biases(model)
+    if hasattr(model.config, "num_experts"):
+        # The experts' loop (torch's grouped_mm, the default, takes no
+        # float64).
+        model.config._experts_implementation = "eager"
     with torch.no_grad():  # scores of about 1 rather than 1e-2
         for name, parameter in model.named_parameters():
             if name.endswith(("q_proj.weight", "k_proj.weight")):
                 parameter.mul_(qk_gain)
+            if name.endswith("mlp.gate.weight"):
+                parameter.normal_().mul_(router_gain / parameter.shape[1])
     return model.eval()
 
 
@@ -298,8 +326,18 @@ def main():
     work.mkdir(parents=True, exist_ok=True)
 
     model = build_model(settings)
-    # Two shards, to exercise model.safetensors.index.json.
+    # Two shards, to exercise model.safetensors.index.json (in a folder of
+    # its own: no earlier run's files beside them).
+    shutil.rmtree(work / "model", ignore_errors=True)
     model.save_pretrained(work / "model", max_shard_size="40KB")
+    if settings.get("fused_experts"):
+        # As transformers 5 holds the experts: one tensor each of gate_up
+        # and down (save_pretrained writes the Hub's per-expert ones).
+        for old in (work / "model").glob("model*.safetensors*"):
+            old.unlink()
+        save_file({name: tensor.contiguous()
+                   for name, tensor in model.state_dict().items()},
+                  str(work / "model" / "model.safetensors"))
     lora = targets is not None
     masks = None
     if lora:

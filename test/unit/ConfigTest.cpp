@@ -625,15 +625,21 @@ TEST(JobConfigValidation, Dpo) {
 // feature not built and a field a family needs are refused, each named.
 TEST(JobConfigValidation, ModelFamilies) {
   for (const ModelFamily &family : modelFamilies()) {
-    JobConfig config = loadTiny({"model.model_type=" + family.modelType.str(),
-                                 "model.architectures=", "model.head_dim=24",
-                                 "lora.target_modules=o_proj"});
+    std::vector<std::string> overrides = {
+        "model.model_type=" + family.modelType.str(),
+        "model.architectures=", "model.head_dim=24",
+        "lora.target_modules=o_proj"};
+    if (family.experts) // sizes of its own, stated
+      overrides.insert(overrides.end(),
+                       {"model.num_experts=4", "model.num_experts_per_tok=2",
+                        "model.moe_intermediate_size=32"});
+    JobConfig config = loadTiny(overrides);
     EXPECT_EQ(config.model().architectures(0), family.causalLm);
   }
   EXPECT_THAT(validationErrorAfter("model.model_type=gemma"),
               HasSubstr("model.model_type 'gemma' is not supported; allowed: "
-                        "llama, mistral, qwen2, qwen3, gemma2, gemma3_text, "
-                        "phi3"));
+                        "llama, mistral, qwen2, qwen3, qwen3_moe, gemma2, "
+                        "gemma3_text, phi3"));
   // Soft-capping is Gemma's; bidirectional attention is not built;
   // Gemma's activation is its own key.
   for (const char *cap :

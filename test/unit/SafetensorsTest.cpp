@@ -216,6 +216,56 @@ TEST(Safetensors, SingleFileFolder) {
   EXPECT_EQ(read, a);
 }
 
+TEST(Safetensors, StackedTensorsReadAsOneByBlocks) {
+  // A [3 experts, 4 rows, 2] weight stored as 6 tensors of 2 rows (an
+  // expert's gate rows, then its up rows): any block of it, as a rank
+  // reads its share, equals the same block of the stacked values.
+  TempDir dir;
+  std::vector<float> whole(3 * 4 * 2);
+  for (size_t i = 0; i < whole.size(); ++i)
+    whole[i] = float(i);
+  std::vector<std::string> names;
+  std::vector<std::vector<float>> pieces;
+  for (int t = 0; t < 6; ++t) {
+    names.push_back(
+        llvm::formatv("experts.{0}.{1}", t / 2, t % 2 ? "up" : "gate"));
+    pieces.emplace_back(whole.begin() + t * 4, whole.begin() + (t + 1) * 4);
+  }
+  std::vector<NamedTensor> tensors;
+  for (int t = 0; t < 6; ++t)
+    tensors.push_back({names[t], {2, 2}, pieces[t]});
+  ASSERT_FALSE(writeSafetensors(dir.file("model.safetensors"), tensors));
+  auto checkpoint = SafetensorsCheckpoint::open(dir.str());
+  ASSERT_TRUE(bool(checkpoint)) << llvm::toString(checkpoint.takeError());
+  struct Block {
+    std::vector<int64_t> offset, extent;
+  };
+  for (const Block &block :
+       {Block{{0, 0, 0}, {3, 4, 2}}, Block{{1, 0, 0}, {2, 4, 2}},
+        Block{{0, 1, 1}, {3, 2, 1}}, Block{{2, 3, 0}, {1, 1, 2}}}) {
+    std::vector<float> read(block.extent[0] * block.extent[1] *
+                            block.extent[2]);
+    ASSERT_FALSE(checkpoint->readStackedBlockF32(names, {3, 4, 2}, block.offset,
+                                                 block.extent, read));
+    std::vector<float> expected;
+    for (int64_t e = 0; e < block.extent[0]; ++e)
+      for (int64_t r = 0; r < block.extent[1]; ++r)
+        for (int64_t c = 0; c < block.extent[2]; ++c)
+          expected.push_back(
+              whole[((block.offset[0] + e) * 4 + block.offset[1] + r) * 2 +
+                    block.offset[2] + c]);
+    EXPECT_EQ(read, expected) << block.offset[0] << block.offset[1];
+  }
+  std::vector<float> read(24);
+  names.pop_back();
+  EXPECT_THAT(errorOf(checkpoint->readStackedBlockF32(
+                  names, {3, 4, 2}, {0, 0, 0}, {3, 4, 2}, read)),
+              HasSubstr("hold 10 rows, where 12 are needed"));
+  EXPECT_THAT(errorOf(checkpoint->readStackedBlockF32(
+                  names, {3, 4, 5}, {0, 0, 0}, {3, 4, 5}, read)),
+              HasSubstr("'experts.0.gate' must have shape [rows, 5]"));
+}
+
 //===----------------------------------------------------------------------===//
 // Bad input: every error names the file and, where there is one, the tensor.
 //===----------------------------------------------------------------------===//
