@@ -255,25 +255,36 @@ Value DecoderTracer::mlpTile(Value normed, const std::string &prefix) {
 }
 
 Value DecoderTracer::expertsTile(Value normed, const std::string &prefix) {
-  // As transformers' Qwen3MoeSparseMoeBlock: the router's logits, each
-  // token's top-k experts; each expert's tokens through its SwiGLU MLP
-  // (gate_up_proj [experts, 2 inner, hidden]: gate's rows, then up's;
-  // down_proj [experts, hidden, inner]), summed back by the weights.
+  // As transformers' Qwen3MoeSparseMoeBlock and MixtralSparseMoeBlock: the
+  // router's logits, each token's top-k experts; each expert's tokens
+  // through its SwiGLU MLP (gate_up_proj [experts, 2 inner, hidden]:
+  // gate's rows, then up's; down_proj [experts, hidden, inner]), summed
+  // back by the weights.
+  const ::twill::ModelFamily::Experts &named = *family.experts;
   std::string path = prefix + ".mlp";
   Location at = loc(path);
   int64_t hidden = model.hidden_size(), experts = model.num_experts();
-  int64_t k = model.num_experts_per_tok(),
-          inner = model.moe_intermediate_size();
+  int64_t k = model.num_experts_per_tok();
+  int64_t inner = named.ownIntermediateSize ? model.moe_intermediate_size()
+                                            : model.intermediate_size();
   ArrayRef<int64_t> shape = cast<RankedTensorType>(normed.getType()).getShape();
   int64_t groups = shape[0], tokens = shape[1], rows = tokens * k;
   Split whole{TensorParallelStyle::Replicate};
-  Value router = param(path + ".gate.weight", {experts, hidden},
-                       baseTrainable(), whole, baseWeight());
+  // The Hub's checkpoints keep the router and each expert's weights under
+  // the family's module (Mixtral's block_sparse_moe).
+  std::string hub = prefix + "." + named.hubModule.str();
+  std::vector<std::string> hubRouter;
+  if (hub != path)
+    hubRouter.push_back(hub + ".gate.weight");
+  Value router =
+      param(path + ".gate.weight", {experts, hidden}, baseTrainable(), whole,
+            baseWeight(), std::nullopt, hubRouter);
   Value logits = matmulTransposed(normed, router, at);
   Type i32 = builder.getI32Type();
   auto chosen = RankedTensorType::get({groups, tokens, k}, i32);
-  auto route = RouteOp::create(builder, at, floatType({groups, tokens, k}),
-                               chosen, logits, model.norm_topk_prob());
+  auto route =
+      RouteOp::create(builder, at, floatType({groups, tokens, k}), chosen,
+                      logits, named.alwaysNormalize || model.norm_topk_prob());
   auto sorted = ExpertPositionsOp::create(
       builder, at, chosen, RankedTensorType::get({groups, experts}, i32),
       route.getIndices());
@@ -282,21 +293,21 @@ Value DecoderTracer::expertsTile(Value normed, const std::string &prefix) {
                          sorted.getPositions(), Value());
   // Stored fused, as transformers 5 holds them, or as the Hub's tensors
   // of each expert (what save_pretrained writes): gate's rows, then up's.
-  auto perExpert = [&](std::initializer_list<const char *> projections) {
+  auto perExpert = [&](std::initializer_list<llvm::StringRef> projections) {
     std::vector<std::string> tensors;
     for (int64_t e = 0; e < experts; ++e)
-      for (const char *projection : projections)
+      for (llvm::StringRef projection : projections)
         tensors.push_back(
-            llvm::formatv("{0}.experts.{1}.{2}.weight", path, e, projection));
+            llvm::formatv("{0}.experts.{1}.{2}.weight", hub, e, projection));
     return tensors;
   };
   Value gateUp =
       param(path + ".experts.gate_up_proj", {experts, 2 * inner, hidden},
             baseTrainable(), whole, baseWeight(), std::nullopt,
-            perExpert({"gate_proj", "up_proj"}));
+            perExpert({named.gate, named.up}));
   Value down = param(path + ".experts.down_proj", {experts, hidden, inner},
                      baseTrainable(), whole, baseWeight(), std::nullopt,
-                     perExpert({"down_proj"}));
+                     perExpert({named.down}));
   Value both =
       GroupedMatmulOp::create(builder, at, floatType({groups, rows, 2 * inner}),
                               dispatched, gateUp, sorted.getCounts(),

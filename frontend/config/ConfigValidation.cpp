@@ -555,8 +555,9 @@ static void validateExperts(const JobConfig &config, Problems &problems) {
     return;
   }
   problems.positive("model.num_experts", model.num_experts());
-  problems.positive("model.moe_intermediate_size",
-                    model.moe_intermediate_size());
+  if (family->experts->ownIntermediateSize)
+    problems.positive("model.moe_intermediate_size",
+                      model.moe_intermediate_size());
   problems.positive("model.decoder_sparse_step", model.decoder_sparse_step());
   if (model.num_experts_per_tok() < 1 ||
       model.num_experts_per_tok() > model.num_experts())

@@ -37,7 +37,20 @@ ModelFamily qwen3Moe() {
   ModelFamily family = qwen3();
   family.modelType = "qwen3_moe";
   family.causalLm = "Qwen3MoeForCausalLM";
-  family.experts = true;
+  family.experts = {"mlp", "gate_proj", "up_proj", "down_proj",
+                    /*ownIntermediateSize=*/true};
+  return family;
+}
+ModelFamily mixtral() {
+  ModelFamily family = mistral();
+  family.modelType = "mixtral";
+  family.causalLm = "MixtralForCausalLM";
+  family.experts = {"block_sparse_moe",
+                    "w1",
+                    "w3",
+                    "w2",
+                    /*ownIntermediateSize=*/false,
+                    /*alwaysNormalize=*/true};
   return family;
 }
 ModelFamily phi3() {
@@ -78,9 +91,9 @@ ModelFamily gemma3Text() {
 } // namespace
 
 llvm::ArrayRef<ModelFamily> twill::modelFamilies() {
-  static const ModelFamily families[] = {llama(),      mistral(),  qwen2(),
-                                         qwen3(),      qwen3Moe(), gemma2(),
-                                         gemma3Text(), phi3()};
+  static const ModelFamily families[] = {llama(),  mistral(),    qwen2(),
+                                         qwen3(),  qwen3Moe(),   mixtral(),
+                                         gemma2(), gemma3Text(), phi3()};
   return families;
 }
 

@@ -35,9 +35,21 @@ struct ModelFamily {
   /// (gate_up_proj), whose weights stack their rows (Phi-3).
   bool fusedProjections = false;
   /// Sparse MLP layers: a router sending each token to some of the layer's
-  /// experts, each a SwiGLU MLP (Qwen3-MoE; model.num_experts and the keys
-  /// beside it).
-  bool experts = false;
+  /// experts, each a SwiGLU MLP (model.num_experts and the keys beside
+  /// it). In memory (transformers 5, and a fused checkpoint) the layer's
+  /// `mlp.gate.weight` and `mlp.experts.gate_up_proj` and `down_proj`; in
+  /// the Hub's checkpoints the router and each expert's weights under
+  /// `hubModule`, named as here.
+  struct Experts {
+    llvm::StringLiteral hubModule, gate, up, down;
+    /// The experts' inner size is moe_intermediate_size (Qwen3-MoE), not
+    /// intermediate_size (Mixtral).
+    bool ownIntermediateSize = false;
+    /// The k weights are always divided by their sum (Mixtral), not only
+    /// with norm_topk_prob.
+    bool alwaysNormalize = false;
+  };
+  std::optional<Experts> experts;
   /// head_dim must be stated: the transformers class's default is not
   /// hidden_size / num_attention_heads (Qwen3Config's is 128).
   bool statesHeadDim = false;

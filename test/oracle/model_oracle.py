@@ -4,7 +4,7 @@ transformers + PEFT + torch autograd, for each model family.
     python model_oracle.py CONFIG --bin BUILD/bin --work DIR
 
 Builds a tiny random model of the config's family (transformers' own class:
-Llama, Mistral, Qwen2, Qwen3, Qwen3-MoE, Gemma 2 and 3, Phi-3), with random norms and biases,
+Llama, Mistral, Mixtral, Qwen2, Qwen3, Qwen3-MoE, Gemma 2 and 3, Phi-3), with random norms and biases,
 and, for LoRA configs, a PEFT adapter with non-zero B so the adapter matters, saves
 them with `save_pretrained`, and has Twill compile the job (`twillc`) and run
 it on those very files (`twill-train --eval`). Twill's logits must be within
@@ -147,6 +147,16 @@ CONFIGS["qwen3_moe"] = (QWEN3_MOE, ["q_proj", "k_proj", "v_proj", "o_proj"],
                         PACKED)
 CONFIGS["qwen3_moe_full"] = (dict(QWEN3_MOE, fused_experts=True), None,
                              PACKED)
+# Mixtral: Mistral's layer (a window of 5) with every MLP 4 experts of
+# intermediate_size, 2 a token, their weights always normalised; its Hub
+# checkpoint keeps the router and the experts (w1, w3, w2) under
+# block_sparse_moe; the full config's fused, under mlp.
+MIXTRAL = dict(family="mixtral", num_key_value_heads=2, head_dim=12,
+               sliding_window=5, num_local_experts=4, num_experts_per_tok=2,
+               intermediate_size=16, router_gain=40.0)
+CONFIGS["mixtral"] = (MIXTRAL, ["q_proj", "k_proj", "v_proj", "o_proj"],
+                      PACKED)
+CONFIGS["mixtral_full"] = (dict(MIXTRAL, fused_experts=True), None, PACKED)
 # Gemma 3: (1 + w) norms, q/k norms, norms after attention and the MLP,
 # GeGLU, embeddings scaled by sqrt(hidden), 1 / sqrt(query_pre_attn_scalar)
 # (16, not head_dim 12), a sliding layer (window 5, RoPE base 1e4) and a
@@ -216,7 +226,7 @@ def build_model(settings):
     model = tiny_model(settings.pop("family", "llama"), vocab_size=VOCAB,
                        rms_norm_eps=1e-5, **settings)
     randomize_norms_and_biases(model)
-    if hasattr(model.config, "num_experts"):
+    if hasattr(model.config, "num_experts_per_tok"):
         # The experts' loop (torch's grouped_mm, the default, takes no
         # float64).
         model.config._experts_implementation = "eager"

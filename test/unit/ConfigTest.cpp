@@ -638,8 +638,8 @@ TEST(JobConfigValidation, ModelFamilies) {
   }
   EXPECT_THAT(validationErrorAfter("model.model_type=gemma"),
               HasSubstr("model.model_type 'gemma' is not supported; allowed: "
-                        "llama, mistral, qwen2, qwen3, qwen3_moe, gemma2, "
-                        "gemma3_text, phi3"));
+                        "llama, mistral, qwen2, qwen3, qwen3_moe, mixtral, "
+                        "gemma2, gemma3_text, phi3"));
   // Soft-capping is Gemma's; bidirectional attention is not built;
   // Gemma's activation is its own key.
   for (const char *cap :
