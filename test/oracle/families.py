@@ -31,11 +31,19 @@ def projections(family):
     return PROJECTIONS.get(family, UNFUSED)
 
 
+# Mixtures of experts: PEFT turns MLP names into target_parameters of the
+# experts, which Twill does not build yet.
+EXPERTS = ["qwen3_moe", "mixtral"]
+
+
 def some_projections(family):
     """The modules the training oracles adapt: q, v and down, or the fused
-    modules holding them and gate and up (Phi-3's)."""
+    modules holding them and gate and up (Phi-3's); a mixture of experts'
+    q, v and o."""
     if family in PROJECTIONS:
         return ["qkv_proj", "gate_up_proj", "down_proj"]
+    if family in EXPERTS:
+        return ["q_proj", "v_proj", "o_proj"]
     return ["q_proj", "v_proj", "down_proj"]
 
 # Gemma 3's RoPE: a base of its own on the sliding layers, and linear

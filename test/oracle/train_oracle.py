@@ -51,7 +51,8 @@ RANK, ALPHA = 4, 8.0
 # window (5 of the 12 positions), Gemma 2's soft-caps, Gemma 3's layer (a
 # sliding layer and a full one, their RoPE bases, GeGLU, its norms, tied
 # embeddings), Phi-3's fused projections and window (no pad token: its
-# default id is beyond the tiny vocab).
+# default id is beyond the tiny vocab), Qwen3-MoE's sparse and dense layers
+# and Mixtral's experts (4, 2 a token; LoRA on attention).
 FAMILY_SETTINGS = {"llama": {}, "qwen2": dict(tie_word_embeddings=True),
                    "qwen3": dict(head_dim=12, attention_bias=True),
                    "mistral": dict(head_dim=12, sliding_window=5),
@@ -63,7 +64,15 @@ FAMILY_SETTINGS = {"llama": {}, "qwen2": dict(tie_word_embeddings=True),
                        head_dim=12, query_pre_attn_scalar=16,
                        sliding_window=5, rope_parameters=GEMMA3_ROPE,
                        layer_types=["sliding_attention", "full_attention"]),
-                   "phi3": dict(sliding_window=5, pad_token_id=None)}
+                   "phi3": dict(sliding_window=5, pad_token_id=None),
+                   "qwen3_moe": dict(head_dim=12, num_experts=4,
+                                     num_experts_per_tok=2,
+                                     moe_intermediate_size=16,
+                                     norm_topk_prob=True, mlp_only_layers=[1]),
+                   "mixtral": dict(head_dim=12, sliding_window=5,
+                                   num_local_experts=4,
+                                   num_experts_per_tok=2,
+                                   intermediate_size=16)}
 
 
 def make_examples():
