@@ -651,8 +651,9 @@ llvm::Expected<uint64_t> twill::loadParameters(Program &program,
       // time: the tensors the parameter's rows are stacked from.
       bool stacked =
           !lora && !base->contains(tensor) && parameter.stacked_size() > 0;
-      std::vector<std::string> pieces(parameter.stacked().begin(),
-                                      parameter.stacked().end());
+      std::vector<std::string> pieces;
+      if (stacked)
+        pieces.assign(parameter.stacked().begin(), parameter.stacked().end());
       llvm::Error error =
           lora ? adapter->readBlockF32(peftAdapterKey(tensor), shape, offset,
                                        block->extent, values)
