@@ -1,11 +1,11 @@
 //===- ElementMath.h - the element math both backends run -------*- C++ -*-===//
 //
 // Each formula the cpu and cuda kernels apply element by element, written
-// once: the gated activations (SwiGLU, GeGLU) and their gradients, the soft
-// cap, and the optimizer's scalars and AdamW's update, in the float order
-// that matches PyTorch. A backend passes its own exponential where a
-// formula takes one (the cpu its vectorized expApprox, cuda expf), so that
-// each loop stays what its compiler vectorizes; the formula around it is
+// once: the gated activations (SwiGLU, GeGLU, a sigmoid gate) and their
+// gradients, the soft cap, and the optimizer's scalars and AdamW's update,
+// in the float order that matches PyTorch. A backend passes its own exponential
+// where a formula takes one (the cpu its vectorized expApprox, cuda expf), so
+// that each loop stays what its compiler vectorizes; the formula around it is
 // this one.
 //
 //===----------------------------------------------------------------------===//
@@ -35,6 +35,23 @@ TWILL_HOST_DEVICE inline void swigluGrad(float gate, float up, float grad,
   float silu = gate * sigmoid;
   upGrad = grad * silu;
   gateGrad = grad * up * sigmoid * (1.0f + gate * (1.0f - sigmoid));
+}
+
+/// The sigmoid of the gate times `up`: up / (1 + e^-gate) (Qwen2-MoE's
+/// shared expert behind its gate).
+template <typename Exp>
+TWILL_HOST_DEVICE inline float sigmoidGate(float gate, float up, Exp exp) {
+  return up / (1.0f + exp(-gate));
+}
+
+/// Its gradients: d sigmoid / d gate = s (1 - s).
+template <typename Exp>
+TWILL_HOST_DEVICE inline void sigmoidGateGrad(float gate, float up, float grad,
+                                              float &gateGrad, float &upGrad,
+                                              Exp exp) {
+  float sigmoid = 1.0f / (1.0f + exp(-gate));
+  upGrad = grad * sigmoid;
+  gateGrad = grad * up * sigmoid * (1.0f - sigmoid);
 }
 
 /// GELU's tanh form, 0.5 x (1 + tanh(u)) with u = sqrt(2 / pi) (x +

@@ -58,6 +58,12 @@ def Twill_GegluOp : Twill_ElementwiseBinaryOp<"geglu",
   let summary = "GeGLU gate (Gemma's): gelu(gate) * up, GELU's tanh form";
 }
 
+def Twill_SigmoidGateOp : Twill_ElementwiseBinaryOp<"sigmoid_gate",
+                                                    "sigmoid(lhs) * rhs"> {
+  let opcode = 72;
+  let summary = "Sigmoid gate: sigmoid(gate) * up (Qwen2-MoE's shared expert)";
+}
+
 def Twill_ScaleOp : Twill_ComputeOp<"scale", [Twill_Multilinear, Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>, AllTypesMatch<["input", "result"]>]> {
   let opcode = 10;
   let shardingRule = "elementwiseRule";

@@ -170,8 +170,8 @@ def Twill_AttentionGradOp : Twill_ComputeOp<"attention_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
-// The gradients of a gated activation (swiglu, geglu) with respect to
-// gate and up.
+// The gradients of a gated activation (swiglu, geglu, sigmoid_gate) with
+// respect to gate and up.
 class Twill_GatedGradOp<string mnemonic, string forward>
     : Twill_ComputeOp<mnemonic, [Pure]> {
   let shapeRule = "gatedGrad";
@@ -200,6 +200,10 @@ def Twill_SwigluGradOp : Twill_GatedGradOp<"swiglu_grad", "silu(gate) * up"> {
 def Twill_GegluGradOp : Twill_GatedGradOp<"geglu_grad",
                                           "gelu_tanh(gate) * up"> {
   let opcode = 55;
+}
+def Twill_SigmoidGateGradOp : Twill_GatedGradOp<"sigmoid_gate_grad",
+                                                "sigmoid(gate) * up"> {
+  let opcode = 73;
 }
 
 def Twill_ScaleColumnsGradOp : Twill_ComputeOp<"scale_columns_grad", [Pure]> {

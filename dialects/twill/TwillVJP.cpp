@@ -141,6 +141,11 @@ Cotangents GegluOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
   return gatedVJP<GegluGradOp>(*this, builder, cotangents, needed);
 }
 
+Cotangents SigmoidGateOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
+                                   ArrayRef<bool> needed) {
+  return gatedVJP<SigmoidGateGradOp>(*this, builder, cotangents, needed);
+}
+
 Cotangents ScaleOp::buildVJP(OpBuilder &builder, ValueRange cotangents,
                              ArrayRef<bool> needed) {
   SmallVector<Value> grads(1);

@@ -10,7 +10,7 @@ using namespace twill::conformance;
 void conformance::elementwiseCases(Suite &suite) {
   for (DType type : kFloats)
     for (Shape shape : {Shape{1001}, Shape{3, 7, 45}}) {
-      for (Opcode op : {ADD, MUL, SWIGLU, GEGLU, DIV}) {
+      for (Opcode op : {ADD, MUL, SWIGLU, GEGLU, SIGMOID_GATE, DIV}) {
         CaseBuilder c(suite, op, type, kSummed);
         c.in(shape);
         c.in(shape, op == DIV ? uniform(0.5, 2) : normal());
@@ -93,7 +93,7 @@ void conformance::elementwiseCases(Suite &suite) {
         sums.add();
       }
 
-      for (Opcode op : {SWIGLU_GRAD, GEGLU_GRAD}) {
+      for (Opcode op : {SWIGLU_GRAD, GEGLU_GRAD, SIGMOID_GATE_GRAD}) {
         CaseBuilder gated(suite, op, type, kSummed);
         for (int i = 0; i < 3; ++i)
           gated.in(shape);

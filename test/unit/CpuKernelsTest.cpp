@@ -23,6 +23,7 @@ llvm::Error noReduce(std::vector<double> &, bool) {
   return llvm::Error::success();
 }
 
+using test::expectClose;
 using test::expectNear;
 using test::randomValues;
 
@@ -401,16 +402,6 @@ std::string errorText(llvm::Error error) {
 }
 
 /// Each value within `absolute + relative * |expected|` of the naive one.
-void expectClose(const std::vector<float> &actual,
-                 const std::vector<double> &expected, double relative,
-                 double absolute) {
-  ASSERT_EQ(actual.size(), expected.size());
-  for (size_t i = 0; i < actual.size(); ++i)
-    ASSERT_NEAR(actual[i], expected[i],
-                absolute + relative * std::abs(expected[i]))
-        << "at " << i;
-}
-
 TEST(CpuKernels, EmbeddingTakesEachIdsRowAndZerosOutsideItsBlock) {
   const int64_t vocab = 13, dim = 7;
   std::vector<float> table = randomValues(vocab * dim, 21);
@@ -643,61 +634,6 @@ TEST(CpuKernels, AddColumnsAndColumnSumsMatchTheirLoops) {
   expectClose(values, shifted, 1e-7, 0); // one rounding
   cpu::columnSums(x.data(), rows, columns, out.data());
   expectClose(out, sums, 1e-7, 1e-12); // summed in double: one rounding
-}
-
-// d/dgate silu(gate) = s + gate s (1 - s), s = sigmoid(gate); gates up to
-// +-20 reach both saturated ends.
-TEST(CpuKernels, SwigluGradIsTheDerivativeOfSiluTimesUp) {
-  const int64_t count = 67;
-  std::vector<float> gate = randomValues(count, 33);
-  std::vector<float> up = randomValues(count, 34);
-  std::vector<float> grad = randomValues(count, 35);
-  for (float &g : gate)
-    g *= 8;
-  gate[0] = -20;
-  gate[1] = 20;
-  std::vector<double> gateGrad(count), upGrad(count);
-  for (int64_t i = 0; i < count; ++i) {
-    double s = 1 / (1 + std::exp(-double(gate[i])));
-    upGrad[i] = double(grad[i]) * gate[i] * s;
-    gateGrad[i] = double(grad[i]) * up[i] * (s + gate[i] * s * (1 - s));
-  }
-  std::vector<float> outGate(count), outUp(count);
-  cpu::swigluGrad(gate.data(), up.data(), grad.data(), outGate.data(),
-                  outUp.data(), count);
-  expectClose(outGate, gateGrad, 1e-6, 1e-7);
-  expectClose(outUp, upGrad, 1e-6, 1e-7);
-}
-
-// GELU's tanh form as PyTorch's gelu(approximate="tanh") writes it, in
-// double; gates up to +-20 reach both saturated ends of the tanh.
-TEST(CpuKernels, GegluAndItsGradientAreGeluTanhTimesUp) {
-  const int64_t count = 67;
-  std::vector<float> gate = randomValues(count, 37);
-  std::vector<float> up = randomValues(count, 38);
-  std::vector<float> grad = randomValues(count, 39);
-  for (float &g : gate)
-    g *= 4;
-  gate[0] = -20;
-  gate[1] = 20;
-  std::vector<double> out(count), gateGrad(count), upGrad(count);
-  const double c = std::sqrt(2 / M_PI), a = 0.044715;
-  for (int64_t i = 0; i < count; ++i) {
-    double x = gate[i], t = std::tanh(c * (x + a * x * x * x));
-    double gelu = 0.5 * x * (1 + t);
-    out[i] = gelu * up[i];
-    upGrad[i] = double(grad[i]) * gelu;
-    gateGrad[i] =
-        double(grad[i]) * up[i] *
-        (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * c * (1 + 3 * a * x * x));
-  }
-  std::vector<float> values(count), outGate(count), outUp(count);
-  cpu::geglu(gate.data(), up.data(), values.data(), count);
-  expectClose(values, out, 1e-6, 1e-7);
-  cpu::gegluGrad(gate.data(), up.data(), grad.data(), outGate.data(),
-                 outUp.data(), count);
-  expectClose(outGate, gateGrad, 1e-6, 1e-7);
-  expectClose(outUp, upGrad, 1e-6, 1e-7);
 }
 
 // Gemma 2's final logits: cap tanh(x / cap), and its derivative.

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 #include <vector>
 
@@ -26,6 +27,18 @@ inline void expectNear(const std::vector<float> &actual,
   ASSERT_EQ(actual.size(), expected.size());
   for (size_t i = 0; i < actual.size(); ++i)
     ASSERT_NEAR(actual[i], expected[i], tolerance) << "at " << i;
+}
+
+/// Each of `actual` within `absolute` + `relative` |expected| of its
+/// reference (computed in double).
+inline void expectClose(const std::vector<float> &actual,
+                        const std::vector<double> &expected, double relative,
+                        double absolute) {
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < actual.size(); ++i)
+    ASSERT_NEAR(actual[i], expected[i],
+                absolute + relative * std::abs(expected[i]))
+        << "at " << i;
 }
 
 } // namespace twill::test

@@ -57,7 +57,10 @@ llvm::Error cpu::runElementwise(const InstructionView &in) {
   }
   case SWIGLU_GRAD:
   case GEGLU_GRAD:
-    (op == SWIGLU_GRAD ? cpu::swigluGrad : cpu::gegluGrad)(
+  case SIGMOID_GATE_GRAD:
+    (op == SWIGLU_GRAD  ? cpu::swigluGrad
+     : op == GEGLU_GRAD ? cpu::gegluGrad
+                        : cpu::sigmoidGateGrad)(
         in.data<float>(0), in.data<float>(1), in.data<float>(2),
         in.data<float>(3), in.data<float>(4), count);
     break;
@@ -65,12 +68,14 @@ llvm::Error cpu::runElementwise(const InstructionView &in) {
   case MUL:
   case DIV:
   case SWIGLU:
-  case GEGLU: {
+  case GEGLU:
+  case SIGMOID_GATE: {
     auto compute = op == ADD      ? cpu::add
                    : op == MUL    ? cpu::mul
                    : op == DIV    ? cpu::div
                    : op == SWIGLU ? cpu::swiglu
-                                  : cpu::geglu;
+                   : op == GEGLU  ? cpu::geglu
+                                  : cpu::sigmoidGate;
     compute(in.data<float>(0), in.data<float>(1), in.data<float>(2), count);
     break;
   }

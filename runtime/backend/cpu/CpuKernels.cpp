@@ -202,6 +202,13 @@ TWILL_CPU_CLONES void cpu::geglu(const float *gate, const float *up, float *out,
     out[i] = math::geglu(gate[i], up[i], kExp);
 }
 
+TWILL_CPU_CLONES void cpu::sigmoidGate(const float *gate, const float *up,
+                                       float *out, int64_t count) {
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < count; ++i)
+    out[i] = math::sigmoidGate(gate[i], up[i], kExp);
+}
+
 void cpu::copy(const float *from, float *to, int64_t count) {
   if (from == to)
     return;
@@ -567,6 +574,15 @@ TWILL_CPU_CLONES void cpu::gegluGrad(const float *gate, const float *up,
 #pragma omp parallel for simd schedule(static)
   for (int64_t i = 0; i < count; ++i)
     math::gegluGrad(gate[i], up[i], grad[i], gateGrad[i], upGrad[i], kExp);
+}
+
+TWILL_CPU_CLONES void cpu::sigmoidGateGrad(const float *gate, const float *up,
+                                           const float *grad, float *gateGrad,
+                                           float *upGrad, int64_t count) {
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < count; ++i)
+    math::sigmoidGateGrad(gate[i], up[i], grad[i], gateGrad[i], upGrad[i],
+                          kExp);
 }
 
 /// dz = (softmax(z) - onehot(label)) * lossGrad row by row (the gradient

@@ -107,6 +107,8 @@ void swiglu(const float *gate, const float *up, float *out, int64_t count);
 /// out = gelu(gate) * up over `count` values, GELU's tanh form (PyTorch's
 /// gelu(approximate="tanh")).
 void geglu(const float *gate, const float *up, float *out, int64_t count);
+/// out = sigmoid(gate) * up over `count` values.
+void sigmoidGate(const float *gate, const float *up, float *out, int64_t count);
 void add(const float *lhs, const float *rhs, float *out, int64_t count);
 void mul(const float *lhs, const float *rhs, float *out, int64_t count);
 void div(const float *lhs, const float *rhs, float *out, int64_t count);
@@ -200,6 +202,9 @@ void swigluGrad(const float *gate, const float *up, const float *grad,
 /// dL/dgate and dL/dup of gelu(gate) * up (GELU's tanh form).
 void gegluGrad(const float *gate, const float *up, const float *grad,
                float *gateGrad, float *upGrad, int64_t count);
+/// dL/dgate and dL/dup of sigmoid(gate) * up.
+void sigmoidGateGrad(const float *gate, const float *up, const float *grad,
+                     float *gateGrad, float *upGrad, int64_t count);
 
 /// dL/dlogits of the summed cross-entropy: (softmax - onehot) times the
 /// gradient of the row's sum (`lossGrads`, one per bucket) on counted rows,

@@ -54,10 +54,13 @@ llvm::Error cuda::runElementwise(const InstructionView &in, Device &device) {
                   device.stream);
     return llvm::Error::success();
   }
-  if (op == SWIGLU_GRAD || op == GEGLU_GRAD) {
-    (op == SWIGLU_GRAD ? cuda::swigluGrad : cuda::gegluGrad)(
-        in.data<void>(0), in.data<void>(1), in.data<void>(2), in.data<void>(3),
-        in.data<void>(4), count, bf16, device.stream);
+  if (op == SWIGLU_GRAD || op == GEGLU_GRAD || op == SIGMOID_GATE_GRAD) {
+    cuda::gatedGrad(op == SWIGLU_GRAD  ? cuda::Gated::Swiglu
+                    : op == GEGLU_GRAD ? cuda::Gated::Geglu
+                                       : cuda::Gated::Sigmoid,
+                    in.data<void>(0), in.data<void>(1), in.data<void>(2),
+                    in.data<void>(3), in.data<void>(4), count, bf16,
+                    device.stream);
     return llvm::Error::success();
   }
   std::optional<cuda::Binary> binary;
@@ -71,6 +74,8 @@ llvm::Error cuda::runElementwise(const InstructionView &in, Device &device) {
     binary = cuda::Binary::Swiglu;
   else if (op == GEGLU)
     binary = cuda::Binary::Geglu;
+  else if (op == SIGMOID_GATE)
+    binary = cuda::Binary::SigmoidGate;
   if (!binary)
     return in.fail("is no elementwise op");
   cuda::binary(*binary, in.data<void>(0), in.data<void>(1), in.data<void>(2),

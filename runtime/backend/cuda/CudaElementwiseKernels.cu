@@ -65,6 +65,9 @@ __global__ void binaryKernel(Binary op, const T *lhs, const T *rhs, T *out,
     case Binary::Geglu:
       value = math::geglu(a, b, DeviceExp());
       break;
+    case Binary::SigmoidGate:
+      value = math::sigmoidGate(a, b, DeviceExp());
+      break;
     }
     out[i] = storeAs<T>(value);
   }
@@ -164,25 +167,23 @@ __global__ void dropoutKernel(const T *x, const int32_t *tokenIndex,
 }
 
 template <typename T>
-__global__ void swigluGradKernel(const T *gateIn, const T *upIn,
-                                 const T *gradIn, T *gateGrad, T *upGrad,
-                                 int64_t count) {
+__global__ void gatedGradKernel(Gated kind, const T *gateIn, const T *upIn,
+                                const T *gradIn, T *gateGrad, T *upGrad,
+                                int64_t count) {
   GRID_STRIDE(i, count) {
-    float dGate, dUp;
-    math::swigluGrad(load(gateIn[i]), load(upIn[i]), load(gradIn[i]), dGate,
-                     dUp, DeviceExp());
-    gateGrad[i] = storeAs<T>(dGate);
-    upGrad[i] = storeAs<T>(dUp);
-  }
-}
-
-template <typename T>
-__global__ void gegluGradKernel(const T *gateIn, const T *upIn, const T *gradIn,
-                                T *gateGrad, T *upGrad, int64_t count) {
-  GRID_STRIDE(i, count) {
-    float dGate, dUp;
-    math::gegluGrad(load(gateIn[i]), load(upIn[i]), load(gradIn[i]), dGate, dUp,
-                    DeviceExp());
+    float gate = load(gateIn[i]), up = load(upIn[i]), grad = load(gradIn[i]);
+    float dGate = 0, dUp = 0;
+    switch (kind) {
+    case Gated::Swiglu:
+      math::swigluGrad(gate, up, grad, dGate, dUp, DeviceExp());
+      break;
+    case Gated::Geglu:
+      math::gegluGrad(gate, up, grad, dGate, dUp, DeviceExp());
+      break;
+    case Gated::Sigmoid:
+      math::sigmoidGateGrad(gate, up, grad, dGate, dUp, DeviceExp());
+      break;
+    }
     gateGrad[i] = storeAs<T>(dGate);
     upGrad[i] = storeAs<T>(dUp);
   }
@@ -334,25 +335,13 @@ void dropout(const void *x, const int32_t *tokenIndex,
   });
 }
 
-void swigluGrad(const void *gate, const void *up, const void *grad,
-                void *gateGrad, void *upGrad, int64_t count, bool bf16,
-                cudaStream_t stream) {
-  stored(bf16, [&](auto *tag) {
-    using T = STORED(tag);
-    swigluGradKernel<<<blocksFor(count), kThreads, 0, stream>>>(
-        static_cast<const T *>(gate), static_cast<const T *>(up),
-        static_cast<const T *>(grad), static_cast<T *>(gateGrad),
-        static_cast<T *>(upGrad), count);
-  });
-}
-
-void gegluGrad(const void *gate, const void *up, const void *grad,
+void gatedGrad(Gated kind, const void *gate, const void *up, const void *grad,
                void *gateGrad, void *upGrad, int64_t count, bool bf16,
                cudaStream_t stream) {
   stored(bf16, [&](auto *tag) {
     using T = STORED(tag);
-    gegluGradKernel<<<blocksFor(count), kThreads, 0, stream>>>(
-        static_cast<const T *>(gate), static_cast<const T *>(up),
+    gatedGradKernel<<<blocksFor(count), kThreads, 0, stream>>>(
+        kind, static_cast<const T *>(gate), static_cast<const T *>(up),
         static_cast<const T *>(grad), static_cast<T *>(gateGrad),
         static_cast<T *>(upGrad), count);
   });

@@ -70,7 +70,7 @@ void softmaxRows(const SoftmaxRows &rows, bool bf16, cudaStream_t stream);
 void probabilityRows(const SoftmaxRows &rows, bool bf16, cudaStream_t stream);
 void softmaxGradRows(const SoftmaxRows &rows, bool bf16, cudaStream_t stream);
 
-enum class Binary { Add, Mul, Div, Swiglu, Geglu };
+enum class Binary { Add, Mul, Div, Swiglu, Geglu, SigmoidGate };
 void binary(Binary op, const void *lhs, const void *rhs, void *out,
             int64_t count, bool bf16, cudaStream_t stream);
 void scale(const void *x, double factor, void *out, int64_t count, bool bf16,
@@ -136,10 +136,10 @@ void dropout(const void *x, const int32_t *tokenIndex,
              const int64_t *microBatch, int64_t tokens, int64_t features,
              int64_t firstFeature, const DropoutKey &key, double rate,
              void *out, bool bf16, cudaStream_t stream);
-void swigluGrad(const void *gate, const void *up, const void *grad,
-                void *gateGrad, void *upGrad, int64_t count, bool bf16,
-                cudaStream_t stream);
-void gegluGrad(const void *gate, const void *up, const void *grad,
+/// The gated activations whose gradients gatedGrad computes.
+enum class Gated { Swiglu, Geglu, Sigmoid };
+/// dL/dgate and dL/dup of a gated activation of `kind`.
+void gatedGrad(Gated kind, const void *gate, const void *up, const void *grad,
                void *gateGrad, void *upGrad, int64_t count, bool bf16,
                cudaStream_t stream);
 
