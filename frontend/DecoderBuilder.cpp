@@ -600,7 +600,7 @@ Value DecoderTracer::logProbabilities(Value crossEntropy) {
 Value DecoderTracer::referenceLogProbabilities(Value tokens, Value embedTable,
                                                Value lmHead) {
   adaptersOff = true;
-  auto restore = llvm::make_scope_exit([&] { adaptersOff = false; });
+  llvm::scope_exit restore([&] { adaptersOff = false; });
   return sequenceLogProbabilities(tokens, embedTable, lmHead);
 }
 

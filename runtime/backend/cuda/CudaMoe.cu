@@ -246,19 +246,17 @@ static llvm::Error runGrouped(const InstructionView &in, Device &device,
             cudaMemsetAsync(out, 0, in.count(3) * bytes, device.stream),
             "cudaMemsetAsync"))
       return error;
-  llvm::Error failed = llvm::Error::success();
+  std::vector<RowMajorGemm> gemms;
   std::vector<int64_t> used = forEachExpert(
       *dims, counts.data(),
       [&](int64_t g, int64_t e, int64_t first, int64_t count) {
-        if (!failed)
-          failed = cuda::gemm(device,
-                              expertGemm(*dims, transposed, weightGrad, g, e,
-                                         first, count, in.data<void>(0),
-                                         in.data<void>(1), out, bytes),
-                              type);
+        gemms.push_back(expertGemm(*dims, transposed, weightGrad, g, e, first,
+                                   count, in.data<void>(0), in.data<void>(1),
+                                   out, bytes));
       });
-  if (failed)
-    return in.fail(llvm::toString(std::move(failed)));
+  for (const RowMajorGemm &gemm : gemms)
+    if (llvm::Error failed = cuda::gemm(device, gemm, type))
+      return in.fail(llvm::toString(std::move(failed)));
   if (!weightGrad) // rows past the counts' sum are zero
     for (int64_t g = 0; g < dims->groups; ++g)
       if (int64_t left = dims->rows - used[g])
