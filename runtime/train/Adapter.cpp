@@ -9,6 +9,7 @@
 #include "support/AtomicFile.h"
 #include "support/Json.h"
 #include "support/LoraScale.h"
+#include "support/ReadFile.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
@@ -207,6 +208,36 @@ static llvm::json::Object toJson(const google::protobuf::Message &message) {
     object[field->name()] = std::move(value);
   }
   return object;
+}
+
+/// config.json's text of `object`, the members `verbatim` holds as the
+/// base's config.json writes them: llvm::json writes 0.0 as 0, and
+/// transformers 5's config classes refuse an integer where they declare a
+/// float (Mixtral's router_jitter_noise), and a float where an integer
+/// (Gemma 2's query_pre_attn_scalar).
+static std::string
+configText(const llvm::json::Object &object,
+           const llvm::StringMap<llvm::StringRef> &verbatim) {
+  std::vector<llvm::StringRef> keys;
+  for (const auto &member : object)
+    keys.push_back(member.first);
+  llvm::sort(keys);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  llvm::json::OStream json(os, /*IndentSize=*/2);
+  json.object([&] {
+    for (llvm::StringRef key : keys) {
+      auto copied = verbatim.find(key);
+      if (copied == verbatim.end()) {
+        json.attribute(key, *object.get(key));
+        continue;
+      }
+      json.attributeBegin(key);
+      json.rawValue(copied->second);
+      json.attributeEnd();
+    }
+  });
+  return text;
 }
 
 /// Folds each LoRA pair into the weight it adapts: W += scale * B A
@@ -493,17 +524,27 @@ llvm::Error twill::writeHfModel(Program &program, llvm::StringRef directory,
       generation(program.baseCheckpoint());
   llvm::sys::path::append(baseConfig, kConfig);
   llvm::sys::path::append(generation, "generation_config.json");
+  std::unique_ptr<llvm::MemoryBuffer> baseText;
+  llvm::StringMap<llvm::StringRef> verbatim; // the base's keys, as written
   if (!program.baseCheckpoint().empty() &&
       llvm::sys::fs::is_regular_file(baseConfig)) {
-    llvm::Expected<llvm::json::Value> base = readJsonFile(baseConfig);
+    llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> read =
+        readRegularFile(baseConfig, uint64_t(64) << 20, "the base's config");
+    if (!read)
+      return read.takeError();
+    baseText = std::move(*read);
+    llvm::Expected<llvm::json::Value> base =
+        parseJson(baseText->getBuffer(), baseConfig);
     if (!base)
       return base.takeError();
     // Not its quantization: the weights written are not quantized (or,
     // held, are as Twill holds them).
+    // A value the job keeps is written as the base writes it.
     if (const llvm::json::Object *keys = base->getAsObject())
       for (const auto &[key, value] : *keys)
-        if (key != "quantization_config")
-          object.try_emplace(key, value);
+        if (key != "quantization_config" &&
+            (object.try_emplace(key, value).second || *object.get(key) == value))
+          verbatim[key] = jsonMemberText(baseText->getBuffer(), key);
   }
   if (!program.baseCheckpoint().empty() &&
       llvm::sys::fs::is_regular_file(generation)) {
@@ -529,9 +570,7 @@ llvm::Error twill::writeHfModel(Program &program, llvm::StringRef directory,
                            {"bnb_4bit_use_double_quant", true},
                            {"bnb_4bit_compute_dtype", "float32"},
                            {"bnb_4bit_quant_storage", "uint8"}};
-  std::string text;
-  llvm::raw_string_ostream(text)
-      << llvm::formatv("{0:2}", llvm::json::Value(std::move(object)));
+  std::string text = configText(object, verbatim);
   llvm::SmallString<256> config(directory);
   llvm::sys::path::append(config, kConfig);
   return writeFileAtomically(config,
