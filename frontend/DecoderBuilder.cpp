@@ -276,10 +276,13 @@ Value DecoderTracer::expertsTile(Value normed, const std::string &prefix) {
   std::vector<std::string> hubRouter;
   if (hub != path)
     hubRouter.push_back(hub + ".gate.weight");
-  Value router =
-      param(path + ".gate.weight", {experts, hidden}, baseTrainable(), whole,
-            baseWeight(), std::nullopt, hubRouter);
-  Value logits = matmulTransposed(normed, router, at);
+  std::string routerName = prefix + "." + ::twill::kRouterWeight.str();
+  Value router = param(routerName, {experts, hidden}, baseTrainable(), whole,
+                       baseWeight(), std::nullopt, hubRouter);
+  Value logits =
+      linearWith(normed, {router}, path + ".gate",
+                 isLoraTargetParameter(routerName), {{experts, whole}})
+          .front();
   Type i32 = builder.getI32Type();
   auto chosen = RankedTensorType::get({groups, tokens, k}, i32);
   auto route =
@@ -301,26 +304,22 @@ Value DecoderTracer::expertsTile(Value normed, const std::string &prefix) {
             llvm::formatv("{0}.experts.{1}.{2}.weight", hub, e, projection));
     return tensors;
   };
+  std::string gateUpName = prefix + "." + ::twill::kExpertParameters[0].str(),
+              downName = prefix + "." + ::twill::kExpertParameters[1].str();
   Value gateUp =
-      param(path + ".experts.gate_up_proj", {experts, 2 * inner, hidden},
-            baseTrainable(), whole, baseWeight(), std::nullopt,
-            perExpert({named.gate, named.up}));
-  Value down = param(path + ".experts.down_proj", {experts, hidden, inner},
-                     baseTrainable(), whole, baseWeight(), std::nullopt,
-                     perExpert({named.down}));
-  Value both =
-      GroupedMatmulOp::create(builder, at, floatType({groups, rows, 2 * inner}),
-                              dispatched, gateUp, sorted.getCounts(),
-                              /*transpose_rhs=*/true);
+      param(gateUpName, {experts, 2 * inner, hidden}, baseTrainable(), whole,
+            baseWeight(), std::nullopt, perExpert({named.gate, named.up}));
+  Value down = param(downName, {experts, hidden, inner}, baseTrainable(), whole,
+                     baseWeight(), std::nullopt, perExpert({named.down}));
+  // PEFT nests the wrapper of gate_up_proj (defined first) inside down's.
+  Value both = expertsProduct(dispatched, sorted.getCounts(), gateUp,
+                              gateUpName, isLoraTargetParameter(downName));
   Type half = floatType({groups, rows, inner});
   auto halves = SplitOp::create(builder, at, TypeRange{half, half}, both,
                                 /*dim=*/2, /*blocks=*/1);
   Value act = SwigluOp::create(builder, at, half, halves.getPieces()[0],
                                halves.getPieces()[1]);
-  Value out =
-      GroupedMatmulOp::create(builder, at, floatType({groups, rows, hidden}),
-                              act, down, sorted.getCounts(),
-                              /*transpose_rhs=*/true);
+  Value out = expertsProduct(act, sorted.getCounts(), down, downName, 0);
   return CombineOp::create(builder, at, normed.getType(), out,
                            sorted.getPositions(), route.getWeights());
 }
@@ -492,7 +491,7 @@ Value DecoderTracer::lmHeadParam(Value embedTable) {
 
 Value DecoderTracer::logitsOf(Value h, Value lmHead) {
   Split vocabRows{TensorParallelStyle::Vocab};
-  Value logits = linearWith(h, {lmHead}, "lm_head", "lm_head",
+  Value logits = linearWith(h, {lmHead}, "lm_head", isLoraTarget("lm_head"),
                             {{model.vocab_size(), vocabRows}})
                      .front();
   // Gemma 2 squashes its logits into (-cap, cap).

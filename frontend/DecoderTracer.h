@@ -158,6 +158,11 @@ private:
     return !adaptersOff && job.has_lora() &&
            llvm::is_contained(job.lora().target_modules(), module.str());
   }
+  /// Whether lora.target_parameters adapts the parameter named `name`.
+  bool isLoraTargetParameter(StringRef name) const {
+    return !adaptersOff && job.has_lora() &&
+           ::twill::targetsParameter(job.lora(), name);
+  }
   bool baseTrainable() const { return job.has_full_finetune(); }
 
   /// A new `[out, in]` weight named `path`.weight applied by linearWith,
@@ -176,13 +181,21 @@ private:
                                   ArrayRef<RowBlock> blocks);
   /// `x W^T` (`baseInput` W^T, where given) for each block W of
   /// `weights`, plus PEFT's `(alpha / rank) *
-  /// (dropout(x) A^T) B^T` when `target` is adapted: one A (named after
+  /// (dropout(x) A^T) B^T` where `adapted`: one A (named after
   /// `path`), B's rows split as the weight's (`blocks`), each block's
   /// split as its weight's: the rank never splits.
   SmallVector<Value> linearWith(Value x, ArrayRef<Value> weights,
-                                const std::string &path, StringRef target,
+                                const std::string &path, bool adapted,
                                 ArrayRef<RowBlock> blocks,
                                 Value baseInput = {});
+  /// Each of `rows` ([groups, rows, in]) times its expert's weight of
+  /// `weight` ([experts, out, in], named `name`) as `counts` assign rows
+  /// to experts, plus PEFT's (alpha / rank) (x A_e^T) B_e^T where
+  /// lora.target_parameters names it: A [rank x experts, in] and B [out,
+  /// rank x experts] of PEFT's ParamWrapper, named as PEFT nests its
+  /// wrappers (`nesting` base_layers deep).
+  Value expertsProduct(Value rows, Value counts, Value weight,
+                       const std::string &name, int64_t nesting);
   /// What an FP8 base's products read of `x`: `x` rounded to e4m3 in
   /// blocks of 128 where quantization.fp8_inputs asks it, else `x`.
   Value fp8BaseInput(Value x, Location at);

@@ -177,7 +177,7 @@ SmallVector<Value> DecoderTracer::linearBlocks(Value x, const std::string &path,
                                              {in}, baseTrainable(), block.split,
                                              baseWeight()));
   SmallVector<Value> ys =
-      linearWith(x, weights, path, target, blocks,
+      linearWith(x, weights, path, isLoraTarget(target), blocks,
                  quantized ? fp8BaseInput(x, loc(path)) : Value());
   if (!::twill::hasBias(model, target))
     return ys;
@@ -210,14 +210,14 @@ Value DecoderTracer::fp8BaseInput(Value x, Location at) {
 
 SmallVector<Value> DecoderTracer::linearWith(Value x, ArrayRef<Value> weights,
                                              const std::string &path,
-                                             StringRef target,
+                                             bool adapted,
                                              ArrayRef<RowBlock> blocks,
                                              Value baseInput) {
   SmallVector<Value> ys;
   for (Value weight : weights)
     ys.push_back(
         matmulTransposed(baseInput ? baseInput : x, weight, loc(path)));
-  if (!isLoraTarget(target))
+  if (!adapted)
     return ys;
   int64_t in = cast<RankedTensorType>(weights[0].getType()).getDimSize(1);
   int64_t rank = job.lora().rank();
@@ -308,4 +308,49 @@ SmallVector<Value> DecoderTracer::linearWith(Value x, ArrayRef<Value> weights,
     y = AddOp::create(builder, at, type, y, change);
   }
   return ys;
+}
+
+Value DecoderTracer::expertsProduct(Value rows, Value counts, Value weight,
+                                    const std::string &name, int64_t nesting) {
+  ArrayRef<int64_t> shape = cast<RankedTensorType>(weight.getType()).getShape();
+  ArrayRef<int64_t> rowShape =
+      cast<RankedTensorType>(rows.getType()).getShape();
+  int64_t experts = shape[0], out = shape[1], in = shape[2];
+  Location at = loc(name);
+  Type result = floatType({rowShape[0], rowShape[1], out});
+  Value y = GroupedMatmulOp::create(builder, at, result, rows, weight, counts,
+                                    /*transpose_rhs=*/true);
+  if (!isLoraTargetParameter(name))
+    return y;
+  // PEFT wraps the experts' module once per parameter adapted, the first
+  // innermost: its adapter is named under each wrapper's base_layer.
+  std::string module = StringRef(name).rsplit('.').first.str();
+  for (int64_t i = 0; i < nesting; ++i)
+    module += ".base_layer";
+  int64_t rank = job.lora().rank();
+  Split whole{TensorParallelStyle::Replicate};
+  Value a =
+      param(module + ".lora_A.weight", {rank * experts, in}, true, whole,
+            {InitKind::KaimingUniform, AdapterPart::A, name, /*tied=*/""});
+  Value b = param(module + ".lora_B.weight", {out, rank * experts}, true, whole,
+                  {InitKind::Zeros, AdapterPart::B, name, ""});
+  // PEFT's layout: A's rows expert by expert ([experts, rank, in]), B's
+  // columns rank by rank (column j x experts + e is expert e's j-th).
+  Location loraAt = loc(module + ".lora");
+  Value aStack =
+      ReshapeOp::create(builder, loraAt, floatType({experts, rank, in}), a);
+  Value bStack = TransposeOp::create(
+      builder, loraAt, floatType({experts, out, rank}),
+      ReshapeOp::create(builder, loraAt, floatType({out, rank, experts}), b),
+      builder.getDenseI64ArrayAttr({2, 0, 1}));
+  Value down = GroupedMatmulOp::create(
+      builder, loraAt, floatType({rowShape[0], rowShape[1], rank}), rows,
+      aStack, counts, /*transpose_rhs=*/true);
+  Value up = GroupedMatmulOp::create(builder, loraAt, result, down, bStack,
+                                     counts, /*transpose_rhs=*/true);
+  double scale =
+      ::twill::loraScale(job.lora().alpha(), rank, job.lora().use_rslora());
+  Value scaled = ScaleOp::create(builder, loraAt, result, up,
+                                 builder.getF64FloatAttr(scale));
+  return AddOp::create(builder, loraAt, result, y, scaled);
 }

@@ -78,13 +78,27 @@ void twill::resolveDefaults(JobConfig &config) {
   ModelConfig &model = *config.mutable_model();
   const ModelFamily *family = findModelFamily(model.model_type());
   // PEFT's and torchtune's default targets for Llama: q and v, which a
-  // fused model's qkv_proj holds.
-  if (config.has_lora() && config.lora().target_modules().empty()) {
+  // fused model's qkv_proj holds; none where parameters are named instead.
+  LoraConfig *lora = config.has_lora() ? config.mutable_lora() : nullptr;
+  if (lora && lora->target_modules().empty() &&
+      lora->target_parameters().empty()) {
     if (family && family->fusedProjections) {
-      config.mutable_lora()->add_target_modules("qkv_proj");
+      lora->add_target_modules("qkv_proj");
     } else {
-      config.mutable_lora()->add_target_modules("q_proj");
-      config.mutable_lora()->add_target_modules("v_proj");
+      lora->add_target_modules("q_proj");
+      lora->add_target_modules("v_proj");
+    }
+  }
+  // A router is no linear module in transformers 5: PEFT adapts the module
+  // `gate` named in target_modules as the parameter gate.weight (and
+  // writes it so), as here.
+  if (lora && family && family->experts) {
+    auto &modules = *lora->mutable_target_modules();
+    auto router = llvm::find(modules, "gate");
+    if (router != modules.end()) {
+      modules.erase(router);
+      if (!llvm::is_contained(lora->target_parameters(), "gate.weight"))
+        lora->add_target_parameters("gate.weight");
     }
   }
   resolveFamilyDefaults(model);
@@ -399,6 +413,18 @@ static void validateLora(const LoraConfig &lora, const ModelConfig &model,
     if (!seen.insert(target).second)
       problems.add("lora.target_modules lists '{0}' twice", target);
   }
+  // PEFT's ParamWrapper refuses both: its input is not the product's.
+  if (!lora.target_parameters().empty() && lora.dropout() != 0)
+    problems.add("lora.dropout must be 0 with lora.target_parameters (PEFT "
+                 "adapts parameters without dropout), got {0}",
+                 lora.dropout());
+  if (!lora.target_parameters().empty() && lora.use_dora())
+    problems.add("lora.use_dora does not support lora.target_parameters "
+                 "(nor does PEFT)");
+  seen.clear();
+  for (const std::string &target : lora.target_parameters())
+    if (!seen.insert(target).second)
+      problems.add("lora.target_parameters lists '{0}' twice", target);
 }
 
 static void validateTrain(const TrainConfig &train, Problems &problems) {
@@ -542,6 +568,35 @@ static void validateObjective(const JobConfig &config, Problems &problems) {
                  DpoConfig::LossType_Name(settings.loss_type()));
 }
 
+/// Each of lora.target_parameters names a parameter of some sparse layer
+/// that LoRA adapts in place: PEFT fails where none matches at all; one
+/// that matches nothing is a typo either way.
+static void validateTargetParameters(const JobConfig &config,
+                                     Problems &problems) {
+  const ModelConfig &model = config.model();
+  // Layers past what validateModel allows are not looped over.
+  int64_t layers = std::min<int64_t>(model.num_hidden_layers(), 1 << 10);
+  for (const std::string &target : config.lora().target_parameters()) {
+    LoraConfig one;
+    one.add_target_parameters(target);
+    bool matched = false;
+    for (int64_t layer = 0; layer < layers && !matched; ++layer) {
+      if (!hasExperts(model, layer))
+        continue;
+      std::string prefix = llvm::formatv("model.layers.{0}.", layer).str();
+      matched = targetsParameter(one, prefix + kRouterWeight.str());
+      for (llvm::StringRef parameter : kExpertParameters)
+        matched = matched || targetsParameter(one, prefix + parameter.str());
+    }
+    if (!matched)
+      problems.add("lora.target_parameters names '{0}', which is no "
+                   "parameter of a sparse layer: Twill adapts {1}, {2} and "
+                   "{3} (the router)",
+                   target, kExpertParameters[0], kExpertParameters[1],
+                   kRouterWeight);
+  }
+}
+
 /// A mixture of experts' sizes and layers, and what is not built for it
 /// yet (issue 65): the router's auxiliary loss, tensor parallelism, a
 /// quantized base.
@@ -552,8 +607,15 @@ static void validateExperts(const JobConfig &config, Problems &problems) {
     if (model.num_experts() != 0)
       problems.add("model.num_experts must be 0: {0} models have no experts",
                    model.model_type());
+    if (config.has_lora() && !config.lora().target_parameters().empty())
+      problems.add("lora.target_parameters must be empty for {0} models "
+                   "(they adapt a mixture of experts' router and experts); "
+                   "adapt modules with lora.target_modules",
+                   model.model_type());
     return;
   }
+  if (config.has_lora())
+    validateTargetParameters(config, problems);
   problems.positive("model.num_experts", model.num_experts());
   if (family->experts->ownIntermediateSize)
     problems.positive("model.moe_intermediate_size",
@@ -581,9 +643,9 @@ static void validateExperts(const JobConfig &config, Problems &problems) {
     for (llvm::StringRef mlp : {"gate_proj", "up_proj", "down_proj"})
       if (llvm::is_contained(config.lora().target_modules(), mlp))
         problems.add("lora.target_modules may not name {0} for {1} models: "
-                     "PEFT adapts their experts' projections as "
-                     "target_parameters, which are not built yet; adapt "
-                     "q_proj, k_proj, v_proj and o_proj",
+                     "PEFT adapts the experts' projections as parameters; "
+                     "set lora.target_parameters=mlp.experts.gate_up_proj,"
+                     "mlp.experts.down_proj",
                      mlp, model.model_type());
   if (config.quantization().base() != QuantizationConfig::NONE)
     problems.add("quantization.base must be NONE for {0} models (a "

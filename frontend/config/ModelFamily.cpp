@@ -107,8 +107,16 @@ const ModelFamily *twill::findModelFamily(llvm::StringRef modelType) {
 bool twill::hasExperts(const ModelConfig &model, int64_t layer) {
   const ModelFamily *family = findModelFamily(model.model_type());
   return family && family->experts && model.num_experts() > 0 &&
+         model.decoder_sparse_step() > 0 &&
          !llvm::is_contained(model.mlp_only_layers(), layer) &&
          (layer + 1) % model.decoder_sparse_step() == 0;
+}
+
+bool twill::targetsParameter(const LoraConfig &lora, llvm::StringRef key) {
+  return llvm::any_of(lora.target_parameters(), [&](const std::string &target) {
+    return key == target || (key.ends_with(target) &&
+                             key.drop_back(target.size()).ends_with("."));
+  });
 }
 
 /// Whether layer_types names `layer` a sliding layer.

@@ -91,6 +91,19 @@ std::optional<int64_t> slidingWindowOf(const ModelConfig &model, int64_t layer);
 /// a known family.
 bool hasExperts(const ModelConfig &model, int64_t layer);
 
+/// The parameters of a sparse layer that LoRA adapts in place, where
+/// lora.target_parameters names them (PEFT's ParamWrapper), under the
+/// layer's path: the router's weight and the experts' (the latter in the
+/// order their module defines them, the order PEFT nests their adapters
+/// in).
+inline constexpr llvm::StringLiteral kRouterWeight = "mlp.gate.weight";
+inline constexpr llvm::StringLiteral kExpertParameters[] = {
+    "mlp.experts.gate_up_proj", "mlp.experts.down_proj"};
+
+/// Whether lora.target_parameters names the parameter `key` (its full
+/// name), as PEFT matches them: the whole name, or its end after a dot.
+bool targetsParameter(const LoraConfig &lora, llvm::StringRef key);
+
 /// Whether a projection (q_proj ... down_proj) of `model` has a bias.
 bool hasBias(const ModelConfig &model, llvm::StringRef projection);
 

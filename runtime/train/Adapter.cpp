@@ -133,15 +133,18 @@ llvm::Error twill::writePeftAdapter(Program &program, llvm::StringRef directory,
     return error;
 
   const LoraConfig &lora = job.lora();
-  llvm::json::Array targets;
+  llvm::json::Array targets, parameters;
   for (const std::string &target : lora.target_modules())
     targets.push_back(target);
+  for (const std::string &target : lora.target_parameters())
+    parameters.push_back(target);
   llvm::json::Object adapterConfig{{"peft_type", "LORA"},
                                    {"task_type", "CAUSAL_LM"},
                                    {"r", lora.rank()},
                                    {"lora_alpha", lora.alpha()},
                                    {"lora_dropout", lora.dropout()},
                                    {"target_modules", std::move(targets)},
+                                   {"target_parameters", std::move(parameters)},
                                    {"base_model_name_or_path", baseModel},
                                    {"bias", "none"},
                                    {"fan_in_fan_out", false},
@@ -288,15 +291,23 @@ static llvm::Error mergeLora(const JobConfig &job, WholeTensors &base,
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                      "cannot merge the LoRA of '" + role.of() +
                                          "': its B or base weight is missing");
-    // W [out, in] += scale * B [out, r] A [r, in]
-    int64_t rank = a.shape[0], in = a.shape[1], out = b->shape[0];
+    // W [out, in] += scale * B [out, r] A [r, in]; each expert's of
+    // experts' W [experts, out, in] (PEFT's target_parameters) by its A
+    // rows e r + j and B columns j experts + e (j < r).
+    const std::vector<int64_t> &shape = base.tensors[target].shape;
+    int64_t experts = shape.size() == 3 ? shape[0] : 1;
+    int64_t rank = a.shape[0] / experts, in = a.shape[1], out = b->shape[0];
     std::vector<float> &weight = base.values[target];
-    for (int64_t o = 0; o < out; ++o)
-      for (int64_t k = 0; k < rank; ++k) {
-        double factor = scale * b->values[o * rank + k];
-        for (int64_t i = 0; i < in; ++i)
-          weight[o * in + i] += float(factor * a.values[k * in + i]);
-      }
+    for (int64_t e = 0; e < experts; ++e)
+      for (int64_t o = 0; o < out; ++o)
+        for (int64_t k = 0; k < rank; ++k) {
+          double factor =
+              scale * b->values[o * rank * experts + k * experts + e];
+          float *row = &weight[(e * out + o) * in];
+          const float *aRow = &a.values[(e * rank + k) * in];
+          for (int64_t i = 0; i < in; ++i)
+            row[i] += float(factor * aRow[i]);
+        }
     // DoRA: each row of W + scale B A scaled to its magnitude.
     if (const io::NamedTensor *magnitude =
             partOf(role.of(), AdapterRole::MAGNITUDE))

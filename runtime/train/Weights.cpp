@@ -67,21 +67,34 @@ static llvm::Error checkAdapterConfig(llvm::StringRef adapterDir,
         path, rankStabilized ? "true" : "false",
         rankStabilized ? "sqrt(r)" : "r",
         lora.use_rslora() ? "true" : "false"));
-  // The modules it adapts, when it lists them (PEFT may also write a
-  // pattern, which the tensors' names then settle).
-  if (const llvm::json::Array *targets = object->getArray("target_modules")) {
-    std::set<std::string> listed,
-        job(lora.target_modules().begin(), lora.target_modules().end());
+  // The modules and parameters it adapts, when it lists them (PEFT may
+  // also write a pattern, which the tensors' names then settle).
+  auto sameTargets =
+      [&](llvm::StringRef key,
+          const google::protobuf::RepeatedPtrField<std::string> &jobTargets)
+      -> llvm::Error {
+    const llvm::json::Array *targets = object->getArray(key);
+    if (!targets)
+      return llvm::Error::success();
+    std::set<std::string> listed, job(jobTargets.begin(), jobTargets.end());
     for (const llvm::json::Value &target : *targets)
       if (std::optional<llvm::StringRef> name = target.getAsString())
         listed.insert(name->str());
-    if (listed != job)
-      return weightError(llvm::formatv(
-          "{0}: target_modules are {1}, and the job's lora.target_modules "
-          "are {2}: load an adapter of the job's modules, or set "
-          "lora.target_modules={1}",
-          path, llvm::join(listed, ","), llvm::join(job, ",")));
-  }
+    if (listed == job)
+      return llvm::Error::success();
+    auto named = [](const std::set<std::string> &targets) {
+      return targets.empty() ? std::string("none") : llvm::join(targets, ",");
+    };
+    return weightError(llvm::formatv(
+        "{0}: {1} are {2}, and the job's lora.{1} are {3}: load an adapter "
+        "of the job's, or set lora.{1}={4}",
+        path, key, named(listed), named(job), llvm::join(listed, ",")));
+  };
+  if (llvm::Error error = sameTargets("target_modules", lora.target_modules()))
+    return error;
+  if (llvm::Error error =
+          sameTargets("target_parameters", lora.target_parameters()))
+    return error;
   if (*rank != lora.rank() || std::abs(*alpha - lora.alpha()) > 1e-9)
     return weightError(
         llvm::formatv("{0}: the adapter has r={1}, lora_alpha={2}; the job has "
@@ -614,8 +627,11 @@ llvm::Expected<uint64_t> twill::loadParameters(Program &program,
         return weightError(
             path + ": holds '" + name +
             "', which this job does not adapt: the adapter was trained with "
-            "other lora.target_modules (or for another model); the job's are " +
-            llvm::join(job.lora().target_modules(), ","));
+            "other targets (or for another model); the job's "
+            "lora.target_modules are " +
+            llvm::join(job.lora().target_modules(), ",") +
+            ", its lora.target_parameters " +
+            llvm::join(job.lora().target_parameters(), ","));
   }
 
   // Scratch reused by every parameter: the largest is allocated once.

@@ -274,13 +274,16 @@ FAMILY_VARIANTS = {
     # Qwen3-MoE: a sparse layer (4 experts, 2 a token) and a dense one;
     # the batch rows, each sorted by expert among its own tokens, split
     # over dp, the experts' weights fully sharded; its MLP tiled (each tile
-    # its own dispatch) and recomputed. tp must be 1 for now.
+    # its own dispatch) and recomputed; LoRA on the router and the experts
+    # too. tp must be 1 for now.
     "Qwen3-MoE, selective checkpointing, tiled MLP": (
         ["model.model_type=qwen3_moe", "model.head_dim=12",
          "model.num_experts=4", "model.num_experts_per_tok=2",
          "model.moe_intermediate_size=24", "model.norm_topk_prob=true",
          "model.mlp_only_layers=1",
-         "lora.target_modules=q_proj,k_proj,v_proj,o_proj,lm_head",
+         "lora.target_modules=q_proj,k_proj,v_proj,o_proj,lm_head,gate",
+         "lora.target_parameters=mlp.experts.gate_up_proj,"
+         "mlp.experts.down_proj",
          "parallel.activation_checkpointing=SELECTIVE",
          "parallel.mlp_tile_tokens=7"],
         [(2, 1), (4, 1)], TOLERANCE),

@@ -88,6 +88,12 @@ def main():
     get_peft_model(LlamaForCausalLM(model.config), LoraConfig(
         r=2, lora_alpha=4, target_modules=["q_proj", "v_proj", "o_proj"])) \
         .save_pretrained(more_targets)
+    # The job's modules, and a parameter too (PEFT's target_parameters).
+    more_parameters = work / "adapter_more_parameters"
+    get_peft_model(LlamaForCausalLM(model.config), LoraConfig(
+        r=2, lora_alpha=4, target_modules=["q_proj", "v_proj"],
+        target_parameters=["mlp.down_proj.weight"])) \
+        .save_pretrained(more_parameters)
     fewer_targets = work / "adapter_fewer_targets"
     get_peft_model(LlamaForCausalLM(model.config), LoraConfig(
         r=2, lora_alpha=4, target_modules=["q_proj"])) \
@@ -119,6 +125,10 @@ def main():
         ("adapter of more target modules", work / "good", more_targets,
          work / "batch.json", ["adapter_config.json", "target_modules are "
                                "o_proj,q_proj,v_proj"]),
+        ("adapter of target parameters", work / "good", more_parameters,
+         work / "batch.json", ["adapter_config.json", "target_parameters are "
+                               "mlp.down_proj.weight, and the job's "
+                               "lora.target_parameters are none"]),
         ("adapter of fewer target modules", work / "good", fewer_targets,
          work / "batch.json", ["adapter_config.json", "target_modules are "
                                "q_proj, and the job's lora.target_modules "

@@ -31,20 +31,27 @@ def projections(family):
     return PROJECTIONS.get(family, UNFUSED)
 
 
-# Mixtures of experts: PEFT turns MLP names into target_parameters of the
-# experts, which Twill does not build yet.
+# Mixtures of experts: PEFT adapts their experts as target_parameters.
 EXPERTS = ["qwen3_moe", "mixtral"]
 
 
 def some_projections(family):
     """The modules the training oracles adapt: q, v and down, or the fused
     modules holding them and gate and up (Phi-3's); a mixture of experts'
-    q, v and o."""
+    q, v, o and its router (`gate`)."""
     if family in PROJECTIONS:
         return ["qkv_proj", "gate_up_proj", "down_proj"]
     if family in EXPERTS:
-        return ["q_proj", "v_proj", "o_proj"]
+        return ["q_proj", "v_proj", "o_proj", "gate"]
     return ["q_proj", "v_proj", "down_proj"]
+
+
+def some_parameters(family):
+    """The parameters the training oracles adapt (PEFT's
+    target_parameters): a mixture of experts' experts, else none."""
+    if family in EXPERTS:
+        return ["mlp.experts.gate_up_proj", "mlp.experts.down_proj"]
+    return None
 
 # Gemma 3's RoPE: a base of its own on the sliding layers, and linear
 # scaling on the full ones (as Gemma 3 12B and 27B have it).

@@ -29,7 +29,7 @@ import torch
 from peft import PeftModel
 from safetensors.torch import load_file
 from families import (FAMILIES, GEMMA3_ROPE, randomize_norms_and_biases,
-                      some_projections)
+                      some_parameters, some_projections)
 from transformers import AutoModelForCausalLM
 
 SHARD_BYTES = 350_000
@@ -49,18 +49,30 @@ FAMILY_SETTINGS = {"llama": {}, "qwen2": {},
                                                     "full_attention"]),
                    # Fused projections; no pad token (its default id is
                    # beyond the vocab).
-                   "phi3": dict(sliding_window=4, pad_token_id=None)}
+                   "phi3": dict(sliding_window=4, pad_token_id=None),
+                   # A sparse layer and a dense one; the folder holds each
+                   # expert's tensors (the Hub's layout), the merged model
+                   # them fused (transformers 5's) and transformers reads
+                   # either.
+                   "qwen3_moe": dict(head_dim=16, num_experts=4,
+                                     num_experts_per_tok=2,
+                                     moe_intermediate_size=32,
+                                     norm_topk_prob=True, mlp_only_layers=[1]),
+                   # Its experts under block_sparse_moe (w1, w3, w2) in
+                   # the folder, fused under mlp in the merged model.
+                   "mixtral": dict(head_dim=16, num_local_experts=4,
+                                   num_experts_per_tok=2,
+                                   intermediate_size=32)}
 
 
 def make_folder(folder, family):
     torch.manual_seed(0)
     config_class, model_class = FAMILIES[family]
-    config = config_class(vocab_size=512, hidden_size=64,
-                          intermediate_size=160, num_hidden_layers=2,
-                          num_attention_heads=4, num_key_value_heads=2,
-                          max_position_embeddings=512, rms_norm_eps=1e-5,
-                          tie_word_embeddings=False,
-                          **FAMILY_SETTINGS[family])
+    config = config_class(**{**dict(
+        vocab_size=512, hidden_size=64, intermediate_size=160,
+        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        max_position_embeddings=512, rms_norm_eps=1e-5,
+        tie_word_embeddings=False), **FAMILY_SETTINGS[family]})
     model = model_class(config).float()
     if family != "llama":
         randomize_norms_and_biases(model)
@@ -102,6 +114,7 @@ def main():
 checkpoint {{ base_dir: "{folder}" output_dir: "{out}" merged: true
              max_shard_bytes: {SHARD_BYTES} }}
 lora {{ rank: 4 alpha: 8 target_modules: {json.dumps(targets)}
+        target_parameters: {json.dumps(some_parameters(args.family) or [])}
         use_dora: {str(args.dora).lower()} }}
 data {{ path: "{work / 'alpaca.jsonl'}" format: ALPACA }}
 train {{ batch_size: 2 seq_len: 256 epochs: 1 max_steps_per_epoch: 4

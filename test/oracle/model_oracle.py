@@ -71,6 +71,14 @@ LORA_OPTIONS = {"rslora": ({"use_rslora": True}, " use_rslora: true"),
                 "dora": ({"use_dora": True}, " use_dora: true"),
                 "dora_dropout": ({"use_dora": True, "lora_dropout": 0.25},
                                  " use_dora: true dropout: 0.25")}
+
+
+def target_parameters(names):
+    """PEFT's and the job's options adapting parameters `names`."""
+    return ({"target_parameters": names},
+            "".join(f' target_parameters: "{name}"' for name in names))
+
+
 CONFIGS["rslora"] = (dict(num_key_value_heads=2), ALL_PROJECTIONS,
                      [[12], [12]])
 # Dropout (test/oracle/dropout.py's masks in PEFT's lora_dropout): only
@@ -131,10 +139,11 @@ CONFIGS["qwen3_full"] = (dict(family="qwen3", num_key_value_heads=1,
 # Qwen3-MoE: a sparse layer (4 experts of 16, 2 a token, their weights
 # normalised) and a dense one (mlp_only_layers); the router's weights
 # scaled up so that tokens choose different experts, well apart (a near tie
-# would be chosen by rounding). LoRA adapts attention (PEFT 0.21 turns
-# gate_proj, up_proj and down_proj of such a model into target_parameters
-# of the experts, which Twill does not build yet); full fine-tuning trains
-# the router and the experts too. The LoRA config's checkpoint holds the
+# would be chosen by rounding). LoRA adapts attention, the router (the
+# module `gate`, which PEFT 0.21 adapts as the parameter gate.weight) and
+# both of the experts' parameters (target_parameters: PEFT nests
+# gate_up_proj's adapter under down_proj's); full fine-tuning trains the
+# router and the experts too. The LoRA config's checkpoint holds the
 # experts as save_pretrained writes them, the Hub's way (an expert's
 # gate_proj, up_proj and down_proj each, over two shards); the full one's
 # as transformers 5 keeps them, fused (gate_up_proj [4, 32, 32],
@@ -143,19 +152,43 @@ QWEN3_MOE = dict(family="qwen3_moe", num_key_value_heads=2, head_dim=12,
                  num_experts=4, num_experts_per_tok=2,
                  moe_intermediate_size=16, norm_topk_prob=True,
                  mlp_only_layers=[1], router_gain=40.0)
-CONFIGS["qwen3_moe"] = (QWEN3_MOE, ["q_proj", "k_proj", "v_proj", "o_proj"],
-                        PACKED)
+CONFIGS["qwen3_moe"] = (QWEN3_MOE, ["q_proj", "k_proj", "v_proj", "o_proj",
+                                    "gate"], PACKED)
+LORA_OPTIONS["qwen3_moe"] = target_parameters(["mlp.experts.gate_up_proj",
+                                               "mlp.experts.down_proj"])
 CONFIGS["qwen3_moe_full"] = (dict(QWEN3_MOE, fused_experts=True), None,
                              PACKED)
+# Routing's edge cases, on Qwen3-MoE's sparse layer with its router set so
+# that every token's logits are `route_to` (a least-squares fit to the
+# router's inputs: more hidden dims than tokens), LoRA on the experts alone
+# (an adapter before the router would move its inputs off the fit): every
+# token to expert 0 alone (the other three, tied, get none), and experts 0
+# and 1 tied for every token (their router rows equal: the order within a
+# token's two is either; experts 2 and 3 get none). (A tie for the k-th
+# place is chosen by torch.topk's implementation, Twill's by the lower
+# expert: not compared.)
+EDGE = dict(QWEN3_MOE, norm_topk_prob=False, router_gain=1.0)
+EXPERT_LORA = target_parameters(["mlp.experts.gate_up_proj",
+                                 "mlp.experts.down_proj"])
+CONFIGS["qwen3_moe_one_expert"] = (
+    dict(EDGE, num_experts_per_tok=1, route_to=[3.0, 0.0, 0.0, 0.0]), [],
+    PACKED)
+CONFIGS["qwen3_moe_tied"] = (
+    dict(EDGE, route_to=[1.0, 1.0, -1.0, -1.0]), [], PACKED)
+LORA_OPTIONS["qwen3_moe_one_expert"] = EXPERT_LORA
+LORA_OPTIONS["qwen3_moe_tied"] = EXPERT_LORA
 # Mixtral: Mistral's layer (a window of 5) with every MLP 4 experts of
 # intermediate_size, 2 a token, their weights always normalised; its Hub
 # checkpoint keeps the router and the experts (w1, w3, w2) under
-# block_sparse_moe; the full config's fused, under mlp.
+# block_sparse_moe; the full config's fused, under mlp. LoRA adapts
+# attention and the experts' gate_up_proj alone (named by the end of its
+# name).
 MIXTRAL = dict(family="mixtral", num_key_value_heads=2, head_dim=12,
                sliding_window=5, num_local_experts=4, num_experts_per_tok=2,
                intermediate_size=16, router_gain=40.0)
 CONFIGS["mixtral"] = (MIXTRAL, ["q_proj", "k_proj", "v_proj", "o_proj"],
                       PACKED)
+LORA_OPTIONS["mixtral"] = target_parameters(["experts.gate_up_proj"])
 CONFIGS["mixtral_full"] = (dict(MIXTRAL, fused_experts=True), None, PACKED)
 # Gemma 3: (1 + w) norms, q/k norms, norms after attention and the MLP,
 # GeGLU, embeddings scaled by sqrt(hidden), 1 / sqrt(query_pre_attn_scalar)
@@ -223,6 +256,7 @@ def build_model(settings):
     qk_gain = settings.pop("qk_gain", 1.0)
     router_gain = settings.pop("router_gain", 1.0)
     settings.pop("fused_experts", None)
+    settings.pop("route_to", None)
     model = tiny_model(settings.pop("family", "llama"), vocab_size=VOCAB,
                        rms_norm_eps=1e-5, **settings)
     randomize_norms_and_biases(model)
@@ -237,6 +271,26 @@ def build_model(settings):
             if name.endswith("mlp.gate.weight"):
                 parameter.normal_().mul_(router_gain / parameter.shape[1])
     return model.eval()
+
+
+def fit_router(model, documents, logits):
+    """Sets the first layer's router so that each token of the batch has
+    router logits `logits`; experts 0 and 1 given the same logit get the
+    same weights (an exact tie)."""
+    router = model.model.layers[0].mlp.gate
+    inputs = []
+    hook = router.register_forward_hook(
+        lambda module, args, output: inputs.append(
+            args[0].reshape(-1, args[0].shape[-1])))
+    with torch.no_grad():
+        reference_logits(model, make_batch(documents)[0], documents)
+    hook.remove()
+    x = torch.cat(inputs).double()
+    target = torch.tensor(logits, dtype=torch.float64).expand(len(x), -1)
+    with torch.no_grad():
+        router.weight.copy_(torch.linalg.lstsq(x, target).solution.T)
+        if logits[0] == logits[1]:
+            router.weight[1] = router.weight[0]
 
 
 def make_batch(documents):
@@ -336,6 +390,8 @@ def main():
     work.mkdir(parents=True, exist_ok=True)
 
     model = build_model(settings)
+    if "route_to" in settings:
+        fit_router(model, documents, settings["route_to"])
     # Two shards, to exercise model.safetensors.index.json (in a folder of
     # its own: no earlier run's files beside them).
     shutil.rmtree(work / "model", ignore_errors=True)

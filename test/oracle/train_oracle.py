@@ -37,7 +37,7 @@ import torch
 from peft import LoraConfig, PeftModel, get_peft_model
 from safetensors.torch import load_file
 from families import (FAMILIES, GEMMA3_ROPE, randomize_norms_and_biases,
-                      some_projections, tiny_model)
+                      some_parameters, some_projections, tiny_model)
 from transformers import AutoModelForCausalLM
 from qlora_oracle import dequantize_projections
 
@@ -52,7 +52,8 @@ RANK, ALPHA = 4, 8.0
 # sliding layer and a full one, their RoPE bases, GeGLU, its norms, tied
 # embeddings), Phi-3's fused projections and window (no pad token: its
 # default id is beyond the tiny vocab), Qwen3-MoE's sparse and dense layers
-# and Mixtral's experts (4, 2 a token; LoRA on attention).
+# and Mixtral's experts (4, 2 a token; LoRA on attention, the router and
+# the experts).
 FAMILY_SETTINGS = {"llama": {}, "qwen2": dict(tie_word_embeddings=True),
                    "qwen3": dict(head_dim=12, attention_bias=True),
                    "mistral": dict(head_dim=12, sliding_window=5),
@@ -166,10 +167,11 @@ def main():
     if args.quantized:
         dequantize_projections(base, args.quantized)
     targets = some_projections(args.family)
+    parameters = some_parameters(args.family)
     model = get_peft_model(base, LoraConfig(
         r=RANK, lora_alpha=ALPHA, lora_dropout=args.dropout,
         use_rslora=args.rslora, use_dora=args.dora, target_modules=targets,
-        init_lora_weights=False))
+        target_parameters=parameters, init_lora_weights=False))
     model.save_pretrained(work / "initial")
     # Twill's masks in place of PEFT's dropout; training mode changes
     # nothing else here.
@@ -180,7 +182,8 @@ def main():
     with open(work / "train.jsonl", "w") as out:
         for example in examples:
             out.write(json.dumps(example) + "\n")
-    modules = "".join(f' target_modules: "{t}"' for t in targets)
+    modules = "".join(f' target_modules: "{t}"' for t in targets) + "".join(
+        f' target_parameters: "{p}"' for p in parameters or [])
     (work / "job.textproto").write_text(f"""
 checkpoint {{ base_dir: "{work / 'base'}" output_dir: "{work / 'out'}" }}
 lora {{ rank: {RANK} alpha: {ALPHA}{modules} dropout: {args.dropout}
@@ -232,7 +235,7 @@ train {{
         worst = max(worst, error)
     print(f"final adapter: {len(adapter)} tensors, worst relative error "
           f"{worst:.1e}")
-    tensors = (3 if args.dora else 2) * 2 * len(targets)
+    tensors = sum("lora_" in name for name, _ in model.named_parameters())
     ok = ok and worst < 1e-5 and len(adapter) == tensors
 
     # PEFT loads Twill's adapter and computes Twill's logits.
