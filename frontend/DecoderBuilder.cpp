@@ -230,8 +230,12 @@ Value DecoderTracer::mlp(Value normed, const std::string &prefix) {
 }
 
 Value DecoderTracer::mlpTile(Value normed, const std::string &prefix) {
-  int64_t hidden = model.hidden_size(), inner = model.intermediate_size();
-  std::string path = prefix + ".mlp";
+  return gatedMlp(normed, prefix + ".mlp", model.intermediate_size());
+}
+
+Value DecoderTracer::gatedMlp(Value normed, const std::string &path,
+                              int64_t inner) {
+  int64_t hidden = model.hidden_size();
   Split column{TensorParallelStyle::Column}, row{TensorParallelStyle::Row};
   Value gate, up;
   if (family.fusedProjections) { // Phi-3's gate_up_proj: gate's rows, up's
@@ -320,8 +324,23 @@ Value DecoderTracer::expertsTile(Value normed, const std::string &prefix) {
   Value act = SwigluOp::create(builder, at, half, halves.getPieces()[0],
                                halves.getPieces()[1]);
   Value out = expertsProduct(act, sorted.getCounts(), down, downName, 0);
-  return CombineOp::create(builder, at, normed.getType(), out,
-                           sorted.getPositions(), route.getWeights());
+  Value combined = CombineOp::create(builder, at, normed.getType(), out,
+                                     sorted.getPositions(), route.getWeights());
+  if (!named.sharedExpert)
+    return combined;
+  // Qwen2-MoE's shared expert, scaled by the sigmoid of its gate's one
+  // value, which a product with a column of ones spreads over the hidden
+  // size.
+  Value shared = gatedMlp(normed, path + ".shared_expert",
+                          model.shared_expert_intermediate_size());
+  Value gate = linear(normed, path + ".shared_expert_gate",
+                      "shared_expert_gate", hidden, 1, whole);
+  Value ones = ConstantOp::create(builder, at, floatType({hidden, 1}),
+                                  builder.getF64FloatAttr(1.0));
+  Value gates = matmulTransposed(gate, ones, at);
+  Value gated =
+      SigmoidGateOp::create(builder, at, normed.getType(), gates, shared);
+  return AddOp::create(builder, at, normed.getType(), combined, gated);
 }
 
 Value DecoderTracer::decoderLayer(Value hidden, int64_t layer) {

@@ -245,6 +245,9 @@ private:
   /// The MLP of some positions: gate and up, their gated activation
   /// (SwiGLU, or Gemma's GeGLU), down.
   Value mlpTile(Value normed, const std::string &prefix);
+  /// That MLP of `inner` named `path` (a dense layer's, or Qwen2-MoE's
+  /// shared expert).
+  Value gatedMlp(Value normed, const std::string &path, int64_t inner);
   /// A sparse layer's MLP on `normed` [batch, tokens, hidden]: a router
   /// and its experts (ModelFamily::experts), each batch row's tokens
   /// sorted by expert among themselves.

@@ -274,7 +274,14 @@ static void validateUnbuilt(const ModelConfig &model, Problems &problems) {
 
 /// Where attention slides, layer by layer.
 static void validateLayerTypes(const ModelConfig &model, Problems &problems) {
-  if (model.has_sliding_window())
+  // A window no layer attends through may be anything (Qwen2-MoE's config
+  // writes 0 without use_sliding_window).
+  bool used = false;
+  for (int64_t layer = 0;
+       layer < std::min<int64_t>(model.num_hidden_layers(), 1 << 10) && !used;
+       ++layer)
+    used = slidingWindowOf(model, layer).has_value();
+  if (used)
     problems.positive("model.sliding_window", model.sliding_window());
   for (const std::string &type : model.layer_types())
     problems.oneOf("model.layer_types", type,
@@ -393,10 +400,13 @@ static constexpr llvm::StringRef kFusedLoraTargets[] = {
 static void validateLora(const LoraConfig &lora, const ModelConfig &model,
                          Problems &problems) {
   const ModelFamily *family = findModelFamily(model.model_type());
-  llvm::ArrayRef<llvm::StringRef> targets =
+  llvm::SmallVector<llvm::StringRef> targets(
       family && family->fusedProjections
           ? llvm::ArrayRef<llvm::StringRef>(kFusedLoraTargets)
-          : llvm::ArrayRef<llvm::StringRef>(kLoraTargets);
+          : llvm::ArrayRef<llvm::StringRef>(kLoraTargets));
+  // A linear layer to one value, which PEFT adapts as any other.
+  if (family && family->experts && family->experts->sharedExpert)
+    targets.push_back("shared_expert_gate");
   problems.positive("lora.rank", lora.rank());
   problems.atMost("lora.rank", lora.rank(), 1 << 16);
   problems.positive("lora.alpha", lora.alpha());
@@ -620,6 +630,9 @@ static void validateExperts(const JobConfig &config, Problems &problems) {
   if (family->experts->ownIntermediateSize)
     problems.positive("model.moe_intermediate_size",
                       model.moe_intermediate_size());
+  if (family->experts->sharedExpert)
+    problems.positive("model.shared_expert_intermediate_size",
+                      model.shared_expert_intermediate_size());
   problems.positive("model.decoder_sparse_step", model.decoder_sparse_step());
   if (model.num_experts_per_tok() < 1 ||
       model.num_experts_per_tok() > model.num_experts())

@@ -41,6 +41,22 @@ ModelFamily qwen3Moe() {
                     /*ownIntermediateSize=*/true};
   return family;
 }
+ModelFamily qwen2Moe() {
+  ModelFamily family = qwen2();
+  family.modelType = "qwen2_moe";
+  family.causalLm = "Qwen2MoeForCausalLM";
+  family.qkvBias = false;
+  family.readsQkvBias = true;
+  family.window = ModelFamily::Window::AlternateChosenLayers;
+  family.experts = {"mlp",
+                    "gate_proj",
+                    "up_proj",
+                    "down_proj",
+                    /*ownIntermediateSize=*/true,
+                    /*alwaysNormalize=*/false,
+                    /*sharedExpert=*/true};
+  return family;
+}
 ModelFamily mixtral() {
   ModelFamily family = mistral();
   family.modelType = "mixtral";
@@ -91,9 +107,9 @@ ModelFamily gemma3Text() {
 } // namespace
 
 llvm::ArrayRef<ModelFamily> twill::modelFamilies() {
-  static const ModelFamily families[] = {llama(),  mistral(),    qwen2(),
-                                         qwen3(),  qwen3Moe(),   mixtral(),
-                                         gemma2(), gemma3Text(), phi3()};
+  static const ModelFamily families[] = {
+      llama(),    mistral(), qwen2(),  qwen3(),      qwen2Moe(),
+      qwen3Moe(), mixtral(), gemma2(), gemma3Text(), phi3()};
   return families;
 }
 
@@ -138,14 +154,18 @@ std::optional<int64_t> twill::slidingWindowOf(const ModelConfig &model,
   case ModelFamily::Window::LayerTypes:
     return typedSliding(model, layer) ? std::optional(model.sliding_window())
                                       : std::nullopt;
-  case ModelFamily::Window::ChosenLayers: {
+  case ModelFamily::Window::ChosenLayers:
+  case ModelFamily::Window::AlternateChosenLayers: {
     // transformers' Qwen2Config: layer_types as given, else the layers from
-    // max_window_layers on; none of them without use_sliding_window.
+    // max_window_layers on; Qwen2MoeConfig: else the first, third, ...
+    // below it; none of them without use_sliding_window.
     if (!model.use_sliding_window())
       return std::nullopt;
-    bool slides = model.layer_types().empty()
-                      ? layer >= model.max_window_layers()
-                      : typedSliding(model, layer);
+    bool byDefault = family->window == ModelFamily::Window::ChosenLayers
+                         ? layer >= model.max_window_layers()
+                         : layer % 2 == 0 && layer < model.max_window_layers();
+    bool slides =
+        model.layer_types().empty() ? byDefault : typedSliding(model, layer);
     return slides ? std::optional(model.sliding_window()) : std::nullopt;
   }
   }
@@ -181,7 +201,7 @@ bool twill::hasBias(const ModelConfig &model, llvm::StringRef projection) {
     return false;
   bool qkv = projection == "q_proj" || projection == "k_proj" ||
              projection == "v_proj";
-  if (qkv && family->qkvBias)
+  if (qkv && (family->qkvBias || (family->readsQkvBias && model.qkv_bias())))
     return true;
   if (qkv || projection == "o_proj")
     return family->readsAttentionBias && model.attention_bias();

@@ -25,6 +25,9 @@ struct ModelFamily {
   llvm::StringLiteral modelType, causalLm;
   /// q, k and v always have biases, whatever the config says (Qwen2).
   bool qkvBias = false;
+  /// q, k and v have biases where config.json's qkv_bias says
+  /// (Qwen2-MoE).
+  bool readsQkvBias = false;
   /// Which of the config's bias keys the family's transformers class reads:
   /// attention_bias (q, k, v and o) and mlp_bias (gate, up and down).
   bool readsAttentionBias = false, readsMlpBias = false;
@@ -48,6 +51,11 @@ struct ModelFamily {
     /// The k weights are always divided by their sum (Mixtral), not only
     /// with norm_topk_prob.
     bool alwaysNormalize = false;
+    /// A shared expert every token goes through too (Qwen2-MoE's
+    /// `mlp.shared_expert`, a SwiGLU MLP of
+    /// shared_expert_intermediate_size), scaled by the sigmoid of its gate
+    /// (`mlp.shared_expert_gate`, a linear layer to one value).
+    bool sharedExpert = false;
   };
   std::optional<Experts> experts;
   /// head_dim must be stated: the transformers class's default is not
@@ -55,10 +63,12 @@ struct ModelFamily {
   bool statesHeadDim = false;
   /// How the config says which layers' attention slides.
   enum class Window {
-    None,         // never (Llama has no sliding_window)
-    EveryLayer,   // sliding_window, null for none (Mistral)
-    ChosenLayers, // use_sliding_window and layer_types (Qwen2, Qwen3)
-    LayerTypes,   // layer_types alone (Gemma 3)
+    None,                  // never (Llama has no sliding_window)
+    EveryLayer,            // sliding_window, null for none (Mistral)
+    ChosenLayers,          // use_sliding_window and layer_types (Qwen2, Qwen3)
+    AlternateChosenLayers, // the same, every other layer by default
+                           // (Qwen2-MoE)
+    LayerTypes,            // layer_types alone (Gemma 3)
   } window = Window::None;
   /// Gemma's layer: RMSNorm scaling by (1 + w), its weights starting at 0;
   /// the embeddings scaled by sqrt(hidden_size) in the weights' dtype; a

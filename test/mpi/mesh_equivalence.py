@@ -287,6 +287,14 @@ FAMILY_VARIANTS = {
          "parallel.activation_checkpointing=SELECTIVE",
          "parallel.mlp_tile_tokens=7"],
         [(2, 1), (4, 1)], TOLERANCE),
+    # Qwen2-MoE's shared expert behind its sigmoid gate, beside 4 experts
+    # of which 3 a token; LoRA on the shared expert's gate and the router.
+    "Qwen2-MoE, shared expert": (
+        ["model.model_type=qwen2_moe", "model.num_experts=4",
+         "model.num_experts_per_tok=3", "model.moe_intermediate_size=24",
+         "model.shared_expert_intermediate_size=40",
+         "lora.target_modules=q_proj,v_proj,gate,shared_expert_gate"],
+        [(2, 1), (4, 1)], TOLERANCE),
     "Qwen3-MoE, full fine-tuning": (
         ["model.model_type=qwen3_moe", "model.head_dim=12",
          "model.num_experts=4", "model.num_experts_per_tok=2",

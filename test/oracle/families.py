@@ -6,7 +6,8 @@ from transformers import (Gemma2Config, Gemma2ForCausalLM, Gemma3ForCausalLM,
                           LlamaForCausalLM, MistralConfig, MistralForCausalLM,
                           MixtralConfig, MixtralForCausalLM,
                           Phi3Config, Phi3ForCausalLM, Qwen2Config,
-                          Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM,
+                          Qwen2ForCausalLM, Qwen2MoeConfig,
+                          Qwen2MoeForCausalLM, Qwen3Config, Qwen3ForCausalLM,
                           Qwen3MoeConfig, Qwen3MoeForCausalLM)
 
 # model_type -> the transformers classes of its config and causal LM
@@ -14,6 +15,7 @@ FAMILIES = {"llama": (LlamaConfig, LlamaForCausalLM),
             "mistral": (MistralConfig, MistralForCausalLM),
             "mixtral": (MixtralConfig, MixtralForCausalLM),
             "qwen2": (Qwen2Config, Qwen2ForCausalLM),
+            "qwen2_moe": (Qwen2MoeConfig, Qwen2MoeForCausalLM),
             "qwen3": (Qwen3Config, Qwen3ForCausalLM),
             "qwen3_moe": (Qwen3MoeConfig, Qwen3MoeForCausalLM),
             "gemma2": (Gemma2Config, Gemma2ForCausalLM),
@@ -32,15 +34,17 @@ def projections(family):
 
 
 # Mixtures of experts: PEFT adapts their experts as target_parameters.
-EXPERTS = ["qwen3_moe", "mixtral"]
+EXPERTS = ["qwen2_moe", "qwen3_moe", "mixtral"]
 
 
 def some_projections(family):
     """The modules the training oracles adapt: q, v and down, or the fused
     modules holding them and gate and up (Phi-3's); a mixture of experts'
-    q, v, o and its router (`gate`)."""
+    q, v, o and its router (`gate`), Qwen2-MoE's shared expert's gate."""
     if family in PROJECTIONS:
         return ["qkv_proj", "gate_up_proj", "down_proj"]
+    if family == "qwen2_moe":  # its router by name (some_parameters)
+        return ["q_proj", "v_proj", "o_proj", "shared_expert_gate"]
     if family in EXPERTS:
         return ["q_proj", "v_proj", "o_proj", "gate"]
     return ["q_proj", "v_proj", "down_proj"]
@@ -48,7 +52,11 @@ def some_projections(family):
 
 def some_parameters(family):
     """The parameters the training oracles adapt (PEFT's
-    target_parameters): a mixture of experts' experts, else none."""
+    target_parameters): a mixture of experts' experts (and Qwen2-MoE's
+    router: PEFT 0.21 fails on its `gate` module), else none."""
+    if family == "qwen2_moe":
+        return ["gate.weight", "mlp.experts.gate_up_proj",
+                "mlp.experts.down_proj"]
     if family in EXPERTS:
         return ["mlp.experts.gate_up_proj", "mlp.experts.down_proj"]
     return None

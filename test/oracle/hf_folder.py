@@ -58,6 +58,10 @@ FAMILY_SETTINGS = {"llama": {}, "qwen2": {},
                                      num_experts_per_tok=2,
                                      moe_intermediate_size=32,
                                      norm_topk_prob=True, mlp_only_layers=[1]),
+                   "qwen2_moe": dict(num_experts=4, num_experts_per_tok=2,
+                                     moe_intermediate_size=32,
+                                     shared_expert_intermediate_size=48,
+                                     mlp_only_layers=[1]),
                    # Its experts under block_sparse_moe (w1, w3, w2) in
                    # the folder, fused under mlp in the merged model.
                    "mixtral": dict(head_dim=16, num_local_experts=4,

@@ -4,7 +4,8 @@ transformers + PEFT + torch autograd, for each model family.
     python model_oracle.py CONFIG --bin BUILD/bin --work DIR
 
 Builds a tiny random model of the config's family (transformers' own class:
-Llama, Mistral, Mixtral, Qwen2, Qwen3, Qwen3-MoE, Gemma 2 and 3, Phi-3), with random norms and biases,
+Llama, Mistral, Mixtral, Qwen2, Qwen2-MoE, Qwen3, Qwen3-MoE, Gemma 2 and
+3, Phi-3), with random norms and biases,
 and, for LoRA configs, a PEFT adapter with non-zero B so the adapter matters, saves
 them with `save_pretrained`, and has Twill compile the job (`twillc`) and run
 it on those very files (`twill-train --eval`). Twill's logits must be within
@@ -158,6 +159,30 @@ LORA_OPTIONS["qwen3_moe"] = target_parameters(["mlp.experts.gate_up_proj",
                                                "mlp.experts.down_proj"])
 CONFIGS["qwen3_moe_full"] = (dict(QWEN3_MOE, fused_experts=True), None,
                              PACKED)
+# Qwen2-MoE: Qwen3-MoE's layers without q/k norms, q/k/v biases (qkv_bias),
+# the weights not normalised, and a shared expert (an MLP of 24) beside the
+# routed ones, behind the sigmoid of its gate (whose weights are scaled up
+# so that the gate varies). LoRA, rank-stabilised, on attention, the
+# shared expert's gate, the router and the experts (target_parameters; the
+# router by its parameter's name: PEFT 0.21 fails on `gate` for this
+# family, where 0.22 converts it as for the others).
+# (The router's adapter, rank-stabilised, adds its own logits: a gain of 20
+# rather than 40 keeps the softmax from the saturation where the router's
+# gradients are ill-conditioned, 7.8e-6 off at 40.)
+QWEN2_MOE = dict(family="qwen2_moe", num_key_value_heads=2, num_experts=4,
+                 num_experts_per_tok=2, moe_intermediate_size=16,
+                 shared_expert_intermediate_size=24, mlp_only_layers=[1],
+                 router_gain=20.0)
+CONFIGS["qwen2_moe"] = (QWEN2_MOE, ["q_proj", "k_proj", "v_proj", "o_proj",
+                                    "shared_expert_gate"], PACKED)
+LORA_OPTIONS["qwen2_moe"] = (
+    {"target_parameters": ["gate.weight", "mlp.experts.gate_up_proj",
+                           "mlp.experts.down_proj"], "use_rslora": True},
+    ' target_parameters: "gate.weight"'
+    ' target_parameters: "mlp.experts.gate_up_proj"'
+    ' target_parameters: "mlp.experts.down_proj" use_rslora: true')
+CONFIGS["qwen2_moe_full"] = (dict(QWEN2_MOE, fused_experts=True), None,
+                             PACKED)
 # Routing's edge cases, on Qwen3-MoE's sparse layer with its router set so
 # that every token's logits are `route_to` (a least-squares fit to the
 # router's inputs: more hidden dims than tokens), LoRA on the experts alone
@@ -270,6 +295,8 @@ def build_model(settings):
                 parameter.mul_(qk_gain)
             if name.endswith("mlp.gate.weight"):
                 parameter.normal_().mul_(router_gain / parameter.shape[1])
+            if name.endswith("shared_expert_gate.weight"):
+                parameter.normal_().mul_(4.0 / parameter.shape[1] ** 0.5)
     return model.eval()
 
 

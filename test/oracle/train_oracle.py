@@ -51,9 +51,9 @@ RANK, ALPHA = 4, 8.0
 # window (5 of the 12 positions), Gemma 2's soft-caps, Gemma 3's layer (a
 # sliding layer and a full one, their RoPE bases, GeGLU, its norms, tied
 # embeddings), Phi-3's fused projections and window (no pad token: its
-# default id is beyond the tiny vocab), Qwen3-MoE's sparse and dense layers
-# and Mixtral's experts (4, 2 a token; LoRA on attention, the router and
-# the experts).
+# default id is beyond the tiny vocab), Qwen3-MoE's sparse and dense layers,
+# Qwen2-MoE's shared expert and Mixtral's experts (4, 2 a token; LoRA on
+# attention, the router, the shared expert's gate and the experts).
 FAMILY_SETTINGS = {"llama": {}, "qwen2": dict(tie_word_embeddings=True),
                    "qwen3": dict(head_dim=12, attention_bias=True),
                    "mistral": dict(head_dim=12, sliding_window=5),
@@ -70,6 +70,10 @@ FAMILY_SETTINGS = {"llama": {}, "qwen2": dict(tie_word_embeddings=True),
                                      num_experts_per_tok=2,
                                      moe_intermediate_size=16,
                                      norm_topk_prob=True, mlp_only_layers=[1]),
+                   "qwen2_moe": dict(num_experts=4, num_experts_per_tok=2,
+                                     moe_intermediate_size=16,
+                                     shared_expert_intermediate_size=24,
+                                     mlp_only_layers=[1]),
                    "mixtral": dict(head_dim=12, sliding_window=5,
                                    num_local_experts=4,
                                    num_experts_per_tok=2,

@@ -632,14 +632,15 @@ TEST(JobConfigValidation, ModelFamilies) {
     if (family.experts) // sizes of its own, stated
       overrides.insert(overrides.end(),
                        {"model.num_experts=4", "model.num_experts_per_tok=2",
-                        "model.moe_intermediate_size=32"});
+                        "model.moe_intermediate_size=32",
+                        "model.shared_expert_intermediate_size=48"});
     JobConfig config = loadTiny(overrides);
     EXPECT_EQ(config.model().architectures(0), family.causalLm);
   }
   EXPECT_THAT(validationErrorAfter("model.model_type=gemma"),
               HasSubstr("model.model_type 'gemma' is not supported; allowed: "
-                        "llama, mistral, qwen2, qwen3, qwen3_moe, mixtral, "
-                        "gemma2, gemma3_text, phi3"));
+                        "llama, mistral, qwen2, qwen3, qwen2_moe, qwen3_moe, "
+                        "mixtral, gemma2, gemma3_text, phi3"));
   // Soft-capping is Gemma's; bidirectional attention is not built;
   // Gemma's activation is its own key.
   for (const char *cap :
