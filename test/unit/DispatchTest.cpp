@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 using namespace twill;
@@ -183,6 +184,25 @@ TEST(Dispatch, DispatchAndCombineAreAdjoint) {
   for (size_t i = 0; i < layer.input.size(); ++i)
     right += double(layer.input[i]) * layer.output[i];
   EXPECT_NEAR(left, right, 1e-4 * std::fabs(left));
+}
+
+// A slot without a row (position -1) leaves a row no slot writes: zeros,
+// whatever the buffer held; with every slot placed, every row is written.
+TEST(Dispatch, RowsNoSlotWritesAreZeros) {
+  Layer layer;
+  for (int64_t s = 0; s < int64_t(layer.positions.size()); ++s)
+    layer.positions[s] = s % Layer::slots;
+  layer.positions[Layer::slots + 4] = -1; // group 1's row 4 is no slot's
+  std::fill(layer.rows.begin(), layer.rows.end(), std::nanf(""));
+  ASSERT_EQ(layer.run(DISPATCH, layer.input, layer.rows), "");
+  for (int64_t row = 0; row < Layer::groups * Layer::slots; ++row)
+    for (int64_t h = 0; h < Layer::width; ++h) {
+      float value = layer.rows[row * Layer::width + h];
+      if (row == Layer::slots + 4)
+        EXPECT_EQ(value, 0.0f) << row;
+      else
+        EXPECT_FALSE(std::isnan(value)) << row;
+    }
 }
 
 TEST(Dispatch, CpuRunnersRefuseBadIndicesAndPositions) {

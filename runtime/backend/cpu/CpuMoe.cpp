@@ -16,6 +16,7 @@
 #include "support/Dispatch.h"
 #include "support/Routing.h"
 
+#include <algorithm>
 #include <vector>
 
 using namespace twill;
@@ -122,9 +123,14 @@ llvm::Error cpu::runDispatch(const InstructionView &in) {
   const int32_t *positions = in.data<int32_t>(1);
   const float *weights = in.numOperands() == 3 ? in.data<float>(2) : nullptr;
   float *rows = in.data<float>(in.numOperands());
-  std::fill(rows, rows + in.count(in.numOperands()), 0.0f);
+  // Positions checked distinct, a group's slots as many as its rows: with
+  // every slot placed, every row is written; else the others are zeros.
+  int64_t placed = groups * tokens * k;
+  if (std::any_of(positions, positions + placed,
+                  [](int32_t p) { return p < 0; }))
+    cpu::fill(rows, in.count(in.numOperands()), 0.0f);
 #pragma omp parallel for schedule(static)
-  for (int64_t slot = 0; slot < groups * tokens * k; ++slot) {
+  for (int64_t slot = 0; slot < placed; ++slot) {
     if (positions[slot] < 0)
       continue;
     int64_t group = slot / (tokens * k), token = slot / k;
