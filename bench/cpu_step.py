@@ -65,6 +65,13 @@ def write_data(path, rows):
             f.write(json.dumps({"input_ids": ids}) + "\n")
 
 
+def step_times(output):
+    """Each step's time (s) of a run that wrote `output`/metrics.jsonl."""
+    elapsed = [json.loads(line)["elapsed_seconds"]
+               for line in (output / "metrics.jsonl").read_text().splitlines()]
+    return [b - a for a, b in zip([0] + elapsed, elapsed)]
+
+
 def thread_env(threads):
     return dict(os.environ, OMP_NUM_THREADS=str(threads))
 
@@ -83,9 +90,7 @@ def twill_steps(bin_dir, work, threads, steps, profile=False):
                          text=True)
     if run.returncode:
         sys.exit(run.stderr)
-    elapsed = [json.loads(line)["elapsed_seconds"]
-               for line in (out / "metrics.jsonl").read_text().splitlines()]
-    times = [b - a for a, b in zip([0] + elapsed, elapsed)]
+    times = step_times(out)
     summary = "\n".join(
         line for line in run.stdout[run.stdout.find("profile: "):].splitlines()
         if "trace written" not in line) if profile else ""
@@ -149,9 +154,7 @@ def mesh_steps(bin_dir, work, name, overrides, ranks, steps, flags=()):
                           capture_output=True, text=True)
     if done.returncode:
         sys.exit(f"{name}: {done.stdout}{done.stderr}")
-    elapsed = [json.loads(line)["elapsed_seconds"]
-               for line in (out / "metrics.jsonl").read_text().splitlines()]
-    return [b - a for a, b in zip([0] + elapsed, elapsed)], done.stdout
+    return step_times(out), done.stdout
 
 
 def cpu_name():

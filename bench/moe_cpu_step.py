@@ -30,7 +30,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from cpu_step import cpu_name, thread_env, torch_version
+# cpu_step's data is this model's: its vocab and sequence length.
+from cpu_step import (cpu_name, step_times, thread_env, torch_version,
+                      write_data)
 
 MODEL = dict(model_type="qwen3_moe", vocab_size=8192, hidden_size=512,
              num_hidden_layers=4, num_attention_heads=8,
@@ -71,15 +73,6 @@ checkpoint {{ random_base: true output_dir: "{output}" }}
 """
 
 
-def write_data(path, rows):
-    import random
-    rng = random.Random(0)
-    with open(path, "w") as f:
-        for _ in range(rows):
-            ids = [rng.randrange(MODEL["vocab_size"]) for _ in range(SEQ)]
-            f.write(json.dumps({"input_ids": ids}) + "\n")
-
-
 def twill_steps(bin_dir, work, name, threads, steps, experts):
     """Step times (s) of a Twill run."""
     out, program = work / name, work / f"{name}.twx"
@@ -91,9 +84,7 @@ def twill_steps(bin_dir, work, name, threads, steps, experts):
                          capture_output=True, text=True)
     if run.returncode:
         sys.exit(run.stderr)
-    elapsed = [json.loads(line)["elapsed_seconds"]
-               for line in (out / "metrics.jsonl").read_text().splitlines()]
-    return [b - a for a, b in zip([0] + elapsed, elapsed)]
+    return step_times(out)
 
 
 PYTORCH_STEPS = """

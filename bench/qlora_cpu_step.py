@@ -15,14 +15,13 @@ dropped and the median of the rest is reported, and the ratio NF4 / fp32
 (the issue's target: at most 1.3).
 """
 import argparse
-import json
 import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from cpu_step import job, thread_env, write_data
+from cpu_step import job, step_times, thread_env, write_data
 
 
 def steps_of(bin_dir, work, name, overrides, threads, steps):
@@ -36,9 +35,7 @@ def steps_of(bin_dir, work, name, overrides, threads, steps):
                          capture_output=True, text=True)
     if run.returncode:
         sys.exit(run.stderr)
-    elapsed = [json.loads(line)["elapsed_seconds"]
-               for line in (out / "metrics.jsonl").read_text().splitlines()]
-    return [b - a for a, b in zip([0] + elapsed, elapsed)][1:]
+    return step_times(out)[1:]
 
 
 def main():
