@@ -259,7 +259,8 @@ Value DecoderTracer::gatedMlp(Value normed, const std::string &path,
 }
 
 Value DecoderTracer::expertsTile(Value normed, const std::string &prefix) {
-  // As transformers' Qwen3MoeSparseMoeBlock and MixtralSparseMoeBlock: the
+  // As transformers' Qwen3MoeSparseMoeBlock, MixtralSparseMoeBlock and
+  // Qwen2MoeSparseMoeBlock (which adds the shared expert): the
   // router's logits, each token's top-k experts; each expert's tokens
   // through its SwiGLU MLP (gate_up_proj [experts, 2 inner, hidden]:
   // gate's rows, then up's; down_proj [experts, hidden, inner]), summed

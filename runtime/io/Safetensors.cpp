@@ -503,8 +503,7 @@ llvm::Error SafetensorsCheckpoint::readStackedBlockF32(
     return fileError(description,
                      llvm::formatv("'{0}' and the tensors after it hold {1} "
                                    "rows, where {2} are needed",
-                                   tensors.empty() ? "" : tensors.front(),
-                                   firsts.back(), rows));
+                                   tensors.front(), firsts.back(), rows));
   if (llvm::Error error = checkBlock(description, tensors.front(), shape, shape,
                                      offset, extent, out.size()))
     return error;

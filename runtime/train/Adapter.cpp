@@ -549,8 +549,8 @@ llvm::Error twill::writeHfModel(Program &program, llvm::StringRef directory,
     if (!base)
       return base.takeError();
     // Not its quantization: the weights written are not quantized (or,
-    // held, are as Twill holds them).
-    // A value the job keeps is written as the base writes it.
+    // held, are as Twill holds them). A value the job keeps is written as
+    // the base writes it.
     if (const llvm::json::Object *keys = base->getAsObject())
       for (const auto &[key, value] : *keys)
         if (key != "quantization_config" &&

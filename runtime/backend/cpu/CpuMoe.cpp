@@ -201,7 +201,7 @@ static llvm::Error runGrouped(const InstructionView &in, bool weightGrad) {
   bool transposed = in->grouped_matmul().transpose_rhs();
   float *out = in.data<float>(3);
   if (weightGrad)
-    std::fill(out, out + in.count(3), 0.0f);
+    cpu::fill(out, in.count(3), 0.0f);
   std::vector<int64_t> used = forEachExpert(
       *dims, counts, [&](int64_t g, int64_t e, int64_t first, int64_t count) {
         cpu::gemm(expertGemm(*dims, transposed, weightGrad, g, e, first, count,
@@ -210,8 +210,8 @@ static llvm::Error runGrouped(const InstructionView &in, bool weightGrad) {
       });
   if (!weightGrad) // rows past the counts' sum are zero
     for (int64_t g = 0; g < dims->groups; ++g)
-      std::fill(out + (g * dims->rows + used[g]) * dims->n,
-                out + (g + 1) * dims->rows * dims->n, 0.0f);
+      cpu::fill(out + (g * dims->rows + used[g]) * dims->n,
+                (dims->rows - used[g]) * dims->n, 0.0f);
   return llvm::Error::success();
 }
 
