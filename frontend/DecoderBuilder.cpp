@@ -152,7 +152,7 @@ Value DecoderTracer::attention(Value normed, const std::string &prefix) {
     return RowBlock{p.heads * headDim, {TensorParallelStyle::Column, p.heads}};
   };
   SmallVector<Value> pieces = sequenceTiles(normed, tile, at);
-  SmallVector<Value> tokenPieces = tokenTiles(tile, at);
+  SmallVector<Value> tokenPieces = inputTiles(tokenIndex, tile, at);
   for (auto [index, piece] : llvm::enumerate(pieces)) {
     tracedTokens = tokenPieces[index];
     // Phi-3's qkv_proj: one module of q's, k's and v's rows.
@@ -202,7 +202,7 @@ Value DecoderTracer::attention(Value normed, const std::string &prefix) {
   Value merged = ReshapeOp::create(
       builder, at, floatType({batch, seq, heads * headDim}), context);
   SmallVector<Value> outputs;
-  tokenPieces = tokenTiles(tile, at);
+  tokenPieces = inputTiles(tokenIndex, tile, at);
   for (auto [index, piece] : llvm::enumerate(sequenceTiles(merged, tile, at))) {
     tracedTokens = tokenPieces[index];
     outputs.push_back(linear(piece, attn + ".o_proj", "o_proj", heads * headDim,
@@ -218,14 +218,17 @@ Value DecoderTracer::mlp(Value normed, const std::string &prefix) {
   Location at = loc(prefix + ".mlp");
   int64_t tile = job.parallel().mlp_tile_tokens();
   SmallVector<Value> outputs;
-  SmallVector<Value> tokenPieces = tokenTiles(tile, at);
+  SmallVector<Value> tokenPieces = inputTiles(tokenIndex, tile, at);
+  SmallVector<Value> maskPieces = inputTiles(attentionMask, tile, at);
   for (auto [index, piece] : llvm::enumerate(sequenceTiles(normed, tile, at))) {
     tracedTokens = tokenPieces[index];
+    tracedMask = maskPieces[index];
     outputs.push_back(::twill::hasExperts(model, tracedLayer)
                           ? expertsTile(piece, prefix)
                           : mlpTile(piece, prefix));
   }
   tracedTokens = tokenIndex;
+  tracedMask = attentionMask;
   return joinTiles(outputs, at);
 }
 
@@ -293,6 +296,8 @@ Value DecoderTracer::expertsTile(Value normed, const std::string &prefix) {
   auto route =
       RouteOp::create(builder, at, floatType({groups, tokens, k}), chosen,
                       logits, named.alwaysNormalize || model.norm_topk_prob());
+  if (tracedMask)
+    addRouterLoad(logits, route.getIndices(), at);
   auto sorted = ExpertPositionsOp::create(
       builder, at, chosen, RankedTensorType::get({groups, experts}, i32),
       route.getIndices());
@@ -342,6 +347,42 @@ Value DecoderTracer::expertsTile(Value normed, const std::string &prefix) {
   Value gated =
       SigmoidGateOp::create(builder, at, normed.getType(), gates, shared);
   return AddOp::create(builder, at, normed.getType(), combined, gated);
+}
+
+void DecoderTracer::addRouterLoad(Value logits, Value indices, Location at) {
+  Type f32 = builder.getF32Type();
+  auto sums = RankedTensorType::get({model.num_experts()}, f32);
+  auto load = ExpertLoadOp::create(builder, at, sums, sums,
+                                   RankedTensorType::get({}, f32), logits,
+                                   indices, tracedMask);
+  RouterLoad layer{load.getProbabilities(), load.getCounts(), load.getTokens()};
+  if (!routerLoad.probabilities) {
+    routerLoad = layer;
+    return;
+  }
+  auto add = [&](Value &sum, Value more) {
+    sum = AddOp::create(builder, at, sum.getType(), sum, more);
+  };
+  add(routerLoad.probabilities, layer.probabilities);
+  add(routerLoad.counts, layer.counts);
+  add(routerLoad.tokens, layer.tokens);
+}
+
+std::pair<Value, Value> DecoderTracer::withLoadBalancingLoss(Value lossSum) {
+  if (!routerLoad.probabilities)
+    return {};
+  // transformers adds coef x the loss to the micro-batch's mean loss; the
+  // host divides the step's gradient by its tokens, so the sum adds it
+  // times them.
+  Location at = loc("router_aux_loss");
+  auto scalar = RankedTensorType::get({}, builder.getF32Type());
+  Value aux =
+      LoadBalancingLossOp::create(builder, at, scalar, routerLoad.probabilities,
+                                  routerLoad.counts, routerLoad.tokens);
+  Value weighted = ScaleOp::create(
+      builder, at, scalar, MulOp::create(builder, at, scalar, aux, stepTokens),
+      builder.getF64FloatAttr(model.router_aux_loss_coef()));
+  return {AddOp::create(builder, at, scalar, lossSum, weighted), aux};
 }
 
 Value DecoderTracer::decoderLayer(Value hidden, int64_t layer) {
@@ -407,7 +448,15 @@ OwningOpRef<ModuleOp> DecoderTracer::trace() {
   SmallVector<Value, 2> sums =
       lossSums(h, logits, lmHead, labels, dpo ? segments : Value());
   if (!dpo) {
-    endEntry({{sums[0], ValueRole::LossSum}, {sums[1], ValueRole::TokenCount}});
+    auto [lossSum, aux] = withLoadBalancingLoss(sums[0]);
+    if (!aux) {
+      endEntry(
+          {{sums[0], ValueRole::LossSum}, {sums[1], ValueRole::TokenCount}});
+      return module;
+    }
+    endEntry({{lossSum, ValueRole::LossSum},
+              {sums[1], ValueRole::TokenCount},
+              {aux, ValueRole::RouterAuxLoss}});
     return module;
   }
   // The reference is the base: the same decoder with every adapter off,
@@ -448,6 +497,8 @@ Value DecoderTracer::beginEntry(ModuleOp module, StringRef name,
   inputRoles.clear();
   fp8Rounded.clear();
   tokenIndex = microBatch = tracedTokens = Value();
+  attentionMask = tracedMask = stepTokens = Value();
+  routerLoad = RouterLoad();
 
   Type i32 = builder.getI32Type();
   Value tokens = input(ValueRole::Tokens, i32);
@@ -460,6 +511,13 @@ Value DecoderTracer::beginEntry(ModuleOp module, StringRef name,
       job.lora().dropout() > 0) {
     tokenIndex = tracedTokens = input(ValueRole::TokenIndex, i32);
     microBatch = input(ValueRole::MicroBatch, builder.getI64Type(), {});
+  }
+  // The routers' load-balancing loss counts an example's tokens, not
+  // padding (transformers' attention_mask), and is weighted by the step's
+  // labelled tokens.
+  if (model.output_router_logits()) {
+    attentionMask = tracedMask = input(ValueRole::AttentionMask, i32);
+    stepTokens = input(ValueRole::StepTokens, builder.getF32Type(), {});
   }
   return tokens;
 }

@@ -252,6 +252,14 @@ private:
   /// and its experts (ModelFamily::experts), each batch row's tokens
   /// sorted by expert among themselves.
   Value expertsTile(Value normed, const std::string &prefix);
+  /// Adds what a router sends each expert (expert_load of its `logits` and
+  /// choice `indices`, the tokens tracedMask keeps) to routerLoad.
+  void addRouterLoad(Value logits, Value indices, Location at);
+  /// With model.output_router_logits: the routers' load-balancing loss of
+  /// routerLoad, and `lossSum` plus it weighted to be router_aux_loss_coef
+  /// times it in the step's mean loss (times the step's tokens); else
+  /// nulls.
+  std::pair<Value, Value> withLoadBalancingLoss(Value lossSum);
 
   /// `x` ([batch, seq, ...]) cut along the sequence into tiles of about
   /// `tile` positions, or `x` alone when one tile holds it all. Under
@@ -259,12 +267,12 @@ private:
   /// each tp rank cuts its own block of the sequence, ceil(tile / tp)
   /// positions per tile, so a tile is gathered and scattered on its own.
   SmallVector<Value> sequenceTiles(Value x, int64_t tile, Location at);
-  /// The token index cut as sequenceTiles cuts the positions (null values
-  /// without dropout).
-  SmallVector<Value> tokenTiles(int64_t tile, Location at) {
-    if (!tokenIndex)
+  /// A [batch, seq] input (the token index, the attention mask) cut as
+  /// sequenceTiles cuts the positions (null values where it is null).
+  SmallVector<Value> inputTiles(Value input, int64_t tile, Location at) {
+    if (!input)
       return SmallVector<Value>(tileSizes(tile).size());
-    return sequenceTiles(tokenIndex, tile, at);
+    return sequenceTiles(input, tile, at);
   }
   /// The positions of each tile sequenceTiles cuts: {seq} for one.
   SmallVector<int64_t> tileSizes(int64_t tile) const;
@@ -302,6 +310,13 @@ private:
   /// seq_len + position), the micro-batch's number in the run, and the
   /// index of the positions being traced (the whole, or a tile's).
   Value tokenIndex, microBatch, tracedTokens;
+  /// With the routers' load-balancing loss: the attention mask (1 for an
+  /// example's token), its tile being traced, the labelled tokens of the
+  /// step, and the sums of expert_load over the routers traced.
+  Value attentionMask, tracedMask, stepTokens;
+  struct RouterLoad {
+    Value probabilities, counts, tokens;
+  } routerLoad;
   /// Tracing DPO's reference model: every adapter off, its layers numbered
   /// after the policy's.
   bool adaptersOff = false;

@@ -554,6 +554,67 @@ Error shapes::routeGrad(Shape logits, Shape indices, Shape grad, Shape result) {
   return expectShape("result", result, logits);
 }
 
+/// A router's `mask` of its tokens, `[tokens...]` of logits [tokens...,
+/// experts], and the [experts] sums `what` of them.
+static Error maskAndSums(shapes::Shape logits, shapes::Shape mask,
+                         llvm::StringRef what, shapes::Shape sums) {
+  if (Error error = shapes::expectShape("mask", mask, logits.drop_back()))
+    return error;
+  return shapes::expectShape(what, sums, {logits.back()});
+}
+
+/// logits [tokens..., experts], indices [tokens..., k], mask [tokens...]
+/// -> probabilities and counts [experts], tokens [].
+Error shapes::expertLoad(Shape logits, Shape indices, Shape mask,
+                         Shape probabilities, Shape counts, Shape tokens) {
+  if (Error error = topK(logits, "indices", indices))
+    return error;
+  if (Error error = maskAndSums(logits, mask, "probabilities", probabilities))
+    return error;
+  if (Error error = expectShape("counts", counts, probabilities))
+    return error;
+  return expectShape("tokens", tokens, {});
+}
+
+/// logits, mask, grad [experts] -> like logits.
+Error shapes::expertLoadGrad(Shape logits, Shape mask, Shape grad,
+                             Shape result) {
+  if (logits.empty())
+    return problem("logits must have rank 1 or more");
+  if (Error error = maskAndSums(logits, mask, "grad", grad))
+    return error;
+  return expectShape("result", result, logits);
+}
+
+/// Each expert's sums `[experts]` (`first`, then `second` alike) and the
+/// tokens [] they are over.
+static Error expertSums(llvm::StringRef firstName, shapes::Shape first,
+                        llvm::StringRef secondName, shapes::Shape second,
+                        shapes::Shape tokens) {
+  if (Error error = shapes::expectRank(firstName, first, 1))
+    return error;
+  if (Error error = shapes::expectShape(secondName, second, first))
+    return error;
+  return shapes::expectShape("tokens", tokens, {});
+}
+
+/// probabilities, counts [experts], tokens [] -> loss [].
+Error shapes::loadBalancingLoss(Shape probabilities, Shape counts, Shape tokens,
+                                Shape loss) {
+  if (Error error =
+          expertSums("probabilities", probabilities, "counts", counts, tokens))
+    return error;
+  return expectShape("loss", loss, {});
+}
+
+/// counts [experts], tokens [], grad [] -> like counts.
+Error shapes::loadBalancingLossGrad(Shape counts, Shape tokens, Shape grad,
+                                    Shape result) {
+  if (Error error = expertSums("counts", counts, "result", result, tokens))
+    return error;
+  return expectShape("grad", grad, {});
+}
+
 /// A group's slots, `[groups, tokens, k]`, as `what` (positions or
 /// weights) must be: `positions` itself, when it is well formed.
 static Error slotsOf(llvm::StringRef what, shapes::Shape slots) {

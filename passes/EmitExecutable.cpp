@@ -168,6 +168,12 @@ static ::twill::ValueRole valueRoleOf(mlir::twill::ValueRole role) {
     return ::twill::LOSS_WEIGHT;
   case ValueRole::GradientDivisor:
     return ::twill::GRADIENT_DIVISOR;
+  case ValueRole::AttentionMask:
+    return ::twill::ATTENTION_MASK;
+  case ValueRole::StepTokens:
+    return ::twill::STEP_TOKENS;
+  case ValueRole::RouterAuxLoss:
+    return ::twill::ROUTER_AUX_LOSS;
   }
   return ::twill::VALUE_UNSPECIFIED;
 }

@@ -37,12 +37,13 @@ void lowerPrecision(func::FuncOp function) {
   for (BlockArgument argument : body.getArguments()) {
     unsigned index = argument.getArgNumber();
     // DPO's precomputed reference log-probabilities are such sums, and the
-    // weight of a micro-batch's loss sum (the seed of its gradient) scales
-    // one.
+    // weight of a micro-batch's loss sum (the seed of its gradient) and the
+    // step's tokens (which weight the routers' auxiliary loss) scale one.
     if (auto role =
             function.getArgAttrOfType<ValueRoleAttr>(index, kRoleAttrName);
         role && (role.getValue() == ValueRole::ReferenceLogps ||
-                 role.getValue() == ValueRole::LossWeight)) {
+                 role.getValue() == ValueRole::LossWeight ||
+                 role.getValue() == ValueRole::StepTokens)) {
       keptFp32.insert(argument);
       continue;
     }
@@ -78,7 +79,9 @@ void lowerPrecision(func::FuncOp function) {
     // Scalars stay fp32 too (the loss sum), as do the function's results.
     if (masterCasts.contains(&op) || isa<func::ReturnOp>(op))
       continue;
-    if (isa<CrossEntropyOp, LinearCrossEntropyOp>(op))
+    if (op.hasTrait<OpTrait::twill::Fp32Sums>())
+      keptFp32.insert(op.getResults().begin(), op.getResults().end());
+    else if (isa<LinearCrossEntropyOp>(op)) // its sums, not its tile
       keptFp32.insert(op.getResult(0));
     else if (auto attention = dyn_cast<AttentionOp>(op))
       keptFp32.insert(attention.getLogSumExp());

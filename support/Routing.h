@@ -5,7 +5,8 @@
 // softmax over the experts in fp32, the k most probable experts, their
 // probabilities divided by their sum where `normalize` (norm_topk_prob);
 // and its gradient. Both backends' route and route_grad kernels are these
-// functions, one token a call.
+// functions, one token a call; so are the load-balancing loss's
+// (expert_load's gradient, the loss and its gradient).
 //
 // Experts are chosen by their logits (the softmax keeps their order; its
 // rounding could tie two that differ), the larger first, a tie to the
@@ -98,6 +99,52 @@ TWILL_HOST_DEVICE inline void routeGrad(const float *logits, int64_t experts,
     result[e] = -p(logits[e]) * mean;
   for (int64_t j = 0; j < k; ++j)
     result[indices[j]] += p(logits[indices[j]]) * byProbability(j);
+}
+
+/// Whether a token's k experts `indices` include `expert`.
+TWILL_HOST_DEVICE inline bool chose(const int32_t *indices, int64_t k,
+                                    int64_t expert) {
+  for (int64_t j = 0; j < k; ++j)
+    if (indices[j] == expert)
+      return true;
+  return false;
+}
+
+/// dL/dlogits of a token (`result`, [experts]) from dL/dp of its whole
+/// softmax (`grad`, [experts]): p_e (g_e - sum_f p_f g_f). expert_load's
+/// gradient, a token its mask keeps.
+TWILL_HOST_DEVICE inline void softmaxGrad(const float *logits, int64_t experts,
+                                          const float *grad, float *result) {
+  Softmax p = softmaxOf(logits, experts);
+  float mean = 0;
+  for (int64_t e = 0; e < experts; ++e)
+    mean += p(logits[e]) * grad[e];
+  for (int64_t e = 0; e < experts; ++e)
+    result[e] = p(logits[e]) * (grad[e] - mean);
+}
+
+/// The Switch Transformer's load-balancing loss, as transformers'
+/// load_balancing_loss_func: experts * sum_e (counts_e / tokens)
+/// (probabilities_e / tokens), of each expert's chosen count and summed
+/// probability over `tokens` tokens (every sparse layer's tokens counted
+/// once a layer); 0 without tokens.
+TWILL_HOST_DEVICE inline float loadBalancingLoss(const float *probabilities,
+                                                 const float *counts,
+                                                 float tokens,
+                                                 int64_t experts) {
+  if (tokens <= 0)
+    return 0;
+  float sum = 0;
+  for (int64_t e = 0; e < experts; ++e)
+    sum += (counts[e] / tokens) * (probabilities[e] / tokens);
+  return float(experts) * sum;
+}
+
+/// dL/dprobabilities_e of that loss from dL/dloss (`grad`): the counts are
+/// the choice's, constant.
+TWILL_HOST_DEVICE inline float
+loadBalancingLossGrad(float count, float tokens, int64_t experts, float grad) {
+  return tokens <= 0 ? 0.0f : grad * float(experts) * (count / tokens) / tokens;
 }
 
 } // namespace twill::routing

@@ -90,6 +90,9 @@ ShardingRule rowsRule(Operation *op);
 /// group's tokens are sorted among themselves: mixture-of-experts
 /// dispatch and combine).
 ShardingRule groupsRule(Operation *op);
+/// Ops of small whole values (the load-balancing loss of a router's
+/// [experts] sums): every dim a factor of its own, never sharded.
+ShardingRule wholeRule(Operation *op);
 
 } // namespace mlir::twill
 

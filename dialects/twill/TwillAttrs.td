@@ -327,7 +327,10 @@ def Twill_ValueRole : I32EnumAttr<"ValueRole",
       I32EnumAttrCase<"DpoMetrics", 12, "dpo_metrics">,
       I32EnumAttrCase<"ReferenceLogps", 13, "reference_logps">,
       I32EnumAttrCase<"LossWeight", 14, "loss_weight">,
-      I32EnumAttrCase<"GradientDivisor", 15, "gradient_divisor">]> {
+      I32EnumAttrCase<"GradientDivisor", 15, "gradient_divisor">,
+      I32EnumAttrCase<"AttentionMask", 16, "attention_mask">,
+      I32EnumAttrCase<"StepTokens", 17, "step_tokens">,
+      I32EnumAttrCase<"RouterAuxLoss", 18, "router_aux_loss">]> {
   let cppNamespace = "::mlir::twill";
   let genSpecializedAttr = 0;
 }
@@ -338,8 +341,11 @@ def Twill_ValueRoleAttr : EnumAttr<Twill_Dialect, Twill_ValueRole, "role"> {
     On an entry point's argument or result that the runtime fills or reads
     (`twill.role`), stated by whoever makes it: the frontend's batch inputs
     (tokens, labels, positions, segments; with LoRA dropout token_index and
-    micro_batch) and its loss_sum and token_count (under DPO the pairs', and
-    dpo_metrics, dpo_loss's metric sums); twill-optimizer's
+    micro_batch; with the router's load-balancing loss attention_mask, 1
+    for an example's token and 0 for padding, and step_tokens, the labelled
+    tokens of the whole step that weight it) and its loss_sum and
+    token_count (under DPO the pairs', and dpo_metrics, dpo_loss's metric
+    sums; with the load-balancing loss router_aux_loss); twill-optimizer's
     total_steps and schedule_step inputs and its grad_norm and lr outputs.
     The runtime finds them by role; their names (`twill.input`,
     `twill.output`) are for reading.

@@ -73,5 +73,8 @@ def Twill_Additive : Twill_Trait<"Additive">;
 // Forms a quantized weight in the compute dtype; its first operand is the
 // parameter it reads.
 def Twill_Dequantize : Twill_Trait<"Dequantize">;
+// Its float results are sums kept in fp32 whatever the compute dtype (a
+// loss's, a router's load): twill-mixed-precision leaves them so.
+def Twill_Fp32Sums : Twill_Trait<"Fp32Sums">;
 
 #endif // TWILL_INTERFACES_TD

@@ -8,7 +8,7 @@
 #ifndef TWILL_LOSS_OPS_TD
 #define TWILL_LOSS_OPS_TD
 
-def Twill_CrossEntropyOp : Twill_ComputeOp<"cross_entropy", [Twill_VocabParallelLossOpInterface, Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
+def Twill_CrossEntropyOp : Twill_ComputeOp<"cross_entropy", [Twill_VocabParallelLossOpInterface, Twill_Fp32Sums, Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
   let opcode = 11;
   let executableAttributes = Twill_CrossEntropyAttributes;
   let runner = "runCrossEntropyFamily";

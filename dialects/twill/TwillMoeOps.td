@@ -5,7 +5,8 @@
 // group's tokens in order of expert (dispatch) and summing them back
 // (combine), each the other's gradient (support/Dispatch.h). A group is
 // the first dim (a batch row): its tokens are sorted among themselves, so
-// groups shard as rows do.
+// groups shard as rows do. And the routers' load-balancing loss, from
+// what each router sends each expert (support/Routing.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -233,6 +234,125 @@ def Twill_GroupedMatmulWeightGradOp : Twill_ComputeOp<"grouped_matmul_weight_gra
     $rows `,` $grad `,` $counts attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
+}
+
+def Twill_F32Tensor : StaticShapeTensorOf<[F32]>;
+
+def Twill_ExpertLoadOp : Twill_ComputeOp<"expert_load", [Twill_Fp32Sums, Pure, DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
+  let opcode = 74;
+  let runner = "runExpertLoad";
+  let cudaRunsBf16 = 0;
+  let shapeRule = "expertLoad";
+  let verifier = "verifyShapeRule";
+  let gradients = [Twill_GradientOf<"logits", "Twill_ExpertLoadGradOp">];
+  let summary = "What a router sends each expert: its probability and tokens";
+  let description = [{
+    Over the tokens `mask` keeps (nonzero: an example's, not padding), of
+    a router's `logits` `[tokens..., experts]` and its choice `indices`
+    `[tokens..., k]` (route's): `probabilities`, each expert's softmax
+    probability summed over the tokens; `counts`, the tokens that chose
+    it (in any of their k places); `tokens`, how many there are. The sums
+    of the Switch Transformer's load-balancing loss, as transformers'
+    load_balancing_loss_func forms them; fp32 whatever the logits'. Only
+    `probabilities` has a gradient.
+
+    ```mlir
+    %p, %c, %n = twill.expert_load %logits, %e, %mask
+        : (tensor<2x512x128xf32>, tensor<2x512x8xi32>, tensor<2x512xi32>)
+          -> (tensor<128xf32>, tensor<128xf32>, tensor<f32>)
+    ```
+  }];
+  let arguments = (ins Twill_FloatTensor:$logits, Twill_I32Tensor:$indices,
+                       Twill_I32Tensor:$mask);
+  let results = (outs Twill_F32Tensor:$probabilities, Twill_F32Tensor:$counts,
+                      Twill_F32Tensor:$tokens);
+  let assemblyFormat = [{
+    $logits `,` $indices `,` $mask attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Twill_ExpertLoadGradOp : Twill_ComputeOp<"expert_load_grad", [Pure]> {
+  let opcode = 75;
+  let runner = "runExpertLoadGrad";
+  let cudaRunsBf16 = 0;
+  let shapeRule = "expertLoadGrad";
+  let sameElementType = ["logits", "result"];
+  let verifier = "verifyShapeRule";
+  let summary = "The gradient of expert_load's probabilities by the logits";
+  let description = [{
+    For `grad` = dL/dprobabilities `[experts]`, each kept token's
+    dL/dlogits through its softmax, `p_e (grad_e - sum_f p_f grad_f)`;
+    zeros where `mask` is 0.
+
+    ```mlir
+    %dl = twill.expert_load_grad %logits, %mask, %dp
+        : (tensor<2x512x128xf32>, tensor<2x512xi32>, tensor<128xf32>)
+          -> tensor<2x512x128xf32>
+    ```
+  }];
+  let arguments = (ins Twill_FloatTensor:$logits, Twill_I32Tensor:$mask,
+                       Twill_F32Tensor:$grad);
+  let results = (outs Twill_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $mask `,` $grad attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+// The load-balancing loss and its gradient: small whole values.
+class Twill_LoadBalancingOp<string mnemonic, list<Trait> traits = []>
+    : Twill_ComputeOp<mnemonic, !listconcat(traits, [Pure])> {
+  let cudaRunsBf16 = 0;
+  let verifier = "verifyShapeRule";
+  let shardingRule = "wholeRule";
+}
+
+def Twill_LoadBalancingLossOp : Twill_LoadBalancingOp<"load_balancing_loss", [DeclareOpInterfaceMethods<Twill_VJPOpInterface>]> {
+  let opcode = 76;
+  let runner = "runLoadBalancingLoss";
+  let shapeRule = "loadBalancingLoss";
+  let gradients = [Twill_GradientOf<"probabilities",
+                                    "Twill_LoadBalancingLossGradOp">];
+  let summary = "The Switch Transformer's load-balancing loss of routers";
+  let description = [{
+    `experts * sum_e (counts_e / tokens) (probabilities_e / tokens)`, 0
+    without tokens: expert_load's sums, added over every sparse layer (a
+    token counts once a layer, as transformers' load_balancing_loss_func
+    concatenates the layers' router logits) and over the ranks that hold
+    the batch. Its gradient is by the probabilities alone.
+
+    ```mlir
+    %aux = twill.load_balancing_loss %p, %c, %n
+        : (tensor<128xf32>, tensor<128xf32>, tensor<f32>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Twill_F32Tensor:$probabilities, Twill_F32Tensor:$counts,
+                       Twill_F32Tensor:$tokens);
+  let results = (outs Twill_F32Tensor:$loss);
+  let assemblyFormat = [{
+    $probabilities `,` $counts `,` $tokens attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Twill_LoadBalancingLossGradOp : Twill_LoadBalancingOp<"load_balancing_loss_grad"> {
+  let opcode = 77;
+  let runner = "runLoadBalancingLossGrad";
+  let shapeRule = "loadBalancingLossGrad";
+  let summary = "The gradient of load_balancing_loss by the probabilities";
+  let description = [{
+    `grad * experts * counts_e / tokens^2` for `grad` = dL/dloss; zeros
+    without tokens.
+
+    ```mlir
+    %dp = twill.load_balancing_loss_grad %c, %n, %dl
+        : (tensor<128xf32>, tensor<f32>, tensor<f32>) -> tensor<128xf32>
+    ```
+  }];
+  let arguments = (ins Twill_F32Tensor:$counts, Twill_F32Tensor:$tokens,
+                       Twill_F32Tensor:$grad);
+  let results = (outs Twill_F32Tensor:$result);
+  let assemblyFormat = [{
+    $counts `,` $tokens `,` $grad attr-dict `:` functional-type(operands, results)
+  }];
 }
 
 #endif // TWILL_MOE_OPS_TD

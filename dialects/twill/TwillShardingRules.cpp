@@ -56,6 +56,59 @@ ShardingRule mlir::twill::groupsRule(Operation *op) {
   return rule;
 }
 
+ShardingRule mlir::twill::wholeRule(Operation *op) {
+  ShardingRule rule;
+  auto whole = [&](Value value) {
+    Tensor dims = rule.freshFactors(shapeOf(value));
+    for (const ShardingRule::Dim &dim : dims)
+      rule.replicated.push_back(dim.front());
+    return dims;
+  };
+  for (Value operand : op->getOperands())
+    rule.operands.push_back(whole(operand));
+  for (Value result : op->getResults())
+    rule.results.push_back(whole(result));
+  return rule;
+}
+
+/// A router's tokens, [tokens..., experts] `logits` and [tokens...]
+/// `mask` of expert_load and its gradient: the tokens shard as rows do;
+/// a token's experts stay whole (its softmax is over all of them).
+static std::pair<Tensor, int> routerTokens(ShardingRule &rule, Value logits) {
+  Tensor tokens = rule.freshFactors(shapeOf(logits).drop_back());
+  int experts = rule.addFactor(shapeOf(logits).back());
+  rule.replicated.push_back(experts);
+  return {tokens, experts};
+}
+
+ShardingRule ExpertLoadOp::getShardingRule() {
+  // Sums over the tokens: sharded tokens give partial sums.
+  ShardingRule rule;
+  auto [tokens, experts] = routerTokens(rule, getLogits());
+  int k = rule.addFactor(shapeOf(getIndices()).back());
+  rule.replicated.push_back(k);
+  Tensor logits = tokens, indices = tokens;
+  logits.push_back({experts});
+  indices.push_back({k});
+  rule.operands = {logits, indices, tokens};
+  rule.results = {ShardingRule::tensor({experts}),
+                  ShardingRule::tensor({experts}), Tensor()};
+  for (const ShardingRule::Dim &dim : tokens)
+    rule.reductions.push_back(dim.front());
+  return rule;
+}
+
+ShardingRule ExpertLoadGradOp::getShardingRule() {
+  // A token's gradient is its own; the sums' cotangent is whole.
+  ShardingRule rule;
+  auto [tokens, experts] = routerTokens(rule, getLogits());
+  Tensor logits = tokens;
+  logits.push_back({experts});
+  rule.operands = {logits, tokens, ShardingRule::tensor({experts})};
+  rule.results = {logits};
+  return rule;
+}
+
 /// `dims` with its last factor marked replicated (a whole-row op).
 static ShardingRule rowRule(Operation *op) {
   ShardingRule rule = elementwiseRule(op);

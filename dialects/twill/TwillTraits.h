@@ -25,6 +25,9 @@ class Additive : public TraitBase<ConcreteType, Additive> {};
 template <typename ConcreteType>
 class Dequantize : public TraitBase<ConcreteType, Dequantize> {};
 
+template <typename ConcreteType>
+class Fp32Sums : public TraitBase<ConcreteType, Fp32Sums> {};
+
 } // namespace mlir::OpTrait::twill
 
 #endif // TWILL_DIALECTS_TWILL_TWILLTRAITS_H

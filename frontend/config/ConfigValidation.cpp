@@ -607,15 +607,19 @@ static void validateTargetParameters(const JobConfig &config,
   }
 }
 
-/// A mixture of experts' sizes and layers, and what is not built for it
-/// yet (issue 65): the router's auxiliary loss, tensor parallelism, a
-/// quantized base.
+/// A mixture of experts' sizes and layers, its routers' load-balancing
+/// loss, and what is not built for it yet (issue 65): tensor parallelism,
+/// a quantized base.
 static void validateExperts(const JobConfig &config, Problems &problems) {
   const ModelConfig &model = config.model();
   const ModelFamily *family = findModelFamily(model.model_type());
   if (!family || !family->experts) {
     if (model.num_experts() != 0)
       problems.add("model.num_experts must be 0: {0} models have no experts",
+                   model.model_type());
+    if (model.output_router_logits())
+      problems.add("model.output_router_logits must be false: {0} models "
+                   "have no router",
                    model.model_type());
     if (config.has_lora() && !config.lora().target_parameters().empty())
       problems.add("lora.target_parameters must be empty for {0} models "
@@ -643,9 +647,16 @@ static void validateExperts(const JobConfig &config, Problems &problems) {
     if (layer < 0 || layer >= model.num_hidden_layers())
       problems.add("model.mlp_only_layers names layer {0} of {1}", layer,
                    model.num_hidden_layers());
-  if (model.output_router_logits())
-    problems.add("model.output_router_logits must be false: the router's "
-                 "load-balancing loss is not built yet");
+  // The routers' load-balancing loss, transformers' (off unless asked).
+  if (model.output_router_logits() &&
+      config.train().objective() == TrainConfig::DPO)
+    problems.add("model.output_router_logits must be false under "
+                 "train.objective DPO: the routers' load-balancing loss is "
+                 "built for supervised fine-tuning alone");
+  if (!(model.router_aux_loss_coef() >= 0) ||
+      !std::isfinite(model.router_aux_loss_coef()))
+    problems.add("model.router_aux_loss_coef must be 0 or more, got {0}",
+                 model.router_aux_loss_coef());
   if (config.parallel().tp() != 1)
     problems.add("parallel.tp must be 1 for {0} models (experts under "
                  "tensor parallelism are not built yet), got {1}",

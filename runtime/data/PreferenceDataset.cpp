@@ -322,6 +322,7 @@ std::vector<Row> twill::pairRows(llvm::ArrayRef<PreferencePair> pairs,
       }
       for (int64_t i = 0; i < int64_t(sequence.size()); ++i) {
         row.tokens[first + i] = sequence[i];
+        row.attentionMask[first + i] = 1;
         // Position i predicts token i + 1: a completion token is trained.
         if (i + 1 < int64_t(sequence.size()) &&
             i + 1 >= int64_t(pair.prompt.size()))

@@ -83,7 +83,9 @@ Row twill::paddingRow(int64_t seqLen) {
   // Nothing labelled: nothing for a reference to score either.
   return Row{std::vector<int32_t>(seqLen, 0),
              std::vector<int32_t>(seqLen, kIgnoreLabel),
-             std::vector<int32_t>(seqLen, 0), std::vector<int32_t>(seqLen, 0),
+             std::vector<int32_t>(seqLen, 0),
+             std::vector<int32_t>(seqLen, 0),
+             std::vector<int32_t>(seqLen, 0),
              std::array<float, 2>{0.0f, 0.0f}};
 }
 
@@ -103,6 +105,7 @@ PackResult twill::packExamples(llvm::ArrayRef<Example> examples, int64_t seqLen,
       row.labels.push_back(kIgnoreLabel);
       row.positions.push_back(int32_t(i - used));
       row.segments.push_back(segment);
+      row.attentionMask.push_back(0);
     }
     result.rows.push_back(std::move(row));
     row = Row();
@@ -136,6 +139,7 @@ PackResult twill::packExamples(llvm::ArrayRef<Example> examples, int64_t seqLen,
                                           : kIgnoreLabel);
       row.positions.push_back(int32_t(i));
       row.segments.push_back(segment);
+      row.attentionMask.push_back(1);
     }
     ++segment;
   }

@@ -43,9 +43,10 @@ llvm::Error checkIds(llvm::ArrayRef<int32_t> ids, llvm::StringRef path,
 /// and the line.
 llvm::Expected<std::vector<Example>> readTokenizedJsonl(llvm::StringRef path);
 
-/// One row of a batch, each vector `seq_len` long.
+/// One row of a batch, each vector `seq_len` long; the attention mask is 1
+/// at an example's token and 0 at padding.
 struct Row {
-  std::vector<int32_t> tokens, labels, positions, segments;
+  std::vector<int32_t> tokens, labels, positions, segments, attentionMask;
   /// DPO with a precomputed reference: the reference model's
   /// log-probabilities of the row's chosen and rejected sequences, once
   /// computed (runtime/train/Reference.h).

@@ -92,6 +92,19 @@ int64_t twill::countedPairs(llvm::ArrayRef<Row> rows) {
   return counted;
 }
 
+int64_t twill::labelledTokens(llvm::ArrayRef<Row> rows) {
+  int64_t labelled = 0;
+  for (const Row &row : rows)
+    labelled += llvm::count_if(
+        row.labels, [](int32_t label) { return label != kIgnoreLabel; });
+  return labelled;
+}
+
+void twill::setStepTokens(Program &program, int64_t tokens) {
+  if (int id = program.inputOf(STEP_TOKENS); id >= 0)
+    *program.buffers().as<float>(id) = float(tokens);
+}
+
 llvm::Error twill::fillBatch(Program &program, llvm::ArrayRef<Row> rows) {
   int64_t seqLen = rows.empty() ? 0 : rows.front().tokens.size();
   for (auto [index, role] : llvm::enumerate(kBatchInputs)) {
@@ -103,6 +116,15 @@ llvm::Error twill::fillBatch(Program &program, llvm::ArrayRef<Row> rows) {
       whole.insert(whole.end(), fields[index]->begin(), fields[index]->end());
     }
     if (llvm::Error error = fillInput<int32_t>(program, role, whole))
+      return error;
+  }
+  if (program.inputOf(ATTENTION_MASK) >= 0) {
+    std::vector<int32_t> mask;
+    mask.reserve(rows.size() * seqLen);
+    for (const Row &row : rows)
+      mask.insert(mask.end(), row.attentionMask.begin(),
+                  row.attentionMask.end());
+    if (llvm::Error error = fillInput<int32_t>(program, ATTENTION_MASK, mask))
       return error;
   }
   if (program.inputOf(REFERENCE_LOGPS) >= 0) {
@@ -150,24 +172,43 @@ llvm::Error twill::loadBatchJson(Program &program, llvm::StringRef path) {
   if (!batch)
     return fail("expected a JSON object of inputs");
 
-  int64_t positions = 0;
-  for (auto [role, name] : llvm::zip_equal(kBatchInputs, kBatchKeys)) {
-    const json::Value *value = batch->get(name);
-    if (!value)
-      return fail("no '" + name + "'");
+  // Each input's values, as int32.
+  auto read = [&](llvm::StringRef name,
+                  std::vector<int32_t> &whole) -> llvm::Error {
     std::vector<int64_t> values;
-    if (!flatten(*value, values))
+    if (!flatten(*batch->get(name), values))
       return fail("'" + name + "' must hold only integers");
-    std::vector<int32_t> whole;
     for (int64_t value : values) {
       if (value < std::numeric_limits<int32_t>::min() ||
           value > std::numeric_limits<int32_t>::max())
         return fail("'" + name + "' holds a value beyond int32");
       whole.push_back(int32_t(value));
     }
+    return llvm::Error::success();
+  };
+  int64_t positions = 0, labelled = 0;
+  for (auto [role, name] : llvm::zip_equal(kBatchInputs, kBatchKeys)) {
+    if (!batch->get(name))
+      return fail("no '" + name + "'");
+    std::vector<int32_t> whole;
+    if (llvm::Error error = read(name, whole))
+      return error;
     if (llvm::Error error = fillInput<int32_t>(program, role, whole))
       return fail(llvm::toString(std::move(error)));
     positions = whole.size();
+    if (role == LABELS)
+      labelled = llvm::count_if(
+          whole, [](int32_t label) { return label != kIgnoreLabel; });
   }
+  if (program.inputOf(ATTENTION_MASK) >= 0) {
+    std::vector<int32_t> mask;
+    if (!batch->get("attention_mask"))
+      mask.assign(positions, 1);
+    else if (llvm::Error error = read("attention_mask", mask))
+      return error;
+    if (llvm::Error error = fillInput<int32_t>(program, ATTENTION_MASK, mask))
+      return fail(llvm::toString(std::move(error)));
+  }
+  setStepTokens(program, labelled);
   return fillTokenIndex(program, positions);
 }

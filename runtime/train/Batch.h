@@ -27,18 +27,29 @@ std::vector<Row> microBatch(llvm::ArrayRef<Row> rows,
 /// (dpo::Pair::counted; a padding row has none).
 int64_t countedPairs(llvm::ArrayRef<Row> rows);
 
+/// The labels of `rows` a loss is trained on (all but -100).
+int64_t labelledTokens(llvm::ArrayRef<Row> rows);
+
 /// Fills the batch inputs from `rows` (batch_size of them), with LoRA
-/// dropout `token_index` (each position's index in the batch), and with a
-/// precomputed DPO reference its log-probabilities (each row's, which must
-/// be computed).
+/// dropout `token_index` (each position's index in the batch), with the
+/// routers' load-balancing loss the attention mask, and with a precomputed
+/// DPO reference its log-probabilities (each row's, which must be
+/// computed).
 llvm::Error fillBatch(Program &program, llvm::ArrayRef<Row> rows);
+
+/// Where the program has the routers' load-balancing loss: sets the
+/// labelled tokens of the step the next micro-batches are of (every
+/// micro-batch's, every rank's), which weight it.
+void setStepTokens(Program &program, int64_t tokens);
 
 /// Fills the reference_logps input (DPO's precomputed reference) from
 /// `whole`, batch_size x 2 values.
 llvm::Error fillReferenceLogps(Program &program, llvm::ArrayRef<float> whole);
 
 /// Fills the batch inputs from the JSON object in `path`, which maps each
-/// input's name to batch_size rows of seq_len integers.
+/// input's name to batch_size rows of seq_len integers ("attention_mask"
+/// where there is padding: all 1 without it); the batch is a step of its
+/// own.
 llvm::Error loadBatchJson(Program &program, llvm::StringRef path);
 
 } // namespace twill

@@ -156,6 +156,9 @@ int JobRun::runEval(Program &program, llvm::StringRef baseDir) {
   report() << llvm::formatv("loss {0:f6} (sum {1:f6} over {2} {3})\n",
                             tokens ? lossSum / tokens : 0.0f, lossSum, tokens,
                             dpoMetrics >= 0 ? "pairs" : "tokens");
+  if (int aux = Program::outputOf(*entry, ROUTER_AUX_LOSS); aux >= 0)
+    report() << llvm::formatv("router_aux_loss {0:f6}\n",
+                              *program.buffers().as<float>(aux));
   if (dpoMetrics >= 0 && tokens) {
     for (int m = 0; m < dpo::kMetrics; ++m)
       report() << llvm::formatv("{0} {1:f6}\n", dpo::kMetricNames[m],

@@ -155,7 +155,7 @@ namespace {
 /// sum and the labelled tokens. DPO (TRL's figures): the sum of the
 /// micro-batches' means, the micro-batches with a pair, and the pairs.
 struct StepSums {
-  double loss = 0;
+  double loss = 0, routerAuxLoss = 0;
   int64_t tokens = 0, counted = 0;
   std::array<double, dpo::kMetrics> dpo = {};
 };
@@ -211,6 +211,7 @@ private:
   int totalStepsBuffer = -1, divisorBuffer = -1, lossWeightBuffer = -1,
       microBatchBuffer = -1, scheduleStepBuffer = -1;
   int dpoMetrics = -1; // DPO: the step's metric sums (support/Dpo.h's order)
+  int routerAuxLoss = -1; // the micro-batch's load-balancing loss, if any
 
   llvm::SmallString<256> metricsPath;
   std::unique_ptr<llvm::raw_fd_ostream> metricsFile;
@@ -262,6 +263,7 @@ llvm::Error TrainingRun::prepare() {
     return trainError("the executable has no schedule_step input: compile "
                       "it again with this release's twillc");
   dpoMetrics = Program::outputOf(*step, DPO_METRICS);
+  routerAuxLoss = Program::outputOf(*step, ROUTER_AUX_LOSS);
   return llvm::Error::success();
 }
 
@@ -317,9 +319,17 @@ llvm::Expected<StepSums>
 TrainingRun::runMicroBatches(llvm::ArrayRef<int64_t> order, int64_t index,
                              int64_t inStep) {
   StepSums sums;
+  std::vector<std::vector<Row>> batches;
+  int64_t labelled = 0;
   for (int64_t micro = 0; micro < inStep; ++micro) {
-    std::vector<Row> batch = microBatch(
-        rows, order, index * accumulation + micro, batchSize, seqLen);
+    batches.push_back(microBatch(rows, order, index * accumulation + micro,
+                                 batchSize, seqLen));
+    labelled += labelledTokens(batches.back());
+  }
+  // The routers' load-balancing loss is weighted by the step's tokens.
+  setStepTokens(program, labelled);
+  for (int64_t micro = 0; micro < inStep; ++micro) {
+    const std::vector<Row> &batch = batches[micro];
     if (llvm::Error error = fillBatch(program, batch))
       return std::move(error);
     int64_t pairs = dpoMetrics >= 0 ? countedPairs(batch) : 0;
@@ -334,6 +344,9 @@ TrainingRun::runMicroBatches(llvm::ArrayRef<int64_t> order, int64_t index,
     float microLoss = scalarOutput<float>(program, *step, LOSS_SUM);
     int64_t microTokens = scalarOutput<int64_t>(program, *step, TOKEN_COUNT);
     sums.tokens += microTokens;
+    if (routerAuxLoss >= 0)
+      sums.routerAuxLoss +=
+          scalarOutput<float>(program, *step, ROUTER_AUX_LOSS);
     if (dpoMetrics < 0) {
       sums.loss += microLoss;
       continue;
@@ -353,6 +366,12 @@ TrainingRun::runMicroBatches(llvm::ArrayRef<int64_t> order, int64_t index,
     for (int m = 0; m < dpo::kMetrics; ++m)
       sums.dpo[m] += metrics[m] / pairs;
   }
+  if (routerAuxLoss >= 0 && sums.tokens != labelled)
+    return atStep(result.steps + 1,
+                  trainError(llvm::formatv(
+                      "the train step counted {0} labelled tokens where the "
+                      "host counted {1}",
+                      sums.tokens, labelled)));
   return sums;
 }
 
@@ -401,6 +420,11 @@ TrainingRun::update(const StepSums &sums, int64_t inStep,
         duration(elapsed / (result.steps - start.steps) *
                  (totalSteps - result.steps)),
         dpoText);
+  if (routerAuxLoss >= 0) { // the micro-batches' mean, as logged alone
+    float aux = float(sums.routerAuxLoss / inStep);
+    line["router_aux_loss"] = aux;
+    scalars.push_back({"train/router_aux_loss", aux});
+  }
   line["loss"] = result.lastLoss;
   line["lr"] = lr;
   line["grad_norm"] = gradNorm;
@@ -547,6 +571,7 @@ llvm::Expected<Evaluation> twill::evaluate(Program &program,
     std::vector<Row> batch = microBatch(rows, {}, index, batchSize, seqLen);
     if (llvm::Error error = fillBatch(program, batch))
       return std::move(error);
+    setStepTokens(program, labelledTokens(batch));
     if (llvm::Error error = program.run(*forward))
       return std::move(error);
     lossSum += scalarOutput<float>(program, *forward, LOSS_SUM);

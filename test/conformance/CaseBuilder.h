@@ -204,6 +204,7 @@ void optimizerCases(Suite &suite);      // OptimizerCases.cpp
 void routeCases(Suite &suite);          // MoeCases.cpp
 void dispatchCases(Suite &suite);       // MoeCases.cpp
 void groupedMatmulCases(Suite &suite);  // MoeCases.cpp
+void loadBalancingCases(Suite &suite);  // MoeCases.cpp
 
 } // namespace twill::conformance
 

@@ -33,5 +33,6 @@ Suite conformance::conformanceSuite() {
   routeCases(suite);
   dispatchCases(suite);
   groupedMatmulCases(suite);
+  loadBalancingCases(suite);
   return suite;
 }

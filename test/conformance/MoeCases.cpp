@@ -135,3 +135,48 @@ void conformance::groupedMatmulCases(Suite &suite) {
         grad.before(sort).note("expert_positions' counts").add();
       }
 }
+
+void conformance::loadBalancingCases(Suite &suite) {
+  // A router's load over the tokens a mask keeps (about half), random
+  // choices (a repeat within a token counts once); tokens in two dims and
+  // in one, odd expert counts.
+  for (DType type : kFloats)
+    for (auto [logits, k] :
+         {std::pair{Shape{3, 37, 61}, 8}, std::pair{Shape{129, 8}, 2},
+          std::pair{Shape{5, 3}, 1}}) {
+      Shape tokens(logits.begin(), logits.end() - 1), chosen = logits;
+      chosen.back() = k;
+      Shape experts = {logits.back()};
+      CaseBuilder load(suite, EXPERT_LOAD, type, kSummed);
+      load.in(logits);
+      load.operand(I32, chosen, integers(0, logits.back()));
+      load.operand(I32, tokens, integers(0, 2));
+      load.result(F32, experts);
+      load.result(F32, experts);
+      load.result(F32, {});
+      load.add();
+
+      CaseBuilder grad(suite, EXPERT_LOAD_GRAD, type, kSummed);
+      grad.in(logits);
+      grad.operand(I32, tokens, integers(0, 2));
+      grad.operand(F32, experts);
+      grad.out(logits);
+      grad.add();
+    }
+  // The loss of sums over 50 tokens, and of none (0).
+  for (double tokens : {50.0, 0.0}) {
+    CaseBuilder loss(suite, LOAD_BALANCING_LOSS, F32, kSummed);
+    loss.in({61}, uniform(0, 10));
+    loss.in({61}, integers(0, 50));
+    loss.in({}, value(tokens));
+    loss.out({});
+    loss.add();
+
+    CaseBuilder grad(suite, LOAD_BALANCING_LOSS_GRAD, F32, kSummed);
+    grad.in({61}, integers(0, 50));
+    grad.in({}, value(tokens));
+    grad.in({});
+    grad.out({61});
+    grad.add();
+  }
+}

@@ -248,6 +248,36 @@ func.func @forward(%router: tensor<4x8xf32> {twill.param = "mlp.gate.weight", tw
 
 // -----
 
+// The routers' load-balancing loss added to the loss: the router's
+// gradient comes back through route_grad and through the loss's, by the
+// probabilities alone (the counts and tokens have none).
+func.func @forward(%router: tensor<4x8xf32> {twill.param = "mlp.gate.weight", twill.trainable},
+                   %x: tensor<3x8xf32> {twill.input = "x"},
+                   %mask: tensor<3xi32> {twill.input = "attention_mask"},
+                   %labels: tensor<3xi32> {twill.input = "labels"})
+    -> (tensor<f32>, tensor<i64>) attributes {twill.entry = #twill.entry<forward>} {
+  %logits = twill.matmul %x, %router {transpose_rhs} : (tensor<3x8xf32>, tensor<4x8xf32>) -> tensor<3x4xf32>
+  %w, %e = twill.route %logits {normalize} : (tensor<3x4xf32>) -> (tensor<3x2xf32>, tensor<3x2xi32>)
+  %p, %c, %n = twill.expert_load %logits, %e, %mask : (tensor<3x4xf32>, tensor<3x2xi32>, tensor<3xi32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<f32>)
+  %aux = twill.load_balancing_loss %p, %c, %n : (tensor<4xf32>, tensor<4xf32>, tensor<f32>) -> tensor<f32>
+  %ce, %count = twill.cross_entropy %w, %labels : (tensor<3x2xf32>, tensor<3xi32>) -> (tensor<f32>, tensor<i64>)
+  %loss = twill.add %ce, %aux : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  return %loss, %count : tensor<f32>, tensor<i64>
+}
+
+// CHECK-LABEL: func.func @train_step(
+// CHECK: %[[L:.*]] = twill.matmul
+// CHECK-NEXT: %[[W:.*]], %[[E:.*]] = twill.route %[[L]] {normalize}
+// CHECK-NEXT: %[[P:.*]], %[[C:.*]], %[[N:.*]] = twill.expert_load %[[L]], %[[E]], %[[M:[^ ]*]] :
+// CHECK: %[[DP:.*]] = twill.load_balancing_loss_grad %[[C]], %[[N]], %{{.*}} : (tensor<4xf32>, tensor<f32>, tensor<f32>) -> tensor<4xf32>
+// CHECK-NEXT: %[[DL1:.*]] = twill.expert_load_grad %[[L]], %[[M]], %[[DP]] : (tensor<3x4xf32>, tensor<3xi32>, tensor<4xf32>) -> tensor<3x4xf32>
+// CHECK-NEXT: %[[DL2:.*]] = twill.route_grad %[[L]], %[[E]], %{{.*}} {normalize}
+// CHECK-NEXT: %[[DL:.*]] = twill.add %[[DL1]], %[[DL2]]
+// CHECK-NEXT: %[[DR:.*]] = twill.matmul %[[DL]], %{{.*}} {transpose_lhs}
+// CHECK-NEXT: return %{{.*}}, %{{.*}}, %[[DR]]
+
+// -----
+
 // An expert layer's dispatch and combine: the rows' gradient is the
 // output's dispatched by the same positions and weights, the input's the
 // rows' combined, and each weight's the dot product of its row and its

@@ -92,7 +92,7 @@ func.func @forward(%w: tensor<4x8xf32> {twill.param = "layer.weight", twill.init
 // CHECK-NEXT:   buffer: 3
 // CHECK-NEXT:   kind: STEP
 // CHECK-NEXT: }
-// CHECK:      format_version: 13
+// CHECK:      format_version: 14
 
 // -----
 

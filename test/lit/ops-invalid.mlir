@@ -617,6 +617,30 @@ func.func @route_grad_result(%logits: tensor<4x8xf32>, %e: tensor<4x2xi32>, %g: 
 
 // -----
 
+func.func @expert_load_mask(%logits: tensor<2x5x8xf32>, %e: tensor<2x5x2xi32>, %mask: tensor<2x4xi32>) {
+  // expected-error @+1 {{mask must have shape [2, 5], got [2, 4]}}
+  %p, %c, %n = twill.expert_load %logits, %e, %mask : (tensor<2x5x8xf32>, tensor<2x5x2xi32>, tensor<2x4xi32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<f32>)
+  return
+}
+
+// -----
+
+func.func @expert_load_sums_f32(%logits: tensor<2x5x8xbf16>, %e: tensor<2x5x2xi32>, %mask: tensor<2x5xi32>) {
+  // expected-error @+1 {{result #0 must be statically shaped tensor of 32-bit float values}}
+  %p, %c, %n = twill.expert_load %logits, %e, %mask : (tensor<2x5x8xbf16>, tensor<2x5x2xi32>, tensor<2x5xi32>) -> (tensor<8xbf16>, tensor<8xf32>, tensor<f32>)
+  return
+}
+
+// -----
+
+func.func @load_balancing_loss_counts(%p: tensor<8xf32>, %c: tensor<4xf32>, %n: tensor<f32>) {
+  // expected-error @+1 {{counts must have shape [8], got [4]}}
+  %l = twill.load_balancing_loss %p, %c, %n : (tensor<8xf32>, tensor<4xf32>, tensor<f32>) -> tensor<f32>
+  return
+}
+
+// -----
+
 func.func @expert_positions_counts(%e: tensor<2x5x2xi32>) {
   // expected-error @+1 {{counts must have shape [2, 4], got [3, 4]}}
   %p, %c = twill.expert_positions %e : (tensor<2x5x2xi32>) -> (tensor<2x5x2xi32>, tensor<3x4xi32>)

@@ -165,6 +165,21 @@ func.func @route(%logits: tensor<2x5x8xf32>, %g: tensor<2x5x2xf32>) -> tensor<2x
   return %d : tensor<2x5x8xf32>
 }
 
+// What a router sends each expert, the load-balancing loss of it, and
+// their gradients.
+// CHECK-LABEL: func.func @load_balancing
+func.func @load_balancing(%logits: tensor<2x5x8xf32>, %e: tensor<2x5x2xi32>, %mask: tensor<2x5xi32>, %g: tensor<f32>) -> tensor<2x5x8xf32> {
+  // CHECK: %[[P:.*]], %[[C:.*]], %[[N:.*]] = twill.expert_load %{{.*}}, %{{.*}}, %{{.*}} : (tensor<2x5x8xf32>, tensor<2x5x2xi32>, tensor<2x5xi32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<f32>)
+  // CHECK-NEXT: twill.load_balancing_loss %[[P]], %[[C]], %[[N]] : (tensor<8xf32>, tensor<8xf32>, tensor<f32>) -> tensor<f32>
+  // CHECK-NEXT: %[[DP:.*]] = twill.load_balancing_loss_grad %[[C]], %[[N]], %{{.*}} : (tensor<8xf32>, tensor<f32>, tensor<f32>) -> tensor<8xf32>
+  // CHECK-NEXT: twill.expert_load_grad %{{.*}}, %{{.*}}, %[[DP]] : (tensor<2x5x8xf32>, tensor<2x5xi32>, tensor<8xf32>) -> tensor<2x5x8xf32>
+  %p, %c, %n = twill.expert_load %logits, %e, %mask : (tensor<2x5x8xf32>, tensor<2x5x2xi32>, tensor<2x5xi32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<f32>)
+  %loss = twill.load_balancing_loss %p, %c, %n : (tensor<8xf32>, tensor<8xf32>, tensor<f32>) -> tensor<f32>
+  %dp = twill.load_balancing_loss_grad %c, %n, %g : (tensor<8xf32>, tensor<f32>, tensor<f32>) -> tensor<8xf32>
+  %d = twill.expert_load_grad %logits, %mask, %dp : (tensor<2x5x8xf32>, tensor<2x5xi32>, tensor<8xf32>) -> tensor<2x5x8xf32>
+  return %d : tensor<2x5x8xf32>
+}
+
 // A group's tokens sorted by expert, through their rows and back.
 // CHECK-LABEL: func.func @dispatch_combine
 func.func @dispatch_combine(%x: tensor<2x5x8xf32>, %e: tensor<2x5x2xi32>, %w: tensor<2x5x2xf32>) -> tensor<2x5x2xf32> {

@@ -91,6 +91,19 @@ func.func @moe_ops(%logits: tensor<2x5x8xf32>, %g: tensor<2x5x2xf32>) {
   return
 }
 
+// A router's load sums over its tokens (a sharded token is a partial
+// sum), each token's experts whole; the loss of the sums is whole.
+// CHECK-LABEL: func.func @load_balancing_ops
+func.func @load_balancing_ops(%logits: tensor<2x5x8xf32>, %e: tensor<2x5x2xi32>, %mask: tensor<2x5xi32>, %g: tensor<f32>) {
+  // CHECK: twill.expert_load {{.*}}twill.sharding_rule = "([i, j, k], [i, j, l], [i, j]) -> ([k], [k], []) {i=2, j=5, k=8, l=2} reduction={i, j} replicated={k, l}"
+  %p, %c, %n = twill.expert_load %logits, %e, %mask : (tensor<2x5x8xf32>, tensor<2x5x2xi32>, tensor<2x5xi32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<f32>)
+  // CHECK: twill.expert_load_grad {{.*}}twill.sharding_rule = "([i, j, k], [i, j], [k]) -> ([i, j, k]) {i=2, j=5, k=8} replicated={k}"
+  %d = twill.expert_load_grad %logits, %mask, %p : (tensor<2x5x8xf32>, tensor<2x5xi32>, tensor<8xf32>) -> tensor<2x5x8xf32>
+  // CHECK: twill.load_balancing_loss {{.*}}twill.sharding_rule = "([i], [j], []) -> ([]) {i=8, j=8} replicated={i, j}"
+  %l = twill.load_balancing_loss %p, %c, %n : (tensor<8xf32>, tensor<8xf32>, tensor<f32>) -> tensor<f32>
+  return
+}
+
 // dispatch and combine sort a group's tokens among themselves: groups
 // shard, the rest stays whole.
 // CHECK-LABEL: func.func @dispatch_ops

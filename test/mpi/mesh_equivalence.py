@@ -63,7 +63,8 @@ With --families, the other model families instead, each against its own
 checkpointing and every tile: Qwen2 (q, k and v biases, tied embeddings, a
 window of 5 on its second layer), Qwen3 (per-head q and k norms, head_dim
 12 of hidden 64 and 4 heads, attention biases), Qwen3-MoE (on 2x1 and 4x1
-only: experts under tp are not built) and Mistral (head_dim 12, a
+only: experts under tp are not built; with its routers' load-balancing
+loss) and Mistral (head_dim 12, a
 window of 7 of the 30 positions), Phi-3 (fused projections, with DoRA and
 dropout too); and full fine-tuning of each family's biases (Llama's attention
 and MLP biases without sequence parallelism: all-reduced partial sums),
@@ -275,12 +276,14 @@ FAMILY_VARIANTS = {
     # the batch rows, each sorted by expert among its own tokens, split
     # over dp, the experts' weights fully sharded; its MLP tiled (each tile
     # its own dispatch) and recomputed; LoRA on the router and the experts
-    # too. tp must be 1 for now.
-    "Qwen3-MoE, selective checkpointing, tiled MLP": (
+    # too; the routers' load-balancing loss, whose sums are over every
+    # rank's tokens. tp must be 1 for now.
+    "Qwen3-MoE, load-balancing loss, selective checkpointing, tiled MLP": (
         ["model.model_type=qwen3_moe", "model.head_dim=12",
          "model.num_experts=4", "model.num_experts_per_tok=2",
          "model.moe_intermediate_size=24", "model.norm_topk_prob=true",
-         "model.mlp_only_layers=1",
+         "model.mlp_only_layers=1", "model.output_router_logits=true",
+         "model.router_aux_loss_coef=0.1",
          "lora.target_modules=q_proj,k_proj,v_proj,o_proj,lm_head,gate",
          "lora.target_parameters=mlp.experts.gate_up_proj,"
          "mlp.experts.down_proj",

@@ -22,7 +22,12 @@ fp32 rounding (torch's own fp32 misses them by 3e-5). The references run
 in float64 on the fp32 files Twill reads:
 what is measured is Twill's rounding alone. Packed rows are referenced by running
 each document on its own, positions from 0, which is what attention within
-documents must equal. The dropout config compares the gradients of a train
+documents must equal; padding after them is compared nowhere. Where the
+config asks for the routers' load-balancing loss, the loss sum and the
+gradients are of the cross-entropy plus it (times its coefficient and the
+batch's labelled tokens: the batch is a step of its own), the loss itself
+must be within 1e-5 of transformers' load_balancing_loss_func, and the mean
+loss of transformers' own loss of the padded batch. The dropout config compares the gradients of a train
 step that drops (PEFT's lora_dropout drawing test/oracle/dropout.py's
 masks, Twill's for its first micro-batch). The DoRA configs move PEFT's
 magnitudes off the norms it starts them at, so that they matter.
@@ -159,6 +164,18 @@ LORA_OPTIONS["qwen3_moe"] = target_parameters(["mlp.experts.gate_up_proj",
                                                "mlp.experts.down_proj"])
 CONFIGS["qwen3_moe_full"] = (dict(QWEN3_MOE, fused_experts=True), None,
                              PACKED)
+# The routers' load-balancing loss, which the checkpoint's config asks for
+# (output_router_logits), its coefficient raised so that it weighs: a row
+# of one document each and padding after it, which the loss leaves out
+# (transformers' attention_mask), so that transformers' own loss of the
+# padded batch is compared too. (A router gain of 20, as Qwen2-MoE's: at
+# 40 the softmax saturates and its gradient, which this loss reaches
+# whole, cancels to 4.6e-6.)
+CONFIGS["qwen3_moe_aux"] = (
+    dict(QWEN3_MOE, output_router_logits=True, router_aux_loss_coef=0.25,
+         router_gain=20.0),
+    CONFIGS["qwen3_moe"][1], [[9], [10]])
+LORA_OPTIONS["qwen3_moe_aux"] = LORA_OPTIONS["qwen3_moe"]
 # Qwen2-MoE: Qwen3-MoE's layers without q/k norms, q/k/v biases (qkv_bias),
 # the weights not normalised, and a shared expert (an MLP of 24) beside the
 # routed ones, behind the sigmoid of its gate (whose weights are scaled up
@@ -339,6 +356,14 @@ def make_batch(documents):
     return tokens, labels, positions, segments
 
 
+def attention_mask(documents):
+    """1 at the documents' tokens, 0 at the padding after them."""
+    mask = torch.zeros((BATCH, SEQ), dtype=torch.long)
+    for row, lengths in enumerate(documents):
+        mask[row, :sum(lengths)] = 1
+    return mask
+
+
 def reference_logits(model, tokens, documents, masks=None):
     """The logits of each document alone; with `masks`, LoRA dropout as
     Twill's first micro-batch draws it."""
@@ -354,7 +379,31 @@ def reference_logits(model, tokens, documents, masks=None):
             model.eval()
             start += length
         rows.append(torch.cat(pieces))
-    return torch.stack(rows)
+    # Padding after the documents: zeros, which no comparison reads.
+    return torch.stack([torch.cat([row, row.new_zeros(SEQ - len(row),
+                                                      row.shape[1])])
+                        for row in rows])
+
+
+def reference_aux_loss(model, tokens, documents):
+    """transformers' load-balancing loss of the batch's documents, each
+    alone: its family's load_balancing_loss_func of every sparse layer's
+    router logits, the documents' tokens concatenated (no padding)."""
+    layers = []
+    for row, lengths in enumerate(documents):
+        start = 0
+        for length in lengths:
+            ids = tokens[row, start:start + length].unsqueeze(0)
+            routers = model(input_ids=ids, output_router_logits=True)
+            layers.append(routers.router_logits)
+            start += length
+    base = model.get_base_model() if hasattr(model, "get_base_model") \
+        else model
+    config = base.config
+    experts = getattr(config, "num_experts", None) or config.num_local_experts
+    loss_of = sys.modules[type(base).__module__].load_balancing_loss_func
+    return loss_of(tuple(torch.cat(layer) for layer in zip(*layers)), experts,
+                   config.num_experts_per_tok)
 
 
 def relative_error(actual, expected):
@@ -371,11 +420,12 @@ def norm_error(actual, expected, floor=0.0):
     return (actual - expected).norm().item() / scale
 
 
-def reference_gradients(model, trainable, logits, labels):
-    """d(summed loss)/d(parameter) for Twill's parameter names."""
+def reference_gradients(model, trainable, logits, labels, extra=0.0):
+    """d(summed loss + `extra`)/d(parameter) for Twill's parameter
+    names."""
     counted = labels != -100
     loss = torch.nn.functional.cross_entropy(
-        logits[counted], labels[counted], reduction="sum")
+        logits[counted], labels[counted], reduction="sum") + extra
     model.zero_grad()
     loss.backward()
     return {twill: parameter.grad for twill, parameter in trainable.items()}
@@ -455,24 +505,35 @@ def main():
     logits_with_grad = reference_logits(model, tokens, documents)
     expected = logits_with_grad.detach()
     counted = labels != -100
+    mask = attention_mask(documents)
     expected_sum = torch.nn.functional.cross_entropy(
         expected.double()[counted], labels[counted], reduction="sum").item()
+    # With the load-balancing loss, the batch is a step of its own: its
+    # summed loss adds coef x the loss for each of its labelled tokens.
+    aux, weighted_aux = None, 0.0
+    if settings.get("output_router_logits"):
+        aux = reference_aux_loss(model, tokens, documents)
+        weighted_aux = (settings["router_aux_loss_coef"] * int(counted.sum())
+                        * aux)
+        expected_sum += weighted_aux.item()
     hf_mean = None
     if all(len(lengths) == 1 for lengths in documents):
         # transformers' own loss: it shifts its labels, Twill's are shifted.
         hf_labels = torch.full_like(labels, -100)
         hf_labels[:, 1:] = labels[:, :-1]
         with torch.no_grad():
-            hf_mean = model(input_ids=tokens, labels=hf_labels).loss.item()
+            hf_mean = model(input_ids=tokens, labels=hf_labels,
+                            attention_mask=mask).loss.item()
     trainable = trainable_parameters(model, lora)
     if masks:
         logits_with_grad = reference_logits(model, tokens, documents, masks)
         masks.enabled = False
     expected_grads = reference_gradients(model, trainable, logits_with_grad,
-                                         labels)
+                                         labels, weighted_aux)
 
     batch = {"tokens": tokens.tolist(), "labels": labels.tolist(),
-             "positions": positions.tolist(), "segments": segments.tolist()}
+             "positions": positions.tolist(), "segments": segments.tolist(),
+             "attention_mask": mask.tolist()}
     (work / "batch.json").write_text(json.dumps(batch))
     if lora:
         modules = "".join(f' target_modules: "{t}"' for t in targets)
@@ -497,13 +558,21 @@ def main():
     twill_sum, twill_count = float(match.group(1)), int(match.group(2))
     logits = load_file(str(work / "logits.safetensors"))["logits"]
 
-    error = relative_error(logits, expected)
+    kept = mask.bool()
+    error = relative_error(logits[kept], expected[kept])
     loss_error = abs(twill_sum - expected_sum) / abs(expected_sum)
     print(f"{args.config}: logits relative error {error:.2e}, loss sum "
           f"{twill_sum:.6f} vs {expected_sum:.6f} (relative {loss_error:.2e}),"
           f" tokens {twill_count} vs {int(counted.sum())}")
     ok = (error < 1e-5 and loss_error < 1e-5
           and twill_count == int(counted.sum()))
+    if aux is not None:
+        twill_aux = float(re.search(r"router_aux_loss (\S+)",
+                                    run.stdout).group(1))
+        aux_error = abs(twill_aux - aux.item()) / abs(aux.item())
+        print(f"{args.config}: load-balancing loss {twill_aux:.6f}, "
+              f"transformers {aux.item():.6f} (relative {aux_error:.2e})")
+        ok = ok and aux_error < 1e-5
     if hf_mean is not None:
         twill_mean = twill_sum / twill_count
         mean_error = abs(twill_mean - hf_mean) / abs(hf_mean)

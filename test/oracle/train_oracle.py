@@ -2,7 +2,7 @@
 
     python train_oracle.py --bin BUILD/bin --work DIR [--dropout RATE]
                            [--rslora] [--dora] [--family MODEL_TYPE]
-                           [--quantized nf4|fp8]
+                           [--quantized nf4|fp8] [--router-aux-loss COEF]
 
 Trains the same LoRA adapter on the same tiny model (Llama, or the
 family's: random norms and biases, and its traits of FAMILY_SETTINGS) and
@@ -100,18 +100,34 @@ def lr_lambda(step):
     return max(0.0, 0.5 * (1.0 + math.cos(math.pi * progress)))
 
 
-def reference_training(model, examples, masks):
+def load_balancing_loss(model, router_logits):
+    """transformers' load-balancing loss of a micro-batch: its family's
+    load_balancing_loss_func of each sparse layer's router logits, the
+    micro-batch's examples' concatenated (each run alone: no padding)."""
+    base = model.get_base_model()
+    config = base.config
+    experts = getattr(config, "num_experts", None) or config.num_local_experts
+    loss_of = sys.modules[type(base).__module__].load_balancing_loss_func
+    return loss_of(tuple(torch.cat(layer) for layer in zip(*router_logits)),
+                   experts, config.num_experts_per_tok)
+
+
+def reference_training(model, examples, masks, aux_coef=None):
+    """Each step's loss, and with `aux_coef` the routers' load-balancing
+    loss too, as the Hugging Face Trainer adds it under accumulation: coef
+    x each micro-batch's, added to the step's mean loss (returned: each
+    step's loss and its micro-batches' mean load-balancing loss)."""
     model.train()  # PEFT's DoRA drops only in training mode
     trainable = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(trainable, lr=LR, betas=(0.9, 0.999),
                                   eps=1e-8, weight_decay=WEIGHT_DECAY)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda)
-    losses = []
+    losses, aux_means = [], []
     for step in range(STEPS):
         rows = examples[step * ACCUMULATION * BATCH:
                         (step + 1) * ACCUMULATION * BATCH]
         total, count = 0.0, 0
-        sums = []
+        sums, routers = [], [[] for _ in range(ACCUMULATION)]
         for index, example in enumerate(rows):
             ids = torch.tensor([example["input_ids"]])
             if masks:  # Twill's micro-batch number and token index
@@ -119,7 +135,11 @@ def reference_training(model, examples, masks):
                 masks.at(step * ACCUMULATION + micro,
                          range(row * SEQ, row * SEQ + ids.shape[1]))
             targets = torch.tensor(example["labels"][1:] + [-100])
-            logits = model(input_ids=ids).logits[0]
+            output = model(input_ids=ids,
+                           output_router_logits=aux_coef is not None)
+            logits = output.logits[0]
+            if aux_coef is not None:
+                routers[index // BATCH].append(output.router_logits)
             counted = targets != -100
             sums.append(torch.nn.functional.cross_entropy(
                 logits[counted], targets[counted], reduction="sum"))
@@ -129,15 +149,20 @@ def reference_training(model, examples, masks):
             # loop that calls scheduler.step() every iteration.
             scheduler.step()
             losses.append(None)
+            aux_means.append(None)
             continue
         loss = torch.stack(sums).sum() / count
+        if aux_coef is not None:
+            aux = [load_balancing_loss(model, micro) for micro in routers]
+            loss = loss + aux_coef * torch.stack(aux).sum()
+            aux_means.append(torch.stack(aux).mean().item())
         optimizer.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(trainable, MAX_NORM)
         optimizer.step()
         scheduler.step()
         losses.append(loss.item())
-    return losses
+    return losses, aux_means
 
 
 def main():
@@ -149,12 +174,15 @@ def main():
     parser.add_argument("--dora", action="store_true")
     parser.add_argument("--family", choices=sorted(FAMILIES), default="llama")
     parser.add_argument("--quantized", choices=["nf4", "fp8"])
+    parser.add_argument("--router-aux-loss", type=float, metavar="COEF")
     args = parser.parse_args()
+    aux = args.router_aux_loss
     work = args.work / ("train" + ("-dropout" if args.dropout else "")
                         + ("-rslora" if args.rslora else "")
                         + ("-dora" if args.dora else "")
                         + (f"-{args.family}" if args.family != "llama" else "")
-                        + (f"-{args.quantized}" if args.quantized else ""))
+                        + (f"-{args.quantized}" if args.quantized else "")
+                        + ("-aux" if aux is not None else ""))
     # A run of its own: the folder of an earlier run's results is refused.
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
@@ -163,6 +191,8 @@ def main():
     # NF4 quantizes rows of whole blocks of 64 values.
     sizes = (dict(hidden_size=64, intermediate_size=128) if args.quantized
              else {})
+    if aux is not None:  # the checkpoint's config asks for it
+        sizes.update(output_router_logits=True, router_aux_loss_coef=aux)
     base = tiny_model(args.family, vocab_size=VOCAB, num_key_value_heads=2,
                       **FAMILY_SETTINGS[args.family], **sizes)
     if args.family != "llama":
@@ -206,7 +236,7 @@ train {{
     subprocess.run([args.bin / "twill-train", work / "job.twx", "--adapter",
                     work / "initial"], check=True)
 
-    expected = reference_training(model, examples, masks)
+    expected, aux_means = reference_training(model, examples, masks, aux)
     model.eval()
     if masks:
         masks.enabled = False
@@ -225,6 +255,13 @@ train {{
         ok = ok and error < 1e-6 and line["step"] == step
         print(f"step {step}: loss twill {twill:.6f} torch {torch_loss:.6f} "
               f"(relative {error:.1e})")
+        if aux is not None:
+            twill_aux, torch_aux = (line["router_aux_loss"],
+                                    aux_means[step - 1])
+            aux_error = abs(twill_aux - torch_aux) / abs(torch_aux)
+            ok = ok and aux_error < 1e-6
+            print(f"  load-balancing loss twill {twill_aux:.6f} torch "
+                  f"{torch_aux:.6f} (relative {aux_error:.1e})")
 
     adapter = load_file(str(work / "out" / "adapter_model.safetensors"))
     worst = 0.0

@@ -36,6 +36,11 @@ TEST(TokenizedDataset, PacksExamplesWithTheirOwnPositionsAndSegments) {
   EXPECT_THAT(first.labels, ElementsAre(2, 3, -100, 5, 6, 7, -100, -100));
   EXPECT_THAT(first.positions, ElementsAre(0, 1, 2, 0, 1, 2, 3, 0));
   EXPECT_THAT(first.segments, ElementsAre(0, 0, 0, 1, 1, 1, 1, 2));
+  // Padding is no example's token.
+  EXPECT_THAT(first.attentionMask, ElementsAre(1, 1, 1, 1, 1, 1, 1, 0));
+  EXPECT_THAT(packed.rows[1].attentionMask,
+              ElementsAre(1, 1, 0, 0, 0, 0, 0, 0));
+  EXPECT_THAT(paddingRow(3).attentionMask, ElementsAre(0, 0, 0));
   EXPECT_THAT(packed.rows[1].tokens, ElementsAre(8, 9, 0, 0, 0, 0, 0, 0));
   EXPECT_THAT(packed.rows[1].labels,
               ElementsAre(9, -100, -100, -100, -100, -100, -100, -100));
@@ -103,6 +108,7 @@ TEST(PreferenceRows, ChosenAndRejectedSideBySide) {
               ElementsAre(-100, 5, 6, 2, -100, -100, 9, 2, -100, -100));
   EXPECT_THAT(rows[0].positions, ElementsAre(0, 1, 2, 3, 4, 0, 1, 2, 3, 4));
   EXPECT_THAT(rows[0].segments, ElementsAre(0, 0, 0, 0, 0, 1, 1, 1, 1, 1));
+  EXPECT_THAT(rows[0].attentionMask, ElementsAre(1, 1, 1, 1, 1, 1, 1, 1, 1, 0));
   // The second's chosen (7 tokens) cut to 5: its last two tokens dropped.
   EXPECT_THAT(rows[1].tokens, ElementsAre(1, 7, 8, 4, 4, 1, 7, 8, 3, 2));
   EXPECT_THAT(rows[1].labels,

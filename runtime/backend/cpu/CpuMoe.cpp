@@ -1,8 +1,9 @@
 //===- CpuMoe.cpp - a mixture of experts' routing and dispatch ------------===//
 //
 // route and route_grad: support/Routing.h's function of a token, over the
-// tokens in parallel; expert_positions, dispatch and combine:
-// support/Dispatch.h's, a group, a slot or a token at a time;
+// tokens in parallel; the load-balancing loss: its functions too,
+// expert_load's sums an expert at a time; expert_positions, dispatch and
+// combine: support/Dispatch.h's, a group, a slot or a token at a time;
 // grouped_matmul and its weight's gradient: a oneDNN GEMM an expert a
 // group.
 //
@@ -20,6 +21,18 @@
 #include <vector>
 
 using namespace twill;
+
+/// Refuses an index of operand `operand` outside `experts` experts, before
+/// any is read.
+static llvm::Error checkIndices(const InstructionView &in, int operand,
+                                int64_t experts) {
+  const int32_t *indices = in.data<int32_t>(operand);
+  for (int64_t i = 0; i < in.count(operand); ++i)
+    if (indices[i] < 0 || indices[i] >= experts)
+      return in.fail(llvm::formatv("index {0} names expert {1} of {2}", i,
+                                   indices[i], experts));
+  return llvm::Error::success();
+}
 
 /// logits [tokens..., experts] -> weights [tokens..., k], indices (i32).
 llvm::Error cpu::runRoute(const InstructionView &in) {
@@ -39,19 +52,16 @@ llvm::Error cpu::runRoute(const InstructionView &in) {
   return llvm::Error::success();
 }
 
-/// logits, indices and grad [tokens..., k] -> the logits' gradient; an
-/// index outside the experts is refused before any is read.
+/// logits, indices and grad [tokens..., k] -> the logits' gradient.
 llvm::Error cpu::runRouteGrad(const InstructionView &in) {
   if (auto error = checkShapeRule(in))
     return error;
   if (auto error = in.expect(3, 1, {F32, I32, F32, F32}))
     return error;
   int64_t experts = in.dim(0, 0), k = in.dim(1, 0);
+  if (auto error = checkIndices(in, 1, experts))
+    return error;
   const int32_t *indices = in.data<int32_t>(1);
-  for (int64_t i = 0; i < in.count(1); ++i)
-    if (indices[i] < 0 || indices[i] >= experts)
-      return in.fail(llvm::formatv("index {0} names expert {1} of {2}", i,
-                                   indices[i], experts));
   const float *logits = in.data<float>(0), *grad = in.data<float>(2);
   float *result = in.data<float>(3);
   bool normalize = in->route().normalize();
@@ -63,8 +73,7 @@ llvm::Error cpu::runRouteGrad(const InstructionView &in) {
   return llvm::Error::success();
 }
 
-/// indices [groups, tokens, k] -> positions, counts [groups, experts]; an
-/// index outside the experts is refused.
+/// indices [groups, tokens, k] -> positions, counts [groups, experts].
 llvm::Error cpu::runExpertPositions(const InstructionView &in) {
   if (auto error = checkShapeRule(in))
     return error;
@@ -72,11 +81,9 @@ llvm::Error cpu::runExpertPositions(const InstructionView &in) {
     return error;
   int64_t groups = in.dim(2, 1), experts = in.dim(2, 0);
   int64_t slots = in.count(0) / groups;
+  if (auto error = checkIndices(in, 0, experts))
+    return error;
   const int32_t *indices = in.data<int32_t>(0);
-  for (int64_t s = 0; s < in.count(0); ++s)
-    if (indices[s] < 0 || indices[s] >= experts)
-      return in.fail(llvm::formatv("index {0} names expert {1} of {2}", s,
-                                   indices[s], experts));
   int32_t *positions = in.data<int32_t>(1), *counts = in.data<int32_t>(2);
 #pragma omp parallel for schedule(static)
   for (int64_t g = 0; g < groups; ++g)
@@ -224,4 +231,88 @@ llvm::Error cpu::runGroupedMatmul(const InstructionView &in) {
 /// rows, grad [groups, rows, n], counts -> the weight's gradient.
 llvm::Error cpu::runGroupedMatmulWeightGrad(const InstructionView &in) {
   return runGrouped(in, /*weightGrad=*/true);
+}
+
+/// logits [tokens..., experts], indices [tokens..., k], mask [tokens...]
+/// -> probabilities, counts [experts], tokens []: each kept token's
+/// softmax once, then each expert's sums over the tokens in parallel, in
+/// double.
+llvm::Error cpu::runExpertLoad(const InstructionView &in) {
+  if (auto error = checkShapeRule(in))
+    return error;
+  if (auto error = in.expect(3, 3, {F32, I32, I32, F32, F32, F32}))
+    return error;
+  int64_t experts = in.dim(0, 0), k = in.dim(1, 0), tokens = in.count(2);
+  if (auto error = checkIndices(in, 1, experts))
+    return error;
+  const float *logits = in.data<float>(0);
+  const int32_t *indices = in.data<int32_t>(1), *mask = in.data<int32_t>(2);
+  float *probabilities = in.data<float>(3), *counts = in.data<float>(4);
+  std::vector<routing::Softmax> softmax(tokens);
+#pragma omp parallel for schedule(static)
+  for (int64_t t = 0; t < tokens; ++t)
+    if (mask[t])
+      softmax[t] = routing::softmaxOf(logits + t * experts, experts);
+#pragma omp parallel for schedule(static)
+  for (int64_t e = 0; e < experts; ++e) {
+    double probability = 0, count = 0;
+    for (int64_t t = 0; t < tokens; ++t)
+      if (mask[t]) {
+        probability += softmax[t](logits[t * experts + e]);
+        count += routing::chose(indices + t * k, k, e);
+      }
+    probabilities[e] = float(probability);
+    counts[e] = float(count);
+  }
+  *in.data<float>(5) = float(std::count_if(
+      mask, mask + tokens, [](int32_t kept) { return kept != 0; }));
+  return llvm::Error::success();
+}
+
+/// logits, mask, grad [experts] -> the logits' gradient, zeros where the
+/// mask is.
+llvm::Error cpu::runExpertLoadGrad(const InstructionView &in) {
+  if (auto error = checkShapeRule(in))
+    return error;
+  if (auto error = in.expect(3, 1, {F32, I32, F32, F32}))
+    return error;
+  int64_t experts = in.dim(0, 0), tokens = in.count(1);
+  const float *logits = in.data<float>(0), *grad = in.data<float>(2);
+  const int32_t *mask = in.data<int32_t>(1);
+  float *result = in.data<float>(3);
+#pragma omp parallel for schedule(static)
+  for (int64_t t = 0; t < tokens; ++t) {
+    if (mask[t])
+      routing::softmaxGrad(logits + t * experts, experts, grad,
+                           result + t * experts);
+    else
+      std::fill(result + t * experts, result + (t + 1) * experts, 0.0f);
+  }
+  return llvm::Error::success();
+}
+
+/// probabilities, counts [experts], tokens [] -> the loss [].
+llvm::Error cpu::runLoadBalancingLoss(const InstructionView &in) {
+  if (auto error = checkShapeRule(in))
+    return error;
+  if (auto error = in.expect(3, 1, {F32, F32, F32, F32}))
+    return error;
+  *in.data<float>(3) = routing::loadBalancingLoss(
+      in.data<float>(0), in.data<float>(1), *in.data<float>(2), in.count(0));
+  return llvm::Error::success();
+}
+
+/// counts [experts], tokens [], grad [] -> dL/dprobabilities [experts].
+llvm::Error cpu::runLoadBalancingLossGrad(const InstructionView &in) {
+  if (auto error = checkShapeRule(in))
+    return error;
+  if (auto error = in.expect(3, 1, {F32, F32, F32, F32}))
+    return error;
+  const float *counts = in.data<float>(0);
+  float tokens = *in.data<float>(1), grad = *in.data<float>(2);
+  float *result = in.data<float>(3);
+  for (int64_t e = 0; e < in.count(0); ++e)
+    result[e] =
+        routing::loadBalancingLossGrad(counts[e], tokens, in.count(0), grad);
+  return llvm::Error::success();
 }

@@ -9,8 +9,10 @@
 // position outside its group's rows takes no row (the cpu refuses it;
 // expert_positions makes none). grouped_matmul and its weight's gradient:
 // a cuBLASLt GEMM an expert a group, whose sizes the host reads: it waits
-// for the counts (a few hundred bytes) before it queues them. The runners
-// sit beside their kernels: nothing else launches them.
+// for the counts (a few hundred bytes) before it queues them. The
+// load-balancing loss: expert_load a block an expert (a block's sum),
+// its gradient a thread a token, the loss one thread. The runners sit
+// beside their kernels: nothing else launches them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -124,6 +126,84 @@ __global__ void combineWeightsGradKernel(const float *rows,
           ? 0.0f
           : dispatch::weightGrad(rows + row * size.width,
                                  grad + slot / size.k * size.width, size.width);
+}
+
+/// `value` summed over the block (kThreads threads) by halves, the same
+/// order every run; thread 0 gets it.
+__device__ double blockSum(double value) {
+  __shared__ double partial[kThreads];
+  partial[threadIdx.x] = value;
+  __syncthreads();
+  for (int half = kThreads / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half)
+      partial[threadIdx.x] += partial[threadIdx.x + half];
+    __syncthreads();
+  }
+  double total = partial[0];
+  __syncthreads(); // before the next sum writes
+  return total;
+}
+
+/// expert_load: a block an expert, its threads over the tokens, summed in
+/// double; block 0 also counts the kept tokens. A token's softmax is
+/// recomputed by each expert's block: experts x the route's work, little
+/// beside the experts' matmuls, and no scratch.
+__global__ void expertLoadKernel(const float *logits, const int32_t *indices,
+                                 const int32_t *mask, int64_t tokens,
+                                 int64_t experts, int64_t k,
+                                 float *probabilities, float *counts,
+                                 float *kept) {
+  int64_t expert = blockIdx.x;
+  double probability = 0, count = 0, tokensKept = 0;
+  for (int64_t t = threadIdx.x; t < tokens; t += kThreads) {
+    if (!mask[t])
+      continue;
+    const float *row = logits + t * experts;
+    probability += routing::softmaxOf(row, experts)(row[expert]);
+    count += routing::chose(indices + t * k, k, expert);
+    tokensKept += 1;
+  }
+  probability = blockSum(probability);
+  count = blockSum(count);
+  tokensKept = blockSum(tokensKept);
+  if (threadIdx.x != 0)
+    return;
+  probabilities[expert] = float(probability);
+  counts[expert] = float(count);
+  if (expert == 0)
+    *kept = float(tokensKept);
+}
+
+__global__ void expertLoadGradKernel(const float *logits, const int32_t *mask,
+                                     const float *grad, int64_t tokens,
+                                     int64_t experts, float *result) {
+  int64_t token = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (token >= tokens)
+    return;
+  float *out = result + token * experts;
+  if (mask[token]) {
+    routing::softmaxGrad(logits + token * experts, experts, grad, out);
+    return;
+  }
+  for (int64_t e = 0; e < experts; ++e)
+    out[e] = 0;
+}
+
+__global__ void loadBalancingLossKernel(const float *probabilities,
+                                        const float *counts,
+                                        const float *tokens, int64_t experts,
+                                        float *loss) {
+  *loss = routing::loadBalancingLoss(probabilities, counts, *tokens, experts);
+}
+
+__global__ void loadBalancingLossGradKernel(const float *counts,
+                                            const float *tokens,
+                                            const float *grad, int64_t experts,
+                                            float *result) {
+  int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (e < experts)
+    result[e] =
+        routing::loadBalancingLossGrad(counts[e], *tokens, experts, *grad);
 }
 
 } // namespace
@@ -276,4 +356,57 @@ llvm::Error cuda::runGroupedMatmul(const InstructionView &in, Device &device) {
 llvm::Error cuda::runGroupedMatmulWeightGrad(const InstructionView &in,
                                              Device &device) {
   return runGrouped(in, device, /*weightGrad=*/true);
+}
+
+llvm::Error cuda::runExpertLoad(const InstructionView &in, Device &device) {
+  if (auto error = checkShapeRule(in))
+    return error;
+  if (auto error = in.expect(3, 3, {F32, I32, I32, F32, F32, F32}))
+    return error;
+  int64_t experts = in.dim(0, 0);
+  expertLoadKernel<<<int(experts), kThreads, 0, device.stream>>>(
+      in.data<float>(0), in.data<int32_t>(1), in.data<int32_t>(2), in.count(2),
+      experts, in.dim(1, 0), in.data<float>(3), in.data<float>(4),
+      in.data<float>(5));
+  return checkCuda(cudaGetLastError(), "expert_load");
+}
+
+llvm::Error cuda::runExpertLoadGrad(const InstructionView &in, Device &device) {
+  if (auto error = checkShapeRule(in))
+    return error;
+  if (auto error = in.expect(3, 1, {F32, I32, F32, F32}))
+    return error;
+  int64_t tokens = in.count(1);
+  if (tokens == 0)
+    return llvm::Error::success();
+  expertLoadGradKernel<<<blocksFor(tokens), kThreads, 0, device.stream>>>(
+      in.data<float>(0), in.data<int32_t>(1), in.data<float>(2), tokens,
+      in.dim(0, 0), in.data<float>(3));
+  return checkCuda(cudaGetLastError(), "expert_load_grad");
+}
+
+llvm::Error cuda::runLoadBalancingLoss(const InstructionView &in,
+                                       Device &device) {
+  if (auto error = checkShapeRule(in))
+    return error;
+  if (auto error = in.expect(3, 1, {F32, F32, F32, F32}))
+    return error;
+  loadBalancingLossKernel<<<1, 1, 0, device.stream>>>(
+      in.data<float>(0), in.data<float>(1), in.data<float>(2), in.count(0),
+      in.data<float>(3));
+  return checkCuda(cudaGetLastError(), "load_balancing_loss");
+}
+
+llvm::Error cuda::runLoadBalancingLossGrad(const InstructionView &in,
+                                           Device &device) {
+  if (auto error = checkShapeRule(in))
+    return error;
+  if (auto error = in.expect(3, 1, {F32, F32, F32, F32}))
+    return error;
+  int64_t experts = in.count(0);
+  loadBalancingLossGradKernel<<<blocksFor(experts), kThreads, 0,
+                                device.stream>>>(
+      in.data<float>(0), in.data<float>(1), in.data<float>(2), experts,
+      in.data<float>(3));
+  return checkCuda(cudaGetLastError(), "load_balancing_loss_grad");
 }
