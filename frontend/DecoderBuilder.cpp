@@ -316,11 +316,10 @@ Value DecoderTracer::expertsTile(Value normed, const std::string &prefix) {
   };
   std::string gateUpName = prefix + "." + ::twill::kExpertParameters[0].str(),
               downName = prefix + "." + ::twill::kExpertParameters[1].str();
-  Value gateUp =
-      param(gateUpName, {experts, 2 * inner, hidden}, baseTrainable(), whole,
-            baseWeight(), std::nullopt, perExpert({named.gate, named.up}));
-  Value down = param(downName, {experts, hidden, inner}, baseTrainable(), whole,
-                     baseWeight(), std::nullopt, perExpert({named.down}));
+  Value gateUp = expertsWeight(gateUpName, {experts, 2 * inner, hidden},
+                               perExpert({named.gate, named.up}), at);
+  Value down = expertsWeight(downName, {experts, hidden, inner},
+                             perExpert({named.down}), at);
   // PEFT nests the wrapper of gate_up_proj (defined first) inside down's.
   Value both = expertsProduct(dispatched, sorted.getCounts(), gateUp,
                               gateUpName, isLoraTargetParameter(downName));

@@ -49,6 +49,9 @@ struct Role {
   std::string of;
   std::string tied; // the parameter holding `of`'s values, if another
   std::optional<QuantizedPart> quantized; // a quantized weight's part
+  /// A quantized part's weight is a mixture of experts' [experts, rows /
+  /// experts, columns] (0: a matrix).
+  int64_t experts = 0;
   /// Not decayed by AdamW where trained: a norm's weight or a bias, as the
   /// Hugging Face Trainer exempts them.
   bool noWeightDecay = false;
@@ -145,9 +148,17 @@ private:
   }
   /// The frozen `[rows, columns]` weight `name` stored as
   /// quantization.base says (NF4 or FP8), split as `split`: its parts as
-  /// parameters, dequantized where it is read.
+  /// parameters, dequantized where it is read. A mixture of experts'
+  /// weight is quantized as its rows: `experts` of them, read from the
+  /// Hub's per-expert tensors `stacked` where the checkpoint has no `name`.
   Value quantizedWeight(const std::string &name, int64_t rows, int64_t columns,
-                        Split split, Location at);
+                        Split split, Location at, int64_t experts = 0,
+                        ArrayRef<std::string> stacked = {});
+  /// A sparse layer's frozen base `[experts, out, in]` weight `name`
+  /// (stored fused, or as the Hub's per-expert tensors `stacked`), whole
+  /// or, with a quantized base, dequantized from its rows.
+  Value expertsWeight(const std::string &name, ArrayRef<int64_t> shape,
+                      ArrayRef<std::string> stacked, Location at);
   /// Appends the input argument that is `role`, named after it: a [batch,
   /// seq] one (tokens, labels, positions, segments, token_index), or one of
   /// `shape`.

@@ -67,9 +67,10 @@ Value DecoderTracer::param(const Twine &name, ArrayRef<int64_t> shape,
                *role.quantized == QuantizedPart::Fp8RowScales;
     attrs.push_back(builder.getNamedAttr(
         kQuantizedAttrName,
-        QuantizedAttr::get(
-            context, *role.quantized, options.parameterPrefix + role.of,
-            fp8 ? 0 : kNf4BlockSize, fp8 ? 0 : kNf4NestedBlockSize)));
+        QuantizedAttr::get(context, *role.quantized,
+                           options.parameterPrefix + role.of,
+                           fp8 ? 0 : kNf4BlockSize,
+                           fp8 ? 0 : kNf4NestedBlockSize, role.experts)));
   }
   if (stored)
     attrs.push_back(builder.getNamedAttr(
@@ -115,8 +116,9 @@ Value DecoderTracer::blockParam(const std::string &tensor,
 }
 
 Value DecoderTracer::quantizedWeight(const std::string &name, int64_t rows,
-                                     int64_t columns, Split split,
-                                     Location at) {
+                                     int64_t columns, Split split, Location at,
+                                     int64_t experts,
+                                     ArrayRef<std::string> stacked) {
   // The codes carry the weight's own start, keyed by its name as an
   // unquantized weight's: a random base is drawn as it would be, then
   // quantized (the scales are filled with the codes).
@@ -124,15 +126,19 @@ Value DecoderTracer::quantizedWeight(const std::string &name, int64_t rows,
     Role role = baseWeight();
     role.of = name;
     role.quantized = part;
+    role.experts = experts;
     return role;
   };
   auto part = [&](QuantizedPart quantized) {
-    return Role{InitKind::Zeros, std::nullopt, name, {}, quantized};
+    Role role{InitKind::Zeros, std::nullopt, name, {}, quantized};
+    role.experts = experts;
+    return role;
   };
   if (job.quantization().base() == ::twill::QuantizationConfig::FP8) {
     // Every value its own: split as the weight, each row's scale with it.
-    Value values = param(name, {rows, columns}, false, split,
-                         codesRole(QuantizedPart::Fp8Values));
+    Value values =
+        param(name, {rows, columns}, false, split,
+              codesRole(QuantizedPart::Fp8Values), std::nullopt, stacked);
     Value scales = param(name + ".scale", {rows}, false, split,
                          part(QuantizedPart::Fp8RowScales));
     return DequantizeFp8Op::create(builder, at, floatType({rows, columns}),
@@ -144,7 +150,7 @@ Value DecoderTracer::quantizedWeight(const std::string &name, int64_t rows,
     bytes.blocks = columns / kNf4BlockSize;
   Split whole{TensorParallelStyle::Replicate};
   Value codes = param(name, {rows, columns / 2}, false, bytes,
-                      codesRole(QuantizedPart::Codes));
+                      codesRole(QuantizedPart::Codes), std::nullopt, stacked);
   Value absmax = param(name + ".absmax", {rows, columns / kNf4BlockSize}, false,
                        bytes, part(QuantizedPart::Absmax));
   int64_t blocks = rows * (columns / kNf4BlockSize);
@@ -160,6 +166,18 @@ Value DecoderTracer::quantizedWeight(const std::string &name, int64_t rows,
       builder.getI64IntegerAttr(kNf4NestedBlockSize),
       builder.getI64IntegerAttr(rows), builder.getI64IntegerAttr(columns),
       /*shard_axis=*/nullptr);
+}
+
+Value DecoderTracer::expertsWeight(const std::string &name,
+                                   ArrayRef<int64_t> shape,
+                                   ArrayRef<std::string> stacked, Location at) {
+  Split whole{TensorParallelStyle::Replicate};
+  if (job.quantization().base() == ::twill::QuantizationConfig::NONE)
+    return param(name, shape, baseTrainable(), whole, baseWeight(),
+                 std::nullopt, stacked);
+  Value rows = quantizedWeight(name, shape[0] * shape[1], shape[2], whole, at,
+                               shape[0], stacked);
+  return ReshapeOp::create(builder, at, floatType(shape), rows);
 }
 
 SmallVector<Value> DecoderTracer::linearBlocks(Value x, const std::string &path,

@@ -270,6 +270,8 @@ static void describeRoles(func::FuncOp function, unsigned index,
     out.set_of(quantized.getOf().str());
     out.set_block_size(quantized.getBlockSize());
     out.set_nested_block_size(quantized.getNestedBlockSize());
+    if (quantized.getExperts())
+      out.set_experts(quantized.getExperts());
   }
 }
 

@@ -210,9 +210,11 @@ StoredRowsAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 LogicalResult
 QuantizedAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                       QuantizedPart part, StringRef of, int64_t blockSize,
-                      int64_t nestedBlockSize) {
+                      int64_t nestedBlockSize, int64_t experts) {
   if (of.empty())
     return emitError() << "a quantized part names its weight (of)";
+  if (experts < 0)
+    return emitError() << "experts must be 0 or more, got " << experts;
   if (part == QuantizedPart::Fp8Values || part == QuantizedPart::Fp8RowScales) {
     if (blockSize || nestedBlockSize)
       return emitError() << "an FP8 weight has no blocks";

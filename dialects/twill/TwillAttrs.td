@@ -208,7 +208,10 @@ def Twill_QuantizedAttr : Twill_Attr<"Quantized", "quantized"> {
     `twill.dequantize_nf4` reads and the runtime fills from a bitsandbytes
     4-bit checkpoint or by quantizing the weight; or in FP8, its e4m3
     `fp8_values` and `fp8_row_scales` (no block sizes), which
-    `twill.dequantize_fp8` reads and the runtime quantizes on load.
+    `twill.dequantize_fp8` reads and the runtime quantizes on load. A
+    mixture of experts' weight `[experts, rows / experts, columns]` is
+    quantized as its rows `[rows, columns]` (bitsandbytes' flattening),
+    `experts` saying so.
 
     ```mlir
     %codes: tensor<64x48xi8> {twill.param = "...q_proj.weight", twill.quantized = #twill.quantized<codes, of = "...q_proj.weight", block_size = 64, nested_block_size = 256>}
@@ -218,11 +221,12 @@ def Twill_QuantizedAttr : Twill_Attr<"Quantized", "quantized"> {
     EnumParameter<Twill_QuantizedPart>:$part,
     StringRefParameter<"the weight it holds part of">:$of,
     DefaultValuedParameter<"int64_t", "0">:$block_size,
-    DefaultValuedParameter<"int64_t", "0">:$nested_block_size
+    DefaultValuedParameter<"int64_t", "0">:$nested_block_size,
+    DefaultValuedParameter<"int64_t", "0">:$experts
   );
   let assemblyFormat = [{
-    `<` $part `,` `of` `=` $of (`,` struct($block_size, $nested_block_size)^)?
-    `>`
+    `<` $part `,` `of` `=` $of
+    (`,` struct($block_size, $nested_block_size, $experts)^)? `>`
   }];
   let genVerifyDecl = 1;
 }

@@ -498,6 +498,9 @@ static void validateScale(const JobConfig &config, Problems &problems) {
                  llvm::format("%.0f", tokens), llvm::format("%.3g", elements));
 }
 
+/// NF4's block: a weight's rows are whole blocks of it.
+constexpr int64_t kNf4Block = 64;
+
 /// A quantized base: frozen, and (NF4) every projection's rows whole
 /// blocks of 64 values (bitsandbytes' NF4 blocks, which no shard may cut).
 static void validateQuantization(const JobConfig &config, Problems &problems) {
@@ -526,17 +529,16 @@ static void validateQuantization(const JobConfig &config, Problems &problems) {
                  name, model.model_type());
   if (format != QuantizationConfig::NF4)
     return;
-  constexpr int64_t kBlock = 64;
   for (auto [what, columns] :
        {std::pair{"model.hidden_size", model.hidden_size()},
         std::pair{"model.intermediate_size", model.intermediate_size()},
         std::pair{"model.num_attention_heads x model.head_dim",
                   model.num_attention_heads() * model.head_dim()}})
-    if (columns > 0 && columns % kBlock)
+    if (columns > 0 && columns % kNf4Block)
       problems.add("quantization.base NF4 quantizes blocks of {0} values "
                    "along each projection's rows, and {1} ({2}) is no "
                    "multiple of {0}: the block size does not divide it",
-                   kBlock, what, columns);
+                   kNf4Block, what, columns);
 }
 
 /// DPO: preference pairs, LoRA (the reference is the base with every
@@ -608,8 +610,8 @@ static void validateTargetParameters(const JobConfig &config,
 }
 
 /// A mixture of experts' sizes and layers, its routers' load-balancing
-/// loss, and what is not built for it yet (issue 65): tensor parallelism,
-/// a quantized base.
+/// loss, a quantized base of its experts, and what is not built for it
+/// yet (issue 65): tensor parallelism.
 static void validateExperts(const JobConfig &config, Problems &problems) {
   const ModelConfig &model = config.model();
   const ModelFamily *family = findModelFamily(model.model_type());
@@ -671,10 +673,23 @@ static void validateExperts(const JobConfig &config, Problems &problems) {
                      "set lora.target_parameters=mlp.experts.gate_up_proj,"
                      "mlp.experts.down_proj",
                      mlp, model.model_type());
-  if (config.quantization().base() != QuantizationConfig::NONE)
-    problems.add("quantization.base must be NONE for {0} models (a "
-                 "quantized base of experts is not built yet)",
+  // A quantized base holds the experts' weights as their rows; their
+  // grouped products read them dequantized, their inputs as they are.
+  if (config.quantization().fp8_inputs() != QuantizationConfig::AS_IS)
+    problems.add("quantization.fp8_inputs must be AS_IS for {0} models (the "
+                 "experts' products do not round their inputs yet)",
                  model.model_type());
+  if (config.quantization().base() == QuantizationConfig::NF4)
+    for (auto [what, columns] :
+         {std::pair{"model.moe_intermediate_size",
+                    model.moe_intermediate_size()},
+          std::pair{"model.shared_expert_intermediate_size",
+                    model.shared_expert_intermediate_size()}})
+      if (columns > 0 && columns % kNf4Block)
+        problems.add("quantization.base NF4 quantizes blocks of {0} values "
+                     "along each weight's rows, and {1} ({2}) is no "
+                     "multiple of {0}: the block size does not divide it",
+                     kNf4Block, what, columns);
 }
 
 llvm::Error twill::validateJobConfig(const JobConfig &config) {

@@ -23,15 +23,20 @@ static llvm::Error inconsistent(const llvm::Twine &what) {
 }
 
 /// The whole shape of `parameter`'s buffer, over every rank; a quantized
-/// weight's codes, the weight's (two codes a byte).
+/// weight's codes, the weight's (two codes a byte; a mixture of experts'
+/// rows as its [experts, rows / experts, columns]).
 static std::vector<int64_t> wholeShape(const Executable &executable,
                                        const Parameter &parameter) {
   const Buffer &buffer = executable.buffers(parameter.buffer());
   const auto &shape =
       buffer.global_shape().empty() ? buffer.shape() : buffer.global_shape();
   std::vector<int64_t> whole(shape.begin(), shape.end());
-  if (parameter.quantized().part() == QuantizedRole::CODES && !whole.empty())
+  const QuantizedRole &role = parameter.quantized();
+  if (role.part() == QuantizedRole::CODES && !whole.empty())
     whole.back() *= 2;
+  if (standsForWeight(role) && role.experts() > 0 && whole.size() == 2 &&
+      whole[0] % role.experts() == 0)
+    whole = {role.experts(), whole[0] / role.experts(), whole[1]};
   return whole;
 }
 

@@ -299,8 +299,17 @@ llvm::Error SafetensorsFile::readBlockF32(
   const TensorInfo *info = find(name);
   if (!info)
     return fileError(filePath, "no tensor named '" + name + "'");
-  if (llvm::Error error = checkBlock(filePath, name, info->shape, shape, offset,
-                                     extent, out.size()))
+  return readBlockF32As(*info, name, info->shape, shape, offset, extent, out);
+}
+
+llvm::Error SafetensorsFile::readBlockF32As(
+    const TensorInfo &tensor, llvm::StringRef name,
+    llvm::ArrayRef<int64_t> stored, llvm::ArrayRef<int64_t> shape,
+    llvm::ArrayRef<int64_t> offset, llvm::ArrayRef<int64_t> extent,
+    llvm::MutableArrayRef<float> out) const {
+  const TensorInfo *info = &tensor;
+  if (llvm::Error error =
+          checkBlock(filePath, name, stored, shape, offset, extent, out.size()))
     return error;
   if (info->dtype == DType::U8)
     return fileError(filePath,
@@ -311,6 +320,28 @@ llvm::Error SafetensorsFile::readBlockF32(
   copyBlock(info->dtype, data + info->begin, shape, offset, extent, out);
   dataBytesRead += out.size() * bytesPerElement(info->dtype);
   return llvm::Error::success();
+}
+
+/// A tensor's `shape` seen as its rows: [every dim but the last, the last].
+static std::vector<int64_t> rowsView(llvm::ArrayRef<int64_t> shape) {
+  int64_t rows = 1;
+  for (int64_t size : shape.drop_back())
+    rows *= size;
+  return {rows, shape.empty() ? 1 : shape.back()};
+}
+
+llvm::Error
+SafetensorsFile::readRowsF32(llvm::StringRef name, int64_t firstRow,
+                             int64_t rows, int64_t firstColumn, int64_t width,
+                             llvm::MutableArrayRef<float> out) const {
+  const TensorInfo *info = find(name);
+  if (!info)
+    return fileError(filePath, "no tensor named '" + name + "'");
+  // Row-major: the rows of the flattened dims are the tensor's bytes as
+  // they lie.
+  std::vector<int64_t> view = rowsView(info->shape);
+  return readBlockF32As(*info, name, view, view, {firstRow, firstColumn},
+                        {rows, width}, out);
 }
 
 llvm::Expected<llvm::ArrayRef<uint8_t>>
@@ -475,6 +506,15 @@ llvm::Error SafetensorsCheckpoint::readBlockF32(
   return llvm::Error::success();
 }
 
+llvm::Error SafetensorsCheckpoint::readRowsF32(
+    llvm::StringRef name, int64_t firstRow, int64_t rows, int64_t firstColumn,
+    int64_t width, llvm::MutableArrayRef<float> out) const {
+  auto it = owner.find(name);
+  if (it == owner.end())
+    return fileError(description, "no tensor named '" + name + "'");
+  return it->second->readRowsF32(name, firstRow, rows, firstColumn, width, out);
+}
+
 llvm::Error SafetensorsCheckpoint::readStackedBlockF32(
     llvm::ArrayRef<std::string> tensors, llvm::ArrayRef<int64_t> shape,
     llvm::ArrayRef<int64_t> offset, llvm::ArrayRef<int64_t> extent,
@@ -492,12 +532,12 @@ llvm::Error SafetensorsCheckpoint::readStackedBlockF32(
     const TensorInfo *info = find(tensor);
     if (!info)
       return fileError(description, "no tensor named '" + tensor + "'");
-    if (info->shape.size() != 2 || info->shape[1] != columns)
+    if (info->shape.size() < 2 || info->shape.back() != columns)
       return fileError(fileOf(tensor),
-                       llvm::formatv("'{0}' must have shape [rows, {1}], as "
+                       llvm::formatv("'{0}' must have shape [..., {1}], as "
                                      "the rows of a tensor of {2} columns",
                                      tensor, columns, columns));
-    firsts.push_back(firsts.back() + info->shape[0]);
+    firsts.push_back(firsts.back() + rowsView(info->shape)[0]);
   }
   if (firsts.back() != rows)
     return fileError(description,
@@ -541,9 +581,8 @@ llvm::Error SafetensorsCheckpoint::readStackedBlockF32(
     const std::string &tensor = tensors[t];
     int64_t width = extent.back();
     if (llvm::Error error =
-            readBlockF32(tensor, {firsts[t + 1] - firsts[t], columns},
-                         {row - firsts[t], offset.back()}, {run, width},
-                         out.slice(done * width, run * width)))
+            readRowsF32(tensor, row - firsts[t], run, offset.back(), width,
+                        out.slice(done * width, run * width)))
       return error;
     done += run;
   }

@@ -62,6 +62,14 @@ public:
                            llvm::ArrayRef<int64_t> extent,
                            llvm::MutableArrayRef<float> out) const;
 
+  /// Reads rows [firstRow, firstRow + rows) and columns [firstColumn,
+  /// firstColumn + width) of tensor `name` seen as its rows (every dim but
+  /// the last flattened: a mixture of experts' [experts, out, in] as
+  /// [experts x out, in]) into `out`, as readBlockF32 does.
+  llvm::Error readRowsF32(llvm::StringRef name, int64_t firstRow, int64_t rows,
+                          int64_t firstColumn, int64_t width,
+                          llvm::MutableArrayRef<float> out) const;
+
   /// The bytes of U8 tensor `name`, as stored.
   llvm::Expected<llvm::ArrayRef<uint8_t>> bytes(llvm::StringRef name) const;
 
@@ -69,6 +77,14 @@ public:
   uint64_t bytesRead() const { return dataBytesRead; }
 
 private:
+  /// readBlockF32 of `tensor` (named `name`) seen as of shape `stored`.
+  llvm::Error readBlockF32As(const TensorInfo &tensor, llvm::StringRef name,
+                             llvm::ArrayRef<int64_t> stored,
+                             llvm::ArrayRef<int64_t> shape,
+                             llvm::ArrayRef<int64_t> offset,
+                             llvm::ArrayRef<int64_t> extent,
+                             llvm::MutableArrayRef<float> out) const;
+
   std::string filePath;
   std::unique_ptr<llvm::MemoryBuffer> buffer;
   const char *data = nullptr; // start of the data section
@@ -109,10 +125,16 @@ public:
                            llvm::ArrayRef<int64_t> offset,
                            llvm::ArrayRef<int64_t> extent,
                            llvm::MutableArrayRef<float> out) const;
+  /// Reads rows of tensor `name` as SafetensorsFile::readRowsF32 does,
+  /// from whichever file holds it.
+  llvm::Error readRowsF32(llvm::StringRef name, int64_t firstRow, int64_t rows,
+                          int64_t firstColumn, int64_t width,
+                          llvm::MutableArrayRef<float> out) const;
   /// Reads a block, as readBlockF32 does, of the tensor of `shape` whose
   /// rows (over every dim but the last) are those of `tensors` end to end,
-  /// each [rows, shape's last dim]: a mixture of experts' weights stored
-  /// an expert's tensor at a time. A run of rows in one tensor is one read.
+  /// each seen as its rows (its last dim shape's): a mixture of experts'
+  /// weights stored an expert's tensor at a time, or one fused tensor read
+  /// as rows. A run of rows in one tensor is one read.
   llvm::Error readStackedBlockF32(llvm::ArrayRef<std::string> tensors,
                                   llvm::ArrayRef<int64_t> shape,
                                   llvm::ArrayRef<int64_t> offset,

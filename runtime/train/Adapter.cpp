@@ -446,6 +446,13 @@ static llvm::Error addFourBitWeights(Program &program, WholeTensors &whole) {
     if (role.part() != QuantizedRole::CODES)
       continue;
     const std::string &name = role.of();
+    if (role.experts() > 0)
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "'" + name +
+              "' is a mixture of experts' weight, which bitsandbytes' 4-bit "
+              "checkpoints do not quantize (transformers quantizes linear "
+              "layers): --write-base writes no such base");
     auto addFloats = [&](std::string key, std::vector<float> values) {
       whole.values.push_back(std::move(values));
       llvm::ArrayRef<float> stored = whole.values.back();

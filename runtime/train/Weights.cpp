@@ -276,6 +276,14 @@ public:
     std::vector<int64_t> shape{block->globalShape[0],
                                block->globalShape[1] * (fp8 ? 1 : 2)};
     const std::string &name = role.of();
+    // A mixture of experts' weight is read as rows: of its fused tensor,
+    // or of the Hub's tensors of each expert.
+    rowsOf.clear();
+    if (role.experts() > 0 && base)
+      rowsOf = base->contains(name)
+                   ? std::vector<std::string>{name}
+                   : std::vector<std::string>(codes->stacked().begin(),
+                                              codes->stacked().end());
     bool fourBit =
         base && base->contains(name) && io::isBitsAndBytes4bit(*base, name);
     if (fourBit && fp8)
@@ -353,10 +361,16 @@ private:
     std::vector<float> values((end - first) * shape[1]);
     if (values.empty())
       return values;
-    if (llvm::Error error = base->readBlockF32(name, shape, {first, 0},
-                                               {end - first, shape[1]}, values))
+    llvm::Error error =
+        rowsOf.empty()
+            ? base->readBlockF32(name, shape, {first, 0},
+                                 {end - first, shape[1]}, values)
+            : base->readStackedBlockF32(rowsOf, shape, {first, 0},
+                                        {end - first, shape[1]}, values);
+    if (error)
       return std::move(error);
-    if (llvm::Error error = checkFinite(values, name, base->fileOf(name)))
+    if (llvm::Error error = checkFinite(
+            values, name, base->fileOf(rowsOf.empty() ? name : rowsOf[0])))
       return std::move(error);
     return values;
   }
@@ -444,6 +458,9 @@ private:
   llvm::StringMap<const Parameter *> standing;
   std::string current;
   QuantizedWeight weight;
+  /// The tensors whose rows are the weight being read (a mixture of
+  /// experts'), or none: the weight itself.
+  std::vector<std::string> rowsOf;
 };
 
 /// Fills `parameter`, a part of a quantized weight, with this rank's block

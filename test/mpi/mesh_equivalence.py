@@ -298,6 +298,17 @@ FAMILY_VARIANTS = {
          "model.shared_expert_intermediate_size=40",
          "lora.target_modules=q_proj,v_proj,gate,shared_expert_gate"],
         [(2, 1), (4, 1)], TOLERANCE),
+    # An NF4 base whose experts' weights are quantized as their rows,
+    # fully sharded over dp in whole rows of blocks.
+    "Qwen3-MoE, NF4 experts": (
+        ["model.model_type=qwen3_moe", "model.head_dim=16",
+         "model.num_experts=4", "model.num_experts_per_tok=2",
+         "model.moe_intermediate_size=64", "model.intermediate_size=128",
+         "quantization.base=NF4",
+         "lora.target_modules=q_proj,v_proj",
+         "lora.target_parameters=mlp.experts.gate_up_proj,"
+         "mlp.experts.down_proj"],
+        [(2, 1), (4, 1)], TOLERANCE),
     "Qwen3-MoE, full fine-tuning": (
         ["model.model_type=qwen3_moe", "model.head_dim=12",
          "model.num_experts=4", "model.num_experts_per_tok=2",

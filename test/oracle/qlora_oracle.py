@@ -142,14 +142,23 @@ def nf4_dequantized(weight):
                                     state.blocksize, state.shape, state.dtype)
 
 
+EXPERT_WEIGHTS = ("mlp.experts.gate_up_proj", "mlp.experts.down_proj")
+
+
 def dequantize_projections(model, format="nf4"):
     """Each projection's weight replaced by its quantized and dequantized
-    self (NF4 or FP8), what a quantized base computes with."""
+    self (NF4 or FP8), what a quantized base computes with; a mixture of
+    experts' weights [experts, out, in] as their rows [experts x out, in],
+    as bitsandbytes quantizes a tensor flattened."""
     dequantized = fp8_dequantized if format == "fp8" else nf4_dequantized
     with torch.no_grad():
         for name, module in model.named_modules():
             if name.rsplit(".", 1)[-1] in PROJECTIONS:
                 module.weight.copy_(dequantized(module.weight))
+        for name, parameter in model.named_parameters():
+            if name.endswith(EXPERT_WEIGHTS):
+                rows = parameter.reshape(-1, parameter.shape[-1])
+                parameter.copy_(dequantized(rows).reshape(parameter.shape))
     return model
 
 

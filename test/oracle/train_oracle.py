@@ -22,7 +22,9 @@ rank-stabilised LoRA (alpha / sqrt(rank)) on both sides; with --dora, DoRA
 quantized base (quantization.base NF4, QLoRA, or FP8; hidden 64, an MLP of
 128): Twill quantizes the fp32 base on load, the reference trains on the
 dequantized weights (bitsandbytes', or torch's float8_e4m3fn casts:
-qlora_oracle.py).
+qlora_oracle.py; a mixture of experts' weights as their rows), and
+Twill's merged model must be PEFT's merge_and_unload of the dequantized
+base (1e-5).
 """
 import argparse
 import json
@@ -188,13 +190,15 @@ def main():
     work.mkdir(parents=True)
 
     torch.manual_seed(0)
-    # NF4 quantizes rows of whole blocks of 64 values.
+    # NF4 quantizes rows of whole blocks of 64 values (an expert's too).
     sizes = (dict(hidden_size=64, intermediate_size=128) if args.quantized
              else {})
+    if args.quantized and "num_experts_per_tok" in FAMILY_SETTINGS[args.family]:
+        sizes.update(moe_intermediate_size=64, head_dim=16)
     if aux is not None:  # the checkpoint's config asks for it
         sizes.update(output_router_logits=True, router_aux_loss_coef=aux)
     base = tiny_model(args.family, vocab_size=VOCAB, num_key_value_heads=2,
-                      **FAMILY_SETTINGS[args.family], **sizes)
+                      **{**FAMILY_SETTINGS[args.family], **sizes})
     if args.family != "llama":
         randomize_norms_and_biases(base)
     base.save_pretrained(work / "base")
@@ -219,7 +223,8 @@ def main():
     modules = "".join(f' target_modules: "{t}"' for t in targets) + "".join(
         f' target_parameters: "{p}"' for p in parameters or [])
     (work / "job.textproto").write_text(f"""
-checkpoint {{ base_dir: "{work / 'base'}" output_dir: "{work / 'out'}" }}
+checkpoint {{ base_dir: "{work / 'base'}" output_dir: "{work / 'out'}"
+             merged: {str(bool(args.quantized)).lower()} }}
 lora {{ rank: {RANK} alpha: {ALPHA}{modules} dropout: {args.dropout}
         use_rslora: {str(args.rslora).lower()}
         use_dora: {str(args.dora).lower()} }}
@@ -301,6 +306,18 @@ train {{
              / peft_logits.abs().max()).item()
     print(f"PEFT-loaded adapter: logits relative error {error:.1e}")
     ok = ok and error < 1e-5
+    if args.quantized:
+        # The merged model: the dequantized base plus the adapter, as
+        # PEFT merges it (the experts' weights too).
+        merged = AutoModelForCausalLM.from_pretrained(work / "out" / "merged")
+        expected = loaded.merge_and_unload().state_dict()
+        written = merged.state_dict()
+        worst = max(((written[name] - tensor).abs().max()
+                     / tensor.abs().max().clamp(min=1e-30)).item()
+                    for name, tensor in expected.items())
+        print(f"merged model: {len(written)} tensors, worst relative error "
+              f"{worst:.1e} of PEFT's merge_and_unload")
+        ok = ok and worst < 1e-5 and set(written) == set(expected)
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
 

@@ -263,7 +263,36 @@ TEST(Safetensors, StackedTensorsReadAsOneByBlocks) {
               HasSubstr("hold 10 rows, where 12 are needed"));
   EXPECT_THAT(errorOf(checkpoint->readStackedBlockF32(
                   names, {3, 4, 5}, {0, 0, 0}, {3, 4, 5}, read)),
-              HasSubstr("'experts.0.gate' must have shape [rows, 5]"));
+              HasSubstr("'experts.0.gate' must have shape [..., 5]"));
+}
+
+TEST(Safetensors, AFusedTensorReadAsItsRows) {
+  // A [3 experts, 4 rows, 2] weight stored fused, read as its [12, 2] rows
+  // (a quantized expert weight's): any run of rows, any columns.
+  TempDir dir;
+  std::vector<float> whole(3 * 4 * 2);
+  for (size_t i = 0; i < whole.size(); ++i)
+    whole[i] = float(i);
+  ASSERT_FALSE(writeSafetensors(dir.file("model.safetensors"),
+                                {{"experts.gate_up", {3, 4, 2}, whole}}));
+  auto checkpoint = SafetensorsCheckpoint::open(dir.str());
+  ASSERT_TRUE(bool(checkpoint)) << llvm::toString(checkpoint.takeError());
+  std::vector<float> read(5);
+  ASSERT_FALSE(checkpoint->readStackedBlockF32({"experts.gate_up"}, {12, 2},
+                                               {3, 1}, {5, 1}, read));
+  EXPECT_THAT(read, ::testing::ElementsAre(7, 9, 11, 13, 15));
+  std::vector<float> all(24);
+  ASSERT_FALSE(checkpoint->readRowsF32("experts.gate_up", 0, 12, 0, 2, all));
+  EXPECT_EQ(all, whole);
+  // Rows beyond the tensor's are refused, naming it.
+  EXPECT_THAT(errorOf(checkpoint->readRowsF32(
+                  "experts.gate_up", 11, 2, 0, 2,
+                  llvm::MutableArrayRef(all).take_front(4))),
+              HasSubstr("tensor 'experts.gate_up': the block at [11, 0] of "
+                        "[2, 2] is outside [12, 2]"));
+  EXPECT_THAT(errorOf(checkpoint->readStackedBlockF32(
+                  {"experts.gate_up"}, {6, 2}, {0, 0}, {6, 2}, all)),
+              HasSubstr("hold 12 rows, where 6 are needed"));
 }
 
 //===----------------------------------------------------------------------===//
