@@ -4,8 +4,9 @@
 // routing each token to its top-k experts, and its gradient; putting a
 // group's tokens in order of expert (dispatch) and summing them back
 // (combine), each the other's gradient (support/Dispatch.h). A group is
-// the first dim (a batch row): its tokens are sorted among themselves, so
-// groups shard as rows do. And the routers' load-balancing loss, from
+// the first dim (a batch row): its tokens are routed and sorted among
+// themselves, so groups shard as rows do and a group's tokens stay whole
+// (under tensor parallelism a sparse layer runs whole on each rank). And the routers' load-balancing loss, from
 // what each router sends each expert (support/Routing.h).
 //
 //===----------------------------------------------------------------------===//
@@ -26,7 +27,7 @@ def Twill_RouteOp : Twill_ComputeOp<"route", [Pure, DeclareOpInterfaceMethods<Tw
   let shapeRule = "route";
   let sameElementType = ["logits", "weights"];
   let verifier = "verifyShapeRule";
-  let shardingRule = "rowsRule";
+  let shardingRule = "groupsRule";
   let gradients = [Twill_GradientOf<"logits", "Twill_RouteGradOp">];
   let summary = "Each token's top-k experts and their weights";
   let description = [{
@@ -57,7 +58,7 @@ def Twill_RouteGradOp : Twill_ComputeOp<"route_grad", [Pure]> {
   let shapeRule = "routeGrad";
   let sameElementType = ["logits", "grad", "result"];
   let verifier = "verifyShapeRule";
-  let shardingRule = "rowsRule";
+  let shardingRule = "groupsRule";
   let summary = "The gradient of route's weights with respect to its logits";
   let description = [{
     For `route`'s weights of `indices` and `grad` = dL/dweights, returns

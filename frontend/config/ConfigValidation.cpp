@@ -610,8 +610,7 @@ static void validateTargetParameters(const JobConfig &config,
 }
 
 /// A mixture of experts' sizes and layers, its routers' load-balancing
-/// loss, a quantized base of its experts, and what is not built for it
-/// yet (issue 65): tensor parallelism.
+/// loss and a quantized base of its experts.
 static void validateExperts(const JobConfig &config, Problems &problems) {
   const ModelConfig &model = config.model();
   const ModelFamily *family = findModelFamily(model.model_type());
@@ -659,10 +658,6 @@ static void validateExperts(const JobConfig &config, Problems &problems) {
       !std::isfinite(model.router_aux_loss_coef()))
     problems.add("model.router_aux_loss_coef must be 0 or more, got {0}",
                  model.router_aux_loss_coef());
-  if (config.parallel().tp() != 1)
-    problems.add("parallel.tp must be 1 for {0} models (experts under "
-                 "tensor parallelism are not built yet), got {1}",
-                 model.model_type(), config.parallel().tp());
   // PEFT adapts a mixture of experts' MLP projections as target_parameters
   // of the experts, not as modules.
   if (config.has_lora())

@@ -80,13 +80,14 @@ func.func @gradient_and_optimizer_ops(%ids: tensor<2x8xi32>, %dh: tensor<2x8x64x
   return
 }
 
-// A router needs each token's whole row of experts: tokens shard, the
-// experts and the choices stay whole.
+// A router's choice is its group's (a batch row's), as dispatch's is:
+// groups shard, a group's tokens, experts and choices stay whole (under
+// sequence parallelism the logits are gathered, a few values a token).
 // CHECK-LABEL: func.func @moe_ops
 func.func @moe_ops(%logits: tensor<2x5x8xf32>, %g: tensor<2x5x2xf32>) {
-  // CHECK: twill.route {{.*}}twill.sharding_rule = "([i, j, k]) -> ([i, j, l], [i, j, m]) {i=2, j=5, k=8, l=2, m=2} replicated={k, l, m}"
+  // CHECK: twill.route {{.*}}twill.sharding_rule = "([i, j, k]) -> ([i, l, m], [i, n, o]) {i=2, j=5, k=8, l=5, m=2, n=5, o=2} replicated={j, k, l, m, n, o}"
   %w, %e = twill.route %logits : (tensor<2x5x8xf32>) -> (tensor<2x5x2xf32>, tensor<2x5x2xi32>)
-  // CHECK: twill.route_grad {{.*}}twill.sharding_rule = "([i, j, k], [i, j, l], [i, j, m]) -> ([i, j, n]) {i=2, j=5, k=8, l=2, m=2, n=8} replicated={k, l, m, n}"
+  // CHECK: twill.route_grad {{.*}}twill.sharding_rule = "([i, j, k], [i, l, m], [i, n, o]) -> ([i, p, q]) {i=2, j=5, k=8, l=5, m=2, n=5, o=2, p=5, q=8} replicated={j, k, l, m, n, o, p, q}"
   %d = twill.route_grad %logits, %e, %g : (tensor<2x5x8xf32>, tensor<2x5x2xi32>, tensor<2x5x2xf32>) -> tensor<2x5x8xf32>
   return
 }

@@ -62,9 +62,10 @@ With --families, the other model families instead, each against its own
 1x1 run on 2x2, 1x4 and 1x3 (tp=3 divides no head count), with
 checkpointing and every tile: Qwen2 (q, k and v biases, tied embeddings, a
 window of 5 on its second layer), Qwen3 (per-head q and k norms, head_dim
-12 of hidden 64 and 4 heads, attention biases), Qwen3-MoE (on 2x1 and 4x1
-only: experts under tp are not built; with its routers' load-balancing
-loss) and Mistral (head_dim 12, a
+12 of hidden 64 and 4 heads, attention biases), Qwen3-MoE and Qwen2-MoE
+(on 2x1, 4x1, 1x2, 2x2 and 1x4: each sparse layer whole on every tp rank;
+with the routers' load-balancing loss, a shared expert, NF4 experts) and
+Mistral (head_dim 12, a
 window of 7 of the 30 positions), Phi-3 (fused projections, with DoRA and
 dropout too); and full fine-tuning of each family's biases (Llama's attention
 and MLP biases without sequence parallelism: all-reduced partial sums),
@@ -277,7 +278,7 @@ FAMILY_VARIANTS = {
     # over dp, the experts' weights fully sharded; its MLP tiled (each tile
     # its own dispatch) and recomputed; LoRA on the router and the experts
     # too; the routers' load-balancing loss, whose sums are over every
-    # rank's tokens. tp must be 1 for now.
+    # rank's tokens. Under tp each sparse layer runs whole on every rank.
     "Qwen3-MoE, load-balancing loss, selective checkpointing, tiled MLP": (
         ["model.model_type=qwen3_moe", "model.head_dim=12",
          "model.num_experts=4", "model.num_experts_per_tok=2",
@@ -289,7 +290,7 @@ FAMILY_VARIANTS = {
          "mlp.experts.down_proj",
          "parallel.activation_checkpointing=SELECTIVE",
          "parallel.mlp_tile_tokens=7"],
-        [(2, 1), (4, 1)], TOLERANCE),
+        [(2, 1), (4, 1), (1, 2), (2, 2), (1, 4)], TOLERANCE),
     # Qwen2-MoE's shared expert behind its sigmoid gate, beside 4 experts
     # of which 3 a token; LoRA on the shared expert's gate and the router.
     "Qwen2-MoE, shared expert": (
@@ -297,7 +298,7 @@ FAMILY_VARIANTS = {
          "model.num_experts_per_tok=3", "model.moe_intermediate_size=24",
          "model.shared_expert_intermediate_size=40",
          "lora.target_modules=q_proj,v_proj,gate,shared_expert_gate"],
-        [(2, 1), (4, 1)], TOLERANCE),
+        [(2, 1), (4, 1), (1, 2), (2, 2), (1, 4)], TOLERANCE),
     # An NF4 base whose experts' weights are quantized as their rows,
     # fully sharded over dp in whole rows of blocks.
     "Qwen3-MoE, NF4 experts": (
@@ -308,7 +309,7 @@ FAMILY_VARIANTS = {
          "lora.target_modules=q_proj,v_proj",
          "lora.target_parameters=mlp.experts.gate_up_proj,"
          "mlp.experts.down_proj"],
-        [(2, 1), (4, 1)], TOLERANCE),
+        [(2, 1), (4, 1), (1, 2), (2, 2), (1, 4)], TOLERANCE),
     "Qwen3-MoE, full fine-tuning": (
         ["model.model_type=qwen3_moe", "model.head_dim=12",
          "model.num_experts=4", "model.num_experts_per_tok=2",
