@@ -500,6 +500,53 @@ static llvm::Error addFourBitWeights(Program &program, WholeTensors &whole) {
   return llvm::Error::success();
 }
 
+/// `whole` as the base checkpoint lays its tensors out: a mixture of
+/// experts' weight whose checkpoint holds each expert's tensors (the Hub's
+/// layout, its parameter's `stacked`) and not the fused one is written as
+/// those tensors, its row blocks end to end as they were read, so that
+/// loaders of either layout read what they gave.
+static llvm::Error inTheLayoutRead(Program &program, WholeTensors &whole) {
+  if (program.baseCheckpoint().empty() ||
+      llvm::none_of(whole.parameters,
+                    [](const Parameter *p) { return p->stacked_size() > 0; }))
+    return llvm::Error::success();
+  llvm::Expected<io::SafetensorsCheckpoint> base =
+      io::SafetensorsCheckpoint::open(program.baseCheckpoint());
+  if (!base)
+    return base.takeError();
+  std::vector<io::NamedTensor> tensors;
+  std::vector<const Parameter *> parameters;
+  for (auto [tensor, parameter] :
+       llvm::zip_equal(whole.tensors, whole.parameters)) {
+    if (!parameter->stacked_size() || base->contains(tensor.name)) {
+      tensors.push_back(tensor);
+      parameters.push_back(parameter);
+      continue;
+    }
+    int64_t columns = tensor.shape.back(), row = 0;
+    for (const std::string &piece : parameter->stacked()) {
+      const io::TensorInfo *info = base->find(piece);
+      int64_t rows = info ? info->shape.front() : 0;
+      if (!info || info->shape.size() != 2 || info->shape[1] != columns ||
+          (row + rows) * columns > int64_t(tensor.values.size()))
+        return llvm::createStringError(
+            llvm::inconvertibleErrorCode(),
+            "%s: '%s', whose rows '%s' was read from, is no longer [rows, "
+            "%lld] within it: the checkpoint changed while training",
+            program.baseCheckpoint().str().c_str(), piece.c_str(),
+            tensor.name.c_str(), (long long)columns);
+      tensors.push_back({piece,
+                         {rows, columns},
+                         tensor.values.slice(row * columns, rows * columns)});
+      parameters.push_back(parameter);
+      row += rows;
+    }
+  }
+  whole.tensors = std::move(tensors);
+  whole.parameters = std::move(parameters);
+  return llvm::Error::success();
+}
+
 llvm::Error twill::writeHfModel(Program &program, llvm::StringRef directory,
                                 HfWeights weights) {
   bool held = weights == HfWeights::Held;
@@ -521,6 +568,8 @@ llvm::Error twill::writeHfModel(Program &program, llvm::StringRef directory,
     if (llvm::Error error = mergeLora(program.job(), *whole, *lora, untied))
       return error;
   }
+  if (llvm::Error error = inTheLayoutRead(program, *whole))
+    return error;
   if (!program.writesFiles())
     return llvm::Error::success();
   if (llvm::Error error = createDirectory(directory))

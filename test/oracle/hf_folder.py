@@ -51,9 +51,8 @@ FAMILY_SETTINGS = {"llama": {}, "qwen2": {},
                    # beyond the vocab).
                    "phi3": dict(sliding_window=4, pad_token_id=None),
                    # A sparse layer and a dense one; the folder holds each
-                   # expert's tensors (the Hub's layout), the merged model
-                   # them fused (transformers 5's) and transformers reads
-                   # either.
+                   # expert's tensors (the Hub's layout), and so does the
+                   # merged model (written in the layout read).
                    "qwen3_moe": dict(head_dim=16, num_experts=4,
                                      num_experts_per_tok=2,
                                      moe_intermediate_size=32,
@@ -62,8 +61,8 @@ FAMILY_SETTINGS = {"llama": {}, "qwen2": {},
                                      moe_intermediate_size=32,
                                      shared_expert_intermediate_size=48,
                                      mlp_only_layers=[1]),
-                   # Its experts under block_sparse_moe (w1, w3, w2) in
-                   # the folder, fused under mlp in the merged model.
+                   # Its experts under block_sparse_moe (w1, w3, w2), in
+                   # the folder and in the merged model.
                    "mixtral": dict(head_dim=16, num_local_experts=4,
                                    num_experts_per_tok=2,
                                    intermediate_size=32)}
@@ -135,6 +134,16 @@ train {{ batch_size: 2 seq_len: 256 epochs: 1 max_steps_per_epoch: 4
     merged_files = sorted(p.name for p in (out / "merged").iterdir())
     print("merged model:", merged_files)
     assert "model.safetensors.index.json" in merged_files, merged_files
+    # Its experts are named as the folder's are (the Hub's per-expert
+    # layout stays per expert).
+    def experts(folder):
+        index = json.loads((folder / "model.safetensors.index.json")
+                           .read_text())
+        return {name for name in index["weight_map"] if "experts" in name}
+    if experts(out / "merged") != experts(folder):
+        sys.exit(f"FAIL: the merged model's experts "
+                 f"{sorted(experts(out / 'merged') ^ experts(folder))[:4]}"
+                 f" are not the folder's")
 
     base = AutoModelForCausalLM.from_pretrained(folder, torch_dtype=torch.float32)
     reference = PeftModel.from_pretrained(base, out).merge_and_unload()
