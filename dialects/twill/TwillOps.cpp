@@ -209,8 +209,8 @@ LogicalResult DropoutOp::verify() {
   double rate = getRate().convertToDouble();
   if (!(rate > 0.0 && rate < 1.0))
     return emitOpError() << "rate must be in (0, 1), got " << rate;
-  if (getSeed() < 0 || getSeed() > UINT32_MAX || getStream() < 0 ||
-      getStream() > UINT32_MAX)
+  // The getters are unsigned: a negative value reads as beyond 32 bits.
+  if (getSeed() > UINT32_MAX || getStream() > UINT32_MAX)
     return emitOpError("seed and stream must be 32-bit unsigned values");
   if (!cast<RankedTensorType>(getTokens().getType()).getElementType()
            .isInteger(32))

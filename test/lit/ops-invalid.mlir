@@ -417,6 +417,14 @@ func.func @dropout_stream(%x: tensor<2x8x16xf32>, %i: tensor<2x8xi32>, %m: tenso
 
 // -----
 
+func.func @dropout_negative_seed(%x: tensor<2x8x16xf32>, %i: tensor<2x8xi32>, %m: tensor<i64>) {
+  // expected-error @+1 {{seed and stream must be 32-bit unsigned values}}
+  %0 = twill.dropout %x tokens(%i) micro_batch(%m) {rate = 0.5 : f64, seed = -1 : i64, stream = 1 : i64} : (tensor<2x8x16xf32>, tensor<2x8xi32>, tensor<i64>) -> tensor<2x8x16xf32>
+  return
+}
+
+// -----
+
 func.func @row_sum_squares_shape(%x: tensor<8x16xf32>) {
   // expected-error @+1 {{result must have shape [8], got [16]}}
   %0 = twill.row_sum_squares %x : tensor<8x16xf32> -> tensor<16xf32>
