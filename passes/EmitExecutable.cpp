@@ -439,6 +439,13 @@ LogicalResult ExecutableEmitter::emitFunction(func::FuncOp function) {
       entry.set_role(::twill::REFERENCE);
       break;
     }
+  // The arguments whose new values the entry returns: an op that writes
+  // one in place (twill-plan-memory's kInPlaceOffset) writes their buffer.
+  llvm::DenseMap<Value, BlockArgument> updates;
+  for (auto [index, value] :
+       llvm::enumerate(body.getTerminator()->getOperands()))
+    if (BlockArgument state = mlir::twill::updatedArgument(function, index))
+      updates[value] = state;
   for (Operation &op : body) {
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
       for (auto [index, output] : llvm::enumerate(ret.getOperands())) {
@@ -448,12 +455,11 @@ LogicalResult ExecutableEmitter::emitFunction(func::FuncOp function) {
             index, mlir::twill::kOutputAttrName);
         entry.add_output_names(name ? name.str() : "");
         entry.add_output_roles(valueRoleIn(function.getResultAttrDict(index)));
-        // A result named after a parameter or a state is its new value.
+        // A result named after a parameter or a state is its new value
+        // (its very buffer where an op wrote it in place).
         auto updated = name ? updatable.find(name.getValue()) : updatable.end();
-        entry.add_output_updates(
-            updated != updatable.end() && updated->second != id
-                ? updated->second
-                : -1);
+        entry.add_output_updates(updated != updatable.end() ? updated->second
+                                                            : -1);
       }
       continue;
     }
@@ -477,16 +483,25 @@ LogicalResult ExecutableEmitter::emitFunction(func::FuncOp function) {
     }
     auto globals =
         op.getAttrOfType<ArrayAttr>(mlir::twill::kGlobalResultsAttrName);
+    auto offsets =
+        op.getAttrOfType<DenseI64ArrayAttr>(mlir::twill::kArenaOffsetsAttrName);
     for (auto [index, result] : llvm::enumerate(op.getResults())) {
+      if (offsets && offsets[index] == mlir::twill::kInPlaceOffset) {
+        BlockArgument state = updates.lookup(result);
+        if (!state)
+          return op.emitError("result ")
+                 << index << " is planned in place, and updates nothing";
+        buffers[result] = buffers.lookup(state);
+        instruction.add_results(buffers.lookup(state));
+        continue;
+      }
       FailureOr<int> id = newBuffer(result, &op);
       if (failed(id))
         return failure();
       instruction.add_results(*id);
       if (op.hasAttr(mlir::twill::kHostReadAttrName))
         executable.mutable_buffers(*id)->set_host_read(true);
-      if (auto offsets = op.getAttrOfType<DenseI64ArrayAttr>(
-              mlir::twill::kArenaOffsetsAttrName);
-          offsets && offsets[index] >= 0) {
+      if (offsets && offsets[index] >= 0) {
         executable.mutable_buffers(*id)->set_arena_offset(offsets[index]);
         if (mlir::twill::inHostMemory(result))
           executable.mutable_buffers(*id)->set_in_host_arena(true);

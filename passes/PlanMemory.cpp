@@ -3,6 +3,7 @@
 #include "passes/Passes.h"
 
 #include "dialects/twill/TwillDialect.h"
+#include "dialects/twill/TwillEntryPoints.h"
 #include "dialects/twill/TwillOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -88,6 +89,21 @@ Value inPlaceOperand(Operation &op,
   return addend;
 }
 
+/// Whether `op` may write `result`, the new value of parameter or state
+/// `state`, over `state`'s own buffer: an op that computes element by
+/// element (reading each before writing it), or a matmul over its addend
+/// (the GEMM reads C before it writes D), reading `state` for the last
+/// time.
+bool writesInPlace(Operation &op, BlockArgument state,
+                   const llvm::DenseMap<Value, Operation *> &lastUse) {
+  auto matmul = dyn_cast<MatmulOp>(op);
+  bool elementwise = op.hasTrait<OpTrait::twill::ElementwiseInPlace>() ||
+                     (matmul && matmul.getAddend() == state &&
+                      llvm::count(op.getOperands(), Value(state)) == 1);
+  Operation *last = lastUse.lookup(state);
+  return elementwise && (!last || last == &op || last->isBeforeInBlock(&op));
+}
+
 /// What a wait reads besides its handle: the input of its collective, in
 /// flight until the wait.
 Value inFlightInput(Operation &op) {
@@ -109,9 +125,17 @@ ArenaBytes planFunction(func::FuncOp function) {
   // host reads after the run. (Arguments are never planned.)
   llvm::DenseSet<Value> kept;
   llvm::DenseMap<Value, Operation *> lastUse;
+  // The returned new values of parameters and states, by their arguments.
+  llvm::DenseMap<Value, BlockArgument> updates;
   for (Operation &op : body) {
-    if (isa<func::ReturnOp>(op))
+    if (isa<func::ReturnOp>(op)) {
       kept.insert(op.getOperands().begin(), op.getOperands().end());
+      for (auto [index, value] : llvm::enumerate(op.getOperands()))
+        if (BlockArgument state = updatedArgument(function, index);
+            state && !isa<BlockArgument>(value) &&
+            cast<RankedTensorType>(value.getType()) == state.getType())
+          updates[value] = state;
+    }
     if (op.hasAttr(kHostReadAttrName))
       kept.insert(op.getResults().begin(), op.getResults().end());
     for (Value operand : op.getOperands())
@@ -149,6 +173,9 @@ ArenaBytes planFunction(func::FuncOp function) {
                      ? -1
                      : arenaOf(result).allocate(arenaBytesOf(wait.getResult()));
         inFlight[result] = offset;
+      } else if (BlockArgument state = updates.lookup(result);
+                 state && writesInPlace(op, state, lastUse)) {
+        offset = kInPlaceOffset;
       } else if (!kept.contains(result)) {
         auto operand = inPlace ? offsets.find(inPlace) : offsets.end();
         if (operand != offsets.end()) { // the result takes its memory

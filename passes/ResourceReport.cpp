@@ -232,13 +232,14 @@ mlir::twill::reportResources(ModuleOp module, int64_t microSteps,
         if (isa<RankedTensorType>(result.getType()))
           report.valueBytes += bytesOf(result.getType());
       // Values the plan leaves memory of their own (outputs, what the host
-      // reads); a wait's is its start's.
+      // reads; not a parameter or state written in place); a wait's is its
+      // start's.
       auto offsets =
           op->getAttrOfType<DenseI64ArrayAttr>(kArenaOffsetsAttrName);
       if (offsets && !isa<WaitOp>(op))
         for (auto [offset, result] :
              llvm::zip(offsets.asArrayRef(), op->getResults()))
-          if (offset < 0)
+          if (offset < 0 && offset != kInPlaceOffset)
             (op->hasAttr(kHostReadAttrName) ? report.evaluationBytes
                                             : report.ownValueBytes) +=
                 bytesOf(result.getType());

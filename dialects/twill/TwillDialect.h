@@ -74,9 +74,12 @@ inline constexpr llvm::StringLiteral kHostReadAttrName = "twill.host_read";
 inline constexpr llvm::StringLiteral kGlobalResultsAttrName =
     "twill.global_results";
 /// twill-plan-memory's: per result of an op, its offset in the arena (-1:
-/// memory of its own); on the module, the arena's size in bytes.
+/// memory of its own; kInPlaceOffset: the buffer of the parameter or state
+/// it is the new value of, written in place); on the module, the arena's
+/// size in bytes.
 inline constexpr llvm::StringLiteral kArenaOffsetsAttrName =
     "twill.arena_offsets";
+inline constexpr int64_t kInPlaceOffset = -2;
 inline constexpr llvm::StringLiteral kArenaBytesAttrName = "twill.arena_bytes";
 /// On the module: the bytes of the host arena twill-plan-memory places the
 /// offloaded values in (an offload's offsets are in it).

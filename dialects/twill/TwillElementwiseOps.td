@@ -30,7 +30,7 @@ class Twill_ElementwiseBinaryOp<string mnemonic, string formula,
 }
 
 def Twill_AddOp : Twill_ElementwiseBinaryOp<"add", "lhs + rhs",
-                                            [Twill_Additive]> {
+                                            [Twill_Additive, Twill_ElementwiseInPlace]> {
   let opcode = 6;
   let summary = "Elementwise sum";
   // Floats, or counts (a tiled loss's token counts summed, or its

@@ -30,6 +30,20 @@ inline void setEntryRole(func::FuncOp function, EntryRole role) {
                     EntryRoleAttr::get(function.getContext(), role));
 }
 
+/// The parameter or state argument of `function` whose new value its
+/// result `index` is (named after it), or null.
+inline BlockArgument updatedArgument(func::FuncOp function, unsigned index) {
+  auto name = function.getResultAttrOfType<StringAttr>(index, kOutputAttrName);
+  if (!name)
+    return {};
+  for (BlockArgument argument : function.getArguments())
+    for (StringRef kind : {kParamAttrName, kStateAttrName})
+      if (function.getArgAttrOfType<StringAttr>(argument.getArgNumber(),
+                                                kind) == name)
+        return argument;
+  return {};
+}
+
 /// The module's entry point for `role`, or null.
 inline func::FuncOp entryPoint(ModuleOp module, EntryRole role) {
   for (auto function : module.getOps<func::FuncOp>())

@@ -8,7 +8,7 @@
 #ifndef TWILL_GRAD_OPS_TD
 #define TWILL_GRAD_OPS_TD
 
-def Twill_ConstantOp : Twill_ComputeOp<"constant", [Pure]> {
+def Twill_ConstantOp : Twill_ComputeOp<"constant", [Twill_ElementwiseInPlace, Pure]> {
   let opcode = 15;
   let executableAttributes = Twill_ConstantAttributes;
   let runner = "runConstant";

@@ -73,6 +73,11 @@ def Twill_Additive : Twill_Trait<"Additive">;
 // Forms a quantized weight in the compute dtype; its first operand is the
 // parameter it reads.
 def Twill_Dequantize : Twill_Trait<"Dequantize">;
+// Each element of its results is computed from the same element of its
+// operands, read before that element of any result is written: a result
+// may take the buffer of an operand read for the last time (the emitter
+// updates a state in place so).
+def Twill_ElementwiseInPlace : Twill_Trait<"ElementwiseInPlace">;
 // Its float results are sums kept in fp32 whatever the compute dtype (a
 // loss's, a router's load): twill-mixed-precision leaves them so.
 def Twill_Fp32Sums : Twill_Trait<"Fp32Sums">;

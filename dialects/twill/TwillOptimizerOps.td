@@ -124,7 +124,7 @@ def Twill_LrScheduleOp : Twill_ComputeOp<"lr_schedule", [Pure]> {
   }];
 }
 
-def Twill_AdamWOp : Twill_ComputeOp<"adamw", [Pure]> {
+def Twill_AdamWOp : Twill_ComputeOp<"adamw", [Twill_ElementwiseInPlace, Pure]> {
   let opcode = 28;
   let executableAttributes = Twill_AdamwAttributes;
   let runner = "runAdamW";
@@ -166,7 +166,7 @@ def Twill_AdamWOp : Twill_ComputeOp<"adamw", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Twill_IncrementOp : Twill_ComputeOp<"increment", [Pure,
+def Twill_IncrementOp : Twill_ComputeOp<"increment", [Twill_ElementwiseInPlace, Pure,
     AllTypesMatch<["input", "result"]>]> {
   let opcode = 29;
   let shardingRule = "scalarRule";

@@ -28,6 +28,10 @@ class Dequantize : public TraitBase<ConcreteType, Dequantize> {};
 template <typename ConcreteType>
 class Fp32Sums : public TraitBase<ConcreteType, Fp32Sums> {};
 
+template <typename ConcreteType>
+class ElementwiseInPlace : public TraitBase<ConcreteType, ElementwiseInPlace> {
+};
+
 } // namespace mlir::OpTrait::twill
 
 #endif // TWILL_DIALECTS_TWILL_TWILLTRAITS_H

@@ -320,10 +320,12 @@ llvm::Expected<Preset> checkPreset(const Executable &executable) {
 }
 
 /// An entry point's instructions read only what is written, write each
-/// buffer once, and its outputs say their roles and what they update.
+/// buffer once (a parameter's or a state's only as its new value, in
+/// place), and its outputs say their roles and what they update.
 llvm::Error checkEntryPoint(const Executable &executable,
                             const EntryPoint &entry, const Preset &preset) {
   std::vector<bool> written = preset.written;
+  std::vector<bool> inPlace(executable.buffers_size(), false);
   auto inRange = [&](int id) { return ::inRange(executable, id); };
   for (const auto &[index, instruction] :
        llvm::enumerate(entry.instructions())) {
@@ -338,9 +340,11 @@ llvm::Error checkEntryPoint(const Executable &executable,
       if (!inRange(operand) || !written[operand])
         return invalid(where() + " reads a buffer not yet written");
     for (int result : instruction.results()) {
-      if (!inRange(result) || written[result])
+      bool updates = inRange(result) && preset.updatable[result];
+      if (!inRange(result) || (written[result] && !updates) || inPlace[result])
         return invalid(where() + " writes a buffer twice");
       written[result] = true;
+      inPlace[result] = updates;
     }
   }
   for (int output : entry.outputs())
@@ -365,6 +369,17 @@ llvm::Error checkEntryPoint(const Executable &executable,
                      std::to_string(updated) +
                      ", which is no parameter or state its output fits");
   }
+  // A parameter or state written in place is the new value of itself.
+  for (auto [id, written] : llvm::enumerate(inPlace))
+    if (written &&
+        !llvm::any_of(llvm::zip_equal(entry.outputs(), entry.output_updates()),
+                      [&, id = id](auto pair) {
+                        return std::get<0>(pair) == int(id) &&
+                               std::get<1>(pair) == int(id);
+                      }))
+      return invalid(entry.name() + " writes buffer " + std::to_string(id) +
+                     " of a parameter or state in place, and returns it as "
+                     "no new value of it");
   if (auto paired = pairStartsWithWaits(entry); !paired)
     return invalid(llvm::toString(paired.takeError()));
   return llvm::Error::success();

@@ -199,8 +199,10 @@ llvm::Error Program::run(const EntryPoint &entry) {
       results.push_back(source);
       continue;
     }
-    // The loader checked that it fits the parameter or state it updates.
-    writeBacks.push_back({source, target});
+    // The loader checked that it fits the parameter or state it updates;
+    // one written in place is there already.
+    if (source != target)
+      writeBacks.push_back({source, target});
   }
   if (llvm::Error error = backend->upload(inputIds))
     return error;

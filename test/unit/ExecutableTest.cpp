@@ -161,6 +161,28 @@ TEST(Executable, EveryStateSaysWhatItIsAndForWhichParameter) {
   EXPECT_THAT(problemOf(withState(State::STEP, "w")), HasSubstr(says));
 }
 
+TEST(Executable, AStateIsWrittenInPlaceOnlyAsItsNewValue) {
+  // The scale writes the gradient sum (buffer 1) over itself: allowed
+  // where the output says it is the sum's new value, as itself.
+  Executable executable = withState(State::GRAD_SUM, "w");
+  EntryPoint &entry = *executable.mutable_entry_points(0);
+  entry.mutable_instructions(0)->set_operands(0, 1);
+  entry.mutable_instructions(0)->set_results(0, 1);
+  entry.set_outputs(0, 1);
+  entry.set_output_updates(0, 1);
+  EXPECT_FALSE(verifyExecutable(executable));
+  // Not as no new value: the state would change behind the runtime's back.
+  entry.set_output_updates(0, -1);
+  EXPECT_THAT(problemOf(executable),
+              HasSubstr("forward writes buffer 1 of a parameter or state in "
+                        "place, and returns it as no new value of it"));
+  // Nor twice.
+  entry.set_output_updates(0, 1);
+  *entry.add_instructions() = entry.instructions(0);
+  EXPECT_THAT(problemOf(executable),
+              HasSubstr("instruction 1 (scale) writes a buffer twice"));
+}
+
 /// validProgram with two parameters that are rows 0-1 and 2-3 of the
 /// checkpoint's tensor "t" (of `rows` rows), the second from `secondRow`.
 Executable withStoredRows(int64_t secondRow, int64_t rows = 4) {
