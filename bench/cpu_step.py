@@ -38,14 +38,20 @@ TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
 BATCH, SEQ, RANK, ALPHA = 2, 512, 8, 16
 
 
-def job(steps, output):
-    model = "\n".join(f"  {k}: {str(v).lower() if isinstance(v, bool) else v}"
-                      for k, v in MODEL.items())
-    targets = ", ".join(f'"{t}"' for t in TARGETS)
+def job(steps, output, model=MODEL, modules=TARGETS, parameters=()):
+    """The step's job: `model`'s fields, LoRA on `modules` (and on
+    `parameters`, lora.target_parameters), `steps` steps into `output`."""
+    def text(value):
+        if isinstance(value, bool):
+            return str(value).lower()
+        return f'"{value}"' if isinstance(value, str) else str(value)
+    fields = "\n".join(f"  {k}: {text(v)}" for k, v in model.items())
+    targets = ", ".join(f'"{t}"' for t in modules)
+    adapted = "".join(f' target_parameters: "{p}"' for p in parameters)
     return f"""model {{
-{model}
+{fields}
 }}
-lora {{ rank: {RANK} alpha: {ALPHA} dropout: 0 target_modules: [{targets}] }}
+lora {{ rank: {RANK} alpha: {ALPHA} dropout: 0 target_modules: [{targets}]{adapted} }}
 parallel {{ dp: 1 tp: 1 }}
 train {{
   batch_size: {BATCH} seq_len: {SEQ} gradient_accumulation_steps: 1

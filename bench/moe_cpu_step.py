@@ -30,9 +30,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-# cpu_step's data is this model's: its vocab and sequence length.
-from cpu_step import (cpu_name, step_times, thread_env, torch_version,
-                      write_data)
+# cpu_step's data and job are this model's: its vocab, sequence length,
+# batch and LoRA rank.
+from cpu_step import (ALPHA, BATCH, RANK, SEQ, cpu_name, job, step_times,
+                      thread_env, torch_version, write_data)
 
 MODEL = dict(model_type="qwen3_moe", vocab_size=8192, hidden_size=512,
              num_hidden_layers=4, num_attention_heads=8,
@@ -48,35 +49,13 @@ EXPERTS = {"few": dict(num_experts=8, num_experts_per_tok=2,
                         moe_intermediate_size=128)}
 MODULES = ["q_proj", "k_proj", "v_proj", "o_proj", "gate"]
 PARAMETERS = ["mlp.experts.gate_up_proj", "mlp.experts.down_proj"]
-BATCH, SEQ, RANK, ALPHA = 2, 512, 8, 16
-
-
-def job(steps, output, experts):
-    model = "\n".join(
-        f"  {k}: " + (str(v).lower() if isinstance(v, bool) else
-                      f'"{v}"' if isinstance(v, str) else str(v))
-        for k, v in {**MODEL, **EXPERTS[experts]}.items())
-    modules = ", ".join(f'"{t}"' for t in MODULES)
-    parameters = ", ".join(f'"{t}"' for t in PARAMETERS)
-    return f"""model {{
-{model}
-}}
-lora {{ rank: {RANK} alpha: {ALPHA} target_modules: [{modules}]
-        target_parameters: [{parameters}] }}
-train {{
-  batch_size: {BATCH} seq_len: {SEQ} gradient_accumulation_steps: 1
-  epochs: 1 max_steps_per_epoch: {steps} seed: 0 lr: 1e-4 warmup_steps: 0
-  max_grad_norm: 1.0
-}}
-data {{ format: TOKENIZED packed: false }}
-checkpoint {{ random_base: true output_dir: "{output}" }}
-"""
 
 
 def twill_steps(bin_dir, work, name, threads, steps, experts):
     """Step times (s) of a Twill run."""
     out, program = work / name, work / f"{name}.twx"
-    (work / "job.textproto").write_text(job(steps, out, experts))
+    (work / "job.textproto").write_text(
+        job(steps, out, {**MODEL, **EXPERTS[experts]}, MODULES, PARAMETERS))
     subprocess.run([bin_dir / "twillc", work / "job.textproto", "-o", program],
                    check=True)
     run = subprocess.run([bin_dir / "twill-train", program, "--data",

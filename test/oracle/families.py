@@ -1,5 +1,7 @@
 """The model families the oracles build tiny models of: transformers' own
 classes, by config.json's model_type."""
+import sys
+
 import torch
 from transformers import (Gemma2Config, Gemma2ForCausalLM, Gemma3ForCausalLM,
                           Gemma3TextConfig, LlamaConfig,
@@ -90,3 +92,17 @@ def randomize_norms_and_biases(model):
                 parameter.uniform_(0.5 - offset, 1.5 - offset)
             elif name.endswith(".bias"):
                 parameter.uniform_(-0.5, 0.5)
+
+
+def load_balancing_loss(model, forwards):
+    """transformers' load-balancing loss of several forwards of `model` (a
+    transformers model, or PEFT's around one), each of a document alone
+    (no padding): its family's load_balancing_loss_func of each sparse
+    layer's router logits, the forwards' `router_logits` concatenated."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") \
+        else model
+    config = base.config
+    experts = getattr(config, "num_experts", None) or config.num_local_experts
+    loss_of = sys.modules[type(base).__module__].load_balancing_loss_func
+    return loss_of(tuple(torch.cat(layer) for layer in zip(*forwards)),
+                   experts, config.num_experts_per_tok)

@@ -44,8 +44,8 @@ import dropout
 import torch
 from peft import LoraConfig, get_peft_model
 from safetensors.torch import load_file, save_file
-from families import (GEMMA3_ROPE, projections, randomize_norms_and_biases,
-                      tiny_model)
+from families import (GEMMA3_ROPE, load_balancing_loss, projections,
+                      randomize_norms_and_biases, tiny_model)
 
 ALL_PROJECTIONS = projections("llama")
 
@@ -387,23 +387,16 @@ def reference_logits(model, tokens, documents, masks=None):
 
 def reference_aux_loss(model, tokens, documents):
     """transformers' load-balancing loss of the batch's documents, each
-    alone: its family's load_balancing_loss_func of every sparse layer's
-    router logits, the documents' tokens concatenated (no padding)."""
-    layers = []
+    alone (no padding)."""
+    forwards = []
     for row, lengths in enumerate(documents):
         start = 0
         for length in lengths:
             ids = tokens[row, start:start + length].unsqueeze(0)
-            routers = model(input_ids=ids, output_router_logits=True)
-            layers.append(routers.router_logits)
+            forwards.append(
+                model(input_ids=ids, output_router_logits=True).router_logits)
             start += length
-    base = model.get_base_model() if hasattr(model, "get_base_model") \
-        else model
-    config = base.config
-    experts = getattr(config, "num_experts", None) or config.num_local_experts
-    loss_of = sys.modules[type(base).__module__].load_balancing_loss_func
-    return loss_of(tuple(torch.cat(layer) for layer in zip(*layers)), experts,
-                   config.num_experts_per_tok)
+    return load_balancing_loss(model, forwards)
 
 
 def relative_error(actual, expected):

@@ -38,8 +38,9 @@ import dropout
 import torch
 from peft import LoraConfig, PeftModel, get_peft_model
 from safetensors.torch import load_file
-from families import (FAMILIES, GEMMA3_ROPE, randomize_norms_and_biases,
-                      some_parameters, some_projections, tiny_model)
+from families import (FAMILIES, GEMMA3_ROPE, load_balancing_loss,
+                      randomize_norms_and_biases, some_parameters,
+                      some_projections, tiny_model)
 from transformers import AutoModelForCausalLM
 from qlora_oracle import dequantize_projections
 
@@ -100,18 +101,6 @@ def lr_lambda(step):
         return step / max(1, WARMUP)
     progress = (step - WARMUP) / max(1, STEPS - WARMUP)
     return max(0.0, 0.5 * (1.0 + math.cos(math.pi * progress)))
-
-
-def load_balancing_loss(model, router_logits):
-    """transformers' load-balancing loss of a micro-batch: its family's
-    load_balancing_loss_func of each sparse layer's router logits, the
-    micro-batch's examples' concatenated (each run alone: no padding)."""
-    base = model.get_base_model()
-    config = base.config
-    experts = getattr(config, "num_experts", None) or config.num_local_experts
-    loss_of = sys.modules[type(base).__module__].load_balancing_loss_func
-    return loss_of(tuple(torch.cat(layer) for layer in zip(*router_logits)),
-                   experts, config.num_experts_per_tok)
 
 
 def reference_training(model, examples, masks, aux_coef=None):
