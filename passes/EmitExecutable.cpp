@@ -442,9 +442,10 @@ LogicalResult ExecutableEmitter::emitFunction(func::FuncOp function) {
   // The arguments whose new values the entry returns: an op that writes
   // one in place (twill-plan-memory's kInPlaceOffset) writes their buffer.
   llvm::DenseMap<Value, BlockArgument> updates;
-  for (auto [index, value] :
-       llvm::enumerate(body.getTerminator()->getOperands()))
-    if (BlockArgument state = mlir::twill::updatedArgument(function, index))
+  for (auto [value, state] :
+       llvm::zip_equal(body.getTerminator()->getOperands(),
+                       mlir::twill::updatedArguments(function)))
+    if (state)
       updates[value] = state;
   for (Operation &op : body) {
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {

@@ -130,9 +130,9 @@ ArenaBytes planFunction(func::FuncOp function) {
   for (Operation &op : body) {
     if (isa<func::ReturnOp>(op)) {
       kept.insert(op.getOperands().begin(), op.getOperands().end());
-      for (auto [index, value] : llvm::enumerate(op.getOperands()))
-        if (BlockArgument state = updatedArgument(function, index);
-            state && !isa<BlockArgument>(value) &&
+      for (auto [value, state] :
+           llvm::zip_equal(op.getOperands(), updatedArguments(function)))
+        if (state && !isa<BlockArgument>(value) &&
             cast<RankedTensorType>(value.getType()) == state.getType())
           updates[value] = state;
     }

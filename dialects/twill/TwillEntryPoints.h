@@ -12,6 +12,7 @@
 #include "dialects/twill/TwillDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/StringMap.h"
 
 #include <optional>
 
@@ -30,18 +31,22 @@ inline void setEntryRole(func::FuncOp function, EntryRole role) {
                     EntryRoleAttr::get(function.getContext(), role));
 }
 
-/// The parameter or state argument of `function` whose new value its
-/// result `index` is (named after it), or null.
-inline BlockArgument updatedArgument(func::FuncOp function, unsigned index) {
-  auto name = function.getResultAttrOfType<StringAttr>(index, kOutputAttrName);
-  if (!name)
-    return {};
+/// For each result of `function`, the parameter or state argument whose
+/// new value it is (named after it), or null.
+inline SmallVector<BlockArgument> updatedArguments(func::FuncOp function) {
+  llvm::StringMap<BlockArgument> byName;
   for (BlockArgument argument : function.getArguments())
     for (StringRef kind : {kParamAttrName, kStateAttrName})
-      if (function.getArgAttrOfType<StringAttr>(argument.getArgNumber(),
-                                                kind) == name)
-        return argument;
-  return {};
+      if (auto name = function.getArgAttrOfType<StringAttr>(
+              argument.getArgNumber(), kind))
+        byName[name.getValue()] = argument;
+  SmallVector<BlockArgument> updated;
+  for (unsigned index = 0; index < function.getNumResults(); ++index) {
+    auto name =
+        function.getResultAttrOfType<StringAttr>(index, kOutputAttrName);
+    updated.push_back(name ? byName.lookup(name.getValue()) : BlockArgument());
+  }
+  return updated;
 }
 
 /// The module's entry point for `role`, or null.
