@@ -369,7 +369,7 @@ void DecoderTracer::addRouterLoad(Value logits, Value indices, Location at) {
 
 std::pair<Value, Value> DecoderTracer::withLoadBalancingLoss(Value lossSum) {
   if (!routerLoad.probabilities)
-    return {};
+    return {lossSum, Value()};
   // transformers adds coef x the loss to the micro-batch's mean loss; the
   // host divides the step's gradient by its tokens, so the sum adds it
   // times them.
@@ -448,14 +448,11 @@ OwningOpRef<ModuleOp> DecoderTracer::trace() {
       lossSums(h, logits, lmHead, labels, dpo ? segments : Value());
   if (!dpo) {
     auto [lossSum, aux] = withLoadBalancingLoss(sums[0]);
-    if (!aux) {
-      endEntry(
-          {{sums[0], ValueRole::LossSum}, {sums[1], ValueRole::TokenCount}});
-      return module;
-    }
-    endEntry({{lossSum, ValueRole::LossSum},
-              {sums[1], ValueRole::TokenCount},
-              {aux, ValueRole::RouterAuxLoss}});
+    SmallVector<std::pair<Value, ValueRole>, 3> results = {
+        {lossSum, ValueRole::LossSum}, {sums[1], ValueRole::TokenCount}};
+    if (aux)
+      results.push_back({aux, ValueRole::RouterAuxLoss});
+    endEntry(results);
     return module;
   }
   // The reference is the base: the same decoder with every adapter off,

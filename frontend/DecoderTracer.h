@@ -266,10 +266,10 @@ private:
   /// Adds what a router sends each expert (expert_load of its `logits` and
   /// choice `indices`, the tokens tracedMask keeps) to routerLoad.
   void addRouterLoad(Value logits, Value indices, Location at);
-  /// With model.output_router_logits: the routers' load-balancing loss of
-  /// routerLoad, and `lossSum` plus it weighted to be router_aux_loss_coef
-  /// times it in the step's mean loss (times the step's tokens); else
-  /// nulls.
+  /// `lossSum`, plus with model.output_router_logits the routers'
+  /// load-balancing loss of routerLoad weighted to be router_aux_loss_coef
+  /// times it in the step's mean loss (times the step's tokens); and that
+  /// loss (null without).
   std::pair<Value, Value> withLoadBalancingLoss(Value lossSum);
 
   /// `x` ([batch, seq, ...]) cut along the sequence into tiles of about

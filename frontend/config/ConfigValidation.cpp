@@ -272,13 +272,17 @@ static void validateUnbuilt(const ModelConfig &model, Problems &problems) {
                  model.partial_rotary_factor());
 }
 
+/// The most layers a model may have (validateSizes): what loops over the
+/// layers of a job not yet valid stop at.
+constexpr int64_t kMostLayers = 1 << 10;
+
 /// Where attention slides, layer by layer.
 static void validateLayerTypes(const ModelConfig &model, Problems &problems) {
   // A window no layer attends through may be anything (Qwen2-MoE's config
   // writes 0 without use_sliding_window).
   bool used = false;
   for (int64_t layer = 0;
-       layer < std::min<int64_t>(model.num_hidden_layers(), 1 << 10) && !used;
+       layer < std::min(model.num_hidden_layers(), kMostLayers) && !used;
        ++layer)
     used = slidingWindowOf(model, layer).has_value();
   if (used)
@@ -303,7 +307,7 @@ static bool validateSizes(const ModelConfig &model, Problems &problems) {
   } sizes[] = {
       {"model.vocab_size", model.vocab_size(), 1 << 24},
       {"model.hidden_size", model.hidden_size(), 1 << 18},
-      {"model.num_hidden_layers", model.num_hidden_layers(), 1 << 10},
+      {"model.num_hidden_layers", model.num_hidden_layers(), kMostLayers},
       {"model.num_attention_heads", model.num_attention_heads(), 1 << 12},
       {"model.num_key_value_heads", model.num_key_value_heads(), 1 << 12},
       {"model.intermediate_size", model.intermediate_size(), 1 << 20},
@@ -501,6 +505,20 @@ static void validateScale(const JobConfig &config, Problems &problems) {
 /// NF4's block: a weight's rows are whole blocks of it.
 constexpr int64_t kNf4Block = 64;
 
+/// Each of `sizes` (a config field, or a product of two, and its value)
+/// whole blocks of NF4, where it is set: a quantized `weight`'s rows are
+/// cut into them.
+static void requireNf4Blocks(
+    std::initializer_list<std::pair<const char *, int64_t>> sizes,
+    llvm::StringRef weight, Problems &problems) {
+  for (auto [what, columns] : sizes)
+    if (columns > 0 && columns % kNf4Block)
+      problems.add("quantization.base NF4 quantizes blocks of {0} values "
+                   "along each {1}'s rows, and {2} ({3}) is no multiple of "
+                   "{0}: the block size does not divide it",
+                   kNf4Block, weight, what, columns);
+}
+
 /// A quantized base: frozen, and (NF4) every projection's rows whole
 /// blocks of 64 values (bitsandbytes' NF4 blocks, which no shard may cut).
 static void validateQuantization(const JobConfig &config, Problems &problems) {
@@ -529,16 +547,11 @@ static void validateQuantization(const JobConfig &config, Problems &problems) {
                  name, model.model_type());
   if (format != QuantizationConfig::NF4)
     return;
-  for (auto [what, columns] :
-       {std::pair{"model.hidden_size", model.hidden_size()},
-        std::pair{"model.intermediate_size", model.intermediate_size()},
-        std::pair{"model.num_attention_heads x model.head_dim",
-                  model.num_attention_heads() * model.head_dim()}})
-    if (columns > 0 && columns % kNf4Block)
-      problems.add("quantization.base NF4 quantizes blocks of {0} values "
-                   "along each projection's rows, and {1} ({2}) is no "
-                   "multiple of {0}: the block size does not divide it",
-                   kNf4Block, what, columns);
+  requireNf4Blocks({{"model.hidden_size", model.hidden_size()},
+                    {"model.intermediate_size", model.intermediate_size()},
+                    {"model.num_attention_heads x model.head_dim",
+                     model.num_attention_heads() * model.head_dim()}},
+                   "projection", problems);
 }
 
 /// DPO: preference pairs, LoRA (the reference is the base with every
@@ -587,7 +600,7 @@ static void validateTargetParameters(const JobConfig &config,
                                      Problems &problems) {
   const ModelConfig &model = config.model();
   // Layers past what validateModel allows are not looped over.
-  int64_t layers = std::min<int64_t>(model.num_hidden_layers(), 1 << 10);
+  int64_t layers = std::min(model.num_hidden_layers(), kMostLayers);
   for (const std::string &target : config.lora().target_parameters()) {
     LoraConfig one;
     one.add_target_parameters(target);
@@ -675,16 +688,11 @@ static void validateExperts(const JobConfig &config, Problems &problems) {
                  "experts' products do not round their inputs yet)",
                  model.model_type());
   if (config.quantization().base() == QuantizationConfig::NF4)
-    for (auto [what, columns] :
-         {std::pair{"model.moe_intermediate_size",
-                    model.moe_intermediate_size()},
-          std::pair{"model.shared_expert_intermediate_size",
-                    model.shared_expert_intermediate_size()}})
-      if (columns > 0 && columns % kNf4Block)
-        problems.add("quantization.base NF4 quantizes blocks of {0} values "
-                     "along each weight's rows, and {1} ({2}) is no "
-                     "multiple of {0}: the block size does not divide it",
-                     kNf4Block, what, columns);
+    requireNf4Blocks({{"model.moe_intermediate_size",
+                       model.moe_intermediate_size()},
+                      {"model.shared_expert_intermediate_size",
+                       model.shared_expert_intermediate_size()}},
+                     "weight", problems);
 }
 
 llvm::Error twill::validateJobConfig(const JobConfig &config) {

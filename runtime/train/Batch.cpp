@@ -92,11 +92,16 @@ int64_t twill::countedPairs(llvm::ArrayRef<Row> rows) {
   return counted;
 }
 
+/// The labels among `labels` a loss is trained on.
+static int64_t labelledIn(llvm::ArrayRef<int32_t> labels) {
+  return llvm::count_if(labels,
+                        [](int32_t label) { return label != kIgnoreLabel; });
+}
+
 int64_t twill::labelledTokens(llvm::ArrayRef<Row> rows) {
   int64_t labelled = 0;
   for (const Row &row : rows)
-    labelled += llvm::count_if(
-        row.labels, [](int32_t label) { return label != kIgnoreLabel; });
+    labelled += labelledIn(row.labels);
   return labelled;
 }
 
@@ -197,8 +202,7 @@ llvm::Error twill::loadBatchJson(Program &program, llvm::StringRef path) {
       return fail(llvm::toString(std::move(error)));
     positions = whole.size();
     if (role == LABELS)
-      labelled = llvm::count_if(
-          whole, [](int32_t label) { return label != kIgnoreLabel; });
+      labelled = labelledIn(whole);
   }
   if (program.inputOf(ATTENTION_MASK) >= 0) {
     std::vector<int32_t> mask;

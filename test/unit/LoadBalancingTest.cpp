@@ -130,8 +130,9 @@ TEST(LoadBalancing, ExpertLoadGradIsTheProbabilitiesFiniteDifference) {
     up[i] += step;
     down[i] -= step;
     EXPECT_NEAR(result[i], (loss(up) - loss(down)) / (2 * step), 2e-4) << i;
-    if (!mask[i / kExperts])
+    if (!mask[i / kExperts]) {
       EXPECT_EQ(result[i], 0.0f) << i;
+    }
   }
 }
 
